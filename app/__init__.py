@@ -1,0 +1,1 @@
+"""The roofcast CLI and Streamlit app (thin layers over the library)."""

@@ -1,0 +1,1 @@
+"""ONNX -> Graph: safe loading, concrete shapes, per-op costs."""

@@ -1,0 +1,8 @@
+"""Errors a user can cause while importing a model.
+
+Every message says what is wrong and what to do; the CLI and the app print it as one line.
+"""
+
+
+class ModelImportError(ValueError):
+    """The ONNX input cannot be imported (bad file, hostile content, unbound dims, ...)."""

@@ -1,0 +1,1 @@
+"""Hardware catalog: device specs as data, hypothetical devices, local calibration."""

@@ -1,0 +1,1 @@
+"""Analytical and learned per-op time predictors, graph simulation and what-if sweeps."""

@@ -1,0 +1,1 @@
+"""Measured runs: collectors, the measurement store, public datasets and the model zoo."""

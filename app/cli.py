@@ -13,11 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from graph_import.errors import ModelImportError
+from predictor.errors import PredictionError
 
 COMMAND_MODULES = ("inspect",)
 
 # Each package's user-facing error type; add a package's here when it gains one.
-USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError,)
+USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, PredictionError)
 
 
 def build_parser() -> argparse.ArgumentParser:

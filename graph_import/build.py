@@ -1,0 +1,227 @@
+"""ModelProto + ShapeResult -> Graph of OpNodes with costs.
+
+- One OpNode per top-level ONNX node; empty or repeated node names are made unique
+  (``<op_type>_<index>``).
+- ``inputs`` keep ONNX positions (None for an omitted optional input); shapes are concrete ints
+  when resolved. A tensor whose shape is not concrete keeps its symbolic dims as strings
+  (``("batch", 128)``, ``"?"`` for unknown) and its nodes get ``cost=None`` and an entry in
+  ``Graph.unresolved`` saying which tensor and dim.
+- Costs come from ``graph_import.costs.cost_of(node)``: None means no rule (counted in
+  ``Graph.unsupported``); an exception from a rule puts the node in ``unresolved`` with the
+  exception text.
+- Parameters (``Graph.params``, ``Graph.weight_bytes``): initializers of floating dtypes plus
+  8-bit / 4-bit integer initializers (quantised weights). int16/32/64, bool and string
+  initializers are shape helpers, indices or masks, not weights, and are not counted. Each
+  initializer is counted once even when several nodes read it (tied weights). Constant nodes are
+  not counted (exporters put weights in initializers; Constants carry scalars and shapes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import networkx as nx
+import numpy as np
+from onnx import ModelProto, TensorProto, numpy_helper
+
+from graph_import.fold import attribute_values
+from graph_import.load import tensor_has_inline_data
+from graph_import.shapes import ShapeResult, TensorShape, dtype_name
+from graph_import.types import Graph, OpCost, OpNode, TensorInfo, dtype_itemsize_bytes
+
+CONST_INPUT_MAX_ELEMENTS = 4096
+
+PARAM_DTYPES = frozenset(
+    {
+        TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16,
+        TensorProto.INT8, TensorProto.UINT8, TensorProto.INT4, TensorProto.UINT4,
+        TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
+        TensorProto.FLOAT8E5M2FNUZ,
+    }
+)
+
+CostFn = Callable[[OpNode], OpCost | None]
+
+
+def build_graph(
+    model: ModelProto,
+    shapes: ShapeResult,
+    name: str | None = None,
+    cost_fn: CostFn | None = None,
+) -> Graph:
+    """Assemble the Graph. ``cost_fn`` defaults to ``graph_import.costs.cost_of``."""
+    if cost_fn is None:
+        from graph_import.costs import cost_of as cost_fn  # late: costs import types, not us
+    g = model.graph
+    initializers = {t.name: t for t in g.initializer}
+    infos: dict[str, TensorInfo] = {}
+    unresolved: dict[str, str] = {}
+    unsupported: Counter[str] = Counter()
+    nxg = nx.DiGraph()
+    producer: dict[str, str] = {}
+    used_names: set[str] = set()
+    unbound = set(shapes.unbound)
+
+    def info(tensor: str) -> TensorInfo:
+        ti = infos.get(tensor)
+        if ti is None:
+            ts = shapes.tensors.get(tensor)
+            if ts is None:
+                ti = TensorInfo(tensor, ("?",), "undefined")  # type: ignore[arg-type]
+            else:
+                ti = TensorInfo(tensor, ts.dims if ts.dims is not None else ("?",), ts.dtype)  # type: ignore[arg-type]
+            infos[tensor] = ti
+        return ti
+
+    for index, node in enumerate(g.node):
+        node_name = _unique_name(node.name, node.op_type, index, used_names)
+        in_infos = tuple(info(t) if t else None for t in node.input)
+        out_infos = tuple(info(t) for t in node.output if t)
+        weight_inputs = frozenset(t for t in node.input if t in initializers)
+        const_inputs = _const_inputs(node.input, shapes, initializers)
+        op = OpNode(
+            name=node_name,
+            op_type=node.op_type,
+            domain=node.domain,
+            inputs=in_infos,
+            outputs=out_infos,
+            attrs=attribute_values(node),
+            cost=None,
+            weight_inputs=weight_inputs,
+            const_inputs=const_inputs,
+        )
+        reason = _unresolved_reason(node.input, node.output, shapes.tensors, unbound)
+        if reason is not None:
+            unresolved[node_name] = reason
+        else:
+            try:
+                cost = cost_fn(op)
+            except Exception as exc:  # a rule's failure is reported per node, never hidden
+                unresolved[node_name] = f"cost rule failed: {type(exc).__name__}: {exc}"
+                cost = None
+            else:
+                if cost is None:
+                    unsupported[_op_label(node.domain, node.op_type)] += 1
+            if cost is not None:
+                op = _with_cost(op, cost)
+        nxg.add_node(node_name, op=op)
+        for t in node.input:
+            src = producer.get(t) if t else None
+            if src is not None:
+                if nxg.has_edge(src, node_name):
+                    nxg.edges[src, node_name]["tensors"] += (infos[t],)
+                else:
+                    nxg.add_edge(src, node_name, tensor=infos[t], tensors=(infos[t],))
+        for t in node.output:
+            if t:
+                producer[t] = node_name
+
+    params, weight_bytes = count_params(model)
+    opset = max(
+        (o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0
+    )
+    init_names = set(initializers)
+    return Graph(
+        name=name or g.name or "model",
+        nx_graph=nxg,
+        inputs=tuple(info(vi.name) for vi in g.input if vi.name not in init_names),
+        outputs=tuple(info(vi.name) for vi in g.output),
+        params=params,
+        weight_bytes=weight_bytes,
+        opset=opset,
+        unsupported=dict(unsupported),
+        unresolved=unresolved,
+        unbound_dims=shapes.unbound,
+        dims=dict(shapes.bound),
+    )
+
+
+def count_params(model: ModelProto) -> tuple[int, int]:
+    """(elements, bytes) of the weight initializers (see module docstring for the rule)."""
+    elements = 0
+    n_bytes = 0
+    for t in model.graph.initializer:
+        if t.data_type not in PARAM_DTYPES:
+            continue
+        numel = 1
+        for d in t.dims:
+            numel *= d
+        elements += numel
+        if t.data_type in (TensorProto.INT4, TensorProto.UINT4):
+            n_bytes += (numel + 1) // 2
+        else:
+            n_bytes += numel * dtype_itemsize_bytes(dtype_name(t.data_type))
+    return elements, n_bytes
+
+
+def _op_label(domain: str, op_type: str) -> str:
+    return op_type if domain in ("", "ai.onnx") else f"{domain}::{op_type}"
+
+
+def _unique_name(name: str, op_type: str, index: int, used: set[str]) -> str:
+    candidate = name or f"{op_type}_{index}"
+    if candidate in used:
+        candidate = f"{candidate}_{index}"
+    while candidate in used:
+        candidate += "_"
+    used.add(candidate)
+    return candidate
+
+
+def _const_inputs(
+    names, shapes: ShapeResult, initializers: dict[str, TensorProto]
+) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for t in names:
+        if not t:
+            continue
+        value = shapes.values.get(t)
+        if value is None:
+            init = initializers.get(t)
+            if init is None or not tensor_has_inline_data(init):
+                continue
+            numel = 1
+            for d in init.dims:
+                numel *= d
+            if numel > CONST_INPUT_MAX_ELEMENTS:
+                continue
+            value = numpy_helper.to_array(init)
+        if value.size <= CONST_INPUT_MAX_ELEMENTS:
+            out[t] = value
+    return out
+
+
+def _unresolved_reason(
+    inputs, outputs, tensors: dict[str, TensorShape], unbound: set[str]
+) -> str | None:
+    for kind, names in (("input", inputs), ("output", outputs)):
+        for t in names:
+            if not t:
+                continue
+            ts = tensors.get(t)
+            if ts is None:
+                return f"{kind} {t!r} has no type (shape inference could not reach it)"
+            if ts.dims is None:
+                return f"{kind} {t!r} has unknown rank"
+            if ts.dtype == "undefined":
+                return f"{kind} {t!r} has no element type"
+            for axis, d in enumerate(ts.dims):
+                if isinstance(d, int):
+                    continue
+                if d in unbound:
+                    return (
+                        f"{kind} {t!r} dim {axis} is the unbound symbolic dim {d!r}: "
+                        f"bind it, e.g. --dim {d}=1"
+                    )
+                return (
+                    f"{kind} {t!r} dim {axis} is not concrete ({d!r}): it depends on data or on "
+                    "an op shape inference cannot follow"
+                )
+    return None
+
+
+def _with_cost(op: OpNode, cost: OpCost) -> OpNode:
+    from dataclasses import replace
+
+    return replace(op, cost=cost)

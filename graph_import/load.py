@@ -1,0 +1,379 @@
+"""Safe loading of an ONNX model from a path, bytes or a binary file object.
+
+What "safe" means here:
+
+- Only the bytes the user gave are read: the model file itself (or the upload). External-data
+  references are *never* followed, whatever their location; a location that leaves the model's
+  folder (``../../etc/passwd``, an absolute path, a drive letter) is refused outright.
+- Input size is capped (``max_bytes``) before parsing; declared tensor sizes are capped at
+  ``MAX_TENSOR_ELEMENTS`` elements.
+- The graph must be a well-formed DAG: one producer per tensor, every input defined, no cycle.
+  Nodes stored out of topological order are re-ordered (ONNX requires the order; some tools
+  break it).
+
+Everything wrong raises :class:`ModelImportError` with what is wrong and what to do.
+Weightless models (initializers whose external data is absent) load fine: only dims are used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import ModelProto, TensorProto
+
+from graph_import.errors import ModelImportError
+
+DEFAULT_MAX_BYTES = 2**31 - 1  # protobuf's own hard limit for one message
+MAX_TENSOR_ELEMENTS = 2**40  # ~1.1e12 elements: beyond any real model's tensor
+MIN_IR_VERSION = 3  # first IR version with opset imports
+MAX_IR_VERSION = onnx.IR_VERSION
+MIN_OPSET = 7  # ai.onnx opsets older than this predate the shape-inference rules we rely on
+MAX_OPSET = onnx.defs.onnx_opset_version()
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+Source = str | os.PathLike | bytes | bytearray | memoryview
+
+
+def load_model(source: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> ModelProto:
+    """Read, parse and validate a model; returns a ModelProto whose nodes are topologically sorted.
+
+    ``source``: a path (str / PathLike), bytes-like (an upload), or a binary file object.
+    """
+    data = read_source(source, max_bytes)
+    model = parse_model(data)
+    validate_model(model)
+    return model
+
+
+def read_source(source: Any, max_bytes: int) -> bytes:
+    """The raw bytes of ``source``, refusing more than ``max_bytes``."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source)
+    elif isinstance(source, str | os.PathLike):
+        data = _read_path(Path(source), max_bytes)
+    elif hasattr(source, "read"):
+        data = source.read(max_bytes + 1)
+        if not isinstance(data, bytes | bytearray):
+            raise ModelImportError(
+                "the file object returned text, not bytes: open the model in binary mode ('rb')"
+            )
+        data = bytes(data)
+    else:
+        raise ModelImportError(
+            f"cannot read a model from a {type(source).__name__}: give a file path or bytes"
+        )
+    if len(data) > max_bytes:
+        raise ModelImportError(_too_big(len(data), max_bytes))
+    if not data:
+        raise ModelImportError(
+            "the model is empty (0 bytes): give a non-empty .onnx file"
+        )
+    return data
+
+
+def _read_path(path: Path, max_bytes: int) -> bytes:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ModelImportError(f"no such file: {str(path)!r}; check the path") from None
+    except OSError as exc:
+        raise ModelImportError(f"cannot access {str(path)!r}: {exc.strerror}") from None
+    if path.is_dir():
+        raise ModelImportError(f"{str(path)!r} is a folder: give the .onnx file inside it")
+    if st.st_size > max_bytes:
+        raise ModelImportError(_too_big(st.st_size, max_bytes))
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise ModelImportError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+
+
+def _too_big(n_bytes: int, max_bytes: int) -> str:
+    return (
+        f"the model is {n_bytes} bytes, over the limit of {max_bytes} bytes: give a weightless "
+        "export (weights as external data, which roofcast never reads) or raise max_bytes"
+    )
+
+
+def parse_model(data: bytes) -> ModelProto:
+    """Parse ModelProto bytes without touching any external data."""
+    model = ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise ModelImportError(
+            f"not a readable ONNX model ({len(data)} bytes; protobuf parse failed: {exc}); the "
+            "file is truncated, corrupt or not ONNX: re-export or re-download the .onnx file"
+        ) from None
+    if not model.HasField("graph"):
+        if model.ir_version == 0 and not model.opset_import:
+            raise ModelImportError(
+                f"not an ONNX model ({len(data)} bytes with no ONNX model fields): "
+                "give an .onnx file exported by torch.onnx.export, tf2onnx or similar"
+            )
+        raise ModelImportError(
+            "the ONNX model has no graph: nothing to analyse; re-export the model"
+        )
+    return model
+
+
+def validate_model(model: ModelProto) -> None:
+    """Structural checks of a parsed model; sorts ``model.graph.node`` topologically in place."""
+    _check_versions(model)
+    graph = model.graph
+    if len(graph.node) == 0:
+        raise ModelImportError(
+            f"the ONNX graph {graph.name!r} has no nodes: nothing to analyse; re-export the model"
+        )
+    for tensor in iter_tensors(graph):
+        _check_tensor(tensor)
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        _check_value_info(vi)
+    _check_names_and_order(graph)
+
+
+def _check_versions(model: ModelProto) -> None:
+    ir = model.ir_version
+    if not MIN_IR_VERSION <= ir <= MAX_IR_VERSION:
+        raise ModelImportError(
+            f"unsupported ONNX IR version {ir}: roofcast supports IR versions "
+            f"{MIN_IR_VERSION}..{MAX_IR_VERSION} (onnx {onnx.__version__}); convert the model "
+            "with onnx.version_converter or re-export it with a supported exporter"
+        )
+    versions = [op.version for op in model.opset_import if op.domain in _DEFAULT_DOMAINS]
+    if not versions:
+        raise ModelImportError(
+            "the model declares no ai.onnx opset import: re-export it (any opset "
+            f"{MIN_OPSET}..{MAX_OPSET})"
+        )
+    opset = max(versions)
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ModelImportError(
+            f"unsupported ai.onnx opset {opset}: roofcast supports opsets {MIN_OPSET}..{MAX_OPSET}; "
+            "convert it with onnx.version_converter.convert_version(model, 17) or re-export"
+        )
+
+
+def iter_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
+    """Every TensorProto of a graph: initializers, sparse initializers, Constant/attribute
+    tensors, recursively through subgraphs (If/Loop/Scan bodies)."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("sparse_tensor"):
+                yield attr.sparse_tensor.values
+                yield attr.sparse_tensor.indices
+            if attr.HasField("g"):
+                yield from iter_tensors(attr.g)
+            for sub in attr.graphs:
+                yield from iter_tensors(sub)
+
+
+def _check_tensor(tensor: TensorProto) -> None:
+    label = f"tensor {tensor.name!r}" if tensor.name else "an unnamed constant tensor"
+    numel = 1
+    for d in tensor.dims:
+        if d < 0:
+            raise ModelImportError(
+                f"{label} has a negative dim ({list(tensor.dims)}): the file is corrupt; re-export it"
+            )
+        numel *= d
+    if numel > MAX_TENSOR_ELEMENTS:
+        raise ModelImportError(
+            f"{label} declares {numel} elements (dims {list(tensor.dims)}), over the limit of "
+            f"{MAX_TENSOR_ELEMENTS}: the file is corrupt or hostile; re-export it"
+        )
+    if tensor.data_location == TensorProto.EXTERNAL:
+        _check_external_location(tensor, label)
+    elif tensor.HasField("raw_data") and tensor.data_type not in _VARIABLE_SIZE_DTYPES:
+        expected = _raw_nbytes(tensor.data_type, numel)
+        if expected is not None and len(tensor.raw_data) != expected:
+            raise ModelImportError(
+                f"{label} holds {len(tensor.raw_data)} bytes of data but its dims "
+                f"{list(tensor.dims)} and dtype need {expected}: the file is corrupt; re-export it"
+            )
+
+
+_VARIABLE_SIZE_DTYPES = (TensorProto.STRING, TensorProto.UNDEFINED)
+_SUBBYTE_DTYPES = {TensorProto.INT4, TensorProto.UINT4}
+if hasattr(TensorProto, "FLOAT4E2M1"):
+    _SUBBYTE_DTYPES.add(TensorProto.FLOAT4E2M1)
+
+
+def _raw_nbytes(data_type: int, numel: int) -> int | None:
+    if data_type in _SUBBYTE_DTYPES:
+        return (numel + 1) // 2
+    try:
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(data_type).itemsize
+    except (KeyError, ValueError, TypeError):
+        return None
+    return numel * itemsize
+
+
+def _check_external_location(tensor: TensorProto, label: str) -> None:
+    """Refuse external-data locations that leave the model's folder. Nothing is ever opened."""
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    location = info.get("location", "")
+    if location:
+        posix, win = PurePosixPath(location), PureWindowsPath(location)
+        if (
+            posix.is_absolute()
+            or win.is_absolute()
+            or win.drive
+            or location.startswith(("/", "\\", "~"))
+            or ".." in posix.parts
+            or ".." in win.parts
+            or "\x00" in location
+        ):
+            raise ModelImportError(
+                f"{label} points its external data at {location!r}, outside the model's folder: "
+                "refused (roofcast never reads external data, and a path that leaves the model "
+                "folder is hostile); re-export with a relative location or without external data"
+            )
+    for key in ("offset", "length"):
+        raw = info.get(key)
+        if raw is not None and not (raw.isdigit()):
+            raise ModelImportError(
+                f"{label} has a bad external-data {key} {raw!r}: the file is corrupt; re-export it"
+            )
+
+
+def _check_value_info(vi: onnx.ValueInfoProto) -> None:
+    if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+        return
+    numel = 1
+    for d in vi.type.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            if d.dim_value < 0:
+                raise ModelImportError(
+                    f"tensor {vi.name!r} declares a negative dim ({d.dim_value}): the file is "
+                    "corrupt; re-export it (use a named dim such as 'batch' for dynamic axes)"
+                )
+            numel *= d.dim_value
+    if numel > MAX_TENSOR_ELEMENTS:
+        raise ModelImportError(
+            f"tensor {vi.name!r} declares {numel} elements, over the limit of "
+            f"{MAX_TENSOR_ELEMENTS}: the file is corrupt or hostile; re-export it"
+        )
+
+
+def _check_names_and_order(graph: onnx.GraphProto) -> None:
+    """One producer per tensor, every node input defined, no cycle; sorts nodes topologically."""
+    defined: dict[str, str] = {}
+    for vi in graph.input:
+        defined.setdefault(vi.name, "graph input")
+    for t in graph.initializer:
+        defined.setdefault(t.name, "initializer")
+    for sp in graph.sparse_initializer:
+        defined.setdefault(sp.values.name, "initializer")
+    producer: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        for out in node.output:
+            if not out:
+                continue
+            if out in producer:
+                raise ModelImportError(
+                    f"tensor {out!r} is produced by two nodes ({_node_label(graph, producer[out])} "
+                    f"and {_node_label(graph, i)}): an ONNX graph needs unique output names; "
+                    "the file is corrupt; re-export it"
+                )
+            if out in defined:
+                raise ModelImportError(
+                    f"tensor {out!r} is both a {defined[out]} and the output of "
+                    f"{_node_label(graph, i)}: the file is corrupt; re-export it"
+                )
+            producer[out] = i
+    consumers: list[list[int]] = [[] for _ in graph.node]
+    indegree = [0] * len(graph.node)
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            if not name or name in defined:
+                continue
+            src = producer.get(name)
+            if src is None:
+                raise ModelImportError(
+                    f"{_node_label(graph, i)} reads tensor {name!r}, which no node, graph input "
+                    "or initializer defines (dangling input): the file is corrupt or incomplete; "
+                    "re-export it"
+                )
+            consumers[src].append(i)
+            indegree[i] += 1
+    for vi in graph.output:
+        if vi.name not in producer and vi.name not in defined:
+            raise ModelImportError(
+                f"graph output {vi.name!r} is produced by no node: the file is corrupt; re-export it"
+            )
+    order = _kahn(indegree, consumers)
+    if len(order) < len(graph.node):
+        stuck = sorted(set(range(len(graph.node))) - set(order))[:5]
+        raise ModelImportError(
+            "the graph has a cycle (nodes "
+            + ", ".join(_node_label(graph, i) for i in stuck)
+            + " feed each other): ONNX graphs must be acyclic; the file is corrupt; re-export it"
+        )
+    if order != list(range(len(graph.node))):
+        nodes = [graph.node[i] for i in order]
+        copies = [onnx.NodeProto() for _ in nodes]
+        for dst, src in zip(copies, nodes, strict=True):
+            dst.CopyFrom(src)
+        del graph.node[:]
+        graph.node.extend(copies)
+
+
+def _kahn(indegree: list[int], consumers: list[list[int]]) -> list[int]:
+    """Topological order (stable: ties keep file order)."""
+    import heapq
+
+    deg = list(indegree)
+    ready = [i for i, d in enumerate(deg) if d == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in consumers[i]:
+            deg[j] -= 1
+            if deg[j] == 0:
+                heapq.heappush(ready, j)
+    return order
+
+
+def _node_label(graph: onnx.GraphProto, i: int) -> str:
+    node = graph.node[i]
+    return f"node {node.name or f'#{i}'!r} ({node.op_type})"
+
+
+def tensor_has_inline_data(tensor: TensorProto) -> bool:
+    """True when the tensor's values are inside the model (never true for external data).
+
+    Use before ``numpy_helper.to_array``, which would otherwise open external-data files.
+    """
+    if tensor.data_location == TensorProto.EXTERNAL:
+        return False
+    numel = 1
+    for d in tensor.dims:
+        numel *= d
+    if numel == 0:
+        return True
+    return bool(
+        tensor.raw_data
+        or tensor.float_data
+        or tensor.int32_data
+        or tensor.int64_data
+        or tensor.double_data
+        or tensor.uint64_data
+        or tensor.string_data
+    )

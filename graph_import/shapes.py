@@ -1,0 +1,352 @@
+"""Concrete shapes for every tensor: dims binding, ONNX shape inference, shape-subgraph folding.
+
+Steps (all on a *working copy* that carries initializer dims but not their weights, so big
+models stay cheap to re-infer):
+
+1. Bind the user's dims on the graph inputs before inference, by symbolic name (``batch``) or
+   by ``input_name:axis``; the same symbolic names are bound in declared value_info/outputs.
+2. ``onnx.shape_inference.infer_shapes(strict_mode=False, data_prop=True)``.
+3. Fold shape-computation subgraphs with numpy (``graph_import.fold.FOLDERS``): a node whose
+   inputs all have known values (small initializers, Constants, Shape/Size of a tensor whose
+   shape is concrete, earlier folded nodes) is evaluated; folded nodes are replaced by
+   initializers holding their values, so the next inference sees constant ``shape`` inputs of
+   Reshape/Expand/Tile/ConstantOfShape/Range/Slice/Resize/Pad.
+4. Repeat 2-3 until nothing new folds (at most ``max_iterations`` rounds).
+
+The result maps every tensor name to its dtype and dims (ints when concrete; the symbolic name,
+or ``"?"`` when unknown, otherwise) plus the known constant values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
+
+from graph_import.dims import check_dims, split_input_axis
+from graph_import.errors import ModelImportError
+from graph_import.fold import FOLDERS, FoldError, attribute_values, fold_split
+from graph_import.load import tensor_has_inline_data
+
+FOLD_MAX_ELEMENTS = 1 << 16  # larger computed values are not kept (their shapes still are)
+DEFAULT_MAX_ITERATIONS = 12
+UNKNOWN_DIM = "?"
+
+Dim = int | str
+
+
+@dataclass(frozen=True)
+class TensorShape:
+    """dtype name (``'float'``, ``'int64'``...) and dims; ``dims is None`` when the rank is unknown."""
+
+    dtype: str
+    dims: tuple[Dim, ...] | None
+
+    @property
+    def is_concrete(self) -> bool:
+        return self.dims is not None and all(isinstance(d, int) for d in self.dims)
+
+
+@dataclass
+class ShapeResult:
+    """Shapes and known values of the model's tensors after binding, inference and folding."""
+
+    tensors: dict[str, TensorShape]
+    values: dict[str, np.ndarray]
+    bound: dict[str, int]
+    unbound: tuple[str, ...]
+    iterations: int
+    folded_nodes: int = 0
+    dim_sources: dict[str, list[str]] = field(default_factory=dict)
+
+
+def dtype_name(elem_type: int) -> str:
+    """ONNX elem_type -> lower-case name used by TensorInfo (``1 -> 'float'``)."""
+    try:
+        return TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return "undefined"
+
+
+def infer_concrete(
+    model: ModelProto,
+    dims: Mapping[str, int] | None = None,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+) -> ShapeResult:
+    """Bind ``dims``, infer and fold until shapes stop improving. ``model`` is not modified."""
+    dims = check_dims(dims or {})
+    work, values = _working_copy(model)
+    bound = bind_dims(work.graph, dims)
+    unbound = _unbound_dims(work.graph)
+    folded_nodes = 0
+    iterations = 0
+    tensors: dict[str, TensorShape] = {}
+    for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported after the loop
+        work = _infer(work)
+        tensors = collect_shapes(work.graph)
+        new = _fold_pass(work.graph, tensors, values)
+        if not new:
+            break
+        folded_nodes += _replace_folded(work.graph, values, new)
+    tensors = collect_shapes(work.graph)
+    for name, value in values.items():
+        tensors[name] = TensorShape(_np_dtype_name(value.dtype, tensors.get(name)), value.shape)
+    return ShapeResult(
+        tensors=tensors,
+        values=values,
+        bound=bound,
+        unbound=unbound,
+        iterations=iterations,
+        folded_nodes=folded_nodes,
+    )
+
+
+def _np_dtype_name(dtype: np.dtype, known: TensorShape | None) -> str:
+    if known is not None and known.dtype != "undefined":
+        return known.dtype
+    try:
+        return dtype_name(onnx.helper.np_dtype_to_tensor_dtype(dtype))
+    except (KeyError, ValueError, TypeError):
+        return "undefined"
+
+
+def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """A copy with nodes, types and initializer *dims*; weights kept only when small.
+
+    Returns the copy and the values of small initializers (for folding).
+    """
+    work = ModelProto()
+    work.ir_version = model.ir_version
+    work.opset_import.extend(model.opset_import)
+    work.functions.extend(model.functions)
+    g, src = work.graph, model.graph
+    g.name = src.name
+    g.node.extend(src.node)
+    g.input.extend(src.input)
+    g.output.extend(src.output)
+    g.value_info.extend(src.value_info)
+    values: dict[str, np.ndarray] = {}
+    for init in src.initializer:
+        numel = int(np.prod(init.dims, dtype=np.int64)) if init.dims else 1
+        if numel <= FOLD_MAX_ELEMENTS and tensor_has_inline_data(init):
+            g.initializer.append(init)
+            with contextlib.suppress(ValueError, TypeError):
+                values[init.name] = numpy_helper.to_array(init)
+        else:
+            stub = g.initializer.add()
+            stub.name = init.name
+            stub.data_type = init.data_type
+            stub.dims.extend(init.dims)
+            stub.data_location = TensorProto.EXTERNAL  # no data: inference reads dims only
+            entry = stub.external_data.add()
+            entry.key, entry.value = "location", "roofcast-weights-not-loaded"
+    g.sparse_initializer.extend(src.sparse_initializer)
+    return work, values
+
+
+def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
+    """Rewrite graph-input dims in place; returns the bindings that matched something.
+
+    Name bindings (``batch``) apply to every dim with that ``dim_param`` (inputs, outputs,
+    value_info). ``input:axis`` bindings apply to that input's axis and must name an existing
+    input and axis. A binding that contradicts a fixed dim raises ModelImportError. Name
+    bindings that match no dim are ignored (not returned), so one ``--dim sequence=128`` can be
+    passed to models with and without a sequence axis.
+    """
+    initializer_names = {t.name for t in graph.initializer}
+    inputs = {vi.name: vi for vi in graph.input if vi.name not in initializer_names}
+    applied: dict[str, int] = {}
+    by_name = {k: v for k, v in dims.items() if split_input_axis(k) is None or k in _all_params(graph)}
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in by_name:
+                applied[d.dim_param] = by_name[d.dim_param]
+                d.dim_value = by_name[d.dim_param]
+    for key, value in dims.items():
+        if key in by_name:
+            continue
+        name, axis = split_input_axis(key)  # type: ignore[misc]
+        vi = inputs.get(name)
+        if vi is None:
+            raise ModelImportError(
+                f"--dim {key}={value}: the model has no input {name!r}; its inputs are "
+                f"{', '.join(sorted(inputs)) or '(none)'}"
+            )
+        shape_dims = vi.type.tensor_type.shape.dim
+        rank = len(shape_dims)
+        if not -rank <= axis < rank:
+            raise ModelImportError(
+                f"--dim {key}={value}: input {name!r} has rank {rank}, so axis {axis} does not "
+                f"exist; use an axis in 0..{rank - 1}"
+            )
+        d = shape_dims[axis % rank]
+        if d.HasField("dim_value") and d.dim_value != value:
+            raise ModelImportError(
+                f"--dim {key}={value}: axis {axis % rank} of input {name!r} is fixed at "
+                f"{d.dim_value} by the model; drop this --dim or re-export with a dynamic axis"
+            )
+        d.dim_value = value
+        applied[key] = value
+    return applied
+
+
+def _all_params(graph: GraphProto) -> set[str]:
+    out: set[str] = set()
+    for vi in graph.input:
+        if vi.type.HasField("tensor_type"):
+            out.update(d.dim_param for d in vi.type.tensor_type.shape.dim if d.dim_param)
+    return out
+
+
+def _unbound_dims(graph: GraphProto) -> tuple[str, ...]:
+    """Symbolic dims left on graph inputs: dim names, or ``input:axis`` for unnamed ones."""
+    initializer_names = {t.name for t in graph.initializer}
+    names: list[str] = []
+    for vi in graph.input:
+        if vi.name in initializer_names or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            names.append(f"{vi.name}:*")
+            continue
+        for axis, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value"):
+                continue
+            label = d.dim_param or f"{vi.name}:{axis}"
+            if label not in names:
+                names.append(label)
+    return tuple(names)
+
+
+def _infer(work: ModelProto) -> ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(work, strict_mode=False, data_prop=True)
+    except Exception as exc:  # onnx raises InferenceError, ValidationError, RuntimeError...
+        raise ModelImportError(
+            f"ONNX shape inference failed ({type(exc).__name__}: {str(exc).strip()[:300]}): the "
+            "model's declared shapes contradict each other or the --dim values; check the --dim "
+            "values against the model's inputs, or run onnx.checker.check_model on the file"
+        ) from None
+
+
+def collect_shapes(graph: GraphProto) -> dict[str, TensorShape]:
+    """Types of all top-level tensors declared in a graph (inputs, value_info, outputs,
+    initializers; initializers win)."""
+    out: dict[str, TensorShape] = {}
+    for vi in (*graph.input, *graph.value_info, *graph.output):
+        shape = _value_info_shape(vi)
+        if shape is not None:
+            out[vi.name] = shape
+    for init in graph.initializer:
+        out[init.name] = TensorShape(dtype_name(init.data_type), tuple(int(d) for d in init.dims))
+    return out
+
+
+def _value_info_shape(vi: onnx.ValueInfoProto) -> TensorShape | None:
+    if not vi.type.HasField("tensor_type"):
+        return None
+    tt = vi.type.tensor_type
+    dtype = dtype_name(tt.elem_type)
+    if not tt.HasField("shape"):
+        return TensorShape(dtype, None)
+    dims: list[Dim] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            dims.append(d.dim_param or UNKNOWN_DIM)
+    return TensorShape(dtype, tuple(dims))
+
+
+def _fold_pass(
+    graph: GraphProto, tensors: dict[str, TensorShape], values: dict[str, np.ndarray]
+) -> set[str]:
+    """Evaluate every node whose inputs are known; adds to ``values``; returns new names."""
+    new: set[str] = set()
+    for node in graph.node:
+        if node.domain not in ("", "ai.onnx") or all(o in values for o in node.output if o):
+            continue
+        outs = _fold_node(node, tensors, values)
+        if outs is None:
+            continue
+        for name, value in zip(node.output, outs, strict=False):
+            if name and value.size <= FOLD_MAX_ELEMENTS and name not in values:
+                values[name] = value
+                new.add(name)
+    return new
+
+
+def _fold_node(
+    node: onnx.NodeProto, tensors: dict[str, TensorShape], values: dict[str, np.ndarray]
+) -> list[np.ndarray] | None:
+    op = node.op_type
+    if op in ("Shape", "Size"):
+        return _fold_shape_of(node, tensors)
+    if op != "Split" and op not in FOLDERS:
+        return None
+    inputs: list[np.ndarray | None] = []
+    for name in node.input:
+        if not name:
+            inputs.append(None)
+        elif name in values:
+            inputs.append(values[name])
+        else:
+            return None
+    attrs = attribute_values(node)
+    try:
+        with np.errstate(all="ignore"):
+            if op == "Split":
+                return fold_split(attrs, inputs, len(node.output))
+            return FOLDERS[op](attrs, inputs)
+    except (FoldError, ValueError, TypeError, IndexError, KeyError, OverflowError):
+        return None  # left to shape inference; the node is costed from inferred shapes
+
+
+def _fold_shape_of(node: onnx.NodeProto, tensors: dict[str, TensorShape]) -> list[np.ndarray] | None:
+    src = tensors.get(node.input[0])
+    if src is None or src.dims is None:
+        return None
+    dims = src.dims
+    if node.op_type == "Size":
+        if not all(isinstance(d, int) for d in dims):
+            return None
+        return [np.array(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)]
+    attrs = attribute_values(node)
+    rank = len(dims)
+    start = int(attrs.get("start", 0))
+    end = int(attrs.get("end", rank))
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    picked = dims[start:end]
+    if not all(isinstance(d, int) for d in picked):
+        return None
+    return [np.array(picked, dtype=np.int64)]
+
+
+def _replace_folded(graph: GraphProto, values: dict[str, np.ndarray], new: set[str]) -> int:
+    """Drop nodes whose outputs are all known; their values become initializers. Returns count."""
+    keep: list[onnx.NodeProto] = []
+    dropped: list[onnx.NodeProto] = []
+    for node in graph.node:
+        outs = [o for o in node.output if o]
+        (dropped if outs and all(o in values for o in outs) else keep).append(node)
+    if not dropped:
+        return 0
+    existing = {t.name for t in graph.initializer}
+    for node in dropped:
+        for name in node.output:
+            if name and name not in existing:
+                graph.initializer.append(numpy_helper.from_array(values[name], name))
+                existing.add(name)
+    kept = [onnx.NodeProto() for _ in keep]
+    for dst, src in zip(kept, keep, strict=True):
+        dst.CopyFrom(src)
+    del graph.node[:]
+    graph.node.extend(kept)
+    return len(dropped)

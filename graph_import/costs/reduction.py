@@ -1,0 +1,74 @@
+"""Reductions, arg-reductions, prefix sums and top-k. Engine: VECTOR.
+
+A reduction of ``in`` input elements into ``out`` outputs combines ``in - out`` times; ops that
+map each input first (abs, square, exp) add 1 per input element, ops that finish each output
+(mean divide, sqrt, log) add 1 per output element:
+``FLOPs = map·in + (in - out) + finish·out`` (table ``REDUCE_MAP_FINISH``). Axes come from the
+output shape, so axes given as attribute or input, keepdims and noop_with_empty_axes all work.
+"""
+
+from __future__ import annotations
+
+import math
+
+from graph_import.costs._common import CostRuleError, attr_int, io_cost, need_input, need_output
+from graph_import.costs.registry import register
+from graph_import.types import Engine, OpCost, OpNode
+
+#: op -> (FLOPs per input element before combining, FLOPs per output element after combining).
+REDUCE_MAP_FINISH: dict[str, tuple[int, int]] = {
+    "ReduceSum": (0, 0),
+    "ReduceMean": (0, 1),  # divide
+    "ReduceMax": (0, 0),
+    "ReduceMin": (0, 0),
+    "ReduceProd": (0, 0),
+    "ReduceL1": (1, 0),  # |x|
+    "ReduceL2": (1, 1),  # x², sqrt
+    "ReduceSumSquare": (1, 0),  # x²
+    "ReduceLogSum": (0, 1),  # log
+    "ReduceLogSumExp": (1, 1),  # exp, log
+}
+
+
+def _in_out(node: OpNode) -> tuple[int, int]:
+    x = need_input(node, 0, "data")
+    y = need_output(node, 0)
+    return x.numel, y.numel
+
+
+@register(*REDUCE_MAP_FINISH)
+def cost_reduce(node: OpNode) -> OpCost:
+    """Reduce*: ``map·in + (in - out) + finish·out`` with (map, finish) from REDUCE_MAP_FINISH."""
+    n_in, n_out = _in_out(node)
+    per_in, per_out = REDUCE_MAP_FINISH[node.op_type]
+    flops = per_in * n_in + max(n_in - n_out, 0) + per_out * n_out
+    return io_cost(node, flops, Engine.VECTOR)
+
+
+@register("ArgMax", "ArgMin")
+def cost_arg_reduce(node: OpNode) -> OpCost:
+    """ArgMax/ArgMin: ``in - out`` compares; int64 indices written."""
+    n_in, n_out = _in_out(node)
+    return io_cost(node, max(n_in - n_out, 0), Engine.VECTOR)
+
+
+@register("CumSum")
+def cost_CumSum(node: OpNode) -> OpCost:
+    """CumSum(x, axis): 1 add per element (prefix sum)."""
+    x = need_input(node, 0, "x")
+    need_output(node, 0)
+    return io_cost(node, x.numel, Engine.VECTOR)
+
+
+@register("TopK")
+def cost_TopK(node: OpNode) -> OpCost:
+    """TopK(X, K): heap selection, ``numel(X) × max(1, ceil(log2 k))`` compares, k read from the
+    Values output along ``axis``; Values and Indices written."""
+    x = need_input(node, 0, "X")
+    values = need_output(node, 0)
+    if not values.shape:
+        raise CostRuleError(f"TopK node {node.name!r}: Values output has no axis")
+    axis = attr_int(node, "axis", -1)
+    k = values.shape[axis]
+    compares = max(1, math.ceil(math.log2(k))) if k > 1 else 1
+    return io_cost(node, x.numel * compares, Engine.VECTOR)

@@ -1,1 +1,38 @@
-"""Hardware catalog: device specs as data, hypothetical devices, local calibration."""
+"""Hardware catalog: device specs as data, hypothetical devices, local calibration.
+
+Public API::
+
+    from hw_catalog import get_device, list_devices, resolve_name, derive, HardwareSpec
+    h100 = get_device("h100-sxm")                      # id, name or alias
+    fast = get_device("h100-sxm:mem_bw_GBps=6700")     # inline what-if
+    fast = derive(h100, mem_bw_scale=2.0)              # same from Python
+    h100.peak("matrix", "bf16").flops_per_s            # FLOP/s, with documented fallbacks
+"""
+
+from hw_catalog.catalog import (
+    BUILTIN_DIR,
+    Catalog,
+    get_device,
+    list_devices,
+    load_catalog,
+    resolve_name,
+    user_dir,
+)
+from hw_catalog.derive import derive, parse_inline
+from hw_catalog.errors import HardwareSpecError
+from hw_catalog.spec import HardwareSpec, PeakLookup
+
+__all__ = [
+    "BUILTIN_DIR",
+    "Catalog",
+    "HardwareSpec",
+    "HardwareSpecError",
+    "PeakLookup",
+    "derive",
+    "get_device",
+    "list_devices",
+    "load_catalog",
+    "parse_inline",
+    "resolve_name",
+    "user_dir",
+]

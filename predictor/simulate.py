@@ -1,0 +1,216 @@
+"""Graph-level simulation: per-op times -> step time, critical path, breakdowns, memory.
+
+``predict_graph(graph, hw, config, estimator)``:
+
+1. ``workload_table(graph, config)`` (forward [+ fusion] [+ backward + update rows]);
+2. ``featurize(workload, hw, config)`` and the estimator's ``explain`` -> per-row times;
+3. **sequential time** ``total_s`` = sum of the rows' ``time_s`` (one stream, kernels back to
+   back, each paying its own launch overhead as the time-roofline estimator models it);
+4. **critical path** (``config.inter_op``): ops on independent branches may run concurrently.
+   The step is a DAG (``step_dag``): forward nodes follow the graph's edges; backward node
+   ``B(n)`` follows the reversed edges (``B(v) -> B(u)`` for ``u -> v``) after ``F(n)`` and after
+   a virtual ``loss`` node that waits for every forward sink; an update row waits for the
+   backward of every node consuming its parameter. Node weight = the summed time of the node's
+   rows (a fused group's time sits on its head; free ops weigh 0). ``critical_path_s`` = the
+   longest weighted path (networkx topological order + dynamic programming). It assumes
+   unlimited concurrent streams without contention, so it is a lower bound; ``total_s`` the
+   upper bound.
+5. breakdowns by op type, by bound and by phase; ``memory_footprint``.
+
+``Prediction.time_s`` is the step time the run's config implies: ``critical_path_s`` with
+``inter_op``, else ``total_s``; ``speedup_over`` compares those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from graph_import.types import Graph
+from predictor.config import RunConfig
+from predictor.errors import PredictionError
+from predictor.memory import MemoryFootprint, memory_footprint
+from predictor.workload import workload_table
+
+LOSS = ("loss", "")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A predicted run of one graph on one device (see module docstring)."""
+
+    graph_name: str
+    device: str
+    config: RunConfig
+    estimator: str
+    per_op: pd.DataFrame
+    total_s: float
+    critical_path_s: float | None
+    critical_path: tuple[str, ...]
+    by_op_type: pd.DataFrame
+    by_bound: pd.DataFrame
+    by_phase: pd.DataFrame
+    memory: MemoryFootprint
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def time_s(self) -> float:
+        """Step time: the critical path with inter-op parallelism, else the sequential sum."""
+        return self.critical_path_s if self.critical_path_s is not None else self.total_s
+
+    def speedup_over(self, other: Prediction) -> float:
+        """other.time_s / self.time_s (> 1: this run is faster)."""
+        return other.time_s / self.time_s
+
+
+def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: str) -> pd.DataFrame:
+    """Workload rows + device features + the estimator's explain columns (one device)."""
+    from predictor.estimators import make_estimator
+    from predictor.features import featurize
+
+    feats = featurize(workload, hw, config)
+    est = make_estimator(estimator)
+    expl = est.explain(feats)
+    return pd.concat([feats, expl.drop(columns=[c for c in expl.columns if c in feats.columns])],
+                     axis=1)
+
+
+@dataclass(frozen=True)
+class StepDag:
+    """The step's dependency DAG in a fixed topological order.
+
+    ``nodes``: (kind, name) in topological order; kinds 'F', 'B', 'U', 'loss'.
+    ``preds``: for each node, the indices of its predecessors.
+    ``row_node``: for each workload row, the index of the DAG node carrying its time.
+    """
+
+    nodes: tuple[tuple[str, str], ...]
+    preds: tuple[tuple[int, ...], ...]
+    row_node: np.ndarray
+
+
+def step_dag(graph: Graph, workload: pd.DataFrame) -> StepDag:
+    """Build the DAG of module docstring point 4 for ``workload``'s rows."""
+    g = nx.DiGraph()
+    for n in graph.nx_graph.nodes:
+        g.add_node(("F", n))
+    g.add_edges_from((("F", u), ("F", v)) for u, v in graph.nx_graph.edges)
+    phases = workload["phase"].to_numpy()
+    if (phases != "forward").any():
+        sinks = [n for n in graph.nx_graph.nodes if graph.nx_graph.out_degree(n) == 0]
+        g.add_node(LOSS)
+        for n in graph.nx_graph.nodes:
+            g.add_edge(("F", n), ("B", n))
+        g.add_edges_from((("B", v), ("B", u)) for u, v in graph.nx_graph.edges)
+        for s in sinks:
+            g.add_edge(("F", s), LOSS)
+            g.add_edge(LOSS, ("B", s))
+    keys = []
+    kind_of = {"forward": "F", "backward": "B", "update": "U"}
+    for phase, node, key, grad_of in zip(phases, workload["node"], workload["key"],
+                                         workload["grad_of"], strict=True):
+        kind = kind_of[phase]
+        k = (kind, key if kind == "U" else node)
+        if kind == "U":
+            g.add_node(k)
+            g.add_edges_from((("B", c), k) for c in grad_of.split("+") if c)
+        elif k not in g:
+            raise PredictionError(f"workload row for node {node!r} is not a node of the graph")
+        keys.append(k)
+    order = list(nx.topological_sort(g))
+    index = {k: i for i, k in enumerate(order)}
+    preds = tuple(tuple(index[p] for p in g.predecessors(k)) for k in order)
+    return StepDag(tuple(order), preds, np.array([index[k] for k in keys], dtype=np.int64))
+
+
+def critical_path_times(dag: StepDag, row_times: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Longest path lengths for one or more time vectors.
+
+    ``row_times``: (rows,) or (rows, cells). Returns (lengths (cells,), path of the first
+    cell as DAG node indices).
+    """
+    times = row_times.reshape(len(row_times), -1)
+    weights = np.zeros((len(dag.nodes), times.shape[1]))
+    np.add.at(weights, dag.row_node, times)
+    finish = np.zeros_like(weights)
+    best_pred = np.full(len(dag.nodes), -1, dtype=np.int64)
+    for i, preds in enumerate(dag.preds):
+        if preds:
+            p = np.asarray(preds)
+            cand = finish[p]
+            finish[i] = weights[i] + cand.max(axis=0)
+            best_pred[i] = p[int(np.argmax(cand[:, 0]))]
+        else:
+            finish[i] = weights[i]
+    end = int(np.argmax(finish[:, 0]))
+    path = []
+    while end >= 0:
+        path.append(end)
+        end = int(best_pred[end])
+    return finish.max(axis=0), path[::-1]
+
+
+def breakdown(per_op: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Time, count, FLOPs and bytes per value of column ``by``, largest time first, with share."""
+    df = per_op.assign(bytes=per_op["bytes_read"] + per_op["bytes_written"])
+    out = (df.groupby(by, sort=False)
+             .agg(time_s=("time_s", "sum"), kernels=("time_s", "size"), flops=("flops", "sum"),
+                  bytes=("bytes", "sum"))
+             .reset_index()
+             .sort_values("time_s", ascending=False, kind="stable"))
+    total = float(per_op["time_s"].sum())
+    out["share"] = out["time_s"] / total if total > 0 else 0.0
+    return out.reset_index(drop=True)
+
+
+def _notes(per_op: pd.DataFrame, config: RunConfig) -> tuple[str, ...]:
+    notes = []
+    if "peak_note" in per_op:
+        for note in sorted(set(per_op["peak_note"].dropna().astype(str)) - {""}):
+            if "no compute peak" not in note:
+                notes.append(note)
+    other = sorted(set(per_op.loc[per_op["family"] == "other", "op_type"]))
+    if other:
+        notes.append(f"op types of family 'other' ({', '.join(other)}): generic estimates")
+    if config.mode == "train":
+        notes.append("training step: backward and optimizer rows derived per op family "
+                     "(predictor/training.py); BatchNorm training-mode statistics, loss and "
+                     "mixed-precision casts not modelled")
+    return tuple(notes)
+
+
+def predict_graph(graph: Graph, hw, config: RunConfig, estimator: str = "time-roofline",
+                  allow_incomplete: bool = False) -> Prediction:
+    """Predict one run of ``graph`` on ``hw`` under ``config`` (see module docstring)."""
+    workload = workload_table(graph, config, allow_incomplete=allow_incomplete)
+    if workload.empty:
+        raise PredictionError(
+            f"model {graph.name!r} has no op that does work (every node is a free view op); "
+            "nothing to predict"
+        )
+    per_op = evaluate(workload, hw, config, estimator)
+    times = per_op["time_s"].to_numpy(float)
+    crit_s: float | None = None
+    crit_path: tuple[str, ...] = ()
+    if config.inter_op:
+        dag = step_dag(graph, per_op)
+        lengths, path = critical_path_times(dag, times)
+        crit_s = float(lengths[0])
+        crit_path = tuple(f"{dag.nodes[i][0]}:{dag.nodes[i][1]}" for i in path
+                          if dag.nodes[i] != LOSS)
+    return Prediction(
+        graph_name=graph.name, device=hw.id, config=config, estimator=estimator, per_op=per_op,
+        total_s=float(times.sum()), critical_path_s=crit_s, critical_path=crit_path,
+        by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
+        by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config),
+        notes=_notes(per_op, config),
+    )
+
+
+def speedups(predictions: Sequence[Prediction], baseline: Prediction) -> list[float]:
+    """Each prediction's speedup over ``baseline``."""
+    return [p.speedup_over(baseline) for p in predictions]

@@ -1,0 +1,365 @@
+"""Training step from a forward-only graph: backward rows per op family and optimizer updates.
+
+A training step = forward (the graph's own rows) + backward + optimizer update (the phase
+breakdown of Deep500's workload analysis, Ben-Nun et al. 2019). The graph has no loss; the
+loss and its seed gradient are a few elementwise ops on the model output and are left out.
+
+**Which gradients exist** (what reverse-mode autograd computes): a tensor *requires grad* when it
+is a trainable parameter — a floating-point initializer (``OpNode.weight_inputs``) except the
+non-trainable positions in ``NON_TRAINABLE_INPUTS`` (BatchNormalization running mean/var) — or
+a floating-point output of a node with a requires-grad input. Model inputs do not require grad,
+so e.g. the first convolution computes its weight gradient but no input gradient. A node gets
+backward kernels only for its requires-grad inputs. Free (view) ops get no kernel.
+
+**Backward kernels per family** (``BACKWARD_RULES``, one function per family; bytes at the run's
+precision, ``gout`` = bytes of the gradients of the node's float outputs = their size,
+``in_i`` = bytes of input i, ``F`` = forward flops):
+
+* matmul, conv: for ``Y = X·W`` the gradients are ``dX = dY·Wᵀ`` and ``dW = Xᵀ·dY``, each a GEMM
+  of the same M·N·K multiply-adds as the forward (Goodfellow et al. 2016, §6.5; the usual
+  "backward = 2 × forward" of dense layers, Kaplan et al. 2020). One kernel per requires-grad
+  operand (positions ``GEMM_OPERANDS``, default 0 and 1): flops = F, reads gout + the other
+  operand, writes in_i; GEMM dims transposed (dX: M, K, N; dW: K, N, M·batch/batch_w). A bias
+  input (other positions) gets a reduction kernel: flops = numel(dY), reads gout, writes in_i.
+* recurrent (LSTM/GRU/RNN, BPTT) and attention (fused attention ops): one kernel, flops = 2F
+  (data and weight gradients of every gate / attention matmul, as for matmul), reads gout + the
+  forward's reads + its outputs (saved states), writes the requires-grad inputs.
+* elementwise (incl. activations): one kernel, flops = F (a derivative costs about as much as
+  the function: ReLU' a compare, sigmoid' = y(1−y)), reads gout + the saved inputs (the
+  forward's reads; ops in ``ELEMENTWISE_NO_SAVED`` such as Add read only gout), writes in_i of
+  each requires-grad input (a broadcast input's gradient is reduced to its own size).
+* normalization: one kernel, flops = 2F, reads gout + the forward's reads (x, γ, β, stats),
+  writes dx + dγ + dβ (≈ 2 × forward traffic; the backward needs two row reductions,
+  Σ dy·γ and Σ dy·γ·x̂, besides the elementwise part — Ivanov et al. 2021 measure LayerNorm
+  backward at about twice the forward).
+* softmax: dx = y ⊙ (dy − Σ dy ⊙ y): flops = 4·numel(y) (mul, sum, sub, mul), reads gout + y,
+  writes dx.
+* reduction: the gradient is broadcast back to the input shape: flops = numel(input), reads gout
+  (+ the input and output for ``REDUCTION_NEEDS_INPUT``, e.g. ReduceMax's argmax mask),
+  writes in_0.
+* pooling: flops = F (scatter dy over each window), reads gout (+ x and y for
+  ``POOLING_NEEDS_SAVED``, as cuDNN's max-pool backward does), writes dx.
+* data_movement: the inverse movement (Concat -> slices, Transpose -> transpose back, Slice -> pad
+  with zeros, Gather -> scatter-add into a zeroed table, so an embedding's gradient is dense):
+  reads gout, writes the requires-grad inputs; 0 flops on the data engine, except
+  ``DATA_MOVEMENT_ACCUMULATES`` (Gather, Expand, Tile, ...: repeated indices / broadcast
+  reductions add) which count numel(dY) flops on the vector engine.
+* quantization (straight-through estimator): reads gout, writes dx, numel(dY) flops (clip mask).
+* other: as elementwise (flops = F, reads gout + forward reads) — a generic estimate, named in
+  ``Prediction.notes``.
+
+**Optimizer update rows**, one per trainable parameter tensor (one kernel each: PyTorch's
+single-tensor implementations; its ``foreach``/fused variants batch launches), on the vector
+engine, with parameters, gradients and optimizer state at ``state_precision`` (fp32 master
+weights as mixed-precision training keeps them, fp64 for fp64 runs); n = numel, s = bytes/elem:
+
+* SGD with momentum: m = μ·m + g; w = w − lr·m -> 4 flops/elem; reads w, g, m (3ns),
+  writes w, m (2ns).
+* Adam: m = β1·m + (1−β1)·g (3); v = β2·v + (1−β2)·g² (4); w = w − lr_t·m/(√v + ε)
+  (sqrt, add, div, mul, sub: 5; bias corrections folded into the scalar lr_t) -> 12 flops/elem;
+  reads w, g, m, v (4ns), writes w, m, v (3ns).
+
+Not modelled: BatchNormalization's training-mode forward (batch statistics; the forward row is
+the inference cost), mixed-precision weight casts, gradient clipping, loss computation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from graph_import.types import Engine, Graph, OpNode, TensorInfo
+from predictor.config import RunConfig
+from predictor.precision import FLOAT_DTYPES, compute_dtype, rescale_bytes, rescale_cost
+from predictor.workload import COLUMNS, frame, op_family
+
+#: op type -> input positions that are initializers but not trainable.
+NON_TRAINABLE_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}
+#: op type -> input positions that are GEMM operands (the rest are biases); default (0, 1).
+GEMM_OPERANDS: dict[str, tuple[int, ...]] = {"Einsum": tuple(range(64))}
+_DEFAULT_OPERANDS = (0, 1)
+ELEMENTWISE_NO_SAVED: frozenset[str] = frozenset({"Add", "Sub", "Sum", "Neg", "Mean"})
+REDUCTION_NEEDS_INPUT: frozenset[str] = frozenset({
+    "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+    "ReduceProd", "ReduceSumSquare", "ArgMax", "ArgMin",
+})
+POOLING_NEEDS_SAVED: frozenset[str] = frozenset({"MaxPool", "GlobalMaxPool", "LpPool",
+                                                 "GlobalLpPool", "MaxRoiPool"})
+DATA_MOVEMENT_ACCUMULATES: frozenset[str] = frozenset({
+    "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Resize", "Upsample",
+})
+
+
+@dataclass(frozen=True)
+class OptimizerModel:
+    """Per-element cost of one optimizer step: flops, state tensors read and written.
+
+    ``reads``/``writes`` count tensors of the parameter's size (w, g and the state tensors).
+    """
+
+    name: str
+    flops_per_element: float
+    reads: int
+    writes: int
+    state_tensors: int  # optimizer state per parameter, in parameter-sized tensors
+
+
+OPTIMIZERS: dict[str, OptimizerModel] = {
+    "sgd_momentum": OptimizerModel("sgd_momentum", flops_per_element=4.0, reads=3, writes=2,
+                                   state_tensors=1),
+    "adam": OptimizerModel("adam", flops_per_element=12.0, reads=4, writes=3, state_tensors=2),
+}
+
+
+def state_precision(precision: str) -> str:
+    """Precision of parameters, gradients and optimizer state: fp64 for fp64 runs, else fp32."""
+    return "fp64" if precision == "fp64" else "fp32"
+
+
+@dataclass(frozen=True)
+class Param:
+    """A trainable parameter tensor and the nodes that consume it."""
+
+    tensor: TensorInfo
+    consumers: tuple[str, ...]
+
+
+def is_float(t: TensorInfo | None) -> bool:
+    return t is not None and t.dtype in FLOAT_DTYPES
+
+
+def trainable_params(graph: Graph) -> dict[str, Param]:
+    """Trainable parameters by tensor name (distinct; shared weights once), in first-use order."""
+    found: dict[str, tuple[TensorInfo, list[str]]] = {}
+    for node in graph.ops():
+        frozen = NON_TRAINABLE_INPUTS.get(node.op_type, ())
+        for i, t in enumerate(node.inputs):
+            if t is None or t.name not in node.weight_inputs or not is_float(t) or i in frozen:
+                continue
+            entry = found.setdefault(t.name, (t, []))
+            if node.name not in entry[1]:
+                entry[1].append(node.name)
+    return {k: Param(t, tuple(c)) for k, (t, c) in found.items()}
+
+
+def requires_grad_tensors(graph: Graph) -> set[str]:
+    """Names of tensors that require grad (see module docstring)."""
+    req = set(trainable_params(graph))
+    for node in graph.ops():
+        if any(t is not None and t.name in req for t in node.inputs):
+            req.update(t.name for t in node.outputs if is_float(t))
+    return req
+
+
+@dataclass(frozen=True)
+class BackwardContext:
+    """What a backward rule needs about one node, bytes at the run's precision."""
+
+    node: OpNode
+    family: str
+    fwd_flops: float
+    fwd_read: float
+    fwd_written: float
+    gout_bytes: float
+    gout_numel: float
+    in_bytes: tuple[float, ...]  # per input position (0 for absent)
+    grad_inputs: tuple[int, ...]  # positions of requires-grad inputs
+    gemm: tuple[float, float, float, float] | None
+    engine: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    kernel: str
+    flops: float
+    bytes_read: float
+    bytes_written: float
+    engine: str
+    gemm: tuple[float, float, float, float] | None = None
+
+
+BackwardRule = Callable[[BackwardContext], list[Kernel]]
+
+
+def _written(ctx: BackwardContext) -> float:
+    return float(sum(ctx.in_bytes[i] for i in ctx.grad_inputs))
+
+
+def _gemm_backward(ctx: BackwardContext) -> list[Kernel]:
+    operands = GEMM_OPERANDS.get(ctx.node.op_type, _DEFAULT_OPERANDS)
+    present = [i for i in operands if i < len(ctx.in_bytes) and ctx.node.inputs[i] is not None]
+    kernels = []
+    for i in ctx.grad_inputs:
+        if i in present:
+            others = sum(ctx.in_bytes[j] for j in present if j != i)
+            is_weight = ctx.node.inputs[i].name in ctx.node.weight_inputs
+            kernels.append(Kernel(
+                f"grad_{'weight' if is_weight else 'input'}{i}", ctx.fwd_flops,
+                ctx.gout_bytes + others, ctx.in_bytes[i], ctx.engine, _grad_gemm(ctx, i),
+            ))
+        else:
+            kernels.append(Kernel(f"grad_bias{i}", ctx.gout_numel, ctx.gout_bytes,
+                                  ctx.in_bytes[i], Engine.VECTOR.value))
+    return kernels
+
+
+def _grad_gemm(ctx: BackwardContext, i: int) -> tuple[float, float, float, float] | None:
+    """GEMM dims of the gradient w.r.t. operand i, from forward (batch, M, N, K).
+
+    Operand 0 (X[M,K]): dX = dY[M,N]·Wᵀ -> (batch, M, K, N).
+    Operand 1 (W[K,N]): dW = Xᵀ·dY -> (batch_w, K, N, M·batch/batch_w) where batch_w =
+    numel(W)/(K·N) (a weight shared across the batch accumulates over it).
+    """
+    if ctx.gemm is None or i > 1:
+        return None
+    b, m, n, k = ctx.gemm
+    if i == 0:
+        return (b, m, k, n)
+    t = ctx.node.inputs[1]
+    b_w = max(1.0, float(t.numel) / max(k * n, 1.0))
+    return (b_w, k, n, m * b / b_w)
+
+
+def _whole_layer(flops_factor: float) -> BackwardRule:
+    def rule(ctx: BackwardContext) -> list[Kernel]:
+        return [Kernel("grad", flops_factor * ctx.fwd_flops,
+                       ctx.gout_bytes + ctx.fwd_read + ctx.fwd_written, _written(ctx),
+                       ctx.engine)]
+    return rule
+
+
+def _elementwise(ctx: BackwardContext) -> list[Kernel]:
+    saved = 0.0 if ctx.node.op_type in ELEMENTWISE_NO_SAVED else ctx.fwd_read
+    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + saved, _written(ctx), ctx.engine)]
+
+
+def _normalization(ctx: BackwardContext) -> list[Kernel]:
+    return [Kernel("grad", 2.0 * ctx.fwd_flops, ctx.gout_bytes + ctx.fwd_read, _written(ctx),
+                   ctx.engine)]
+
+
+def _softmax(ctx: BackwardContext) -> list[Kernel]:
+    return [Kernel("grad", 4.0 * ctx.gout_numel, 2.0 * ctx.gout_bytes, _written(ctx),
+                   Engine.VECTOR.value)]
+
+
+def _reduction(ctx: BackwardContext) -> list[Kernel]:
+    x = ctx.node.inputs[0]
+    extra = ctx.in_bytes[0] + ctx.fwd_written if ctx.node.op_type in REDUCTION_NEEDS_INPUT else 0.0
+    return [Kernel("grad", float(x.numel), ctx.gout_bytes + extra, _written(ctx),
+                   Engine.VECTOR.value)]
+
+
+def _pooling(ctx: BackwardContext) -> list[Kernel]:
+    extra = ctx.fwd_read + ctx.fwd_written if ctx.node.op_type in POOLING_NEEDS_SAVED else 0.0
+    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + extra, _written(ctx),
+                   Engine.VECTOR.value)]
+
+
+def _data_movement(ctx: BackwardContext) -> list[Kernel]:
+    if ctx.node.op_type in DATA_MOVEMENT_ACCUMULATES:
+        return [Kernel("grad", ctx.gout_numel, ctx.gout_bytes, _written(ctx),
+                       Engine.VECTOR.value)]
+    return [Kernel("grad", 0.0, ctx.gout_bytes, _written(ctx), Engine.DATA.value)]
+
+
+def _straight_through(ctx: BackwardContext) -> list[Kernel]:
+    return [Kernel("grad", ctx.gout_numel, ctx.gout_bytes, _written(ctx), Engine.VECTOR.value)]
+
+
+def _generic(ctx: BackwardContext) -> list[Kernel]:
+    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + ctx.fwd_read, _written(ctx),
+                   ctx.engine)]
+
+
+BACKWARD_RULES: dict[str, BackwardRule] = {
+    "matmul": _gemm_backward,
+    "conv": _gemm_backward,
+    "recurrent": _whole_layer(2.0),
+    "attention": _whole_layer(2.0),
+    "elementwise": _elementwise,
+    "normalization": _normalization,
+    "softmax": _softmax,
+    "reduction": _reduction,
+    "pooling": _pooling,
+    "data_movement": _data_movement,
+    "quantization": _straight_through,
+    "other": _generic,
+}
+
+
+def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
+    """Backward kernels in reverse topological order (see module docstring)."""
+    from predictor.gemm_dims import gemm_dims
+
+    precision = config.precision
+    dtype = compute_dtype(precision)
+    req = requires_grad_tensors(graph)
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    for node in reversed(list(graph.ops())):
+        if node.cost is None or node.cost.engine == Engine.FREE:
+            continue
+        grad_inputs = tuple(i for i, t in enumerate(node.inputs)
+                            if t is not None and t.name in req and is_float(t))
+        if not grad_inputs:
+            continue
+        cost = rescale_cost(node, precision)
+        outs = [t for t in node.outputs if is_float(t)]
+        dims = gemm_dims(node)
+        family = op_family(node)
+        ctx = BackwardContext(
+            node=node, family=family, fwd_flops=cost.flops, fwd_read=cost.bytes_read,
+            fwd_written=cost.bytes_written,
+            gout_bytes=sum(rescale_bytes(t.nbytes, t.dtype, precision) for t in outs),
+            gout_numel=float(sum(t.numel for t in outs)),
+            in_bytes=tuple(0.0 if t is None else rescale_bytes(t.nbytes, t.dtype, precision)
+                           for t in node.inputs),
+            grad_inputs=grad_inputs,
+            gemm=None if dims is None else tuple(float(d) for d in dims),
+            engine=cost.engine.value,
+        )
+        for k in BACKWARD_RULES[family](ctx):
+            gemm = k.gemm if k.gemm is not None else (np.nan,) * 4
+            values = {
+                "node": node.name, "op_type": node.op_type, "family": family,
+                "phase": "backward", "engine": k.engine, "dtype": dtype, "flops": k.flops,
+                "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
+                "weight_bytes": 0.0, "gemm_batch": gemm[0], "gemm_m": gemm[1],
+                "gemm_n": gemm[2], "gemm_k": gemm[3], "fused_nodes": node.name,
+                "key": f"backward:{k.kernel}:{node.name}", "kernel": k.kernel,
+                "domain": node.domain, "grad_of": "",
+            }
+            for c in COLUMNS:
+                cols[c].append(values[c])
+    return frame(cols)
+
+
+def update_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
+    """One optimizer-update kernel per trainable parameter tensor (see module docstring)."""
+    opt = OPTIMIZERS[config.optimizer]
+    sp = state_precision(config.precision)
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    for name, param in trainable_params(graph).items():
+        n = float(param.tensor.numel)
+        s = rescale_bytes(param.tensor.itemsize_bytes, param.tensor.dtype, sp)
+        values = {
+            "node": name, "op_type": opt.name, "family": "elementwise", "phase": "update",
+            "engine": Engine.VECTOR.value, "dtype": compute_dtype(sp),
+            "flops": opt.flops_per_element * n, "bytes_read": opt.reads * n * s,
+            "bytes_written": opt.writes * n * s, "weight_bytes": n * s,
+            "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan,
+            "fused_nodes": name, "key": f"update:{opt.name}:{name}", "kernel": opt.name,
+            "domain": "", "grad_of": "+".join(param.consumers),
+        }
+        for c in COLUMNS:
+            cols[c].append(values[c])
+    return frame(cols)
+
+
+def training_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
+    """Backward rows then update rows."""
+    return pd.concat([backward_rows(graph, config), update_rows(graph, config)],
+                     ignore_index=True)

@@ -50,12 +50,14 @@ DTYPE_NAMES: Mapping[str, str] = {
 
 FALLBACKS: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = {
     # (engine, dtype) asked for -> candidate paths the device may have instead (fastest wins).
-    # Candidates never compute at lower precision than asked.
+    # Candidates never compute at lower precision than asked, with one exception: the 16-bit
+    # floats stand in for each other (same width; a device with only bf16 runs fp16 models in
+    # bf16, as Gaudi and TPU software does), which the note says.
     ("matrix", "fp64"): (("vector", "fp64"),),
     ("matrix", "fp32"): (("vector", "fp32"),),
     ("matrix", "tf32"): (("matrix", "fp32"), ("vector", "fp32")),
-    ("matrix", "fp16"): (("vector", "fp16"), ("vector", "fp32")),
-    ("matrix", "bf16"): (("vector", "bf16"), ("vector", "fp32")),
+    ("matrix", "fp16"): (("vector", "fp16"), ("vector", "fp32"), ("matrix", "bf16")),
+    ("matrix", "bf16"): (("vector", "bf16"), ("vector", "fp32"), ("matrix", "fp16")),
     ("matrix", "fp8"): (("matrix", "fp16"), ("matrix", "bf16"), ("vector", "fp16"),
                         ("vector", "bf16"), ("vector", "fp32")),
     ("matrix", "fp6"): (("matrix", "fp8"), ("matrix", "fp16"), ("matrix", "bf16"),
@@ -70,8 +72,8 @@ FALLBACKS: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("vector", "fp64"): (),
     ("vector", "fp32"): (("matrix", "fp32"),),
     ("vector", "tf32"): (("vector", "fp32"),),
-    ("vector", "fp16"): (("vector", "fp32"),),
-    ("vector", "bf16"): (("vector", "fp32"),),
+    ("vector", "fp16"): (("vector", "fp32"), ("vector", "bf16")),
+    ("vector", "bf16"): (("vector", "fp32"), ("vector", "fp16")),
     ("vector", "fp8"): (("vector", "fp16"), ("vector", "bf16"), ("vector", "fp32")),
     ("vector", "fp6"): (("vector", "fp8"), ("vector", "fp16"), ("vector", "fp32")),
     ("vector", "fp4"): (("vector", "fp6"), ("vector", "fp8"), ("vector", "fp16"),

@@ -215,11 +215,3 @@ def _check_semantics(doc: Mapping[str, Any], errors: list[str], *, check_id: boo
     if isinstance(link, Mapping) and ("device_link" in link) != ("device_link_GBps" in link):
         errors.append("keys 'interconnect.device_link' and 'interconnect.device_link_GBps' "
                       "go together: give both or neither")
-    aliases = doc.get("aliases")
-    if isinstance(aliases, list):
-        seen: set[str] = set()
-        for alias in aliases:
-            if isinstance(alias, str) and alias.lower() in seen:
-                errors.append(f"alias {alias!r} is listed twice")
-            if isinstance(alias, str):
-                seen.add(alias.lower())

@@ -35,6 +35,7 @@ from graph_import.load import tensor_has_inline_data
 FOLD_MAX_ELEMENTS = 1 << 16  # larger computed values are not kept (their shapes still are)
 DEFAULT_MAX_ITERATIONS = 12
 UNKNOWN_DIM = "?"
+_ONNX_DOMAINS = ("", "ai.onnx")
 
 Dim = int | str
 
@@ -127,8 +128,16 @@ def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray]]
     g.name = src.name
     g.node.extend(src.node)
     g.input.extend(src.input)
+    # Declared types of ai.onnx node outputs are dropped: ONNX inference recomputes them from
+    # the bound inputs, and exporters leave traced sizes in them (a dynamo LSTM export declares
+    # its sequence axis as the sample's 7). Custom-domain outputs keep theirs: nothing else
+    # knows them.
+    recomputed = {o for n in src.node if n.domain in _ONNX_DOMAINS for o in n.output}
     g.output.extend(src.output)
-    g.value_info.extend(src.value_info)
+    for vi in g.output:
+        if vi.name in recomputed and vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
+    g.value_info.extend(vi for vi in src.value_info if vi.name not in recomputed)
     values: dict[str, np.ndarray] = {}
     for init in src.initializer:
         numel = int(np.prod(init.dims, dtype=np.int64)) if init.dims else 1
@@ -270,7 +279,7 @@ def _fold_pass(
     """Evaluate every node whose inputs are known; adds to ``values``; returns new names."""
     new: set[str] = set()
     for node in graph.node:
-        if node.domain not in ("", "ai.onnx") or all(o in values for o in node.output if o):
+        if node.domain not in _ONNX_DOMAINS or all(o in values for o in node.output if o):
             continue
         outs = _fold_node(node, tensors, values)
         if outs is None:
@@ -349,4 +358,10 @@ def _replace_folded(graph: GraphProto, values: dict[str, np.ndarray], new: set[s
         dst.CopyFrom(src)
     del graph.node[:]
     graph.node.extend(kept)
+    # value_info overrides initializer types in ONNX inference: drop the stale partial types
+    stale = [vi for vi in graph.value_info if vi.name in existing]
+    if stale:
+        fresh = [vi for vi in graph.value_info if vi.name not in existing]
+        del graph.value_info[:]
+        graph.value_info.extend(fresh)
     return len(dropped)

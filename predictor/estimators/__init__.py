@@ -1,0 +1,33 @@
+"""Analytical per-op estimators behind one scikit-learn-style interface.
+
+``ESTIMATORS`` maps a name to its class; ``make_estimator(name)`` builds one (unknown names raise
+``PredictionError`` listing the known ones). Every estimator takes the table of
+``predictor.features.featurize``: ``fit(X) -> self`` (no-op), ``predict(X) -> seconds``,
+``explain(X) -> DataFrame`` (time_s, compute_s, memory_s, overhead_s, bound, lower_s, upper_s,
+estimator, plus estimator-specific columns). Formulas: see each module's docstring.
+"""
+
+from __future__ import annotations
+
+from predictor.errors import PredictionError
+from predictor.estimators.base import EXPLAIN_COLUMNS, AnalyticalEstimator
+from predictor.estimators.roofline import NoOverlap, Roofline, RooflineEff, TimeRoofline
+from predictor.estimators.traffic import Traffic
+
+ESTIMATORS: dict[str, type[AnalyticalEstimator]] = {
+    cls.name: cls for cls in (Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic)
+}
+
+
+def make_estimator(name: str, **params: object) -> AnalyticalEstimator:
+    """A new estimator by registry name (``ESTIMATORS``)."""
+    try:
+        cls = ESTIMATORS[name]
+    except KeyError:
+        raise PredictionError(
+            f"unknown estimator {name!r}; choose one of: {', '.join(ESTIMATORS)}"
+        ) from None
+    return cls(**params)
+
+
+__all__ = ["ESTIMATORS", "EXPLAIN_COLUMNS", "AnalyticalEstimator", "make_estimator"]

@@ -1,0 +1,96 @@
+"""Shared machinery of the analytical estimators (scikit-learn contract, no-op ``fit``).
+
+Every estimator consumes the table of ``predictor.features.featurize`` and returns, per row,
+seconds. Common terms (vectorised):
+
+* ``compute_s = flops / peak_flops_per_s`` (0 for data/free ops, whose peak is ``inf``);
+* ``memory_s = (bytes_read + bytes_written) / mem_bw_Bps`` (unfused, compulsory DRAM traffic);
+* ``overhead_s = launch_overhead_s`` per kernel (0 for ``free`` ops and for rows that neither
+  compute nor move bytes: no kernel is launched).
+
+``explain(X)`` returns a DataFrame indexed like X with ``EXPLAIN_COLUMNS`` (time_s, compute_s,
+memory_s, overhead_s, bound, lower_s, upper_s, estimator) and possibly extra columns.
+Interval convention for the analytical estimators: ``lower_s`` = the pure roofline bound
+``max(compute_s, memory_s)`` of the compulsory work (capped at time_s), ``upper_s`` = everything
+serialised: ``compute_s + memory_s + overhead_s`` with the estimator's own (efficiency-adjusted)
+terms, never below time_s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+from predictor.errors import PredictionError
+
+EXPLAIN_COLUMNS: tuple[str, ...] = (
+    "time_s", "compute_s", "memory_s", "overhead_s", "bound", "lower_s", "upper_s", "estimator",
+)
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "flops", "bytes_read", "bytes_written", "engine", "peak_flops_per_s", "mem_bw_Bps",
+    "launch_overhead_s",
+)
+
+
+def check_features(X: pd.DataFrame, extra: tuple[str, ...] = ()) -> None:
+    """Raise PredictionError when X is not a featurized table."""
+    if not isinstance(X, pd.DataFrame):
+        raise PredictionError("estimators take the DataFrame of predictor.features.featurize")
+    missing = [c for c in (*REQUIRED_COLUMNS, *extra) if c not in X.columns]
+    if missing:
+        raise PredictionError(
+            f"feature table lacks columns {missing}; build it with predictor.features.featurize"
+        )
+
+
+def base_terms(X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(compute_s, memory_s, overhead_s) arrays of the plain roofline terms."""
+    flops = X["flops"].to_numpy(float)
+    peak = X["peak_flops_per_s"].to_numpy(float)
+    moved = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+    bw = X["mem_bw_Bps"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = np.where(flops > 0, flops / peak, 0.0)
+    memory = moved / bw
+    launches = (X["engine"].astype(str).to_numpy() != "free") & ((flops > 0) | (moved > 0))
+    overhead = np.where(launches, X["launch_overhead_s"].to_numpy(float), 0.0)
+    return compute, memory, overhead
+
+
+def bound_label(compute: np.ndarray, memory: np.ndarray, overhead: np.ndarray) -> np.ndarray:
+    """'compute' | 'memory' | 'overhead': the largest term (ties: compute over memory over overhead)."""
+    label = np.where(compute >= memory, "compute", "memory").astype(object)
+    label[overhead > np.maximum(compute, memory)] = "overhead"
+    return label
+
+
+def frame(X: pd.DataFrame, name: str, time: np.ndarray, compute: np.ndarray,
+          memory: np.ndarray, overhead: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+          bound: np.ndarray | None = None, **extra: np.ndarray) -> pd.DataFrame:
+    """Assemble an explain() table (see module docstring for the interval convention)."""
+    lower = np.minimum(lower, time)
+    upper = np.maximum(upper, time)
+    data = {
+        "time_s": time, "compute_s": compute, "memory_s": memory, "overhead_s": overhead,
+        "bound": bound if bound is not None else bound_label(compute, memory, overhead),
+        "lower_s": lower, "upper_s": upper, "estimator": np.full(len(time), name, dtype=object),
+        **extra,
+    }
+    return pd.DataFrame(data, index=X.index)
+
+
+class AnalyticalEstimator(BaseEstimator):
+    """Base: ``fit`` is a no-op returning self; ``predict`` = ``explain(X)['time_s']``."""
+
+    name = "analytical"
+
+    def fit(self, X: pd.DataFrame, y: object = None) -> AnalyticalEstimator:
+        check_features(X)
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return self.explain(X)["time_s"].to_numpy(float)
+
+    def explain(self, X: pd.DataFrame) -> pd.DataFrame:  # pragma: no cover - abstract
+        raise NotImplementedError

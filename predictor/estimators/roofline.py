@@ -1,0 +1,102 @@
+"""Roofline family: roofline, no-overlap, time-based roofline, roofline with efficiency curves.
+
+* ``roofline``: ``time = max(F/P, B/BW)`` (Williams et al. 2009), perfect compute/memory
+  overlap, no launch cost; ``overhead_s`` reported as 0.
+* ``no-overlap``: ``time = F/P + B/BW`` (compute and memory serialised).
+* ``time-roofline`` (Yang et al. 2020, "Time-based roofline for deep learning performance
+  analysis"): ``time = max(F/P, B/BW, L)`` — the per-kernel launch overhead ``L`` of the device
+  is a floor under every kernel, so tiny ops are overhead-bound; each row labelled by the term
+  that sets the time.
+* ``roofline+eff``: ``time = max(F/(P·e_c), B/(BW·e_m), L)`` with ``e_c`` = the compute efficiency
+  curve at the row's FLOPs and ``e_m`` = the memory curve at its bytes
+  (``predictor/data/efficiency_curves.toml``).
+
+Intervals follow ``base``: lower = ``max(F/P, B/BW)``; upper = the model's compute + memory +
+launch overhead serialised.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from predictor.efficiency import EfficiencyCurves, default_curves
+from predictor.estimators.base import AnalyticalEstimator, base_terms, check_features, frame
+
+
+class Roofline(AnalyticalEstimator):
+    """``max(F/P, B/BW)``."""
+
+    name = "roofline"
+
+    def explain(self, X: pd.DataFrame) -> pd.DataFrame:
+        check_features(X)
+        c, m, lo = base_terms(X)
+        t = np.maximum(c, m)
+        return frame(X, self.name, t, c, m, np.zeros_like(t), t, c + m + lo)
+
+
+class NoOverlap(AnalyticalEstimator):
+    """``F/P + B/BW``."""
+
+    name = "no-overlap"
+
+    def explain(self, X: pd.DataFrame) -> pd.DataFrame:
+        check_features(X)
+        c, m, lo = base_terms(X)
+        t = c + m
+        return frame(X, self.name, t, c, m, np.zeros_like(t), np.maximum(c, m), c + m + lo)
+
+
+class TimeRoofline(AnalyticalEstimator):
+    """``max(F/P, B/BW, L)`` (Yang et al. 2020)."""
+
+    name = "time-roofline"
+
+    def explain(self, X: pd.DataFrame) -> pd.DataFrame:
+        check_features(X)
+        c, m, lo = base_terms(X)
+        t = np.maximum(np.maximum(c, m), lo)
+        return frame(X, self.name, t, c, m, lo, np.maximum(c, m), c + m + lo)
+
+
+def efficiencies(X: pd.DataFrame, curves: EfficiencyCurves) -> tuple[np.ndarray, np.ndarray]:
+    """(compute efficiency, memory efficiency) per row from the curves.
+
+    Compute curve key: (device_kind, row engine, peak_dtype) at the row's FLOPs (an fp32 GEMM on
+    a device without an fp32 matrix unit uses the matrix/fp32 curve: an SGEMM on the FMA pipes).
+    Memory curve key: (device_kind, "memory", peak_dtype) at the row's bytes moved. Rows on
+    data/free engines get compute efficiency 1 (they have no compute term).
+    """
+    kind = X["device_kind"].astype(str).to_numpy()
+    engine = X["engine"].astype(str).to_numpy()
+    dtype = X["peak_dtype"].astype(str).to_numpy()
+    flops = X["flops"].to_numpy(float)
+    moved = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+    comp = np.ones(len(X))
+    has = np.isin(engine, ("matrix", "vector"))
+    if has.any():
+        comp[has] = curves.fraction(kind[has], engine[has], dtype[has], flops[has])
+    mem = curves.fraction(kind, np.full(len(X), "memory", dtype=object), dtype, moved)
+    return comp, mem
+
+
+class RooflineEff(AnalyticalEstimator):
+    """``max(F/(P·e_c), B/(BW·e_m), L)`` with data-file efficiency curves."""
+
+    name = "roofline+eff"
+
+    def __init__(self, curves_path: str | None = None) -> None:
+        self.curves_path = curves_path
+
+    def _curves(self) -> EfficiencyCurves:
+        return EfficiencyCurves.load(self.curves_path) if self.curves_path else default_curves()
+
+    def explain(self, X: pd.DataFrame) -> pd.DataFrame:
+        check_features(X, ("device_kind", "peak_dtype"))
+        c, m, lo = base_terms(X)
+        ec, em = efficiencies(X, self._curves())
+        c2, m2 = c / ec, m / em
+        t = np.maximum(np.maximum(c2, m2), lo)
+        return frame(X, self.name, t, c2, m2, lo, np.maximum(c, m), c2 + m2 + lo,
+                     eff_compute=ec, eff_memory=em)

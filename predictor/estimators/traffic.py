@@ -1,0 +1,193 @@
+"""Traffic estimator: DRAM/L2 traffic of a tiled GEMM and wave quantisation (DeLTA-style).
+
+After Lym et al. 2019 ("DeLTA: GPU performance model for deep learning applications with
+in-depth memory system traffic analysis"). For rows with GEMM dims (``gemm_batch, gemm_m,
+gemm_n, gemm_k``: MatMul, Gemm, Conv as implicit GEMM, ...) on the matrix engine, every candidate
+kernel configuration ``(tm, tn, s)`` — an output tile of tm x tn and a split-K factor s — is
+costed, and the fastest feasible one is taken (as cuBLAS heuristics / cuDNN autotuning do):
+
+* tiles ``T = batch · ceil(M/tm) · ceil(N/tn) · s``; waves ``W = ceil(T / units)``;
+  compute ``= W · 2·tm·tn·ceil(K/s) / (P / units) / e_c``; the *wave efficiency*
+  ``2·batch·M·N·K / (W · units · 2·tm·tn·ceil(K/s))`` is the fraction of issued tile work that is
+  useful (padding of edge tiles and the idle units of the last wave).
+* L2 -> SM traffic: each tile streams its A panel (tm x K) and B panel (K x tn):
+  ``batch · (A·ceil(N/tn) + B·ceil(M/tm) + C)`` bytes, at ``l2_bw_Bps`` (or, when the device does
+  not publish it, ``DEFAULT_L2_BW_RATIO`` x DRAM bandwidth).
+* DRAM traffic = the compulsory bytes of the row (each operand once, output once) plus re-reads:
+  tiles of one wave that share an A row-panel or B column-panel read it once (raster order), so
+  A is re-read ``rA_raw = ceil(gn / units)`` times and B ``rB_raw = min(gm, ceil(gm·gn·s/units))``
+  times (once per wave); the part of an operand that fits its half of the L2 share of one GEMM
+  (``l2_bytes / concurrent GEMMs / 2``) is reused, so ``r = 1 + (r_raw - 1)·(1 - min(1, share /
+  operand bytes))``. Split-K adds ``P = (s - 1) · 2 · batch · M·N · 4`` bytes of fp32 partial
+  sums. memory time = ``DRAM bytes / (BW · e_m)``.
+* candidate time ``= max(compute, DRAM time, L2 time) + P / (BW · e_m)`` (the split-K reduction
+  runs after the main loop); row time ``= max(best, L)`` with the launch-overhead floor L (as
+  the time-based roofline).
+
+Feasible tiles: on GPUs/accelerators the double-buffered operand slices must fit the shared
+memory per unit: ``(tm + tn) · KSLICE_BYTES · STAGES <= smem`` (``DEFAULT_SMEM_BYTES`` when the
+device does not publish it: the 48 KiB per block every CUDA GPU since Fermi offers). On CPUs a
+core's block ``(tm·tn + (tm + tn)·kc) · elem`` with ``kc = CPU_KC`` must fit its share of the
+last-level cache ``l2_bytes / units`` (cache-blocked GEMM, Goto & van de Geijn 2008). The
+smallest tile is always feasible.
+
+Rows without GEMM dims use the ``roofline+eff`` terms (compute and memory with efficiency
+curves, launch floor). ``e_c``/``e_m`` come from ``predictor/data/efficiency_curves.toml``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from predictor.efficiency import EfficiencyCurves, default_curves
+from predictor.estimators.base import AnalyticalEstimator, base_terms, check_features, frame
+from predictor.estimators.roofline import efficiencies
+
+# Output tiles of the cuBLAS/CUTLASS kernel families (e.g. volta_sgemm_32x128, _64x64, _128x128).
+TILES: tuple[tuple[int, int], ...] = (
+    (256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (128, 32), (32, 128), (64, 64),
+    (64, 32), (32, 64), (32, 32),
+)
+SPLIT_K: tuple[int, ...] = (1, 2, 4, 8, 16)
+KSLICE_BYTES = 64  # bytes of K per operand row staged per pipeline step (16 fp32 / 32 fp16)
+STAGES = 2  # double buffering
+DEFAULT_SMEM_BYTES = 48 * 1024
+CPU_KC = 256
+PARTIAL_SUM_BYTES = 4
+# L2 bandwidth / DRAM bandwidth when a device publishes no L2 figure: microbenchmarks measure
+# ~2.2-3x (V100 ~2.2 TB/s vs 0.9 TB/s, Jia et al. 2018; A100 ~4-5 TB/s vs 1.56 TB/s).
+DEFAULT_L2_BW_RATIO = 2.5
+TIE_BREAK = 0.01  # weight of traffic time in the choice among candidates of equal time
+GEMM_COLUMNS = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
+_CHUNK_ROWS = 20_000
+
+
+def _cdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.ceil(a / b)
+
+
+def col(a: np.ndarray) -> np.ndarray:
+    """A row vector as a (rows, 1) column for broadcasting against candidates."""
+    return a[:, None]
+
+
+def _feasible(kind: np.ndarray, smem: np.ndarray, l2: np.ndarray, units: np.ndarray,
+              elem: np.ndarray, tm: np.ndarray, tn: np.ndarray) -> np.ndarray:
+    """(rows, candidates) mask of tiles that fit the unit's shared memory / cache share."""
+    smem = np.where(np.isnan(smem), DEFAULT_SMEM_BYTES, smem)[:, None]
+    gpu_ok = (tm + tn) * KSLICE_BYTES * STAGES <= smem
+    cpu_share = (l2 / units)[:, None]
+    cpu_ok = (tm * tn + (tm + tn) * CPU_KC) * elem[:, None] <= cpu_share
+    ok = np.where((kind == "cpu")[:, None], cpu_ok, gpu_ok)
+    smallest = (tm * tn == (tm * tn).min())
+    return ok | smallest
+
+
+def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve) -> dict[str, np.ndarray]:
+    """Best-candidate terms for GEMM rows of X (all rows of X must have GEMM dims)."""
+    bt, M, N, K = (X[c].to_numpy(float) for c in GEMM_COLUMNS)
+    units = X["units"].to_numpy(float)
+    peak = X["peak_flops_per_s"].to_numpy(float)
+    bw = X["mem_bw_Bps"].to_numpy(float)
+    l2 = X["l2_bytes"].to_numpy(float)
+    l2bw = X["l2_bw_Bps"].to_numpy(float)
+    l2bw = np.where(np.isnan(l2bw), DEFAULT_L2_BW_RATIO * bw, l2bw)
+    elem = X["elem_bytes"].to_numpy(float)
+    compulsory = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+    kind = X["device_kind"].astype(str).to_numpy()
+    smem = X["smem_per_unit_bytes"].to_numpy(float)
+
+    cand = np.array([(tm, tn, s) for tm, tn in TILES for s in SPLIT_K], dtype=float)
+    tm, tn, s = (cand[:, i][None, :] for i in range(3))
+    gm, gn, ks = _cdiv(col(M), tm), _cdiv(col(N), tn), _cdiv(col(K), s)
+    tiles = col(bt) * gm * gn * s
+    waves = _cdiv(tiles, col(units))
+    tile_flops = 2.0 * tm * tn * ks
+    compute = waves * tile_flops / col(peak / units) / col(e_c)
+    useful = 2.0 * col(bt * M * N * K)
+    wave_eff = useful / (waves * col(units) * tile_flops)
+
+    a_per, b_per, c_per = col(M * K * elem), col(K * N * elem), col(M * N * elem)
+    per_gemm_tiles = gm * gn * s
+    conc = np.clip(col(units) / per_gemm_tiles, 1.0, col(bt))
+    share = col(l2) / conc / 2.0
+    fit_a = np.minimum(1.0, share / a_per)
+    fit_b = np.minimum(1.0, share / b_per)
+    ra = 1.0 + (np.maximum(1.0, _cdiv(gn, col(units))) - 1.0) * (1.0 - fit_a)
+    rb_raw = np.minimum(gm, np.maximum(1.0, _cdiv(per_gemm_tiles, col(units))))
+    rb = 1.0 + (rb_raw - 1.0) * (1.0 - fit_b)
+    partial = (s - 1.0) * 2.0 * col(bt * M * N) * PARTIAL_SUM_BYTES
+    dram = col(compulsory) + col(bt) * (a_per * (ra - 1.0) + b_per * (rb - 1.0)) + partial
+    l2_traffic = col(bt) * (a_per * gn + b_per * gm + c_per) + partial
+    e_m = e_m_curve(dram)
+    dram_s = dram / (col(bw) * e_m)
+    l2_s = l2_traffic / col(l2bw)
+    # split-K partial sums are reduced after the main loop (a second pass), so that traffic
+    # is serialised rather than overlapped with the tiles' compute
+    partial_s = partial / (col(bw) * e_m)
+    t = np.maximum(np.maximum(compute, dram_s), l2_s) + partial_s
+    t = np.where(_feasible(kind, smem, l2, units, elem, tm, tn), t, np.inf)
+    # near-ties (compute-bound candidates) go to the one moving the least data
+    best = np.argmin(t + TIE_BREAK * (dram_s + l2_s), axis=1)
+
+    def pick(a: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(np.broadcast_to(a, t.shape), best[:, None], 1)[:, 0]
+
+    return {
+        "compute_s": pick(compute), "dram_s": pick(dram_s + partial_s), "l2_s": pick(l2_s),
+        "dram_bytes": pick(dram), "l2_traffic_bytes": pick(l2_traffic),
+        "tile_m": pick(tm), "tile_n": pick(tn), "split_k": pick(s), "waves": pick(waves),
+        "wave_efficiency": pick(wave_eff), "eff_memory": pick(e_m),
+    }
+
+
+class Traffic(AnalyticalEstimator):
+    """Tiled-GEMM DRAM/L2 traffic + wave quantisation + efficiency curves + launch floor."""
+
+    name = "traffic"
+
+    def __init__(self, curves_path: str | None = None) -> None:
+        self.curves_path = curves_path
+
+    def _curves(self) -> EfficiencyCurves:
+        return EfficiencyCurves.load(self.curves_path) if self.curves_path else default_curves()
+
+    def explain(self, X: pd.DataFrame) -> pd.DataFrame:
+        check_features(X, ("device_kind", "peak_dtype", "units", "l2_bytes", "l2_bw_Bps",
+                           "elem_bytes", "smem_per_unit_bytes", *GEMM_COLUMNS))
+        curves = self._curves()
+        c0, m0, lo = base_terms(X)
+        ec, em = efficiencies(X, curves)
+        n = len(X)
+        compute, memory = c0 / ec, m0 / em
+        extra = {k: np.full(n, np.nan) for k in (
+            "l2_s", "l2_traffic_bytes", "tile_m", "tile_n", "split_k", "waves", "wave_efficiency")}
+        extra["dram_bytes"] = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+        extra["eff_compute"] = ec
+        extra["eff_memory"] = em
+        dims = X[list(GEMM_COLUMNS)].to_numpy(float)
+        is_gemm = (X["engine"].astype(str).to_numpy() == "matrix") & np.all(dims > 0, axis=1)
+        idx = np.flatnonzero(is_gemm)
+        kind = X["device_kind"].astype(str).to_numpy()
+        dtype = X["peak_dtype"].astype(str).to_numpy()
+        for start in range(0, len(idx), _CHUNK_ROWS):
+            rows = idx[start:start + _CHUNK_ROWS]
+            sub = X.iloc[rows]
+            k_r, d_r = kind[rows], dtype[rows]
+
+            def e_m_curve(nbytes: np.ndarray, k_r=k_r, d_r=d_r) -> np.ndarray:
+                shape = nbytes.shape
+                reps = shape[1]
+                return curves.fraction(np.repeat(k_r, reps), np.full(nbytes.size, "memory", dtype=object),
+                                       np.repeat(d_r, reps), nbytes.ravel()).reshape(shape)
+
+            res = gemm_traffic(sub, ec[rows], e_m_curve)
+            compute[rows] = res["compute_s"]
+            memory[rows] = np.maximum(res["dram_s"], res["l2_s"])
+            for key in ("l2_s", "l2_traffic_bytes", "tile_m", "tile_n", "split_k", "waves",
+                        "wave_efficiency", "dram_bytes", "eff_memory"):
+                extra[key][rows] = res[key]
+        t = np.maximum(np.maximum(compute, memory), lo)
+        return frame(X, self.name, t, compute, memory, lo, np.maximum(c0, m0),
+                     compute + memory + lo, **extra)

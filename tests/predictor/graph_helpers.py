@@ -44,3 +44,36 @@ def graph(nodes: Sequence[OpNode], inputs: Sequence[TensorInfo], outputs: Sequen
     return Graph(name=name, nx_graph=g, inputs=tuple(inputs), outputs=tuple(outputs),
                  params=sum(x.numel for x in wts.values()),
                  weight_bytes=sum(x.nbytes for x in wts.values()), opset=17, dims=dims or {})
+
+
+def toy_device(id: str = "toy", vector_flops: float = 1e9, matrix_flops: float | None = None,
+               bw_Bps: float = 1e9, overhead_s: float = 1e-6, capacity_bytes: float = 2.0**30,
+               price_usd: float | None = None, tdp_W: float | None = None):
+    """A HardwareSpec with round numbers: fp32 vector peak, optional fp32 matrix peak."""
+    from hw_catalog.spec import HardwareSpec
+
+    peaks = {("vector", "fp32"): vector_flops, ("vector", "fp16"): 2 * vector_flops}
+    if matrix_flops is not None:
+        peaks[("matrix", "fp32")] = matrix_flops
+    return HardwareSpec(
+        id=id, name=f"toy device {id}", vendor="test", kind="gpu", architecture="toy",
+        peak_flops=peaks, mem_bw_Bps=bw_Bps, mem_capacity_bytes=capacity_bytes,
+        l2_bytes=2.0**20, units=10, unit_name="SM", clock_Hz=1e9, launch_overhead_s=overhead_s,
+        memory_type="toy", price_usd=price_usd, tdp_W=tdp_W,
+    )
+
+
+def branched_graph(n: int = 1000) -> Graph:
+    """x -> a (Relu) -> {b (Exp, 20 FLOP/elem), c (Sigmoid)} -> d (Add) -> y; float32[n] tensors.
+
+    On ``toy_device()`` (1 GFLOP/s, 1 GB/s) with the roofline: a = max(n, 8n)/1e9 s,
+    b = max(20n, 8n)/1e9, c = max(n, 8n)/1e9, d = max(n, 12n)/1e9.
+    """
+    x, a, b, c, y = (t(s, n) for s in ("x", "a", "b", "c", "y"))
+    nodes = [
+        op("a", "Relu", [x], [a], flops=n),
+        op("b", "Exp", [a], [b], flops=20 * n),
+        op("c", "Sigmoid", [a], [c], flops=n),
+        op("d", "Add", [b, c], [y], flops=n),
+    ]
+    return graph(nodes, [x], [y])

@@ -1,0 +1,171 @@
+"""What-if sweeps: devices x batch sizes x precisions x modes in one vectorised call.
+
+``sweep(graph_source, devices, batches, precisions, modes, estimator)``:
+
+* the model is imported once per batch (``graph_source(batch)``) and its workload built once per
+  (batch, precision, mode) — device-independent;
+* for each (precision, mode) the workloads of all batches are stacked into one table; each
+  device's features are joined to the whole stack (``featurize``, numpy over rows) and the
+  stacks of all devices are timed by **one** ``estimator.explain`` call over rows x devices;
+  per-cell totals are ``numpy.bincount`` sums over (cell, device) indices. With ``inter_op`` the
+  critical path is one dynamic programme over the step DAG with a (nodes x devices) time matrix.
+  No per-cell ``predict_graph`` loop.
+
+Output: one row per (device, batch, precision, mode) with ``time_s`` (critical path with
+``inter_op``, else the sequential sum), ``speedup`` over the baseline device in the same
+(batch, precision, mode) cell (= baseline time / time), ``throughput_samples_per_s`` = batch /
+time_s, memory total and whether it fits, ``throughput_per_usd`` = throughput / list price and
+``throughput_per_W`` = throughput / TDP (NaN where the catalog has no price or TDP — never
+invented), and the dominant bound (the bound label holding most of the cell's time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from predictor.config import RunConfig
+from predictor.errors import PredictionError
+from predictor.memory import GraphSource, memory_footprint
+from predictor.simulate import critical_path_times, step_dag
+from predictor.workload import workload_table
+
+BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
+
+SWEEP_COLUMNS: tuple[str, ...] = (
+    "model", "device", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",
+    "speedup", "baseline", "throughput_samples_per_s", "memory_bytes", "mem_capacity_bytes",
+    "fits", "price_usd", "tdp_W", "throughput_per_usd", "throughput_per_W", "dominant_bound",
+    "compute_s", "memory_s", "overhead_s", "kernels", "peak_notes",
+)
+
+
+def _resolve_devices(devices: Sequence) -> list:
+    from hw_catalog.catalog import get_device
+
+    specs = [get_device(d) for d in devices]
+    if not specs:
+        raise PredictionError("no devices to sweep; give at least one device id")
+    ids = [s.id for s in specs]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise PredictionError(f"devices listed twice: {', '.join(dup)}; list each device once")
+    return specs
+
+
+def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
+          precisions: Sequence[str] = ("fp32",), modes: Sequence[str] = ("infer",),
+          estimator: str = "time-roofline", *, baseline: str | None = None,
+          fusion: bool = False, inter_op: bool = False, optimizer: str = "adam",
+          threads: int | None = None, dims: dict[str, int] | None = None,
+          allow_incomplete: bool = False) -> pd.DataFrame:
+    """Predict every (device, batch, precision, mode) cell (see module docstring).
+
+    ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device id
+    speedups are relative to (default: the first device).
+    """
+    from predictor.estimators import make_estimator
+    from predictor.features import featurize
+
+    specs = _resolve_devices(devices)
+    if not batches:
+        raise PredictionError("no batch sizes to sweep; give at least one batch size")
+    base_id = specs[0].id if baseline is None else _baseline_id(baseline, specs)
+    est = make_estimator(estimator)
+    graphs = {b: graph_source(b) for b in dict.fromkeys(batches)}
+    n_dev = len(specs)
+    frames = []
+    for precision in precisions:
+        for mode in modes:
+            configs = {b: RunConfig(dims={**(dims or {}), "batch": b}, precision=precision,
+                                    mode=mode, threads=threads, inter_op=inter_op,
+                                    fusion=fusion, optimizer=optimizer) for b in graphs}
+            works = []
+            for cell, (b, graph) in enumerate(graphs.items()):
+                w = workload_table(graph, configs[b], allow_incomplete=allow_incomplete)
+                if w.empty:
+                    raise PredictionError(f"model {graph.name!r} has no op that does work")
+                works.append(w.assign(_cell=cell))
+            stack = pd.concat(works, ignore_index=True)
+            cfg0 = next(iter(configs.values()))
+            feats = pd.concat([featurize(stack, hw, cfg0).assign(_dev=d)
+                               for d, hw in enumerate(specs)], ignore_index=True)
+            expl = est.explain(feats)
+            frames.append(_cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op,
+                                 precision, mode))
+    out = pd.concat(frames, ignore_index=True)
+    return _finish(out, base_id)
+
+
+def _baseline_id(baseline: str, specs: list) -> str:
+    from hw_catalog.catalog import get_device
+
+    wanted = get_device(baseline).id
+    if wanted not in {s.id for s in specs}:
+        raise PredictionError(
+            f"baseline {baseline!r} is not among the swept devices "
+            f"({', '.join(s.id for s in specs)}); add it to the device list"
+        )
+    return wanted
+
+
+def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precision, mode):
+    n_cell = len(graphs)
+    idx = feats["_cell"].to_numpy() * n_dev + feats["_dev"].to_numpy()
+    size = n_cell * n_dev
+    time = expl["time_s"].to_numpy(float)
+    sums = {c: np.bincount(idx, weights=expl[c].to_numpy(float), minlength=size)
+            for c in ("time_s", "compute_s", "memory_s", "overhead_s")}
+    kernels = np.bincount(idx, minlength=size)
+    bound_code = pd.Categorical(expl["bound"], categories=BOUNDS).codes
+    by_bound = np.bincount(idx * len(BOUNDS) + bound_code, weights=time,
+                           minlength=size * len(BOUNDS)).reshape(size, len(BOUNDS))
+    dominant = np.asarray(BOUNDS, dtype=object)[by_bound.argmax(axis=1)]
+    notes = [""] * size
+    has_note = feats["peak_note"].astype(str).to_numpy() != ""
+    pairs = pd.DataFrame({"i": idx[has_note], "note": feats["peak_note"].to_numpy()[has_note]})
+    for i, group in pairs.drop_duplicates().groupby("i"):
+        notes[int(i)] = "; ".join(sorted(group["note"]))
+    crit = np.full(size, np.nan)
+    if inter_op:
+        n_rows = len(stack)
+        for cell, (b, graph) in enumerate(graphs.items()):
+            rows = np.flatnonzero(stack["_cell"].to_numpy() == cell)
+            dag = step_dag(graph, stack.iloc[rows])
+            # feats is device-major: device d's copy of stack row r is at d * n_rows + r
+            t = time.reshape(n_dev, n_rows)[:, rows].T
+            lengths, _ = critical_path_times(dag, t)
+            crit[cell * n_dev + np.arange(n_dev)] = lengths
+    records = []
+    for cell, (b, graph) in enumerate(graphs.items()):
+        mem = memory_footprint(graph, configs[b]).total_bytes
+        for d, hw in enumerate(specs):
+            i = cell * n_dev + d
+            records.append({
+                "model": graph.name, "device": hw.id, "batch": b, "precision": precision,
+                "mode": mode, "total_s": sums["time_s"][i], "critical_path_s": crit[i],
+                "memory_bytes": mem, "mem_capacity_bytes": float(hw.mem_capacity_bytes),
+                "price_usd": np.nan if hw.price_usd is None else float(hw.price_usd),
+                "tdp_W": np.nan if hw.tdp_W is None else float(hw.tdp_W),
+                "dominant_bound": dominant[i], "compute_s": sums["compute_s"][i],
+                "memory_s": sums["memory_s"][i], "overhead_s": sums["overhead_s"][i],
+                "kernels": int(kernels[i]), "peak_notes": notes[i],
+            })
+    return pd.DataFrame.from_records(records)
+
+
+def _finish(out: pd.DataFrame, base_id: str) -> pd.DataFrame:
+    out["time_s"] = out["critical_path_s"].where(out["critical_path_s"].notna(), out["total_s"])
+    out["fits"] = out["memory_bytes"] <= out["mem_capacity_bytes"]
+    out["throughput_samples_per_s"] = out["batch"] / out["time_s"]
+    out["throughput_per_usd"] = out["throughput_samples_per_s"] / out["price_usd"]
+    out["throughput_per_W"] = out["throughput_samples_per_s"] / out["tdp_W"]
+    keys = ["batch", "precision", "mode"]
+    base = out.loc[out["device"] == base_id, [*keys, "time_s"]].rename(
+        columns={"time_s": "_base_s"})
+    out = out.merge(base, on=keys, how="left")
+    out["speedup"] = out["_base_s"] / out["time_s"]
+    out["baseline"] = base_id
+    return out[list(SWEEP_COLUMNS)]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -49,10 +50,18 @@ def build_graph(
     shapes: ShapeResult,
     name: str | None = None,
     cost_fn: CostFn | None = None,
+    has_rule: Callable[[str, str], bool] | None = None,
 ) -> Graph:
-    """Assemble the Graph. ``cost_fn`` defaults to ``graph_import.costs.cost_of``."""
+    """Assemble the Graph.
+
+    ``cost_fn`` defaults to ``graph_import.costs.cost_of``; ``has_rule(domain, op_type)`` (default:
+    the cost registry) tells whether an *unresolved* node's op would have a rule, so op types
+    without one are counted in ``unsupported`` even when their shapes are unknown.
+    """
     if cost_fn is None:
         from graph_import.costs import cost_of as cost_fn  # late: costs import types, not us
+    if has_rule is None:
+        has_rule = _registry_has_rule if cost_fn is _default_cost_fn() else (lambda d, o: True)
     g = model.graph
     initializers = {t.name: t for t in g.initializer}
     infos: dict[str, TensorInfo] = {}
@@ -94,17 +103,18 @@ def build_graph(
         reason = _unresolved_reason(node.input, node.output, shapes.tensors, unbound)
         if reason is not None:
             unresolved[node_name] = reason
+            if not has_rule(node.domain, node.op_type):
+                unsupported[_op_label(node.domain, node.op_type)] += 1
         else:
             try:
                 cost = cost_fn(op)
             except Exception as exc:  # a rule's failure is reported per node, never hidden
                 unresolved[node_name] = f"cost rule failed: {type(exc).__name__}: {exc}"
-                cost = None
             else:
                 if cost is None:
                     unsupported[_op_label(node.domain, node.op_type)] += 1
-            if cost is not None:
-                op = _with_cost(op, cost)
+                else:
+                    op = replace(op, cost=cost)
         nxg.add_node(node_name, op=op)
         for t in node.input:
             src = producer.get(t) if t else None
@@ -214,14 +224,27 @@ def _unresolved_reason(
                         f"{kind} {t!r} dim {axis} is the unbound symbolic dim {d!r}: "
                         f"bind it, e.g. --dim {d}=1"
                     )
+                if unbound:
+                    hint = ", ".join(f"--dim {u}=1" for u in sorted(unbound))
+                    return (
+                        f"{kind} {t!r} dim {axis} is not concrete ({d!r}), likely because the "
+                        f"model's dims {', '.join(sorted(unbound))} are unbound: bind them ({hint})"
+                    )
                 return (
-                    f"{kind} {t!r} dim {axis} is not concrete ({d!r}): it depends on data or on "
-                    "an op shape inference cannot follow"
+                    f"{kind} {t!r} dim {axis} is not concrete ({d!r}): it depends on data values "
+                    "(e.g. NonZero) or on an op shape inference cannot follow"
                 )
     return None
 
 
-def _with_cost(op: OpNode, cost: OpCost) -> OpNode:
-    from dataclasses import replace
+def _default_cost_fn() -> CostFn:
+    from graph_import.costs import cost_of
 
-    return replace(op, cost=cost)
+    return cost_of
+
+
+def _registry_has_rule(domain: str, op_type: str) -> bool:
+    from graph_import.costs import FREE_OPS
+    from graph_import.costs.registry import lookup
+
+    return (domain in ("", "ai.onnx") and op_type in FREE_OPS) or lookup(op_type, domain) is not None

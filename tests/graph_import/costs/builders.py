@@ -15,7 +15,8 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from graph_import import import_model
-from graph_import.types import Graph, OpCost, OpNode
+from graph_import.costs import cost_of
+from graph_import.types import Graph, OpCost, OpNode, TensorInfo
 
 OPSET = 21
 MS_DOMAIN = "com.microsoft"
@@ -131,3 +132,37 @@ def cost(op_type: str, *args: Any, **kwargs: Any) -> OpCost:
 def weights(*shape: int, dtype: Any = np.float32) -> np.ndarray:
     """A zero-filled weight array of ``shape`` and ``dtype`` (values never matter for costs)."""
     return np.zeros(shape, dtype=dtype)
+
+
+def tensor(name: str, dtype: str, *shape: int) -> TensorInfo:
+    """A TensorInfo for ``direct_cost``."""
+    return TensorInfo(name, tuple(shape), dtype)
+
+
+def direct_node(
+    op_type: str,
+    inputs: Sequence[TensorInfo | None],
+    outputs: Sequence[TensorInfo],
+    attrs: Mapping[str, Any] | None = None,
+    domain: str = "",
+    weight_inputs: Sequence[str] = (),
+) -> OpNode:
+    """An OpNode built directly, for cases import cannot make concrete (data-dependent output
+    shapes such as NonZero's) or malformed nodes that shape inference would reject first."""
+    return OpNode(
+        name="node",
+        op_type=op_type,
+        domain=domain,
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        attrs=dict(attrs or {}),
+        weight_inputs=frozenset(weight_inputs),
+    )
+
+
+def direct_cost(op_type: str, *args: Any, **kwargs: Any) -> OpCost:
+    """``cost_of`` of a directly built OpNode (see ``direct_node``); must be costed."""
+    result = cost_of(direct_node(op_type, *args, **kwargs))
+    assert result is not None
+    COVERED.add((kwargs.get("domain", ""), op_type))
+    return result

@@ -1,0 +1,1 @@
+"""One module per ``roofcast`` subcommand, each with ``register(subparsers)``."""

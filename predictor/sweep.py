@@ -131,7 +131,7 @@ def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precisio
     crit = np.full(size, np.nan)
     if inter_op:
         n_rows = len(stack)
-        for cell, (b, graph) in enumerate(graphs.items()):
+        for cell, graph in enumerate(graphs.values()):
             rows = np.flatnonzero(stack["_cell"].to_numpy() == cell)
             dag = step_dag(graph, stack.iloc[rows])
             # feats is device-major: device d's copy of stack row r is at d * n_rows + r

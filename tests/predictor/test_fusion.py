@@ -1,0 +1,94 @@
+"""Fusion: which chains merge, the fused group's bytes, and fusion never predicting slower."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph_import.types import Engine
+from predictor.config import RunConfig
+from predictor.fusion import fusion_groups
+from predictor.memory import memory_footprint
+from predictor.simulate import predict_graph
+from predictor.workload import workload_table
+from tests.predictor.graph_helpers import branched_graph, graph, op, t, toy_device
+
+
+def linear_relu():
+    """x[8,64] @ w[64,32] -> + b[32] -> Relu -> y[8,32] (float32)."""
+    x, w, b = t("x", 8, 64), t("w", 64, 32), t("b", 32)
+    y0, y1, y = t("y0", 8, 32), t("y1", 8, 32), t("y", 8, 32)
+    nodes = [
+        op("mm", "MatMul", [x, w], [y0], flops=2 * 8 * 64 * 32, engine=Engine.MATRIX,
+           weights=["w"]),
+        op("bias", "Add", [y0, b], [y1], flops=8 * 32, weights=["b"]),
+        op("relu", "Relu", [y1], [y], flops=8 * 32),
+    ]
+    return graph(nodes, [x], [y])
+
+
+def test_bias_and_activation_fuse_into_the_matmul_without_round_trips():
+    g = linear_relu()
+    assert fusion_groups(g) == {"mm": ["mm", "bias", "relu"]}
+    w = workload_table(g, RunConfig(fusion=True))
+    assert len(w) == 1
+    row = w.iloc[0]
+    assert row["fused_nodes"] == "mm+bias+relu"
+    assert row["op_type"] == "MatMul+Add+Relu"
+    assert row["engine"] == "matrix"
+    assert row["flops"] == 2 * 8 * 64 * 32 + 8 * 32 + 8 * 32
+    # external inputs x, w, b; external output y: intermediates y0, y1 never touch memory
+    assert row["bytes_read"] == 4 * (8 * 64 + 64 * 32 + 32)
+    assert row["bytes_written"] == 4 * (8 * 32)
+    assert row["weight_bytes"] == 4 * (64 * 32 + 32)
+
+
+def test_fused_bytes_scale_with_precision():
+    w = workload_table(linear_relu(), RunConfig(fusion=True, precision="fp16"))
+    assert w.iloc[0]["bytes_read"] == 2 * (8 * 64 + 64 * 32 + 32)
+    assert w.iloc[0]["bytes_written"] == 2 * (8 * 32)
+
+
+def test_two_producers_or_two_consumers_block_fusion():
+    g = branched_graph(10)
+    # a has two consumers (b, c); d (Add) has two producers; b and c are fusible into a only
+    # if a's output had a single consumer -> nothing fuses
+    assert fusion_groups(g) == {}
+    assert len(workload_table(g, RunConfig(fusion=True))) == 4
+
+
+def test_model_output_is_not_fused_away():
+    x, y0, y1 = t("x", 10), t("y0", 10), t("y1", 10)
+    g = graph([op("a", "Relu", [x], [y0], flops=10), op("b", "Neg", [y0], [y1], flops=10)],
+              [x], [y0, y1])
+    assert fusion_groups(g) == {}
+
+
+def test_fusion_saves_launches_and_traffic_and_is_never_slower():
+    g = linear_relu()
+    hw = toy_device(matrix_flops=1e10, overhead_s=5e-6)
+    for est in ("roofline", "no-overlap", "time-roofline", "traffic"):
+        plain = predict_graph(g, hw, RunConfig(), est)
+        fused = predict_graph(g, hw, RunConfig(fusion=True), est)
+        assert fused.total_s <= plain.total_s * (1 + 1e-12), est
+    # time-roofline: 3 kernels each floored at 5 µs -> 1 kernel
+    plain = predict_graph(g, hw, RunConfig(), "time-roofline")
+    fused = predict_graph(g, hw, RunConfig(fusion=True), "time-roofline")
+    assert len(fused.per_op) == 1
+    assert fused.per_op["overhead_s"].sum() == pytest.approx(plain.per_op["overhead_s"].sum() / 3)
+
+
+def test_fused_group_keeps_its_inputs_and_outputs_live_together():
+    g = linear_relu()
+    plain = memory_footprint(g, RunConfig())
+    fused = memory_footprint(g, RunConfig(fusion=True))
+    # unfused peak: x + y0 at the matmul (2048 + 1024 B), then y0 + y1, y1 + y;
+    # fused: y0, y1 never exist, x and y are live together at the group's step
+    assert plain.peak_activation_bytes == 4 * (8 * 64 + 8 * 32)
+    assert fused.peak_activation_bytes == 4 * (8 * 64 + 8 * 32)
+    assert fused.weights_bytes == plain.weights_bytes
+
+
+def test_training_keeps_backward_unfused():
+    w = workload_table(linear_relu(), RunConfig(fusion=True, mode="train"))
+    assert (w["phase"] == "forward").sum() == 1
+    assert set(w.loc[w["phase"] == "backward", "node"]) == {"mm", "bias", "relu"}

@@ -13,12 +13,14 @@ import sys
 from collections.abc import Sequence
 
 from graph_import.errors import ModelImportError
+from hw_catalog.errors import HardwareSpecError
 from predictor.errors import PredictionError
 
-COMMAND_MODULES = ("inspect",)
+COMMAND_MODULES = ("inspect", "hw")
 
 # Each package's user-facing error type; add a package's here when it gains one.
-USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, PredictionError)
+USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, PredictionError,
+                                                HardwareSpecError)
 
 
 def build_parser() -> argparse.ArgumentParser:

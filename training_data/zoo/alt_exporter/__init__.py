@@ -1,0 +1,1 @@
+"""Zoo models exported by the other torch exporter (package data only; see ``training_data.zoo``)."""

@@ -6,10 +6,10 @@ converts. A what-if device is ``dataclasses.replace(spec, mem_bw_Bps=2 * spec.me
 (``__post_init__`` re-checks positivity) or a derived file / inline spec (``derive.py``).
 
 Peak lookup: ``spec.peak(engine, dtype)`` returns the device's peak for the (engine, dtype) pair
-if the device has that unit; otherwise it walks ``FALLBACKS`` (data, below) and picks the
-*fastest* candidate the device has — the runtime is assumed to pick the fastest kernel among the
-paths that compute the requested dtype at the same or higher precision. The lookup's ``note``
-says which path was used and why. ``data``/``free`` ops have no compute peak: ``flops_per_s`` is
+if the device has that unit; otherwise it walks the tiers of ``FALLBACKS`` (data, below) and
+picks the *fastest* candidate of the first tier the device has any of — the runtime is assumed
+to pick the fastest kernel among the paths that compute the requested dtype at the same or
+higher precision. The lookup's ``note`` says which path was used and why. ``data``/``free`` ops have no compute peak: ``flops_per_s`` is
 ``inf`` so that compute time = FLOPs / peak = 0.
 """
 
@@ -48,41 +48,42 @@ DTYPE_NAMES: Mapping[str, str] = {
 }
 """Any accepted dtype spelling -> canonical catalog dtype."""
 
-FALLBACKS: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = {
-    # (engine, dtype) asked for -> candidate paths the device may have instead (fastest wins).
-    # Candidates never compute at lower precision than asked, with one exception: the 16-bit
-    # floats stand in for each other (same width; a device with only bf16 runs fp16 models in
-    # bf16, as Gaudi and TPU software does), which the note says.
-    ("matrix", "fp64"): (("vector", "fp64"),),
-    ("matrix", "fp32"): (("vector", "fp32"),),
-    ("matrix", "tf32"): (("matrix", "fp32"), ("vector", "fp32")),
-    ("matrix", "fp16"): (("vector", "fp16"), ("vector", "fp32"), ("matrix", "bf16")),
-    ("matrix", "bf16"): (("vector", "bf16"), ("vector", "fp32"), ("matrix", "fp16")),
-    ("matrix", "fp8"): (("matrix", "fp16"), ("matrix", "bf16"), ("vector", "fp16"),
-                        ("vector", "bf16"), ("vector", "fp32")),
-    ("matrix", "fp6"): (("matrix", "fp8"), ("matrix", "fp16"), ("matrix", "bf16"),
-                        ("vector", "fp16"), ("vector", "fp32")),
-    ("matrix", "fp4"): (("matrix", "fp6"), ("matrix", "fp8"), ("matrix", "fp16"),
-                        ("matrix", "bf16"), ("vector", "fp16"), ("vector", "fp32")),
-    ("matrix", "int8"): (("vector", "int8"), ("vector", "int32"), ("vector", "fp32")),
-    ("matrix", "int4"): (("matrix", "int8"), ("vector", "int8"), ("vector", "fp32")),
-    ("matrix", "int16"): (("matrix", "int32"), ("vector", "int32"), ("vector", "fp32")),
-    ("matrix", "int32"): (("vector", "int32"), ("vector", "fp32")),
-    ("matrix", "int64"): (("vector", "int32"), ("vector", "fp32")),
-    ("vector", "fp64"): (),
-    ("vector", "fp32"): (("matrix", "fp32"),),
-    ("vector", "tf32"): (("vector", "fp32"),),
-    ("vector", "fp16"): (("vector", "fp32"), ("vector", "bf16")),
-    ("vector", "bf16"): (("vector", "fp32"), ("vector", "fp16")),
-    ("vector", "fp8"): (("vector", "fp16"), ("vector", "bf16"), ("vector", "fp32")),
-    ("vector", "fp6"): (("vector", "fp8"), ("vector", "fp16"), ("vector", "fp32")),
-    ("vector", "fp4"): (("vector", "fp6"), ("vector", "fp8"), ("vector", "fp16"),
-                        ("vector", "fp32")),
-    ("vector", "int8"): (("vector", "int32"), ("vector", "fp32")),
-    ("vector", "int4"): (("vector", "int8"), ("vector", "int32"), ("vector", "fp32")),
-    ("vector", "int16"): (("vector", "int32"), ("vector", "fp32")),
-    ("vector", "int32"): (("vector", "fp32"),),
-    ("vector", "int64"): (("vector", "int32"), ("vector", "fp32")),
+_M, _V = "matrix", "vector"
+
+FALLBACKS: Mapping[tuple[str, str], tuple[tuple[tuple[str, str], ...], ...]] = {
+    # (engine, dtype) asked for -> tiers of candidate paths the device may have instead.
+    # The first tier in which the device has any candidate is used; the fastest candidate of
+    # that tier wins. Tier-1 candidates never compute at lower precision than asked. The last
+    # tier of the 16-bit floats is the other 16-bit float (same width; a device with only bf16
+    # runs fp16 models in bf16, as Gaudi and TPU software does); the note says so.
+    (_M, "fp64"): (((_V, "fp64"),),),
+    (_M, "fp32"): (((_V, "fp32"),),),
+    (_M, "tf32"): (((_M, "fp32"), (_V, "fp32")),),
+    (_M, "fp16"): (((_V, "fp16"), (_V, "fp32")), ((_M, "bf16"),)),
+    (_M, "bf16"): (((_V, "bf16"), (_V, "fp32")), ((_M, "fp16"),)),
+    (_M, "fp8"): (((_M, "fp16"), (_M, "bf16")), ((_V, "fp16"), (_V, "bf16"), (_V, "fp32"))),
+    (_M, "fp6"): (((_M, "fp8"),), ((_M, "fp16"), (_M, "bf16")),
+                  ((_V, "fp16"), (_V, "fp32"))),
+    (_M, "fp4"): (((_M, "fp6"),), ((_M, "fp8"),), ((_M, "fp16"), (_M, "bf16")),
+                  ((_V, "fp16"), (_V, "fp32"))),
+    (_M, "int8"): (((_V, "int8"), (_V, "int32"), (_V, "fp32")),),
+    (_M, "int4"): (((_M, "int8"),), ((_V, "int8"), (_V, "fp32"))),
+    (_M, "int16"): (((_M, "int32"),), ((_V, "int32"), (_V, "fp32"))),
+    (_M, "int32"): (((_V, "int32"), (_V, "fp32")),),
+    (_M, "int64"): (((_V, "int32"), (_V, "fp32")),),
+    (_V, "fp64"): (),
+    (_V, "fp32"): (((_M, "fp32"),),),
+    (_V, "tf32"): (((_V, "fp32"),),),
+    (_V, "fp16"): (((_V, "fp32"),), ((_V, "bf16"),)),
+    (_V, "bf16"): (((_V, "fp32"),), ((_V, "fp16"),)),
+    (_V, "fp8"): (((_V, "fp16"), (_V, "bf16"), (_V, "fp32")),),
+    (_V, "fp6"): (((_V, "fp8"), (_V, "fp16"), (_V, "fp32")),),
+    (_V, "fp4"): (((_V, "fp6"), (_V, "fp8"), (_V, "fp16"), (_V, "fp32")),),
+    (_V, "int8"): (((_V, "int32"), (_V, "fp32")),),
+    (_V, "int4"): (((_V, "int8"), (_V, "int32"), (_V, "fp32")),),
+    (_V, "int16"): (((_V, "int32"), (_V, "fp32")),),
+    (_V, "int32"): (((_V, "fp32"),),),
+    (_V, "int64"): (((_V, "int32"), (_V, "fp32")),),
 }
 
 
@@ -189,7 +190,8 @@ class HardwareSpec:
     def peak(self, engine: str, dtype: str) -> PeakLookup:
         """Peak FLOP/s for an op of ``dtype`` on ``engine`` ("matrix", "vector", "data", "free").
 
-        Exact entry if the device has it, else the fastest candidate of ``FALLBACKS`` the device
+        Exact entry if the device has it, else the fastest candidate of the first ``FALLBACKS``
+        tier the device
         has (with a note), else :class:`HardwareSpecError` listing the peaks the device has.
         """
         engine = str(engine)
@@ -202,7 +204,11 @@ class HardwareSpec:
         wanted = (engine, canonical_dtype(dtype))
         if wanted in self.peak_flops:
             return PeakLookup(self.peak_flops[wanted], *wanted)
-        candidates = [c for c in FALLBACKS.get(wanted, ()) if c in self.peak_flops]
+        candidates: list[tuple[str, str]] = []
+        for tier in FALLBACKS.get(wanted, ()):
+            candidates = [c for c in tier if c in self.peak_flops]
+            if candidates:
+                break
         if not candidates:
             have = ", ".join(f"{e} {d}" for e, d in self.peak_flops) or "none"
             raise HardwareSpecError(

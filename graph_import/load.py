@@ -48,7 +48,25 @@ def load_model(source: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> ModelProto:
     data = read_source(source, max_bytes)
     model = parse_model(data)
     validate_model(model)
+    if model.functions:
+        model = inline_functions(model)
+        validate_model(model)
     return model
+
+
+def inline_functions(model: ModelProto) -> ModelProto:
+    """Expand calls of model-local functions (some exporters wrap modules in them) into their
+    bodies, so every node is an operator with a cost rule rather than an opaque call."""
+    import onnx.inliner
+
+    try:
+        return onnx.inliner.inline_local_functions(model)
+    except Exception as exc:  # onnx raises RuntimeError/ValueError variants from C++
+        raise ModelImportError(
+            f"cannot expand the model's local functions ({type(exc).__name__}: "
+            f"{str(exc).strip()[:200]}): the file is inconsistent; re-export it without "
+            "local functions (e.g. torch.onnx.export(..., export_modules_as_functions=False))"
+        ) from None
 
 
 def read_source(source: Any, max_bytes: int) -> bytes:

@@ -248,3 +248,22 @@ def test_import_model_bad_input_raises_model_import_error():
         import_model(b"")
     with pytest.raises(ModelImportError, match="out of range"):
         import_model(serialize(dynamic_reshape_model()), dims={"batch": 0})
+
+
+def test_local_functions_are_inlined():
+    """A call to a model-local function becomes the function's operators."""
+    fn = helper.make_function(
+        "custom.fn", "ScaledRelu", ["a", "s"], ["b"],
+        [helper.make_node("Mul", ["a", "s"], ["m"]), helper.make_node("Relu", ["m"], ["b"])],
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    x, y = _xy((2, 4))
+    nodes = [helper.make_node("ScaledRelu", ["x", "s"], ["y"], domain="custom.fn")]
+    model = make_model(nodes, [x], [y], [const("s", 2.0, np.float32)])
+    model.opset_import.append(helper.make_opsetid("custom.fn", 1))
+    model.functions.append(fn)
+    graph = import_model(serialize(model))
+    assert sorted(op.op_type for op in graph.ops()) == ["Mul", "Relu"]
+    assert graph.unsupported == {}
+    assert graph.unresolved == {}
+    assert graph.outputs[0].shape == (2, 4)

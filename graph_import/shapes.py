@@ -85,11 +85,9 @@ def infer_concrete(
     unbound = _unbound_dims(work.graph)
     folded_nodes = 0
     iterations = 0
-    tensors: dict[str, TensorShape] = {}
     for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported after the loop
         work = _infer(work)
-        tensors = collect_shapes(work.graph)
-        new = _fold_pass(work.graph, tensors, values)
+        new = _fold_pass(work.graph, _LazyShapes(work.graph), values)
         if not new:
             break
         folded_nodes += _replace_folded(work.graph, values, new)
@@ -257,6 +255,30 @@ def collect_shapes(graph: GraphProto) -> dict[str, TensorShape]:
     return out
 
 
+class _LazyShapes:
+    """``collect_shapes`` parsed on demand: the fold pass needs only the inputs of Shape/Size."""
+
+    def __init__(self, graph: GraphProto) -> None:
+        self._protos: dict[str, onnx.ValueInfoProto | TensorProto] = {}
+        for vi in (*graph.input, *graph.value_info, *graph.output):
+            self._protos[vi.name] = vi
+        for init in graph.initializer:
+            self._protos[init.name] = init
+        self._cache: dict[str, TensorShape | None] = {}
+
+    def get(self, name: str) -> TensorShape | None:
+        if name not in self._cache:
+            proto = self._protos.get(name)
+            if proto is None:
+                self._cache[name] = None
+            elif isinstance(proto, TensorProto):
+                dims = tuple(int(d) for d in proto.dims)
+                self._cache[name] = TensorShape(dtype_name(proto.data_type), dims)
+            else:
+                self._cache[name] = _value_info_shape(proto)
+        return self._cache[name]
+
+
 def _value_info_shape(vi: onnx.ValueInfoProto) -> TensorShape | None:
     if not vi.type.HasField("tensor_type"):
         return None
@@ -273,9 +295,7 @@ def _value_info_shape(vi: onnx.ValueInfoProto) -> TensorShape | None:
     return TensorShape(dtype, tuple(dims))
 
 
-def _fold_pass(
-    graph: GraphProto, tensors: dict[str, TensorShape], values: dict[str, np.ndarray]
-) -> set[str]:
+def _fold_pass(graph: GraphProto, tensors: _LazyShapes, values: dict[str, np.ndarray]) -> set[str]:
     """Evaluate every node whose inputs are known; adds to ``values``; returns new names."""
     new: set[str] = set()
     for node in graph.node:
@@ -292,7 +312,7 @@ def _fold_pass(
 
 
 def _fold_node(
-    node: onnx.NodeProto, tensors: dict[str, TensorShape], values: dict[str, np.ndarray]
+    node: onnx.NodeProto, tensors: _LazyShapes, values: dict[str, np.ndarray]
 ) -> list[np.ndarray] | None:
     op = node.op_type
     if op in ("Shape", "Size"):
@@ -317,7 +337,7 @@ def _fold_node(
         return None  # left to shape inference; the node is costed from inferred shapes
 
 
-def _fold_shape_of(node: onnx.NodeProto, tensors: dict[str, TensorShape]) -> list[np.ndarray] | None:
+def _fold_shape_of(node: onnx.NodeProto, tensors: _LazyShapes) -> list[np.ndarray] | None:
     src = tensors.get(node.input[0])
     if src is None or src.dims is None:
         return None

@@ -4,9 +4,10 @@
 
 * the model is imported once per batch (``graph_source(batch)``) and its workload built once per
   (batch, precision, mode) — device-independent;
-* for each (precision, mode) the workloads of all batches are stacked into one table; each
-  device's features are joined to the whole stack (``featurize``, numpy over rows) and the
-  stacks of all devices are timed by **one** ``estimator.explain`` call over rows x devices;
+* for each (precision, mode) the workloads of all batches are stacked into one table, and the
+  table of rows x devices is built by numpy broadcasting (``broadcast_features``: the device
+  columns depend only on (device, engine, dtype), so they are looked up once per device and
+  pair, then indexed); **one** ``estimator.explain`` call times all rows x devices;
   per-cell totals are ``numpy.bincount`` sums over (cell, device) indices. With ``inter_op`` the
   critical path is one dynamic programme over the step DAG with a (nodes x devices) time matrix.
   No per-cell ``predict_graph`` loop.
@@ -57,7 +58,7 @@ def _resolve_devices(devices: Sequence) -> list:
 
 def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
           precisions: Sequence[str] = ("fp32",), modes: Sequence[str] = ("infer",),
-          estimator: str = "time-roofline", *, baseline: str | None = None,
+          estimator: str = "time-roofline", *, baseline=None,
           fusion: bool = False, inter_op: bool = False, optimizer: str = "adam",
           threads: int | None = None, dims: dict[str, int] | None = None,
           allow_incomplete: bool = False) -> pd.DataFrame:
@@ -67,7 +68,6 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
     speedups are relative to (default: the first device).
     """
     from predictor.estimators import make_estimator
-    from predictor.features import featurize
 
     specs = _resolve_devices(devices)
     if not batches:
@@ -90,8 +90,7 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
                 works.append(w.assign(_cell=cell))
             stack = pd.concat(works, ignore_index=True)
             cfg0 = next(iter(configs.values()))
-            feats = pd.concat([featurize(stack, hw, cfg0).assign(_dev=d)
-                               for d, hw in enumerate(specs)], ignore_index=True)
+            feats = broadcast_features(stack, specs, cfg0)
             expl = est.explain(feats)
             frames.append(_cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op,
                                  precision, mode))
@@ -99,14 +98,89 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
     return _finish(out, base_id)
 
 
-def _baseline_id(baseline: str, specs: list) -> str:
+#: featurize columns that depend on the row itself (not on the device): taken from featurize.
+ROW_FEATURES: tuple[str, ...] = ("elem_bytes", "intensity_flop_per_byte")
+
+
+def _device_columns(hw, pairs: list[tuple[str, str]], config: RunConfig) -> dict[str, list]:
+    """featurize's device columns for each (engine, dtype) pair (same formulas as featurize)."""
+    from hw_catalog.errors import HardwareSpecError
+    from predictor.features import thread_factors
+    from predictor.precision import peak_dtype
+
+    compute_f, bw_f, units = thread_factors(hw, config.threads)
+    bw = float(hw.mem_bw_Bps) * bw_f
+    cols: dict[str, list] = {c: [] for c in ("peak_flops_per_s", "peak_engine", "peak_dtype",
+                                             "peak_note", "ridge_flop_per_byte")}
+    for eng, dt in pairs:
+        try:
+            look = hw.peak(eng, peak_dtype(eng, dt))
+        except HardwareSpecError as exc:
+            raise PredictionError(f"device {hw.id!r}: {exc}") from exc
+        peak = look.flops_per_s * compute_f
+        cols["peak_flops_per_s"].append(peak)
+        cols["peak_engine"].append(look.engine_used)
+        cols["peak_dtype"].append(look.dtype_used)
+        cols["peak_note"].append(look.note if eng not in ("data", "free") else "")
+        cols["ridge_flop_per_byte"].append(peak / bw)
+    constants = {
+        "mem_bw_Bps": bw, "l2_bytes": float(hw.l2_bytes),
+        "l2_bw_Bps": float(hw.l2_bw_Bps) if hw.l2_bw_Bps else np.nan, "units": float(units),
+        "clock_Hz": float(hw.clock_Hz), "launch_overhead_s": float(hw.launch_overhead_s),
+        "smem_per_unit_bytes": (float(hw.shared_mem_per_unit_bytes)
+                                if hw.shared_mem_per_unit_bytes else np.nan),
+        "device": hw.id, "device_kind": hw.kind,
+    }
+    return {**cols, **{k: [v] * len(pairs) for k, v in constants.items()}}
+
+
+def broadcast_features(stack: pd.DataFrame, specs: list, config: RunConfig) -> pd.DataFrame:
+    """featurize(stack, hw, config) for every device in ``specs``, stacked device-major.
+
+    ``featurize`` runs once (first device) for the row-dependent columns and as a reference:
+    the broadcast columns of that device must equal featurize's, and featurize must not have
+    columns this function does not know — otherwise a RuntimeError says to update this module.
+    """
+    from predictor.features import FEATURE_COLUMNS, featurize
+
+    ref = featurize(stack, specs[0], config)
+    pair_of = list(zip(stack["engine"].astype(str), stack["dtype"].astype(str), strict=True))
+    pairs = sorted(set(pair_of))
+    pidx = np.array([pairs.index(p) for p in pair_of]) if len(pairs) > 1 else np.zeros(
+        len(pair_of), dtype=np.int64)
+    per_dev = [_device_columns(hw, pairs, config) for hw in specs]
+    known = set(per_dev[0]) | set(ROW_FEATURES)
+    unknown = sorted(set(FEATURE_COLUMNS) - known)
+    if unknown:
+        raise RuntimeError(f"featurize has columns {unknown} that predictor/sweep.py does not "
+                           "broadcast; add them to _device_columns or ROW_FEATURES")
+    n_dev = len(specs)
+    data = {c: np.tile(ref[c].to_numpy(), n_dev) for c in ref.columns if c not in per_dev[0]}
+    for col in per_dev[0]:
+        table = np.array([d[col] for d in per_dev], dtype=object if isinstance(
+            per_dev[0][col][0], str) else float)
+        data[col] = table[:, pidx].reshape(-1)
+        first = data[col][: len(stack)]
+        expect = ref[col].to_numpy()
+        same = (np.allclose(first.astype(float), expect.astype(float), equal_nan=True, rtol=1e-12)
+                if table.dtype == float else bool((first == expect).all()))
+        if not same:
+            raise RuntimeError(f"sweep's broadcast column {col!r} differs from featurize's; "
+                               "update predictor/sweep.py _device_columns")
+    data["_dev"] = np.repeat(np.arange(n_dev), len(stack))
+    return pd.DataFrame(data)[[*ref.columns, "_dev"]]
+
+
+def _baseline_id(baseline, specs: list) -> str:
+    """The id of ``baseline`` (an id among the swept devices, a catalog name, or a spec)."""
     from hw_catalog.catalog import get_device
 
-    wanted = get_device(baseline).id
-    if wanted not in {s.id for s in specs}:
+    ids = [s.id for s in specs]
+    wanted = baseline if baseline in ids else get_device(baseline).id
+    if wanted not in ids:
         raise PredictionError(
-            f"baseline {baseline!r} is not among the swept devices "
-            f"({', '.join(s.id for s in specs)}); add it to the device list"
+            f"baseline {baseline!r} is not among the swept devices ({', '.join(ids)}); "
+            "add it to the device list"
         )
     return wanted
 

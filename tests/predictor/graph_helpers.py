@@ -77,3 +77,10 @@ def branched_graph(n: int = 1000) -> Graph:
         op("d", "Add", [b, c], [y], flops=n),
     ]
     return graph(nodes, [x], [y])
+
+
+def batched_chain(batch: int):
+    """x[b,1000] @ w[1000,1000] -> h[b,1000] -> Relu -> y[b,1000] (float32)."""
+    x, w, h, y = t("x", batch, 1000), t("w", 1000, 1000), t("h", batch, 1000), t("y", batch, 1000)
+    return graph([op("mm", "MatMul", [x, w], [h], engine=Engine.MATRIX, weights=["w"]),
+                  op("relu", "Relu", [h], [y])], [x], [y], dims={"batch": batch})

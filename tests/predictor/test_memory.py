@@ -7,7 +7,7 @@ import pytest
 from graph_import.types import FREE_COST, Engine
 from predictor.config import RunConfig
 from predictor.memory import max_batch_that_fits, memory_footprint, peak_live_bytes
-from tests.predictor.graph_helpers import graph, op, t, toy_device
+from tests.predictor.graph_helpers import batched_chain, graph, op, t, toy_device
 
 
 def chain():
@@ -66,13 +66,6 @@ def test_training_adds_gradients_optimizer_state_and_saved_activations(optimizer
         assert m.saved_activation_bytes == s * (4 * 8 + 4 * 16 + 4 * 16)  # x, h, y
         # largest backward working set: relu's dY + dh (the matmul's dW is a gradient)
         assert m.peak_activation_bytes == m.saved_activation_bytes + s * (64 + 64)
-
-
-def batched_chain(batch: int):
-    """x[b,1000] @ w[1000,1000] -> h[b,1000] -> Relu -> y[b,1000] (float32)."""
-    x, w, h, y = t("x", batch, 1000), t("w", 1000, 1000), t("h", batch, 1000), t("y", batch, 1000)
-    return graph([op("mm", "MatMul", [x, w], [h], engine=Engine.MATRIX, weights=["w"]),
-                  op("relu", "Relu", [h], [y])], [x], [y], dims={"batch": batch})
 
 
 def test_max_batch_that_fits_solves_the_affine_model():

@@ -1,0 +1,68 @@
+"""Sweeps: one vectorised call equals per-cell predict_graph; speedups, throughput, $ and W."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from predictor.config import RunConfig
+from predictor.errors import PredictionError
+from predictor.memory import memory_footprint
+from predictor.simulate import predict_graph
+from predictor.sweep import sweep
+from tests.predictor.graph_helpers import batched_chain, toy_device
+
+DEVICES = [
+    toy_device("slow", vector_flops=1e9, matrix_flops=2e9, bw_Bps=1e9, price_usd=1000.0,
+               tdp_W=100.0),
+    toy_device("fast", vector_flops=4e9, matrix_flops=1e10, bw_Bps=3e9, overhead_s=2e-6,
+               price_usd=5000.0, tdp_W=250.0),
+    toy_device("noprice", vector_flops=2e9, bw_Bps=2e9, capacity_bytes=4.05e6),
+]
+
+
+@pytest.mark.parametrize("inter_op", [False, True])
+def test_sweep_equals_predict_graph_in_every_cell(inter_op):
+    df = sweep(batched_chain, DEVICES, [1, 4, 16], precisions=["fp32", "fp16"],
+               modes=["infer", "train"], estimator="time-roofline", inter_op=inter_op)
+    assert len(df) == 3 * 3 * 2 * 2
+    for rec in df.to_dict("records"):
+        cfg = RunConfig(dims={"batch": rec["batch"]}, precision=rec["precision"],
+                        mode=rec["mode"], inter_op=inter_op)
+        hw = next(d for d in DEVICES if d.id == rec["device"])
+        p = predict_graph(batched_chain(rec["batch"]), hw, cfg, "time-roofline")
+        assert rec["time_s"] == pytest.approx(p.time_s, rel=1e-12)
+        assert rec["total_s"] == pytest.approx(p.total_s, rel=1e-12)
+        assert rec["memory_bytes"] == memory_footprint(batched_chain(rec["batch"]), cfg).total_bytes
+
+
+def test_speedup_throughput_and_efficiency_columns():
+    df = sweep(batched_chain, DEVICES, [8], baseline="slow")
+    by = {r["device"]: r for r in df.to_dict("records")}
+    assert by["slow"]["speedup"] == 1.0
+    assert by["fast"]["speedup"] == pytest.approx(by["slow"]["time_s"] / by["fast"]["time_s"])
+    assert by["fast"]["speedup"] > 1
+    for r in by.values():
+        assert r["throughput_samples_per_s"] == pytest.approx(8 / r["time_s"])
+        assert r["baseline"] == "slow"
+    assert by["fast"]["throughput_per_usd"] == pytest.approx(
+        by["fast"]["throughput_samples_per_s"] / 5000.0)
+    assert by["slow"]["throughput_per_W"] == pytest.approx(
+        by["slow"]["throughput_samples_per_s"] / 100.0)
+    # no price / TDP in the catalog: NaN, never invented
+    assert math.isnan(by["noprice"]["throughput_per_usd"])
+    assert math.isnan(by["noprice"]["throughput_per_W"])
+    # 4e6 B of weights + 8000 B per sample at batch 8 = 4.064e6 B > 4.05e6 B
+    assert not by["noprice"]["fits"]
+    assert by["slow"]["fits"]
+    assert set(df["dominant_bound"]) <= {"compute", "memory", "overhead"}
+
+
+def test_bad_sweep_arguments():
+    with pytest.raises(PredictionError, match="not among the swept devices"):
+        sweep(batched_chain, DEVICES[:2], [1], baseline="h100-sxm")
+    with pytest.raises(PredictionError, match="listed twice"):
+        sweep(batched_chain, [DEVICES[0], DEVICES[0]], [1])
+    with pytest.raises(PredictionError, match="no batch sizes"):
+        sweep(batched_chain, DEVICES, [])

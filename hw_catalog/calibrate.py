@@ -332,9 +332,12 @@ def measure_bandwidth(ws_KiB: int, threads: int, plan: Plan, guess_GBps: float =
 
 def plateaus(ws_KiB: Sequence[int], GBps: Sequence[float], caches: Sequence[Mapping[str, Any]],
              threads: int) -> dict[str, Any]:
-    """Median bandwidth per level band: a size belongs to the innermost level holding it
-    at half capacity (L1, L2: per-core capacity x threads; shared caches once); DRAM is
-    working sets >= 4x the last-level cache (else the largest size, flagged)."""
+    """Median bandwidth per cache-level band, and DRAM.
+
+    Level capacities are totals over the threads (private caches x threads, shared caches
+    once). A working set is in level X's band when (previous level's capacity) < ws <=
+    (X's capacity / 2); sizes between half-full and full are transitions and in no band.
+    DRAM: working sets >= 4x the last-level cache (else the largest size, flagged)."""
     bands: list[tuple[str, float]] = []
     for c in caches:
         total = c["size_bytes"] * (threads if c["shared_by"] == 1 else 1)
@@ -539,8 +542,9 @@ def build_document(*, gemm: Mapping[str, Any], ws_KiB: list[int], bw1: list[floa
         "quick": quick,
         "duration_s": round(duration_s, 2),
         "versions": vers,
-        "caches": [{k: c[k] for k in ("level", "type", "size_bytes", "shared_by")}
-                   for c in caches],
+        "caches": {f"L{c['level']}_{c['type']}": {"size_bytes": c["size_bytes"],
+                                                   "shared_by_cpus": c["shared_by"]}
+                   for c in caches},
         "gemm": dict(gemm),
         "bandwidth": {"kernel": "acc += a, float32, 12 bytes per element",
                       "working_set_KiB": ws_KiB, "GBps_1thread": bw1,

@@ -84,7 +84,9 @@ def _feasible(kind: np.ndarray, smem: np.ndarray, l2: np.ndarray, units: np.ndar
     return ok | smallest
 
 
-def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve) -> dict[str, np.ndarray]:
+def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve,
+                 tiles: tuple[tuple[int, int], ...] = TILES,
+                 split_k: tuple[int, ...] = SPLIT_K) -> dict[str, np.ndarray]:
     """Best-candidate terms for GEMM rows of X (all rows of X must have GEMM dims)."""
     bt, M, N, K = (X[c].to_numpy(float) for c in GEMM_COLUMNS)
     units = X["units"].to_numpy(float)
@@ -98,7 +100,7 @@ def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve) -> dict[str, np.nd
     kind = X["device_kind"].astype(str).to_numpy()
     smem = X["smem_per_unit_bytes"].to_numpy(float)
 
-    cand = np.array([(tm, tn, s) for tm, tn in TILES for s in SPLIT_K], dtype=float)
+    cand = np.array([(tm, tn, s) for tm, tn in tiles for s in split_k], dtype=float)
     tm, tn, s = (cand[:, i][None, :] for i in range(3))
     gm, gn, ks = _cdiv(col(M), tm), _cdiv(col(N), tn), _cdiv(col(K), s)
     tiles = col(bt) * gm * gn * s
@@ -147,8 +149,12 @@ class Traffic(AnalyticalEstimator):
 
     name = "traffic"
 
-    def __init__(self, curves_path: str | None = None) -> None:
+    def __init__(self, curves_path: str | None = None,
+                 tiles: tuple[tuple[int, int], ...] | None = None,
+                 split_k: tuple[int, ...] | None = None) -> None:
         self.curves_path = curves_path
+        self.tiles = tiles
+        self.split_k = split_k
 
     def _curves(self) -> EfficiencyCurves:
         return EfficiencyCurves.load(self.curves_path) if self.curves_path else default_curves()
@@ -182,7 +188,8 @@ class Traffic(AnalyticalEstimator):
                 return curves.fraction(np.repeat(k_r, reps), np.full(nbytes.size, "memory", dtype=object),
                                        np.repeat(d_r, reps), nbytes.ravel()).reshape(shape)
 
-            res = gemm_traffic(sub, ec[rows], e_m_curve)
+            res = gemm_traffic(sub, ec[rows], e_m_curve, self.tiles or TILES,
+                               self.split_k or SPLIT_K)
             compute[rows] = res["compute_s"]
             memory[rows] = np.maximum(res["dram_s"], res["l2_s"])
             for key in ("l2_s", "l2_traffic_bytes", "tile_m", "tile_n", "split_k", "waves",

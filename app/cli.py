@@ -16,7 +16,7 @@ from graph_import.errors import ModelImportError
 from hw_catalog.errors import HardwareSpecError
 from predictor.errors import PredictionError
 
-COMMAND_MODULES = ("inspect", "hw")
+COMMAND_MODULES = ("inspect", "hw", "predict", "compare")
 
 # Each package's user-facing error type; add a package's here when it gains one.
 USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, PredictionError,

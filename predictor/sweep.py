@@ -34,6 +34,7 @@ from predictor.simulate import critical_path_times, step_dag
 from predictor.workload import workload_table
 
 BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
+NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
 
 SWEEP_COLUMNS: tuple[str, ...] = (
     "model", "device", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",
@@ -201,7 +202,7 @@ def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precisio
     has_note = feats["peak_note"].astype(str).to_numpy() != ""
     pairs = pd.DataFrame({"i": idx[has_note], "note": feats["peak_note"].to_numpy()[has_note]})
     for i, group in pairs.drop_duplicates().groupby("i"):
-        notes[int(i)] = "; ".join(sorted(group["note"]))
+        notes[int(i)] = NOTE_SEP.join(sorted(group["note"]))
     crit = np.full(size, np.nan)
     if inter_op:
         n_rows = len(stack)

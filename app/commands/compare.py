@@ -1,0 +1,91 @@
+"""``roofcast compare MODEL --hw A,B,C``: the same run predicted on several devices.
+
+One row per device: predicted step time, speedup over the baseline device (default: the first),
+throughput (samples/s = batch / time), memory footprint and whether it fits, list price and TDP
+per unit of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and
+the dominant bound. Uses ``predictor.sweep`` (one vectorised evaluation for all devices).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pandas as pd
+
+from app.commands.predict import (
+    GIB,
+    add_run_args,
+    check_estimator,
+    dim_specs_without_batch,
+    run_batch,
+    run_config,
+)
+from app.model_ref import load_graph
+from app.output import add_format_arg, emit
+from predictor.errors import PredictionError
+from predictor.sweep import NOTE_SEP, sweep
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="predicted time, speedup and cost on several devices",
+                       description=__doc__)
+    add_run_args(p)
+    p.add_argument("--hw", required=True, metavar="A,B,C",
+                   help="comma-separated device ids (what-if specs BASE:key=value allowed)")
+    p.add_argument("--baseline", metavar="ID", help="device the speedups are relative to "
+                   "(default: the first of --hw)")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+
+
+def split_devices(text: str) -> list[str]:
+    """Split --hw on commas, keeping what-if specs (``h100-sxm:mem_bw_GBps=6700,l2_MB=100``)
+    whole: a part with '=' but no ':' continues the previous what-if spec."""
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if out and "=" in part and ":" not in part and ":" in out[-1]:
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    if not out:
+        raise PredictionError("--hw lists no device; give ids like --hw a100-40gb-sxm,h100-sxm")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    estimator = check_estimator(args.estimator)
+    batch = run_batch(args)
+    config = run_config(args, batch)
+    dims = dim_specs_without_batch(args)
+    df = sweep(lambda b: load_graph(args.model, dims, b), split_devices(args.hw), [batch],
+               precisions=[config.precision], modes=[config.mode], estimator=estimator,
+               baseline=args.baseline, fusion=config.fusion, inter_op=config.inter_op,
+               optimizer=config.optimizer, threads=config.threads,
+               dims={k: v for k, v in config.dims.items() if k != "batch"},
+               allow_incomplete=args.allow_incomplete)
+    table = pd.DataFrame({
+        "device": df["device"], "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
+        "throughput_per_s": df["throughput_samples_per_s"],
+        "memory_GiB": df["memory_bytes"] / GIB, "capacity_GiB": df["mem_capacity_bytes"] / GIB,
+        "fits": df["fits"], "price_usd": df["price_usd"], "tdp_W": df["tdp_W"],
+        "usd_per_throughput": df["price_usd"] / df["throughput_samples_per_s"],
+        "W_per_throughput": df["tdp_W"] / df["throughput_samples_per_s"],
+        "bound": df["dominant_bound"],
+    })
+    notes = sorted({n for cell in df["peak_notes"] for n in cell.split(NOTE_SEP) if n})
+    extra = {
+        "model": str(df["model"].iloc[0]), "batch": batch, "precision": config.precision,
+        "mode": config.mode, "estimator": estimator, "fusion": config.fusion,
+        "inter_op": config.inter_op, "baseline": str(df["baseline"].iloc[0]),
+    }
+    if args.format != "table":
+        extra["notes"] = notes
+    else:
+        extra.update({f"note {i + 1}": n for i, n in enumerate(notes)})
+    emit({"devices": table}, args.format,
+         extra={k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in extra.items()})
+    return 0

@@ -1,0 +1,189 @@
+"""``roofcast predict MODEL --hw ID``: predicted time of one run of a model on one device.
+
+Prints the per-op table (largest time first; ``--top N``), the totals by op type, by bound
+(compute / memory / overhead) and by phase (forward / backward / update), and the memory
+footprint with whether it fits the device. ``--mode train`` predicts one training step
+(forward + backward + optimizer update) from the forward-only graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import pandas as pd
+
+from app.model_ref import load_graph
+from app.output import add_format_arg, emit
+from graph_import.dims import parse_dim_specs
+from hw_catalog.catalog import get_device
+from predictor.config import MODES, OPTIMIZERS, PRECISIONS, RunConfig
+from predictor.errors import PredictionError
+from predictor.estimators import ESTIMATORS
+from predictor.memory import max_batch_that_fits
+from predictor.simulate import Prediction, predict_graph
+
+#: estimator names that belong to the learned predictors (issue 6), not available yet.
+LEARNED_ESTIMATORS: tuple[str, ...] = ("learned", "auto")
+GIB = 2.0**30
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """Options shared by predict and compare: dims, precision, mode, threads, ..."""
+    p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                   help="bind a symbolic dim: seq=128, or INPUT:AXIS=N (repeatable)")
+    p.add_argument("--batch", type=_positive_int, metavar="N",
+                   help="batch size (shorthand for --dim batch=N; default 1)")
+    p.add_argument("--precision", default="fp32", metavar="P",
+                   help=f"compute precision: {'|'.join(PRECISIONS)} (default fp32)")
+    p.add_argument("--mode", default="infer", metavar="MODE",
+                   help=f"{'|'.join(MODES)}: inference or one training step (default infer)")
+    p.add_argument("--optimizer", default="adam", metavar="OPT",
+                   help=f"optimizer of a training step: {'|'.join(OPTIMIZERS)} (default adam)")
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="CPU threads (CPU devices only; default all cores)")
+    p.add_argument("--inter-op", action="store_true",
+                   help="let independent ops run concurrently (critical-path time)")
+    p.add_argument("--fusion", action="store_true",
+                   help="fuse elementwise/activation/normalisation chains into their producer")
+    p.add_argument("--estimator", default="time-roofline", metavar="NAME",
+                   help=f"{'|'.join((*ESTIMATORS, *LEARNED_ESTIMATORS))} (default time-roofline)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="predict even when some ops have no cost (their time is left out)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="predicted time, bottlenecks and memory on one device",
+                       description=__doc__)
+    add_run_args(p)
+    p.add_argument("--hw", required=True, metavar="ID",
+                   help="device id, name or what-if spec BASE:key=value,... (roofcast hw list)")
+    p.add_argument("--top", type=_positive_int, metavar="N", help="show only the N slowest kernels")
+    p.add_argument("--max-batch", action="store_true",
+                   help="also find the largest batch that fits the device memory (re-imports)")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def check_estimator(name: str) -> str:
+    """The estimator name, or PredictionError (learned ones are not available yet)."""
+    if name in LEARNED_ESTIMATORS:
+        raise PredictionError(
+            f"estimator {name!r} needs the learned predictors, which are not available yet; "
+            f"use one of: {', '.join(ESTIMATORS)}"
+        )
+    if name not in ESTIMATORS:
+        raise PredictionError(f"unknown estimator {name!r}; choose one of: "
+                              f"{', '.join((*ESTIMATORS, *LEARNED_ESTIMATORS))}")
+    return name
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    """--batch, else the batch of --dim batch=N, else 1."""
+    if args.batch is not None:
+        return args.batch
+    return int(parse_dim_specs(args.dim).get("batch", 1))
+
+
+def dim_specs_without_batch(args: argparse.Namespace) -> list[str]:
+    """The --dim specs minus any batch=N (the batch is passed separately)."""
+    return [s for s in args.dim if s.split("=", 1)[0].strip() != "batch"]
+
+
+def run_config(args: argparse.Namespace, batch: int) -> RunConfig:
+    dims = {k: v for k, v in parse_dim_specs(dim_specs_without_batch(args)).items()
+            if ":" not in k}
+    return RunConfig(dims={**dims, "batch": batch}, precision=args.precision, mode=args.mode,
+                     threads=args.threads, inter_op=args.inter_op, fusion=args.fusion,
+                     optimizer=args.optimizer)
+
+
+def op_table(pred: Prediction, top: int | None) -> pd.DataFrame:
+    df = pred.per_op
+    total = pred.total_s
+    out = pd.DataFrame({
+        "node": df["fused_nodes"], "op_type": df["op_type"], "phase": df["phase"],
+        "kernel": df["kernel"], "engine": df["engine"], "gflop": df["flops"] / 1e9,
+        "mb_moved": (df["bytes_read"] + df["bytes_written"]) / 1e6,
+        "intensity": df["intensity_flop_per_byte"], "time_us": df["time_s"] * 1e6,
+        "compute_us": df["compute_s"] * 1e6, "memory_us": df["memory_s"] * 1e6,
+        "overhead_us": df["overhead_s"] * 1e6, "bound": df["bound"],
+        "lower_us": df["lower_s"] * 1e6, "upper_us": df["upper_s"] * 1e6,
+        "share": df["time_s"] / total if total > 0 else 0.0,
+    })
+    out = out.sort_values("time_us", ascending=False, kind="stable", ignore_index=True)
+    return out.head(top) if top else out
+
+
+def breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        df.columns[0]: df.iloc[:, 0], "time_ms": df["time_s"] * 1e3, "share": df["share"],
+        "kernels": df["kernels"], "gflop": df["flops"] / 1e9, "mb_moved": df["bytes"] / 1e6,
+    })
+
+
+def memory_table(pred: Prediction, hw) -> pd.DataFrame:
+    m = pred.memory
+    parts = [("weights", m.weights_bytes), ("activations (peak)", m.peak_activation_bytes),
+             ("gradients", m.gradient_bytes), ("optimizer state", m.optimizer_state_bytes),
+             ("total", m.total_bytes), ("device capacity", float(hw.mem_capacity_bytes))]
+    if m.mode == "train":
+        parts.insert(2, ("  of which saved for backward", m.saved_activation_bytes))
+    return pd.DataFrame({"component": [p[0] for p in parts], "GiB": [p[1] / GIB for p in parts]})
+
+
+def run(args: argparse.Namespace) -> int:
+    estimator = check_estimator(args.estimator)
+    batch = run_batch(args)
+    hw = get_device(args.hw)
+    config = run_config(args, batch)
+    dims = dim_specs_without_batch(args)
+    graph = load_graph(args.model, dims, batch)
+    pred = predict_graph(graph, hw, config, estimator, allow_incomplete=args.allow_incomplete)
+    tables = {
+        "ops": op_table(pred, args.top),
+        "by_op_type": breakdown_table(pred.by_op_type),
+        "by_bound": breakdown_table(pred.by_bound),
+        "by_phase": breakdown_table(pred.by_phase),
+        "memory": memory_table(pred, hw),
+    }
+    extra: dict = {
+        "model": graph.name, "device": hw.id, "dims": dict(graph.dims), "batch": batch,
+        "precision": config.precision, "mode": config.mode, "estimator": estimator,
+        "fusion": config.fusion, "inter_op": config.inter_op,
+        "total_ms": pred.total_s * 1e3,
+        "critical_path_ms": None if pred.critical_path_s is None else pred.critical_path_s * 1e3,
+        "time_ms": pred.time_s * 1e3,
+        "throughput_samples_per_s": batch / pred.time_s,
+        "memory_GiB": pred.memory.total_bytes / GIB, "fits": pred.memory.fits(hw),
+    }
+    if config.mode == "train":
+        extra["optimizer"] = config.optimizer
+    if args.max_batch:
+        mb = max_batch_that_fits(lambda b: load_graph(args.model, dims, b), hw, config)
+        extra["max_batch_that_fits"] = mb
+    if args.format != "table":
+        extra["notes"] = list(pred.notes)
+    emit(tables, args.format, extra={k: _plain(v) for k, v in extra.items()})
+    if args.format == "table":
+        for note in pred.notes:
+            print(f"roofcast predict: note: {note}", file=sys.stderr)
+    return 0
+
+
+def _plain(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -138,7 +138,7 @@ def _tidy(df: pd.DataFrame, dataset: str) -> pd.DataFrame:
     out = pd.DataFrame(index=df.index)
     out["dataset"] = dataset
     out["source"] = df["source"].astype(str)
-    notes = df["notes"].fillna("").astype(str)
+    notes = df["notes"].astype(object).fillna("").astype(str)
     out["split"] = np.select([notes.str.startswith("train_set"), notes.str.startswith("test_set")],
                              ["train", "test"], "")
     out["kernel_name"] = notes.str.extract(r"kernel=([^;\s]+)", expand=False).fillna("")

@@ -20,6 +20,7 @@ or ``"?"`` when unknown, otherwise) plus the known constant values.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -27,13 +28,14 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
+from graph_import.contrib_shapes import SHAPE_RULES, ContribShapeError
 from graph_import.dims import check_dims, split_input_axis
 from graph_import.errors import ModelImportError
 from graph_import.fold import FOLDERS, FoldError, attribute_values, fold_split
 from graph_import.load import tensor_has_inline_data
 
 FOLD_MAX_ELEMENTS = 1 << 16  # larger computed values are not kept (their shapes still are)
-DEFAULT_MAX_ITERATIONS = 12
+DEFAULT_MAX_ITERATIONS = 100  # each round resolves at least one more tensor; stops when none
 UNKNOWN_DIM = "?"
 _ONNX_DOMAINS = ("", "ai.onnx")
 
@@ -85,10 +87,13 @@ def infer_concrete(
     unbound = _unbound_dims(work.graph)
     folded_nodes = 0
     iterations = 0
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported after the loop
         work = _infer(work)
-        new = _fold_pass(work.graph, _LazyShapes(work.graph), values)
-        if not new:
+        lazy = _LazyShapes(work.graph)
+        new = _fold_pass(work.graph, lazy, values)
+        typed = _propagate_pass(work.graph, lazy, values, opsets)
+        if not new and not typed:
             break
         folded_nodes += _replace_folded(work.graph, values, new)
     tensors = collect_shapes(work.graph)
@@ -130,7 +135,7 @@ def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray]]
     # the bound inputs, and exporters leave traced sizes in them (a dynamo LSTM export declares
     # its sequence axis as the sample's 7). Custom-domain outputs keep theirs: nothing else
     # knows them.
-    recomputed = {o for n in src.node if n.domain in _ONNX_DOMAINS for o in n.output}
+    recomputed = {o for n in src.node if _onnx_knows(n.op_type, n.domain) for o in n.output}
     g.output.extend(src.output)
     for vi in g.output:
         if vi.name in recomputed and vi.type.HasField("tensor_type"):
@@ -356,6 +361,124 @@ def _fold_shape_of(node: onnx.NodeProto, tensors: _LazyShapes) -> list[np.ndarra
     if not all(isinstance(d, int) for d in picked):
         return None
     return [np.array(picked, dtype=np.int64)]
+
+
+@functools.cache
+def _onnx_knows(op_type: str, domain: str) -> bool:
+    """True when onnx has a schema (hence shape inference) for the op."""
+    try:
+        return onnx.defs.has(op_type, "" if domain == "ai.onnx" else domain)
+    except Exception:  # onnx raises various errors for odd domains
+        return False
+
+
+def _propagate_pass(
+    graph: GraphProto, tensors: _LazyShapes, values: dict[str, np.ndarray], opsets: dict[str, int]
+) -> set[str]:
+    """One forward sweep past the ops ONNX inference cannot type.
+
+    Ops without an ONNX schema get their outputs from ``contrib_shapes.SHAPE_RULES``; ONNX ops
+    downstream of a tensor typed in this sweep are re-inferred at once, node by node
+    (``onnx.shape_inference.infer_node_outputs``), so a chain of N contrib ops resolves in one
+    sweep rather than N whole-graph rounds. New types are written to the graph's value_info
+    (or its outputs); returns the newly typed tensor names.
+    """
+    typed: dict[str, TensorShape] = {}
+
+    def shape_of(name: str) -> TensorShape | None:
+        return typed.get(name) or tensors.get(name)
+
+    for node in graph.node:
+        outs = [o for o in node.output if o]
+        if not outs or all((t := shape_of(o)) is not None and t.is_concrete for o in outs):
+            continue
+        ins = [shape_of(i) if i else None for i in node.input]
+        if any(i and (t is None or not t.is_concrete) for i, t in zip(node.input, ins, strict=True)):
+            continue
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        rule = SHAPE_RULES.get((domain, node.op_type))
+        if rule is not None:
+            result = _apply_rule(rule, node, ins)
+        elif any(i in typed for i in node.input) and _onnx_knows(node.op_type, domain):
+            result = _infer_node(node, domain, ins, values, opsets)
+        else:
+            continue
+        for name, shape in result.items():
+            known = shape_of(name)
+            if shape is not None and shape.is_concrete and not (known and known.is_concrete):
+                typed[name] = shape
+    if typed:
+        _write_types(graph, typed)
+    return set(typed)
+
+
+def _apply_rule(rule, node: onnx.NodeProto, ins: list[TensorShape | None]) -> dict[str, TensorShape]:
+    in_dims = [t.dims if t is not None else None for t in ins]
+    try:
+        specs = rule(attribute_values(node), in_dims)
+    except (ContribShapeError, KeyError, IndexError, ValueError, TypeError, ZeroDivisionError):
+        return {}
+    first = ins[0].dtype if ins and ins[0] is not None else "undefined"
+    out: dict[str, TensorShape] = {}
+    for name, spec in zip(node.output, specs, strict=False):
+        if name and spec is not None:
+            dims, dtype = spec
+            if (dtype or first) != "undefined":
+                out[name] = TensorShape(dtype or first, tuple(int(d) for d in dims))
+    return out
+
+
+def _infer_node(
+    node: onnx.NodeProto,
+    domain: str,
+    ins: list[TensorShape | None],
+    values: dict[str, np.ndarray],
+    opsets: dict[str, int],
+) -> dict[str, TensorShape]:
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return {}  # If/Loop/Scan bodies need the whole-graph inference context
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
+        input_types = {
+            name: onnx.helper.make_tensor_type_proto(_elem_type(t.dtype), list(t.dims))
+            for name, t in zip(node.input, ins, strict=True)
+            if name and t is not None
+        }
+        input_data = {
+            name: numpy_helper.from_array(values[name], name) for name in node.input if name in values
+        }
+        inferred = onnx.shape_inference.infer_node_outputs(
+            schema, node, input_types, input_data=input_data,
+            opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()],
+        )
+    except Exception:  # onnx raises InferenceError, SchemaError, RuntimeError...
+        return {}
+    out: dict[str, TensorShape] = {}
+    for name, type_proto in inferred.items():
+        vi = onnx.helper.make_value_info(name, type_proto)
+        shape = _value_info_shape(vi)
+        if shape is not None:
+            out[name] = shape
+    return out
+
+
+def _elem_type(dtype: str) -> int:
+    return TensorProto.DataType.Value(dtype.upper())
+
+
+def _write_types(graph: GraphProto, typed: dict[str, TensorShape]) -> None:
+    """Set value_info (graph outputs carry their own declared types) for each typed tensor."""
+    where = {v.name: ("v", i) for i, v in enumerate(graph.value_info)}
+    where.update({v.name: ("o", i) for i, v in enumerate(graph.output)})
+    for name, shape in typed.items():
+        vi = onnx.helper.make_tensor_value_info(name, _elem_type(shape.dtype), list(shape.dims))
+        kind, index = where.get(name, ("new", -1))
+        if kind == "o":
+            graph.output[index].CopyFrom(vi)
+        elif kind == "v":
+            graph.value_info[index].CopyFrom(vi)
+        else:
+            graph.value_info.append(vi)
 
 
 def _replace_folded(graph: GraphProto, values: dict[str, np.ndarray], new: set[str]) -> int:

@@ -106,6 +106,7 @@ class ZooModel:
     export_dims: dict[str, int]
     flop_dims: tuple[dict[str, int], ...]
     notes: dict[str, Any] = dataclasses.field(default_factory=dict)
+    max_sequence: int | None = None  # longest 'sequence' the model accepts (position table size)
 
 
 BUILDERS: dict[str, Callable[[], ZooModel]] = {}
@@ -349,6 +350,7 @@ def _hf(name: str, description: str, cls_name: str, config: Any, inputs: tuple[I
         outputs=outputs,
         export_dims=kw.pop("export_dims", TEXT_EXPORT_DIMS),
         flop_dims=kw.pop("flop_dims", TEXT_FLOP_DIMS),
+        max_sequence=getattr(config, "max_position_embeddings", None),
         **kw,
     )
 
@@ -735,6 +737,7 @@ def export_one(name: str, exporter: str, out_dir: pathlib.Path) -> dict[str, Any
         "outputs": [{"name": o.name, "dims": list(o.dims)} for o in spec.outputs],
         "onnx_inputs": _strip_names(list(model.graph.input)),
         "onnx_outputs": _strip_names(list(model.graph.output)),
+        "max_sequence": spec.max_sequence,
         "symbolic_dims": sorted({d for i in spec.inputs for d in i.dims if isinstance(d, str)}),
         "export_dims": spec.export_dims,
         "params": sum(p.numel() for p in module.parameters()),

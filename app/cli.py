@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from graph_import.errors import ModelImportError
 from hw_catalog.errors import HardwareSpecError
 from predictor.errors import PredictionError
+from training_data.errors import MeasurementError
 
 COMMAND_MODULES = ("inspect", "hw", "predict", "compare")
 
 # Each package's user-facing error type; add a package's here when it gains one.
 USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, PredictionError,
-                                                HardwareSpecError)
+                                                HardwareSpecError, MeasurementError)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -205,35 +205,42 @@ def _const_inputs(
 def _unresolved_reason(
     inputs, outputs, tensors: dict[str, TensorShape], unbound: set[str]
 ) -> str | None:
+    """Why a node's shapes are not concrete (first offending tensor), or None when they are."""
     for kind, names in (("input", inputs), ("output", outputs)):
         for t in names:
             if not t:
                 continue
             ts = tensors.get(t)
+            problem = None
             if ts is None:
-                return f"{kind} {t!r} has no type (shape inference could not reach it)"
-            if ts.dims is None:
-                return f"{kind} {t!r} has unknown rank"
-            if ts.dtype == "undefined":
-                return f"{kind} {t!r} has no element type"
-            for axis, d in enumerate(ts.dims):
-                if isinstance(d, int):
-                    continue
-                if d in unbound:
-                    return (
-                        f"{kind} {t!r} dim {axis} is the unbound symbolic dim {d!r}: "
-                        f"bind it, e.g. --dim {d}=1"
-                    )
-                if unbound:
-                    hint = ", ".join(f"--dim {u}=1" for u in sorted(unbound))
-                    return (
-                        f"{kind} {t!r} dim {axis} is not concrete ({d!r}), likely because the "
-                        f"model's dims {', '.join(sorted(unbound))} are unbound: bind them ({hint})"
-                    )
+                problem = "has no type (shape inference could not reach it)"
+            elif ts.dims is None:
+                problem = "has unknown rank"
+            elif ts.dtype == "undefined":
+                problem = "has no element type"
+            else:
+                for axis, d in enumerate(ts.dims):
+                    if isinstance(d, int):
+                        continue
+                    if d in unbound:
+                        return (
+                            f"{kind} {t!r} dim {axis} is the unbound symbolic dim {d!r}: "
+                            f"bind it, e.g. --dim {d}=1"
+                        )
+                    problem = f"dim {axis} is not concrete ({d!r})"
+                    break
+            if problem is None:
+                continue
+            if unbound:
+                hint = ", ".join(f"--dim {u}=1" for u in sorted(unbound))
                 return (
-                    f"{kind} {t!r} dim {axis} is not concrete ({d!r}): it depends on data values "
-                    "(e.g. NonZero) or on an op shape inference cannot follow"
+                    f"{kind} {t!r} {problem}, likely because the model's dims "
+                    f"{', '.join(sorted(unbound))} are unbound: bind them ({hint})"
                 )
+            return (
+                f"{kind} {t!r} {problem}: it depends on data values (e.g. NonZero) or on an op "
+                "shape inference cannot follow"
+            )
     return None
 
 

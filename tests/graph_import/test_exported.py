@@ -1,5 +1,6 @@
 """Models exported by torch.onnx.export (TorchScript and dynamo exporters) from PyTorch and
-Hugging Face transformers with dynamic batch/sequence axes end fully concrete.
+Hugging Face transformers with dynamic batch/sequence axes, and the same models fused by
+onnxruntime's transformer optimiser (com.microsoft contrib ops), end fully concrete.
 
 The reference shapes in ``data/*.shapes.json`` were *observed* by onnxruntime running the full
 model at batch=3, sequence=11 before its weights were stripped (see data/make_models.py).
@@ -22,6 +23,16 @@ def test_all_exporters_and_architectures_are_present():
     names = {p.stem for p in MODELS}
     for arch in ("cnn", "lstm", "bert", "gpt2", "llama"):
         assert {f"{arch}_ts", f"{arch}_dynamo"} <= names
+    assert {"bert_ortopt", "gpt2_ortopt"} <= names
+
+
+@pytest.mark.parametrize("name", ["bert_ortopt", "gpt2_ortopt"])
+def test_ort_optimized_models_contain_contrib_ops(name):
+    graph = import_model(DATA / f"{name}.onnx", dims={"batch": 2, "sequence": 16})
+    contrib = {op.op_type for op in graph.ops() if op.domain == "com.microsoft"}
+    assert "SkipLayerNormalization" in contrib
+    assert contrib & {"FastGelu", "BiasGelu"}
+    assert graph.unresolved == {}
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)

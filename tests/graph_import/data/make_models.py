@@ -93,13 +93,27 @@ def export(name: str, module: nn.Module, args, input_names, axes) -> None:
             else:
                 torch.onnx.export(module, args, path, input_names=input_names,
                                   dynamic_shapes=dynamic_shapes, dynamo=True, external_data=False)
-        model = onnx.load(path)
-        shapes = observed_shapes(model, {"batch": REF_BATCH, "sequence": REF_SEQUENCE})
-        strip(model)
-        onnx.save(model, path)
-        ref = {"dims": {"batch": REF_BATCH, "sequence": REF_SEQUENCE}, "shapes": shapes}
-        path.with_suffix(".shapes.json").write_text(json.dumps(ref, separators=(",", ":")))
-        print(f"{path.name}: {path.stat().st_size} bytes, {len(shapes)} tensors")
+        save_with_reference(onnx.load(path), path)
+
+
+def save_with_reference(model: onnx.ModelProto, path: Path) -> None:
+    """Record onnxruntime's observed shapes, strip the weights, save model and reference."""
+    shapes = observed_shapes(model, {"batch": REF_BATCH, "sequence": REF_SEQUENCE})
+    strip(model)
+    onnx.save(model, path)
+    ref = {"dims": {"batch": REF_BATCH, "sequence": REF_SEQUENCE}, "shapes": shapes}
+    path.with_suffix(".shapes.json").write_text(json.dumps(ref, separators=(",", ":")))
+    print(f"{path.name}: {path.stat().st_size} bytes, {len(shapes)} tensors")
+
+
+def ort_optimized(name: str, model_type: str, path: Path) -> None:
+    """onnxruntime's transformer optimiser fuses subgraphs into com.microsoft contrib ops
+    (SkipLayerNormalization, BiasGelu, FastGelu): the ``*_ortopt.onnx`` files."""
+    from onnxruntime.transformers import optimizer
+
+    opt = optimizer.optimize_model(str(path), model_type=model_type, num_heads=4, hidden_size=32,
+                                   opt_level=1)
+    save_with_reference(opt.model, HERE / f"{name}_ortopt.onnx")
 
 
 class TinyCNN(nn.Module):
@@ -161,6 +175,13 @@ def main() -> int:
         mask = torch.ones(2, 9, dtype=torch.long)
         export(name, HFWrapper(model), (ids, mask), ["input_ids", "attention_mask"],
                {"input_ids": seq_axes, "attention_mask": seq_axes})
+        if name in ("bert", "gpt2"):
+            full = HERE / f"{name}_full.tmp.onnx"
+            torch.onnx.export(HFWrapper(model), (ids, mask), full, dynamo=False, opset_version=17,
+                              input_names=["input_ids", "attention_mask"],
+                              dynamic_axes={"input_ids": seq_axes, "attention_mask": seq_axes})
+            ort_optimized(name, name, full)
+            full.unlink()
     return 0
 
 

@@ -2,9 +2,10 @@
 
 Curves live in ``predictor/data/efficiency_curves.toml`` (format and the basis of every default
 documented there). A curve is piecewise linear in log10(size) and flat beyond its end points;
-``fraction(kind, engine, dtype, size)`` evaluates it vectorised. Lookup picks the most specific
-curve: exact kind beats ``"*"``, then exact dtype beats ``"*"``. A missing curve is an error,
-never a silent 1.0.
+``fraction(device, kind, engine, dtype, size)`` evaluates it vectorised. A curve applies to one
+device (``device = "<catalog id>"``), a device kind (``kind = "gpu"``) or all (``kind = "*"``).
+Lookup picks the most specific curve: device id beats kind beats ``"*"``, then exact dtype beats
+``"*"``. A missing curve is an error, never a silent 1.0.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from predictor.errors import PredictionError
 
@@ -24,9 +26,12 @@ _X_FOR_ENGINE = {"matrix": "log10_flops", "vector": "log10_flops", "memory": "lo
 
 @dataclass(frozen=True)
 class Curve:
-    """One efficiency curve: ``points`` as (log10 size, fraction) pairs, increasing in x."""
+    """One efficiency curve: ``points`` as (log10 size, fraction) pairs, increasing in x.
 
-    kind: str
+    ``scope`` is the catalog device id the curve belongs to, or a kind, or ``"*"``.
+    """
+
+    scope: str
     engine: str
     dtype: str
     x: str
@@ -43,7 +48,7 @@ class EfficiencyCurves:
     """A validated set of curves with most-specific-match lookup."""
 
     def __init__(self, curves: list[Curve]) -> None:
-        self._curves = {(c.kind, c.engine, c.dtype): c for c in curves}
+        self._curves = {(c.scope, c.engine, c.dtype): c for c in curves}
 
     @classmethod
     def load(cls, path: Path | str = DEFAULT_CURVES_PATH) -> EfficiencyCurves:
@@ -57,7 +62,8 @@ class EfficiencyCurves:
         for i, raw in enumerate(data.get("curve", [])):
             where = f"{path.name} curve #{i + 1}"
             try:
-                kind, engine, dtype = str(raw["kind"]), str(raw["engine"]), str(raw["dtype"])
+                scope = str(raw["device"]) if "device" in raw else str(raw["kind"])
+                engine, dtype = str(raw["engine"]), str(raw["dtype"])
                 pts = np.asarray(raw["points"], dtype=float)
                 basis = str(raw["basis"]).strip()
                 x = str(raw["x"])
@@ -75,15 +81,15 @@ class EfficiencyCurves:
                 raise PredictionError(f"{where}: fractions must be in (0, 1]")
             if not basis:
                 raise PredictionError(f"{where}: a non-empty 'basis' is required")
-            curves.append(Curve(kind, engine, dtype, x, tuple(pts[:, 0]), tuple(pts[:, 1]), basis))
-        key_count = len({(c.kind, c.engine, c.dtype) for c in curves})
+            curves.append(Curve(scope, engine, dtype, x, tuple(pts[:, 0]), tuple(pts[:, 1]), basis))
+        key_count = len({(c.scope, c.engine, c.dtype) for c in curves})
         if key_count != len(curves):
-            raise PredictionError(f"{path.name}: a (kind, engine, dtype) curve is defined twice")
+            raise PredictionError(f"{path.name}: a (device|kind, engine, dtype) curve is defined twice")
         return cls(curves)
 
-    def curve(self, kind: str, engine: str, dtype: str) -> Curve:
-        """The most specific curve for (kind, engine, dtype)."""
-        for k in (kind, "*"):
+    def curve(self, kind: str, engine: str, dtype: str, device: str = "") -> Curve:
+        """The most specific curve for (device, kind, engine, dtype)."""
+        for k in (device, kind, "*"):
             for d in (dtype, "*"):
                 c = self._curves.get((k, engine, d))
                 if c is not None:
@@ -93,20 +99,20 @@ class EfficiencyCurves:
             "add one (or a '*' default) to the curves file"
         )
 
-    def fraction(self, kind: np.ndarray, engine: np.ndarray, dtype: np.ndarray,
-                 size: np.ndarray) -> np.ndarray:
+    def fraction(self, device: np.ndarray, kind: np.ndarray, engine: np.ndarray,
+                 dtype: np.ndarray, size: np.ndarray) -> np.ndarray:
         """Vectorised: fraction of peak per row (one curve evaluation per distinct key)."""
-        kind, engine, dtype = (np.asarray(a, dtype=object) for a in (kind, engine, dtype))
         size = np.asarray(size, dtype=float)
-        out = np.empty(size.shape, dtype=float)
-        keys = np.char.add(np.char.add(kind.astype(str), "|"), np.char.add(
-            np.char.add(engine.astype(str), "|"), dtype.astype(str)))
-        uniq, inv = np.unique(keys, return_inverse=True)
-        for j, key in enumerate(uniq):
-            k, e, d = str(key).split("|")
+        cols = [np.broadcast_to(np.asarray(a).astype(str), size.shape).ravel()
+                for a in (device, kind, engine, dtype)]
+        codes = pd.MultiIndex.from_arrays(cols).factorize() if size.size else (np.array([], int), [])
+        inv, uniq = codes
+        flat = size.ravel()
+        out = np.empty(flat.shape, dtype=float)
+        for j, (dev, k, e, d) in enumerate(uniq):
             mask = inv == j
-            out[mask] = self.curve(k, e, d)(size[mask])
-        return out
+            out[mask] = self.curve(k, e, d, dev)(flat[mask])
+        return out.reshape(size.shape)
 
 
 _DEFAULT: EfficiencyCurves | None = None

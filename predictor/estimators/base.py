@@ -8,6 +8,12 @@ seconds. Common terms (vectorised):
 * ``overhead_s = launch_overhead_s`` per kernel (0 for ``free`` ops and for rows that neither
   compute nor move bytes: no kernel is launched).
 
+Launch overhead ``L`` combines with the kernel's own time ``T`` in one of ``OVERHEAD_MODES``:
+``floor`` — ``max(T, L)``, the time-based roofline of Yang et al. 2020: in a stream of kernels the
+launch of the next overlaps the current one, so L only binds kernels shorter than it (graph
+prediction); ``additive`` — ``T + L``: a kernel timed on its own (eager framework, one op between
+two events) waits for its host-side dispatch before it starts.
+
 ``explain(X)`` returns a DataFrame indexed like X with ``EXPLAIN_COLUMNS`` (time_s, compute_s,
 memory_s, overhead_s, bound, lower_s, upper_s, estimator) and possibly extra columns.
 Interval convention for the analytical estimators: ``lower_s`` = the pure roofline bound
@@ -27,6 +33,7 @@ from predictor.errors import PredictionError
 EXPLAIN_COLUMNS: tuple[str, ...] = (
     "time_s", "compute_s", "memory_s", "overhead_s", "bound", "lower_s", "upper_s", "estimator",
 )
+OVERHEAD_MODES: tuple[str, ...] = ("floor", "additive")
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "flops", "bytes_read", "bytes_written", "engine", "peak_flops_per_s", "mem_bw_Bps",
     "launch_overhead_s",
@@ -56,6 +63,13 @@ def base_terms(X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     launches = (X["engine"].astype(str).to_numpy() != "free") & ((flops > 0) | (moved > 0))
     overhead = np.where(launches, X["launch_overhead_s"].to_numpy(float), 0.0)
     return compute, memory, overhead
+
+
+def with_overhead(core: np.ndarray, overhead: np.ndarray, mode: str) -> np.ndarray:
+    """Kernel time ``core`` combined with launch overhead per ``mode`` (module docstring)."""
+    if mode not in OVERHEAD_MODES:
+        raise PredictionError(f"overhead mode {mode!r} unknown; choose one of {OVERHEAD_MODES}")
+    return np.maximum(core, overhead) if mode == "floor" else core + overhead
 
 
 def bound_label(compute: np.ndarray, memory: np.ndarray, overhead: np.ndarray) -> np.ndarray:

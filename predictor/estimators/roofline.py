@@ -10,6 +10,8 @@
 * ``roofline+eff``: ``time = max(F/(P·e_c), B/(BW·e_m), L)`` with ``e_c`` = the compute efficiency
   curve at the row's FLOPs and ``e_m`` = the memory curve at its bytes
   (``predictor/data/efficiency_curves.toml``).
+* ``time-roofline``, ``roofline+eff`` (and ``traffic``) take ``overhead="floor"`` (default, as
+  above) or ``"additive"`` (``T + L``, for kernels timed one at a time; see ``base``).
 
 Intervals follow ``base``: lower = ``max(F/P, B/BW)``; upper = the model's compute + memory +
 launch overhead serialised.
@@ -21,7 +23,13 @@ import numpy as np
 import pandas as pd
 
 from predictor.efficiency import EfficiencyCurves, default_curves
-from predictor.estimators.base import AnalyticalEstimator, base_terms, check_features, frame
+from predictor.estimators.base import (
+    AnalyticalEstimator,
+    base_terms,
+    check_features,
+    frame,
+    with_overhead,
+)
 
 
 class Roofline(AnalyticalEstimator):
@@ -49,26 +57,30 @@ class NoOverlap(AnalyticalEstimator):
 
 
 class TimeRoofline(AnalyticalEstimator):
-    """``max(F/P, B/BW, L)`` (Yang et al. 2020)."""
+    """``max(F/P, B/BW, L)`` (Yang et al. 2020); ``overhead="additive"``: ``max(F/P, B/BW) + L``."""
 
     name = "time-roofline"
+
+    def __init__(self, overhead: str = "floor") -> None:
+        self.overhead = overhead
 
     def explain(self, X: pd.DataFrame) -> pd.DataFrame:
         check_features(X)
         c, m, lo = base_terms(X)
-        t = np.maximum(np.maximum(c, m), lo)
+        t = with_overhead(np.maximum(c, m), lo, self.overhead)
         return frame(X, self.name, t, c, m, lo, np.maximum(c, m), c + m + lo)
 
 
 def efficiencies(X: pd.DataFrame, curves: EfficiencyCurves) -> tuple[np.ndarray, np.ndarray]:
     """(compute efficiency, memory efficiency) per row from the curves.
 
-    Compute curve key: (device_kind, row engine, peak_dtype) at the row's FLOPs (an fp32 GEMM on
+    Compute curve key: (device, device_kind, row engine, peak_dtype) at the row's FLOPs (an fp32 GEMM on
     a device without an fp32 matrix unit uses the matrix/fp32 curve: an SGEMM on the FMA pipes).
     Memory curve key: (device_kind, "memory", peak_dtype) at the row's bytes moved. Rows on
     data/free engines get compute efficiency 1 (they have no compute term).
     """
     kind = X["device_kind"].astype(str).to_numpy()
+    device = X["device"].astype(str).to_numpy()
     engine = X["engine"].astype(str).to_numpy()
     dtype = X["peak_dtype"].astype(str).to_numpy()
     flops = X["flops"].to_numpy(float)
@@ -76,27 +88,28 @@ def efficiencies(X: pd.DataFrame, curves: EfficiencyCurves) -> tuple[np.ndarray,
     comp = np.ones(len(X))
     has = np.isin(engine, ("matrix", "vector"))
     if has.any():
-        comp[has] = curves.fraction(kind[has], engine[has], dtype[has], flops[has])
-    mem = curves.fraction(kind, np.full(len(X), "memory", dtype=object), dtype, moved)
+        comp[has] = curves.fraction(device[has], kind[has], engine[has], dtype[has], flops[has])
+    mem = curves.fraction(device, kind, np.full(len(X), "memory", dtype=object), dtype, moved)
     return comp, mem
 
 
 class RooflineEff(AnalyticalEstimator):
-    """``max(F/(P·e_c), B/(BW·e_m), L)`` with data-file efficiency curves."""
+    """``max(F/(P·e_c), B/(BW·e_m), L)`` with data-file efficiency curves (or ``+ L``)."""
 
     name = "roofline+eff"
 
-    def __init__(self, curves_path: str | None = None) -> None:
+    def __init__(self, curves_path: str | None = None, overhead: str = "floor") -> None:
         self.curves_path = curves_path
+        self.overhead = overhead
 
     def _curves(self) -> EfficiencyCurves:
         return EfficiencyCurves.load(self.curves_path) if self.curves_path else default_curves()
 
     def explain(self, X: pd.DataFrame) -> pd.DataFrame:
-        check_features(X, ("device_kind", "peak_dtype"))
+        check_features(X, ("device", "device_kind", "peak_dtype"))
         c, m, lo = base_terms(X)
         ec, em = efficiencies(X, self._curves())
         c2, m2 = c / ec, m / em
-        t = np.maximum(np.maximum(c2, m2), lo)
+        t = with_overhead(np.maximum(c2, m2), lo, self.overhead)
         return frame(X, self.name, t, c2, m2, lo, np.maximum(c, m), c2 + m2 + lo,
                      eff_compute=ec, eff_memory=em)

@@ -31,8 +31,18 @@ core's block ``(tm·tn + (tm + tn)·kc) · elem`` with ``kc = CPU_KC`` must fit 
 last-level cache ``l2_bytes / units`` (cache-blocked GEMM, Goto & van de Geijn 2008). The
 smallest tile is always feasible.
 
+Warm L2 (``warm_l2``): bytes already resident in L2 are served at L2 bandwidth instead of DRAM.
+``"activations"`` (default): the non-weight bytes of a row (``bytes_read + bytes_written -
+weight_bytes``) are resident when they fit in ``l2_bytes`` — the producer of an activation just
+wrote it, and weights are read once per run; ``"all"``: every byte of the row is resident when
+the row's compulsory bytes fit in L2 — a kernel timed in a repeat loop on the same tensors;
+``"none"``: everything comes from DRAM. Resident bytes leave the DRAM term and cost
+``bytes / l2_bw`` (they are already part of the L2 stream of a GEMM).
+
 Rows without GEMM dims use the ``roofline+eff`` terms (compute and memory with efficiency
-curves, launch floor). ``e_c``/``e_m`` come from ``predictor/data/efficiency_curves.toml``.
+curves), with their resident bytes at L2 bandwidth. ``e_c``/``e_m`` come from
+``predictor/data/efficiency_curves.toml``. Overhead combines per ``overhead`` (``floor`` =
+``max(T, L)``, ``additive`` = ``T + L``; see ``base``).
 """
 
 from __future__ import annotations
@@ -41,7 +51,14 @@ import numpy as np
 import pandas as pd
 
 from predictor.efficiency import EfficiencyCurves, default_curves
-from predictor.estimators.base import AnalyticalEstimator, base_terms, check_features, frame
+from predictor.errors import PredictionError
+from predictor.estimators.base import (
+    AnalyticalEstimator,
+    base_terms,
+    check_features,
+    frame,
+    with_overhead,
+)
 from predictor.estimators.roofline import efficiencies
 
 # Output tiles of the cuBLAS/CUTLASS kernel families (e.g. volta_sgemm_32x128, _64x64, _128x128).
@@ -59,6 +76,7 @@ PARTIAL_SUM_BYTES = 4
 # ~2.2-3x (V100 ~2.2 TB/s vs 0.9 TB/s, Jia et al. 2018; A100 ~4-5 TB/s vs 1.56 TB/s).
 DEFAULT_L2_BW_RATIO = 2.5
 TIE_BREAK = 0.01  # weight of traffic time in the choice among candidates of equal time
+WARM_L2_MODES: tuple[str, ...] = ("none", "activations", "all")
 GEMM_COLUMNS = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
 _CHUNK_ROWS = 20_000
 
@@ -84,7 +102,28 @@ def _feasible(kind: np.ndarray, smem: np.ndarray, l2: np.ndarray, units: np.ndar
     return ok | smallest
 
 
-def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve,
+def resident_bytes(X: pd.DataFrame, mode: str) -> np.ndarray:
+    """Bytes of each row served from a warm L2 (module docstring)."""
+    if mode not in WARM_L2_MODES:
+        raise PredictionError(f"warm_l2 mode {mode!r} unknown; choose one of {WARM_L2_MODES}")
+    moved = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+    l2 = X["l2_bytes"].to_numpy(float)
+    if mode == "none":
+        return np.zeros(len(X))
+    if mode == "all":
+        return np.where(moved <= l2, moved, 0.0)
+    acts = np.maximum(moved - X["weight_bytes"].to_numpy(float), 0.0)
+    return np.where(acts <= l2, acts, 0.0)
+
+
+def l2_bandwidth(X: pd.DataFrame) -> np.ndarray:
+    """Published L2 bandwidth, else ``DEFAULT_L2_BW_RATIO`` x DRAM bandwidth."""
+    bw = X["mem_bw_Bps"].to_numpy(float)
+    l2bw = X["l2_bw_Bps"].to_numpy(float)
+    return np.where(np.isnan(l2bw), DEFAULT_L2_BW_RATIO * bw, l2bw)
+
+
+def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve, resident: np.ndarray,
                  tiles: tuple[tuple[int, int], ...] = TILES,
                  split_k: tuple[int, ...] = SPLIT_K) -> dict[str, np.ndarray]:
     """Best-candidate terms for GEMM rows of X (all rows of X must have GEMM dims)."""
@@ -93,8 +132,7 @@ def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve,
     peak = X["peak_flops_per_s"].to_numpy(float)
     bw = X["mem_bw_Bps"].to_numpy(float)
     l2 = X["l2_bytes"].to_numpy(float)
-    l2bw = X["l2_bw_Bps"].to_numpy(float)
-    l2bw = np.where(np.isnan(l2bw), DEFAULT_L2_BW_RATIO * bw, l2bw)
+    l2bw = l2_bandwidth(X)
     elem = X["elem_bytes"].to_numpy(float)
     compulsory = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
     kind = X["device_kind"].astype(str).to_numpy()
@@ -120,7 +158,8 @@ def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve,
     rb_raw = np.minimum(gm, np.maximum(1.0, _cdiv(per_gemm_tiles, col(units))))
     rb = 1.0 + (rb_raw - 1.0) * (1.0 - fit_b)
     partial = (s - 1.0) * 2.0 * col(bt * M * N) * PARTIAL_SUM_BYTES
-    dram = col(compulsory) + col(bt) * (a_per * (ra - 1.0) + b_per * (rb - 1.0)) + partial
+    dram = (col(compulsory - resident) + col(bt) * (a_per * (ra - 1.0) + b_per * (rb - 1.0))
+            + partial)
     l2_traffic = col(bt) * (a_per * gn + b_per * gm + c_per) + partial
     e_m = e_m_curve(dram)
     dram_s = dram / (col(bw) * e_m)
@@ -151,50 +190,55 @@ class Traffic(AnalyticalEstimator):
 
     def __init__(self, curves_path: str | None = None,
                  tiles: tuple[tuple[int, int], ...] | None = None,
-                 split_k: tuple[int, ...] | None = None) -> None:
+                 split_k: tuple[int, ...] | None = None, warm_l2: str = "activations",
+                 overhead: str = "floor") -> None:
         self.curves_path = curves_path
         self.tiles = tiles
         self.split_k = split_k
+        self.warm_l2 = warm_l2
+        self.overhead = overhead
 
     def _curves(self) -> EfficiencyCurves:
         return EfficiencyCurves.load(self.curves_path) if self.curves_path else default_curves()
 
     def explain(self, X: pd.DataFrame) -> pd.DataFrame:
-        check_features(X, ("device_kind", "peak_dtype", "units", "l2_bytes", "l2_bw_Bps",
+        check_features(X, ("device", "device_kind", "peak_dtype", "units", "l2_bytes", "l2_bw_Bps",
                            "elem_bytes", "smem_per_unit_bytes", *GEMM_COLUMNS))
         curves = self._curves()
         c0, m0, lo = base_terms(X)
         ec, em = efficiencies(X, curves)
         n = len(X)
-        compute, memory = c0 / ec, m0 / em
+        resident = resident_bytes(X, self.warm_l2)
+        moved = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+        l2bw = l2_bandwidth(X)
+        compute = c0 / ec
+        memory = (moved - resident) / (X["mem_bw_Bps"].to_numpy(float) * em) + resident / l2bw
         extra = {k: np.full(n, np.nan) for k in (
             "l2_s", "l2_traffic_bytes", "tile_m", "tile_n", "split_k", "waves", "wave_efficiency")}
-        extra["dram_bytes"] = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+        extra["dram_bytes"] = moved - resident
         extra["eff_compute"] = ec
         extra["eff_memory"] = em
         dims = X[list(GEMM_COLUMNS)].to_numpy(float)
         is_gemm = (X["engine"].astype(str).to_numpy() == "matrix") & np.all(dims > 0, axis=1)
         idx = np.flatnonzero(is_gemm)
+        device = X["device"].astype(str).to_numpy()
         kind = X["device_kind"].astype(str).to_numpy()
         dtype = X["peak_dtype"].astype(str).to_numpy()
         for start in range(0, len(idx), _CHUNK_ROWS):
             rows = idx[start:start + _CHUNK_ROWS]
             sub = X.iloc[rows]
-            k_r, d_r = kind[rows], dtype[rows]
+            dv, k_r, d_r = device[rows][:, None], kind[rows][:, None], dtype[rows][:, None]
 
-            def e_m_curve(nbytes: np.ndarray, k_r=k_r, d_r=d_r) -> np.ndarray:
-                shape = nbytes.shape
-                reps = shape[1]
-                return curves.fraction(np.repeat(k_r, reps), np.full(nbytes.size, "memory", dtype=object),
-                                       np.repeat(d_r, reps), nbytes.ravel()).reshape(shape)
+            def e_m_curve(nbytes: np.ndarray, dv=dv, k_r=k_r, d_r=d_r) -> np.ndarray:
+                return curves.fraction(dv, k_r, "memory", d_r, nbytes)
 
-            res = gemm_traffic(sub, ec[rows], e_m_curve, self.tiles or TILES,
+            res = gemm_traffic(sub, ec[rows], e_m_curve, resident[rows], self.tiles or TILES,
                                self.split_k or SPLIT_K)
             compute[rows] = res["compute_s"]
             memory[rows] = np.maximum(res["dram_s"], res["l2_s"])
             for key in ("l2_s", "l2_traffic_bytes", "tile_m", "tile_n", "split_k", "waves",
                         "wave_efficiency", "dram_bytes", "eff_memory"):
                 extra[key][rows] = res[key]
-        t = np.maximum(np.maximum(compute, memory), lo)
+        t = with_overhead(np.maximum(compute, memory), lo, self.overhead)
         return frame(X, self.name, t, compute, memory, lo, np.maximum(c0, m0),
                      compute + memory + lo, **extra)

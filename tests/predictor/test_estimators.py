@@ -182,3 +182,24 @@ def test_unknown_estimator_lists_names():
 def test_estimator_rejects_raw_workload():
     with pytest.raises(PredictionError, match="featurize"):
         make_estimator("roofline").predict(__import__("pandas").DataFrame([GEMM]))
+
+
+def test_additive_overhead_mode(tmp_path):
+    X = features([RELU, gemm_row(8, 8, 8)])
+    c, m = RELU_F / V100_FP32, RELU_B / V100_BW
+    t = make_estimator("time-roofline", overhead="additive").predict(X)
+    assert approx(t[0], max(c, m) + V100_L)
+    with pytest.raises(PredictionError, match="overhead"):
+        make_estimator("time-roofline", overhead="sometimes").predict(X)
+
+
+def test_warm_l2_serves_resident_activations_from_l2(tmp_path):
+    """A 4 MiB elementwise op fits V100's 6 MiB L2: its bytes move at L2 bandwidth."""
+    small = row("add", "elementwise", "vector", 2**19, 2**21, 2**21)
+    X = features([small])
+    curves = flat_curves(tmp_path, memory=0.8)
+    warm = make_estimator("traffic", curves_path=curves).explain(X).iloc[0]
+    cold = make_estimator("traffic", curves_path=curves, warm_l2="none").explain(X).iloc[0]
+    assert approx(warm.memory_s, 2**22 / (2.5 * V100_BW))
+    assert approx(cold.memory_s, 2**22 / (V100_BW * 0.8))
+    assert warm.dram_bytes == 0

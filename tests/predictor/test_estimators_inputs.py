@@ -155,9 +155,22 @@ def test_default_curves_have_basis_and_most_specific_match():
     c = default_curves()
     assert c.curve("gpu", "matrix", "fp32").dtype == "fp32"
     assert c.curve("gpu", "matrix", "bf16").dtype == "*"
-    assert c.curve("accelerator", "memory", "fp16").kind == "*"
-    frac = c.fraction(np.array(["gpu"]), np.array(["memory"]), np.array(["fp32"]), np.array([1e12]))
+    assert c.curve("accelerator", "memory", "fp16").scope == "*"
+    frac = c.fraction(np.array(["x"]), np.array(["gpu"]), np.array(["memory"]),
+                      np.array(["fp32"]), np.array([1e12]))
     assert 0 < frac[0] <= 1
+
+
+def test_device_curve_beats_kind_curve(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('[[curve]]\nkind="gpu"\nengine="matrix"\ndtype="*"\nx="log10_flops"\n'
+                 'points=[[6.0, 0.5]]\nbasis="t"\n'
+                 '[[curve]]\ndevice="t4"\nkind="gpu"\nengine="matrix"\ndtype="*"\n'
+                 'x="log10_flops"\npoints=[[6.0, 0.25]]\nbasis="t"\n')
+    c = EfficiencyCurves.load(p)
+    got = c.fraction(np.array(["t4", "v100"]), np.array(["gpu", "gpu"]),
+                     np.array(["matrix", "matrix"]), np.array(["fp32", "fp32"]), np.array([1e9, 1e9]))
+    assert list(got) == [0.25, 0.5]
 
 
 def test_curve_interpolates_in_log10(tmp_path):

@@ -28,7 +28,7 @@ from onnx import ModelProto, TensorProto, numpy_helper
 
 from graph_import.fold import attribute_values
 from graph_import.load import tensor_has_inline_data
-from graph_import.shapes import ShapeResult, TensorShape, dtype_name
+from graph_import.shapes import ShapeResult, TensorShape, dtype_name, explain_failure
 from graph_import.types import Graph, OpCost, OpNode, TensorInfo, dtype_itemsize_bytes
 
 CONST_INPUT_MAX_ELEMENTS = 4096
@@ -100,7 +100,16 @@ def build_graph(
             weight_inputs=weight_inputs,
             const_inputs=const_inputs,
         )
-        reason = _unresolved_reason(node.input, node.output, shapes.tensors, unbound)
+        reason = _unresolved_reason(
+            node.input, node.output, shapes.tensors, unbound,
+            explain=lambda node=node: explain_failure(node, shapes),
+        )
+        if reason is not None and not unbound and reason.startswith("input"):
+            upstream = next(
+                (producer[t] for t in node.input if t and producer.get(t) in unresolved), None
+            )
+            if upstream is not None:
+                reason = f"an input comes from the unresolved node {upstream!r} (see its reason)"
         if reason is not None:
             unresolved[node_name] = reason
             if not has_rule(node.domain, node.op_type):
@@ -203,7 +212,11 @@ def _const_inputs(
 
 
 def _unresolved_reason(
-    inputs, outputs, tensors: dict[str, TensorShape], unbound: set[str]
+    inputs,
+    outputs,
+    tensors: dict[str, TensorShape],
+    unbound: set[str],
+    explain: Callable[[], str | None] = lambda: None,
 ) -> str | None:
     """Why a node's shapes are not concrete (first offending tensor), or None when they are."""
     for kind, names in (("input", inputs), ("output", outputs)):
@@ -236,6 +249,13 @@ def _unresolved_reason(
                 return (
                     f"{kind} {t!r} {problem}, likely because the model's dims "
                     f"{', '.join(sorted(unbound))} are unbound: bind them ({hint})"
+                )
+            why = explain() if kind == "output" else None
+            if why:
+                return (
+                    f"{kind} {t!r} {problem}: ONNX shape inference rejects this node with the "
+                    f"bound dims ({why}); check that the --dim values are within what the model "
+                    "supports (e.g. a sequence no longer than its position table)"
                 )
             return (
                 f"{kind} {t!r} {problem}: it depends on data values (e.g. NonZero) or on an op "

@@ -64,7 +64,7 @@ class ShapeResult:
     unbound: tuple[str, ...]
     iterations: int
     folded_nodes: int = 0
-    dim_sources: dict[str, list[str]] = field(default_factory=dict)
+    opsets: dict[str, int] = field(default_factory=dict)
 
 
 def dtype_name(elem_type: int) -> str:
@@ -106,7 +106,40 @@ def infer_concrete(
         unbound=unbound,
         iterations=iterations,
         folded_nodes=folded_nodes,
+        opsets=opsets,
     )
+
+
+def explain_failure(node: onnx.NodeProto, result: ShapeResult) -> str | None:
+    """Why ONNX inference gives a node with concrete inputs no concrete outputs, when it says
+    (e.g. ``Incompatible dimensions`` when the bound dims exceed a position table)."""
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    if not _onnx_knows(node.op_type, domain):
+        return None
+    ins = [result.tensors.get(i) if i else None for i in node.input]
+    if any(i and (t is None or not t.is_concrete) for i, t in zip(node.input, ins, strict=True)):
+        return None
+    try:
+        schema = onnx.defs.get_schema(node.op_type, result.opsets.get(domain, 1), domain)
+        onnx.shape_inference.infer_node_outputs(
+            schema, node, _input_types(node, ins), input_data=_input_data(node, result.values),
+            opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in result.opsets.items()],
+        )
+    except Exception as exc:  # the error is the explanation
+        return str(exc).strip().splitlines()[0][:200]
+    return None
+
+
+def _input_types(node: onnx.NodeProto, ins: list[TensorShape | None]) -> dict[str, onnx.TypeProto]:
+    return {
+        name: onnx.helper.make_tensor_type_proto(_elem_type(t.dtype), list(t.dims))
+        for name, t in zip(node.input, ins, strict=True)
+        if name and t is not None
+    }
+
+
+def _input_data(node: onnx.NodeProto, values: dict[str, np.ndarray]) -> dict[str, TensorProto]:
+    return {name: numpy_helper.from_array(values[name], name) for name in node.input if name in values}
 
 
 def _np_dtype_name(dtype: np.dtype, known: TensorShape | None) -> str:
@@ -439,16 +472,8 @@ def _infer_node(
         return {}  # If/Loop/Scan bodies need the whole-graph inference context
     try:
         schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
-        input_types = {
-            name: onnx.helper.make_tensor_type_proto(_elem_type(t.dtype), list(t.dims))
-            for name, t in zip(node.input, ins, strict=True)
-            if name and t is not None
-        }
-        input_data = {
-            name: numpy_helper.from_array(values[name], name) for name in node.input if name in values
-        }
         inferred = onnx.shape_inference.infer_node_outputs(
-            schema, node, input_types, input_data=input_data,
+            schema, node, _input_types(node, ins), input_data=_input_data(node, values),
             opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()],
         )
     except Exception:  # onnx raises InferenceError, SchemaError, RuntimeError...

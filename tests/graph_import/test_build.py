@@ -182,7 +182,8 @@ def test_non_concrete_dim_downstream_of_unbound_dim_gets_hint():
     graph = _build(make_model(nodes, [x], [y]))
     assert "likely because the model's dims n are unbound: bind them (--dim n=1)" in graph.unresolved["neg"]
     bound = _build(make_model(nodes, [x], [y]), {"n": 3})
-    assert "it depends on data values (e.g. NonZero)" in bound.unresolved["neg"]
+    assert "it depends on data values (e.g. NonZero)" in bound.unresolved["NonZero_0"]
+    assert bound.unresolved["neg"] == "an input comes from the unresolved node 'NonZero_0' (see its reason)"
 
 
 def test_custom_domain_op_without_shapes_is_unresolved_and_unsupported():
@@ -267,3 +268,20 @@ def test_local_functions_are_inlined():
     assert graph.unsupported == {}
     assert graph.unresolved == {}
     assert graph.outputs[0].shape == (2, 4)
+
+
+def test_dims_beyond_what_the_model_supports_are_explained():
+    """A [1, 8] position table expanded to [batch, sequence]: sequence=16 cannot work."""
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, ["batch", "sequence"])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Expand", ["table", "s"], ["pos"], name="expand"),
+        helper.make_node("Add", ["pos", "x"], ["y"], name="add"),
+    ]
+    model = make_model(nodes, [x], [y], [const("table", np.arange(8).reshape(1, 8))])
+    assert _build(model, {"batch": 2, "sequence": 8}).unresolved == {}
+    graph = _build(model, {"batch": 2, "sequence": 16})
+    assert "ONNX shape inference rejects this node with the bound dims" in graph.unresolved["expand"]
+    assert "Incompatible dimensions" in graph.unresolved["expand"]
+    assert graph.unresolved["add"] == "an input comes from the unresolved node 'expand' (see its reason)"

@@ -12,7 +12,9 @@
    a virtual ``loss`` node that waits for every forward sink; an update row waits for the
    backward of every node consuming its parameter. Node weight = the summed time of the node's
    rows (a fused group's time sits on its head; free ops weigh 0). ``critical_path_s`` = the
-   longest weighted path (networkx topological order + dynamic programming). It assumes
+   longest weighted path (networkx topological order + dynamic programming over a
+   nodes x devices time matrix, so a sweep gets every device's critical path in one pass; equal
+   to ``nx.dag_longest_path_length`` of the node-weighted DAG, which a test checks). It assumes
    unlimited concurrent streams without contention, so it is a lower bound; ``total_s`` the
    upper bound.
 5. breakdowns by op type, by bound and by phase; ``memory_footprint``.
@@ -185,7 +187,11 @@ def _notes(per_op: pd.DataFrame, config: RunConfig) -> tuple[str, ...]:
 
 def predict_graph(graph: Graph, hw, config: RunConfig, estimator: str = "time-roofline",
                   allow_incomplete: bool = False) -> Prediction:
-    """Predict one run of ``graph`` on ``hw`` under ``config`` (see module docstring)."""
+    """Predict one run of ``graph`` on ``hw`` (a HardwareSpec or a catalog id / what-if spec)
+    under ``config`` (see module docstring)."""
+    from hw_catalog.catalog import get_device
+
+    hw = get_device(hw)
     workload = workload_table(graph, config, allow_incomplete=allow_incomplete)
     if workload.empty:
         raise PredictionError(

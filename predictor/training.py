@@ -9,7 +9,9 @@ is a trainable parameter — a floating-point initializer (``OpNode.weight_input
 non-trainable positions in ``NON_TRAINABLE_INPUTS`` (BatchNormalization running mean/var) — or
 a floating-point output of a node with a requires-grad input. Model inputs do not require grad,
 so e.g. the first convolution computes its weight gradient but no input gradient. A node gets
-backward kernels only for its requires-grad inputs. Free (view) ops get no kernel.
+backward kernels only for its requires-grad inputs, and none when it has no floating-point
+output (comparisons, ArgMax, NonZero: no gradient flows through them). Free (view) ops get no
+kernel.
 
 **Backward kernels per family** (``BACKWARD_RULES``, one function per family; bytes at the run's
 precision, ``gout`` = bytes of the gradients of the node's float outputs = their size,
@@ -163,6 +165,7 @@ class BackwardContext:
     fwd_flops: float
     fwd_read: float
     fwd_written: float
+    fwd_weight: float
     gout_bytes: float
     gout_numel: float
     in_bytes: tuple[float, ...]  # per input position (0 for absent)
@@ -173,12 +176,15 @@ class BackwardContext:
 
 @dataclass(frozen=True)
 class Kernel:
+    """One backward kernel; ``weight_read`` = the part of ``bytes_read`` that is weights."""
+
     kernel: str
     flops: float
     bytes_read: float
     bytes_written: float
     engine: str
     gemm: tuple[float, float, float, float] | None = None
+    weight_read: float = 0.0
 
 
 BackwardRule = Callable[[BackwardContext], list[Kernel]]
@@ -194,11 +200,14 @@ def _gemm_backward(ctx: BackwardContext) -> list[Kernel]:
     kernels = []
     for i in ctx.grad_inputs:
         if i in present:
-            others = sum(ctx.in_bytes[j] for j in present if j != i)
+            others = [j for j in present if j != i]
             is_weight = ctx.node.inputs[i].name in ctx.node.weight_inputs
             kernels.append(Kernel(
                 f"grad_{'weight' if is_weight else 'input'}{i}", ctx.fwd_flops,
-                ctx.gout_bytes + others, ctx.in_bytes[i], ctx.engine, _grad_gemm(ctx, i),
+                ctx.gout_bytes + sum(ctx.in_bytes[j] for j in others), ctx.in_bytes[i],
+                ctx.engine, _grad_gemm(ctx, i),
+                weight_read=sum(ctx.in_bytes[j] for j in others
+                                if ctx.node.inputs[j].name in ctx.node.weight_inputs),
             ))
         else:
             kernels.append(Kernel(f"grad_bias{i}", ctx.gout_numel, ctx.gout_bytes,
@@ -227,18 +236,20 @@ def _whole_layer(flops_factor: float) -> BackwardRule:
     def rule(ctx: BackwardContext) -> list[Kernel]:
         return [Kernel("grad", flops_factor * ctx.fwd_flops,
                        ctx.gout_bytes + ctx.fwd_read + ctx.fwd_written, _written(ctx),
-                       ctx.engine)]
+                       ctx.engine, weight_read=ctx.fwd_weight)]
     return rule
 
 
 def _elementwise(ctx: BackwardContext) -> list[Kernel]:
-    saved = 0.0 if ctx.node.op_type in ELEMENTWISE_NO_SAVED else ctx.fwd_read
-    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + saved, _written(ctx), ctx.engine)]
+    no_saved = ctx.node.op_type in ELEMENTWISE_NO_SAVED
+    saved = 0.0 if no_saved else ctx.fwd_read
+    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + saved, _written(ctx), ctx.engine,
+                   weight_read=0.0 if no_saved else ctx.fwd_weight)]
 
 
 def _normalization(ctx: BackwardContext) -> list[Kernel]:
     return [Kernel("grad", 2.0 * ctx.fwd_flops, ctx.gout_bytes + ctx.fwd_read, _written(ctx),
-                   ctx.engine)]
+                   ctx.engine, weight_read=ctx.fwd_weight)]
 
 
 def _softmax(ctx: BackwardContext) -> list[Kernel]:
@@ -272,7 +283,7 @@ def _straight_through(ctx: BackwardContext) -> list[Kernel]:
 
 def _generic(ctx: BackwardContext) -> list[Kernel]:
     return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + ctx.fwd_read, _written(ctx),
-                   ctx.engine)]
+                   ctx.engine, weight_read=ctx.fwd_weight)]
 
 
 BACKWARD_RULES: dict[str, BackwardRule] = {
@@ -304,15 +315,15 @@ def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
             continue
         grad_inputs = tuple(i for i, t in enumerate(node.inputs)
                             if t is not None and t.name in req and is_float(t))
-        if not grad_inputs:
+        outs = [t for t in node.outputs if is_float(t)]
+        if not grad_inputs or not outs:  # no gradient can flow through non-float outputs
             continue
         cost = rescale_cost(node, precision)
-        outs = [t for t in node.outputs if is_float(t)]
         dims = gemm_dims(node)
         family = op_family(node)
         ctx = BackwardContext(
             node=node, family=family, fwd_flops=cost.flops, fwd_read=cost.bytes_read,
-            fwd_written=cost.bytes_written,
+            fwd_written=cost.bytes_written, fwd_weight=cost.weight_bytes,
             gout_bytes=sum(rescale_bytes(t.nbytes, t.dtype, precision) for t in outs),
             gout_numel=float(sum(t.numel for t in outs)),
             in_bytes=tuple(0.0 if t is None else rescale_bytes(t.nbytes, t.dtype, precision)
@@ -327,7 +338,7 @@ def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
                 "node": node.name, "op_type": node.op_type, "family": family,
                 "phase": "backward", "engine": k.engine, "dtype": dtype, "flops": k.flops,
                 "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
-                "weight_bytes": 0.0, "gemm_batch": gemm[0], "gemm_m": gemm[1],
+                "weight_bytes": k.weight_read, "gemm_batch": gemm[0], "gemm_m": gemm[1],
                 "gemm_n": gemm[2], "gemm_k": gemm[3], "fused_nodes": node.name,
                 "key": f"backward:{k.kernel}:{node.name}", "kernel": k.kernel,
                 "domain": node.domain, "grad_of": "",

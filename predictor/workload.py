@@ -54,11 +54,11 @@ FAMILY_BY_COST_MODULE: dict[str, str] = {
     "quantization": "quantization",
 }
 
-#: (op_type) -> family where the registering module is not the family (none needed so far for
-#: ai.onnx; kept as the one place to say so).
+#: op_type -> family where the registering module is not the right family.
 FAMILY_BY_OP: dict[str, str] = {
-    "LogSoftmax": "softmax",
-    "Hardmax": "softmax",
+    # com.microsoft RotaryEmbedding is costed beside the attention ops but is an elementwise
+    # rotation (a few FLOPs per element, no matmul): its backward is elementwise, not 2x.
+    "RotaryEmbedding": "elementwise",
 }
 
 #: Columns this module adds beyond the contract, in order.

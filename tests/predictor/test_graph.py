@@ -103,3 +103,31 @@ def test_config_dims_must_match_the_import():
 def test_unknown_estimator_lists_the_known_ones():
     with pytest.raises(PredictionError, match="time-roofline"):
         predict_graph(branched_graph(N), toy_device(), RunConfig(), estimator="magic")
+
+
+def test_critical_path_equals_networkx_longest_path():
+    """The vectorised DP gives nx.dag_longest_path_length of the node-weighted step DAG."""
+    import networkx as nx
+
+    from predictor.simulate import critical_path_times, step_dag
+
+    p = predict_graph(branched_graph(N), toy_device(), RunConfig(mode="train", inter_op=True),
+                      "roofline")
+    dag = step_dag(branched_graph(N), p.per_op)
+    times = p.per_op["time_s"].to_numpy()
+    weights = [0.0] * len(dag.nodes)
+    for i, row in enumerate(dag.row_node):
+        weights[row] += times[i]
+    split = nx.DiGraph()  # node i -> (i,in) -w-> (i,out); edges carry weights
+    for i, preds in enumerate(dag.preds):
+        split.add_edge((i, "in"), (i, "out"), w=weights[i])
+        for j in preds:
+            split.add_edge((j, "out"), (i, "in"), w=0.0)
+    lengths, _ = critical_path_times(dag, times)
+    assert lengths[0] == pytest.approx(nx.dag_longest_path_length(split, weight="w"))
+    assert p.critical_path_s == pytest.approx(lengths[0])
+
+
+def test_predict_graph_accepts_a_device_id():
+    p = predict_graph(branched_graph(N), "h100-sxm", RunConfig())
+    assert p.device == "h100-sxm"

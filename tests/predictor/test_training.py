@@ -46,6 +46,7 @@ def test_matmul_backward_is_two_gemms_of_forward_size_except_the_first_layer():
     assert dx["flops"] == 2 * B * H * H
     assert dx["bytes_read"] == 4 * (B * H + H * H)  # dY + W2
     assert dx["bytes_written"] == 4 * (B * H)  # dh1
+    assert dx["weight_bytes"] == 4 * (H * H)  # W2 is read
     assert (dx["gemm_m"], dx["gemm_n"], dx["gemm_k"]) == (B, H, H)
     dw = r["backward:grad_weight1:mm2"]
     assert dw["flops"] == 2 * B * H * H
@@ -122,3 +123,11 @@ def test_batchnorm_running_stats_are_not_trained():
     # reads dY + the forward's reads (x, scale, bias, mean, var); writes dscale + dbias only
     assert bwd["bytes_read"] == 4 * (72 + 72 + 4 * 4)
     assert bwd["bytes_written"] == 4 * (4 + 4)
+
+
+def test_no_gradient_flows_through_non_float_outputs():
+    x, w, a, m = t("x", 10), t("w", 10), t("a", 10), t("m", 10, dtype="bool")
+    g = graph([op("mul", "Mul", [x, w], [a], flops=10, weights=["w"]),
+               op("cmp", "Greater", [a, x], [m], flops=10)], [x], [m])
+    w_rows = workload_table(g, RunConfig(mode="train"))
+    assert "backward:grad:cmp" not in set(w_rows["key"])

@@ -242,3 +242,29 @@ def test_weightless_model_loads_without_reading_existing_external_data(tmp_path,
     assert shapes.tensors["y"].dims == (2, 8)
     assert "w" not in shapes.values
     assert no_file_reads == [str(path)]
+
+
+def test_external_data_in_constant_node_refused(no_file_reads):
+    t = external_weight("c", [4], location="../../etc/passwd")
+    nodes = [helper.make_node("Constant", [], ["c"], value=t), helper.make_node("Add", ["x", "c"], ["y"])]
+    with pytest.raises(ModelImportError, match=r"'\.\./\.\./etc/passwd', outside the model's folder"):
+        load_model(serialize(make_model(nodes, [X], [Y])))
+    assert not any("passwd" in p for p in no_file_reads)
+
+
+def test_external_data_in_subgraph_initializer_refused():
+    body = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["t"])], "then", [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 4])],
+        initializer=[external_weight("w", [2, 4], location="sub/../../../secret")],
+    )
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=body, else_branch=body)]
+    m = make_model(nodes, [X], [Y], [const("cond", True, np.bool_)])
+    _refused(serialize(m), "'sub/../../../secret', outside the model's folder")
+
+
+def test_tensor_value_declares_more_elements_than_its_data():
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"])]
+    w = const("w", np.zeros(4), np.float32)
+    w.dims[:] = [2**20, 2**20]
+    _refused(serialize(make_model(nodes, [X], [Y], [w])), r"tensor 'w' holds 16 bytes of data but its dims \[1048576, 1048576\]")

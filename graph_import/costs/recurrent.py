@@ -13,6 +13,7 @@ per hidden unit per step (formula count, sigmoid = 4, tanh = 1; ``RECURRENT_ELEM
 * GRU: gate sums 3, 2 sigmoids 8, tanh 1, r ⊙ h 1, h = (1 - z)·ĥ + z·h 4 -> 17; bias 6;
 * RNN: sum 1, tanh 1 -> 2; bias 2.
 
+Every sequence is costed at the full S steps (``sequence_lens`` is not used: it is data).
 Bytes: X, weights, initial states read once (the weights are read once, not per step: they
 stay in cache/registers of a fused recurrent kernel); Y, Y_h, Y_c written once.
 """

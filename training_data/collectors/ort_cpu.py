@@ -1,0 +1,268 @@
+"""Per-op measurements of a whole model with ONNX Runtime's profiler (CPU by default).
+
+``measure_model(source, dims, config)``:
+
+1. Load the model safely (``graph_import.load``), give every node a unique non-empty name (the
+   names ``import_model`` uses), import it for costs with the same dims, and refuse unbound dims.
+2. Materialise it in memory (``random_inputs.materialise``: random weights in place of absent
+   external data, dims bound) and make random inputs (integer inputs in valid ranges).
+3. One ORT session with the profiler on and the optimised graph written to a temporary folder
+   (big initializers as external data there, so writing it is cheap); ``warmup`` runs, then
+   ``repeats`` timed runs: wall time of each ``session.run`` (``time.perf_counter``).
+4. Parse the profile (``profile.parse_profile``), drop the warm-up runs, map optimised nodes to
+   original ones (``node_mapping.map_optimized``) and sum each group's kernel times per run.
+   A row per group: median, p10, p90 over the timed runs (``rows``).
+
+The summary says how the end-to-end time splits: kernel time joined to graph nodes, kernel time
+of unattributed kernels, ORT-internal overhead (``model_run`` minus kernels: executor, memory
+planning, profiler fences) and binding overhead (wall time minus ``model_run``: input/output
+conversion in Python). With profiling on, each kernel also pays the profiler's own timing cost,
+so ``e2e`` here is slightly above an unprofiled run.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pandas as pd
+
+from graph_import import import_model
+from graph_import.load import load_model
+from graph_import.types import Graph
+from training_data.collectors import rows as tidy
+from training_data.collectors.node_mapping import Mapping as NodeMap
+from training_data.collectors.node_mapping import map_optimized
+from training_data.collectors.profile import ProfiledRun, parse_profile
+from training_data.collectors.random_inputs import IntInputPlan, make_feeds, materialise
+from training_data.errors import MeasurementError
+from training_data.schema import COLUMNS
+
+OPT_LEVELS = ("disable", "basic", "extended", "all")
+CPU_PROVIDER = "CPUExecutionProvider"
+SCHEMA_COLUMNS = tuple(c.name for c in COLUMNS)
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """How to run: threads, ORT graph optimisation level, repeats, provider, random seed."""
+
+    threads_intra: int = 1
+    threads_inter: int = 1
+    opt_level: str = "all"
+    repeats: int = 10
+    warmup: int = 2
+    provider: str = CPU_PROVIDER
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.opt_level not in OPT_LEVELS:
+            raise MeasurementError(
+                f"unknown optimisation level {self.opt_level!r}: use one of {', '.join(OPT_LEVELS)}")
+        for name in ("threads_intra", "threads_inter", "repeats"):
+            if getattr(self, name) < 1:
+                raise MeasurementError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.warmup < 0:
+            raise MeasurementError(f"warmup must be >= 0, got {self.warmup}")
+
+
+@dataclass
+class Measurement:
+    """Rows (schema columns) plus a one-line summary and the kernels that joined no node."""
+
+    rows: pd.DataFrame
+    summary: dict[str, Any]
+    unattributed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    int_inputs: list[IntInputPlan] = field(default_factory=list)
+
+
+def name_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Give every node a unique non-empty name, as ``graph_import.build`` names them."""
+    from graph_import.build import _unique_name
+
+    used: set[str] = set()
+    for index, node in enumerate(model.graph.node):
+        node.name = _unique_name(node.name, node.op_type, index, used)
+    return model
+
+
+def load_named(source: Any) -> onnx.ModelProto:
+    return name_nodes(load_model(source))
+
+
+def import_for_costs(model: onnx.ModelProto, dims: Mapping[str, int], name: str) -> Graph:
+    graph = import_model(model.SerializeToString(), dims=dims, name=name)
+    if graph.unbound_dims:
+        hint = " ".join(f"--dim {d}=N" for d in graph.unbound_dims)
+        raise MeasurementError(
+            f"{name}: symbolic dims not bound: {', '.join(graph.unbound_dims)}; bind them to "
+            f"measure, e.g. {hint}")
+    return graph
+
+
+def session_options(config: MeasureConfig, workdir: Path, save_optimized: bool = True):
+    """ORT session options: threads, optimisation level, profiler on, optimised graph saved."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = config.threads_intra
+    so.inter_op_num_threads = config.threads_inter
+    so.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if config.threads_inter > 1
+                         else ort.ExecutionMode.ORT_SEQUENTIAL)
+    so.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[config.opt_level]
+    so.enable_profiling = True
+    so.profile_file_prefix = str(workdir / "profile")
+    so.log_severity_level = 3  # the NCHWc "hardware specific" warning is expected here
+    if save_optimized:
+        so.optimized_model_filepath = str(workdir / "optimized.onnx")
+        so.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", "optimized.bin")
+        so.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    return so
+
+
+def run_profiled(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], config: MeasureConfig,
+                 workdir: Path) -> tuple[list[ProfiledRun], list[float], onnx.ModelProto]:
+    """Run ``warmup + repeats`` times; returns the timed runs' profiles, their wall times (s)
+    and the optimised graph ORT ran (initializer values not loaded)."""
+    import onnxruntime as ort
+
+    so = session_options(config, workdir)
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), so, providers=[config.provider])
+    except Exception as exc:  # ORT raises its own Fail/InvalidGraph types
+        raise MeasurementError(
+            f"ONNX Runtime cannot load the model ({type(exc).__name__}: "
+            f"{str(exc).strip()[:300]})") from None
+    wall: list[float] = []
+    try:
+        for _ in range(config.warmup + config.repeats):
+            t0 = time.perf_counter()
+            sess.run(None, dict(feeds))
+            wall.append(time.perf_counter() - t0)
+    except Exception as exc:
+        raise MeasurementError(
+            f"ONNX Runtime failed running the model on random inputs ({type(exc).__name__}: "
+            f"{str(exc).strip()[:300]})") from None
+    finally:
+        profile_path = sess.end_profiling()
+    runs = parse_profile(profile_path)
+    if len(runs) != len(wall):
+        raise MeasurementError(
+            f"profiler recorded {len(runs)} runs for {len(wall)} calls; cannot pair them")
+    optimized = onnx.load(str(workdir / "optimized.onnx"), load_external_data=False)
+    return runs[config.warmup:], wall[config.warmup:], optimized
+
+
+def measure_model(source: Any, dims: Mapping[str, int] | None = None,
+                  config: MeasureConfig | None = None, name: str | None = None) -> Measurement:
+    """Measure every op of a model (module docstring). ``source``: path, bytes or ModelProto."""
+    config = config or MeasureConfig()
+    dims = dict(dims or {})
+    if isinstance(source, onnx.ModelProto):
+        model = load_named(source.SerializeToString())
+    else:
+        model = load_named(source)
+    name = name or (Path(source).stem if isinstance(source, str | Path) else model.graph.name
+                    or "model")
+    graph = import_for_costs(model, dims, name)
+    runnable = materialise(model, dims, seed=config.seed)
+    feeds, plans = make_feeds(runnable, np.random.default_rng(config.seed))
+    with tempfile.TemporaryDirectory(prefix="roofcast-measure-") as tmp:
+        runs, wall, optimized = run_profiled(runnable, feeds, config, Path(tmp))
+    mapping = map_optimized(model, optimized)
+    return assemble(graph, mapping, runs, wall, config, dims, plans, model_name=name)
+
+
+def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
+             wall: Sequence[float], config: MeasureConfig, dims: Mapping[str, int],
+             plans: Sequence[IntInputPlan] = (), model_name: str = "",
+             source: str = tidy.SOURCE_ORT_CPU) -> Measurement:
+    """Rows and summary from parsed runs (see module docstring)."""
+    n = len(runs)
+    group_times = np.zeros((len(mapping.groups), n))
+    other: dict[tuple[str, str], np.ndarray] = {}
+    for r, run in enumerate(runs):
+        for k in run.kernels:
+            gi = mapping.group_of.get(k.node)
+            if gi is None:
+                other.setdefault((k.node, k.op_name), np.zeros(n))[r] += k.dur_s
+            else:
+                group_times[gi, r] += k.dur_s
+    e2e = float(np.median(wall))
+    run_id = uuid.uuid4().hex[:16]
+    common = {
+        "model": model_name, "device_id": "local", "cpu_model": _cpu_model(),
+        "machine": tidy.machine_id(), "threads_intra": config.threads_intra,
+        "threads_inter": config.threads_inter, "batch": dims.get("batch", math.nan),
+        "opt_level": config.opt_level, "mode": "infer", "provider": config.provider,
+        "repeats": n, "e2e_latency_s": e2e, "run_id": run_id, "source": source,
+        "software": tidy.canonical_json(tidy.software_versions()), "timestamp": tidy.now_iso(),
+        "direction": "fwd",
+        "notes": "dims " + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) if dims else "",
+    }
+    kernel_ops = {k.node: k.op_name for run in runs for k in run.kernels}
+    records = []
+    for gi, group in enumerate(mapping.groups):
+        times = group_times[gi]
+        if not np.any(times > 0):
+            continue  # kernels that never ran in the timed runs (nested or skipped)
+        nodes = [graph.nx_graph.nodes[nm]["op"] for nm in group.nodes]
+        work = tidy.group_work(nodes)
+        attrs = work.pop("_attrs")
+        attrs["ort_kernels"] = sorted({kernel_ops.get(k, "") for k in group.kernels} - {""})
+        records.append({**work, "attrs": tidy.canonical_json(attrs), "precision": work["dtype"],
+                        **tidy.latency_stats(times), **common})
+    frame = pd.DataFrame.from_records(records, columns=list(SCHEMA_COLUMNS))
+    unattributed = pd.DataFrame(
+        [{"kernel": k, "op_name": op, "latency_s": float(np.median(t))}
+         for (k, op), t in other.items()], columns=["kernel", "op_name", "latency_s"])
+    joined_per_run = group_times.sum(axis=0)
+    other_per_run = np.sum(list(other.values()), axis=0) if other else np.zeros(n)
+    kernel_per_run = joined_per_run + other_per_run
+    wall_arr = np.asarray(wall, dtype=float)
+    total_kernel = float(kernel_per_run.sum())
+    summary = {
+        "model": model_name, "dims": ",".join(f"{k}={v}" for k, v in sorted(dims.items())),
+        "threads_intra": config.threads_intra, "threads_inter": config.threads_inter,
+        "opt_level": config.opt_level, "repeats": n,
+        "e2e_ms": e2e * 1e3,
+        "e2e_p10_ms": float(np.percentile(wall_arr, 10)) * 1e3,
+        "e2e_p90_ms": float(np.percentile(wall_arr, 90)) * 1e3,
+        "ort_run_ms": float(np.median([r.run_s for r in runs])) * 1e3,
+        "sum_ops_ms": float(np.median(kernel_per_run)) * 1e3,
+        "ops_over_e2e": float(np.median(kernel_per_run / wall_arr)),
+        "sum_op_medians_ms": float(frame["latency_s"].sum()) * 1e3 if len(frame) else 0.0,
+        "unattributed_ms": float(np.median(other_per_run)) * 1e3,
+        "joined_fraction": (float(joined_per_run.sum()) / total_kernel if total_kernel > 0
+                            else math.nan),
+        "rows": len(frame),
+        "groups_fused": int(sum(len(g.nodes) > 1 for g in mapping.groups)),
+        "nodes_without_kernel": len(mapping.uncovered),
+        "run_id": run_id,
+    }
+    return Measurement(frame, summary, unattributed, list(plans))
+
+
+def _cpu_model() -> str:
+    from hw_catalog.calibrate import cpu_model
+
+    return cpu_model()
+
+
+def with_threads(config: MeasureConfig, intra: int, inter: int) -> MeasureConfig:
+    return replace(config, threads_intra=intra, threads_inter=inter)

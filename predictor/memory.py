@@ -11,7 +11,7 @@ keep their width):
   (step 0 for model inputs) to the step of its last consumer (the end for model outputs). A free
   view op (Reshape, Flatten, Squeeze, ... on the ``free`` engine) whose output has the byte size
   of its first input aliases that buffer instead of allocating (ORT reuses the buffer); it only
-  extends the buffer's lifetime. At step i the live set holds the node's inputs and outputs;
+  extends the buffer's lifetime (a view of a weight is not an activation). At step i the live set holds the node's inputs and outputs;
   ``peak_activation_bytes`` = max over steps of the live bytes. With ``config.fusion`` the
   intermediate tensors inside fused groups are never materialised and are left out.
 * **Training** (all forward activations are kept for the backward pass, no recomputation):
@@ -106,8 +106,11 @@ def _buffers(graph: Graph, skip: set[str], step_of: dict[str, int] | None = None
                 end[r] = max(end[r], step)
         src = node.input(0)
         is_view = (node.cost is not None and node.cost.engine == Engine.FREE and src is not None
-                   and src.name in root_of and node.outputs
-                   and node.outputs[0].nbytes == src.nbytes)
+                   and node.outputs and node.outputs[0].nbytes == src.nbytes)
+        if is_view and src.name in weights:  # a view of a weight is the weight, not an activation
+            weights.add(node.outputs[0].name)
+            continue
+        is_view = is_view and src.name in root_of
         for j, t in enumerate(node.outputs):
             if t.name in skip:
                 continue

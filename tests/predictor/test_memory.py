@@ -42,6 +42,14 @@ def test_a_view_aliases_its_input_instead_of_allocating():
     assert peak_live_bytes(g, "fp32") == 400 + 400  # x (= r) and y
 
 
+def test_a_view_of_a_weight_is_not_an_activation():
+    x, w, wr, y = t("x", 4, 8), t("w", 128), t("wr", 8, 16), t("y", 4, 16)
+    g = graph([op("view", "Reshape", [w], [wr], cost=FREE_COST, engine=Engine.FREE,
+                  weights=["w"]),
+               op("mm", "MatMul", [x, wr], [y], engine=Engine.MATRIX)], [x], [y])
+    assert peak_live_bytes(g, "fp32") == 4 * (4 * 8 + 4 * 16)
+
+
 def test_inference_weights_at_run_precision():
     x, w, y = t("x", 4, 8), t("w", 8, 16), t("y", 4, 16)
     g = graph([op("mm", "MatMul", [x, w], [y], engine=Engine.MATRIX, weights=["w"])], [x], [y])

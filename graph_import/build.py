@@ -84,15 +84,17 @@ def build_graph(
         return ti
 
     for index, node in enumerate(g.node):
-        node_name = _unique_name(node.name, node.op_type, index, used_names)
-        in_infos = tuple(info(t) if t else None for t in node.input)
-        out_infos = tuple(info(t) for t in node.output if t)
-        weight_inputs = frozenset(t for t in node.input if t in initializers)
-        const_inputs = _const_inputs(node.input, shapes, initializers)
+        op_type, domain = node.op_type, node.domain
+        node_inputs, node_outputs = list(node.input), list(node.output)
+        node_name = _unique_name(node.name, op_type, index, used_names)
+        in_infos = tuple(info(t) if t else None for t in node_inputs)
+        out_infos = tuple(info(t) for t in node_outputs if t)
+        weight_inputs = frozenset(t for t in node_inputs if t in initializers)
+        const_inputs = _const_inputs(node_inputs, shapes, initializers)
         op = OpNode(
             name=node_name,
-            op_type=node.op_type,
-            domain=node.domain,
+            op_type=op_type,
+            domain=domain,
             inputs=in_infos,
             outputs=out_infos,
             attrs=attribute_values(node),
@@ -101,19 +103,19 @@ def build_graph(
             const_inputs=const_inputs,
         )
         reason = _unresolved_reason(
-            node.input, node.output, shapes.tensors, unbound,
+            node_inputs, node_outputs, shapes.tensors, unbound,
             explain=lambda node=node: explain_failure(node, shapes),
         )
         if reason is not None and not unbound and reason.startswith("input"):
             upstream = next(
-                (producer[t] for t in node.input if t and producer.get(t) in unresolved), None
+                (producer[t] for t in node_inputs if t and producer.get(t) in unresolved), None
             )
             if upstream is not None:
                 reason = f"an input comes from the unresolved node {upstream!r} (see its reason)"
         if reason is not None:
             unresolved[node_name] = reason
-            if not has_rule(node.domain, node.op_type):
-                unsupported[_op_label(node.domain, node.op_type)] += 1
+            if not has_rule(domain, op_type):
+                unsupported[_op_label(domain, op_type)] += 1
         else:
             try:
                 cost = cost_fn(op)
@@ -121,18 +123,18 @@ def build_graph(
                 unresolved[node_name] = f"cost rule failed: {type(exc).__name__}: {exc}"
             else:
                 if cost is None:
-                    unsupported[_op_label(node.domain, node.op_type)] += 1
+                    unsupported[_op_label(domain, op_type)] += 1
                 else:
                     op = replace(op, cost=cost)
         nxg.add_node(node_name, op=op)
-        for t in node.input:
+        for t in node_inputs:
             src = producer.get(t) if t else None
             if src is not None:
                 if nxg.has_edge(src, node_name):
                     nxg.edges[src, node_name]["tensors"] += (infos[t],)
                 else:
                     nxg.add_edge(src, node_name, tensor=infos[t], tensors=(infos[t],))
-        for t in node.output:
+        for t in node_outputs:
             if t:
                 producer[t] = node_name
 

@@ -422,17 +422,19 @@ def _propagate_pass(
         return typed.get(name) or tensors.get(name)
 
     for node in graph.node:
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        rule = SHAPE_RULES.get((domain, node.op_type))
+        if rule is None and not (typed and any(i in typed for i in node.input)):
+            continue  # whole-graph inference already had every chance at this node
         outs = [o for o in node.output if o]
         if not outs or all((t := shape_of(o)) is not None and t.is_concrete for o in outs):
             continue
         ins = [shape_of(i) if i else None for i in node.input]
         if any(i and (t is None or not t.is_concrete) for i, t in zip(node.input, ins, strict=True)):
             continue
-        domain = "" if node.domain == "ai.onnx" else node.domain
-        rule = SHAPE_RULES.get((domain, node.op_type))
         if rule is not None:
             result = _apply_rule(rule, node, ins)
-        elif any(i in typed for i in node.input) and _onnx_knows(node.op_type, domain):
+        elif _onnx_knows(node.op_type, domain):
             result = _infer_node(node, domain, ins, values, opsets)
         else:
             continue

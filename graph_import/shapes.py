@@ -197,25 +197,22 @@ def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
     """Rewrite graph-input dims in place; returns the bindings that matched something.
 
     Name bindings (``batch``) apply to every dim with that ``dim_param`` (inputs, outputs,
-    value_info). ``input:axis`` bindings apply to that input's axis and must name an existing
-    input and axis. A binding that contradicts a fixed dim raises ModelImportError. Name
-    bindings that match no dim are ignored (not returned), so one ``--dim sequence=128`` can be
-    passed to models with and without a sequence axis.
+    value_info). ``input:axis`` bindings must name an existing input and axis; when that axis is
+    a named dim, the name is bound everywhere (ONNX: one name, one size), so
+    ``input_ids:1=128`` also binds ``attention_mask``'s ``sequence`` axis. A binding that
+    contradicts a fixed dim or another binding raises ModelImportError. Name bindings that
+    match no dim are ignored (not returned), so one ``--dim sequence=128`` can be passed to
+    models with and without a sequence axis.
     """
     initializer_names = {t.name for t in graph.initializer}
     inputs = {vi.name: vi for vi in graph.input if vi.name not in initializer_names}
     applied: dict[str, int] = {}
-    by_name = {k: v for k, v in dims.items() if split_input_axis(k) is None or k in _all_params(graph)}
-    for vi in (*graph.input, *graph.output, *graph.value_info):
-        if not vi.type.HasField("tensor_type"):
-            continue
-        for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_param") and d.dim_param in by_name:
-                applied[d.dim_param] = by_name[d.dim_param]
-                d.dim_value = by_name[d.dim_param]
+    params = _all_params(graph)
+    by_name = {k: v for k, v in dims.items() if split_input_axis(k) is None or k in params}
+    unnamed: list[tuple[onnx.TensorShapeProto.Dimension, int]] = []
     for key, value in dims.items():
-        if key in by_name:
-            continue
+        if split_input_axis(key) is None or key in params:
+            continue  # a plain dim name, already in by_name
         name, axis = split_input_axis(key)  # type: ignore[misc]
         vi = inputs.get(name)
         if vi is None:
@@ -231,13 +228,32 @@ def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
                 f"exist; use an axis in 0..{rank - 1}"
             )
         d = shape_dims[axis % rank]
-        if d.HasField("dim_value") and d.dim_value != value:
-            raise ModelImportError(
-                f"--dim {key}={value}: axis {axis % rank} of input {name!r} is fixed at "
-                f"{d.dim_value} by the model; drop this --dim or re-export with a dynamic axis"
-            )
-        d.dim_value = value
+        if d.HasField("dim_value"):
+            if d.dim_value != value:
+                raise ModelImportError(
+                    f"--dim {key}={value}: axis {axis % rank} of input {name!r} is fixed at "
+                    f"{d.dim_value} by the model; drop this --dim or re-export with a dynamic axis"
+                )
+        elif d.dim_param:
+            earlier = by_name.get(d.dim_param)
+            if earlier is not None and earlier != value:
+                raise ModelImportError(
+                    f"--dim {key}={value} contradicts --dim {d.dim_param}={earlier}: axis "
+                    f"{axis % rank} of input {name!r} is the dim {d.dim_param!r}; give one value"
+                )
+            by_name[d.dim_param] = value
+        else:
+            unnamed.append((d, value))
         applied[key] = value
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in by_name:
+                applied[d.dim_param] = by_name[d.dim_param]
+                d.dim_value = by_name[d.dim_param]
+    for d, value in unnamed:
+        d.dim_value = value
     return applied
 
 

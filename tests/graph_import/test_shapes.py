@@ -37,7 +37,7 @@ def test_bind_by_name_folds_reshape_target():
 def test_bind_by_input_axis():
     res = _shapes(dynamic_reshape_model(), {"x:0": 3, "x:1": 7})
     assert res.tensors["y"].dims == (3 * 7, 4, 8)
-    assert res.bound == {"x:0": 3, "x:1": 7}
+    assert res.bound == {"x:0": 3, "x:1": 7, "batch": 3, "seq": 7}
 
 
 def test_negative_axis_binding():
@@ -187,3 +187,24 @@ def test_float_values_fold_through_cast():
     res = _shapes(make_model(nodes, [x], [y], [const("half", [2.0, 0.5], np.float32)]), {"n": 3})
     assert res.values["hi"].tolist() == [6, 2]
     assert res.tensors["y"].dims == (6, 2)
+
+
+def _two_inputs_sharing_sequence():
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
+    mask = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
+    nodes = [helper.make_node("Mul", ["input_ids", "attention_mask"], ["y"])]
+    return make_model(nodes, [ids, mask], [y])
+
+
+def test_input_axis_binding_of_a_named_dim_binds_the_name_everywhere():
+    res = _shapes(_two_inputs_sharing_sequence(), {"input_ids:1": 128, "batch": 2})
+    assert res.tensors["attention_mask"].dims == (2, 128)
+    assert res.tensors["y"].dims == (2, 128)
+    assert res.unbound == ()
+    assert res.bound == {"input_ids:1": 128, "batch": 2, "sequence": 128}
+
+
+def test_input_axis_binding_contradicting_a_name_binding():
+    with pytest.raises(ModelImportError, match=r"--dim input_ids:1=64 contradicts --dim sequence=128"):
+        _shapes(_two_inputs_sharing_sequence(), {"sequence": 128, "input_ids:1": 64})

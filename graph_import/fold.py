@@ -23,9 +23,27 @@ Folder = Callable[[dict[str, Any], list[Array | None]], list[Array]]
 
 FOLDERS: dict[str, Folder] = {}
 
+#: Largest value a folder computes. Folders whose output size depends on input *values*
+#: (Range, ConstantOfShape, Expand, Tile, broadcasting ops, Gather) check it before allocating,
+#: so a hostile model cannot make the import allocate terabytes.
+MAX_FOLD_ELEMENTS = 1 << 16
+
 
 class FoldError(Exception):
     """A node could not be evaluated with numpy; it stays in the graph."""
+
+
+def _limit(shape: Sequence[int]) -> tuple[int, ...]:
+    """``shape`` as ints, or FoldError when it is negative or holds more than MAX_FOLD_ELEMENTS."""
+    dims = tuple(int(d) for d in shape)
+    n = 1
+    for d in dims:
+        if d < 0:
+            raise FoldError(f"negative dim in {dims}")
+        n *= d
+    if n > MAX_FOLD_ELEMENTS:
+        raise FoldError(f"value of shape {dims} is too large to fold")
+    return dims
 
 
 def folder(*op_types: str) -> Callable[[Folder], Folder]:
@@ -82,6 +100,7 @@ def _cast_like(attrs, inputs):
 def _gather(attrs, inputs):
     data, idx = inputs[0], inputs[1].astype(np.int64)
     axis = int(attrs.get("axis", 0))
+    _limit((*data.shape[:axis], *idx.shape, *data.shape[axis + 1 :]) if data.ndim else idx.shape)
     idx = np.where(idx < 0, idx + data.shape[axis], idx)
     return [np.take(data, idx, axis=axis)]
 
@@ -124,13 +143,16 @@ def _concat(attrs, inputs):
 @folder("Range")
 def _range(attrs, inputs):
     start, limit, delta = (np.asarray(x).reshape(()) for x in inputs[:3])
+    if delta == 0:
+        raise FoldError("Range with delta 0")
+    _limit((max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0),))
     return [np.arange(start, limit, delta, dtype=np.asarray(inputs[0]).dtype)]
 
 
 @folder("ConstantOfShape")
 def _constant_of_shape(attrs, inputs):
     value = np.asarray(attrs["value"]).reshape(-1) if "value" in attrs else np.zeros(1, np.float32)
-    return [np.full(tuple(int(d) for d in inputs[0].reshape(-1)), value[0], dtype=value.dtype)]
+    return [np.full(_limit(inputs[0].reshape(-1)), value[0], dtype=value.dtype)]
 
 
 @folder("Slice")
@@ -158,6 +180,7 @@ def _slice(attrs, inputs):
 
 def _binary(fn: Callable[[Array, Array], Array]) -> Folder:
     def fold(attrs, inputs):
+        _limit(np.broadcast_shapes(inputs[0].shape, inputs[1].shape))
         return [np.asarray(fn(inputs[0], inputs[1]))]
 
     return fold
@@ -203,6 +226,7 @@ for _op, _fn in {
 @folder("Mod")
 def _mod(attrs, inputs):
     a, b = inputs
+    _limit(np.broadcast_shapes(a.shape, b.shape))
     if np.issubdtype(b.dtype, np.integer) and np.any(b == 0):
         raise FoldError("modulo by zero")
     fn = np.fmod if int(attrs.get("fmod", 0)) else np.mod
@@ -237,12 +261,14 @@ def _not(attrs, inputs):
 @folder("Where")
 def _where(attrs, inputs):
     cond, a, b = inputs
+    _limit(np.broadcast_shapes(cond.shape, a.shape, b.shape))
     return [np.where(cond.astype(bool), a, b).astype(np.result_type(a, b))]
 
 
 def _variadic_folder(fn: Callable[[Array, Array], Array], mean: bool = False) -> Folder:
     def fold(attrs, inputs):
         parts = [x for x in inputs if x is not None]
+        _limit(np.broadcast_shapes(*(x.shape for x in parts)))
         out = parts[0]
         for x in parts[1:]:
             out = fn(out, x)
@@ -304,13 +330,15 @@ def _flatten(attrs, inputs):
 @folder("Expand")
 def _expand(attrs, inputs):
     data, shape = inputs[0], tuple(int(d) for d in inputs[1].reshape(-1))
-    target = np.broadcast_shapes(data.shape, shape)
+    target = _limit(np.broadcast_shapes(data.shape, shape))
     return [np.broadcast_to(data, target).copy()]
 
 
 @folder("Tile")
 def _tile(attrs, inputs):
-    return [np.tile(inputs[0], tuple(int(r) for r in inputs[1].reshape(-1)))]
+    reps = tuple(int(r) for r in inputs[1].reshape(-1))
+    _limit((inputs[0].size, *reps))  # output elements = input elements x product of repeats
+    return [np.tile(inputs[0], reps)]
 
 
 @folder("Transpose")

@@ -31,10 +31,10 @@ from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 from graph_import.contrib_shapes import SHAPE_RULES, ContribShapeError
 from graph_import.dims import check_dims, split_input_axis
 from graph_import.errors import ModelImportError
-from graph_import.fold import FOLDERS, FoldError, attribute_values, fold_split
+from graph_import.fold import FOLDERS, MAX_FOLD_ELEMENTS, FoldError, attribute_values, fold_split
 from graph_import.load import tensor_has_inline_data
 
-FOLD_MAX_ELEMENTS = 1 << 16  # larger computed values are not kept (their shapes still are)
+FOLD_MAX_ELEMENTS = MAX_FOLD_ELEMENTS  # larger values are not kept (their shapes still are)
 DEFAULT_MAX_ITERATIONS = 100  # each round resolves at least one more tensor; stops when none
 UNKNOWN_DIM = "?"
 _ONNX_DOMAINS = ("", "ai.onnx")
@@ -387,7 +387,7 @@ def _fold_node(
             if op == "Split":
                 return fold_split(attrs, inputs, len(node.output))
             return FOLDERS[op](attrs, inputs)
-    except (FoldError, ValueError, TypeError, IndexError, KeyError, OverflowError):
+    except (FoldError, ValueError, TypeError, IndexError, KeyError, OverflowError, MemoryError):
         return None  # left to shape inference; the node is costed from inferred shapes
 
 

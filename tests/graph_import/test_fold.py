@@ -115,3 +115,21 @@ def test_external_tensor_attribute_is_never_read():
     entry = t.external_data.add()
     entry.key, entry.value = "location", "/etc/passwd"
     assert attribute_values(helper.make_node("Constant", [], ["y"], value=t)) == {"value": None}
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs"),
+    [
+        ("Range", [np.array(0, INT), np.array(2**40, INT), np.array(1, INT)]),
+        ("ConstantOfShape", [a(2**20, 2**20)]),
+        ("Expand", [a(1), a(2**30, 2**30)]),
+        ("Tile", [a(1, 2), a(2**40)]),
+        ("Add", [np.zeros((60000, 1), INT), np.zeros((1, 60000), INT)]),
+        ("Gather", [np.zeros((2**16,), INT), np.zeros((2**16,), INT)[:, None].repeat(2, 1)]),
+    ],
+    ids=["Range", "ConstantOfShape", "Expand", "Tile", "broadcast", "Gather"],
+)
+def test_hostile_sizes_are_refused_before_allocating(op, inputs):
+    """A model cannot make folding allocate terabytes: the size is checked first."""
+    with pytest.raises(FoldError, match="too large to fold"):
+        FOLDERS[op]({}, inputs)

@@ -268,3 +268,19 @@ def test_tensor_value_declares_more_elements_than_its_data():
     w = const("w", np.zeros(4), np.float32)
     w.dims[:] = [2**20, 2**20]
     _refused(serialize(make_model(nodes, [X], [Y], [w])), r"tensor 'w' holds 16 bytes of data but its dims \[1048576, 1048576\]")
+
+
+def test_huge_computed_tensors_are_not_materialised():
+    """Range to 2**40 and ConstantOfShape of 2**40 elements: shapes only, nothing allocated."""
+    from graph_import import import_model
+
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    r = helper.make_tensor_value_info("r", TensorProto.INT64, None)
+    nodes = [
+        helper.make_node("ConstantOfShape", ["shape"], ["y"]),
+        helper.make_node("Range", ["zero", "limit", "one"], ["r"]),
+    ]
+    inits = [const("shape", [2**20, 2**20]), const("zero", 0), const("limit", 2**40), const("one", 1)]
+    graph = import_model(serialize(make_model(nodes, [], [y, r], inits)))
+    assert graph.outputs[0].shape == (2**20, 2**20)
+    assert graph.outputs[1].shape == (2**40,)

@@ -134,6 +134,23 @@ def breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def critical_path_table(pred: Prediction, top: int | None) -> pd.DataFrame:
+    """The kernels on the critical path (inter-op), in execution order; ``top``: the slowest N."""
+    df = pred.per_op
+    phase_of = {"F": "forward", "B": "backward", "U": "update"}
+    time_of = df.groupby(["phase", "node"])["time_s"].sum()
+    update_time = df[df["phase"] == "update"].set_index("key")["time_s"]
+    rows = []
+    for step in pred.critical_path:
+        kind, name = step.split(":", 1)
+        phase = phase_of[kind]
+        t = update_time.get(name, 0.0) if kind == "U" else time_of.get((phase, name), 0.0)
+        if t > 0:
+            rows.append({"phase": phase, "node": name, "time_us": t * 1e6})
+    out = pd.DataFrame(rows, columns=["phase", "node", "time_us"])
+    return out.nlargest(top, "time_us").sort_index() if top else out
+
+
 def memory_table(pred: Prediction, hw) -> pd.DataFrame:
     m = pred.memory
     parts = [("weights", m.weights_bytes), ("activations (peak)", m.peak_activation_bytes),
@@ -159,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
         "by_phase": breakdown_table(pred.by_phase),
         "memory": memory_table(pred, hw),
     }
+    if pred.critical_path:
+        tables["critical_path"] = critical_path_table(pred, args.top)
     extra: dict = {
         "model": graph.name, "device": hw.id, "dims": dict(graph.dims), "batch": batch,
         "precision": config.precision, "mode": config.mode, "estimator": estimator,

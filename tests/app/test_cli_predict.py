@@ -67,7 +67,8 @@ def test_predict_fusion_top_and_csv(mlp_path, capsys):
     doc = run_json(capsys, "predict", mlp_path, "--hw", "t4", "--dim", "batch=2", "--top", "1",
                    "--inter-op", "--max-batch")
     assert len(doc["ops"]) == 1
-    assert doc["critical_path_ms"] is not None
+    assert doc["critical_path_ms"] == pytest.approx(doc["total_ms"])  # a chain: no overlap
+    assert [r["node"] for r in doc["critical_path"]] == ["mm"]  # --top 1
     assert doc["max_batch_that_fits"] > 1000
     assert main(["predict", mlp_path, "--hw", "t4", "--format", "csv"]) == 0
     out = capsys.readouterr().out

@@ -168,8 +168,8 @@ def _check_versions(model: ModelProto) -> None:
     versions = [op.version for op in model.opset_import if op.domain in _DEFAULT_DOMAINS]
     if not versions:
         raise ModelImportError(
-            "the model declares no ai.onnx opset import: re-export it (any opset "
-            f"{MIN_OPSET}..{MAX_OPSET})"
+            "the model declares no ai.onnx opset import (a truncated file ends like this too): "
+            f"re-export or re-download it (any opset {MIN_OPSET}..{MAX_OPSET})"
         )
     opset = max(versions)
     if not MIN_OPSET <= opset <= MAX_OPSET:

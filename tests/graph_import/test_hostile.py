@@ -15,6 +15,7 @@ from graph_import.load import MAX_TENSOR_ELEMENTS, load_model
 from graph_import.shapes import infer_concrete
 from tests.graph_import.import_helpers import (
     const,
+    dynamic_reshape_model,
     external_weight,
     make_model,
     relu_model,
@@ -284,3 +285,12 @@ def test_huge_computed_tensors_are_not_materialised():
     graph = import_model(serialize(make_model(nodes, [], [y, r], inits)))
     assert graph.outputs[0].shape == (2**20, 2**20)
     assert graph.outputs[1].shape == (2**40,)
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 5, 8, 13, 21, 34, 55, 89])
+def test_every_truncation_is_refused(cut):
+    """Cut anywhere, a model is refused (protobuf may parse a prefix cut at a field boundary:
+    then the missing opset import or graph is reported)."""
+    data = serialize(dynamic_reshape_model())
+    with pytest.raises(ModelImportError, match=r"re-export|truncated|not an ONNX model"):
+        load_model(data[: len(data) - cut])

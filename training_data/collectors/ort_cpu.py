@@ -168,24 +168,51 @@ def run_profiled(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], config
     return runs[config.warmup:], wall[config.warmup:], optimized
 
 
-def measure_model(source: Any, dims: Mapping[str, int] | None = None,
-                  config: MeasureConfig | None = None, name: str | None = None) -> Measurement:
-    """Measure every op of a model (module docstring). ``source``: path, bytes or ModelProto."""
-    config = config or MeasureConfig()
+@dataclass
+class Prepared:
+    """A model ready to measure: named original graph, costed Graph, runnable copy, inputs."""
+
+    name: str
+    dims: dict[str, int]
+    model: onnx.ModelProto
+    graph: Graph
+    runnable: onnx.ModelProto
+    feeds: dict[str, np.ndarray]
+    plans: list[IntInputPlan]
+
+
+def prepare(source: Any, dims: Mapping[str, int] | None = None, name: str | None = None,
+            seed: int = 0) -> Prepared:
+    """Load, name, cost and materialise ``source`` (path, bytes or ModelProto) once."""
     dims = dict(dims or {})
     if isinstance(source, onnx.ModelProto):
         model = load_named(source.SerializeToString())
     else:
         model = load_named(source)
-    name = name or (Path(source).stem if isinstance(source, str | Path) else model.graph.name
-                    or "model")
-    graph = import_for_costs(model, dims, name)
-    runnable = materialise(model, dims, seed=config.seed)
-    feeds, plans = make_feeds(runnable, np.random.default_rng(config.seed))
+    if name is None:
+        name = Path(source).stem if isinstance(source, str | Path) else (model.graph.name
+                                                                        or "model")
+    graph = import_for_costs(model, dims, name or "model")
+    runnable = materialise(model, dims, seed=seed)
+    feeds, plans = make_feeds(runnable, np.random.default_rng(seed))
+    return Prepared(name, dims, model, graph, runnable, feeds, plans)
+
+
+def measure_prepared(prep: Prepared, config: MeasureConfig,
+                     source: str = tidy.SOURCE_ORT_CPU) -> Measurement:
+    """Run and profile a prepared model under ``config``."""
     with tempfile.TemporaryDirectory(prefix="roofcast-measure-") as tmp:
-        runs, wall, optimized = run_profiled(runnable, feeds, config, Path(tmp))
-    mapping = map_optimized(model, optimized)
-    return assemble(graph, mapping, runs, wall, config, dims, plans, model_name=name)
+        runs, wall, optimized = run_profiled(prep.runnable, prep.feeds, config, Path(tmp))
+    mapping = map_optimized(prep.model, optimized)
+    return assemble(prep.graph, mapping, runs, wall, config, prep.dims, prep.plans,
+                    model_name=prep.name, source=source)
+
+
+def measure_model(source: Any, dims: Mapping[str, int] | None = None,
+                  config: MeasureConfig | None = None, name: str | None = None) -> Measurement:
+    """Measure every op of a model (module docstring). ``source``: path, bytes or ModelProto."""
+    return measure_prepared(prepare(source, dims, name, (config or MeasureConfig()).seed),
+                            config or MeasureConfig())
 
 
 def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],

@@ -1,0 +1,245 @@
+"""Build the bundled CPU dataset: per-op measurements of every zoo model plus microbenchmarks.
+
+    python -m training_data.bundled.build_dataset [--budget-s 1500] [--repeats 5] [--quick]
+
+Writes beside this file (or ``--out-dir``):
+
+* ``cpu_measurements.csv.gz``: tidy rows (``training_data.schema`` columns), zoo models and
+  microbenchmarks, threads 1 and 2;
+* ``cpu_summary.csv``: one line per measured (model, dims, threads): end-to-end median and
+  spread, sum of per-op times, joined fraction, the share of the CPUs other processes used
+  meanwhile, and the repeat-agreement check (``repeat_of``: a second, independent session of
+  the same model and config);
+* ``cpu_metadata.json``: CPU model (/proc/cpuinfo), cores, date, software versions, the local
+  calibration (``hw_catalog.calibrate``) taken just before, the plan and what was skipped.
+
+Plan: microbenchmarks (full grid) at 1 and 2 threads; then the zoo breadth first: every model at
+its smallest config, then larger ones (CNNs batch 1, 4, 16; sequence models batch 1/4 x sequence
+128/512), each at threads 1 and 2. A config whose estimated time (FLOPs / calibrated GEMM
+FLOP/s x ``EFFICIENCY`` x runs) exceeds ``--max-config-s`` or the budget left is skipped and
+listed. Files are rewritten after every model so a killed run keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+EFFICIENCY = 0.5  # assumed fraction of GEMM peak a whole model reaches (for the time estimate)
+CNN_BATCHES = (1, 4, 16)
+SEQ_CONFIGS = ((1, 128), (4, 128), (1, 512), (4, 512))
+THREADS = (1, 2)
+
+
+def log(msg: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+def cpu_seconds() -> float | None:
+    """Busy CPU-seconds of the whole machine so far (/proc/stat)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    ticks = [int(v) for v in fields[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def other_share(before: tuple[float | None, float, float], n_cpu: int) -> float | None:
+    """Fraction of all CPUs' time other processes used since ``before``."""
+    busy0, own0, wall0 = before
+    busy1 = cpu_seconds()
+    wall = time.perf_counter() - wall0
+    if busy0 is None or busy1 is None or wall <= 0:
+        return None
+    return max(0.0, ((busy1 - busy0) - (own_cpu_seconds() - own0)) / (wall * n_cpu))
+
+
+def cpuinfo() -> dict[str, Any]:
+    from hw_catalog.calibrate import cpu_model
+
+    facts: dict[str, Any] = {"model_name": cpu_model(), "logical_cpus": os.cpu_count()}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return facts
+    first = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in first:
+            first[key.strip()] = value.strip()
+    for key in ("vendor_id", "cpu family", "model", "stepping", "cpu MHz", "cache size"):
+        if key in first:
+            facts[key.replace(" ", "_")] = first[key]
+    flags = set(first.get("flags", "").split())
+    facts["simd_flags"] = sorted(f for f in flags if f.startswith(("avx", "fma", "sse4")))
+    return facts
+
+
+def gemm_rate(calibration: dict[str, Any] | None, threads: int) -> float:
+    """Calibrated fp32 GEMM FLOP/s at ``threads`` (10 GFLOP/s per thread if unknown)."""
+    try:
+        g = calibration["calibration"]["gemm"]["fp32"]  # type: ignore[index]
+        return float(dict(zip(g["threads"], g["GFLOPs"], strict=True))[threads]) * 1e9
+    except (KeyError, TypeError, ValueError):
+        return 10e9 * threads
+
+
+def model_configs(name: str) -> list[dict[str, int]]:
+    from training_data import zoo
+
+    symbolic = set(zoo.model_meta(name).get("symbolic_dims", []))
+    if "sequence" in symbolic:
+        return [{"batch": b, "sequence": s} for b, s in SEQ_CONFIGS]
+    return [{"batch": b} for b in CNN_BATCHES]
+
+
+def run_calibration(say) -> dict[str, Any] | None:
+    try:
+        from hw_catalog.calibrate import run_calibration as calibrate
+    except ImportError as exc:
+        say(f"calibration unavailable: {exc}")
+        return None
+    try:
+        return calibrate(quick=False, progress=say)
+    except Exception as exc:  # the dataset is still useful without it; say so in metadata
+        say(f"calibration failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out-dir", type=Path, default=HERE)
+    ap.add_argument("--budget-s", type=float, default=1500.0)
+    ap.add_argument("--max-config-s", type=float, default=90.0)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--quick", action="store_true", help="quick micro grid, batch 1 only")
+    ap.add_argument("--models", nargs="*", help="zoo models (default: all)")
+    ap.add_argument("--no-calibration", action="store_true")
+    args = ap.parse_args(argv)
+
+    from training_data import zoo
+    from training_data.collectors.microbench import cases, run_cases
+    from training_data.collectors.ort_cpu import MeasureConfig, measure_prepared, prepare
+    from training_data.collectors.rows import software_versions
+
+    start = time.perf_counter()
+    n_cpu = os.cpu_count() or 1
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, Any] = {
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "cpu": cpuinfo(), "software": software_versions(), "platform": platform.platform(),
+        "command": " ".join(["python -m training_data.bundled.build_dataset", *(argv or
+                                                                              sys.argv[1:])]),
+        "repeats": args.repeats, "warmup": args.warmup, "threads": list(THREADS),
+        "opt_level": "all", "load_average_at_start": os.getloadavg(),
+        "noise_note": ("measured on a shared 2-core machine while other jobs ran; each row's "
+                       "latency is the median of the repeats, p10/p90 give the spread, and "
+                       "cpu_summary.csv records the CPU share other processes used meanwhile"),
+    }
+    calibration = None if args.no_calibration else run_calibration(log)
+    meta["calibration"] = calibration
+    frames: list[pd.DataFrame] = []
+    summaries: list[dict[str, Any]] = []
+    skipped: list[str] = []
+
+    def flush() -> None:
+        rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        rows.to_csv(args.out_dir / "cpu_measurements.csv.gz", index=False,
+                    compression={"method": "gzip", "compresslevel": 9, "mtime": 0})
+        pd.DataFrame(summaries).to_csv(args.out_dir / "cpu_summary.csv", index=False,
+                                       float_format="%.6g")
+        meta["skipped"] = skipped
+        meta["elapsed_s"] = round(time.perf_counter() - start, 1)
+        meta["rows"] = len(rows)
+        (args.out_dir / "cpu_metadata.json").write_text(json.dumps(meta, indent=1, default=str))
+
+    def left() -> float:
+        return args.budget_s - (time.perf_counter() - start)
+
+    configs = [MeasureConfig(threads_intra=t, repeats=args.repeats, warmup=args.warmup)
+               for t in THREADS]
+    micro = cases("all", quick=args.quick)
+    log(f"microbenchmarks: {len(micro)} cases x {len(configs)} thread counts")
+    before = (cpu_seconds(), own_cpu_seconds(), time.perf_counter())
+    micro_rows, micro_summary = run_cases(micro, configs)
+    frames.append(micro_rows)
+    share = other_share(before, n_cpu)
+    for rec in micro_summary.to_dict("records"):
+        summaries.append({**rec, "kind": "micro", "other_cpu_share": share})
+    flush()
+    log(f"microbenchmarks done: {len(micro_rows)} rows, {left():.0f} s of budget left")
+
+    names = args.models or zoo.list_models()
+    plan = []
+    for level in range(max(len(model_configs(n)) for n in names)):
+        for name in names:
+            cfgs = model_configs(name)
+            if level < (1 if args.quick else len(cfgs)):
+                plan.append((name, cfgs[level], level))
+    for name, dims, level in plan:
+        t0 = time.perf_counter()
+        try:
+            prep = prepare(zoo.model_path(name), dims, name=name)
+        except Exception as exc:
+            skipped.append(f"{name} {dims}: cannot prepare ({type(exc).__name__}: {exc})")
+            log(skipped[-1])
+            continue
+        flops = sum(op.cost.flops for op in prep.graph.ops() if op.cost is not None)
+        runs = args.repeats + args.warmup
+        est = sum(flops / (gemm_rate(calibration, c.threads_intra) * EFFICIENCY) * runs
+                  for c in configs) + (time.perf_counter() - t0)
+        if est > args.max_config_s or est > left():
+            skipped.append(f"{name} {dims}: estimated {est:.0f} s (budget left {left():.0f} s, "
+                           f"cap {args.max_config_s:.0f} s)")
+            log("skip " + skipped[-1])
+            continue
+        for cfg in configs:
+            before = (cpu_seconds(), own_cpu_seconds(), time.perf_counter())
+            try:
+                m = measure_prepared(prep, cfg)
+            except Exception as exc:
+                skipped.append(f"{name} {dims} t={cfg.threads_intra}: {type(exc).__name__}: "
+                               f"{exc}")
+                log(skipped[-1])
+                continue
+            frames.append(m.rows)
+            summaries.append({**m.summary, "kind": "zoo", "flops": flops,
+                              "other_cpu_share": other_share(before, n_cpu)})
+            s = m.summary
+            log(f"{name} {dims} t={cfg.threads_intra}: e2e {s['e2e_ms']:.1f} ms, ops "
+                f"{s['sum_ops_ms']:.1f} ms ({s['ops_over_e2e']:.2f}), joined "
+                f"{s['joined_fraction']:.3f}, other CPU {summaries[-1]['other_cpu_share']}")
+            if level == 0 and cfg.threads_intra == 1:  # repeat agreement: a fresh session
+                again = measure_prepared(prep, cfg)
+                summaries.append({**again.summary, "kind": "zoo-repeat", "flops": flops,
+                                  "repeat_of": s["run_id"], "other_cpu_share": None})
+                log(f"  repeat: e2e {again.summary['e2e_ms']:.1f} ms, op medians "
+                    f"{again.summary['sum_op_medians_ms']:.1f} vs {s['sum_op_medians_ms']:.1f}")
+        del prep
+        flush()
+        log(f"{name} {dims} done in {time.perf_counter() - t0:.0f} s; {left():.0f} s left")
+    meta["load_average_at_end"] = os.getloadavg()
+    flush()
+    log(f"done: {sum(len(f) for f in frames)} rows in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""GPU collector: ONNX Runtime's CUDA provider, used when a CUDA device is present.
+
+``cuda_status()`` says whether this machine can measure on CUDA and why not;
+``require_cuda()`` returns the provider name or raises MeasurementError with that reason (the
+CLI prints it as one line and exits 2).
+
+Why kernels are timed one node at a time: the ORT profiler times a node's ``Compute`` call on
+the host; with the CUDA provider that call only *launches* the kernels (asynchronous), so its
+duration is not the GPU time (pip builds do not carry ORT's CUPTI kernel profiling). Instead,
+``measure_prepared_gpu`` times every costed, non-view node of the original graph in isolation: a
+one-node model with the node's concrete input shapes (weights and constant inputs copied from
+the materialised model, other inputs random; integer inputs zero, which is a valid index), its
+inputs and outputs bound on the device (I/O binding), and the wall time of
+``run_with_iobinding`` (which synchronises the device at the end) over ``repeats`` runs after
+``warmup``. Each time therefore includes one launch plus synchronisation (a few microseconds),
+like a kernel run alone; the row's ``notes`` say so. The whole model's end-to-end time is
+measured the same way. Install with ``pip install onnxruntime-gpu`` on a CUDA machine, then
+``roofcast measure MODEL --device cuda``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from onnx import TensorProto, helper, numpy_helper
+
+from graph_import.types import Engine, OpNode
+from training_data.collectors import rows as tidy
+from training_data.errors import MeasurementError
+
+CUDA_PROVIDER = "CUDAExecutionProvider"
+SOURCE_GPU = "roofcast.ort_cuda"
+
+
+def cuda_status() -> tuple[bool, str]:
+    """(usable, explanation)."""
+    import onnxruntime as ort
+
+    if CUDA_PROVIDER in ort.get_available_providers():
+        return True, f"onnxruntime {ort.__version__} has {CUDA_PROVIDER}"
+    torch_cuda = False
+    if importlib.util.find_spec("torch") is not None:
+        try:
+            import torch
+
+            torch_cuda = bool(torch.cuda.is_available())
+        except Exception:  # a broken torch install is the same as none here
+            torch_cuda = False
+    if torch_cuda:
+        return False, ("PyTorch sees a CUDA device but onnxruntime has no CUDAExecutionProvider: "
+                       "pip install onnxruntime-gpu (in place of onnxruntime), then retry")
+    return False, ("no CUDA device here: onnxruntime has no CUDAExecutionProvider and PyTorch "
+                   "sees no CUDA GPU; measure on CPU (--device cpu) or run on a CUDA machine "
+                   "with onnxruntime-gpu installed")
+
+
+def require_cuda() -> str:
+    """The CUDA provider name, or MeasurementError saying why it cannot be used."""
+    ok, why = cuda_status()
+    if not ok:
+        raise MeasurementError(why)
+    return CUDA_PROVIDER
+
+
+def _session(model_bytes: bytes, config: Any):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[config.opt_level]
+    so.log_severity_level = 3
+    return ort.InferenceSession(model_bytes, so, providers=[CUDA_PROVIDER, "CPUExecutionProvider"])
+
+
+def time_on_device(model_bytes: bytes, feeds: dict[str, np.ndarray], config: Any) -> list[float]:
+    """Wall times (s) of ``config.repeats`` synchronised runs with device-resident I/O."""
+    import onnxruntime as ort
+
+    sess = _session(model_bytes, config)
+    binding = sess.io_binding()
+    for name, arr in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(arr, "cuda", 0))
+    for out in sess.get_outputs():
+        binding.bind_output(out.name, "cuda", 0)
+    times = []
+    for i in range(config.warmup + config.repeats):
+        t0 = time.perf_counter()
+        sess.run_with_iobinding(binding)  # synchronises the device before returning
+        if i >= config.warmup:
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def node_model(op: OpNode, runnable_inits: dict[str, TensorProto], opset: list[Any]
+               ) -> tuple[bytes, dict[str, np.ndarray]] | None:
+    """A one-node model of ``op`` and its random feeds; None when a shape is not concrete."""
+    rng = np.random.default_rng(0)
+    inputs, inits, feeds, names = [], [], {}, []
+    for t in op.inputs:
+        if t is None:
+            names.append("")
+            continue
+        if not all(isinstance(d, int) for d in t.shape) or t.dtype == "undefined":
+            return None
+        names.append(t.name)
+        if t.name in runnable_inits:
+            inits.append(runnable_inits[t.name])
+        elif t.name in op.const_inputs:
+            inits.append(numpy_helper.from_array(np.asarray(op.const_inputs[t.name]), t.name))
+        else:
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(_np_dtype(t.dtype)))
+            inputs.append(helper.make_tensor_value_info(t.name, elem, list(t.shape)))
+            feeds[t.name] = _random(t.shape, _np_dtype(t.dtype), rng)
+    node = helper.make_node(op.op_type, names, [o.name for o in op.outputs], name=op.name,
+                            domain=op.domain or None)
+    node.attribute.extend(_attributes(op))
+    outputs = [helper.make_tensor_value_info(o.name, TensorProto.UNDEFINED, None)
+               for o in op.outputs]
+    graph = helper.make_graph([node], op.name, inputs, outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=opset, ir_version=8)
+    return model.SerializeToString(), feeds
+
+
+def _attributes(op: OpNode) -> list[Any]:
+    out = []
+    for k, v in op.attrs.items():
+        try:
+            out.append(helper.make_attribute(k, v.tolist() if isinstance(v, np.ndarray) else v))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _np_dtype(onnx_dtype: str) -> Any:
+    return {"float": np.float32, "float16": np.float16, "double": np.float64,
+            "bool": np.bool_}.get(onnx_dtype, onnx_dtype)
+
+
+def _random(shape, dtype, rng) -> np.ndarray:
+    if np.issubdtype(np.dtype(dtype), np.floating):
+        return rng.standard_normal(shape).astype(dtype)
+    return np.zeros(shape, dtype=dtype)
+
+
+def measure_prepared_gpu(prep: Any, config: Any):
+    """Per-node isolated CUDA times and the model's end-to-end time (module docstring)."""
+    from training_data.collectors.ort_cpu import SCHEMA_COLUMNS, Measurement
+
+    require_cuda()
+    inits = {t.name: t for t in prep.runnable.graph.initializer}
+    opset = list(prep.runnable.opset_import)
+    run_id = uuid.uuid4().hex[:16]
+    e2e = float(np.median(time_on_device(prep.runnable.SerializeToString(), prep.feeds, config)))
+    records, skipped = [], []
+    for op in prep.graph.ops():
+        if op.cost is None or op.cost.engine == Engine.FREE:
+            continue
+        built = node_model(op, inits, opset)
+        if built is None:
+            skipped.append(op.name)
+            continue
+        try:
+            times = time_on_device(*built, config)
+        except Exception as exc:  # one node ORT cannot run alone is reported, not fatal
+            skipped.append(f"{op.name} ({type(exc).__name__})")
+            continue
+        work = tidy.group_work([op])
+        attrs = work.pop("_attrs")
+        records.append({**work, "attrs": tidy.canonical_json(attrs), "precision": work["dtype"],
+                        **tidy.latency_stats(times), "model": prep.name, "device_id": "local",
+                        "cpu_model": "", "machine": tidy.machine_id(),
+                        "threads_intra": math.nan, "threads_inter": math.nan,
+                        "batch": prep.dims.get("batch", math.nan),
+                        "opt_level": config.opt_level, "mode": "infer",
+                        "provider": CUDA_PROVIDER, "repeats": config.repeats,
+                        "e2e_latency_s": e2e, "run_id": run_id, "source": SOURCE_GPU,
+                        "software": tidy.canonical_json(tidy.software_versions()),
+                        "timestamp": tidy.now_iso(), "direction": "fwd",
+                        "notes": "isolated node: one launch + device sync per timed run"})
+    frame = pd.DataFrame.from_records(records, columns=list(SCHEMA_COLUMNS))
+    total = float(frame["latency_s"].sum()) if len(frame) else 0.0
+    summary = {"model": prep.name, "dims": ",".join(f"{k}={v}" for k, v in
+                                                     sorted(prep.dims.items())),
+               "threads_intra": config.threads_intra, "threads_inter": config.threads_inter,
+               "opt_level": config.opt_level, "repeats": config.repeats, "e2e_ms": e2e * 1e3,
+               "e2e_p10_ms": math.nan, "e2e_p90_ms": math.nan, "sum_ops_ms": total * 1e3,
+               "ops_over_e2e": total / e2e if e2e > 0 else math.nan,
+               "sum_op_medians_ms": total * 1e3, "joined_fraction": 1.0 if len(frame) else
+               math.nan, "rows": len(frame), "groups_fused": 0, "skipped_nodes": len(skipped),
+               "run_id": run_id}
+    return Measurement(frame, summary)

@@ -21,7 +21,7 @@ Ceilings are the *best* of several repeats, as the Empirical Roofline Toolkit re
 timing can only be slowed by other load, never sped up, so the best repeat is the closest to
 what the machine can do. The full plan makes at least three rounds over all GEMM and bandwidth
 points, spread over the run, so that a burst of other load does not spoil a point, and more
-(up to six, within 75 s) while the fp32 GEMM or DRAM ceiling still rises by more than 3%. The share of CPU time
+(up to six; no round starts that would end after 65 s) while the fp32 GEMM or DRAM ceiling still rises by more than 3%. The share of CPU time
 other processes used meanwhile (from /proc/stat) and the load average are recorded; a busy
 machine gives low figures, so calibrate on an idle one.
 
@@ -76,7 +76,7 @@ PLANS: Mapping[str, Plan] = {
     "full": Plan(gemm_sizes=(256, 512, 1024, 2048), gemm_min_run_s=0.03, gemm_repeats=4,
                  bw_sizes_KiB=tuple(2**k for k in range(4, 20)), bw_trial_s=0.03, bw_trials=3,
                  dispatch_nodes=200, dispatch_repeats=100, rounds=3, max_rounds=6,
-                 budget_s=75.0),
+                 budget_s=65.0),
     "quick": Plan(gemm_sizes=(256, 512), gemm_min_run_s=0.005, gemm_repeats=3,
                   bw_sizes_KiB=(16, 256, 4096, 65536), bw_trial_s=0.01, bw_trials=3,
                   dispatch_nodes=50, dispatch_repeats=20, rounds=1, max_rounds=1,

@@ -21,9 +21,10 @@ Ceilings are the *best* of several repeats, as the Empirical Roofline Toolkit re
 timing can only be slowed by other load, never sped up, so the best repeat is the closest to
 what the machine can do. The full plan makes at least three rounds over all GEMM and bandwidth
 points, spread over the run, so that a burst of other load does not spoil a point, and more
-(up to six; no round starts that would end after 65 s) while the fp32 GEMM or DRAM ceiling still rises by more than 3%. The share of CPU time
-other processes used meanwhile (from /proc/stat) and the load average are recorded; a busy
-machine gives low figures, so calibrate on an idle one.
+(up to six; no round starts that would end after 65 s) while the fp32 GEMM or DRAM ceiling
+still rises by more than 3%. The share of CPU time other processes used meanwhile (from
+/proc/stat) and the load average are recorded; a busy machine gives low figures, so calibrate
+on an idle one.
 
 The result is a device document in the catalog schema (kind ``cpu``, id ``local``) with the raw
 curves in ``[calibration]``, written atomically (temp file + ``os.replace``).

@@ -83,3 +83,11 @@ def test_whole_catalog_loads_and_specs_hash_and_pickle():
     for spec in catalog.devices.values():
         assert pickle.loads(pickle.dumps(spec)) == spec
         assert isinstance(hash(spec), int)
+
+
+@pytest.mark.parametrize("path", DEVICE_FILES, ids=lambda p: p.stem)
+def test_every_alias_resolves_to_its_device(path: Path):
+    catalog = _catalog()
+    doc = read_toml(path)
+    for name in [doc["id"], *doc.get("aliases", [])]:
+        assert catalog.resolve(name) == doc["id"]

@@ -143,3 +143,10 @@ def test_fallback_table_is_consistent():
         for tier in tiers:
             assert tier, f"empty tier for {engine} {dtype}"
             assert (engine, dtype) not in tier, "a path does not fall back to itself"
+
+
+def test_engine_names_match_graph_import():
+    from graph_import.types import Engine as E
+    from hw_catalog.spec import ENGINES, NO_COMPUTE_ENGINES
+
+    assert set(ENGINES) | set(NO_COMPUTE_ENGINES) == {e.value for e in E}

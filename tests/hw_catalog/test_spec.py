@@ -146,7 +146,6 @@ def test_fallback_table_is_consistent():
 
 
 def test_engine_names_match_graph_import():
-    from graph_import.types import Engine as E
     from hw_catalog.spec import ENGINES, NO_COMPUTE_ENGINES
 
-    assert set(ENGINES) | set(NO_COMPUTE_ENGINES) == {e.value for e in E}
+    assert set(ENGINES) | set(NO_COMPUTE_ENGINES) == {e.value for e in Engine}

@@ -20,6 +20,9 @@ costed, and the fastest feasible one is taken (as cuBLAS heuristics / cuDNN auto
   (``l2_bytes / concurrent GEMMs / 2``) is reused, so ``r = 1 + (r_raw - 1)·(1 - min(1, share /
   operand bytes))``. Split-K adds ``P = (s - 1) · 2 · batch · M·N · 4`` bytes of fp32 partial
   sums. memory time = ``DRAM bytes / (BW · e_m)``.
+* a GEMV-class candidate when ``min(M, N) <= GEMV_MAX_DIM`` (cuBLAS gemv/skinny kernels): no
+  output tiles, operands streamed once: ``max(F / (P·e_c), DRAM bytes / (BW·e_m), bytes / L2 bw)``
+  (reported with tile_m = tile_n = split_k = 0);
 * candidate time ``= max(compute, DRAM time, L2 time) + P / (BW · e_m)`` (the split-K reduction
   runs after the main loop); row time ``= max(best, L)`` with the launch-overhead floor L (as
   the time-based roofline).
@@ -75,6 +78,8 @@ PARTIAL_SUM_BYTES = 4
 # L2 bandwidth / DRAM bandwidth when a device publishes no L2 figure: microbenchmarks measure
 # ~2.2-3x (V100 ~2.2 TB/s vs 0.9 TB/s, Jia et al. 2018; A100 ~4-5 TB/s vs 1.56 TB/s).
 DEFAULT_L2_BW_RATIO = 2.5
+# cuBLAS switches to GEMV / skinny-GEMM kernels when one output dim is this small
+GEMV_MAX_DIM = 8
 TIE_BREAK = 0.01  # weight of traffic time in the choice among candidates of equal time
 WARM_L2_MODES: tuple[str, ...] = ("none", "activations", "all")
 GEMM_COLUMNS = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
@@ -169,6 +174,29 @@ def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve, resident: np.ndarr
     partial_s = partial / (col(bw) * e_m)
     t = np.maximum(np.maximum(compute, dram_s), l2_s) + partial_s
     t = np.where(_feasible(kind, smem, l2, units, elem, tm, tn), t, np.inf)
+
+    # GEMV-class kernel for skinny problems: streams the operands once, no output tiles
+    g_dram = col(compulsory - resident)
+    g_e_m = e_m_curve(g_dram)
+    g_compute = useful / col(peak) / col(e_c)
+    g_dram_s = g_dram / (col(bw) * g_e_m)
+    g_l2_s = col(compulsory) / col(l2bw)
+    g_t = np.where(col(np.minimum(M, N) <= GEMV_MAX_DIM),
+                   np.maximum(np.maximum(g_compute, g_dram_s), g_l2_s), np.inf)
+    zero, one = np.zeros_like(g_t), np.ones_like(g_t)
+    t = np.concatenate([t, g_t], axis=1)
+    compute = np.concatenate([np.broadcast_to(compute, t[:, :-1].shape), g_compute], axis=1)
+    dram_s = np.concatenate([np.broadcast_to(dram_s, compute[:, :-1].shape), g_dram_s], axis=1)
+    partial_s = np.concatenate([np.broadcast_to(partial_s, compute[:, :-1].shape), zero], axis=1)
+    l2_s = np.concatenate([np.broadcast_to(l2_s, compute[:, :-1].shape), g_l2_s], axis=1)
+    dram = np.concatenate([np.broadcast_to(dram, compute[:, :-1].shape), g_dram], axis=1)
+    l2_traffic = np.concatenate([np.broadcast_to(l2_traffic, compute[:, :-1].shape),
+                                 col(compulsory)], axis=1)
+    tm, tn, s = (np.concatenate([np.broadcast_to(a, compute[:, :-1].shape), zero], axis=1)
+                 for a in (tm, tn, s))
+    waves = np.concatenate([np.broadcast_to(waves, compute[:, :-1].shape), one], axis=1)
+    wave_eff = np.concatenate([np.broadcast_to(wave_eff, compute[:, :-1].shape), one], axis=1)
+    e_m = np.concatenate([np.broadcast_to(e_m, compute[:, :-1].shape), g_e_m], axis=1)
     # near-ties (compute-bound candidates) go to the one moving the least data
     best = np.argmin(t + TIE_BREAK * (dram_s + l2_s), axis=1)
 

@@ -377,6 +377,14 @@ def plateaus(ws_KiB: Sequence[int], GBps: Sequence[float], caches: Sequence[Mapp
     return out
 
 
+def bw_saturation_threads(dram_1thread_GBps: float, dram_all_GBps: float, n_cpu: int) -> float:
+    """Threads at which DRAM bandwidth saturates, from the model bw(t) = min(t·bw1, bwN):
+    t* = bwN / bw1, clamped to 1..N."""
+    if dram_1thread_GBps <= 0:
+        return float(n_cpu)
+    return round(min(max(dram_all_GBps / dram_1thread_GBps, 1.0), float(n_cpu)), 2)
+
+
 def best_plateaus(one: Mapping[str, Any], many: Mapping[str, Any]) -> dict[str, Any]:
     """Per level, the higher of the 1-thread and all-thread plateaus (fewer threads are always
     an option, and on a busy machine one thread often gets a core when N threads cannot)."""
@@ -502,8 +510,12 @@ def run_calibration(quick: bool = False, progress: Progress | None = None) -> di
     bwn = [round(bw_best[(ws, n_cpu)], 2) for ws in plan.bw_sizes_KiB]
     for ws, b1, bn in zip(plan.bw_sizes_KiB, bw1, bwn, strict=True):
         say(f"bandwidth {ws:>7} KiB: {b1:7.1f} GB/s (1 thread) {bn:7.1f} GB/s ({n_cpu} threads)")
-    levels = best_plateaus(plateaus(plan.bw_sizes_KiB, bw1, caches, 1),
-                           plateaus(plan.bw_sizes_KiB, bwn, caches, n_cpu))
+    one = plateaus(plan.bw_sizes_KiB, bw1, caches, 1)
+    many = plateaus(plan.bw_sizes_KiB, bwn, caches, n_cpu)
+    levels = best_plateaus(one, many)
+    levels["DRAM_GBps_1thread"] = one["DRAM_GBps"]
+    levels[f"DRAM_GBps_{n_cpu}threads"] = many["DRAM_GBps"]
+    saturation = bw_saturation_threads(one["DRAM_GBps"], many["DRAM_GBps"], n_cpu)
 
     per_node_1, run_1 = measure_dispatch(1, plan)
     per_node_n, run_n = measure_dispatch(n_cpu, plan) if n_cpu > 1 else (per_node_1, run_1)
@@ -518,6 +530,7 @@ def run_calibration(quick: bool = False, progress: Progress | None = None) -> di
                                  "chain_nodes": plan.dispatch_nodes},
         quick=quick, duration_s=duration, n_cpu=n_cpu)
     cal = doc["calibration"]
+    cal["bw_saturation_threads"] = saturation
     cal["load_average_1min"] = {"before": load_before, "after": _loadavg()}
     other = _other_cpu_share(cpu_before, _cpu_seconds(), duration, n_cpu)
     if other is not None:

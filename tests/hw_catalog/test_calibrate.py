@@ -11,7 +11,13 @@ import pytest
 
 from app.cli import main
 from hw_catalog import get_device
-from hw_catalog.calibrate import _count_cpus, _parse_size, plateaus, thread_counts
+from hw_catalog.calibrate import (
+    _count_cpus,
+    _parse_size,
+    bw_saturation_threads,
+    plateaus,
+    thread_counts,
+)
 from hw_catalog.tomlwrite import dumps
 from hw_catalog.validate import validate_document
 
@@ -41,6 +47,13 @@ def test_plateaus_flag_a_dram_figure_from_too_small_a_working_set():
     levels = plateaus([16, 65536], [100.0, 30.0], CACHES, threads=2)
     assert levels["DRAM_GBps"] == 30
     assert "may include cache hits" in levels["DRAM_note"]
+
+
+def test_bw_saturation_threads():
+    # bw(t) = min(t * 10, 35) saturates at t = 3.5 on an 8-thread machine
+    assert bw_saturation_threads(10.0, 35.0, 8) == 3.5
+    assert bw_saturation_threads(30.0, 20.0, 2) == 1.0  # all threads slower: clamp to 1
+    assert bw_saturation_threads(5.0, 100.0, 4) == 4.0  # never more than the CPUs
 
 
 def test_thread_counts():
@@ -92,6 +105,7 @@ def test_quick_calibration_writes_a_valid_local_device(user_folder: Path, capsys
     assert len(cal["bandwidth"]["working_set_KiB"]) == len(cal["bandwidth"]["GBps_1thread"])
     assert all(b > 0 for b in cal["bandwidth"]["GBps_1thread"])
     assert cal["versions"]["onnxruntime"]
+    assert 1 <= cal["bw_saturation_threads"] <= cal["logical_cpus"]
 
 
 def test_calibrate_output_option(tmp_path: Path, user_folder: Path, capsys,

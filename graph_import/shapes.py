@@ -85,17 +85,18 @@ def infer_concrete(
     work, values = _working_copy(model)
     bound = bind_dims(work.graph, dims)
     unbound = _unbound_dims(work.graph)
-    folded_nodes = 0
     iterations = 0
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    state = _FoldState.of(work.graph)
     for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported after the loop
         work = _infer(work)
         lazy = _LazyShapes(work.graph)
-        new = _fold_pass(work.graph, lazy, values)
+        new = _fold_pass(work.graph, lazy, values, state)
         typed = _propagate_pass(work.graph, lazy, values, opsets)
-        if not new and not typed:
-            break
-        folded_nodes += _replace_folded(work.graph, values, new)
+        edits = _replace_folded(work.graph, values, new, state)
+        if not edits and not typed:
+            break  # the graph did not change: another inference round would learn nothing
+    folded_nodes = len(state.folded)
     tensors = collect_shapes(work.graph)
     for name, value in values.items():
         tensors[name] = TensorShape(_np_dtype_name(value.dtype, tensors.get(name)), value.shape)
@@ -349,19 +350,73 @@ def _value_info_shape(vi: onnx.ValueInfoProto) -> TensorShape | None:
     return TensorShape(dtype, tuple(dims))
 
 
-def _fold_pass(graph: GraphProto, tensors: _LazyShapes, values: dict[str, np.ndarray]) -> set[str]:
-    """Evaluate every node whose inputs are known; adds to ``values``; returns new names."""
+@dataclass
+class _FoldState:
+    """Bookkeeping across folding rounds (node indices are stable: nodes are edited in place).
+
+    ``pending``: nodes that may still fold (foldable op, inputs not all known yet);
+    ``folded``: nodes whose outputs are all known; ``producer`` / ``consumers`` by tensor name.
+    """
+
+    pending: list[int]
+    folded: set[int]
+    producer: dict[str, int]
+    consumers: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, graph: GraphProto) -> _FoldState:
+        pending: list[int] = []
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = {}
+        # a tensor can become a known value only if it is an initializer or comes from a
+        # foldable op whose inputs can (Shape/Size need only their input's shape)
+        maybe_const = {t.name for t in graph.initializer}
+        for i, node in enumerate(graph.node):
+            op = node.op_type
+            ins = list(node.input)
+            outs = list(node.output)
+            foldable = node.domain in _ONNX_DOMAINS and (
+                op in _SHAPE_OF_OPS
+                or ((op in FOLDERS or op == "Split") and all(not t or t in maybe_const for t in ins))
+            )
+            if foldable:
+                pending.append(i)
+                maybe_const.update(outs)
+            for name in outs:
+                producer[name] = i
+            for name in ins:
+                consumers.setdefault(name, []).append(i)
+        return cls(pending, set(), producer, consumers)
+
+
+_SHAPE_OF_OPS = ("Shape", "Size")
+
+
+def _fold_pass(
+    graph: GraphProto, tensors: _LazyShapes, values: dict[str, np.ndarray], state: _FoldState
+) -> set[str]:
+    """Evaluate pending nodes whose inputs are known; adds to ``values``; returns new names."""
     new: set[str] = set()
-    for node in graph.node:
-        if node.domain not in _ONNX_DOMAINS or all(o in values for o in node.output if o):
-            continue
+    still: list[int] = []
+    nodes = graph.node
+    for i in state.pending:
+        node = nodes[i]
         outs = _fold_node(node, tensors, values)
         if outs is None:
+            still.append(i)
             continue
+        complete = True
         for name, value in zip(node.output, outs, strict=False):
-            if name and value.size <= FOLD_MAX_ELEMENTS and name not in values:
+            if not name:
+                continue
+            if value.size > FOLD_MAX_ELEMENTS:
+                complete = False  # too large to keep; its shape still comes from inference
+            elif name not in values:
                 values[name] = value
                 new.add(name)
+        if complete:
+            state.folded.add(i)
+    state.pending = still
     return new
 
 
@@ -524,30 +579,48 @@ def _write_types(graph: GraphProto, typed: dict[str, TensorShape]) -> None:
             graph.value_info.append(vi)
 
 
-def _replace_folded(graph: GraphProto, values: dict[str, np.ndarray], new: set[str]) -> int:
-    """Drop nodes whose outputs are all known; their values become initializers. Returns count."""
-    keep: list[onnx.NodeProto] = []
-    dropped: list[onnx.NodeProto] = []
-    for node in graph.node:
-        outs = [o for o in node.output if o]
-        (dropped if outs and all(o in values for o in outs) else keep).append(node)
-    if not dropped:
-        return 0
-    existing = {t.name for t in graph.initializer}
-    for node in dropped:
-        for name in node.output:
-            if name and name not in existing:
+def _replace_folded(
+    graph: GraphProto, values: dict[str, np.ndarray], new: set[str], state: _FoldState
+) -> int:
+    """Turn folded nodes on the frontier (an output read by a node that did not fold) into
+    constants, in place; returns how many nodes were edited.
+
+    A single-output node becomes a ``Constant`` holding its value: nothing is copied or moved,
+    which matters on graphs of thousands of nodes. A multi-output node (Split) keeps running
+    under renamed outputs while initializers carry its values. Folded nodes read only by other
+    folded nodes stay as they are.
+    """
+    frontier = {
+        state.producer[name]
+        for name in new
+        if name in state.producer
+        and any(c not in state.folded for c in state.consumers.get(name, ()))
+    }
+    added: set[str] = set()
+    edits = 0
+    for i in sorted(frontier):
+        if i not in state.folded:
+            continue
+        node = graph.node[i]
+        if node.op_type == "Constant" and node.domain in _ONNX_DOMAINS:
+            continue
+        edits += 1
+        if len(node.output) == 1:
+            name = node.output[0]
+            node.CopyFrom(
+                onnx.helper.make_node(
+                    "Constant", [], [name], name=node.name,
+                    value=numpy_helper.from_array(values[name], name),
+                )
+            )
+            continue
+        for j, name in enumerate(node.output):
+            if name:
                 graph.initializer.append(numpy_helper.from_array(values[name], name))
-                existing.add(name)
-    kept = [onnx.NodeProto() for _ in keep]
-    for dst, src in zip(kept, keep, strict=True):
-        dst.CopyFrom(src)
-    del graph.node[:]
-    graph.node.extend(kept)
-    # value_info overrides initializer types in ONNX inference: drop the stale partial types
-    stale = [vi for vi in graph.value_info if vi.name in existing]
-    if stale:
-        fresh = [vi for vi in graph.value_info if vi.name not in existing]
+                added.add(name)
+                node.output[j] = f"{name}__roofcast_folded"
+    if added:  # value_info overrides initializer types in ONNX inference: drop stale ones
+        fresh = [vi for vi in graph.value_info if vi.name not in added]
         del graph.value_info[:]
         graph.value_info.extend(fresh)
-    return len(dropped)
+    return edits

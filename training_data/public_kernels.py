@@ -199,6 +199,32 @@ def load_kernels(data_dir: str | Path | None = None) -> KernelTable:
     return KernelTable(kernels, skipped, unmapped)
 
 
+def load_unmodelled(data_dir: str | Path | None = None) -> pd.DataFrame:
+    """The rows ``load_kernels`` leaves out as ``skipped`` (RNN/LSTM/GRU, all-reduce, sparse GEMM,
+    other metrics), tidied the same way (``direction`` is NaN for metrics outside ``_DIRECTION``)
+    plus the publisher's ``metric, mode, num_devices, batch, shape_or_config, rnn_hidden,
+    rnn_timesteps`` and ``device`` (catalog id, NaN when the name does not resolve)."""
+    folder = shared_data_dir(data_dir)
+    parts = []
+    for name, dataset in zip(KERNEL_FILES, ("neusight-gemm", "neusight-conv", "neusight-vec",
+                                            "deepbench"), strict=True):
+        raw = _read(folder, name)
+        raw = raw.loc[raw["workload"].isin(SKIPPED_WORKLOADS) | ~raw["metric"].isin(list(_DIRECTION))]
+        if raw.empty:
+            continue
+        part = _tidy(raw, dataset)
+        for col in ("metric", "mode", "shape_or_config"):
+            part[col] = raw[col].astype(str) if col in raw.columns else ""
+        for col in ("num_devices", "batch", "rnn_hidden", "rnn_timesteps"):
+            part[col] = _num(raw, col)
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=["dataset", "workload", "hardware", "device", "latency_s"])
+    rows = pd.concat(parts, ignore_index=True)
+    rows["device"], _ = _resolve_devices(rows["hardware"])
+    return rows
+
+
 def _op_types(k: pd.DataFrame) -> pd.Series:
     op = k["workload"].map({"bmm": "MatMul", "linear": "Gemm", "gemm": "Gemm", "conv2d": "Conv",
                             **{n: v[0] for n, v in VEC_OPS.items()}})
@@ -312,14 +338,27 @@ def _row_cost(r: Any) -> dict[str, float]:
     return row
 
 
+def _distinct(kernels: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """(row -> distinct-shape number, one row per distinct shape in that order)."""
+    keys = kernels.groupby(list(_KEY_COLS), dropna=False, sort=False).ngroup().to_numpy()
+    _, first = np.unique(keys, return_index=True)
+    return keys, kernels.iloc[first][list(_KEY_COLS)]
+
+
+def kernel_nodes(kernels: pd.DataFrame) -> pd.Series:
+    """The ONNX-like node each row is modelled as (the forward op for conv backward rows), same
+    index; one :class:`OpNode` object per distinct shape, shared between rows."""
+    keys, uniq = _distinct(kernels)
+    nodes = [_BUILDERS[r.family](r) for r in uniq.itertuples(index=False)]
+    return pd.Series([nodes[k] for k in keys], index=kernels.index, dtype=object)
+
+
 def kernel_workload(kernels: pd.DataFrame) -> pd.DataFrame:
     """Workload rows (``predictor.workload_schema``) for ``kernels``, same index.
 
     Each distinct shape is costed once by the project's cost rules and reused for every device.
     """
-    keys = kernels.groupby(list(_KEY_COLS), dropna=False, sort=False).ngroup().to_numpy()
-    _, first = np.unique(keys, return_index=True)
-    uniq = kernels.iloc[first][list(_KEY_COLS)]
+    keys, uniq = _distinct(kernels)
     costs = pd.DataFrame([_row_cost(r) for r in uniq.itertuples(index=False)])
     table = costs.iloc[keys].set_index(kernels.index)
     out = pd.DataFrame(index=kernels.index)

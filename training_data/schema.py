@@ -28,7 +28,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -221,8 +220,21 @@ def validate(df: pd.DataFrame, *, first_line: int = 2) -> list[Problem]:
 
 
 # --------------------------------------------------------------------------- per-kind checks
+def _text(s: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(values as stripped text with "" for missing, blank mask); each distinct value is
+    converted once."""
+    obj = s.astype(object)
+    missing = obj.isna().to_numpy()
+    uniq = pd.unique(obj[~missing])
+    text = obj.map({v: str(v).strip() for v in uniq}) if len(uniq) else obj
+    text = text.astype(object).where(~missing, "")
+    return text, pd.Series(missing, index=s.index) | text.eq("")
+
+
 def _blank(s: pd.Series) -> pd.Series:
-    return s.isna() | s.astype(str).str.strip().eq("")
+    if s.dtype.kind in "fiub":
+        return s.isna()
+    return _text(s)[1]
 
 
 def _report(mask: pd.Series, lines: np.ndarray, reason: Callable[[int], str]) -> list[Problem]:
@@ -230,12 +242,11 @@ def _report(mask: pd.Series, lines: np.ndarray, reason: Callable[[int], str]) ->
 
 
 def _check_str(col: Column, s: pd.Series, lines: np.ndarray) -> tuple[pd.Series, list[Problem]]:
-    blank = _blank(s)
+    text, blank = _text(s)
     problems = []
     if col.required:
         problems = _report(blank, lines, lambda i: f"{col.name} is empty (required)")
-    values = s.astype(object).where(~blank, col.default)
-    return values.map(lambda v: str(v).strip()).astype(object), problems
+    return text.where(~blank, col.default).astype(object), problems
 
 
 def _check_float(col: Column, s: pd.Series, lines: np.ndarray) -> tuple[pd.Series, list[Problem]]:
@@ -390,17 +401,17 @@ def _check_timestamps(out: pd.DataFrame, lines: np.ndarray) -> list[Problem]:
 
 
 # --------------------------------------------------------------------------- keys
-def _key_text(v: Any) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    return str(v)
+def _key_part(s: pd.Series) -> list[str]:
+    if s.dtype.kind in "fiu" or str(s.dtype) == "Int64":
+        return s.astype("string").fillna("").astype(object).tolist()
+    return [v if isinstance(v, str) else str(v) for v in s.astype(object).where(s.notna(), "")]
 
 
 def row_keys(frame: pd.DataFrame) -> pd.Series:
     """sha256 hex of the key columns (module docstring), one per row."""
-    parts = [frame[c].map(_key_text) for c in KEY_COLUMNS]
-    joined = parts[0].str.cat(parts[1:], sep="\x1f")
-    return joined.map(lambda s: hashlib.sha256(s.encode("utf-8")).hexdigest()).astype(object)
+    parts = [_key_part(frame[c]) for c in KEY_COLUMNS]
+    keys = [hashlib.sha256("\x1f".join(t).encode("utf-8")).hexdigest() for t in zip(*parts, strict=True)]
+    return pd.Series(keys, index=frame.index, dtype=object)
 
 
 def _duplicates(keys: pd.Series, lines: np.ndarray) -> list[Problem]:

@@ -85,6 +85,7 @@ class Store:
             con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             con.execute("PRAGMA journal_mode = WAL")
             con.execute("PRAGMA synchronous = NORMAL")
+            con.execute("PRAGMA cache_size = -131072")  # 128 MiB: big batches, random keys
             self._ensure_schema(con)
             yield con
         except sqlite3.DatabaseError as exc:
@@ -102,7 +103,7 @@ class Store:
             con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             con.execute(f"CREATE TABLE IF NOT EXISTS measurements (id INTEGER PRIMARY KEY, {cols},"
                         " row_key TEXT NOT NULL UNIQUE, imported_at TEXT NOT NULL)")
-            for col in ("device_id", "family", "op_type", "source", "model"):
+            for col in ("device_id", "family", "op_type"):
                 con.execute(f"CREATE INDEX IF NOT EXISTS ix_{col} ON measurements ({col})")
             version = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
             con.execute("COMMIT")
@@ -124,9 +125,11 @@ class Store:
         checked = normalize(df, first_line=first_line)
         if checked.problems:
             raise MeasurementError(format_problems(checked.problems, what))
-        return self._insert(checked.frame)
+        return self.insert_normalized(checked.frame)
 
-    def _insert(self, frame: pd.DataFrame) -> AppendResult:
+    def insert_normalized(self, frame: pd.DataFrame) -> AppendResult:
+        """Write a frame that ``schema.normalize`` returned without problems, in one transaction;
+        rows whose ``row_key`` is already stored are skipped and counted as duplicates."""
         now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         cols = [*COLUMN_NAMES, "row_key"]
         rows = _records(frame[cols])

@@ -101,7 +101,7 @@ class Catalog:
     def get(self, name: str) -> HardwareSpec:
         return self.devices[self.resolve(name)]
 
-    def list(self, kind: str | None = None) -> list[HardwareSpec]:
+    def of_kind(self, kind: str | None = None) -> list[HardwareSpec]:
         return [s for s in self.devices.values() if kind is None or s.kind == kind]
 
 
@@ -241,4 +241,4 @@ def list_devices(kind: str | None = None) -> list[HardwareSpec]:
     """All devices (built-in, then user folder), optionally of one kind."""
     if kind is not None and kind not in KINDS:
         raise HardwareSpecError(f"unknown device kind {kind!r}; expected one of {KINDS}")
-    return load_catalog().list(kind)
+    return load_catalog().of_kind(kind)

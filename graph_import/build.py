@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -91,17 +90,17 @@ def build_graph(
         out_infos = tuple(info(t) for t in node_outputs if t)
         weight_inputs = frozenset(t for t in node_inputs if t in initializers)
         const_inputs = _const_inputs(node_inputs, shapes, initializers)
-        op = OpNode(
-            name=node_name,
-            op_type=op_type,
-            domain=domain,
-            inputs=in_infos,
-            outputs=out_infos,
-            attrs=attribute_values(node),
-            cost=None,
-            weight_inputs=weight_inputs,
-            const_inputs=const_inputs,
-        )
+        fields = {
+            "name": node_name,
+            "op_type": op_type,
+            "domain": domain,
+            "inputs": in_infos,
+            "outputs": out_infos,
+            "attrs": attribute_values(node),
+            "weight_inputs": weight_inputs,
+            "const_inputs": const_inputs,
+        }
+        op = OpNode(**fields, cost=None)
         reason = _unresolved_reason(
             node_inputs, node_outputs, shapes.tensors, unbound,
             explain=lambda node=node: explain_failure(node, shapes),
@@ -125,7 +124,7 @@ def build_graph(
                 if cost is None:
                     unsupported[_op_label(domain, op_type)] += 1
                 else:
-                    op = replace(op, cost=cost)
+                    op = OpNode(**fields, cost=cost)  # cheaper than dataclasses.replace
         nxg.add_node(node_name, op=op)
         for t in node_inputs:
             src = producer.get(t) if t else None

@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     if len(rows):
         tables["slowest_ops"] = _ops_table(rows, args.top if args.format == "table" else None)
     emit(tables, args.format, extra={"rows": len(rows), **({"saved": saved} if saved else {})})
+    if saved:
+        print(f"roofcast measure: {saved}", file=sys.stderr)
     return 0
 
 

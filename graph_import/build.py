@@ -10,10 +10,11 @@
   ``Graph.unsupported``); an exception from a rule puts the node in ``unresolved`` with the
   exception text.
 - Parameters (``Graph.params``, ``Graph.weight_bytes``): initializers of floating dtypes plus
-  8-bit / 4-bit integer initializers (quantised weights). int16/32/64, bool and string
-  initializers are shape helpers, indices or masks, not weights, and are not counted. Each
-  initializer is counted once even when several nodes read it (tied weights). Constant nodes are
-  not counted (exporters put weights in initializers; Constants carry scalars and shapes).
+  8-bit / 4-bit integer initializers that a quantised op reads (``QUANT_WEIGHT_OPS``, QLinear*):
+  quantised weights. Other integer, bool and string initializers are shape helpers, indices or
+  masks (a uint8 causal-mask buffer is not a weight) and are not counted. Each initializer is
+  counted once even when several nodes read it (tied weights). Constant nodes are not counted
+  (exporters put weights in initializers; Constants carry scalars and shapes).
 """
 
 from __future__ import annotations
@@ -32,12 +33,22 @@ from graph_import.types import Graph, OpCost, OpNode, TensorInfo, dtype_itemsize
 
 CONST_INPUT_MAX_ELEMENTS = 4096
 
-PARAM_DTYPES = frozenset(
+FLOAT_PARAM_DTYPES = frozenset(
     {
         TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16,
-        TensorProto.INT8, TensorProto.UINT8, TensorProto.INT4, TensorProto.UINT4,
         TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
         TensorProto.FLOAT8E5M2FNUZ,
+    }
+)
+QUANT_PARAM_DTYPES = frozenset(
+    {TensorProto.INT8, TensorProto.UINT8, TensorProto.INT4, TensorProto.UINT4}
+)
+#: ops that read quantised weights (plus every QLinear* op)
+QUANT_WEIGHT_OPS = frozenset(
+    {
+        "DequantizeLinear", "MatMulInteger", "ConvInteger", "MatMulNBits", "QGemm",
+        "QAttention", "DynamicQuantizeMatMul", "GatherBlockQuantized", "MatMulBnb4",
+        "QOrderedMatMul", "DequantizeBFP",
     }
 )
 
@@ -159,10 +170,18 @@ def build_graph(
 
 def count_params(model: ModelProto) -> tuple[int, int]:
     """(elements, bytes) of the weight initializers (see module docstring for the rule)."""
+    quant_read = {
+        name
+        for node in model.graph.node
+        if node.op_type in QUANT_WEIGHT_OPS or node.op_type.startswith("QLinear")
+        for name in node.input
+    }
     elements = 0
     n_bytes = 0
     for t in model.graph.initializer:
-        if t.data_type not in PARAM_DTYPES:
+        if t.data_type not in FLOAT_PARAM_DTYPES and not (
+            t.data_type in QUANT_PARAM_DTYPES and t.name in quant_read
+        ):
             continue
         numel = 1
         for d in t.dims:

@@ -81,7 +81,8 @@ def test_tensor_attribute_becomes_numpy():
 
 
 def test_weight_inputs_const_inputs_and_params_rule():
-    """params = float and int8 initializers (tied weights once); int64 shape helpers excluded."""
+    """params = float initializers and int8 ones a quantised op reads (tied weights once);
+    int64 shape helpers and a uint8 mask buffer are excluded."""
     x, y = _xy((2, 16))
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["a"], name="mm1"),
@@ -89,7 +90,9 @@ def test_weight_inputs_const_inputs_and_params_rule():
         helper.make_node("MatMul", ["b", "w2"], ["c"], name="mm3"),  # w2 tied: counted once
         helper.make_node("Add", ["c", "bias"], ["d"], name="add"),
         helper.make_node("DequantizeLinear", ["q", "qs"], ["dq"], name="dq"),
-        helper.make_node("Add", ["d", "dq"], ["e"], name="add2"),
+        helper.make_node("Add", ["d", "dq"], ["e0"], name="add2"),
+        helper.make_node("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["e0", "mf"], ["e"], name="masked"),
         helper.make_node("Reshape", ["e", "shape"], ["y"], name="reshape"),
     ]
     inits = [
@@ -99,6 +102,7 @@ def test_weight_inputs_const_inputs_and_params_rule():
         const("q", np.zeros(64), np.int8),
         const("qs", 0.5, np.float32),
         const("shape", [2, 8, 8]),
+        const("mask", np.ones(64), np.uint8),
     ]
     graph = _build(make_model(nodes, [x], [y], inits))
     assert graph.params == 16 * 64 + 64 * 64 + 64 + 64 + 1

@@ -33,6 +33,8 @@ FILE_NAME = "measurements.sqlite"
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_S = 120.0
 MAX_LISTED = 20
+CACHE_KIB = 131072
+"""SQLite page cache per connection (KiB): big batches with random keys stay in memory."""
 _SQL_TYPES = {"str": "TEXT", "json": "TEXT", "int": "INTEGER", "float": "REAL"}
 STORED_COLUMNS: tuple[str, ...] = (*COLUMN_NAMES, "row_key", "imported_at")
 
@@ -85,7 +87,7 @@ class Store:
             con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             con.execute("PRAGMA journal_mode = WAL")
             con.execute("PRAGMA synchronous = NORMAL")
-            con.execute("PRAGMA cache_size = -131072")  # 128 MiB: big batches, random keys
+            con.execute(f"PRAGMA cache_size = -{int(CACHE_KIB)}")
             self._ensure_schema(con)
             yield con
         except sqlite3.DatabaseError as exc:

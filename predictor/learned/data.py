@@ -1,0 +1,245 @@
+"""Training sets for the learned predictors: featurized rows + measured seconds + CV groups.
+
+Sources (``roofcast train --from``):
+
+* ``public``: the public GPU kernels (``training_data.public_kernels``: NeuSight, DeepBench),
+  GPU devices only by default, at most ``cap`` rows per (family, device) drawn at random with a
+  fixed seed (the full tables hold 270k rows; the cap keeps training within minutes on 2 cores);
+* ``bundled``: the bundled CPU dataset (``training_data/bundled/cpu_measurements.csv.gz``),
+  featurized on the device recorded in its ``cpu_metadata.json`` calibration (the machine it was
+  measured on), never on the machine training runs on;
+* ``store``: rows of the measurement store (``training_data.store.Store``);
+* a CSV/Parquet FILE of tidy measurement rows (``training_data.schema``).
+
+Tidy measurement rows become workload rows (``predictor.workload_schema``): the recorded FLOPs,
+bytes and GEMM dims; ``engine`` = ``matrix`` for rows with GEMM dims, ``data`` for rows without
+FLOPs, else ``vector``; ``phase`` = backward for ``bwd*`` directions; compute dtype = the row's
+dtype when it is a precision, else the run's precision. Rows without costs (NaN FLOPs/bytes) or
+without a positive latency are dropped and counted. Each (device, threads) is featurized with
+``RunConfig(threads=threads_intra)``.
+
+CV groups: the device for GPU/accelerator rows (leave-one-device-out), the model for CPU rows
+(leave-one-model-out; microbenchmarks are group ``micro``). ``data_hash`` = sha256 over the
+identity and latency of every row used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from predictor.config import RunConfig
+from predictor.errors import PredictionError
+from predictor.precision import STORAGE_BYTES
+from predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
+
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
+BUNDLED_ROWS = "cpu_measurements.csv.gz"
+BUNDLED_META = "cpu_metadata.json"
+DEFAULT_CAP = 3000
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Featurized rows ``X`` with measured ``y_s``; ``X`` carries ``_group`` (CV group),
+    ``_run`` (run id) and ``_e2e_s`` (end-to-end latency of the run, NaN if unknown)."""
+
+    X: pd.DataFrame
+    y_s: np.ndarray
+    source: str
+    data_hash: str
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.X)
+
+    def subset(self, mask: np.ndarray) -> TrainingSet:
+        return TrainingSet(self.X.loc[mask].copy(), self.y_s[mask], self.source, self.data_hash,
+                           self.dropped)
+
+
+def combine(sets: list[TrainingSet]) -> TrainingSet:
+    """Stack several training sets (hash over their hashes)."""
+    X = pd.concat([s.X for s in sets], ignore_index=True)
+    y = np.concatenate([s.y_s for s in sets])
+    h = hashlib.sha256("".join(s.data_hash for s in sets).encode()).hexdigest()
+    dropped: dict[str, int] = {}
+    for s in sets:
+        for k, v in s.dropped.items():
+            dropped[k] = dropped.get(k, 0) + v
+    return TrainingSet(X, y, "+".join(s.source for s in sets), h, dropped)
+
+
+def _hash(frame: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _group(kind: np.ndarray, device: np.ndarray, model: np.ndarray) -> np.ndarray:
+    model = np.where(pd.isna(model) | (model.astype(str) == ""), "micro", model.astype(str))
+    return np.where(kind == "cpu", "model:" + model, "device:" + device.astype(str))
+
+
+# ----------------------------------------------------------------------------- public kernels
+def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, seed: int = 0,
+               data_dir: str | Path | None = None, kinds: tuple[str, ...] = ("gpu",)) -> TrainingSet:
+    """The public GPU kernels as a training set (module docstring)."""
+    from hw_catalog.catalog import get_device
+    from predictor.features import featurize
+    from training_data.public_kernels import PublicDataError, kernel_workload, load_kernels
+
+    try:
+        kernels = load_kernels(data_dir).kernels
+    except PublicDataError as exc:
+        raise PredictionError(str(exc)) from exc
+    specs = {d: get_device(d) for d in kernels["device"].unique()}
+    if devices:
+        wanted = {get_device(d).id for d in devices}
+        kernels = kernels[kernels["device"].isin(wanted)]
+    else:
+        kernels = kernels[kernels["device"].map(lambda d: specs[d].kind).isin(kinds)]
+    if kernels.empty:
+        raise PredictionError("no public kernel rows for the devices asked; see `roofcast hw list`")
+    if cap:
+        kernels = (kernels.groupby(["family", "device"], group_keys=False)
+                   .apply(lambda g: g.sample(min(len(g), cap), random_state=seed)))
+    kernels = kernels.sort_index()
+    work = kernel_workload(kernels)
+    work["_group"] = "device:" + kernels["device"].astype(str)
+    work["_run"] = kernels["dataset"].astype(str)
+    work["_e2e_s"] = np.nan
+    parts = [featurize(work.loc[idx], specs[str(dev)], RunConfig())
+             for dev, idx in kernels.groupby("device").groups.items()]
+    X = pd.concat(parts).loc[kernels.index].reset_index(drop=True)
+    y = kernels["latency_s"].to_numpy(float)
+    key = kernels[["dataset", "workload", "device", "precision", "direction", "latency_s"]]
+    return TrainingSet(X, y, "public", _hash(key))
+
+
+# ----------------------------------------------------------------------------- tidy rows
+def _engine(rows: pd.DataFrame) -> np.ndarray:
+    has_gemm = rows["gemm_m"].notna().to_numpy() & (rows["gemm_m"].fillna(0).to_numpy() > 0)
+    no_flops = rows["flops"].fillna(0).to_numpy() <= 0
+    return np.where(has_gemm, "matrix", np.where(no_flops, "data", "vector"))
+
+
+def measurement_workload(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Workload rows (+ ``_group``-less extras) for tidy measurement rows (module docstring)."""
+    rows = rows.copy()
+    for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
+              "gemm_n", "gemm_k", "latency_s", "e2e_latency_s", "threads_intra"):
+        rows[c] = pd.to_numeric(rows.get(c, np.nan), errors="coerce")
+    dropped: dict[str, int] = {}
+    bad_cost = rows[["flops", "bytes_read", "bytes_written"]].isna().any(axis=1)
+    bad_lat = ~(rows["latency_s"] > 0)
+    if bad_cost.any():
+        dropped["no FLOPs/bytes recorded"] = int(bad_cost.sum())
+    if (bad_lat & ~bad_cost).any():
+        dropped["no positive latency"] = int((bad_lat & ~bad_cost).sum())
+    rows = rows[~bad_cost & ~bad_lat]
+    dtype = rows["dtype"].astype(str)
+    prec = rows.get("precision", pd.Series("fp32", index=rows.index)).astype(str)
+    dtype = dtype.where(dtype.isin(list(STORAGE_BYTES)),
+                        prec.where(prec.isin(list(STORAGE_BYTES)), "fp32"))
+    fam = rows["family"].astype(str).where(rows["family"].astype(str).isin(FAMILIES), "other")
+    node = rows.get("node", pd.Series("", index=rows.index)).fillna("").astype(str)
+    out = pd.DataFrame({
+        "node": node.where(node != "", rows["op_type"].astype(str)),
+        "op_type": rows["op_type"].astype(str), "family": fam,
+        "phase": np.where(rows.get("direction", pd.Series("fwd", index=rows.index)).fillna("fwd")
+                          .astype(str).str.startswith("bwd"), "backward", "forward"),
+        "engine": _engine(rows), "dtype": dtype,
+        "flops": rows["flops"], "bytes_read": rows["bytes_read"],
+        "bytes_written": rows["bytes_written"],
+        "weight_bytes": rows["weight_bytes"].fillna(0.0),
+        "gemm_batch": rows["gemm_batch"], "gemm_m": rows["gemm_m"], "gemm_n": rows["gemm_n"],
+        "gemm_k": rows["gemm_k"],
+    }, index=rows.index)
+    out["fused_nodes"] = out["node"]
+    out = out[list(WORKLOAD_COLUMN_NAMES)]
+    model = rows.get("model", pd.Series("", index=rows.index)).fillna("").astype(str)
+    out["_model"] = model
+    out["_device"] = rows["device_id"].astype(str)
+    out["_threads"] = rows["threads_intra"]
+    run = rows.get("run_id", pd.Series("", index=rows.index)).fillna("").astype(str)
+    out["_run"] = run
+    out["_e2e_s"] = rows.get("e2e_latency_s", np.nan)
+    out["_latency_s"] = rows["latency_s"]
+    return out, dropped
+
+
+def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None) -> TrainingSet:
+    """Tidy measurement rows -> training set; ``specs``: device id -> HardwareSpec overrides
+    (e.g. ``local`` = the calibration recorded with the data)."""
+    from hw_catalog.catalog import get_device
+    from predictor.features import featurize
+
+    work, dropped = measurement_workload(rows)
+    if work.empty:
+        raise PredictionError(f"{source}: no usable measurement rows (dropped: {dropped})")
+    parts = []
+    for (dev, threads), part in work.groupby(["_device", "_threads"], dropna=False):
+        hw = (specs or {}).get(dev) or get_device(dev)
+        t = None if pd.isna(threads) or hw.kind != "cpu" else int(threads)
+        f = featurize(part, hw, RunConfig(threads=t))
+        parts.append(f)
+    X = pd.concat(parts).loc[work.index].reset_index(drop=True)
+    X["_group"] = _group(X["device_kind"].astype(str).to_numpy(), X["device"].to_numpy(),
+                         X["_model"].to_numpy())
+    y = X.pop("_latency_s").to_numpy(float)
+    key = rows.loc[work.index, [c for c in ("op_type", "model", "node", "device_id", "run_id",
+                                            "threads_intra", "latency_s") if c in rows.columns]]
+    return TrainingSet(X, y, source, _hash(key.astype(str)), dropped)
+
+
+def bundled_spec(meta_path: Path):
+    """The HardwareSpec of the machine the bundled CPU data was measured on."""
+    from hw_catalog.schema import doc_to_spec
+
+    meta = json.loads(meta_path.read_text())
+    doc = meta.get("calibration")
+    if not doc:
+        raise PredictionError(f"{meta_path}: no calibration recorded; the bundled CPU data cannot be "
+                              "featurized without its machine's measured peaks")
+    return doc_to_spec(doc, origin="local", path=str(meta_path))
+
+
+def bundled_set(folder: str | Path | None = None) -> TrainingSet:
+    """The bundled CPU dataset (module docstring)."""
+    folder = Path(folder) if folder else BUNDLED_DIR
+    rows_path, meta_path = folder / BUNDLED_ROWS, folder / BUNDLED_META
+    if not rows_path.is_file() or not meta_path.is_file():
+        raise PredictionError(f"bundled CPU data not found in {folder} ({BUNDLED_ROWS}, "
+                              f"{BUNDLED_META}); build it with python -m training_data.bundled.build_dataset")
+    rows = pd.read_csv(rows_path, low_memory=False)
+    return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)})
+
+
+def file_set(path: str | Path) -> TrainingSet:
+    """A user's CSV/Parquet of tidy rows, validated by ``training_data.schema`` first."""
+    from training_data.importers import read_measurement_file
+    from training_data.schema import normalize
+    from training_data.store import format_problems
+
+    raw = read_measurement_file(path)
+    checked = normalize(raw)
+    if checked.problems:
+        raise PredictionError(format_problems(checked.problems, Path(path).name))
+    return measurement_set(checked.frame, f"file:{Path(path).name}")
+
+
+def store_set(path: str | Path | None = None, devices: list[str] | None = None) -> TrainingSet:
+    """Rows of the measurement store (optionally only ``devices``)."""
+    from training_data.store import Store
+
+    rows = Store(path).read(device=devices) if devices else Store(path).read()
+    if rows.empty:
+        raise PredictionError("the measurement store holds no rows; add some with `roofcast measure` "
+                              "or `roofcast data import`")
+    return measurement_set(rows, "store")

@@ -1,0 +1,155 @@
+"""Learned-predictor features: computed from the table of ``predictor.features.featurize``.
+
+The learned estimators never re-derive FLOPs, bytes or device figures: they take featurize's
+output (workload columns + device columns) and add transforms that make efficiency learnable
+and transferable across devices. Every feature is a number (NaN allowed: XGBoost routes missing
+values, the linear candidate imputes them). ``FEATURES`` is the ordered list a saved model must
+match (``persistence`` refuses a model trained with another list).
+
+Reference time (the physical lower bound every learned prediction respects)::
+
+    t_bound = max(flops / peak_flops_per_s, bytes_moved / bw_eff)
+
+with ``bytes_moved = bytes_read + bytes_written`` and ``bw_eff`` = the device's L2 bandwidth
+(``l2_bw_Bps``, else ``L2_OVER_DRAM`` x DRAM bandwidth) when the moved bytes fit in L2
+(``bytes_moved <= l2_bytes``: a kernel timed in a loop finds its operands cache-resident), else
+``mem_bw_Bps``. Rows that neither compute nor move bytes (free ops) have ``t_bound = 0``.
+
+Groups of features (log10 of sizes and times; ``lg(x) = log10(max(x, tiny))``):
+
+* op (device-independent): FLOPs, bytes read/written, weight bytes, arithmetic intensity,
+  element width, GEMM dims (batch, M, N, K, min(M, N, K); NaN when not GEMM-like), fused-node
+  count, backward flag, written/read ratio;
+* device: peak FLOP/s of the row's unit, DRAM bandwidth, L2 bytes, units (CPU: threads used),
+  clock, launch overhead, shared memory per unit (CPU figures come from the device spec, i.e.
+  the ``local`` calibration: measured GEMM FLOP/s, bandwidth and dispatch overhead — never from
+  the CPU's model name, so a model trained on one CPU transfers through these numbers);
+* device-relative: roofline compute and memory times, the bound, its ratio to the launch
+  overhead, compute/memory balance, bytes over L2, GEMM waves (tiles of ``TILE`` x ``TILE`` over
+  units) and their quantisation efficiency, elements per unit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from predictor.errors import PredictionError
+
+L2_OVER_DRAM = 2.5  # L2 bandwidth / DRAM bandwidth when the device publishes no L2 figure
+TILE = 128.0  # output tile edge of the GEMM wave features
+TINY = 1e-30
+
+OP_FEATURES: tuple[str, ...] = (
+    "lg_flops", "lg_bytes_read", "lg_bytes_written", "lg_weight_bytes", "lg_intensity",
+    "elem_bytes", "lg_gemm_batch", "lg_gemm_m", "lg_gemm_n", "lg_gemm_k", "lg_gemm_min",
+    "n_fused", "is_backward", "write_over_read",
+)
+DEVICE_FEATURES: tuple[str, ...] = (
+    "lg_peak", "lg_bw", "lg_l2", "lg_units", "lg_clock", "lg_launch", "lg_smem",
+)
+RELATIVE_FEATURES: tuple[str, ...] = (
+    "lg_t_compute", "lg_t_memory", "lg_t_bound", "lg_bound_over_launch", "compute_over_memory",
+    "lg_bytes_over_l2", "lg_waves", "wave_eff", "lg_elems_per_unit",
+)
+FEATURES: tuple[str, ...] = OP_FEATURES + DEVICE_FEATURES + RELATIVE_FEATURES
+REQUIRED: tuple[str, ...] = (
+    "family", "phase", "engine", "flops", "bytes_read", "bytes_written", "weight_bytes",
+    "gemm_batch", "gemm_m", "gemm_n", "gemm_k", "fused_nodes", "peak_flops_per_s", "mem_bw_Bps",
+    "l2_bytes", "l2_bw_Bps", "units", "clock_Hz", "launch_overhead_s", "smem_per_unit_bytes",
+    "elem_bytes", "device", "device_kind",
+)
+
+
+def lg(x: np.ndarray) -> np.ndarray:
+    """log10 of positive values; NaN stays NaN, non-positive values become log10(TINY)."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(x), np.nan, np.log10(np.maximum(x, TINY)))
+
+
+def check_featurized(X: pd.DataFrame) -> None:
+    """PredictionError when X is not a featurize() table."""
+    if not isinstance(X, pd.DataFrame):
+        raise PredictionError("learned estimators take the DataFrame of predictor.features.featurize")
+    missing = [c for c in REQUIRED if c not in X.columns]
+    if missing:
+        raise PredictionError(
+            f"feature table lacks columns {missing}; build it with predictor.features.featurize")
+
+
+def roofline_terms(X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(compute_s, memory_s, t_bound) with the L2-aware bandwidth of the module docstring."""
+    flops = X["flops"].to_numpy(float)
+    peak = X["peak_flops_per_s"].to_numpy(float)
+    moved = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
+    bw = X["mem_bw_Bps"].to_numpy(float)
+    l2bw = X["l2_bw_Bps"].to_numpy(float)
+    l2bw = np.where(np.isnan(l2bw), L2_OVER_DRAM * bw, np.maximum(l2bw, bw))
+    bw_eff = np.where(moved <= X["l2_bytes"].to_numpy(float), l2bw, bw)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = np.where(flops > 0, flops / peak, 0.0)
+    compute = np.where(np.isfinite(compute), compute, 0.0)
+    memory = moved / bw_eff
+    return compute, memory, np.maximum(compute, memory)
+
+
+def learned_features(X: pd.DataFrame) -> pd.DataFrame:
+    """The ``FEATURES`` columns (in order) for every row of a featurized table."""
+    check_featurized(X)
+    flops = X["flops"].to_numpy(float)
+    br = X["bytes_read"].to_numpy(float)
+    bw_ = X["bytes_written"].to_numpy(float)
+    moved = br + bw_
+    elem = X["elem_bytes"].to_numpy(float)
+    b, m, n, k = (X[c].to_numpy(float) for c in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"))
+    units = np.maximum(X["units"].to_numpy(float), 1.0)
+    peak = X["peak_flops_per_s"].to_numpy(float)
+    launch = X["launch_overhead_s"].to_numpy(float)
+    compute, memory, bound = roofline_terms(X)
+    fused = X["fused_nodes"].astype(str).str.count(r"\+").to_numpy(float) + 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tiles = b * np.ceil(m / TILE) * np.ceil(n / TILE)
+        waves = tiles / units
+        wave_eff = tiles / (np.ceil(waves) * units)
+        elems_out = bw_ / elem
+        f = {
+            "lg_flops": lg(flops + 1.0), "lg_bytes_read": lg(br + 1.0),
+            "lg_bytes_written": lg(bw_ + 1.0),
+            "lg_weight_bytes": lg(X["weight_bytes"].to_numpy(float) + 1.0),
+            "lg_intensity": lg(np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0) + 1e-3),
+            "elem_bytes": elem,
+            "lg_gemm_batch": lg(b), "lg_gemm_m": lg(m), "lg_gemm_n": lg(n), "lg_gemm_k": lg(k),
+            "lg_gemm_min": lg(np.fmin(np.fmin(m, n), k)),
+            "n_fused": fused,
+            "is_backward": (X["phase"].astype(str).to_numpy() == "backward").astype(float),
+            "write_over_read": np.where(br > 0, bw_ / np.where(br > 0, br, 1), np.nan),
+            "lg_peak": np.where(np.isfinite(peak), lg(peak), np.nan),
+            "lg_bw": lg(X["mem_bw_Bps"].to_numpy(float)),
+            "lg_l2": lg(X["l2_bytes"].to_numpy(float)),
+            "lg_units": lg(units),
+            "lg_clock": lg(X["clock_Hz"].to_numpy(float)),
+            "lg_launch": lg(launch),
+            "lg_smem": lg(X["smem_per_unit_bytes"].to_numpy(float)),
+            "lg_t_compute": np.where(compute > 0, lg(compute), np.nan),
+            "lg_t_memory": lg(memory),
+            "lg_t_bound": lg(bound),
+            "lg_bound_over_launch": lg(bound / np.maximum(launch, 1e-9)),
+            "compute_over_memory": np.where(compute > 0, lg(compute) - lg(memory), np.nan),
+            "lg_bytes_over_l2": lg(moved / np.maximum(X["l2_bytes"].to_numpy(float), 1.0)),
+            "lg_waves": np.where(tiles > 0, lg(waves), np.nan),
+            "wave_eff": np.where(tiles > 0, wave_eff, np.nan),
+            "lg_elems_per_unit": lg(elems_out / units + 1.0),
+        }
+    out = pd.DataFrame(f, index=X.index)
+    return out[list(FEATURES)]
+
+
+def model_key(kind: str, family: str) -> str:
+    """Key of a per-family model: ``'<device kind>/<family>'`` (e.g. ``gpu/matmul``)."""
+    return f"{kind}/{family}"
+
+
+def model_keys(X: pd.DataFrame) -> np.ndarray:
+    """``model_key`` of every row."""
+    return (X["device_kind"].astype(str) + "/" + X["family"].astype(str)).to_numpy()

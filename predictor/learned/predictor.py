@@ -1,0 +1,133 @@
+"""``LearnedModel``: the fitted per-family regressors with their intervals and OOD data, and how
+they turn a featurized table into per-op times.
+
+``explain(X, mode)`` per row:
+
+1. ``t_bound`` = the physical roofline bound (``features.roofline_terms``); rows with no work
+   (free ops) take 0 s and are never flagged;
+2. rows whose (device kind, family) has a model: ``time = t_bound · 10^max(ŷ, 0)`` (never
+   below the bound) with the family's conformal interval (``intervals``);
+3. out-of-distribution flags (``ood``) per row;
+4. ``mode="learned"``: the learned time wherever a model exists, the analytical fallback
+   estimator elsewhere; ``mode="auto"``: the learned time only where the row is in distribution.
+   Column ``predictor`` says which one produced each row's time (``learned:<key>:<candidate>``
+   or ``analytical:<estimator>``), ``ood_reason`` why a row was flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from predictor.errors import PredictionError
+from predictor.learned.features import learned_features, model_keys, roofline_terms
+from predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum
+from predictor.learned.model import FamilyModel, bounded_time
+from predictor.learned.ood import DEVICE_DISTANCE, DeviceSet, Ranges, model_flag
+
+MODES: tuple[str, ...] = ("learned", "auto")
+DEFAULT_FALLBACK = "time-roofline"
+
+
+@dataclass
+class LearnedModel:
+    """Everything a trained learned predictor consists of (saved by ``persistence``)."""
+
+    models: dict[str, FamilyModel]
+    intervals: dict[str, BinnedIntervals]
+    ranges: dict[str, Ranges]
+    devices: dict[str, DeviceSet]
+    e2e: dict[str, EndToEnd] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def explain(self, X: pd.DataFrame, mode: str = "learned",
+                fallback: str = DEFAULT_FALLBACK) -> pd.DataFrame:
+        from predictor.estimators import make_estimator
+        from predictor.estimators.base import base_terms, bound_label
+
+        if mode not in MODES:
+            raise PredictionError(f"learned mode {mode!r} unknown; choose one of {MODES}")
+        F = learned_features(X)
+        keys = model_keys(X)
+        c, m, bound = roofline_terms(X)
+        _, _, overhead = base_terms(X)
+        ana = make_estimator(fallback).explain(X)
+        ana_t = ana["time_s"].to_numpy(float)
+        n = len(X)
+        work = bound > 0
+        learned_t = np.full(n, np.nan)
+        lower = ana["lower_s"].to_numpy(float).copy()
+        upper = ana["upper_s"].to_numpy(float).copy()
+        lo_l, hi_l = np.full(n, np.nan), np.full(n, np.nan)
+        has_model = np.zeros(n, dtype=bool)
+        label = np.full(n, f"analytical:{fallback}", dtype=object)
+        ood = np.zeros(n, dtype=bool)
+        reasons = np.full(n, "", dtype=object)
+        for key in np.unique(keys[work]):
+            rows = np.flatnonzero(work & (keys == key))
+            fm = self.models.get(key)
+            if fm is None:
+                ood[rows] = True
+                reasons[rows] = f"no learned model for {key}"
+                continue
+            has_model[rows] = True
+            t = bounded_time(bound[rows], fm.predict_log(F.iloc[rows]))
+            learned_t[rows] = t
+            lo_l[rows], hi_l[rows] = self.intervals[key].interval(t, bound[rows])
+            label[rows] = f"learned:{key}:{fm.candidate}"
+            flag, why = self.ranges[key].outside(F.iloc[rows])
+            ood[rows] |= flag
+            reasons[rows] = why
+        kinds = X["device_kind"].astype(str).to_numpy()
+        for kind in np.unique(kinds[work]):
+            rows = np.flatnonzero(work & (kinds == kind))
+            ds = self.devices.get(kind)
+            if ds is None:
+                continue
+            dist, near = ds.distance(F.iloc[rows])
+            far = dist > DEVICE_DISTANCE
+            for i, d, nb in zip(rows[far], dist[far], near[far], strict=True):
+                reasons[i] = "; ".join(filter(None, [
+                    f"device distance {d:.2f} > {DEVICE_DISTANCE} (nearest training device {nb})",
+                    reasons[i]]))
+            ood[rows] |= far
+        use = has_model & (~ood if mode == "auto" else True)
+        label[has_model & ~use] = f"analytical:{fallback}"
+        time = np.where(use, learned_t, ana_t)
+        time = np.where(work | (ana_t > 0), time, 0.0)
+        lower = np.where(use, lo_l, lower)
+        upper = np.where(use, hi_l, upper)
+        device_ood = np.array(["device distance" in r for r in reasons], dtype=bool)
+        out = pd.DataFrame({
+            "time_s": time, "compute_s": c, "memory_s": m, "overhead_s": overhead,
+            "bound": bound_label(c, m, np.where(use, np.maximum(time - bound, 0.0), overhead)),
+            "lower_s": np.minimum(lower, time), "upper_s": np.maximum(upper, time),
+            "estimator": np.full(n, mode, dtype=object), "predictor": label, "ood": ood,
+            "ood_reason": reasons, "device_ood": device_ood, "bound_s": bound,
+            "learned_s": learned_t, "analytical_s": ana_t,
+        }, index=X.index)
+        return out
+
+    def summarize(self, explained: pd.DataFrame, kind: str) -> dict[str, Any]:
+        """End-to-end prediction, interval and model-level OOD flag for one graph's explained rows
+        (see ``intervals`` for how per-op intervals combine)."""
+        total = float(explained["time_s"].sum())
+        flag, why = model_flag(explained["ood"].to_numpy(bool),
+                               explained["analytical_s"].to_numpy(float),
+                               explained["device_ood"].to_numpy(bool))
+        e2e = self.e2e.get(kind)
+        if e2e is not None:
+            pred, lo, hi = e2e.apply(total)
+            how = f"e2e conformal ({e2e.runs} held-out runs)"
+        else:
+            pred = total
+            lo, hi = comonotone_sum(explained["lower_s"].to_numpy(float),
+                                    explained["upper_s"].to_numpy(float))
+            how = "comonotone sum of per-op intervals"
+        return {"sum_ops_s": total, "e2e_s": pred, "e2e_lower_s": lo, "e2e_upper_s": hi,
+                "interval_method": how, "ood": flag, "ood_reason": why,
+                "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
+                "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum())}

@@ -14,7 +14,10 @@ Output = the workload columns (``predictor.workload_schema``) plus, per row:
 
 CPU thread scaling (``hw.kind == "cpu"`` and ``config.threads`` set; GPUs ignore threads):
 
-* compute: ``peak × min(threads, units) / units`` — each core brings its own SIMD/matrix units;
+* compute: ``peak × min(threads, units) / units`` — each core brings its own SIMD/matrix units
+  (a ``local`` calibration that measured GEMM FLOP/s at that thread count gives the measured
+  fraction instead: its peak is the best over thread counts, and one thread on a shared machine
+  often reaches far more than 1/N of it);
 * bandwidth: ``bw × min(1, threads / t_sat)`` — DRAM bandwidth saturates before all cores are
   busy. ``t_sat`` comes from the device's ``calibration`` table key ``bw_saturation_threads``
   when the local calibration measured it, else the default ``ceil(units / 4)``: STREAM on
@@ -56,12 +59,32 @@ def bw_saturation_threads(hw: HardwareSpec) -> float:
     return float(max(1, math.ceil(hw.units * BW_SATURATION_FRACTION_OF_UNITS)))
 
 
+def calibrated_gemm_fraction(hw: HardwareSpec, threads: int) -> float | None:
+    """Measured fp32 GEMM FLOP/s at ``threads`` / the best over all thread counts, from the
+    local calibration's ``gemm.fp32`` curve (None when that thread count was not measured)."""
+    try:
+        g = hw.calibration["gemm"]["fp32"]
+        curve = dict(zip((int(t) for t in g["threads"]), (float(v) for v in g["GFLOPs"]),
+                         strict=True))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if threads not in curve or not curve or max(curve.values()) <= 0:
+        return None
+    return curve[threads] / max(curve.values())
+
+
 def thread_factors(hw: HardwareSpec, threads: int | None) -> tuple[float, float, int]:
-    """(compute factor, bandwidth factor, effective units) for ``threads`` on ``hw``."""
+    """(compute factor, bandwidth factor, effective units) for ``threads`` on ``hw``.
+
+    Compute factor: the calibrated GEMM curve's fraction at ``threads`` when the local
+    calibration measured it (``calibrated_gemm_fraction``), else ``min(threads, units) / units``.
+    """
     if hw.kind != "cpu" or threads is None:
         return 1.0, 1.0, int(hw.units)
     used = min(threads, int(hw.units))
-    return used / hw.units, min(1.0, threads / bw_saturation_threads(hw)), used
+    measured = calibrated_gemm_fraction(hw, used) if hw.calibration else None
+    compute_f = measured if measured is not None else used / hw.units
+    return compute_f, min(1.0, threads / bw_saturation_threads(hw)), used
 
 
 def featurize(workload: pd.DataFrame, hw: HardwareSpec, config: RunConfig) -> pd.DataFrame:

@@ -116,6 +116,8 @@ def build_graph(
             node_inputs, node_outputs, shapes.tensors, unbound,
             explain=lambda node=node: explain_failure(node, shapes),
         )
+        if reason is None and op_type == "Gather" and domain in ("", "ai.onnx"):
+            reason = _gather_index_problem(node_inputs, op.attrs, shapes)
         if reason is not None and not unbound and reason.startswith("input"):
             upstream = next(
                 (producer[t] for t in node_inputs if t and producer.get(t) in unresolved), None
@@ -282,6 +284,27 @@ def _unresolved_reason(
                 "shape inference cannot follow"
             )
     return None
+
+
+def _gather_index_problem(inputs: list[str], attrs, shapes: ShapeResult) -> str | None:
+    """Known Gather indices outside the gathered axis (positions 0..599 into a 512-row position
+    table): the graph cannot run at these dims although every shape is consistent."""
+    if len(inputs) < 2:
+        return None
+    idx = shapes.values.get(inputs[1])
+    data = shapes.tensors.get(inputs[0])
+    if idx is None or idx.size == 0 or data is None or not data.is_concrete:
+        return None
+    axis = int(attrs.get("axis", 0))
+    size = data.dims[axis]
+    low, high = int(idx.min()), int(idx.max())
+    if low >= -size and high < size:
+        return None
+    return (
+        f"input {inputs[1]!r} indexes rows {low}..{high} of {inputs[0]!r}, which has {size} "
+        "along that axis: the model cannot run with the bound dims; check that the --dim values "
+        "are within what the model supports (e.g. a sequence no longer than its position table)"
+    )
 
 
 def _default_cost_fn() -> CostFn:

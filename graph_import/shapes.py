@@ -82,13 +82,15 @@ def infer_concrete(
 ) -> ShapeResult:
     """Bind ``dims``, infer and fold until shapes stop improving. ``model`` is not modified."""
     dims = check_dims(dims or {})
-    work, values = _working_copy(model)
+    work, values, recomputed = _working_copy(model)
     bound = bind_dims(work.graph, dims)
     unbound = _unbound_dims(work.graph)
     iterations = 0
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     state = _FoldState.of(work.graph)
-    for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported after the loop
+    for iterations in range(1, max_iterations + 1):
+        if iterations > 1:
+            _forget_inferred(work.graph, recomputed)
         work = _infer(work)
         lazy = _LazyShapes(work.graph)
         new = _fold_pass(work.graph, lazy, values, state)
@@ -152,10 +154,11 @@ def _np_dtype_name(dtype: np.dtype, known: TensorShape | None) -> str:
         return "undefined"
 
 
-def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray]]:
+def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray], set[str]]:
     """A copy with nodes, types and initializer *dims*; weights kept only when small.
 
-    Returns the copy and the values of small initializers (for folding).
+    Returns the copy, the values of small initializers (for folding) and the names of the
+    tensors ONNX inference types itself (outputs of ops with an ONNX schema).
     """
     work = ModelProto()
     work.ir_version = model.ir_version
@@ -191,7 +194,22 @@ def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray]]
             entry = stub.external_data.add()
             entry.key, entry.value = "location", "roofcast-weights-not-loaded"
     g.sparse_initializer.extend(src.sparse_initializer)
-    return work, values
+    return work, values, recomputed
+
+
+def _forget_inferred(graph: GraphProto, recomputed: set[str]) -> None:
+    """Drop the previous round's inferred types before re-inferring.
+
+    ONNX inference keeps a tensor's old type when its node now fails (non-strict mode), so a
+    type inferred before a shape input was folded could survive a later, decisive failure (an
+    Expand of a 512-position table to a 2048 sequence). Each round therefore infers afresh.
+    """
+    kept = [vi for vi in graph.value_info if vi.name not in recomputed]
+    del graph.value_info[:]
+    graph.value_info.extend(kept)
+    for vi in graph.output:
+        if vi.name in recomputed and vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
 
 
 def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:

@@ -66,3 +66,13 @@ def test_without_dims_unbound_names_are_reported(path):
     assert graph.unbound_dims == expected
     assert graph.unresolved
     assert all("--dim" in reason for reason in graph.unresolved.values())
+
+
+@pytest.mark.parametrize("name", ["bert_ts", "bert_dynamo", "gpt2_ts", "gpt2_dynamo"])
+def test_sequence_beyond_the_position_table_is_flagged(name):
+    """These exports have 512 learned positions: sequence 600 cannot run, and the import says
+    so (never a silently costed graph with made-up shapes)."""
+    graph = import_model(DATA / f"{name}.onnx", dims={"batch": 2, "sequence": 600})
+    assert graph.unresolved
+    roots = [r for r in graph.unresolved.values() if "comes from the unresolved node" not in r]
+    assert any("within what the model supports" in r for r in roots), roots

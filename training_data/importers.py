@@ -29,6 +29,7 @@ the reason, never dropped silently.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -96,13 +97,15 @@ def read_measurement_file(path: str | Path, *, max_rows: int = MAX_ROWS,
 
 def _read_parquet(path: Path) -> pd.DataFrame:
     try:
-        return pd.read_parquet(path)
+        df = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several types for a corrupt file
         raise MeasurementError(f"{path.name}: not a readable Parquet file ({exc}); give a .csv or "
                                ".parquet file") from exc
+    return df.set_axis(pd.RangeIndex(2, 2 + len(df)))  # "line" = row + 2, as in a CSV
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
+    """All cells as text; the index is each row's line number in the file (header = line 1)."""
     data = path.read_bytes()
     if b"\x00" in data[:65536]:
         raise MeasurementError(f"{path.name}: this is a binary file, not a CSV text file; export "
@@ -116,15 +119,29 @@ def _read_csv(path: Path) -> pd.DataFrame:
             "file as UTF-8 CSV") from exc
     if not text.strip():
         raise MeasurementError(f"{path.name}: the file is empty (only blank lines)")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records: list[list[str]] = []
+    lines: list[int] = []
+    problems: list[tuple[int, str]] = []
     try:
-        df = pd.read_csv(io.StringIO(text), dtype=str, skip_blank_lines=False)
-    except pd.errors.ParserError as exc:
-        raise MeasurementError(f"{path.name}: not a well-formed CSV ({exc})") from exc
-    except pd.errors.EmptyDataError as exc:
-        raise MeasurementError(f"{path.name}: no header line") from exc
-    if df.empty:
+        header = next(reader)
+        for rec in reader:
+            if not any(cell.strip() for cell in rec):
+                continue  # blank line
+            if len(rec) != len(header):
+                problems.append((reader.line_num, f"{len(rec)} cells but the header has "
+                                                  f"{len(header)} (quote values that contain commas)"))
+            records.append(rec)
+            lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise MeasurementError(f"{path.name}: not a well-formed CSV (line {reader.line_num}: "
+                               f"{exc})") from exc
+    if problems:
+        raise MeasurementError(format_problems(problems, f"{path.name}: not a well-formed CSV"))
+    if not records:
         raise MeasurementError(f"{path.name}: a header line but no data rows")
-    return df
+    df = pd.DataFrame(records, columns=header, index=lines, dtype=object)
+    return df.replace("", None)
 
 
 def import_file(path: str | Path, store: Store | None = None, *, max_rows: int = MAX_ROWS,
@@ -133,13 +150,13 @@ def import_file(path: str | Path, store: Store | None = None, *, max_rows: int =
     path = Path(path)
     store = store or Store()
     df = read_measurement_file(path, max_rows=max_rows, max_bytes=max_bytes)
-    checked = normalize(df)
+    src = next((c for c in df.columns if str(c).strip().lower() == "source"), "source")
+    blank = df[src].isna() | df[src].astype(str).str.strip().eq("") if src in df.columns else True
+    df[src] = df[src].where(~blank, f"user:{path.name}") if src in df.columns else f"user:{path.name}"
+    checked = normalize(df, lines=df.index.to_numpy())
     if checked.problems:
         raise MeasurementError(format_problems(checked.problems, path.name))
     frame = checked.frame
-    if frame["source"].eq("").any():
-        frame["source"] = frame["source"].where(frame["source"].ne(""), f"user:{path.name}")
-        frame = normalize(frame[list(COLUMN_NAMES)]).frame  # re-key with the source
     result = store.insert_normalized(frame)
     return ImportReport(path.name, len(df), result.added, result.duplicates, _per_device(frame))
 

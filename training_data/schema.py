@@ -176,11 +176,13 @@ def _rename_times(df: pd.DataFrame) -> tuple[pd.DataFrame, list[Problem]]:
     return out, problems
 
 
-def normalize(df: pd.DataFrame, *, first_line: int = 2) -> Checked:
-    """Check every row of ``df`` and bring it to canonical form (module docstring)."""
+def normalize(df: pd.DataFrame, *, first_line: int = 2,
+              lines: np.ndarray | None = None) -> Checked:
+    """Check every row of ``df`` and bring it to canonical form (module docstring). ``lines``:
+    the line number of each row (default: ``first_line``, ``first_line + 1``, ...)."""
     df = df.copy()
     df.columns = [str(c).strip().lower() for c in df.columns]
-    lines = np.arange(len(df)) + first_line
+    lines = np.arange(len(df)) + first_line if lines is None else np.asarray(lines)
     df = df.reset_index(drop=True)
     problems: list[Problem] = []
     dup_cols = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
@@ -231,10 +233,16 @@ def _text(s: pd.Series) -> tuple[pd.Series, pd.Series]:
     return text, pd.Series(missing, index=s.index) | text.eq("")
 
 
+NA_TEXT = frozenset({"nan", "na", "null", "none", "n/a"})
+"""Text a number column may hold for 'no value' (the cell counts as empty)."""
+
+
 def _blank(s: pd.Series) -> pd.Series:
+    """Missing cells of a number column: NaN, empty text or ``NA_TEXT``."""
     if s.dtype.kind in "fiub":
         return s.isna()
-    return _text(s)[1]
+    text, blank = _text(s)
+    return blank | text.str.lower().isin(NA_TEXT)
 
 
 def _report(mask: pd.Series, lines: np.ndarray, reason: Callable[[int], str]) -> list[Problem]:

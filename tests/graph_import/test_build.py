@@ -289,3 +289,22 @@ def test_dims_beyond_what_the_model_supports_are_explained():
     assert "ONNX shape inference rejects this node with the bound dims" in graph.unresolved["expand"]
     assert "Incompatible dimensions" in graph.unresolved["expand"]
     assert graph.unresolved["add"] == "an input comes from the unresolved node 'expand' (see its reason)"
+
+
+def test_known_gather_indices_beyond_the_table_are_flagged():
+    """positions = Range(0, sequence); Gather(table[8, 4], positions): sequence 10 cannot run."""
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, ["batch", "sequence"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["seq"], axis=0),
+        helper.make_node("Range", ["zero", "seq", "one"], ["pos"]),
+        helper.make_node("Gather", ["table", "pos"], ["y"], name="lookup", axis=0),
+    ]
+    inits = [external_weight("table", [8, 4]), const("zero", 0), const("one", 1)]
+    model = make_model(nodes, [x], [y], inits)
+    assert _build(model, {"batch": 1, "sequence": 8}).unresolved == {}
+    graph = _build(model, {"batch": 1, "sequence": 10})
+    assert graph.unresolved["lookup"].startswith(
+        "input 'pos' indexes rows 0..9 of 'table', which has 8 along that axis"
+    )

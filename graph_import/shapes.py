@@ -5,13 +5,17 @@ models stay cheap to re-infer):
 
 1. Bind the user's dims on the graph inputs before inference, by symbolic name (``batch``) or
    by ``input_name:axis``; the same symbolic names are bound in declared value_info/outputs.
-2. ``onnx.shape_inference.infer_shapes(strict_mode=False, data_prop=True)``.
+2. ``onnx.shape_inference.infer_shapes(strict_mode=False, data_prop=True)``, afresh each round
+   (types of the previous round are forgotten, so a node that now fails is not left with a
+   stale shape).
 3. Fold shape-computation subgraphs with numpy (``graph_import.fold.FOLDERS``): a node whose
    inputs all have known values (small initializers, Constants, Shape/Size of a tensor whose
-   shape is concrete, earlier folded nodes) is evaluated; folded nodes are replaced by
-   initializers holding their values, so the next inference sees constant ``shape`` inputs of
+   shape is concrete, earlier folded nodes) is evaluated; folded nodes read by unfolded ones
+   become ``Constant`` nodes in place, so the next inference sees constant ``shape`` inputs of
    Reshape/Expand/Tile/ConstantOfShape/Range/Slice/Resize/Pad.
-4. Repeat 2-3 until nothing new folds (at most ``max_iterations`` rounds).
+4. Type the outputs of ops ONNX has no schema for (onnxruntime contrib ops,
+   ``graph_import.contrib_shapes``) and re-infer the ONNX nodes after them node by node.
+5. Repeat 2-4 while the graph changes (at most ``max_iterations`` rounds).
 
 The result maps every tensor name to its dtype and dims (ints when concrete; the symbolic name,
 or ``"?"`` when unknown, otherwise) plus the known constant values.

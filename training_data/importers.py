@@ -2,7 +2,7 @@
 
 User files (``import_file``)
 ----------------------------
-A CSV (UTF-8, header line, comma separated) or Parquet file with the columns of
+A CSV (UTF-8, header line, comma separated; ``.csv.gz`` is decompressed) or Parquet file with the columns of
 ``training_data.schema.COLUMNS`` (full list with units in ``training_data/README.md``).
 Required: ``op_type``, ``device_id`` (catalog id or alias, or ``local``), ``dtype``
 (fp32|fp16|bf16|int8|...) and a latency: ``latency_s`` (seconds) or ``latency_ms`` /
@@ -30,6 +30,7 @@ the reason, never dropped silently.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import re
@@ -107,6 +108,11 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 def _read_csv(path: Path) -> pd.DataFrame:
     """All cells as text; the index is each row's line number in the file (header = line 1)."""
     data = path.read_bytes()
+    if path.suffix.lower() == ".gz" and data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise MeasurementError(f"{path.name}: not a readable gzip file ({exc})") from exc
     if b"\x00" in data[:65536]:
         raise MeasurementError(f"{path.name}: this is a binary file, not a CSV text file; export "
                                "your measurements as CSV (UTF-8) or Parquet")

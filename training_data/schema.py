@@ -281,16 +281,25 @@ def _check_int(col: Column, s: pd.Series, lines: np.ndarray) -> tuple[pd.Series,
     return values.astype("Int64"), problems
 
 
+class _Shape(ValueError):
+    """Valid JSON of the wrong structure."""
+
+
 def _canonical_json(text: str, want: type) -> str:
-    value = json.loads(text)
+    """Sorted-key compact JSON; shapes: a list whose items are a list of whole numbers or dim
+    names, or null for an omitted optional input."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"bad JSON {text[:60]!r} ({exc})") from exc
     if not isinstance(value, want):
-        raise ValueError(f"expected a JSON {'list' if want is list else 'object'}")
+        raise _Shape(f"expected a JSON {'list' if want is list else 'object'}, got {text[:60]!r}")
     if want is list:
         for shape in value:
-            if not isinstance(shape, list) or not all(
-                    isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape):
-                raise ValueError("each shape must be a list of whole numbers or dim names, "
-                                 "e.g. [[1,64],[64,64]]")
+            if shape is not None and (not isinstance(shape, list) or not all(
+                    isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape)):
+                raise _Shape(f"each shape must be a list of whole numbers or dim names (null for "
+                             f"an omitted input), e.g. [[1,64],[64,64]]; got {text[:60]!r}")
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -301,12 +310,11 @@ def _check_json(col: Column, s: pd.Series, lines: np.ndarray) -> tuple[pd.Series
     for text in s[~blank].astype(str).unique():
         try:
             out[text] = _canonical_json(text, want)
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             out[text] = exc
     values = s.astype(object).where(blank, s[~blank].astype(str).map(out))
     bad = values.map(lambda v: isinstance(v, Exception))
-    problems = _report(bad, lines, lambda i: f"{col.name}: bad JSON {str(s.iloc[i])[:60]!r} "
-                                            f"({values.iloc[i]})")
+    problems = _report(bad, lines, lambda i: f"{col.name}: {values.iloc[i]}")
     values = values.where(~blank & ~bad, col.default)
     return values.astype(object), problems
 

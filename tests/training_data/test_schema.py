@@ -100,3 +100,9 @@ def test_duplicate_column_names_are_reported():
     df = pd.DataFrame([["MatMul", "t4", "fp32", 1e-3, 2e-3]],
                       columns=["op_type", "device_id", "dtype", "latency_s", "latency_s"])
     assert validate(df) == [(1, "column(s) latency_s appear more than once")]
+
+
+def test_omitted_optional_inputs_are_null_shapes():
+    c = normalize(_rows(op_type=["LSTM"], input_shapes=["[[5,1,8],[1,32,8],[1,32,8],null,null]"]))
+    assert c.problems == []
+    assert c.frame.input_shapes.iloc[0] == "[[5,1,8],[1,32,8],[1,32,8],null,null]"

@@ -281,10 +281,6 @@ def _check_int(col: Column, s: pd.Series, lines: np.ndarray) -> tuple[pd.Series,
     return values.astype("Int64"), problems
 
 
-class _Shape(ValueError):
-    """Valid JSON of the wrong structure."""
-
-
 def _canonical_json(text: str, want: type) -> str:
     """Sorted-key compact JSON; shapes: a list whose items are a list of whole numbers or dim
     names, or null for an omitted optional input."""
@@ -293,12 +289,12 @@ def _canonical_json(text: str, want: type) -> str:
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"bad JSON {text[:60]!r} ({exc})") from exc
     if not isinstance(value, want):
-        raise _Shape(f"expected a JSON {'list' if want is list else 'object'}, got {text[:60]!r}")
+        raise ValueError(f"expected a JSON {'list' if want is list else 'object'}, got {text[:60]!r}")
     if want is list:
         for shape in value:
             if shape is not None and (not isinstance(shape, list) or not all(
                     isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape)):
-                raise _Shape(f"each shape must be a list of whole numbers or dim names (null for "
+                raise ValueError(f"each shape must be a list of whole numbers or dim names (null for "
                              f"an omitted input), e.g. [[1,64],[64,64]]; got {text[:60]!r}")
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 

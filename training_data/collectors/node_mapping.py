@@ -9,25 +9,25 @@ node. The mapping works on tensors, not on name conventions alone:
 1. **Anchors.** Each optimised tensor gets an *anchor*: the original tensor holding the same
    values. Names shared by both graphs anchor to themselves (graph inputs, outputs, and every
    tensor a fused node writes under its original name: a fused node's outputs are the outputs of
-   the last original node it covers).
-2. **Optimised node without a shared output name** (NCHWc convolutions write fresh tensors):
-   its name is tried as a hint — ORT names an NCHWc node ``<original output tensor>_nchwc``,
-   other generated nodes ``<original node name>...`` — then, failing that, a one-data-input node
-   passes its input's anchor through (layout changes such as ReorderInput keep the values).
-3. **Extension.** A node that reads a data input whose anchor is *not* upstream of its anchor
-   has absorbed a later original node (the NCHWc Conv's ``Sum`` input is the residual Add): the
-   anchor moves forward through the single consumer until every data input is upstream. A node
-   whose ``activation`` attribute names an op that has not yet been covered absorbs that
+   the last original node it covers). An NCHWc node writes a fresh tensor but is named
+   ``<original output tensor>_nchwc``: that tensor is its anchor. A layout-only kernel ORT
+   inserted (``LAYOUT_KERNELS``: ReorderInput, Reshape, ...) passes its input's anchor on.
+2. **Extension.** A hint-anchored node that reads a data input whose anchor is *not* upstream
+   of its anchor has absorbed a later original node (the NCHWc Conv's ``Sum`` input is the
+   residual Add): the anchor moves forward through the single consumer until every data input is
+   upstream. A node whose ``activation`` attribute names an op not yet covered absorbs that
    consumer too.
-4. **Covered set.** Walk back from the anchor's producer through the original graph, stopping
-   at the anchors of the node's data inputs, at constant tensors (initializers, Constant and
-   Shape outputs and what is computed from them only: folded at load time), at graph inputs and
-   at nodes another optimised node already covers. The walk collects the original nodes the
-   kernel computes.
-5. **Kernels without a group of their own** (a node whose anchor another node already covers,
-   a ReorderOutput writing the conv's tensor back in NCHW, a ReorderInput feeding a conv) join
-   the group of the node that covers their anchor, else of their first consumer's group; one
-   with neither stays unattributed, and is reported.
+3. **Regions.** Kernels connected through tensors without an anchor are one computation ORT
+   split up (MatMul+Add on 3-D inputs becomes Reshape -> Gemm -> Reshape): they form a region.
+4. **Covered set.** From a region's output anchors, walk back through the original graph,
+   stopping at the anchors of the region's inputs, at constant tensors (initializers, Constant
+   and Shape outputs and what is computed from them only: folded at load time), at graph inputs
+   and at nodes another region already covers. The walk collects the original nodes the region
+   computes: one group, one row.
+5. **Kernels without a group of their own** (a ReorderOutput writing a conv's tensor back in
+   NCHW, a layout kernel feeding a conv) join the group of the node that covers their anchor, or
+   else of their consumer (later kernels first, so chains follow); one with neither stays
+   unattributed, and is reported.
 
 Original nodes no kernel covers are constant-folded or eliminated (Identity, Dropout, ...);
 they are listed in ``Mapping.uncovered``.
@@ -41,6 +41,9 @@ from dataclasses import dataclass, field
 from onnx import ModelProto, NodeProto
 
 STATIC_SOURCE_OPS = frozenset({"Constant", "Shape", "Size", "ConstantOfShape"})
+# kernels that only change layout: their output holds the input's values (ORT inserts them)
+LAYOUT_KERNELS = frozenset({"ReorderInput", "ReorderOutput", "Reshape", "Squeeze", "Unsqueeze",
+                            "Flatten", "Identity", "Transpose"})
 NAME_HINT_SUFFIXES = ("_nchwc",)
 
 
@@ -59,12 +62,15 @@ class Group:
 @dataclass
 class Mapping:
     """``group_of``: optimised node name -> index into ``groups`` (absent: unattributed).
-    ``uncovered``: original nodes no kernel computes. ``unattributed``: optimised node names."""
+    ``uncovered``: original nodes no kernel computes; ``folded`` those of them that compute
+    constants (folded at load time), the rest were eliminated or absorbed without a trace.
+    ``unattributed``: optimised node names."""
 
     groups: list[Group]
     group_of: dict[str, int]
     uncovered: list[str]
     unattributed: list[str] = field(default_factory=list)
+    folded: list[str] = field(default_factory=list)
 
 
 class _Original:
@@ -146,64 +152,110 @@ def map_optimized(original: ModelProto, optimized: ModelProto) -> Mapping:
     ``original`` must be the model ORT was given (same tensor and node names)."""
     orig = _Original(original)
     opt_inits = {t.name for t in optimized.graph.initializer}
+    topo = _topological(optimized.graph.node)
+    position = {n.name: i for i, n in enumerate(topo)}
     anchor: dict[str, str] = {vi.name: vi.name for vi in optimized.graph.input}
-    claimed: dict[str, int] = {}  # original node -> group index
+    passthrough: set[str] = set()
+
+    def data_inputs(node: NodeProto) -> list[str]:
+        return [t for t in node.input if t and t not in opt_inits
+                and anchor.get(t) not in orig.static]
+
+    for node in topo:  # step 1-3: anchors
+        outs = [o for o in node.output if o]
+        for o in outs:
+            if o in orig.tensors:
+                anchor[o] = o
+        if len(outs) != 1 or outs[0] in anchor:
+            continue
+        in_anchors = {anchor[t] for t in data_inputs(node) if t in anchor}
+        hint = _hint(node, orig)
+        if hint:
+            anchor[outs[0]] = _extend(node, hint, in_anchors, orig)[0]
+        elif node.op_type in LAYOUT_KERNELS and len(in_anchors) == 1:
+            anchor[outs[0]] = next(iter(in_anchors))
+            passthrough.add(node.name)
+
+    regions = _regions(topo, anchor)  # kernels joined by tensors without an anchor
+    claimed: dict[str, int] = {}
     groups_nodes: list[list[str]] = []
     groups_kernels: list[list[str]] = []
     group_of: dict[str, int] = {}
-    deferred: list[NodeProto] = []
-
-    for node in _topological(optimized.graph.node):
-        data_inputs = [t for t in node.input
-                       if t and t not in opt_inits and anchor.get(t) not in orig.static]
-        in_anchors = {anchor[t] for t in data_inputs if t in anchor}
-        outs = [o for o in node.output if o]
-        matched = [o for o in outs if o in orig.tensors]
-        targets = matched or _hint(node, orig)
-        if not targets and len(in_anchors) == 1:
-            targets = [next(iter(in_anchors))]  # layout change: same values
-        if not targets:
-            deferred.append(node)
-            continue
-        if not matched:
-            targets = _extend(node, targets, in_anchors, orig)
-        for o in outs:
-            anchor.setdefault(o, o if o in orig.tensors else targets[0])
-        cover = _cover(targets, in_anchors, orig, claimed)
+    deferred: list[list[NodeProto]] = []
+    for region in regions:
+        members = {n.name for n in region}
+        inside = {o for n in region for o in n.output if o}
+        ins = {anchor[t] for n in region for t in data_inputs(n)
+               if t in anchor and t not in inside}
+        outs = {anchor[o] for n in region for o in n.output if o in anchor}
+        cover = _cover(sorted(outs - ins), ins, orig, claimed)
         if cover:
             gi = len(groups_nodes)
             groups_nodes.append(cover)
-            groups_kernels.append([node.name])
-            for n in cover:
-                claimed[n] = gi
-            group_of[node.name] = gi
-        else:
-            owner = next((claimed[orig.producer[t]] for t in targets
+            groups_kernels.append([n.name for n in region])
+            for name in cover:
+                claimed[name] = gi
+            for name in members:
+                group_of[name] = gi
+            continue
+        owner = None
+        if not all(n.name in passthrough for n in region):
+            owner = next((claimed[orig.producer[t]] for t in sorted(outs)
                           if orig.producer.get(t) in claimed), None)
-            if owner is None:
-                deferred.append(node)
-            else:
-                group_of[node.name] = owner
-                groups_kernels[owner].append(node.name)
+        if owner is None:
+            deferred.append(region)
+        else:
+            groups_kernels[owner].extend(n.name for n in region)
+            for name in members:
+                group_of[name] = owner
 
-    unattributed = []
     consumers: dict[str, list[NodeProto]] = {}
-    for n in optimized.graph.node:
+    for n in topo:
         for t in n.input:
             consumers.setdefault(t, []).append(n)
-    for node in deferred:  # e.g. ReorderInput on a graph input: joins its consumer's group
-        owner = next((group_of[c.name] for o in node.output for c in consumers.get(o, [])
-                      if c.name in group_of), None)
+    unattributed = []
+    # step 5, latest first so chains of such kernels follow their consumers
+    for region in sorted(deferred, key=lambda r: -position[r[-1].name]):
+        owner = next((group_of[c.name] for n in region for o in n.output
+                      for c in consumers.get(o, []) if c.name in group_of), None)
         if owner is None:
-            unattributed.append(node.name)
-        else:
-            group_of[node.name] = owner
-            groups_kernels[owner].append(node.name)
+            owner = next((claimed[orig.producer[anchor[t]]] for n in region for t in n.input
+                          if t in anchor and orig.producer.get(anchor[t]) in claimed), None)
+        if owner is None:
+            unattributed.extend(n.name for n in region)
+            continue
+        groups_kernels[owner].extend(n.name for n in region)
+        for n in region:
+            group_of[n.name] = owner
 
     groups = [Group(tuple(sorted(nodes, key=orig.order.__getitem__)), tuple(kernels))
               for nodes, kernels in zip(groups_nodes, groups_kernels, strict=True)]
     uncovered = [n.name for n in original.graph.node if n.name not in claimed]
-    return Mapping(groups, group_of, uncovered, unattributed)
+    folded = [n for n in uncovered
+              if all(o in orig.static for o in orig.nodes[n].output if o)]
+    return Mapping(groups, group_of, uncovered, unattributed, folded)
+
+
+def _regions(topo: list[NodeProto], anchor: dict[str, str]) -> list[list[NodeProto]]:
+    """Kernels connected through tensors that have no anchor (one fused computation that ORT
+    split, e.g. Reshape -> Gemm -> Reshape), in topological order of their first kernel."""
+    parent = list(range(len(topo)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    producer = {o: i for i, n in enumerate(topo) for o in n.output if o}
+    for i, n in enumerate(topo):
+        for t in n.input:
+            if t and t not in anchor and t in producer:
+                parent[find(i)] = find(producer[t])
+    members: dict[int, list[NodeProto]] = {}
+    for i, n in enumerate(topo):
+        members.setdefault(find(i), []).append(n)
+    return sorted(members.values(), key=lambda r: topo.index(r[0]))
 
 
 def _hint(node: NodeProto, orig: _Original) -> list[str]:

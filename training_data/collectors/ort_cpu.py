@@ -279,7 +279,8 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
                             else math.nan),
         "rows": len(frame),
         "groups_fused": int(sum(len(g.nodes) > 1 for g in mapping.groups)),
-        "nodes_without_kernel": len(mapping.uncovered),
+        "nodes_folded": len(mapping.folded),
+        "nodes_eliminated": len(mapping.uncovered) - len(mapping.folded),
         "run_id": run_id,
     }
     return Measurement(frame, summary, unattributed, list(plans))

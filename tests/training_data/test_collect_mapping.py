@@ -76,3 +76,25 @@ def test_kernel_with_no_counterpart_is_unattributed():
     m = map_optimized(original, optimized)
     assert m.unattributed == ["mystery"]
     assert m.groups[m.group_of["relu"]].nodes == ("relu",)
+
+
+def test_kernels_joined_by_new_tensors_form_one_group():
+    # MatMul+Add on 3-D input: ORT runs Reshape -> Gemm -> Reshape; only the last writes an
+    # original tensor. All three kernels belong to the MatMul+Add group, not to the producer.
+    original = _model([
+        helper.make_node("LayerNormalization", ["X", "g"], ["x"], name="ln"),
+        helper.make_node("MatMul", ["x", "W"], ["m"], name="mm"),
+        helper.make_node("Add", ["m", "b"], ["y"], name="bias"),
+    ], ["X"], ["y"], [_w("g"), _w("W"), _w("b")])
+    optimized = _model([
+        helper.make_node("LayerNormalization", ["X", "g"], ["x"], name="ln"),
+        helper.make_node("Reshape", ["x", "s_in"], ["r1"], name="gemm_input_reshape"),
+        helper.make_node("Gemm", ["r1", "W", "b"], ["g1"], name="mm/MatMulAddFusion"),
+        helper.make_node("Reshape", ["g1", "s_out"], ["y"], name="gemm_output_reshape"),
+    ], ["X"], ["y"], [_w("g"), _w("W"), _w("b"), _w("s_in"), _w("s_out")])
+    m = map_optimized(original, optimized)
+    gemm_group = m.groups[m.group_of["mm/MatMulAddFusion"]]
+    assert gemm_group.nodes == ("mm", "bias")
+    assert set(gemm_group.kernels) == {"gemm_input_reshape", "mm/MatMulAddFusion",
+                                       "gemm_output_reshape"}
+    assert m.groups[m.group_of["ln"]].nodes == ("ln",)

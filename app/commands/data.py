@@ -106,7 +106,7 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     store = Store(args.store)
     if args.public:
-        print(f"importing public dataset {args.public} (about a minute for 'all')...",
+        print(f"importing public dataset {args.public} (1-2 minutes for 'all')...",
               file=sys.stderr, flush=True)
         report = import_public(args.public, store, args.data_dir)
     else:

@@ -106,3 +106,11 @@ def test_omitted_optional_inputs_are_null_shapes():
     c = normalize(_rows(op_type=["LSTM"], input_shapes=["[[5,1,8],[1,32,8],[1,32,8],null,null]"]))
     assert c.problems == []
     assert c.frame.input_shapes.iloc[0] == "[[5,1,8],[1,32,8],[1,32,8],null,null]"
+
+
+def test_readme_documents_every_column():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "training_data" / "README.md").read_text()
+    missing = [c for c in COLUMN_NAMES if f"| `{c}` |" not in readme]
+    assert missing == []

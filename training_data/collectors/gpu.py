@@ -118,17 +118,20 @@ def node_model(op: OpNode, runnable_inits: dict[str, TensorProto], opset: list[A
         elif t.name in op.const_inputs:
             inits.append(numpy_helper.from_array(np.asarray(op.const_inputs[t.name]), t.name))
         else:
-            elem = helper.np_dtype_to_tensor_dtype(np.dtype(_np_dtype(t.dtype)))
-            inputs.append(helper.make_tensor_value_info(t.name, elem, list(t.shape)))
+            inputs.append(helper.make_tensor_value_info(t.name, _elem(t.dtype), list(t.shape)))
             feeds[t.name] = _random(t.shape, _np_dtype(t.dtype), rng)
     node = helper.make_node(op.op_type, names, [o.name for o in op.outputs], name=op.name,
                             domain=op.domain or None)
     node.attribute.extend(_attributes(op))
-    outputs = [helper.make_tensor_value_info(o.name, TensorProto.UNDEFINED, None)
-               for o in op.outputs]
+    outputs = [helper.make_tensor_value_info(o.name, _elem(o.dtype), None) for o in op.outputs]
     graph = helper.make_graph([node], op.name, inputs, outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=opset, ir_version=8)
     return model.SerializeToString(), feeds
+
+
+def _elem(onnx_dtype: str) -> int:
+    """ONNX element type of a dtype name (``float`` -> TensorProto.FLOAT)."""
+    return TensorProto.DataType.Value(onnx_dtype.upper())
 
 
 def _attributes(op: OpNode) -> list[Any]:

@@ -32,7 +32,10 @@ def test_ort_optimized_models_contain_contrib_ops(name):
     contrib = {op.op_type for op in graph.ops() if op.domain == "com.microsoft"}
     assert "SkipLayerNormalization" in contrib
     assert contrib & {"FastGelu", "BiasGelu"}
+    if name == "bert_ortopt":
+        assert {"Attention", "EmbedLayerNormalization"} <= contrib
     assert graph.unresolved == {}
+    assert graph.unsupported == {}
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)

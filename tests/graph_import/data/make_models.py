@@ -108,7 +108,8 @@ def save_with_reference(model: onnx.ModelProto, path: Path) -> None:
 
 def ort_optimized(name: str, model_type: str, path: Path) -> None:
     """onnxruntime's transformer optimiser fuses subgraphs into com.microsoft contrib ops
-    (SkipLayerNormalization, BiasGelu, FastGelu): the ``*_ortopt.onnx`` files."""
+    (Attention, EmbedLayerNormalization, SkipLayerNormalization, BiasGelu, FastGelu): the
+    ``*_ortopt.onnx`` files."""
     from onnxruntime.transformers import optimizer
 
     opt = optimizer.optimize_model(str(path), model_type=model_type, num_heads=4, hidden_size=32,
@@ -175,14 +176,24 @@ def main() -> int:
         mask = torch.ones(2, 9, dtype=torch.long)
         export(name, HFWrapper(model), (ids, mask), ["input_ids", "attention_mask"],
                {"input_ids": seq_axes, "attention_mask": seq_axes})
-        if name in ("bert", "gpt2"):
-            full = HERE / f"{name}_full.tmp.onnx"
-            torch.onnx.export(HFWrapper(model), (ids, mask), full, dynamo=False, opset_version=17,
-                              input_names=["input_ids", "attention_mask"],
-                              dynamic_axes={"input_ids": seq_axes, "attention_mask": seq_axes})
-            ort_optimized(name, name, full)
-            full.unlink()
+        if name == "gpt2":
+            ort_export(name, model, ids, mask)
+    # eager attention, so that onnxruntime fuses it into com.microsoft Attention
+    eager = tf.BertModel(tf.BertConfig(hidden_size=32, intermediate_size=64,
+                                       max_position_embeddings=512, attn_implementation="eager",
+                                       **small))
+    ort_export("bert", eager, ids, mask)
     return 0
+
+
+def ort_export(name: str, model: nn.Module, ids, mask) -> None:
+    seq_axes = {0: "batch", 1: "sequence"}
+    full = HERE / f"{name}_full.tmp.onnx"
+    torch.onnx.export(HFWrapper(model), (ids, mask), full, dynamo=False, opset_version=17,
+                      input_names=["input_ids", "attention_mask"],
+                      dynamic_axes={"input_ids": seq_axes, "attention_mask": seq_axes})
+    ort_optimized(name, name, full)
+    full.unlink()
 
 
 if __name__ == "__main__":

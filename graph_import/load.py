@@ -18,6 +18,7 @@ Weightless models (initializers whose external data is absent) load fine: only d
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -102,8 +103,12 @@ def _read_path(path: Path, max_bytes: int) -> bytes:
         raise ModelImportError(f"no such file: {str(path)!r}; check the path") from None
     except OSError as exc:
         raise ModelImportError(f"cannot access {str(path)!r}: {exc.strerror}") from None
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise ModelImportError(f"{str(path)!r} is a folder: give the .onnx file inside it")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelImportError(
+            f"{str(path)!r} is not a regular file (a device, pipe or socket): give an .onnx file"
+        )
     if st.st_size > max_bytes:
         raise ModelImportError(_too_big(st.st_size, max_bytes))
     try:

@@ -294,3 +294,8 @@ def test_every_truncation_is_refused(cut):
     data = serialize(dynamic_reshape_model())
     with pytest.raises(ModelImportError, match=r"re-export|truncated|not an ONNX model"):
         load_model(data[: len(data) - cut])
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_device_file_is_refused_without_reading():
+    _refused("/dev/zero", "is not a regular file")

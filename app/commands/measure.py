@@ -25,7 +25,8 @@ OPT_LEVELS = ("disable", "basic", "extended", "all")
 DEVICES = ("cpu", "cuda")
 SUMMARY_COLUMNS = ("model", "dims", "threads_intra", "threads_inter", "opt_level", "repeats",
                    "e2e_ms", "e2e_p10_ms", "e2e_p90_ms", "sum_ops_ms", "ops_over_e2e",
-                   "sum_op_medians_ms", "joined_fraction", "rows", "groups_fused")
+                   "executor_ms", "binding_ms", "unattributed_ms", "sum_op_medians_ms",
+                   "joined_fraction", "rows", "groups_fused")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

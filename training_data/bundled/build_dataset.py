@@ -122,6 +122,34 @@ def run_calibration(say) -> dict[str, Any] | None:
         return None
 
 
+def acceptance(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per zoo measurement: e2e and per-op sums, where the rest goes, joined share, and the
+    repeat agreement (relative difference of a second session's e2e and per-op medians).
+
+    ``binding_ms`` = wall time - ORT's ``model_run`` (Python <-> ORT conversion);
+    ``executor_ms`` = ``model_run`` - kernel time (scheduling, allocation, profiler fences)."""
+    zoo = summary[summary["kind"] == "zoo"].copy()
+    if "binding_ms" not in zoo:  # summaries written before the collector reported them
+        zoo["binding_ms"] = zoo["e2e_ms"] - zoo["ort_run_ms"]
+        zoo["executor_ms"] = zoo["ort_run_ms"] - zoo["sum_ops_ms"]
+    zoo["joined_pct"] = 100 * zoo["joined_fraction"]
+    rep = summary[summary["kind"] == "zoo-repeat"].set_index("repeat_of")
+    first = zoo.set_index("run_id")
+    common = first.index.intersection(rep.index)
+    zoo["repeat_e2e_diff_pct"] = float("nan")
+    zoo["repeat_op_medians_diff_pct"] = float("nan")
+    for run_id in common:
+        mask = zoo["run_id"] == run_id
+        a, b = first.loc[run_id], rep.loc[run_id]
+        zoo.loc[mask, "repeat_e2e_diff_pct"] = 100 * abs(b["e2e_ms"] - a["e2e_ms"]) / a["e2e_ms"]
+        zoo.loc[mask, "repeat_op_medians_diff_pct"] = 100 * abs(
+            b["sum_op_medians_ms"] - a["sum_op_medians_ms"]) / a["sum_op_medians_ms"]
+    cols = ["model", "dims", "threads_intra", "e2e_ms", "e2e_p10_ms", "e2e_p90_ms", "sum_ops_ms",
+            "ops_over_e2e", "binding_ms", "executor_ms", "sum_op_medians_ms", "joined_pct",
+            "repeat_e2e_diff_pct", "repeat_op_medians_diff_pct", "other_cpu_share"]
+    return zoo.loc[:, cols].reset_index(drop=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", type=Path, default=HERE)
@@ -132,7 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="quick micro grid, batch 1 only")
     ap.add_argument("--models", nargs="*", help="zoo models (default: all)")
     ap.add_argument("--no-calibration", action="store_true")
+    ap.add_argument("--report", action="store_true",
+                    help="only print the acceptance table of an existing cpu_summary.csv")
     args = ap.parse_args(argv)
+    if args.report:
+        table = acceptance(pd.read_csv(args.out_dir / "cpu_summary.csv"))
+        with pd.option_context("display.width", 250, "display.max_rows", None):
+            print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+        return 0
 
     from training_data import zoo
     from training_data.collectors.microbench import cases, run_cases

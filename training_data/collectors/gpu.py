@@ -197,6 +197,7 @@ def measure_prepared_gpu(prep: Any, config: Any):
                "threads_intra": config.threads_intra, "threads_inter": config.threads_inter,
                "opt_level": config.opt_level, "repeats": config.repeats, "e2e_ms": e2e * 1e3,
                "e2e_p10_ms": math.nan, "e2e_p90_ms": math.nan, "sum_ops_ms": total * 1e3,
+               "executor_ms": math.nan, "binding_ms": math.nan, "unattributed_ms": 0.0,
                "ops_over_e2e": total / e2e if e2e > 0 else math.nan,
                "sum_op_medians_ms": total * 1e3, "joined_fraction": 1.0 if len(frame) else
                math.nan, "rows": len(frame), "groups_fused": 0, "skipped_nodes": len(skipped),

@@ -13,11 +13,15 @@
    original ones (``node_mapping.map_optimized``) and sum each group's kernel times per run.
    A row per group: median, p10, p90 over the timed runs (``rows``).
 
-The summary says how the end-to-end time splits: kernel time joined to graph nodes, kernel time
-of unattributed kernels, ORT-internal overhead (``model_run`` minus kernels: executor, memory
-planning, profiler fences) and binding overhead (wall time minus ``model_run``: input/output
-conversion in Python). With profiling on, each kernel also pays the profiler's own timing cost,
-so ``e2e`` here is slightly above an unprofiled run.
+The summary (medians over the timed runs, milliseconds) says how the end-to-end time splits:
+``sum_ops_ms`` kernel time per run (``joined_fraction`` of it joined to graph nodes, the rest
+``unattributed_ms``), ``executor_ms`` = ORT's ``model_run`` minus kernels (scheduling, memory
+planning, profiler fences), ``binding_ms`` = wall time minus ``model_run`` (input/output
+conversion between numpy and ORT); ``ops_over_e2e`` is the median per-run ratio of kernel time
+to wall time. ``sum_op_medians_ms`` sums the rows' per-op medians: under load from other
+processes it is the robust figure (a preemption hits a few kernels of one run, not the median).
+With profiling on, each kernel also pays the profiler's own timing cost, so ``e2e`` here is
+slightly above an unprofiled run.
 """
 
 from __future__ import annotations
@@ -262,6 +266,7 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
     other_per_run = np.sum(list(other.values()), axis=0) if other else np.zeros(n)
     kernel_per_run = joined_per_run + other_per_run
     wall_arr = np.asarray(wall, dtype=float)
+    run_arr = np.asarray([r.run_s for r in runs], dtype=float)
     total_kernel = float(kernel_per_run.sum())
     summary = {
         "model": model_name, "dims": ",".join(f"{k}={v}" for k, v in sorted(dims.items())),
@@ -272,6 +277,8 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
         "e2e_p90_ms": float(np.percentile(wall_arr, 90)) * 1e3,
         "ort_run_ms": float(np.median([r.run_s for r in runs])) * 1e3,
         "sum_ops_ms": float(np.median(kernel_per_run)) * 1e3,
+        "binding_ms": float(np.median(wall_arr - run_arr)) * 1e3,
+        "executor_ms": float(np.median(run_arr - kernel_per_run)) * 1e3,
         "ops_over_e2e": float(np.median(kernel_per_run / wall_arr)),
         "sum_op_medians_ms": float(frame["latency_s"].sum()) * 1e3 if len(frame) else 0.0,
         "unattributed_ms": float(np.median(other_per_run)) * 1e3,

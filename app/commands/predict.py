@@ -20,12 +20,12 @@ from graph_import.dims import parse_dim_specs
 from hw_catalog.catalog import get_device
 from predictor.config import MODES, OPTIMIZERS, PRECISIONS, RunConfig
 from predictor.errors import PredictionError
-from predictor.estimators import ESTIMATORS
+from predictor.estimators import ESTIMATORS, LEARNED_NAMES
 from predictor.memory import max_batch_that_fits
 from predictor.simulate import Prediction, predict_graph
 
-#: estimator names that belong to the learned predictors (issue 6), not available yet.
-LEARNED_ESTIMATORS: tuple[str, ...] = ("learned", "auto")
+#: estimator names that belong to the learned predictors (issue 6, predictor.learned).
+LEARNED_ESTIMATORS: tuple[str, ...] = LEARNED_NAMES
 GIB = 2.0**30
 
 
@@ -78,13 +78,8 @@ def _positive_int(text: str) -> int:
 
 
 def check_estimator(name: str) -> str:
-    """The estimator name, or PredictionError (learned ones are not available yet)."""
-    if name in LEARNED_ESTIMATORS:
-        raise PredictionError(
-            f"estimator {name!r} needs the learned predictors, which are not available yet; "
-            f"use one of: {', '.join(ESTIMATORS)}"
-        )
-    if name not in ESTIMATORS:
+    """The estimator name, or PredictionError for an unknown one."""
+    if name not in ESTIMATORS and name not in LEARNED_ESTIMATORS:
         raise PredictionError(f"unknown estimator {name!r}; choose one of: "
                               f"{', '.join((*ESTIMATORS, *LEARNED_ESTIMATORS))}")
     return name
@@ -123,6 +118,10 @@ def op_table(pred: Prediction, top: int | None) -> pd.DataFrame:
         "lower_us": df["lower_s"] * 1e6, "upper_us": df["upper_s"] * 1e6,
         "share": df["time_s"] / total if total > 0 else 0.0,
     })
+    if "predictor" in df.columns:  # learned / auto: which predictor timed the row, OOD flags
+        out["predictor"] = df["predictor"].to_numpy()
+        out["ood"] = df["ood"].to_numpy()
+        out["ood_reason"] = df["ood_reason"].to_numpy()
     out = out.sort_values("time_us", ascending=False, kind="stable", ignore_index=True)
     return out.head(top) if top else out
 
@@ -190,6 +189,14 @@ def run(args: argparse.Namespace) -> int:
     }
     if config.mode == "train":
         extra["optimizer"] = config.optimizer
+    if estimator in LEARNED_ESTIMATORS:
+        from predictor.learned.estimator import graph_summary
+
+        s = graph_summary(pred.per_op, hw.kind)
+        extra.update({"learned_e2e_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,
+                      "e2e_upper_ms": s["e2e_upper_s"] * 1e3, "interval": s["interval_method"],
+                      "ops_learned": s["ops_learned"], "ops_analytical": s["ops_analytical"],
+                      "out_of_distribution": s["ood"], "ood_reason": s["ood_reason"]})
     if args.max_batch:
         mb = max_batch_that_fits(lambda b: load_graph(args.model, dims, b), hw, config)
         extra["max_batch_that_fits"] = mb

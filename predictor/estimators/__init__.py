@@ -19,15 +19,28 @@ ESTIMATORS: dict[str, type[AnalyticalEstimator]] = {
 }
 
 
+#: learned estimators (``predictor.learned.estimator``), imported on first use.
+LEARNED_NAMES: tuple[str, ...] = ("learned", "auto")
+
+
+def estimator_names() -> tuple[str, ...]:
+    """Every name ``make_estimator`` accepts: analytical, then learned."""
+    return (*ESTIMATORS, *LEARNED_NAMES)
+
+
 def make_estimator(name: str, **params: object) -> AnalyticalEstimator:
-    """A new estimator by registry name (``ESTIMATORS``)."""
-    try:
-        cls = ESTIMATORS[name]
-    except KeyError:
+    """A new estimator by registry name (``ESTIMATORS``, or ``learned``/``auto``)."""
+    cls = ESTIMATORS.get(name)
+    if cls is None and name in LEARNED_NAMES:
+        from predictor.learned.estimator import LEARNED_ESTIMATORS
+
+        cls = LEARNED_ESTIMATORS[name]
+    if cls is None:
         raise PredictionError(
-            f"unknown estimator {name!r}; choose one of: {', '.join(ESTIMATORS)}"
-        ) from None
+            f"unknown estimator {name!r}; choose one of: {', '.join(estimator_names())}"
+        )
     return cls(**params)
 
 
-__all__ = ["ESTIMATORS", "EXPLAIN_COLUMNS", "AnalyticalEstimator", "make_estimator"]
+__all__ = ["ESTIMATORS", "EXPLAIN_COLUMNS", "LEARNED_NAMES", "AnalyticalEstimator",
+           "estimator_names", "make_estimator"]

@@ -41,7 +41,7 @@ from predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
 BUNDLED_ROWS = "cpu_measurements.csv.gz"
 BUNDLED_META = "cpu_metadata.json"
-DEFAULT_CAP = 3000
+DEFAULT_CAP = 1500
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,10 @@ def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, 
     if kernels.empty:
         raise PredictionError("no public kernel rows for the devices asked; see `roofcast hw list`")
     if cap:
-        kernels = (kernels.groupby(["family", "device"], group_keys=False)
-                   .apply(lambda g: g.sample(min(len(g), cap), random_state=seed)))
-    kernels = kernels.sort_index()
+        rng = np.random.default_rng(seed)
+        keep = [idx if len(idx) <= cap else rng.choice(idx, cap, replace=False)
+                for idx in kernels.groupby(["family", "device"]).indices.values()]
+        kernels = kernels.iloc[np.sort(np.concatenate(keep))]
     work = kernel_workload(kernels)
     work["_group"] = "device:" + kernels["device"].astype(str)
     work["_run"] = kernels["dataset"].astype(str)
@@ -243,3 +244,37 @@ def store_set(path: str | Path | None = None, devices: list[str] | None = None) 
         raise PredictionError("the measurement store holds no rows; add some with `roofcast measure` "
                               "or `roofcast data import`")
     return measurement_set(rows, "store")
+
+
+SOURCES: tuple[str, ...] = ("bundled", "public", "store")
+
+
+def load_sources(sources: list[str], *, devices: list[str] | None = None,
+                 store_path: str | Path | None = None, cap: int | None = DEFAULT_CAP,
+                 seed: int = 0, say=None) -> TrainingSet:
+    """One training set from ``sources`` (``SOURCES`` names or file paths), stacked."""
+    sets = []
+    for src in sources:
+        if src == "bundled":
+            ts = bundled_set()
+        elif src == "public":
+            ts = public_set(devices=devices, cap=cap, seed=seed)
+        elif src == "store":
+            ts = store_set(store_path, devices)
+        elif Path(src).suffix.lower() in (".csv", ".parquet", ".pq", ".gz") or Path(src).exists():
+            ts = file_set(src)
+        else:
+            raise PredictionError(f"unknown training source {src!r}; give one of {', '.join(SOURCES)} "
+                                  "or a CSV/Parquet file of measurement rows")
+        if devices and src != "public":
+            from hw_catalog.catalog import get_device
+
+            wanted = {get_device(d).id for d in devices}
+            ts = ts.subset(ts.X["device"].isin(wanted).to_numpy())
+        if say:
+            say(f"{src}: {len(ts)} rows" + (f" (dropped {ts.dropped})" if ts.dropped else ""))
+        sets.append(ts)
+    out = sets[0] if len(sets) == 1 else combine(sets)
+    if len(out) == 0:
+        raise PredictionError("no training rows left after the --devices filter")
+    return out

@@ -2,6 +2,9 @@
 
 ``train(ts)`` for a :class:`~predictor.learned.data.TrainingSet`:
 
+0. rows measured faster than ``IMPLAUSIBLE_FRACTION`` x the physical bound are not used (a
+   profiler that credited a fused kernel's time to the wrong node, or a wrong cost): counted
+   in ``notes``;
 1. rows are split by model key (device kind / op family); keys with fewer than ``MIN_ROWS``
    rows get no model (their ops fall back to the analytical estimator and are flagged);
 2. **grouped cross-validation** (``fold_ids``): groups are devices for GPU data
@@ -34,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from predictor.errors import PredictionError
 from predictor.learned.data import TrainingSet
 from predictor.learned.features import learned_features, model_keys, roofline_terms
 from predictor.learned.intervals import (
@@ -48,9 +52,10 @@ from predictor.learned.ood import DeviceSet, Ranges
 from predictor.learned.predictor import LearnedModel
 
 MIN_ROWS = 30
-MAX_FOLDS = 16
+MAX_FOLDS = 8
 RANDOM_FOLDS = 5
 BASELINE = "time-roofline"
+IMPLAUSIBLE_FRACTION = 0.25
 QUICK_XGB = {"n_estimators": 60, "max_depth": 4}
 
 
@@ -119,6 +124,7 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     say = progress or (lambda _msg: None)
     xgb_params = QUICK_XGB if quick else None
     X = ts.X
+    notes: list[str] = []
     F = learned_features(X)
     keys = model_keys(X)
     _, _, bound = roofline_terms(X)
@@ -127,10 +133,14 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     baseline = make_estimator(BASELINE).predict(X)
     oof_all = baseline.copy()
     usable = (bound > 0) & (meas > 0)
+    implausible = usable & (meas < IMPLAUSIBLE_FRACTION * bound)
+    if implausible.any():
+        notes.append(f"{int(implausible.sum())} rows measured faster than {IMPLAUSIBLE_FRACTION} x "
+                     "the physical bound (mis-attributed or mis-costed): not used")
+        usable &= ~implausible
     y_log = np.where(usable, np.log10(np.where(usable, meas, 1.0) / np.where(bound > 0, bound, 1.0)),
                      np.nan)
     models, intervals, ranges, results = {}, {}, {}, {}
-    notes = []
     for key in sorted(set(keys[usable])):
         rows = np.flatnonzero(usable & (keys == key))
         if len(rows) < MIN_ROWS:
@@ -271,3 +281,65 @@ def validation_tables(res: TrainResult) -> dict[str, pd.DataFrame]:
                          "coverage_pct": 100 * float(g["covered"].mean())})
         tables["end_to_end"] = pd.DataFrame(rows)
     return tables
+
+
+def split_holdout(ts: TrainingSet, devices: list[str] = (), models: list[str] = ()
+                  ) -> tuple[TrainingSet, TrainingSet | None]:
+    """(training rows, held-out rows): rows of the held-out devices and models leave training."""
+    if not devices and not models:
+        return ts, None
+    from hw_catalog.catalog import get_device
+
+    ids = {get_device(d).id for d in devices}
+    X = ts.X
+    mask = X["device"].isin(ids).to_numpy() | X["_group"].isin([f"model:{m}" for m in models]).to_numpy()
+    if not mask.any():
+        raise PredictionError(f"no training rows belong to the held-out devices {sorted(ids)} or "
+                              f"models {list(models)}; check the names (`roofcast data list`)")
+    if mask.all():
+        raise PredictionError("every training row is held out; nothing would be left to train on")
+    return ts.subset(~mask), ts.subset(mask)
+
+
+def evaluate_holdout(model: LearnedModel, ts: TrainingSet) -> dict[str, pd.DataFrame]:
+    """Errors of a trained model on held-out rows: per family and, for whole-model runs, end to
+    end (learned vs the analytical baseline; interval coverage)."""
+    X = ts.X
+    meas = ts.y_s
+    ex = model.explain(X, mode="learned", fallback=BASELINE)
+    keys = model_keys(X)
+    pred, base = ex["time_s"].to_numpy(float), ex["analytical_s"].to_numpy(float)
+    cov = (ex["lower_s"].to_numpy() <= meas) & (meas <= ex["upper_s"].to_numpy())
+    rows = []
+    for key in sorted(set(keys)):
+        sel = keys == key
+        rows.append({"key": key, "rows": int(sel.sum()),
+                     "predictor": ex["predictor"][sel].mode().iloc[0],
+                     **{f"learned_{k}": v for k, v in _stats(pred[sel], meas[sel]).items()},
+                     **{f"analytical_{k}": v for k, v in _stats(base[sel], meas[sel]).items()},
+                     "coverage_pct": 100 * float(cov[sel].mean()),
+                     "ood_pct": 100 * float(ex["ood"][sel].mean())})
+    out = {"holdout_per_family": pd.DataFrame(rows)}
+    e2e = X["_e2e_s"].to_numpy(float)
+    ok = np.isfinite(e2e) & (X["_group"] != "model:micro").to_numpy() & \
+        X["_group"].str.startswith("model:").to_numpy()
+    if ok.any():
+        df = pd.DataFrame({"run": X["_run"][ok], "group": X["_group"][ok],
+                           "kind": X["device_kind"][ok], "e2e": e2e[ok], "pred": pred[ok],
+                           "base": base[ok]})
+        runs = df.groupby("run").agg(group=("group", "first"), kind=("kind", "first"),
+                                     measured_s=("e2e", "median"), sum_pred=("pred", "sum"),
+                                     analytical_s=("base", "sum"))
+        recs = []
+        for run, r in runs.iterrows():
+            cal = model.e2e.get(str(r["kind"]))
+            p, lo, hi = cal.apply(r["sum_pred"]) if cal else (r["sum_pred"], np.nan, np.nan)
+            recs.append({"run": run, "group": r["group"], "measured_ms": 1e3 * r["measured_s"],
+                         "learned_ms": 1e3 * p, "analytical_ms": 1e3 * r["analytical_s"],
+                         "lower_ms": 1e3 * lo, "upper_ms": 1e3 * hi,
+                         "learned_ape_pct": 100 * abs(p - r["measured_s"]) / r["measured_s"],
+                         "analytical_ape_pct": 100 * abs(r["analytical_s"] - r["measured_s"])
+                         / r["measured_s"],
+                         "covered": bool(lo <= r["measured_s"] <= hi)})
+        out["holdout_end_to_end"] = pd.DataFrame(recs)
+    return out

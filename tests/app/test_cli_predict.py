@@ -100,7 +100,6 @@ def test_compare_zoo_model_by_name(capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["predict", "{m}", "--hw", "t4", "--estimator", "learned"], "not available yet"),
     (["predict", "{m}", "--hw", "t4", "--estimator", "magic"], "unknown estimator"),
     (["predict", "{m}", "--hw", "t4", "--precision", "fp12"], "precision='fp12'"),
     (["predict", "{m}", "--hw", "t4", "--mode", "serve"], "mode='serve'"),

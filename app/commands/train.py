@@ -1,0 +1,107 @@
+"""``roofcast train``: fit the learned per-family predictors, validate them, save them.
+
+Sources (``--from``, comma-separated or repeated): ``bundled`` (the bundled CPU dataset),
+``public`` (public GPU kernels: NeuSight, DeepBench), ``store`` (the measurement store,
+``--store PATH``), or a CSV/Parquet FILE of measurement rows. Validation is grouped
+cross-validation: leave-one-device-out for GPU rows, leave-one-model-out for CPU rows. Printed:
+per-family errors (median, p90 and time-weighted median APE) beside the analytical baseline,
+interval coverage, end-to-end errors of whole-model runs, and with ``--holdout-device`` /
+``--holdout-model`` the errors of the final model on the rows kept out of training.
+
+The model folder (``--output``, default ``<data dir>/roofcast/learned``) holds XGBoost UBJ
+files plus ``metadata.json``; use it with ``ROOFCAST_LEARNED_MODEL=DIR roofcast predict ...
+--estimator learned|auto``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from app.output import add_format_arg, emit
+from predictor.errors import PredictionError
+
+
+def default_output() -> Path:
+    """``$ROOFCAST_DATA_DIR/learned``, else ``$XDG_DATA_HOME`` (or ~/.local/share)/roofcast/learned."""
+    env = os.environ.get("ROOFCAST_DATA_DIR")
+    if env:
+        return Path(env) / "learned"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "roofcast" / "learned"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train and validate the learned predictors",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--from", dest="sources", action="append", metavar="SRC",
+                   help="bundled | public | store | FILE (comma-separated or repeated; "
+                        "default bundled,public)")
+    p.add_argument("--devices", metavar="A,B", help="train only on these device ids")
+    p.add_argument("--holdout-device", action="append", default=[], metavar="ID",
+                   help="keep this device out of training and report errors on it (repeatable)")
+    p.add_argument("--holdout-model", action="append", default=[], metavar="NAME",
+                   help="keep this model out of training and report errors on it (repeatable)")
+    p.add_argument("--output", metavar="DIR", help=f"model folder (default {default_output()})")
+    p.add_argument("--no-save", action="store_true", help="validate only, save nothing")
+    p.add_argument("--store", metavar="PATH", help="measurement store file for --from store")
+    p.add_argument("--cap", type=int, default=None, metavar="N",
+                   help="public kernels: at most N rows per (family, device) (default 1500)")
+    p.add_argument("--quick", action="store_true", help="smaller ensembles, fewer rows (fast check)")
+    p.add_argument("--per-group", action="store_true", help="also print errors per device/model")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v.strip() for text in values or [] for v in text.split(",") if v.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    from predictor.learned.data import DEFAULT_CAP, load_sources
+    from predictor.learned.persistence import save
+    from predictor.learned.training import evaluate_holdout, split_holdout, train, validation_tables
+
+    def say(msg: str) -> None:
+        if args.format == "table":
+            print(f"roofcast train: {msg}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    sources = _split(args.sources) or ["bundled", "public"]
+    devices = _split([args.devices]) if args.devices else None
+    cap = args.cap if args.cap is not None else (DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)
+    if cap < 1:
+        raise PredictionError(f"--cap must be >= 1, got {cap}")
+    ts = load_sources(sources, devices=devices, store_path=args.store, cap=cap, say=say)
+    train_ts, held = split_holdout(ts, _split(args.holdout_device), _split(args.holdout_model))
+    command = "roofcast train " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["train"] else ""
+    result = train(train_ts, quick=args.quick, progress=say,
+                   meta={"sources": sources, "command": command, "cap": cap,
+                         "holdout_devices": _split(args.holdout_device),
+                         "holdout_models": _split(args.holdout_model)})
+    tables = validation_tables(result)
+    if not args.per_group:
+        tables.pop("per_group", None)
+    if held is not None:
+        tables.update(evaluate_holdout(result.model, held))
+    extra: dict = {"sources": ",".join(sources), "training_rows": len(train_ts),
+                   "held_out_rows": 0 if held is None else len(held),
+                   "data_hash": ts.data_hash[:16], "models": ",".join(sorted(result.model.models))}
+    if not args.no_save:
+        out = save(result.model, args.output or default_output())
+        extra["saved_to"] = str(out)
+        extra["use_with"] = f"ROOFCAST_LEARNED_MODEL={out} roofcast predict ... --estimator auto"
+    for i, note in enumerate(result.notes):
+        extra[f"note {i + 1}"] = note
+    extra["elapsed_s"] = round(time.perf_counter() - t0, 1)
+    emit({k: _round(v) for k, v in tables.items()}, args.format, extra=extra)
+    return 0
+
+
+def _round(df: pd.DataFrame) -> pd.DataFrame:
+    return df.round(2) if len(df) else df

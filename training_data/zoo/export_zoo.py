@@ -40,6 +40,7 @@ import argparse
 import dataclasses
 import hashlib
 import importlib.metadata
+import inspect
 import itertools
 import json
 import math
@@ -317,12 +318,12 @@ class _HFWrapper(nn.Module):
 
     def __init__(self, model: nn.Module, input_names: tuple[str, ...], output_keys: tuple[str, ...]):
         super().__init__()
-        self.model = model
+        self.hf = model  # short attribute: it prefixes every ONNX node and tensor name
         self.input_names = input_names
         self.output_keys = output_keys
 
     def forward(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model(**dict(zip(self.input_names, args, strict=True)))
+        out = self.hf(**dict(zip(self.input_names, args, strict=True)))
         return tuple(out[k] for k in self.output_keys)
 
 
@@ -461,11 +462,13 @@ def randomize_tensors(module: nn.Module) -> None:
     """Re-draw every float parameter and buffer so no two tensors are byte-identical.
 
     BatchNorm running variances are drawn in [0.5, 1.5] to stay positive; everything else is
-    N(0, 0.02^2). Integer buffers (position ids, counters) are left alone.
+    N(0, 0.02^2). Integer buffers (position ids, counters) and non-persistent buffers computed
+    from the config (e.g. RoPE inverse frequencies) are left alone.
     """
     gen = torch.Generator().manual_seed(1234)
+    persistent = module.state_dict(keep_vars=True).keys()
     for name, t in [*module.named_parameters(), *module.named_buffers()]:
-        if not t.is_floating_point():
+        if not t.is_floating_point() or name not in persistent:
             continue
         if name.endswith("running_var"):
             t.copy_(torch.rand(t.shape, generator=gen) + 0.5)
@@ -513,8 +516,11 @@ def export_torchscript(spec: ZooModel, inputs: tuple[torch.Tensor, ...], path: p
 
 def export_dynamo(spec: ZooModel, inputs: tuple[torch.Tensor, ...], path: pathlib.Path) -> int:
     dims = {n: torch.export.Dim(n) for i in spec.inputs for n in i.dims if isinstance(n, str)}
-    dynamic_shapes = tuple(
+    dynamic_shapes: tuple[Any, ...] = tuple(
         {ax: dims[d] for ax, d in enumerate(i.dims) if isinstance(d, str)} for i in spec.inputs)
+    params = inspect.signature(spec.module.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        dynamic_shapes = (dynamic_shapes,)  # torch.export sees forward(*args) as one argument
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
@@ -639,7 +645,8 @@ def tied_note(module: nn.Module) -> dict[str, Any] | None:
 
 def make_weightless(model: onnx.ModelProto, location: str) -> dict[str, int]:
     """Point every initializer with > WEIGHTLESS_THRESHOLD_ELEMENTS elements at external data
-    in ``location`` (never written) and drop its bytes; offsets lay tensors out back to back."""
+    in ``location`` (never written) and drop its bytes; offsets lay tensors out back to back.
+    Per-node ``metadata_props`` (debug stack traces, no effect on semantics) are dropped too."""
     offset = moved = moved_elements = 0
     for init in model.graph.initializer:
         n = math.prod(init.dims)
@@ -658,12 +665,16 @@ def make_weightless(model: onnx.ModelProto, location: str) -> dict[str, int]:
         offset += length
         moved += 1
         moved_elements += n
+    stripped = 0
+    for node in model.graph.node:  # the dynamo exporter's per-node stack traces: ~1 MB of text
+        stripped += len(node.metadata_props)
+        del node.metadata_props[:]
     big_constants = [n.name for n in model.graph.node if n.op_type == "Constant"
                      and any(a.t and math.prod(a.t.dims) > WEIGHTLESS_THRESHOLD_ELEMENTS
                              for a in n.attribute)]
     assert not big_constants, f"large Constant nodes would bloat the file: {big_constants[:5]}"
     return {"external_initializers": moved, "external_elements": moved_elements,
-            "external_bytes": offset}
+            "external_bytes": offset, "node_metadata_props_stripped": stripped}
 
 
 def check_weightless(model: onnx.ModelProto, location: str) -> None:

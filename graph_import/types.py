@@ -26,16 +26,29 @@ class Engine(StrEnum):
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """A tensor's name, concrete shape (empty tuple = scalar) and ONNX dtype name (e.g. 'float')."""
+    """A tensor's name, concrete shape (empty tuple = scalar) and ONNX dtype name (e.g. 'float').
+
+    Tensors of unresolved nodes (``Graph.unresolved``) keep their non-concrete dims as strings:
+    the symbolic name (``'batch'``) or ``'?'``; ``is_concrete`` tells, and ``numel`` refuses them.
+    """
 
     name: str
     shape: tuple[int, ...]
     dtype: str
 
     @property
+    def is_concrete(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+    @property
     def numel(self) -> int:
         n = 1
         for d in self.shape:
+            if not isinstance(d, int):
+                raise ValueError(
+                    f"tensor {self.name!r} has no concrete shape {self.shape}: its node is "
+                    "unresolved (bind the model's symbolic dims with --dim NAME=N)"
+                )
             n *= d
         return n
 

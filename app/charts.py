@@ -1,0 +1,315 @@
+"""Plotly figures of the app, built from the library's tables (no physics here).
+
+Units on axes: time in ms or µs as labelled, FLOP/s as GFLOP/s, intensity in FLOP/byte.
+The roofline (Williams et al. 2009): attainable FLOP/s = min(peak, bandwidth × intensity); each
+op is a point at (its intensity, its FLOPs / predicted time). The time-based roofline
+(Wang et al. 2020) plots each kernel's time against its FLOPs and its bytes, with the diagonals
+t = FLOPs / peak and t = bytes / bandwidth and the per-kernel launch-overhead floor.
+Roofline trajectories (Javed et al. 2019): the same op's point as a setting changes, joined.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+BOUND_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "overhead": "#B279A2"}
+PHASE_COLORS = {"forward": "#4C78A8", "backward": "#E45756", "update": "#54A24B"}
+TEMPLATE = "plotly_white"
+FONT = {"family": "Inter, Segoe UI, Helvetica, Arial, sans-serif", "size": 13}
+
+
+def fmt_time(seconds: float) -> str:
+    """A time with its unit, 4 significant digits: ``1.465 ms``, ``532.1 µs``, ``2.310 s``."""
+    if seconds is None or not math.isfinite(seconds):
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, title={"text": title, "x": 0.0, "font": {"size": 16}},
+                      height=height, margin={"l": 10, "r": 10, "t": 50, "b": 10}, font=FONT,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1.0,
+                              "xanchor": "right"})
+    return fig
+
+
+# ----------------------------------------------------------------------------- breakdowns
+def breakdown_bar(table: pd.DataFrame, by: str, title: str, top: int = 15,
+                  colors: dict[str, str] | None = None) -> go.Figure:
+    """Horizontal bars of time per value of ``by`` (a ``Prediction.by_*`` table), largest on top."""
+    df = table.head(top).iloc[::-1]
+    ms = df["time_s"] * 1e3
+    fig = go.Figure(go.Bar(
+        x=ms, y=df[by].astype(str), orientation="h",
+        marker_color=[(colors or {}).get(str(v), "#4C78A8") for v in df[by]],
+        text=[f"{t:.3g} ms · {s:.0%}" for t, s in zip(ms, df["share"], strict=True)],
+        textposition="auto",
+        hovertemplate="%{y}: %{x:.4g} ms<extra></extra>"))
+    fig.update_xaxes(title="predicted time (ms)")
+    return _layout(fig, title, height=max(260, 32 * len(df) + 90))
+
+
+def top_ops_bar(per_op: pd.DataFrame, top: int = 20) -> go.Figure:
+    """The slowest kernels with their [lower, upper] interval as error bars, coloured by bound."""
+    df = per_op.nlargest(top, "time_s").iloc[::-1]
+    us = df["time_s"] * 1e6
+    fig = go.Figure(go.Bar(
+        x=us, y=df["fused_nodes"].astype(str) + " · " + df["phase"].str[0].str.upper(),
+        orientation="h", marker_color=[BOUND_COLORS.get(b, "#999") for b in df["bound"]],
+        error_x={"type": "data", "symmetric": False, "array": (df["upper_s"] - df["time_s"]) * 1e6,
+                 "arrayminus": (df["time_s"] - df["lower_s"]) * 1e6, "color": "#555"},
+        customdata=np.stack([df["op_type"], df["bound"]], axis=1),
+        hovertemplate="%{y}<br>%{customdata[0]}, %{customdata[1]}-bound<br>%{x:.4g} µs"
+                      "<extra></extra>"))
+    fig.update_xaxes(title="predicted time (µs), error bar = interval")
+    return _layout(fig, f"Slowest {len(df)} kernels", height=max(300, 24 * len(df) + 90))
+
+
+# ----------------------------------------------------------------------------- rooflines
+def _workful(per_op: pd.DataFrame) -> pd.DataFrame:
+    return per_op[(per_op["flops"] > 0) & (per_op["time_s"] > 0)]
+
+
+def _size(time_s: pd.Series) -> np.ndarray:
+    t = time_s.to_numpy(float)
+    return 6 + 34 * np.sqrt(t / t.max()) if len(t) and t.max() > 0 else np.full(len(t), 8.0)
+
+
+def _ceilings(per_op: pd.DataFrame) -> list[tuple[str, float]]:
+    peaks = (per_op[per_op["flops"] > 0]
+             .groupby(["peak_engine", "peak_dtype"])["peak_flops_per_s"].max())
+    return sorted(((f"{e} {d}", float(v)) for (e, d), v in peaks.items() if math.isfinite(v)),
+                  key=lambda p: -p[1])
+
+
+def roofline(per_op: pd.DataFrame, title: str) -> go.Figure:
+    """Attainable GFLOP/s vs intensity with every op as a point (sized by time, coloured by
+    bound); roofs from the rows' own peak and bandwidth columns (thread-scaled as predicted)."""
+    df = _workful(per_op)
+    fig = go.Figure()
+    bw = float(per_op["mem_bw_Bps"].iloc[0])
+    ceilings = _ceilings(per_op)
+    lo = max(min(df["intensity_flop_per_byte"].min(), 0.1) / 2, 1e-3) if len(df) else 0.01
+    hi = max(df["intensity_flop_per_byte"].max() * 2, 1e3) if len(df) else 1e3
+    xs = np.logspace(math.log10(lo), math.log10(hi), 200)
+    for i, (name, peak) in enumerate(ceilings):
+        fig.add_trace(go.Scatter(x=xs, y=np.minimum(peak, bw * xs) / 1e9, mode="lines",
+                                 name=f"roof: {name} {peak / 1e12:.3g} TFLOP/s",
+                                 line={"color": "#333" if i == 0 else "#888",
+                                       "dash": "solid" if i == 0 else "dot", "width": 2}))
+    for bound, part in df.groupby("bound"):
+        fig.add_trace(go.Scatter(
+            x=part["intensity_flop_per_byte"], y=part["flops"] / part["time_s"] / 1e9,
+            mode="markers", name=f"{bound}-bound ops",
+            marker={"size": _size(part["time_s"]) if len(df) == len(part) else
+                    6 + 34 * np.sqrt(part["time_s"] / df["time_s"].max()),
+                    "color": BOUND_COLORS.get(str(bound), "#999"), "opacity": 0.75,
+                    "line": {"width": 0.5, "color": "white"}},
+            customdata=np.stack([part["fused_nodes"], part["op_type"], part["time_s"] * 1e6],
+                                axis=1),
+            hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{x:.3g} FLOP/B, "
+                          "%{y:.4g} GFLOP/s<br>%{customdata[2]:.4g} µs<extra></extra>"))
+    fig.update_xaxes(type="log", title="arithmetic intensity (FLOP / byte)")
+    fig.update_yaxes(type="log", title="attained GFLOP/s (FLOPs / predicted time)")
+    return _layout(fig, title, height=500)
+
+
+def time_roofline(per_op: pd.DataFrame, title: str) -> go.Figure:
+    """Kernel time vs FLOPs and vs bytes with the diagonals t = FLOPs/peak and t = bytes/BW and
+    the launch-overhead floor (horizontal line)."""
+    df = per_op[per_op["time_s"] > 0].assign(bytes=per_op["bytes_read"] + per_op["bytes_written"])
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=("time vs FLOPs", "time vs bytes moved"))
+    floor_us = float(per_op["launch_overhead_s"].iloc[0]) * 1e6
+    bw = float(per_op["mem_bw_Bps"].iloc[0])
+    for col, xcol, unit in ((1, "flops", "FLOPs"), (2, "bytes", "bytes")):
+        pos = df[df[xcol] > 0]
+        if pos.empty:
+            continue
+        xs = np.logspace(math.log10(pos[xcol].min() / 2), math.log10(pos[xcol].max() * 2), 100)
+        if xcol == "flops":
+            for i, (name, peak) in enumerate(_ceilings(per_op)[:2]):
+                fig.add_trace(go.Scatter(x=xs, y=xs / peak * 1e6, mode="lines",
+                                         name=f"t = FLOPs / {name} peak",
+                                         line={"color": "#333" if i == 0 else "#888",
+                                               "dash": "solid" if i == 0 else "dot"}),
+                              row=1, col=col)
+        else:
+            fig.add_trace(go.Scatter(x=xs, y=xs / bw * 1e6, mode="lines",
+                                     name=f"t = bytes / {bw / 1e9:.4g} GB/s",
+                                     line={"color": "#F58518"}), row=1, col=col)
+        fig.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[floor_us, floor_us], mode="lines",
+                                 name=f"launch-overhead floor {floor_us:.3g} µs",
+                                 line={"color": "#B279A2", "dash": "dash"},
+                                 showlegend=col == 1), row=1, col=col)
+        for bound, part in pos.groupby("bound"):
+            fig.add_trace(go.Scatter(
+                x=part[xcol], y=part["time_s"] * 1e6, mode="markers", name=f"{bound}-bound",
+                showlegend=col == 1, legendgroup=str(bound),
+                marker={"size": 8, "color": BOUND_COLORS.get(str(bound), "#999"),
+                        "opacity": 0.75},
+                customdata=np.stack([part["fused_nodes"], part["op_type"]], axis=1),
+                hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{x:.3g} " + unit
+                              + "<br>%{y:.4g} µs<extra></extra>"), row=1, col=col)
+        fig.update_xaxes(type="log", title=unit, row=1, col=col)
+    fig.update_yaxes(type="log", title="predicted kernel time (µs)", row=1, col=1)
+    return _layout(fig, title, height=460)
+
+
+def trajectories(frames: Sequence[tuple[int, pd.DataFrame]], setting: str,
+                 top: int = 12) -> go.Figure:
+    """Roofline trajectories: the ``top`` slowest kernels (at the last setting) as lines through
+    their (intensity, GFLOP/s) points for each value of ``setting``; roofs of the last setting."""
+    last = _workful(frames[-1][1])
+    keys = last.nlargest(top, "time_s")["key"].tolist()
+    fig = go.Figure()
+    bw = float(frames[-1][1]["mem_bw_Bps"].iloc[0])
+    pts = pd.concat([_workful(df).assign(_v=v) for v, df in frames], ignore_index=True)
+    pts = pts[pts["key"].isin(keys)]
+    if pts.empty:
+        return _layout(fig, "No kernel with FLOPs to trace", height=300)
+    xs = np.logspace(math.log10(pts["intensity_flop_per_byte"].min() / 3),
+                     math.log10(max(pts["intensity_flop_per_byte"].max() * 3, 1e3)), 200)
+    for i, (name, peak) in enumerate(_ceilings(frames[-1][1])[:2]):
+        fig.add_trace(go.Scatter(x=xs, y=np.minimum(peak, bw * xs) / 1e9, mode="lines",
+                                 name=f"roof: {name}", line={"color": "#333" if i == 0 else "#888",
+                                                             "dash": "solid" if i == 0 else "dot"}))
+    palette = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6",
+               "#9D755D", "#EECA3B", "#BAB0AC", "#1F77B4", "#D62728"]
+    for i, key in enumerate(keys):
+        tr = pts[pts["key"] == key].sort_values("_v")
+        label = f"{tr['fused_nodes'].iloc[0]} ({tr['op_type'].iloc[0]})"
+        fig.add_trace(go.Scatter(
+            x=tr["intensity_flop_per_byte"], y=tr["flops"] / tr["time_s"] / 1e9,
+            mode="lines+markers+text", name=label[:48],
+            text=[str(v) if j in (0, len(tr) - 1) else "" for j, v in enumerate(tr["_v"])],
+            textposition="top center", textfont={"size": 10},
+            line={"color": palette[i % len(palette)], "width": 1.5},
+            marker={"size": 6 + 3 * np.arange(len(tr)), "color": palette[i % len(palette)]},
+            customdata=np.stack([tr["_v"], tr["time_s"] * 1e6], axis=1),
+            hovertemplate=label + f"<br>{setting} %{{customdata[0]}}: %{{x:.3g}} FLOP/B, "
+                          "%{y:.4g} GFLOP/s, %{customdata[1]:.4g} µs<extra></extra>"))
+    fig.update_xaxes(type="log", title="arithmetic intensity (FLOP / byte)")
+    fig.update_yaxes(type="log", title="attained GFLOP/s")
+    fig = _layout(fig, f"Roofline trajectories as {setting} grows (marker size grows with "
+                       f"{setting})", height=560)
+    fig.update_layout(legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0})
+    return fig
+
+
+# ----------------------------------------------------------------------------- compare
+def device_time_bars(df: pd.DataFrame) -> go.Figure:
+    """Predicted time per device with the [lower, upper] interval as error bars."""
+    fig = go.Figure(go.Bar(
+        x=df["device"], y=df["time_ms"], marker_color="#4C78A8",
+        error_y={"type": "data", "symmetric": False, "array": df["upper_ms"] - df["time_ms"],
+                 "arrayminus": df["time_ms"] - df["lower_ms"], "color": "#333"},
+        text=[f"{t:.4g}" for t in df["time_ms"]], textposition="outside",
+        hovertemplate="%{x}: %{y:.4g} ms<extra></extra>"))
+    fig.update_yaxes(title="predicted step time (ms)")
+    return _layout(fig, "Predicted time (error bars: interval)")
+
+
+def speedup_bars(df: pd.DataFrame, baseline: str) -> go.Figure:
+    """Speedup over the baseline with the interval from the device's time interval."""
+    colors = ["#999" if d == baseline else ("#54A24B" if s >= 1 else "#E45756")
+              for d, s in zip(df["device"], df["speedup"], strict=True)]
+    fig = go.Figure(go.Bar(
+        x=df["device"], y=df["speedup"], marker_color=colors,
+        error_y={"type": "data", "symmetric": False,
+                 "array": df["speedup_hi"] - df["speedup"],
+                 "arrayminus": df["speedup"] - df["speedup_lo"], "color": "#333"},
+        text=[f"{s:.2f}×" for s in df["speedup"]], textposition="outside",
+        hovertemplate="%{x}: %{y:.3f}×<extra></extra>"))
+    fig.add_hline(y=1.0, line={"color": "#666", "dash": "dash"})
+    fig.update_yaxes(title=f"speedup over {baseline}")
+    return _layout(fig, f"Speedup over {baseline}")
+
+
+def bound_mix(df: pd.DataFrame) -> go.Figure:
+    """Stacked bars: each device's predicted time split by bound (ms)."""
+    fig = go.Figure()
+    for bound, color in BOUND_COLORS.items():
+        col = f"{bound}_ms"
+        if col in df:
+            fig.add_trace(go.Bar(x=df["device"], y=df[col], name=bound, marker_color=color,
+                                 hovertemplate="%{x}: %{y:.4g} ms " + bound + "<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title="time by bound (ms)")
+    return _layout(fig, "Bottleneck mix: what each device spends its time on")
+
+
+def metric_bars(df: pd.DataFrame, col: str, title: str, axis: str, color: str) -> go.Figure:
+    fig = go.Figure(go.Bar(x=df["device"], y=df[col], marker_color=color,
+                           text=[f"{v:.3g}" if pd.notna(v) else "n/a" for v in df[col]],
+                           textposition="outside",
+                           hovertemplate="%{x}: %{y:.4g}<extra></extra>"))
+    fig.update_yaxes(title=axis)
+    return _layout(fig, title, height=340)
+
+
+# ----------------------------------------------------------------------------- what-if
+def gain_by_op_type(base: pd.DataFrame, new: pd.DataFrame, top: int = 15) -> go.Figure:
+    """Per op type: time on the base device and on the what-if device (ms), grouped bars."""
+    m = base[["op_type", "time_s"]].merge(new[["op_type", "time_s"]], on="op_type",
+                                          suffixes=("_base", "_new"), how="outer").fillna(0.0)
+    m = m.nlargest(top, "time_s_base").iloc[::-1]
+    fig = go.Figure([
+        go.Bar(y=m["op_type"], x=m["time_s_base"] * 1e3, orientation="h", name="base device",
+               marker_color="#BAB0AC"),
+        go.Bar(y=m["op_type"], x=m["time_s_new"] * 1e3, orientation="h", name="what-if device",
+               marker_color="#4C78A8",
+               text=[f"{b / n:.2f}×" if n > 0 else "" for b, n in
+                     zip(m["time_s_base"], m["time_s_new"], strict=True)],
+               textposition="outside"),
+    ])
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title="predicted time (ms)")
+    return _layout(fig, "Which op types gain", height=max(320, 40 * len(m) + 100))
+
+
+# ----------------------------------------------------------------------------- measurements
+def measured_vs_predicted(df: pd.DataFrame, pred_col: str, title: str) -> go.Figure:
+    """Log-log scatter of predicted vs measured seconds (µs on axes), coloured by family, with
+    the y = x line and the ±2× band."""
+    fig = go.Figure()
+    meas = df["measured_s"] * 1e6
+    pred = df[pred_col] * 1e6
+    lo = float(min(meas.min(), pred.min())) / 2
+    hi = float(max(meas.max(), pred.max())) * 2
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="predicted = measured",
+                             line={"color": "#333"}))
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[2 * lo, 2 * hi], mode="lines", name="2× off",
+                             line={"color": "#aaa", "dash": "dot"}))
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo / 2, hi / 2], mode="lines", showlegend=False,
+                             line={"color": "#aaa", "dash": "dot"}))
+    for fam, part in df.groupby("family"):
+        fig.add_trace(go.Scatter(
+            x=part["measured_s"] * 1e6, y=part[pred_col] * 1e6, mode="markers", name=str(fam),
+            marker={"size": 7, "opacity": 0.7},
+            customdata=np.stack([part["op_type"], part["device_id"]], axis=1),
+            hovertemplate="%{customdata[0]} on %{customdata[1]}<br>measured %{x:.4g} µs<br>"
+                          "predicted %{y:.4g} µs<extra></extra>"))
+    fig.update_xaxes(type="log", title="measured (µs)")
+    fig.update_yaxes(type="log", title="predicted (µs)")
+    return _layout(fig, title, height=480)
+
+
+def error_by_family(table: pd.DataFrame, cols: Sequence[str], title: str) -> go.Figure:
+    """Grouped bars of median absolute percentage error per op family for each column."""
+    palette = ["#4C78A8", "#F58518", "#54A24B", "#E45756"]
+    fig = go.Figure([go.Bar(x=table["family"], y=table[c], name=c, marker_color=palette[i % 4],
+                            hovertemplate="%{x}: %{y:.3g}%<extra></extra>")
+                     for i, c in enumerate(cols)])
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title="median |error| (%)")
+    return _layout(fig, title, height=380)

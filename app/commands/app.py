@@ -1,0 +1,56 @@
+"""``roofcast app [--port N]``: start the Streamlit app (headless server; open the printed URL).
+
+Runs ``python -m streamlit run app/streamlit_app.py --server.headless true`` with the upload
+limit of the app (``app.state.MAX_UPLOAD_MB``) and usage statistics off; extra ``--server.*``
+settings can be given in ``.streamlit/config.toml`` as usual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+APP_SCRIPT = Path(__file__).resolve().parents[1] / "streamlit_app.py"
+MAX_UPLOAD_MB = 200  # = app.state.MAX_UPLOAD_MB (not imported: keeps `roofcast --help` light)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("app", help="start the Streamlit what-if app", description=__doc__)
+    p.add_argument("--port", type=_port, metavar="N", help="port to listen on (default 8501)")
+    p.add_argument("--address", metavar="HOST",
+                   help="address to listen on (default: Streamlit's, all interfaces)")
+    p.set_defaults(func=run)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} must be within 1..65535")
+    return value
+
+
+def streamlit_command(port: int | None = None, address: str | None = None) -> list[str]:
+    """The command line that starts the app."""
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_SCRIPT),
+           "--server.headless", "true", "--server.maxUploadSize", str(MAX_UPLOAD_MB),
+           "--browser.gatherUsageStats", "false"]
+    if port is not None:
+        cmd += ["--server.port", str(port)]
+    if address is not None:
+        cmd += ["--server.address", address]
+    return cmd
+
+
+def run(args: argparse.Namespace) -> int:
+    proc = subprocess.Popen(streamlit_command(args.port, args.address))
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(timeout=10)
+        return 130

@@ -1,0 +1,196 @@
+"""Measurements & retrain: upload measured op times, compare them with the predictions, retrain
+the learned predictor on them and compare held-out errors with the current model before adopting.
+
+The file is validated row by row (``training_data.schema``): one bad row rejects it, with every
+bad line listed. Measured rows become featurized rows (``predictor.learned.data.measurement_set``)
+on which any estimator predicts; errors are APE = |predicted - measured| / measured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import charts, state
+from predictor.errors import PredictionError
+from predictor.estimators import ESTIMATORS, make_estimator
+from training_data.errors import MeasurementError
+from training_data.importers import read_measurement_file
+from training_data.schema import normalize
+from training_data.store import format_problems
+
+
+@st.cache_data(max_entries=8, show_spinner="Validating the measurements…")
+def load_measurements(name: str, digest: str, _data: bytes):
+    """Validated tidy rows of an uploaded CSV/Parquet and their training set (featurized)."""
+    from predictor.learned.data import measurement_set
+
+    del digest  # cache key only
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "measurements.csv"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / safe
+        path.write_bytes(_data)
+        raw = read_measurement_file(path)
+    checked = normalize(raw, lines=raw.index.to_numpy())
+    if checked.problems:
+        raise MeasurementError(format_problems(checked.problems, safe).replace(
+            "nothing was written", "nothing was used"))
+    return checked.frame, measurement_set(checked.frame, f"file:{safe}")
+
+
+def ape_pct(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    return 100.0 * np.abs(pred - meas) / meas
+
+
+def predictions_table(ts, estimators: list[str]) -> pd.DataFrame:
+    """Per measured row: family, op type, device, measured seconds and each estimator's."""
+    X = ts.X
+    out = pd.DataFrame({"family": X["family"].astype(str), "op_type": X["op_type"].astype(str),
+                        "device_id": X["device"].astype(str), "measured_s": ts.y_s})
+    for name in estimators:
+        out[f"{name}_s"] = make_estimator(name).predict(X)
+    return out
+
+
+def errors_by_family(table: pd.DataFrame, estimators: list[str]) -> pd.DataFrame:
+    rows = []
+    for fam, part in table.groupby("family"):
+        row = {"family": fam, "rows": len(part)}
+        for name in estimators:
+            row[name] = float(np.median(ape_pct(part[f"{name}_s"].to_numpy(),
+                                                part["measured_s"].to_numpy())))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def train_cached(data_hash: str, _ts):
+    """A learned model trained on the uploaded set (quick settings), shared across reruns."""
+    from predictor.learned.training import train
+
+    del data_hash  # cache key only
+    return train(_ts, quick=True)
+
+
+def current_learned_errors(ts) -> pd.Series | None:
+    """Median APE per model key of the current learned model on the uploaded rows (new data for
+    it, so held out), or None when no current model can be loaded."""
+    try:
+        pred = make_estimator("learned").predict(ts.X)
+    except (PredictionError, ImportError, OSError):
+        return None
+    from predictor.learned.features import model_keys
+
+    keys = model_keys(ts.X)
+    e = ape_pct(pred, ts.y_s)
+    return pd.Series({k: float(np.median(e[keys == k])) for k in np.unique(keys)})
+
+
+def _retrain(ts) -> None:
+    st.subheader("Retrain the learned predictor")
+    try:
+        from predictor.learned import training  # noqa: F401
+    except ImportError:
+        st.info("Retraining arrives with the learned predictor (predictor.learned), which this "
+                "installation does not have.")
+        return
+    st.caption("Trains per-family efficiency regressors on these rows with grouped "
+               "cross-validation; the errors below are out-of-fold (held out). The current "
+               "model's errors are on the same rows, which it has never seen.")
+    clicked = st.button("Retrain on these measurements", key="retrain", type="primary")
+    if not clicked and st.session_state.get("trained_hash") != ts.data_hash:
+        return
+    try:
+        with st.spinner("Training (quick settings)…"):
+            res = train_cached(ts.data_hash, ts)
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    st.session_state["trained_hash"] = ts.data_hash
+    from predictor.learned.training import validation_tables
+
+    fam = validation_tables(res)["per_family"]
+    if fam.empty:
+        st.warning("No op family has enough rows for a learned model "
+                   f"({'; '.join(res.notes) or 'too few rows'}); nothing to adopt.")
+        return
+    table = fam[["key", "candidate", "rows", "cv", "learned_median_ape_pct",
+                 "analytical_median_ape_pct", "coverage_pct"]].rename(columns={
+                     "learned_median_ape_pct": "new model median APE %",
+                     "analytical_median_ape_pct": "analytical median APE %",
+                     "coverage_pct": "interval coverage %"})
+    current = current_learned_errors(ts)
+    table["current model median APE %"] = (table["key"].map(current) if current is not None
+                                            else np.nan)
+    st.dataframe(table, hide_index=True, width="stretch")
+    for note in res.notes:
+        st.caption(note)
+    new_err = float(np.median(table["new model median APE %"]))
+    cur_err = float(np.nanmedian(table["current model median APE %"])) if current is not None \
+        else float("nan")
+    verdict = ("no current learned model to compare with" if np.isnan(cur_err) else
+               f"current model {cur_err:.1f}% → new model {new_err:.1f}% (median over families)")
+    st.markdown(f"**Held-out error:** {verdict}")
+    if st.button("Adopt the new model", key="adopt"):
+        from predictor.learned.estimator import MODEL_ENV
+        from predictor.learned.persistence import save
+
+        folder = save(res.model, state.adopted_model_dir())
+        os.environ[MODEL_ENV] = str(folder)
+        st.success(f"Adopted: saved to {folder}; the learned and auto estimators of this app "
+                   f"now use it. Outside the app: export {MODEL_ENV}={folder}")
+
+
+def render() -> None:
+    state.init_state()
+    st.title("Measurements & retrain")
+    st.caption("Upload measured per-op times (CSV or Parquet with at least op_type, device_id, "
+               "dtype and latency_s; FLOPs and bytes per row as written by `roofcast measure` "
+               "or `roofcast data export`).")
+    up = st.file_uploader("Measurement file", type=["csv", "gz", "parquet"], key="meas_upload")
+    if up is None:
+        st.info("No file yet. Export some with `roofcast data export` or measure with "
+                "`roofcast measure`.")
+        return
+    data = up.getvalue()
+    try:
+        frame, ts = load_measurements(up.name, hashlib.sha256(data).hexdigest(), data)
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    st.success(f"{len(frame)} rows valid; {len(ts)} usable for prediction"
+               + (f" (dropped: {ts.dropped})" if ts.dropped else ""))
+    names = list(ESTIMATORS)
+    chosen = st.selectbox("Estimator", names, index=names.index("time-roofline"),
+                          key="meas_estimator")
+    compare = [chosen] + (["roofline"] if chosen != "roofline" else [])
+    try:
+        table = predictions_table(ts, compare)
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    left, right = st.columns([3, 2])
+    left.plotly_chart(charts.measured_vs_predicted(table, f"{chosen}_s",
+                                                   f"Measured vs predicted ({chosen})"),
+                      width="stretch")
+    fam = errors_by_family(table, compare)
+    right.plotly_chart(charts.error_by_family(fam, compare, "Error by op family"),
+                       width="stretch")
+    overall = float(np.median(ape_pct(table[f"{chosen}_s"].to_numpy(),
+                                      table["measured_s"].to_numpy())))
+    st.metric(f"Median |error| of {chosen}", f"{overall:.1f} %")
+    with st.expander("Rows"):
+        st.dataframe(table, hide_index=True, width="stretch")
+    st.divider()
+    _retrain(ts)
+
+
+if __name__ == "__main__":
+    render()

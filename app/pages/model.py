@@ -1,0 +1,147 @@
+"""Model page: pick a zoo model or upload an ONNX file, bind its symbolic dims, see its work."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import charts, state
+from graph_import import summary
+from graph_import.dims import MAX_DIM
+from training_data import zoo
+
+
+def _pick_zoo() -> None:
+    choice = st.session_state.get("zoo_choice")
+    if choice:
+        state.set_model(f"zoo:{choice}")
+        st.session_state.pop("_upload_error", None)
+
+
+def _take_upload() -> None:
+    s = st.session_state
+    up = s.get("onnx_upload")
+    s.pop("_upload_error", None)
+    if up is None:
+        return
+    try:
+        state.set_upload(up.name, up.getvalue())
+    except state.USER_ERRORS as exc:
+        s["_upload_error"] = f"{up.name}: {exc}"
+        return
+    s.pop("zoo_choice", None)
+
+
+def _source_picker() -> None:
+    s = st.session_state
+    zoo_names = zoo.list_models()
+    left, right = st.columns([1, 1])
+    with left:
+        st.subheader("Model zoo")
+        current = s["model_ref"].removeprefix("zoo:") if s["model_ref"].startswith("zoo:") else None
+        if "zoo_choice" not in s:
+            s["zoo_choice"] = current
+        st.selectbox(
+            "Bundled model", zoo_names, key="zoo_choice", on_change=_pick_zoo,
+            placeholder="choose a zoo model",
+            format_func=lambda n: f"{n} — {zoo.model_meta(n).get('description', '')[:60]}")
+    with right:
+        st.subheader("Your ONNX file")
+        st.file_uploader(
+            f"Upload an .onnx file (up to {state.MAX_UPLOAD_MB} MB; weightless exports welcome — "
+            "weights are never read)", type=["onnx"], key="onnx_upload", on_change=_take_upload)
+        if s.get("_upload_error"):
+            st.error(s["_upload_error"], icon="🚫")
+
+
+def _dims_editor(ref: str) -> None:
+    s = st.session_state
+    names = state.symbolic_dims(ref)
+    if not names:
+        st.caption("This model has no symbolic dims: every shape is fixed.")
+        return
+    bdim = state.batch_dim(ref)
+    st.markdown("**Symbolic dims** — bind each to a size")
+    cols = st.columns(min(len(names), 4))
+    dims = dict(s["dims"])
+    for i, name in enumerate(names):
+        with cols[i % len(cols)]:
+            if name == bdim:
+                state.persistent(st.number_input, f"{name} (batch)", "batch", min_value=1,
+                                 max_value=state.MAX_BATCH, step=1)
+                continue
+            wkey = f"_w_dim_{name}"
+            if wkey not in s:
+                s[wkey] = dims.get(name)
+            value = st.number_input(name, min_value=1, max_value=MAX_DIM, step=1, key=wkey,
+                                    placeholder="unbound")
+            dims[name] = None if value is None else int(value)
+    s["dims"] = dims
+
+
+def _summary(graph) -> None:
+    tot = summary.totals(graph)
+    c = st.columns(5)
+    c[0].metric("GFLOPs (forward)", f"{tot['gflop']:,.2f}")
+    c[1].metric("Parameters", f"{tot['params'] / 1e6:,.2f} M")
+    c[2].metric("Weights", f"{tot['weight_mb']:,.1f} MB")
+    c[3].metric("Activations", f"{tot['activation_mb']:,.1f} MB")
+    c[4].metric("Nodes (costed)", f"{tot['nodes']} ({tot['costed_nodes']})")
+    if graph.unbound_dims:
+        st.warning(f"Symbolic dims not bound: **{', '.join(graph.unbound_dims)}** — "
+                   f"{len(graph.unresolved)} node(s) stay unresolved and cannot be predicted. "
+                   "Give each a size above.", icon="⚠️")
+    problems = summary.problems_table(graph)
+    if not problems.empty:
+        n_uns = sum(graph.unsupported.values())
+        st.warning(f"{n_uns} node(s) of unsupported op types and {len(graph.unresolved)} "
+                   "unresolved node(s): they are not costed (never counted as free).", icon="⚠️")
+        st.dataframe(problems, hide_index=True, width="stretch", key="problems")
+    ops = summary.op_table(graph)
+    mix = summary.by_op_type(ops)
+    left, right = st.columns([3, 2])
+    with left:
+        if not mix.empty:
+            top = mix.head(12).iloc[::-1]
+            fig = go.Figure(go.Bar(x=top["gflop"], y=top["op_type"], orientation="h",
+                                   marker_color="#4C78A8",
+                                   text=[f"{n} × · {s:.0%}" for n, s in
+                                         zip(top["count"], top["flop_share"], strict=True)],
+                                   textposition="auto"))
+            fig.update_xaxes(title="GFLOPs")
+            st.plotly_chart(charts._layout(fig, "Op mix by FLOPs", height=380),
+                            width="stretch")
+    with right:
+        st.markdown("**By op type**")
+        st.dataframe(mix, hide_index=True, width="stretch", height=340,
+                     column_config={"gflop": st.column_config.NumberColumn(format="%.3f"),
+                                    "mb_moved": st.column_config.NumberColumn(format="%.2f"),
+                                    "flop_share": st.column_config.ProgressColumn(
+                                        min_value=0.0, max_value=1.0, format="%.2f")})
+    with st.expander(f"Per-op costs ({len(ops)} costed ops)"):
+        st.dataframe(ops, hide_index=True, width="stretch")
+
+
+def render() -> None:
+    state.init_state()
+    st.title("Model")
+    st.caption("The workload: an ONNX graph with concrete shapes and per-op FLOPs and bytes "
+               "(1 multiply-add = 2 FLOPs; bytes = what unfused kernels read and write).")
+    _source_picker()
+    st.divider()
+    s = st.session_state
+    ref = s["model_ref"]
+    st.subheader(f"Current model: {state.model_label(ref)}")
+    try:
+        if ref.startswith("zoo:"):
+            st.caption(zoo.model_meta(ref.removeprefix("zoo:")).get("description", ""))
+        _dims_editor(ref)
+        graph = state.current_graph()
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    _summary(graph)
+
+
+if __name__ == "__main__":
+    render()

@@ -1,0 +1,85 @@
+"""Predict page: one device and configuration -> totals with intervals, per-op table, breakdowns,
+memory fit."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import charts, controls, state
+from app.commands.predict import GIB, memory_table, op_table
+from hw_catalog import get_device
+
+
+def _totals(pred, hw) -> None:
+    per_op = pred.per_op
+    lower, upper = float(per_op["lower_s"].sum()), float(per_op["upper_s"].sum())
+    batch = pred.config.batch or 1
+    c = st.columns(4)
+    label = "Predicted step time" if pred.config.mode == "train" else "Predicted time"
+    c[0].metric(label, charts.fmt_time(pred.time_s))
+    if pred.critical_path_s is None:
+        c[0].caption(f"interval {charts.fmt_time(lower)} – {charts.fmt_time(upper)}")
+    else:
+        c[0].caption(f"critical path; sequential sum {charts.fmt_time(pred.total_s)} "
+                     f"(interval {charts.fmt_time(lower)} – {charts.fmt_time(upper)})")
+    c[1].metric("Throughput", f"{batch / pred.time_s:,.1f} samples/s")
+    mem = pred.memory
+    fits = mem.fits(hw)
+    c[2].metric("Memory footprint", f"{mem.total_bytes / GIB:,.2f} GiB",
+                delta=("fits" if fits else "does not fit") + f" in {hw.mem_capacity_bytes / GIB:.0f}"
+                " GiB", delta_color="normal" if fits else "inverse")
+    c[3].metric("Kernels", f"{len(per_op)}")
+    # machine-readable figure for tests and scripts (seconds, full precision)
+    st.markdown(f'<span id="roofcast-time-s" data-seconds="{pred.time_s!r}" '
+                f'style="display:none">{pred.time_s!r}</span>', unsafe_allow_html=True)
+    for note in pred.notes:
+        st.info(note, icon="ℹ️")
+
+
+def render() -> None:
+    state.init_state()
+    s = st.session_state
+    st.title("Predict")
+    st.caption(f"Model **{state.model_label(s['model_ref'])}** — change it on the Model page.")
+    try:
+        controls.config_controls()
+        hw = get_device(s["device"])
+        pred = state.predict()
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    _totals(pred, hw)
+    tab_ops, tab_break, tab_table, tab_mem = st.tabs(
+        ["Slowest kernels", "Breakdowns", "Per-op table", "Memory"])
+    with tab_ops:
+        st.plotly_chart(charts.top_ops_bar(pred.per_op), width="stretch")
+    with tab_break:
+        st.plotly_chart(charts.breakdown_bar(pred.by_op_type, "op_type", "Time by op type"),
+                        width="stretch")
+        left, right = st.columns(2)
+        left.plotly_chart(charts.breakdown_bar(pred.by_phase, "phase", "Time by phase",
+                                               colors=charts.PHASE_COLORS),
+                          width="stretch")
+        right.plotly_chart(charts.breakdown_bar(pred.by_bound, "bound", "Time by bound",
+                                                colors=charts.BOUND_COLORS),
+                           width="stretch")
+    with tab_table:
+        table = op_table(pred, None)
+        st.dataframe(table, hide_index=True, width="stretch", height=460,
+                     column_config={"share": st.column_config.ProgressColumn(
+                         min_value=0.0, max_value=float(table["share"].max() or 1.0),
+                         format="%.3f")})
+        name = f"{pred.graph_name}_{pred.device}_b{pred.config.batch}_{pred.estimator}.csv"
+        st.download_button("Download per-op CSV", table.to_csv(index=False).encode(),
+                           file_name=name.replace(":", "_"), mime="text/csv")
+    with tab_mem:
+        mt = memory_table(pred, hw)
+        st.dataframe(mt, hide_index=True, width="stretch",
+                     column_config={"GiB": st.column_config.NumberColumn(format="%.3f")})
+        if not pred.memory.fits(hw):
+            st.error(f"The run needs {pred.memory.total_bytes / GIB:.2f} GiB but {hw.id} has "
+                     f"{hw.mem_capacity_bytes / GIB:.0f} GiB: lower the batch or precision.")
+
+
+if __name__ == "__main__":
+    render()

@@ -1,0 +1,103 @@
+"""What-if device: scale a catalog device's bandwidth, peak FLOP/s, cache, unit count and launch
+overhead; see the predicted speedup, which ops gain, and save the device into the user folder."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import charts, controls, state
+from hw_catalog import get_device
+from hw_catalog.user_devices import save_user_device
+
+FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0)
+KNOBS = (  # scale key, label, how the base value is shown
+    ("mem_bw_scale", "Memory bandwidth", lambda hw: f"{hw.mem_bw_Bps / 1e9:,.0f} GB/s"),
+    ("peak_scale", "Peak FLOP/s (all engines)",
+     lambda hw: f"{max(hw.peak_flops.values()) / 1e12:,.1f} TFLOP/s max"),
+    ("l2_scale", "Last-level cache", lambda hw: f"{hw.l2_bytes / 2**20:,.0f} MB"),
+    ("units_scale", "Compute units (SMs / cores)", lambda hw: f"{hw.units} {hw.unit_name}"),
+    ("launch_overhead_scale", "Launch overhead",
+     lambda hw: f"{hw.launch_overhead_s * 1e6:.3g} µs"),
+)
+
+
+def op_gains(base: pd.DataFrame, new: pd.DataFrame, top: int = 15) -> pd.DataFrame:
+    """Per kernel: time on base and what-if device, speedup, bound before and after."""
+    m = base[["key", "fused_nodes", "op_type", "time_s", "bound"]].merge(
+        new[["key", "time_s", "bound"]], on="key", suffixes=("_base", "_whatif"))
+    m["speedup"] = m["time_s_base"] / m["time_s_whatif"]
+    m["saved_us"] = (m["time_s_base"] - m["time_s_whatif"]) * 1e6
+    m["time_base_us"] = m["time_s_base"] * 1e6
+    m["time_whatif_us"] = m["time_s_whatif"] * 1e6
+    cols = ["fused_nodes", "op_type", "time_base_us", "time_whatif_us", "speedup", "saved_us",
+            "bound_base", "bound_whatif"]
+    return m.sort_values("saved_us", ascending=False)[cols].head(top)
+
+
+def render() -> None:
+    state.init_state()
+    s = st.session_state
+    st.title("What-if device")
+    st.caption(f"Model **{state.model_label(s['model_ref'])}** · {controls.config_summary()}")
+    try:
+        base_id = state.device_select("Start from", key="device")
+        hw = get_device(base_id)
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    cols = st.columns(len(KNOBS))
+    changes: dict[str, float] = {}
+    for col, (key, label, show) in zip(cols, KNOBS, strict=True):
+        with col:
+            f = st.select_slider(label, FACTORS, value=1.0, key=f"whatif_{key}",
+                                 format_func=lambda x: f"{x:g}×")
+            st.caption(f"base {show(hw)}")
+            if f != 1.0:
+                changes[key] = f
+    try:
+        base = state.predict(base_id)
+        new = state.predict(base_id, changes=changes) if changes else base
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    speedup = base.time_s / new.time_s
+    c = st.columns(4)
+    c[0].metric(f"On {base_id}", charts.fmt_time(base.time_s))
+    c[1].metric("On the what-if device", charts.fmt_time(new.time_s),
+                delta=f"{(new.time_s / base.time_s - 1):+.1%}", delta_color="inverse")
+    c[2].metric("Speedup", f"{speedup:.3f}×")
+    shares = new.per_op.groupby("bound")["time_s"].sum() / new.total_s
+    c[3].metric("Now bound by", str(shares.idxmax()), f"{shares.max():.0%} of time",
+                delta_color="off")
+    if not changes:
+        st.info("Move a slider to define the what-if device.")
+    left, right = st.columns([1, 1])
+    left.plotly_chart(charts.gain_by_op_type(base.by_op_type, new.by_op_type), width="stretch")
+    with right:
+        st.markdown("**Kernels that gain most**")
+        st.dataframe(op_gains(base.per_op, new.per_op), hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.4g") for c in
+                                    ("time_base_us", "time_whatif_us", "speedup", "saved_us")})
+    st.divider()
+    st.subheader("Save as a user device")
+    st.caption("Written as a derived device file (base + scale factors) into the user folder; "
+               "it then appears in every device list and in `roofcast hw list`.")
+    with st.form("save_device"):
+        c1, c2 = st.columns(2)
+        new_id = c1.text_input("Device id (lowercase, digits, dashes)",
+                               value=f"{base_id}-whatif", key="whatif_id")
+        name = c2.text_input("Name", value=f"{hw.name} (what-if)", key="whatif_name")
+        overwrite = st.checkbox("Overwrite my device of the same id", key="whatif_overwrite")
+        submitted = st.form_submit_button("Save device", disabled=not changes)
+    if submitted:
+        try:
+            path = save_user_device(base_id, changes, new_id, name=name, overwrite=overwrite)
+        except state.USER_ERRORS as exc:
+            state.show_error(exc)
+        else:
+            st.success(f"Saved {new_id} to {path}")
+
+
+if __name__ == "__main__":
+    render()

@@ -1,0 +1,310 @@
+"""Shared state of the Streamlit app and the cached calls into the library.
+
+Session state (``st.session_state``) holds what every page shares: the model reference
+(``zoo:<name>`` or ``upload:<sha256>``, the uploaded bytes under ``upload_bytes``), the dim
+bindings, the batch size, the device and the run configuration. Widgets write into these keys
+through :func:`persistent` so a value survives switching pages (Streamlit drops the state of
+widgets that are not on the current page).
+
+Caching: graph imports with ``st.cache_data`` keyed by (model reference, dims) — the reference of
+an upload is its bytes' sha256, so the bytes are hashed once, not on every rerun; predictions with
+``st.cache_data`` keyed by (model, dims, device, config, estimator, learned-model version); the
+catalog table with ``st.cache_data``; trained learned models with ``st.cache_resource``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from graph_import import import_model
+from graph_import.errors import ModelImportError
+from graph_import.types import Graph
+from hw_catalog.errors import HardwareSpecError
+from predictor.config import RunConfig
+from predictor.errors import PredictionError
+from training_data import zoo
+from training_data.errors import MeasurementError
+
+#: every error a user can cause; pages show them with ``st.error``, never a traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, HardwareSpecError,
+                                                PredictionError, MeasurementError)
+MAX_UPLOAD_MB = 200
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
+MAX_BATCH = 65536
+DEFAULT_MODEL = "zoo:resnet50"
+DEFAULT_DEVICE = "h100-sxm"
+
+DEFAULTS: dict[str, Any] = {
+    "model_ref": DEFAULT_MODEL,
+    "upload_name": None,
+    "upload_bytes": None,
+    "dims": {},          # symbolic dim -> size, every dim but the batch dim
+    "batch": 1,
+    "device": DEFAULT_DEVICE,
+    "precision": "fp32",
+    "mode": "infer",
+    "optimizer": "adam",
+    "fusion": False,
+    "inter_op": False,
+    "estimator": "time-roofline",
+    "threads": None,
+}
+
+
+def init_state() -> None:
+    """Fill missing session-state keys with their defaults (called by every page)."""
+    for key, value in DEFAULTS.items():
+        if key not in st.session_state:
+            st.session_state[key] = dict(value) if isinstance(value, dict) else value
+    if "_dims_for" not in st.session_state:
+        set_model(st.session_state["model_ref"])
+
+
+def persistent(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) -> Any:
+    """Render ``widget`` bound to the session-state value ``key`` (kept across pages)."""
+    wkey = f"_w_{key}"
+    if wkey not in st.session_state:
+        st.session_state[wkey] = st.session_state[key]
+    value = widget(label, key=wkey, **kwargs)
+    st.session_state[key] = value
+    return value
+
+
+# ----------------------------------------------------------------------------- model
+def model_label(ref: str) -> str:
+    """Human name of a model reference."""
+    if ref.startswith("zoo:"):
+        return ref.removeprefix("zoo:")
+    return st.session_state.get("upload_name") or "uploaded model"
+
+
+def default_dims(ref: str) -> dict[str, int]:
+    """Zoo models: the dims they were exported with (batch excluded); uploads: none bound."""
+    if not ref.startswith("zoo:"):
+        return {}
+    meta = zoo.model_meta(ref.removeprefix("zoo:"))
+    return {k: int(v) for k, v in meta.get("export_dims", {}).items() if k != "batch"}
+
+
+def set_model(ref: str, *, keep_batch: bool = True) -> None:
+    """Select a model and reset its dim bindings to the defaults."""
+    st.session_state["model_ref"] = ref
+    st.session_state["dims"] = default_dims(ref)
+    st.session_state["_dims_for"] = ref
+    for key in [k for k in st.session_state if str(k).startswith("_w_dim_")]:
+        del st.session_state[key]
+    if not keep_batch:
+        st.session_state["batch"] = 1
+
+
+def set_upload(name: str, data: bytes) -> str:
+    """Remember an uploaded model (bytes checked against the size limit) and select it."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise ModelImportError(
+            f"{name} is {len(data) / 2**20:.1f} MB, over the upload limit of {MAX_UPLOAD_MB} MB: "
+            "export the model with its weights as external data (roofcast never reads weights) "
+            "or use `roofcast predict FILE` on the command line")
+    digest = hashlib.sha256(data).hexdigest()
+    ref = f"upload:{digest}"
+    _import_cached(ref, (), name, data)  # a bad file raises here and changes nothing
+    st.session_state["upload_name"] = name
+    st.session_state["upload_bytes"] = data
+    if st.session_state.get("model_ref") != ref:
+        set_model(ref)
+    return ref
+
+
+@st.cache_data(max_entries=64, show_spinner="Importing the model…")
+def _import_cached(ref: str, dims: tuple[tuple[str, int], ...], name: str,
+                   _data: bytes | None) -> Graph:
+    source: Any = _data if ref.startswith("upload:") else zoo.model_path(ref.removeprefix("zoo:"))
+    return import_model(source, dims=dict(dims), name=name, max_bytes=MAX_UPLOAD_BYTES)
+
+
+def load_graph(ref: str, dims: Mapping[str, int]) -> Graph:
+    """The imported graph of ``ref`` with ``dims`` (cached)."""
+    data = None
+    if ref.startswith("upload:"):
+        data = st.session_state.get("upload_bytes")
+        if data is None:
+            raise ModelImportError("the uploaded model is no longer in this session: upload it "
+                                   "again on the Model page")
+    return _import_cached(ref, tuple(sorted(dims.items())), model_label(ref), data)
+
+
+def symbolic_dims(ref: str) -> tuple[str, ...]:
+    """The model's symbolic dim names (those unbound when importing with no bindings)."""
+    return tuple(load_graph(ref, {}).unbound_dims)
+
+
+def batch_dim(ref: str) -> str | None:
+    """The model's batch dim: ``batch`` or the first symbolic dim whose name contains it."""
+    names = symbolic_dims(ref)
+    if "batch" in names:
+        return "batch"
+    return next((n for n in names if "batch" in n.lower()), None)
+
+
+def import_dims(ref: str | None = None, batch: int | None = None) -> dict[str, int]:
+    """Dims passed to the importer: the bound dims plus the batch on the model's batch dim."""
+    ref = ref or st.session_state["model_ref"]
+    dims = {k: v for k, v in st.session_state["dims"].items() if v is not None}
+    bdim = batch_dim(ref)
+    if bdim is not None:
+        dims[bdim] = int(batch if batch is not None else st.session_state["batch"])
+    return dims
+
+
+def current_graph(batch: int | None = None) -> Graph:
+    ref = st.session_state["model_ref"]
+    return load_graph(ref, import_dims(ref, batch))
+
+
+# ----------------------------------------------------------------------------- config
+def run_config(**changes: Any) -> RunConfig:
+    """The RunConfig of the session state (``changes`` override fields, e.g. batch=8)."""
+    s = st.session_state
+    batch = int(changes.pop("batch", s["batch"]))
+    dims = {k: v for k, v in s["dims"].items() if v is not None and ":" not in k}
+    fields = {"precision": s["precision"], "mode": s["mode"], "optimizer": s["optimizer"],
+              "fusion": bool(s["fusion"]), "inter_op": bool(s["inter_op"]),
+              "threads": s["threads"], **changes}
+    return RunConfig(dims={**dims, "batch": batch}, **fields)
+
+
+def config_key(config: RunConfig) -> tuple:
+    return (tuple(sorted(config.dims.items())), config.precision, config.mode, config.threads,
+            config.inter_op, config.fusion, config.optimizer, config.overlap)
+
+
+def estimator_choices() -> tuple[str, ...]:
+    """Every estimator the predictor accepts (analytical, then learned when present)."""
+    from predictor import estimators
+
+    names = getattr(estimators, "estimator_names", None)
+    return tuple(names()) if names else tuple(estimators.ESTIMATORS)
+
+
+def learned_version(estimator: str) -> str:
+    """Cache-key part for learned estimators: the model folder and its metadata time."""
+    from predictor import estimators
+
+    if estimator in estimators.ESTIMATORS:
+        return ""
+    try:
+        from predictor.learned.estimator import model_folder
+        from predictor.learned.persistence import METADATA
+    except ImportError:
+        return ""
+    meta = model_folder() / METADATA
+    return f"{meta}:{meta.stat().st_mtime_ns if meta.is_file() else 0}"
+
+
+def device_spec(device: str, changes: tuple[tuple[str, float], ...] = ()):
+    """A catalog device, or a what-if device derived from it with scale/override ``changes``."""
+    from hw_catalog import derive, get_device
+
+    base = get_device(device)
+    return derive(base, **dict(changes)) if changes else base
+
+
+@st.cache_data(max_entries=256, show_spinner="Predicting…")
+def _predict_cached(ref: str, dims: tuple, name: str, device: str, changes: tuple, cfg: tuple,
+                    estimator: str, learned: str, _data: bytes | None):
+    from predictor.simulate import predict_graph
+
+    del learned  # part of the cache key only
+    graph = _import_cached(ref, dims, name, _data)
+    config = _config_from_key(cfg)
+    return predict_graph(graph, device_spec(device, changes), config, estimator)
+
+
+def _config_from_key(cfg: tuple) -> RunConfig:
+    dims, precision, mode, threads, inter_op, fusion, optimizer, overlap = cfg
+    return RunConfig(dims=dict(dims), precision=precision, mode=mode, threads=threads,
+                     inter_op=inter_op, fusion=fusion, optimizer=optimizer, overlap=overlap)
+
+
+def predict(device: str | None = None, *, changes: Mapping[str, float] | None = None,
+            estimator: str | None = None, **config_changes: Any):
+    """``predict_graph`` for the session's model and config (cached); ``device`` defaults to the
+    session's device, ``changes`` make it a what-if device, keyword args override the config."""
+    s = st.session_state
+    ref = s["model_ref"]
+    config = run_config(**config_changes)
+    dims = import_dims(ref, config.batch)
+    data = s.get("upload_bytes") if ref.startswith("upload:") else None
+    if ref.startswith("upload:") and data is None:
+        raise ModelImportError("the uploaded model is no longer in this session: upload it "
+                               "again on the Model page")
+    est = estimator or s["estimator"]
+    return _predict_cached(ref, tuple(sorted(dims.items())), model_label(ref),
+                           device or s["device"], tuple(sorted((changes or {}).items())),
+                           config_key(config), est, learned_version(est), data)
+
+
+# ----------------------------------------------------------------------------- catalog
+@st.cache_data(show_spinner=False)
+def _devices(folder: str, stamp: str) -> pd.DataFrame:
+    from hw_catalog import list_devices
+
+    del folder, stamp  # cache key only
+    return pd.DataFrame([{"id": s.id, "name": s.name, "kind": s.kind, "vendor": s.vendor,
+                          "origin": s.origin} for s in list_devices()],
+                        columns=["id", "name", "kind", "vendor", "origin"])
+
+
+def catalog() -> pd.DataFrame:
+    """id, name, kind, vendor, origin of every catalog device (built-in and user folder);
+    cached, keyed by the user folder's files so a newly saved device shows at once."""
+    from hw_catalog import user_dir
+
+    folder = user_dir()
+    stamp = ""
+    if folder.is_dir():
+        stamp = ";".join(f"{p.name}:{p.stat().st_mtime_ns}" for p in sorted(folder.glob("*.toml")))
+    return _devices(str(folder), stamp)
+
+
+def device_label(device_id: str) -> str:
+    table = catalog()
+    row = table[table["id"] == device_id]
+    return f"{device_id} — {row['name'].iloc[0]}" if len(row) else device_id
+
+
+def device_select(label: str, key: str = "device", **kwargs: Any) -> str:
+    """A selectbox over the catalog bound to the session key ``key``."""
+    ids = catalog()["id"].tolist()
+    if st.session_state.get(key) not in ids:
+        st.session_state[key] = DEFAULT_DEVICE if DEFAULT_DEVICE in ids else ids[0]
+        st.session_state.pop(f"_w_{key}", None)
+    return persistent(st.selectbox, label, key, options=ids, format_func=device_label, **kwargs)
+
+
+# ----------------------------------------------------------------------------- learned
+@st.cache_resource(show_spinner=False)
+def learned_model(folder: str, stamp: str):
+    """A trained learned model loaded once per folder and version (shared across sessions)."""
+    from predictor.learned.persistence import load
+
+    del stamp
+    return load(folder)
+
+
+def adopted_model_dir() -> Path:
+    """Where the app saves a retrained model the user adopts (beside the measurement store)."""
+    from training_data.store import default_path
+
+    return default_path().parent / "learned-model"
+
+
+def show_error(exc: BaseException) -> None:
+    """A user error as a message on the page (never a traceback)."""
+    st.error(str(exc), icon="🚫")
+

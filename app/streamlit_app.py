@@ -1,0 +1,42 @@
+"""roofcast's Streamlit app: the entry script (``roofcast app`` runs it).
+
+Pages are thin scripts in ``app/pages/`` that call the library; shared state and caching live in
+``app/state.py``, figures in ``app/charts.py``. A new page is one more ``st.Page`` in ``PAGES``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import state
+
+st.set_page_config(page_title="roofcast", page_icon="📈", layout="wide")
+
+PAGES = {
+    "Workload": [
+        st.Page("pages/model.py", title="Model", icon="🧩", default=True),
+        st.Page("pages/predict.py", title="Predict", icon="⏱️"),
+        st.Page("pages/roofline.py", title="Roofline", icon="📐"),
+    ],
+    "Hardware": [
+        st.Page("pages/compare.py", title="Compare hardware", icon="⚖️"),
+        st.Page("pages/whatif.py", title="What-if device", icon="🎛️"),
+    ],
+    "Data": [
+        st.Page("pages/measurements.py", title="Measurements & retrain", icon="🧪"),
+    ],
+}
+
+state.init_state()
+nav = st.navigation(PAGES)
+with st.sidebar:
+    st.markdown("### roofcast")
+    st.caption("How fast will this model run on that hardware — and what if…?")
+    s = st.session_state
+    st.markdown(
+        f"**Model** `{state.model_label(s['model_ref'])}`  \n"
+        f"**Device** `{s['device']}`  \n"
+        f"**Batch** {s['batch']} · {s['precision']} · {s['mode']}  \n"
+        f"**Estimator** {s['estimator']}"
+        + (" · fusion" if s["fusion"] else "") + (" · inter-op" if s["inter_op"] else ""))
+nav.run()

@@ -151,6 +151,7 @@ def validate_model(model: ModelProto) -> None:
     """Structural checks of a parsed model; sorts ``model.graph.node`` topologically in place."""
     _check_versions(model)
     graph = model.graph
+    _check_text(graph)
     if len(graph.node) == 0:
         raise ModelImportError(
             f"the ONNX graph {graph.name!r} has no nodes: nothing to analyse; re-export the model"
@@ -162,6 +163,52 @@ def validate_model(model: ModelProto) -> None:
     _check_names_and_order(graph)
 
 
+def _check_text(graph: onnx.GraphProto) -> None:
+    """Every name the import reads must be valid UTF-8 (protobuf hands back raw bytes when it
+    is not, which only a corrupt or hand-crafted file contains)."""
+
+    def bad(*texts: Any) -> bool:
+        return any(isinstance(t, bytes) for t in texts)
+
+    def refuse(what: str, text: Any) -> ModelImportError:
+        return ModelImportError(
+            f"{what} {text!r} is not valid UTF-8 text: the file is corrupt; re-export it"
+        )
+
+    if bad(graph.name):
+        raise refuse("the graph name", graph.name)
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if bad(vi.name):
+            raise refuse("tensor name", vi.name)
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if bad(d.dim_param):
+                    raise refuse(f"a dim name of tensor {vi.name!r}:", d.dim_param)
+    for t in graph.initializer:
+        if bad(t.name):
+            raise refuse("initializer name", t.name)
+        for entry in t.external_data:
+            if bad(entry.key, entry.value):
+                raise refuse(f"external-data entry of {t.name!r}:", entry.value)
+    for node in graph.node:
+        if bad(node.name, node.op_type, node.domain, *node.input, *node.output):
+            raise refuse(
+                "a name in node", [node.name, node.op_type, *node.input, *node.output]
+            )
+        for attr in node.attribute:
+            if bad(attr.name, attr.ref_attr_name):
+                raise refuse(f"an attribute name of node {node.name!r}:", attr.name)
+            if attr.type == onnx.AttributeProto.UNDEFINED and not attr.ref_attr_name:
+                raise ModelImportError(
+                    f"attribute {attr.name!r} of node {node.name!r} ({node.op_type}) has no "
+                    "type: the file is corrupt; re-export it"
+                )
+            if attr.HasField("g"):
+                _check_text(attr.g)
+            for sub in attr.graphs:
+                _check_text(sub)
+
+
 def _check_versions(model: ModelProto) -> None:
     ir = model.ir_version
     if not MIN_IR_VERSION <= ir <= MAX_IR_VERSION:
@@ -170,6 +217,8 @@ def _check_versions(model: ModelProto) -> None:
             f"{MIN_IR_VERSION}..{MAX_IR_VERSION} (onnx {onnx.__version__}); convert the model "
             "with onnx.version_converter or re-export it with a supported exporter"
         )
+    if any(isinstance(op.domain, bytes) for op in model.opset_import):
+        raise ModelImportError("an opset domain is not valid UTF-8 text: the file is corrupt")
     versions = [op.version for op in model.opset_import if op.domain in _DEFAULT_DOMAINS]
     if not versions:
         raise ModelImportError(

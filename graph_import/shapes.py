@@ -446,8 +446,11 @@ def _fold_node(
     node: onnx.NodeProto, tensors: _LazyShapes, values: dict[str, np.ndarray]
 ) -> list[np.ndarray] | None:
     op = node.op_type
-    if op in ("Shape", "Size"):
-        return _fold_shape_of(node, tensors)
+    if op in _SHAPE_OF_OPS:
+        try:
+            return _fold_shape_of(node, tensors)
+        except (TypeError, ValueError):  # malformed start/end attributes
+            return None
     if op != "Split" and op not in FOLDERS:
         return None
     inputs: list[np.ndarray | None] = []

@@ -299,3 +299,41 @@ def test_every_truncation_is_refused(cut):
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_device_file_is_refused_without_reading():
     _refused("/dev/zero", "is not a regular file")
+
+
+def test_name_that_is_not_utf8_is_refused():
+    data = bytearray(serialize(relu_model()))
+    at = data.find(b"relu")
+    data[at + 1] = 0xFF  # node name 'relu' -> b'r\xfflu'
+    _refused(bytes(data), r"is not valid UTF-8 text: the file is corrupt")
+
+
+def test_attribute_without_type_is_refused():
+    m = make_model([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], [X], [Y], [const("i", 0)])
+    m.graph.node[0].attribute[0].type = 0  # AttributeProto.UNDEFINED
+    _refused(serialize(m), "attribute 'axis' of node '' .Gather. has no type")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_byte_corruption_never_crashes(seed):
+    """Flip a few bytes of a real exported model 25 times: every outcome is an import or a
+    ModelImportError, never another exception."""
+    from pathlib import Path
+
+    from graph_import import import_model
+
+    data = (Path(__file__).parent / "data" / "gpt2_dynamo.onnx").read_bytes()
+    rng = np.random.default_rng(seed)
+    outcomes = []
+    for _ in range(25):
+        corrupt = bytearray(data)
+        for at in rng.integers(0, len(data), rng.integers(1, 5)):
+            corrupt[at] = int(rng.integers(0, 256))
+        try:
+            import_model(bytes(corrupt), dims={"batch": 2, "sequence": 8})
+            outcomes.append("imported")
+        except ModelImportError as exc:
+            assert str(exc)  # noqa: PT017 - a message for the user, whatever went wrong
+            outcomes.append("refused")
+    assert len(outcomes) == 25
+    assert "refused" in outcomes

@@ -16,8 +16,9 @@
    absolute percentage error of its out-of-fold, bound-clipped times is chosen and refit on
    all rows of the key (the same out-of-fold errors choose and are reported, so the reported
    figure has a small selection optimism between 3 candidates);
-4. conformal intervals (``intervals``) from the chosen candidate's out-of-fold residuals; their
-   coverage is checked honestly, calibrating on the other groups and testing on each group;
+4. conformal intervals (``intervals``) from the chosen candidate's out-of-fold residuals, the
+   level widened until held-out groups are covered (``group_adjusted_alpha``); coverage is
+   checked honestly (nested: level and quantiles chosen without the tested group);
 5. OOD data (``ood``): training ranges per key, training device vectors per kind;
 6. end to end, for runs of whole models (CPU data: rows sharing a ``run_id`` with a measured
    end-to-end latency): Σ of out-of-fold per-op times (analytical fallback for ops without a
@@ -45,7 +46,8 @@ from predictor.learned.intervals import (
     BinnedIntervals,
     EndToEnd,
     conformal_quantiles,
-    group_held_out_coverage,
+    group_adjusted_alpha,
+    nested_group_coverage,
 )
 from predictor.learned.model import CANDIDATES, FamilyModel, bounded_time
 from predictor.learned.ood import DeviceSet, Ranges
@@ -165,8 +167,9 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
         oof_all[rows] = oof
         lp = np.log10(oof)
         resid = np.log10(meas[rows]) - lp
-        intervals[key] = BinnedIntervals.calibrate(lp, resid, alpha)
-        cov = group_held_out_coverage(lp, resid, folds, alpha)
+        level = group_adjusted_alpha(lp, resid, folds, alpha)
+        intervals[key] = BinnedIntervals.calibrate(lp, resid, level)
+        cov = nested_group_coverage(lp, resid, folds, alpha)
         ranges[key] = Ranges.fit(Fk)
         results[key] = KeyResult(key, best, cv, rows, oof, cov, errs)
     kinds = X["device_kind"].astype(str).to_numpy()
@@ -210,15 +213,17 @@ def _end_to_end(X: pd.DataFrame, meas: np.ndarray, oof: np.ndarray, baseline: np
         factor = np.array([np.median(lr[g != gi]) if (g != gi).any() else np.median(lr) for gi in g])
         r["learned_s"] = r["sum_ops_learned_s"] * 10.0 ** factor
         resid = np.log10(r["measured_s"].to_numpy() / r["learned_s"].to_numpy())
-        lo = np.empty(len(r))
-        hi = np.empty(len(r))
-        for gi in np.unique(g):
-            q = conformal_quantiles(resid[g != gi], alpha) if (g != gi).sum() else (-np.inf, np.inf)
-            lo[g == gi], hi[g == gi] = q
+        lp = np.log10(r["learned_s"].to_numpy())
+        lo = np.full(len(r), -np.inf)
+        hi = np.full(len(r), np.inf)
+        for gi in np.unique(g):  # interval of each model's runs: calibrated without that model
+            if (g != gi).sum():
+                level = group_adjusted_alpha(lp[g != gi], resid[g != gi], g[g != gi], alpha)
+                lo[g == gi], hi[g == gi] = conformal_quantiles(resid[g != gi], level)
         r["lower_s"] = r["learned_s"] * 10.0 ** lo
         r["upper_s"] = r["learned_s"] * 10.0 ** hi
         r["covered"] = (r["lower_s"] <= r["measured_s"]) & (r["measured_s"] <= r["upper_s"])
-        q_lo, q_hi = conformal_quantiles(resid, alpha)
+        q_lo, q_hi = conformal_quantiles(resid, group_adjusted_alpha(lp, resid, g, alpha))
         cal[str(kind)] = EndToEnd(float(np.median(lr)), q_lo, q_hi, len(r), alpha)
         parts.append(r)
     return pd.concat(parts, ignore_index=True)[cols], cal

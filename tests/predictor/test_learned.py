@@ -1,0 +1,235 @@
+"""Learned predictors on synthetic data: bounded, accurate, calibrated, flagged, persisted."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hw_catalog.catalog import get_device
+from predictor.config import RunConfig
+from predictor.errors import PredictionError
+from predictor.estimators import EXPLAIN_COLUMNS, make_estimator
+from predictor.features import featurize
+from predictor.learned import persistence
+from predictor.learned.features import FEATURES, roofline_terms
+from predictor.learned.intervals import conformal_quantiles
+from predictor.learned.training import fold_ids, train
+from tests.predictor.learned_helpers import synthetic_set, workload
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return train(synthetic_set(), quick=True)
+
+
+@pytest.fixture(scope="module")
+def saved(trained, tmp_path_factory):
+    return persistence.save(trained.model, tmp_path_factory.mktemp("model"))
+
+
+def fresh_rows(device: str = "v100-pcie-32gb", seed: int = 7, hw=None):
+    w = workload(np.random.default_rng(seed), 40, 40)
+    return featurize(w, hw or get_device(device), RunConfig())
+
+
+def test_one_model_per_family_and_grouped_folds(trained):
+    assert set(trained.model.models) == {"gpu/matmul", "gpu/elementwise"}
+    for kr in trained.keys.values():
+        assert kr.cv.startswith("grouped (4 groups")
+
+
+def test_fold_ids_pool_small_groups():
+    groups = np.array([f"g{i}" for i in range(12) for _ in range(12 - i)])
+    folds = fold_ids(groups, max_folds=5)
+    assert len(np.unique(folds)) == 5
+    # each of the 3 largest groups is alone in its fold; no group spans two folds
+    for g in np.unique(groups):
+        assert len(np.unique(folds[groups == g])) == 1
+    for big in ("g0", "g1", "g2"):
+        f = folds[groups == big][0]
+        assert set(groups[folds == f]) == {big}
+
+
+def test_predictions_never_beat_the_bound(trained):
+    X = fresh_rows()
+    ex = trained.model.explain(X)
+    _, _, bound = roofline_terms(X)
+    assert (ex["time_s"].to_numpy() >= bound * (1 - 1e-12)).all()
+    assert (ex["lower_s"].to_numpy() >= bound * (1 - 1e-12)).all()
+    assert (ex["lower_s"] <= ex["time_s"]).all() and (ex["time_s"] <= ex["upper_s"]).all()
+
+
+def test_learned_recovers_synthetic_efficiency_on_held_out_devices(trained):
+    meas = trained.ts.y_s
+    for kr in trained.keys.values():
+        err = np.abs(kr.oof_s - meas[kr.rows]) / meas[kr.rows]
+        assert np.median(err) < 0.12, kr.key
+    base = np.abs(trained.baseline_s - meas) / meas
+    assert np.median(base) > 0.5  # the analytical bound alone is far off on this data
+
+
+def test_intervals_cover_about_90_percent_of_held_out_points(trained):
+    cov = np.concatenate([kr.covered for kr in trained.keys.values()])
+    assert 0.82 <= cov.mean() <= 0.97
+    # and on fresh data from the same generator
+    fresh = synthetic_set(seed=3, n_gemm=60, n_vec=40)
+    ex = trained.model.explain(fresh.X)
+    inside = (ex["lower_s"] <= fresh.y_s) & (fresh.y_s <= ex["upper_s"])
+    assert 0.8 <= inside.mean() <= 0.99
+
+
+def test_conformal_order_statistics():
+    r = np.arange(1.0, 20.0)  # n = 19: ranks floor(20 * 0.05) = 1 and ceil(20 * 0.95) = 19
+    assert conformal_quantiles(r, 0.1) == (1.0, 19.0)
+    assert conformal_quantiles(r[:5], 0.1) == (-np.inf, np.inf)  # too few points: unbounded
+
+
+def test_ood_new_family_huge_shape_and_unlike_device(trained):
+    X = fresh_rows()
+    pool = X.iloc[[0]].copy()
+    pool["family"] = "pooling"
+    huge = X.iloc[[1]].copy()
+    huge[["gemm_m", "gemm_n", "gemm_k"]] = 1e6
+    huge["flops"] = 2e18
+    huge["bytes_read"] = 8e12
+    huge["bytes_written"] = 4e12
+    import pandas as pd
+
+    rows = pd.concat([X.iloc[[2]], pool, huge], ignore_index=True)
+    ex = trained.model.explain(rows, mode="auto")
+    assert list(ex["ood"]) == [False, True, True]
+    assert "no learned model for gpu/pooling" in ex["ood_reason"].iloc[1]
+    assert "outside" in ex["ood_reason"].iloc[2]
+    assert ex["predictor"].iloc[0].startswith("learned:gpu/matmul")
+    assert list(ex["predictor"].iloc[1:]) == ["analytical:time-roofline"] * 2
+    ana = make_estimator("time-roofline").predict(rows)
+    assert ex["time_s"].iloc[1:].tolist() == pytest.approx(ana[1:].tolist())
+
+    v100 = get_device("v100-pcie-32gb")
+    alien = dataclasses.replace(v100, id="alien", mem_bw_Bps=100 * v100.mem_bw_Bps,
+                                peak_flops={k: 100 * v for k, v in v100.peak_flops.items()})
+    ex = trained.model.explain(fresh_rows(hw=alien), mode="auto")
+    assert ex["ood"].all()
+    assert ex["ood_reason"].str.contains("device distance").all()
+    assert (ex["predictor"] == "analytical:time-roofline").all()
+    learned = trained.model.explain(fresh_rows(hw=alien), mode="learned")
+    assert learned["predictor"].str.startswith("learned").all()  # flagged, but still learned
+    assert learned["ood"].all()
+
+
+def test_model_level_flag(trained):
+    X = fresh_rows(hw=dataclasses.replace(get_device("t4"), id="t4x", clock_Hz=1e11))
+    ex = trained.model.explain(X, mode="auto")
+    summary = trained.model.summarize(ex, "gpu")
+    assert summary["ood"] and "device unlike" in summary["ood_reason"]
+    ok = trained.model.summarize(trained.model.explain(fresh_rows()), "gpu")
+    assert not ok["ood"]
+    assert ok["e2e_lower_s"] <= ok["e2e_s"] <= ok["e2e_upper_s"]
+    assert ok["interval_method"].startswith("comonotone")
+
+
+def test_save_load_round_trip_without_pickle(trained, saved):
+    meta = json.loads((saved / "metadata.json").read_text())
+    boosters = {k.replace("/", "__") + ".ubj" for k, d in meta["models"].items()
+                if d["candidate"] == "xgboost"}
+    assert "gpu__matmul.ubj" in boosters  # the GEMM inefficiency is non-linear: trees win
+    assert {p.name for p in saved.iterdir()} == boosters | {"metadata.json"}
+    assert meta["features"] == list(FEATURES)
+    assert meta["data_hash"] == "synthetic-0"
+    assert {"xgboost", "scikit-learn", "numpy"} <= set(meta["versions"])
+    assert {r["key"] for r in meta["validation"]["per_family"]} == {"gpu/matmul", "gpu/elementwise"}
+    loaded = persistence.load(saved)
+    X = fresh_rows()
+    a, b = trained.model.explain(X), loaded.explain(X)
+    assert np.array_equal(a["time_s"].to_numpy(), b["time_s"].to_numpy())
+    assert np.array_equal(a["upper_s"].to_numpy(), b["upper_s"].to_numpy())
+
+
+def test_ridge_and_median_candidates_round_trip_as_json(tmp_path):
+    ts = synthetic_set(n_gemm=40, n_vec=40)
+    res = train(ts, candidates=("ridge", "median"), quick=True)
+    folder = persistence.save(res.model, tmp_path)
+    assert not list(folder.glob("*.ubj"))
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert all("linear" in d for d in meta["models"].values())
+    X = fresh_rows()
+    assert np.array_equal(res.model.explain(X)["time_s"].to_numpy(),
+                          persistence.load(folder).explain(X)["time_s"].to_numpy())
+
+
+@pytest.mark.parametrize("change", ["reorder", "drop", "rename"])
+def test_feature_list_mismatch_is_a_clear_error(saved, tmp_path, change):
+    import shutil
+
+    folder = tmp_path / "m"
+    shutil.copytree(saved, folder)
+    meta = json.loads((folder / "metadata.json").read_text())
+    feats = meta["features"]
+    if change == "reorder":
+        feats[0], feats[1] = feats[1], feats[0]
+    elif change == "drop":
+        feats.pop()
+    else:
+        feats[3] = "lg_something_else"
+    (folder / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(PredictionError, match="different feature list.*retrain"):
+        persistence.load(folder)
+
+
+def test_booster_with_other_features_is_refused(saved, tmp_path):
+    import shutil
+
+    import xgboost as xgb
+
+    folder = tmp_path / "m"
+    shutil.copytree(saved, folder)
+    booster = xgb.Booster()
+    booster.load_model(str(folder / "gpu__matmul.ubj"))
+    booster.feature_names = [f"f{i}" for i in range(len(FEATURES))]
+    booster.save_model(str(folder / "gpu__matmul.ubj"))
+    with pytest.raises(PredictionError, match="trained on features"):
+        persistence.load(folder)
+
+
+def test_missing_model_folder_says_how_to_train(tmp_path):
+    with pytest.raises(PredictionError, match="roofcast train"):
+        persistence.load(tmp_path / "nothing")
+
+
+def test_estimators_registered_and_follow_the_contract(saved, monkeypatch):
+    monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(saved))
+    X = fresh_rows()
+    for name in ("learned", "auto"):
+        est = make_estimator(name).fit(X)
+        e = est.explain(X)
+        assert set(EXPLAIN_COLUMNS) <= set(e.columns)
+        assert (e["estimator"] == name).all()
+        assert np.isfinite(e["time_s"]).all() and (e["time_s"] > 0).all()
+        assert np.array_equal(est.predict(X), e["time_s"].to_numpy())
+
+
+def test_free_rows_take_no_time(trained):
+    X = fresh_rows().iloc[:1].copy()
+    X[["flops", "bytes_read", "bytes_written"]] = 0.0
+    X["engine"] = "free"
+    ex = trained.model.explain(X)
+    assert ex["time_s"].iloc[0] == 0.0 and not ex["ood"].iloc[0]
+
+
+def test_no_pickle_anywhere_in_the_learned_code():
+    pattern = re.compile(r"^\s*(import|from)\s+(pickle|joblib|cloudpickle|dill)\b|"
+                         r"\b(pickle|joblib)\.(load|dump)|\.pkl\b|read_pickle|to_pickle", re.M)
+    files = [*(ROOT / "predictor" / "learned").rglob("*.py"), ROOT / "app" / "commands" / "train.py",
+             ROOT / "benchmarks" / "learned_accuracy.py"]
+    for f in files:
+        if f.exists():
+            assert not pattern.search(f.read_text()), f
+    shipped = ROOT / "predictor" / "learned" / "default"
+    assert not [p for p in shipped.rglob("*") if p.suffix in (".pkl", ".pickle", ".joblib")]

@@ -196,9 +196,20 @@ def _int_div(a: Array, b: Array) -> Array:
     return np.asarray(a / b, dtype=np.result_type(a, b))
 
 
+def _no_overflow(exact: Array, a: Array, b: Array, fn: Callable[[Array, Array], Array]) -> Array:
+    """Integer results must match the float computation: numpy integers wrap silently, and a
+    wrapped shape value (batch x sequence x ... beyond int64) would be a wrong shape."""
+    if exact.dtype.kind in "iu":
+        approx = fn(a.astype(np.float64), b.astype(np.float64))
+        if np.any(np.abs(approx) > 2.0**62) or np.any(np.abs(approx - exact) > 1e-6 * np.abs(approx) + 1):
+            raise FoldError("integer overflow while folding")
+    return exact
+
+
 def _same_dtype(fn: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
     def op(a: Array, b: Array) -> Array:
-        return np.asarray(fn(a, b)).astype(np.result_type(a, b))
+        exact = np.asarray(fn(a, b)).astype(np.result_type(a, b))
+        return _no_overflow(exact, a, b, fn)
 
     return op
 
@@ -294,8 +305,13 @@ def _reduce(fn: Callable[..., Array]) -> Folder:
             if int(attrs.get("noop_with_empty_axes", 0)):
                 return [data]
             axes = list(range(data.ndim))
-        out = fn(data, axis=tuple(a + data.ndim if a < 0 else a for a in axes), keepdims=keepdims)
-        return [np.asarray(out).astype(data.dtype)]
+        axes_t = tuple(a + data.ndim if a < 0 else a for a in axes)
+        out = np.asarray(fn(data, axis=axes_t, keepdims=keepdims)).astype(data.dtype)
+        if out.dtype.kind in "iu":
+            approx = fn(data.astype(np.float64), axis=axes_t, keepdims=keepdims)
+            if np.any(np.abs(approx) > 2.0**62):
+                raise FoldError("integer overflow while folding")
+        return [out]
 
     return fold
 

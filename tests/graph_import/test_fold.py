@@ -133,3 +133,13 @@ def test_hostile_sizes_are_refused_before_allocating(op, inputs):
     """A model cannot make folding allocate terabytes: the size is checked first."""
     with pytest.raises(FoldError, match="too large to fold"):
         FOLDERS[op]({}, inputs)
+
+
+def test_integer_overflow_is_not_folded():
+    """numpy int64 wraps silently; a wrapped shape value would be a wrong shape."""
+    with pytest.raises(FoldError, match="integer overflow"):
+        FOLDERS["Mul"]({}, [a(2**40), a(2**40)])
+    with pytest.raises(FoldError, match="integer overflow"):
+        FOLDERS["ReduceProd"]({"keepdims": 0}, [a(2**31, 2**31, 2**31)])
+    (ok,) = FOLDERS["Mul"]({}, [a(2**31 - 1), a(2**31 - 1)])
+    assert ok.tolist() == [(2**31 - 1) ** 2]

@@ -31,6 +31,7 @@ from graph_import.errors import ModelImportError
 
 DEFAULT_MAX_BYTES = 2**31 - 1  # protobuf's own hard limit for one message
 MAX_TENSOR_ELEMENTS = 2**40  # ~1.1e12 elements: beyond any real model's tensor
+CHECKED_DATA_ELEMENTS = 1 << 16  # tensors up to this size may be read (folding, const inputs)
 MIN_IR_VERSION = 3  # first IR version with opset imports
 MAX_IR_VERSION = onnx.IR_VERSION
 MIN_OPSET = 7  # ai.onnx opsets older than this predate the shape-inference rules we rely on
@@ -270,7 +271,11 @@ def _check_tensor(tensor: TensorProto) -> None:
         )
     if tensor.data_location == TensorProto.EXTERNAL:
         _check_external_location(tensor, label)
-    elif tensor.HasField("raw_data") and tensor.data_type not in _VARIABLE_SIZE_DTYPES:
+    elif (
+        numel <= CHECKED_DATA_ELEMENTS
+        and tensor.HasField("raw_data")
+        and tensor.data_type not in _VARIABLE_SIZE_DTYPES
+    ):  # only small tensors' values are ever read; reading raw_data of a big one copies it
         expected = _raw_nbytes(tensor.data_type, numel)
         if expected is not None and len(tensor.raw_data) != expected:
             raise ModelImportError(
@@ -441,11 +446,11 @@ def tensor_has_inline_data(tensor: TensorProto) -> bool:
     if numel == 0:
         return True
     return bool(
-        tensor.raw_data
-        or tensor.float_data
-        or tensor.int32_data
-        or tensor.int64_data
-        or tensor.double_data
-        or tensor.uint64_data
-        or tensor.string_data
+        tensor.HasField("raw_data")  # not the bytes themselves: reading them copies them
+        or len(tensor.float_data)
+        or len(tensor.int32_data)
+        or len(tensor.int64_data)
+        or len(tensor.double_data)
+        or len(tensor.uint64_data)
+        or len(tensor.string_data)
     )

@@ -63,7 +63,8 @@ def test_predictions_never_beat_the_bound(trained):
     _, _, bound = roofline_terms(X)
     assert (ex["time_s"].to_numpy() >= bound * (1 - 1e-12)).all()
     assert (ex["lower_s"].to_numpy() >= bound * (1 - 1e-12)).all()
-    assert (ex["lower_s"] <= ex["time_s"]).all() and (ex["time_s"] <= ex["upper_s"]).all()
+    assert (ex["lower_s"] <= ex["time_s"]).all()
+    assert (ex["time_s"] <= ex["upper_s"]).all()
 
 
 def test_learned_recovers_synthetic_efficiency_on_held_out_devices(trained):
@@ -128,7 +129,8 @@ def test_model_level_flag(trained):
     X = fresh_rows(hw=dataclasses.replace(get_device("t4"), id="t4x", clock_Hz=1e11))
     ex = trained.model.explain(X, mode="auto")
     summary = trained.model.summarize(ex, "gpu")
-    assert summary["ood"] and "device unlike" in summary["ood_reason"]
+    assert summary["ood"]
+    assert "device unlike" in summary["ood_reason"]
     ok = trained.model.summarize(trained.model.explain(fresh_rows()), "gpu")
     assert not ok["ood"]
     assert ok["e2e_lower_s"] <= ok["e2e_s"] <= ok["e2e_upper_s"]
@@ -179,7 +181,7 @@ def test_feature_list_mismatch_is_a_clear_error(saved, tmp_path, change):
     else:
         feats[3] = "lg_something_else"
     (folder / "metadata.json").write_text(json.dumps(meta))
-    with pytest.raises(PredictionError, match="different feature list.*retrain"):
+    with pytest.raises(PredictionError, match=r"different feature list.*retrain"):
         persistence.load(folder)
 
 
@@ -211,7 +213,8 @@ def test_estimators_registered_and_follow_the_contract(saved, monkeypatch):
         e = est.explain(X)
         assert set(EXPLAIN_COLUMNS) <= set(e.columns)
         assert (e["estimator"] == name).all()
-        assert np.isfinite(e["time_s"]).all() and (e["time_s"] > 0).all()
+        assert np.isfinite(e["time_s"]).all()
+        assert (e["time_s"] > 0).all()
         assert np.array_equal(est.predict(X), e["time_s"].to_numpy())
 
 
@@ -220,7 +223,8 @@ def test_free_rows_take_no_time(trained):
     X[["flops", "bytes_read", "bytes_written"]] = 0.0
     X["engine"] = "free"
     ex = trained.model.explain(X)
-    assert ex["time_s"].iloc[0] == 0.0 and not ex["ood"].iloc[0]
+    assert ex["time_s"].iloc[0] == 0.0
+    assert not ex["ood"].iloc[0]
 
 
 def test_no_pickle_anywhere_in_the_learned_code():

@@ -1,0 +1,102 @@
+"""`roofcast train` on a small measurement file, then `predict`/`compare --estimator learned|auto`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pandas as pd
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from app.cli import main
+from tests.predictor.learned_helpers import synthetic_set
+
+
+@pytest.fixture(scope="module")
+def measurement_csv(tmp_path_factory):
+    """Tidy measurement rows (training_data.schema columns) of synthetic GEMMs and adds on
+    two GPUs."""
+    ts = synthetic_set(n_gemm=40, n_vec=40, devices=("v100-pcie-32gb", "t4", "p100-pcie-16gb"))
+    X = ts.X
+    df = pd.DataFrame({
+        "op_type": X["op_type"], "family": X["family"], "node": X["node"] + "_" + X["device"],
+        "dtype": X["dtype"], "flops": X["flops"], "bytes_read": X["bytes_read"],
+        "bytes_written": X["bytes_written"], "weight_bytes": X["weight_bytes"],
+        "gemm_batch": X["gemm_batch"], "gemm_m": X["gemm_m"], "gemm_n": X["gemm_n"],
+        "gemm_k": X["gemm_k"], "device_id": X["device"], "latency_s": ts.y_s,
+        "source": "test:synthetic",
+    })
+    path = tmp_path_factory.mktemp("data") / "measurements.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def mlp_path(tmp_path_factory):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 512])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = numpy_helper.from_array(np.zeros((512, 256), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Relu", ["h"], ["y"], name="relu"),
+             ]
+    graph = helper.make_graph(nodes, "mlp", [x], [y], initializer=[w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path_factory.mktemp("models") / "mlp.onnx"
+    onnx.save(model, path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def model_dir(measurement_csv, tmp_path_factory):
+    out = tmp_path_factory.mktemp("learned")
+    assert main(["train", "--from", str(measurement_csv), "--output", str(out), "--quick",
+                 "--holdout-device", "t4", "--format", "json"]) == 0
+    return out
+
+
+def test_train_on_a_file_validates_and_saves(measurement_csv, tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["train", "--from", str(measurement_csv), "--output", str(out), "--quick",
+                 "--holdout-device", "t4", "--per-group", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {r["key"] for r in doc["per_family"]} == {"gpu/matmul", "gpu/elementwise"}
+    fam = {r["key"]: r for r in doc["per_family"]}
+    assert fam["gpu/matmul"]["learned_median_ape_pct"] < fam["gpu/matmul"]["analytical_median_ape_pct"]
+    assert {r["group"] for r in doc["per_group"]} == {"device:v100-pcie-32gb",
+                                                      "device:p100-pcie-16gb"}
+    assert doc["held_out_rows"] == 80
+    assert {r["key"] for r in doc["holdout_per_family"]} == {"gpu/matmul", "gpu/elementwise"}
+    assert (out / "metadata.json").is_file()
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["holdout_devices"] == ["t4"]
+    assert doc["saved_to"] == str(out)
+
+
+def test_train_bad_source_is_one_line(capsys):
+    assert main(["train", "--from", "nowhere", "--no-save"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "unknown training source" in err
+
+
+def test_predict_and_compare_with_learned_and_auto(model_dir, mlp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(model_dir))
+    assert main(["predict", mlp_path, "--hw", "t4", "--batch", "64", "--estimator", "auto",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ops = {r["op_type"]: r for r in doc["ops"]}
+    assert ops["MatMul"]["predictor"].startswith("learned:gpu/matmul")
+    # the elementwise model saw only two-input Adds (written/read = 0.5): a one-input Relu
+    # (written/read = 1) is outside its range, so auto falls back to the analytical estimate
+    assert ops["Relu"]["ood"]
+    assert "write_over_read" in ops["Relu"]["ood_reason"]
+    assert ops["Relu"]["predictor"] == "analytical:time-roofline"
+    assert doc["e2e_lower_ms"] <= doc["learned_e2e_ms"] <= doc["e2e_upper_ms"]
+    assert main(["compare", mlp_path, "--hw", "t4,v100-pcie-32gb", "--estimator", "learned",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["device"] for r in doc["devices"]] == ["t4", "v100-pcie-32gb"]
+    assert all(r["time_ms"] > 0 for r in doc["devices"])

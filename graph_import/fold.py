@@ -401,7 +401,8 @@ def fold_split(attrs: dict[str, Any], inputs: list[Array | None], n_outputs: int
 
 def attribute_values(node: Any) -> dict[str, Any]:
     """A node's attributes as plain python values: ints, floats, str (bytes decoded as UTF-8),
-    lists, numpy arrays for tensors; subgraphs stay GraphProto."""
+    lists, numpy arrays for tensors up to ``load.CHECKED_DATA_ELEMENTS`` elements (None for
+    bigger or external ones, whose data is never read); subgraphs stay GraphProto."""
     out: dict[str, Any] = {}
     for attr in node.attribute:
         value = helper.get_attribute_value(attr)
@@ -415,9 +416,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if type(value).__name__ == "TensorProto":
-        from graph_import.load import tensor_has_inline_data
+        from graph_import.load import CHECKED_DATA_ELEMENTS, tensor_has_inline_data
 
         if not tensor_has_inline_data(value):
             return None  # external data is never read
+        if int(np.prod(value.dims, dtype=np.float64)) > CHECKED_DATA_ELEMENTS:
+            return None  # big constants: only their dims matter; their data is not loaded
         return numpy_helper.to_array(value)
     return value

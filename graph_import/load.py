@@ -257,6 +257,11 @@ def iter_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
 
 def _check_tensor(tensor: TensorProto) -> None:
     label = f"tensor {tensor.name!r}" if tensor.name else "an unnamed constant tensor"
+    if tensor.data_type not in _KNOWN_DTYPES:
+        raise ModelImportError(
+            f"{label} has an unknown element type ({tensor.data_type}): the file is corrupt or "
+            f"from an onnx newer than {onnx.__version__}; re-export it"
+        )
     numel = 1
     for d in tensor.dims:
         if d < 0:
@@ -285,6 +290,7 @@ def _check_tensor(tensor: TensorProto) -> None:
 
 
 _VARIABLE_SIZE_DTYPES = (TensorProto.STRING, TensorProto.UNDEFINED)
+_KNOWN_DTYPES = frozenset(TensorProto.DataType.values()) - {TensorProto.UNDEFINED}
 _SUBBYTE_DTYPES = {TensorProto.INT4, TensorProto.UINT4}
 if hasattr(TensorProto, "FLOAT4E2M1"):
     _SUBBYTE_DTYPES.add(TensorProto.FLOAT4E2M1)

@@ -348,3 +348,10 @@ def test_random_byte_corruption_never_crashes(seed):
             outcomes.append("refused")
     assert len(outcomes) == 25
     assert "refused" in outcomes
+
+
+def test_unknown_tensor_element_type_is_refused():
+    w = const("w", np.zeros((4, 4)), np.float32)
+    w.data_type = 99
+    m = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [X], [Y], [w])
+    _refused(serialize(m), r"tensor 'w' has an unknown element type \(99\)")

@@ -1,0 +1,446 @@
+"""Configuration advisor: the predicted-best run settings of a model on a device, with reasons.
+
+``advise(graph_loader, hw, objective, ...)`` searches the settings a user controls without
+touching the model — intra-op threads, inter-op parallelism, batch size, precision, graph
+optimisation (fusion) — with the predictor, and ranks them against the framework's default.
+
+Search space (``Setting``):
+
+* ``threads`` (intra-op; CPUs only): 1..units (all of them up to 16 units, else powers of two
+  plus ``units``); ``None`` on GPUs and accelerators, where the framework picks.
+* ``inter_op``: independent ops run concurrently (ONNX Runtime ``ORT_PARALLEL``). On a CPU
+  with intra-op threads ``t`` the cores hold ``c = units // t`` concurrent ops (the inter-op
+  pool size); with ``c < 2`` inter-op parallelism only oversubscribes and is not offered. Time
+  (a Brent-style bound, no scheduler overhead modelled):
+  ``max(L(t), W(t) / c)`` with ``W`` the sequential sum of the per-op times and ``L`` the
+  critical path of the op DAG (``predictor.simulate.critical_path_times``). On other devices
+  (streams): ``L``, as ``predict_graph`` defines it.
+* ``batch``: latency objective — the user's batch only; throughput objective — powers of two
+  up to ``max_batch`` plus the user's batch. Samples per second = batch / step time.
+* ``precision``: only what the device realistically runs (``runnable_precisions``).
+* ``fusion``: ONNX Runtime's graph optimisation level ``all`` (fusion on) or ``basic``
+  (constant folding only: fusion off).
+* ``mode``: ``infer`` or ``train`` (training step); a setting whose ``memory_footprint`` does
+  not fit the device's memory is listed with ``fits = False`` and never recommended.
+
+Default (``default_setting``): ONNX Runtime's defaults — intra-op threads = the device's
+units (physical cores), sequential execution, optimisation level ``all``, the user's batch,
+fp32 (the model's own int8 for a quantised model), the first of ``modes``.
+
+Gain over the default: latency objective ``time_default / time``; throughput objective
+``throughput / throughput_default``. The recommendation (``pick_recommended``): among settings
+that fit and whose gain is within ``TIE`` of the best, the one with the fewest changes from the
+default (then the smaller batch) — a 1 % predicted difference is inside any predictor's error,
+a simpler change is more likely to hold; the default itself when the best gain is below
+``MIN_GAIN``. Reasons are computed from the predictions (``predictor.advisor_reasons``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from graph_import.types import Graph
+from predictor.config import MODES, PRECISIONS, RunConfig
+from predictor.errors import PredictionError
+
+OBJECTIVES: tuple[str, ...] = ("latency", "throughput")
+MIN_GAIN = 1.02
+#: settings within this relative gain of the best count as ties (the simplest one is chosen).
+TIE = 0.02
+#: CPU thread counts are listed one by one up to this many units, else powers of two + units.
+ALL_THREADS_UP_TO = 16
+#: ONNX Runtime graph optimisation level of each fusion setting.
+OPT_LEVEL = {True: "all", False: "basic"}
+#: op types that mark a model as quantised (ONNX Runtime runs them as int8 on CPU).
+QUANTISED_OPS: frozenset[str] = frozenset({
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
+    "QLinearMatMul", "MatMulInteger", "ConvInteger", "QLinearAdd", "QLinearMul",
+    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention", "QGemm",
+})
+#: per-op columns kept for reasons and roofline trajectories.
+PER_OP_COLUMNS: tuple[str, ...] = (
+    "key", "node", "fused_nodes", "op_type", "family", "phase", "engine", "flops",
+    "bytes_read", "bytes_written", "weight_bytes", "intensity_flop_per_byte", "time_s",
+    "compute_s", "memory_s", "overhead_s", "bound", "lower_s", "upper_s", "peak_flops_per_s",
+    "peak_engine", "peak_dtype", "mem_bw_Bps", "launch_overhead_s",
+)
+TABLE_COLUMNS: tuple[str, ...] = (
+    "rank", "setting", "intra_threads", "inter_op", "inter_op_threads", "batch", "precision",
+    "opt_level", "fusion", "mode", "time_ms", "sequential_ms", "critical_path_ms",
+    "throughput_samples_per_s", "gain", "memory_MB", "fits", "dominant_bound",
+    "compute_share", "memory_share", "overhead_share", "is_default", "recommended",
+)
+
+GraphLoader = Callable[[int], Graph]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One run configuration the advisor considers (see module docstring)."""
+
+    threads: int | None
+    inter_op: bool
+    batch: int
+    precision: str = "fp32"
+    fusion: bool = True
+    mode: str = "infer"
+    inter_op_threads: int = 1
+
+    @property
+    def opt_level(self) -> str:
+        return OPT_LEVEL[self.fusion]
+
+    def label(self) -> str:
+        intra = "auto" if self.threads is None else str(self.threads)
+        inter = f"parallel×{self.inter_op_threads}" if self.inter_op else "sequential"
+        return (f"intra={intra} inter={inter} batch={self.batch} {self.precision} "
+                f"opt={self.opt_level}" + (" train" if self.mode == "train" else ""))
+
+    def run_config(self, dims: Mapping[str, int]) -> RunConfig:
+        return RunConfig(dims={**dims, "batch": self.batch}, precision=self.precision,
+                         mode=self.mode, threads=self.threads, inter_op=self.inter_op,
+                         fusion=self.fusion)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Predicted per-op frame of one (batch, precision, mode, fusion, threads) point, with its
+    sequential sum ``sequential_s`` and critical path ``critical_path_s``."""
+
+    batch: int
+    precision: str
+    mode: str
+    fusion: bool
+    threads: int | None
+    per_op: pd.DataFrame
+    sequential_s: float
+    critical_path_s: float
+    memory_bytes: float
+    critical_path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The ranked settings, the default, the recommendation and why.
+
+    ``table``: one row per setting (``TABLE_COLUMNS``), best first. ``cells``: predicted per-op
+    frames keyed by (batch, precision, mode, fusion, threads) for the reasons and the app's
+    roofline trajectories.
+    """
+
+    model: str
+    device: str
+    device_kind: str
+    units: int
+    objective: str
+    estimator: str
+    table: pd.DataFrame
+    default: Setting
+    recommended: Setting
+    reasons: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    cells: Mapping[tuple, Cell] = field(default_factory=dict, repr=False)
+
+    @property
+    def predicted_gain(self) -> float:
+        """Gain of the recommended setting over the default (objective's measure)."""
+        row = self.table[self.table["recommended"]]
+        return float(row["gain"].iloc[0])
+
+    def row(self, setting: Setting) -> pd.Series:
+        """The table row of ``setting``."""
+        match = self.table[self.table["setting"] == setting.label()]
+        if match.empty:
+            raise PredictionError(f"setting {setting.label()!r} is not in the advice table")
+        return match.iloc[0]
+
+    def cell(self, setting: Setting) -> Cell:
+        return self.cells[cell_key(setting)]
+
+
+def cell_key(s: Setting) -> tuple:
+    return (s.batch, s.precision, s.mode, s.fusion, s.threads)
+
+
+# ----------------------------------------------------------------------------- search space
+def thread_candidates(hw) -> list[int | None]:
+    """Intra-op thread counts to try (module docstring); ``[None]`` for non-CPU devices."""
+    if hw.kind != "cpu":
+        return [None]
+    units = int(hw.units)
+    if units <= ALL_THREADS_UP_TO:
+        return list(range(1, units + 1))
+    powers = [2**k for k in range(int(math.log2(units)) + 1)]
+    return sorted(set(powers) | {units})
+
+
+def batch_candidates(objective: str, batch: int, max_batch: int) -> list[int]:
+    """The user's batch (latency), or powers of two up to ``max_batch`` plus it (throughput)."""
+    if objective == "latency":
+        return [batch]
+    if max_batch < 1:
+        raise PredictionError(f"max_batch must be >= 1, got {max_batch}")
+    powers = [2**k for k in range(int(math.log2(max_batch)) + 1)]
+    return sorted(set(powers) | {batch})
+
+
+def is_quantised(graph: Graph) -> bool:
+    return any(node.op_type in QUANTISED_OPS for node in graph.ops())
+
+
+def runnable_precisions(graph: Graph, hw, requested: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(precisions to search, notes on the ones left out).
+
+    CPU (ONNX Runtime's CPU provider): an fp32 graph runs in fp32 — its fp16/bf16 kernels cover
+    few ops and a conversion is a model change, not a setting; int8 only when the model is
+    already quantised (then it is the model's own precision). Other devices: a precision is kept
+    when the device has a native matrix unit for it (``hw.peak`` without a fallback note).
+    """
+    from predictor.precision import peak_dtype
+
+    bad = [p for p in requested if p not in PRECISIONS]
+    if bad:
+        raise PredictionError(f"unknown precision(s) {bad}; choose from {', '.join(PRECISIONS)}")
+    notes = []
+    if hw.kind == "cpu":
+        own = "int8" if is_quantised(graph) else "fp32"
+        keep = [own]
+        dropped = [p for p in requested if p != own]
+        if dropped:
+            notes.append(
+                f"precisions {', '.join(dropped)} left out: on a CPU, ONNX Runtime runs this "
+                f"{'quantised' if own == 'int8' else 'fp32'} model as {own}; another precision "
+                "needs a converted or quantised model, not a run setting")
+        return keep, notes
+    keep = []
+    for p in requested:
+        look = hw.peak("matrix", peak_dtype("matrix", p))
+        if look.note:
+            notes.append(f"precision {p} left out: {hw.id} has no native {p} matrix unit "
+                         f"({look.note})")
+        else:
+            keep.append(p)
+    if not keep:
+        raise PredictionError(f"{hw.id} runs none of the precisions {list(requested)} natively; "
+                              "give --precisions with one it has (see `roofcast hw show`)")
+    return keep, notes
+
+
+def default_setting(hw, batch: int, precision: str) -> Setting:
+    """ONNX Runtime's defaults: intra-op = units (physical cores), sequential, opt level all."""
+    return Setting(threads=int(hw.units) if hw.kind == "cpu" else None, inter_op=False,
+                   batch=batch, precision=precision, fusion=True, mode="infer")
+
+
+def resolve_estimator(name: str) -> tuple[str, list[str]]:
+    """The estimator to use and a note when ``auto``/``learned`` has no trained model (then the
+    analytical ``time-roofline`` is used, and the note says so)."""
+    from predictor.estimators import LEARNED_NAMES, make_estimator
+
+    est = make_estimator(name)
+    if name not in LEARNED_NAMES:
+        return name, []
+    try:
+        est.model()
+    except PredictionError as exc:
+        return "time-roofline", [f"estimator {name!r} unavailable ({exc}); used time-roofline"]
+    return name, []
+
+
+# ----------------------------------------------------------------------------- prediction
+def predict_cells(graphs: Mapping[int, Graph], hw, dims: Mapping[str, int],
+                  precisions: Sequence[str], modes: Sequence[str], fusions: Sequence[bool],
+                  threads: Sequence[int | None], estimator: str) -> dict[tuple, Cell]:
+    """Every (batch, precision, mode, fusion, threads) cell: the workload and the step DAG are
+    built once per (batch, precision, mode, fusion); only featurize + explain run per thread
+    count."""
+    from predictor.memory import memory_footprint
+    from predictor.simulate import critical_path_times, evaluate, step_dag
+    from predictor.workload import workload_table
+
+    cells: dict[tuple, Cell] = {}
+    for batch, graph in graphs.items():
+        for precision in precisions:
+            for mode in modes:
+                for fusion in fusions:
+                    base = RunConfig(dims={**dims, "batch": batch}, precision=precision,
+                                     mode=mode, fusion=fusion)
+                    work = workload_table(graph, base)
+                    if work.empty:
+                        raise PredictionError(f"model {graph.name!r} has no op that does work")
+                    dag = step_dag(graph, work)
+                    mem = memory_footprint(graph, base).total_bytes
+                    for t in threads:
+                        per_op = evaluate(work, hw, replace(base, threads=t), estimator)
+                        times = per_op["time_s"].to_numpy(float)
+                        lengths, path = critical_path_times(dag, times)
+                        cols = [c for c in PER_OP_COLUMNS if c in per_op.columns]
+                        names = tuple(f"{dag.nodes[i][1]}" for i in path
+                                      if dag.nodes[i][0] == "F")
+                        cells[(batch, precision, mode, fusion, t)] = Cell(
+                            batch, precision, mode, fusion, t, per_op[cols].copy(),
+                            float(times.sum()), float(lengths[0]), float(mem), names)
+    return cells
+
+
+def step_time(cell: Cell, inter_op: bool, concurrency: int, kind: str) -> float:
+    """Step time of a cell: sequential sum, or with inter-op parallelism ``max(L, W / c)`` on a
+    CPU and the critical path ``L`` elsewhere (module docstring)."""
+    if not inter_op:
+        return cell.sequential_s
+    if kind == "cpu":
+        return max(cell.critical_path_s, cell.sequential_s / concurrency)
+    return cell.critical_path_s
+
+
+def settings_of(cells: Mapping[tuple, Cell], hw) -> list[Setting]:
+    """All settings over the cells: each thread count sequential, plus inter-op parallel where
+    the cores hold at least two concurrent ops (CPU) or always (other devices)."""
+    out = []
+    for batch, precision, mode, fusion, t in cells:
+        out.append(Setting(t, False, batch, precision, fusion, mode))
+        conc = int(hw.units) // t if (hw.kind == "cpu" and t) else 0
+        if hw.kind != "cpu":
+            out.append(Setting(t, True, batch, precision, fusion, mode, inter_op_threads=2))
+        elif conc >= 2:
+            out.append(Setting(t, True, batch, precision, fusion, mode, inter_op_threads=conc))
+    return out
+
+
+def _shares(per_op: pd.DataFrame) -> dict[str, float]:
+    total = float(per_op["time_s"].sum())
+    by = per_op.groupby("bound")["time_s"].sum()
+    return {f"{b}_share": (float(by.get(b, 0.0)) / total if total > 0 else 0.0)
+            for b in ("compute", "memory", "overhead")}
+
+
+def build_table(cells: Mapping[tuple, Cell], settings: Sequence[Setting], default: Setting,
+                objective: str, hw) -> pd.DataFrame:
+    """One row per setting with times, throughput, gain over ``default`` and shares, ranked."""
+    cap = float(hw.mem_capacity_bytes)
+    records = []
+    for s in settings:
+        cell = cells[cell_key(s)]
+        t = step_time(cell, s.inter_op, s.inter_op_threads, hw.kind)
+        shares = _shares(cell.per_op)
+        dominant = max(("compute", "memory", "overhead"), key=lambda b: shares[f"{b}_share"])
+        records.append({
+            "setting": s.label(), "intra_threads": s.threads, "inter_op": s.inter_op,
+            "inter_op_threads": s.inter_op_threads, "batch": s.batch,
+            "precision": s.precision, "opt_level": s.opt_level, "fusion": s.fusion,
+            "mode": s.mode, "time_ms": t * 1e3, "sequential_ms": cell.sequential_s * 1e3,
+            "critical_path_ms": cell.critical_path_s * 1e3,
+            "throughput_samples_per_s": s.batch / t if t > 0 else math.inf,
+            "memory_MB": cell.memory_bytes / 1e6, "fits": cell.memory_bytes <= cap,
+            "dominant_bound": dominant, **shares, "is_default": s == default,
+            "_setting": s,
+        })
+    df = pd.DataFrame.from_records(records)
+    base = df[df["is_default"]]
+    if base.empty:
+        raise PredictionError(f"the default setting {default.label()} is not in the search "
+                              "space; include its batch, precision and mode")
+    b = base.iloc[0]
+    if objective == "latency":
+        df["gain"] = b["time_ms"] / df["time_ms"]
+    else:
+        df["gain"] = df["throughput_samples_per_s"] / b["throughput_samples_per_s"]
+    # rank: fitting settings first, larger gain first; ties keep the default first
+    df = df.sort_values(["fits", "gain", "is_default"], ascending=[False, False, False],
+                        kind="stable").reset_index(drop=True)
+    df.insert(0, "rank", np.arange(1, len(df) + 1))
+    pick = pick_recommended(df, default)
+    df["recommended"] = [s == pick for s in df["_setting"]]
+    return df
+
+
+def changes_from(s: Setting, default: Setting) -> int:
+    """How many fields of ``s`` differ from the default (a simpler change is preferred)."""
+    return sum(getattr(s, f) != getattr(default, f)
+               for f in ("threads", "inter_op", "batch", "precision", "fusion", "mode"))
+
+
+def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
+    """The recommendation: among fitting settings within ``TIE`` of the best predicted gain, the
+    one with the fewest changes from the default (then the smaller batch, then the larger gain);
+    the default when that gain is below ``MIN_GAIN``."""
+    fit = ranked[ranked["fits"]]
+    if fit.empty:
+        return default
+    best = float(fit["gain"].max())
+    if best < MIN_GAIN:
+        return default
+    near = fit[(fit["gain"] >= best / (1 + TIE)) & (fit["gain"] >= MIN_GAIN)]
+    order = sorted(zip(near["_setting"], near["gain"], strict=True),
+                   key=lambda sg: (changes_from(sg[0], default), sg[0].batch, -sg[1]))
+    return order[0][0]
+
+
+# ----------------------------------------------------------------------------- entry point
+def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
+           max_batch: int = 64, precisions: Sequence[str] | None = None,
+           modes: Sequence[str] = ("infer",), estimator: str = "auto",
+           dims: Mapping[str, int] | None = None,
+           fusions: Sequence[bool] = (True, False)) -> Advice:
+    """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
+    docstring). ``hw``: catalog id or HardwareSpec; ``dims``: other symbolic dims the loader
+    binds (recorded in the RunConfig)."""
+    from hw_catalog.catalog import get_device
+    from predictor.advisor_reasons import reasons_for
+
+    hw = get_device(hw)
+    if objective not in OBJECTIVES:
+        raise PredictionError(f"objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
+    bad_modes = [m for m in modes if m not in MODES]
+    if bad_modes or not modes:
+        raise PredictionError(f"modes {list(modes)}: choose from {', '.join(MODES)}")
+    if batch < 1:
+        raise PredictionError(f"batch must be >= 1, got {batch}")
+    dims = {k: v for k, v in (dims or {}).items() if k != "batch"}
+    est, notes = resolve_estimator(estimator)
+    batches = batch_candidates(objective, batch, max_batch)
+    graphs = {b: graph_loader(b) for b in batches}
+    g0 = graphs[batch]
+    if objective == "throughput" and len(batches) > 1:
+        f1 = sum(n.cost.flops for n in graphs[batches[0]].ops() if n.cost)
+        f2 = sum(n.cost.flops for n in graphs[batches[-1]].ops() if n.cost)
+        if math.isclose(f1, f2):
+            raise PredictionError(
+                f"model {g0.name!r}: its work does not grow with the batch (no batch dim bound "
+                "by the loader); bind the batch dim (e.g. --dim NAME=N for the model's dim) or "
+                "use --objective latency")
+    requested = list(precisions) if precisions else ["fp32", "tf32", "fp16", "bf16"]
+    precs, pnotes = runnable_precisions(g0, hw, requested)
+    notes += pnotes
+    default = replace(default_setting(hw, batch, "int8" if is_quantised(g0) else "fp32"),
+                      mode=modes[0])
+    if default.precision not in precs:
+        precs = [default.precision, *precs]
+    modes = list(dict.fromkeys(modes))
+    cells = predict_cells(graphs, hw, dims, precs, modes, list(dict.fromkeys(fusions)) or [True],
+                          thread_candidates(hw), est)
+    settings = settings_of(cells, hw)
+    if len(modes) > 1:
+        notes.append("training-step settings are ranked with inference ones; compare gains "
+                     "within one mode")
+    table = build_table(cells, settings, default, objective, hw)
+    recommended = table.loc[table["recommended"], "_setting"].iloc[0]
+    advice = Advice(model=g0.name, device=hw.id, device_kind=hw.kind, units=int(hw.units),
+                    objective=objective, estimator=est, table=table, default=default,
+                    recommended=recommended, reasons=(), notes=tuple(notes), cells=cells)
+    return replace(advice, reasons=tuple(reasons_for(advice, hw)))
+
+
+def public_table(advice: Advice, top: int | None = None) -> pd.DataFrame:
+    """The advice table without internal columns (``top`` rows, always keeping the default and
+    the recommended rows)."""
+    df = advice.table
+    if top is not None and top < len(df):
+        keep = (df["rank"] <= top) | df["is_default"] | df["recommended"]
+        df = df[keep]
+    return df[list(TABLE_COLUMNS)].reset_index(drop=True)

@@ -1,0 +1,148 @@
+"""Measure an advice on this machine: the recommended and the default settings with ONNX Runtime.
+
+``verify(advice, source, dims, repeats, warmup)``:
+
+1. For each batch of the two settings, the model is prepared once by the measurement collector
+   (``training_data.collectors.ort_cpu.prepare``: named nodes, random weights in place of absent
+   external data, random valid inputs).
+2. One ONNX Runtime CPU session per setting (``ort_cpu.session_options``: intra-op threads,
+   inter-op threads with ``ORT_PARALLEL`` when the setting runs ops concurrently, the graph
+   optimisation level), with the profiler *off* so that per-kernel profiling does not tax the
+   setting with more kernels.
+3. ``warmup`` untimed runs each, then ``repeats`` rounds; each round times one ``session.run``
+   of every setting back to back (interleaved, so slow drift from other load hits both alike).
+   Latency = median of the wall times; throughput = batch / latency.
+4. Measured gain (objective's measure, as the advice's ``gain``): latency
+   ``lat_default / lat_rec``; throughput ``thr_rec / thr_default``. Noise = half the
+   inter-quartile range of the per-round gains, relative to their median. ``error`` =
+   predicted gain / measured gain − 1.
+
+Only for the ``local`` device (the machine that measures is the machine predicted); any other
+device raises ``PredictionError``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from predictor.advisor import Advice, Setting
+from predictor.errors import PredictionError
+
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Measured vs predicted for the default and the recommended settings."""
+
+    table: pd.DataFrame  # role, setting, batch, predicted_ms, measured_ms, p25/p75, throughput
+    predicted_gain: float
+    measured_gain: float
+    noise: float  # relative half-IQR of the per-round measured gains
+    error: float  # predicted_gain / measured_gain - 1
+    repeats: int
+    load_before: float
+    load_after: float
+
+    @property
+    def at_least_as_fast(self) -> bool:
+        """The recommendation measures at least as fast as the default within the noise."""
+        return self.measured_gain >= 1.0 - self.noise
+
+
+def check_local(device: str) -> None:
+    if device != LOCAL:
+        raise PredictionError(
+            f"--verify measures on this machine, so it needs --hw local (got {device!r}); "
+            "run `roofcast hw calibrate` once, then `roofcast advise MODEL --hw local --verify`")
+
+
+def _session(prepared, setting: Setting, workdir: Path):
+    import onnxruntime as ort
+
+    from training_data.collectors.ort_cpu import MeasureConfig, session_options
+
+    cfg = MeasureConfig(threads_intra=int(setting.threads or os.cpu_count() or 1),
+                        threads_inter=setting.inter_op_threads if setting.inter_op else 1,
+                        opt_level=setting.opt_level, repeats=1, warmup=0)
+    so = session_options(cfg, workdir, save_optimized=False)
+    so.enable_profiling = False
+    try:
+        return ort.InferenceSession(prepared.runnable.SerializeToString(), so,
+                                    providers=[cfg.provider])
+    except Exception as exc:  # ORT/protobuf raise their own types
+        raise PredictionError(f"ONNX Runtime cannot load {prepared.name} for "
+                              f"{setting.label()} ({type(exc).__name__}: "
+                              f"{str(exc).strip()[:200]})") from None
+
+
+def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Setting],
+                     repeats: int, warmup: int, seed: int = 0) -> np.ndarray:
+    """Wall seconds, shape (repeats, settings): interleaved rounds (module docstring)."""
+    from training_data.collectors.ort_cpu import prepare
+
+    if repeats < 1 or warmup < 0:
+        raise PredictionError(f"repeats must be >= 1 and warmup >= 0 (got {repeats}, {warmup})")
+    prepared = {b: prepare(source, {**dims, "batch": b}, seed=seed)
+                for b in dict.fromkeys(s.batch for s in settings)}
+    with tempfile.TemporaryDirectory(prefix="roofcast-advise-") as tmp:
+        sessions = [_session(prepared[s.batch], s, Path(tmp)) for s in settings]
+        feeds = [prepared[s.batch].feeds for s in settings]
+        for sess, feed in zip(sessions, feeds, strict=True):
+            for _ in range(warmup):
+                sess.run(None, feed)
+        wall = np.zeros((repeats, len(settings)))
+        for r in range(repeats):
+            for j, (sess, feed) in enumerate(zip(sessions, feeds, strict=True)):
+                t0 = time.perf_counter()
+                sess.run(None, feed)
+                wall[r, j] = time.perf_counter() - t0
+    return wall
+
+
+def verify(advice: Advice, source: Any, dims: Mapping[str, int] | None = None,
+           repeats: int = 5, warmup: int = 1, seed: int = 0) -> Verification:
+    """Measure the default and the recommended settings (module docstring)."""
+    check_local(advice.device)
+    dims = {k: v for k, v in (dims or {}).items() if k != "batch"}
+    settings = [advice.default, advice.recommended]
+    load_before = os.getloadavg()[0]
+    wall = measure_settings(source, dims, settings, repeats, warmup, seed)
+    load_after = os.getloadavg()[0]
+    batches = np.array([s.batch for s in settings], dtype=float)
+    thr = batches / wall  # samples/s per round and setting
+    if advice.objective == "latency":
+        per_round = wall[:, 0] / wall[:, 1]
+        measured = float(np.median(wall[:, 0]) / np.median(wall[:, 1]))
+    else:
+        per_round = thr[:, 1] / thr[:, 0]
+        measured = float((batches[1] / np.median(wall[:, 1]))
+                         / (batches[0] / np.median(wall[:, 0])))
+    q25, q75 = np.percentile(per_round, [25, 75])
+    noise = float((q75 - q25) / 2 / np.median(per_round))
+    rows = []
+    for j, (role, s) in enumerate((("default", settings[0]), ("recommended", settings[1]))):
+        row = advice.row(s)
+        med = float(np.median(wall[:, j]))
+        rows.append({
+            "role": role, "setting": s.label(), "batch": s.batch,
+            "predicted_ms": float(row["time_ms"]), "measured_ms": med * 1e3,
+            "measured_p25_ms": float(np.percentile(wall[:, j], 25)) * 1e3,
+            "measured_p75_ms": float(np.percentile(wall[:, j], 75)) * 1e3,
+            "predicted_samples_per_s": float(row["throughput_samples_per_s"]),
+            "measured_samples_per_s": s.batch / med,
+            "predicted_gain": float(row["gain"]),
+        })
+    predicted = advice.predicted_gain
+    return Verification(table=pd.DataFrame(rows), predicted_gain=predicted,
+                        measured_gain=measured, noise=noise, error=predicted / measured - 1,
+                        repeats=repeats, load_before=load_before, load_after=load_after)

@@ -78,10 +78,10 @@ def persistent(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) 
 
 # ----------------------------------------------------------------------------- model
 def model_label(ref: str) -> str:
-    """Human name of a model reference."""
+    """Name of a model reference: the zoo name or the uploaded file's stem."""
     if ref.startswith("zoo:"):
         return ref.removeprefix("zoo:")
-    return st.session_state.get("upload_name") or "uploaded model"
+    return Path(st.session_state.get("upload_name") or "uploaded model").stem
 
 
 def default_dims(ref: str) -> dict[str, int]:
@@ -112,7 +112,7 @@ def set_upload(name: str, data: bytes) -> str:
             "or use `roofcast predict FILE` on the command line")
     digest = hashlib.sha256(data).hexdigest()
     ref = f"upload:{digest}"
-    _import_cached(ref, (), name, data)  # a bad file raises here and changes nothing
+    _import_cached(ref, (), Path(name).stem, data)  # a bad file raises here and changes nothing
     st.session_state["upload_name"] = name
     st.session_state["upload_bytes"] = data
     if st.session_state.get("model_ref") != ref:

@@ -1,0 +1,290 @@
+"""Every page of the Streamlit app driven with ``streamlit.testing.v1.AppTest``: widgets set,
+outputs compared with what the library returns for the same inputs, user errors shown as
+``st.error`` (never an exception)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import plotly.io as pio
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from streamlit.testing.v1 import AppTest
+
+import app
+from app.charts import fmt_time
+from app.model_ref import load_graph
+from graph_import import import_model, summary
+from graph_import.errors import ModelImportError
+from hw_catalog import derive, get_device
+from predictor.config import RunConfig
+from predictor.errors import PredictionError
+from predictor.simulate import predict_graph
+
+APP = Path(app.__file__).resolve().parent / "streamlit_app.py"
+DATA = Path(__file__).parent / "data"
+TIMEOUT = 120
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """User device folder, measurement store and learned-model folder in a temp dir."""
+    monkeypatch.setenv("ROOFCAST_HW_DIR", str(tmp_path / "devices"))
+    monkeypatch.setenv("ROOFCAST_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(tmp_path / "no-model"))
+    return tmp_path
+
+
+def start(page: str | None = None, **state) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    if page:
+        at.switch_page(f"pages/{page}.py")
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def metric(at: AppTest, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
+    return found[0]
+
+
+def shown_seconds(at: AppTest) -> float:
+    """The predicted time the Predict page writes in full precision (hidden span)."""
+    for md in at.markdown:
+        m = re.search(r'data-seconds="([^"]+)"', md.value)
+        if m:
+            return float(m.group(1))
+    raise AssertionError("no predicted time on the page")
+
+
+def tiny_onnx(dim: str = "N") -> bytes:
+    """x[dim, 16] @ w[16, 8] -> Relu: one symbolic dim, weights inline."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [dim, 8])
+    w = numpy_helper.from_array(np.ones((16, 8), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+                               helper.make_node("Relu", ["h"], ["y"], name="relu")],
+                              "tiny", [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+# ----------------------------------------------------------------------------- Model
+def test_model_page_shows_the_zoo_model_summary():
+    at = start()
+    tot = summary.totals(load_graph("resnet50", (), 1))
+    assert metric(at, "GFLOPs (forward)") == f"{tot['gflop']:,.2f}"
+    assert metric(at, "Parameters") == f"{tot['params'] / 1e6:,.2f} M"
+    assert not at.error
+
+
+def test_picking_a_zoo_model_binds_its_export_dims():
+    at = start()
+    at.selectbox(key="zoo_choice").set_value("gpt2").run()
+    assert not at.exception
+    assert at.number_input(key="_w_dim_sequence").value == 128
+    tot = summary.totals(load_graph("gpt2", ["sequence=128"], 1))
+    assert metric(at, "GFLOPs (forward)") == f"{tot['gflop']:,.2f}"
+    at.number_input(key="_w_dim_sequence").set_value(64).run()
+    tot64 = summary.totals(load_graph("gpt2", ["sequence=64"], 1))
+    assert metric(at, "GFLOPs (forward)") == f"{tot64['gflop']:,.2f}"
+
+
+def test_bad_upload_shows_the_import_message():
+    at = start()
+    at.file_uploader(key="onnx_upload").set_value(("broken.onnx", b"not an onnx model",
+                                                    "application/octet-stream")).run()
+    assert not at.exception
+    with pytest.raises(ModelImportError) as exc:
+        import_model(b"not an onnx model")
+    assert any(str(exc.value) in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["model_ref"] == "zoo:resnet50"  # a bad file changes nothing
+
+
+def test_oversized_upload_is_refused_with_the_limit(monkeypatch):
+    from app import state
+
+    monkeypatch.setattr(state, "MAX_UPLOAD_BYTES", 100)
+    at = start()
+    at.file_uploader(key="onnx_upload").set_value(("big.onnx", tiny_onnx(), "application/octet-stream")).run()
+    assert any("over the upload limit" in e.value for e in at.error)
+
+
+def test_upload_with_unbound_dims_then_bound_and_predicted():
+    data = tiny_onnx()
+    at = start()
+    at.file_uploader(key="onnx_upload").set_value(("tiny.onnx", data, "application/octet-stream")).run()
+    assert_clean(at)
+    assert at.session_state["model_ref"].startswith("upload:")
+    assert any("not bound" in w.value and "N" in w.value for w in at.warning)
+    # predicting now is a user error with the library's message
+    at.switch_page("pages/predict.py").run()
+    with pytest.raises(PredictionError) as exc:
+        predict_graph(import_model(data, name="tiny"), "h100-sxm", RunConfig(dims={"batch": 1}))
+    assert any(str(exc.value) in e.value for e in at.error)
+    # bind N = 32 on the Model page, then predict
+    at.switch_page("pages/model.py").run()
+    at.number_input(key="_w_dim_N").set_value(32).run()
+    assert not any("not bound" in w.value for w in at.warning)
+    at.switch_page("pages/predict.py").run()
+    assert not at.error
+    want = predict_graph(import_model(data, dims={"N": 32}, name="tiny"), "h100-sxm",
+                         RunConfig(dims={"N": 32, "batch": 1}))
+    assert shown_seconds(at) == want.time_s
+
+
+# ----------------------------------------------------------------------------- Predict
+def test_predict_resnet50_batch8_on_h100_matches_the_library():
+    at = start("predict")
+    at.selectbox(key="_w_device").set_value("h100-sxm")
+    at.number_input(key="_w_batch").set_value(8).run()
+    assert_clean(at)
+    want = predict_graph(load_graph("resnet50", (), 8), "h100-sxm", RunConfig(dims={"batch": 8}),
+                         "time-roofline")
+    assert shown_seconds(at) == want.time_s
+    assert metric(at, "Predicted time") == fmt_time(want.time_s)
+    assert metric(at, "Throughput") == f"{8 / want.time_s:,.1f} samples/s"
+    assert len(at.get("plotly_chart")) >= 4
+    assert len(at.dataframe) >= 2  # per-op table and memory table
+    lower, upper = want.per_op["lower_s"].sum(), want.per_op["upper_s"].sum()
+    assert any(f"interval {fmt_time(lower)} – {fmt_time(upper)}" in c.value for c in at.caption)
+
+
+def test_predict_training_step_with_options():
+    at = start("predict")
+    at.selectbox(key="_w_mode").set_value("train")
+    at.selectbox(key="_w_precision").set_value("bf16")
+    at.toggle(key="_w_fusion").set_value(True)
+    at.selectbox(key="_w_estimator").set_value("roofline").run()
+    assert_clean(at)
+    cfg = RunConfig(dims={"batch": 1}, precision="bf16", mode="train", fusion=True)
+    want = predict_graph(load_graph("resnet50", (), 1), "h100-sxm", cfg, "roofline")
+    assert shown_seconds(at) == want.time_s
+    assert metric(at, "Predicted step time") == fmt_time(want.time_s)
+
+
+def test_predict_cpu_threads_and_memory_that_does_not_fit():
+    at = start("predict")
+    at.selectbox(key="_w_device").set_value("xeon-8480plus").run()
+    at.number_input(key="_w_threads").set_value(4).run()
+    want = predict_graph(load_graph("resnet50", (), 1), "xeon-8480plus",
+                         RunConfig(dims={"batch": 1}, threads=4))
+    assert shown_seconds(at) == want.time_s
+    at.selectbox(key="_w_device").set_value("l4")
+    at.selectbox(key="_w_mode").set_value("train")
+    at.number_input(key="_w_batch").set_value(4096).run()
+    assert not at.exception
+    assert any("does not fit" in m.delta for m in at.metric if m.delta)
+    assert any("lower the batch" in e.value for e in at.error)
+
+
+# ----------------------------------------------------------------------------- Roofline
+def test_roofline_page_draws_rooflines_and_trajectories():
+    at = start("roofline")
+    assert not at.error
+    charts = at.get("plotly_chart")
+    assert len(charts) == 3
+    roof = pio.from_json(charts[0].proto.spec)
+    names = [t.name or "" for t in roof.data]
+    assert any(n.startswith("roof:") for n in names)
+    assert any("bound ops" in n for n in names)
+    timeroof = pio.from_json(charts[1].proto.spec)
+    assert any("launch-overhead floor" in (t.name or "") for t in timeroof.data)
+    traj = pio.from_json(charts[2].proto.spec)
+    lines = [t for t in traj.data if t.mode == "lines+markers+text"]
+    assert len(lines) == 8  # "Kernels traced" default
+    # default batches 1, 4, 16, 64: four points, the ends labelled
+    assert all(list(t.text) == ["1", "", "", "64"] for t in lines)
+
+
+# ----------------------------------------------------------------------------- Compare
+def test_compare_devices_speedup_matches_the_library():
+    at = start("compare")
+    at.multiselect(key="compare_devices").set_value(["a100-80gb-sxm", "h100-sxm"]).run()
+    at.selectbox(key="compare_baseline").set_value("a100-80gb-sxm").run()
+    assert_clean(at)
+    g = load_graph("resnet50", (), 1)
+    a100 = predict_graph(g, "a100-80gb-sxm", RunConfig(dims={"batch": 1}))
+    h100 = predict_graph(g, "h100-sxm", RunConfig(dims={"batch": 1}))
+    table = at.dataframe[0].value
+    row = table.set_index("device").loc["h100-sxm"]
+    assert row["speedup"] == pytest.approx(a100.time_s / h100.time_s, rel=1e-12)
+    assert row["time_ms"] == pytest.approx(h100.time_s * 1e3, rel=1e-12)
+    assert row["throughput_per_s"] == pytest.approx(1 / h100.time_s, rel=1e-12)
+    assert len(at.get("plotly_chart")) == 6
+
+
+# ----------------------------------------------------------------------------- What-if
+def test_whatif_speedup_and_save_as_user_device(isolated):
+    at = start("whatif")
+    at.select_slider(key="whatif_mem_bw_scale").set_value(2.0).run()
+    assert_clean(at)
+    g = load_graph("resnet50", (), 1)
+    base = predict_graph(g, "h100-sxm", RunConfig(dims={"batch": 1}))
+    new = predict_graph(g, derive(get_device("h100-sxm"), mem_bw_scale=2.0),
+                        RunConfig(dims={"batch": 1}))
+    assert metric(at, "Speedup") == f"{base.time_s / new.time_s:.3f}×"
+    at.text_input(key="whatif_id").set_value("h100-fastmem")
+    at.button[0].click()  # the form's submit button
+    at.run()
+    assert not at.error, [e.value for e in at.error]
+    assert (isolated / "devices" / "h100-fastmem.toml").is_file()
+    assert get_device("h100-fastmem").mem_bw_Bps == pytest.approx(2 * get_device("h100-sxm").mem_bw_Bps)
+    # the new device is in the device lists at once
+    at.run()
+    assert any(o.startswith("h100-fastmem ") for o in at.selectbox(key="_w_device").options)
+    # a bad id is a message, not a crash
+    at.text_input(key="whatif_id").set_value("Bad Id")
+    at.button[0].click()
+    at.run()
+    assert any("lowercase" in e.value for e in at.error)
+
+
+# ----------------------------------------------------------------------------- Measurements
+def test_bad_measurement_csv_lists_the_bad_lines():
+    at = start("measurements")
+    bad = (b"op_type,device_id,dtype,latency_s\n"
+           b"MatMul,h100-sxm,fp32,0.001\n"
+           b"MatMul,h100-sxm,fp32,-5\n"
+           b"Conv,no-such-gpu,fp32,0.002\n")
+    at.file_uploader(key="meas_upload").set_value(("bad.csv", bad, "text/csv")).run()
+    assert not at.exception
+    text = " ".join(e.value for e in at.error)
+    assert "line 3" in text
+    assert "line 4" in text
+    assert "line 2:" not in text
+
+
+def test_measurements_vs_prediction_and_retrain():
+    data = (DATA / "measurements_h100.csv").read_bytes()
+    at = start("measurements")
+    at.file_uploader(key="meas_upload").set_value(("m.csv", data, "text/csv")).run()
+    assert_clean(at)
+    from predictor.estimators import make_estimator
+    from predictor.learned.data import file_set
+
+    ts = file_set(DATA / "measurements_h100.csv")
+    pred = make_estimator("time-roofline").predict(ts.X)
+    want = float(np.median(100 * np.abs(pred - ts.y_s) / ts.y_s))
+    assert metric(at, "Median |error| of time-roofline") == f"{want:.1f} %"
+    assert len(at.get("plotly_chart")) == 2
+    at.button(key="retrain").click().run()
+    assert_clean(at)
+    table = at.dataframe[-1].value
+    assert set(table["key"]) == {"gpu/matmul", "gpu/elementwise"}
+    assert (table["new model median APE %"] >= 0).all()
+    assert any("Held-out error" in m.value for m in at.markdown)

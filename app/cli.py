@@ -17,7 +17,8 @@ from hw_catalog.errors import HardwareSpecError
 from predictor.errors import PredictionError
 from training_data.errors import MeasurementError
 
-COMMAND_MODULES = ("inspect", "hw", "predict", "compare", "measure", "data", "train", "app")
+COMMAND_MODULES = ("inspect", "hw", "predict", "compare", "measure", "data", "train", "app",
+                   "advise")
 
 # Each package's user-facing error type; add a package's here when it gains one.
 USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, PredictionError,

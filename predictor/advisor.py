@@ -193,13 +193,15 @@ def is_quantised(graph: Graph) -> bool:
     return any(node.op_type in QUANTISED_OPS for node in graph.ops())
 
 
-def runnable_precisions(graph: Graph, hw, requested: Sequence[str]) -> tuple[list[str], list[str]]:
+def runnable_precisions(graph: Graph, hw, requested: Sequence[str],
+                        keep_default: str = "fp32") -> tuple[list[str], list[str]]:
     """(precisions to search, notes on the ones left out).
 
     CPU (ONNX Runtime's CPU provider): an fp32 graph runs in fp32 — its fp16/bf16 kernels cover
     few ops and a conversion is a model change, not a setting; int8 only when the model is
     already quantised (then it is the model's own precision). Other devices: a precision is kept
-    when the device has a native matrix unit for it (``hw.peak`` without a fallback note).
+    when the device has a native matrix unit for it (``hw.peak`` without a fallback note);
+    ``keep_default`` (the default setting's precision) is always kept.
     """
     from predictor.precision import peak_dtype
 
@@ -217,17 +219,20 @@ def runnable_precisions(graph: Graph, hw, requested: Sequence[str]) -> tuple[lis
                 f"{'quantised' if own == 'int8' else 'fp32'} model as {own}; another precision "
                 "needs a converted or quantised model, not a run setting")
         return keep, notes
-    keep = []
+    keep = [keep_default]
     for p in requested:
+        if p == keep_default:
+            continue
         look = hw.peak("matrix", peak_dtype("matrix", p))
         if look.note:
             notes.append(f"precision {p} left out: {hw.id} has no native {p} matrix unit "
                          f"({look.note})")
         else:
             keep.append(p)
-    if not keep:
-        raise PredictionError(f"{hw.id} runs none of the precisions {list(requested)} natively; "
-                              "give --precisions with one it has (see `roofcast hw show`)")
+    if len(keep) > 1:
+        notes.append(f"precisions other than {keep_default} ({', '.join(keep[1:])}) assume the "
+                     "model is converted or quantised for them and still accurate enough; "
+                     "validate accuracy before adopting one")
     return keep, notes
 
 
@@ -415,12 +420,10 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
                 "by the loader); bind the batch dim (e.g. --dim NAME=N for the model's dim) or "
                 "use --objective latency")
     requested = list(precisions) if precisions else ["fp32", "tf32", "fp16", "bf16"]
-    precs, pnotes = runnable_precisions(g0, hw, requested)
-    notes += pnotes
     default = replace(default_setting(hw, batch, "int8" if is_quantised(g0) else "fp32"),
                       mode=modes[0])
-    if default.precision not in precs:
-        precs = [default.precision, *precs]
+    precs, pnotes = runnable_precisions(g0, hw, requested, default.precision)
+    notes += pnotes
     modes = list(dict.fromkeys(modes))
     cells = predict_cells(graphs, hw, dims, precs, modes, list(dict.fromkeys(fusions)) or [True],
                           thread_candidates(hw), est)

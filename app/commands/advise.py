@@ -1,0 +1,113 @@
+"""``roofcast advise MODEL --hw ID``: the predicted-best run settings of a model on a device.
+
+Searches intra-op threads, inter-op parallelism, batch size (``--objective throughput``),
+precision and graph optimisation level with the predictor (``predictor.advisor``), and prints
+the ranked settings with their predicted gain over ONNX Runtime's defaults, the
+recommendation and the reasons computed from the predictions. ``--verify`` (``--hw local``
+only) measures the recommended and the default settings with ONNX Runtime on this machine and
+prints predicted against measured gain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from app.model_ref import bind_dims, load_graph, resolve_model_path
+from app.output import add_format_arg, emit
+from hw_catalog.catalog import get_device
+from predictor.advisor import OBJECTIVES, advise, public_table
+from predictor.advisor_verify import check_local, verify
+from predictor.config import MODES
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("advise", help="best threads / batch / precision / optimisation settings",
+                       description=__doc__)
+    p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
+    p.add_argument("--hw", required=True, metavar="ID",
+                   help="device id (roofcast hw list); 'local' after `roofcast hw calibrate`")
+    p.add_argument("--objective", choices=OBJECTIVES, default="latency",
+                   help="latency (batch fixed) or throughput (samples/s; batch searched)")
+    p.add_argument("--batch", type=_positive_int, default=1, metavar="N",
+                   help="your batch size: the default setting's (and the latency objective's)")
+    p.add_argument("--max-batch", type=_positive_int, default=64, metavar="N",
+                   help="largest batch tried for --objective throughput (default 64)")
+    p.add_argument("--precisions", type=_names, default=None, metavar="P[,P...]",
+                   help="precisions to consider (default fp32,tf32,fp16,bf16; only those the "
+                        "device runs are kept)")
+    p.add_argument("--mode", choices=MODES, default="infer",
+                   help="inference or training step (training: batch against memory)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                   help="bind a symbolic dim other than the batch, e.g. sequence=128")
+    p.add_argument("--estimator", default="auto", metavar="NAME",
+                   help="predictor (default auto: learned where trained, else time-roofline)")
+    p.add_argument("--top", type=_positive_int, default=10, metavar="N",
+                   help="settings to list (the default and the recommendation always shown)")
+    p.add_argument("--verify", action="store_true",
+                   help="measure the recommended and default settings with ONNX Runtime "
+                        "(--hw local only)")
+    p.add_argument("--repeats", type=_positive_int, default=5, metavar="N",
+                   help="timed runs per setting for --verify (default 5)")
+    p.add_argument("--warmup", type=_positive_int, default=1, metavar="N",
+                   help="untimed runs per setting for --verify (default 1)")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _names(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated names, e.g. fp32,fp16")
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    hw = get_device(args.hw)
+    if args.verify:
+        check_local(hw.id)  # fail before any work
+    dims = {k: v for k, v in bind_dims(args.dim).items() if k != "batch"}
+    dim_specs = [f"{k}={v}" for k, v in dims.items()]
+    advice = advise(lambda b: load_graph(args.model, dim_specs, b), hw, args.objective,
+                    batch=args.batch, max_batch=args.max_batch, precisions=args.precisions,
+                    modes=(args.mode,), estimator=args.estimator, dims=dims)
+    tables = {"settings": public_table(advice, args.top if args.format == "table" else None),
+              "reasons": pd.DataFrame({"reason": list(advice.reasons)})}
+    extra = {"model": advice.model, "device": advice.device, "objective": advice.objective,
+             "estimator": advice.estimator, "default": advice.default.label(),
+             "recommended": advice.recommended.label(),
+             "predicted_gain": round(advice.predicted_gain, 4)}
+    if advice.notes:
+        tables["notes"] = pd.DataFrame({"note": list(advice.notes)})
+    if args.verify:
+        if args.format == "table":
+            print(f"roofcast advise: measuring {advice.default.label()} and "
+                  f"{advice.recommended.label()} ({args.repeats} repeats)…", file=sys.stderr)
+        v = verify(advice, resolve_model_path(args.model), dims, repeats=args.repeats,
+                   warmup=args.warmup)
+        tables["verify"] = v.table
+        extra.update({"measured_gain": round(v.measured_gain, 4),
+                      "measured_noise": round(v.noise, 4),
+                      "gain_error": round(v.error, 4),
+                      "at_least_as_fast_as_default": bool(v.at_least_as_fast),
+                      "load_average": f"{v.load_before:.2f} before, {v.load_after:.2f} after"})
+    if args.format == "table":
+        reasons = tables.pop("reasons")
+        emit(tables, args.format, extra=extra)
+        print("\n== reasons ==")
+        print("\n".join(f"- {r}" for r in reasons["reason"]))
+    else:
+        emit(tables, args.format, extra=extra)
+    return 0

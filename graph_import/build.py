@@ -107,7 +107,7 @@ def build_graph(
             "domain": domain,
             "inputs": in_infos,
             "outputs": out_infos,
-            "attrs": attribute_values(node),
+            "attrs": _attrs(node, op_type, node_outputs, shapes),
             "weight_inputs": weight_inputs,
             "const_inputs": const_inputs,
         }
@@ -284,6 +284,15 @@ def _unresolved_reason(
                 "shape inference cannot follow"
             )
     return None
+
+
+def _attrs(node, op_type: str, outputs: list[str], shapes: ShapeResult) -> dict:
+    """Plain attribute values; a folded Constant reuses its value rather than decoding again."""
+    if op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value":
+        value = shapes.values.get(outputs[0]) if outputs else None
+        if value is not None:
+            return {"value": value}
+    return attribute_values(node)
 
 
 def _gather_index_problem(inputs: list[str], attrs, shapes: ShapeResult) -> str | None:

@@ -420,7 +420,10 @@ def _plain(value: Any) -> Any:
 
         if not tensor_has_inline_data(value):
             return None  # external data is never read
-        if int(np.prod(value.dims, dtype=np.float64)) > CHECKED_DATA_ELEMENTS:
+        numel = 1
+        for d in value.dims:
+            numel *= d
+        if numel > CHECKED_DATA_ELEMENTS:
             return None  # big constants: only their dims matter; their data is not loaded
         return numpy_helper.to_array(value)
     return value

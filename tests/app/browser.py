@@ -51,37 +51,46 @@ def running_app(env: Mapping[str, str] | None = None) -> Iterator[str]:
     process group, which this function created)."""
     port = free_port()
     cmd = [*roofcast_command(), "app", "--port", str(port), "--address", "127.0.0.1"]
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"roofcast app exited ({proc.returncode}): "
-                                   f"{log.read().decode(errors='replace')[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"roofcast app did not answer on {url} within "
-                                   f"{START_TIMEOUT_S:.0f} s")
-            time.sleep(0.3)
-        yield url
-    finally:
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
-        log.close()
+            _wait_healthy(proc, url, log)
+            yield url
+        finally:
+            _stop(proc)
+
+
+def _wait_healthy(proc: subprocess.Popen, url: str, log) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"roofcast app exited ({proc.returncode}): "
+                               f"{log.read().decode(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"roofcast app did not answer on {url} within "
+                               f"{START_TIMEOUT_S:.0f} s")
+        time.sleep(0.3)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the app's process group (created by ``running_app``)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
 
 
 @contextmanager

@@ -11,9 +11,9 @@ Search space (``Setting``):
 * ``inter_op``: independent ops run concurrently (ONNX Runtime ``ORT_PARALLEL``). On a CPU
   with intra-op threads ``t`` the cores hold ``c = units // t`` concurrent ops (the inter-op
   pool size); with ``c < 2`` inter-op parallelism only oversubscribes and is not offered. Time
-  (a Brent-style bound, no scheduler overhead modelled):
-  ``max(L(t), W(t) / c)`` with ``W`` the sequential sum of the per-op times and ``L`` the
-  critical path of the op DAG (``predictor.simulate.critical_path_times``). On other devices
+  (a Brent-style bound, no scheduler overhead modelled): ``max(L(t), W_c)`` with ``L`` the
+  critical path of the op DAG (``predictor.simulate.critical_path_times``) and ``W_c`` the ops
+  packed on ``c`` workers that share the DRAM bandwidth (``packed_time``). On other devices
   (streams): ``L``, as ``predict_graph`` defines it.
 * ``batch``: latency objective — the user's batch only; throughput objective — powers of two
   up to ``max_batch`` plus the user's batch. Samples per second = batch / step time.
@@ -293,14 +293,34 @@ def predict_cells(graphs: Mapping[int, Graph], hw, dims: Mapping[str, int],
     return cells
 
 
-def step_time(cell: Cell, inter_op: bool, concurrency: int, kind: str) -> float:
-    """Step time of a cell: sequential sum, or with inter-op parallelism ``max(L, W / c)`` on a
-    CPU and the critical path ``L`` elsewhere (module docstring)."""
+def step_time(cell: Cell, inter_op: bool, concurrency: int, hw) -> float:
+    """Step time of a cell: the sequential sum ``W``, or with inter-op parallelism on a CPU
+    ``max(L, W_c)`` (``packed_time``) and the critical path ``L`` elsewhere (module docstring)."""
     if not inter_op:
         return cell.sequential_s
-    if kind == "cpu":
-        return max(cell.critical_path_s, cell.sequential_s / concurrency)
+    if hw.kind == "cpu":
+        return max(cell.critical_path_s, packed_time(cell, concurrency, hw))
     return cell.critical_path_s
+
+
+def packed_time(cell: Cell, concurrency: int, hw) -> float:
+    """``W_c``: the ops packed on ``c`` concurrent workers of ``t`` threads each, sharing the
+    machine: ``sum_i max(compute_i / c, memory_i * bw(t) / bw(c*t), overhead_i / c)``.
+
+    Compute and dispatch run on each worker's own cores (c at a time); DRAM bandwidth is one
+    shared pool that grows only up to its saturation (``features.thread_factors``), so
+    memory-bound ops gain nothing from running side by side once ``t`` threads saturate it.
+    """
+    from predictor.features import thread_factors
+
+    t = int(cell.threads or hw.units)
+    _, bw_t, _ = thread_factors(hw, t)
+    _, bw_all, _ = thread_factors(hw, t * concurrency)
+    op = cell.per_op
+    terms = np.maximum.reduce([op["compute_s"].to_numpy(float) / concurrency,
+                               op["memory_s"].to_numpy(float) * bw_t / bw_all,
+                               op["overhead_s"].to_numpy(float) / concurrency])
+    return float(terms.sum())
 
 
 def settings_of(cells: Mapping[tuple, Cell], hw) -> list[Setting]:
@@ -331,7 +351,7 @@ def build_table(cells: Mapping[tuple, Cell], settings: Sequence[Setting], defaul
     records = []
     for s in settings:
         cell = cells[cell_key(s)]
-        t = step_time(cell, s.inter_op, s.inter_op_threads, hw.kind)
+        t = step_time(cell, s.inter_op, s.inter_op_threads, hw)
         shares = _shares(cell.per_op)
         dominant = max(("compute", "memory", "overhead"), key=lambda b: shares[f"{b}_share"])
         records.append({

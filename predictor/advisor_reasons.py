@@ -113,7 +113,7 @@ def thread_reasons(advice, hw) -> list[str]:
 
 
 def inter_op_reasons(advice, hw) -> list[str]:
-    from predictor.advisor import step_time
+    from predictor.advisor import packed_time, step_time
 
     s = advice.recommended
     cell = advice.cells.get((s.batch, s.precision, s.mode, s.fusion, s.threads))
@@ -126,11 +126,13 @@ def inter_op_reasons(advice, hw) -> list[str]:
     head = (f"critical path L = {_ms(cell.critical_path_s)} is {ratio:.0%} of the sequential "
             f"sum W = {_ms(cell.sequential_s)}{ends}")
     if s.inter_op:
-        par = step_time(cell, True, s.inter_op_threads, hw.kind)
+        par = step_time(cell, True, s.inter_op_threads, hw)
         seq = advice.row(advice.default)["time_ms"] / 1e3
+        packed = packed_time(cell, s.inter_op_threads, hw) if hw.kind == "cpu" else 0.0
         return [f"inter-op parallelism helps: the graph has parallel branches — {head}; "
                 f"{s.inter_op_threads} concurrent ops of {s.threads} thread(s) give "
-                f"max(L, W/{s.inter_op_threads}) = {_ms(par)} against {_ms(seq)} for the default"
+                f"max(L, packed W) = max({_ms(cell.critical_path_s)}, {_ms(packed)}) = "
+                f"{_ms(par)} against {_ms(seq)} for the default"
                 if hw.kind == "cpu" else
                 f"inter-op parallelism helps: the graph has parallel branches — {head}"]
     if ratio >= BRANCH_RATIO:

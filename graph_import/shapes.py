@@ -14,7 +14,8 @@ models stay cheap to re-infer):
    become ``Constant`` nodes in place, so the next inference sees constant ``shape`` inputs of
    Reshape/Expand/Tile/ConstantOfShape/Range/Slice/Resize/Pad.
 4. Type the outputs of ops ONNX has no schema for (onnxruntime contrib ops,
-   ``graph_import.contrib_shapes``) and re-infer the ONNX nodes after them node by node.
+   ``graph_import.contrib_shapes``) and re-infer the ONNX nodes after them node by node
+   (``graph_import.propagate``).
 5. Repeat 2-4 while the graph changes (at most ``max_iterations`` rounds).
 
 The result maps every tensor name to its dtype and dims (ints when concrete; the symbolic name,
@@ -24,7 +25,6 @@ or ``"?"`` when unknown, otherwise) plus the known constant values.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -32,30 +32,32 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
-from graph_import.contrib_shapes import SHAPE_RULES, ContribShapeError
 from graph_import.dims import check_dims, split_input_axis
 from graph_import.errors import ModelImportError
 from graph_import.fold import FOLDERS, MAX_FOLD_ELEMENTS, FoldError, attribute_values, fold_split
 from graph_import.load import tensor_has_inline_data
+from graph_import.propagate import explain_failure, propagate_pass
+from graph_import.shape_types import (
+    ONNX_DOMAINS,
+    LazyShapes,
+    TensorShape,
+    collect_shapes,
+    dtype_name,
+    onnx_knows,
+)
+
+__all__ = [
+    "ShapeResult",
+    "TensorShape",
+    "bind_dims",
+    "collect_shapes",
+    "dtype_name",
+    "explain_failure",
+    "infer_concrete",
+]
 
 FOLD_MAX_ELEMENTS = MAX_FOLD_ELEMENTS  # larger values are not kept (their shapes still are)
 DEFAULT_MAX_ITERATIONS = 100  # each round resolves at least one more tensor; stops when none
-UNKNOWN_DIM = "?"
-_ONNX_DOMAINS = ("", "ai.onnx")
-
-Dim = int | str
-
-
-@dataclass(frozen=True)
-class TensorShape:
-    """dtype name (``'float'``, ``'int64'``...) and dims; ``dims is None`` when the rank is unknown."""
-
-    dtype: str
-    dims: tuple[Dim, ...] | None
-
-    @property
-    def is_concrete(self) -> bool:
-        return self.dims is not None and all(isinstance(d, int) for d in self.dims)
 
 
 @dataclass
@@ -69,14 +71,6 @@ class ShapeResult:
     iterations: int
     folded_nodes: int = 0
     opsets: dict[str, int] = field(default_factory=dict)
-
-
-def dtype_name(elem_type: int) -> str:
-    """ONNX elem_type -> lower-case name used by TensorInfo (``1 -> 'float'``)."""
-    try:
-        return TensorProto.DataType.Name(elem_type).lower()
-    except ValueError:
-        return "undefined"
 
 
 def infer_concrete(
@@ -96,9 +90,9 @@ def infer_concrete(
         if iterations > 1:
             _forget_inferred(work.graph, recomputed)
         work = _infer(work)
-        lazy = _LazyShapes(work.graph)
+        lazy = LazyShapes(work.graph)
         new = _fold_pass(work.graph, lazy, values, state)
-        typed = _propagate_pass(work.graph, lazy, values, opsets)
+        typed = propagate_pass(work.graph, lazy, values, opsets)
         edits = _replace_folded(work.graph, values, new, state)
         if not edits and not typed:
             break  # the graph did not change: another inference round would learn nothing
@@ -115,38 +109,6 @@ def infer_concrete(
         folded_nodes=folded_nodes,
         opsets=opsets,
     )
-
-
-def explain_failure(node: onnx.NodeProto, result: ShapeResult) -> str | None:
-    """Why ONNX inference gives a node with concrete inputs no concrete outputs, when it says
-    (e.g. ``Incompatible dimensions`` when the bound dims exceed a position table)."""
-    domain = "" if node.domain == "ai.onnx" else node.domain
-    if not _onnx_knows(node.op_type, domain):
-        return None
-    ins = [result.tensors.get(i) if i else None for i in node.input]
-    if any(i and (t is None or not t.is_concrete) for i, t in zip(node.input, ins, strict=True)):
-        return None
-    try:
-        schema = onnx.defs.get_schema(node.op_type, result.opsets.get(domain, 1), domain)
-        onnx.shape_inference.infer_node_outputs(
-            schema, node, _input_types(node, ins), input_data=_input_data(node, result.values),
-            opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in result.opsets.items()],
-        )
-    except Exception as exc:  # the error is the explanation
-        return str(exc).strip().splitlines()[0][:200]
-    return None
-
-
-def _input_types(node: onnx.NodeProto, ins: list[TensorShape | None]) -> dict[str, onnx.TypeProto]:
-    return {
-        name: onnx.helper.make_tensor_type_proto(_elem_type(t.dtype), list(t.dims))
-        for name, t in zip(node.input, ins, strict=True)
-        if name and t is not None
-    }
-
-
-def _input_data(node: onnx.NodeProto, values: dict[str, np.ndarray]) -> dict[str, TensorProto]:
-    return {name: numpy_helper.from_array(values[name], name) for name in node.input if name in values}
 
 
 def _np_dtype_name(dtype: np.dtype, known: TensorShape | None) -> str:
@@ -176,7 +138,7 @@ def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray],
     # the bound inputs, and exporters leave traced sizes in them (a dynamo LSTM export declares
     # its sequence axis as the sample's 7). Custom-domain outputs keep theirs: nothing else
     # knows them.
-    recomputed = {o for n in src.node if _onnx_knows(n.op_type, n.domain) for o in n.output}
+    recomputed = {o for n in src.node if onnx_knows(n.op_type, n.domain) for o in n.output}
     g.output.extend(src.output)
     for vi in g.output:
         if vi.name in recomputed and vi.type.HasField("tensor_type"):
@@ -319,59 +281,6 @@ def _infer(work: ModelProto) -> ModelProto:
         ) from None
 
 
-def collect_shapes(graph: GraphProto) -> dict[str, TensorShape]:
-    """Types of all top-level tensors declared in a graph (inputs, value_info, outputs,
-    initializers; initializers win)."""
-    out: dict[str, TensorShape] = {}
-    for vi in (*graph.input, *graph.value_info, *graph.output):
-        shape = _value_info_shape(vi)
-        if shape is not None:
-            out[vi.name] = shape
-    for init in graph.initializer:
-        out[init.name] = TensorShape(dtype_name(init.data_type), tuple(int(d) for d in init.dims))
-    return out
-
-
-class _LazyShapes:
-    """``collect_shapes`` parsed on demand: the fold pass needs only the inputs of Shape/Size."""
-
-    def __init__(self, graph: GraphProto) -> None:
-        self._protos: dict[str, onnx.ValueInfoProto | TensorProto] = {}
-        for vi in (*graph.input, *graph.value_info, *graph.output):
-            self._protos[vi.name] = vi
-        for init in graph.initializer:
-            self._protos[init.name] = init
-        self._cache: dict[str, TensorShape | None] = {}
-
-    def get(self, name: str) -> TensorShape | None:
-        if name not in self._cache:
-            proto = self._protos.get(name)
-            if proto is None:
-                self._cache[name] = None
-            elif isinstance(proto, TensorProto):
-                dims = tuple(int(d) for d in proto.dims)
-                self._cache[name] = TensorShape(dtype_name(proto.data_type), dims)
-            else:
-                self._cache[name] = _value_info_shape(proto)
-        return self._cache[name]
-
-
-def _value_info_shape(vi: onnx.ValueInfoProto) -> TensorShape | None:
-    if not vi.type.HasField("tensor_type"):
-        return None
-    tt = vi.type.tensor_type
-    dtype = dtype_name(tt.elem_type)
-    if not tt.HasField("shape"):
-        return TensorShape(dtype, None)
-    dims: list[Dim] = []
-    for d in tt.shape.dim:
-        if d.HasField("dim_value"):
-            dims.append(int(d.dim_value))
-        else:
-            dims.append(d.dim_param or UNKNOWN_DIM)
-    return TensorShape(dtype, tuple(dims))
-
-
 @dataclass
 class _FoldState:
     """Bookkeeping across folding rounds (node indices are stable: nodes are edited in place).
@@ -397,7 +306,7 @@ class _FoldState:
             op = node.op_type
             ins = list(node.input)
             outs = list(node.output)
-            foldable = node.domain in _ONNX_DOMAINS and (
+            foldable = node.domain in ONNX_DOMAINS and (
                 op in _SHAPE_OF_OPS
                 or ((op in FOLDERS or op == "Split") and all(not t or t in maybe_const for t in ins))
             )
@@ -415,7 +324,7 @@ _SHAPE_OF_OPS = ("Shape", "Size")
 
 
 def _fold_pass(
-    graph: GraphProto, tensors: _LazyShapes, values: dict[str, np.ndarray], state: _FoldState
+    graph: GraphProto, tensors: LazyShapes, values: dict[str, np.ndarray], state: _FoldState
 ) -> set[str]:
     """Evaluate pending nodes whose inputs are known; adds to ``values``; returns new names."""
     new: set[str] = set()
@@ -443,7 +352,7 @@ def _fold_pass(
 
 
 def _fold_node(
-    node: onnx.NodeProto, tensors: _LazyShapes, values: dict[str, np.ndarray]
+    node: onnx.NodeProto, tensors: LazyShapes, values: dict[str, np.ndarray]
 ) -> list[np.ndarray] | None:
     op = node.op_type
     if op in _SHAPE_OF_OPS:
@@ -471,7 +380,7 @@ def _fold_node(
         return None  # left to shape inference; the node is costed from inferred shapes
 
 
-def _fold_shape_of(node: onnx.NodeProto, tensors: _LazyShapes) -> list[np.ndarray] | None:
+def _fold_shape_of(node: onnx.NodeProto, tensors: LazyShapes) -> list[np.ndarray] | None:
     src = tensors.get(node.input[0])
     if src is None or src.dims is None:
         return None
@@ -490,118 +399,6 @@ def _fold_shape_of(node: onnx.NodeProto, tensors: _LazyShapes) -> list[np.ndarra
     if not all(isinstance(d, int) for d in picked):
         return None
     return [np.array(picked, dtype=np.int64)]
-
-
-@functools.cache
-def _onnx_knows(op_type: str, domain: str) -> bool:
-    """True when onnx has a schema (hence shape inference) for the op."""
-    try:
-        return onnx.defs.has(op_type, "" if domain == "ai.onnx" else domain)
-    except Exception:  # onnx raises various errors for odd domains
-        return False
-
-
-def _propagate_pass(
-    graph: GraphProto, tensors: _LazyShapes, values: dict[str, np.ndarray], opsets: dict[str, int]
-) -> set[str]:
-    """One forward sweep past the ops ONNX inference cannot type.
-
-    Ops without an ONNX schema get their outputs from ``contrib_shapes.SHAPE_RULES``; ONNX ops
-    downstream of a tensor typed in this sweep are re-inferred at once, node by node
-    (``onnx.shape_inference.infer_node_outputs``), so a chain of N contrib ops resolves in one
-    sweep rather than N whole-graph rounds. New types are written to the graph's value_info
-    (or its outputs); returns the newly typed tensor names.
-    """
-    typed: dict[str, TensorShape] = {}
-
-    def shape_of(name: str) -> TensorShape | None:
-        return typed.get(name) or tensors.get(name)
-
-    for node in graph.node:
-        domain = "" if node.domain == "ai.onnx" else node.domain
-        rule = SHAPE_RULES.get((domain, node.op_type))
-        if rule is None and not (typed and any(i in typed for i in node.input)):
-            continue  # whole-graph inference already had every chance at this node
-        outs = [o for o in node.output if o]
-        if not outs or all((t := shape_of(o)) is not None and t.is_concrete for o in outs):
-            continue
-        ins = [shape_of(i) if i else None for i in node.input]
-        if any(i and (t is None or not t.is_concrete) for i, t in zip(node.input, ins, strict=True)):
-            continue
-        if rule is not None:
-            result = _apply_rule(rule, node, ins)
-        elif _onnx_knows(node.op_type, domain):
-            result = _infer_node(node, domain, ins, values, opsets)
-        else:
-            continue
-        for name, shape in result.items():
-            known = shape_of(name)
-            if shape is not None and shape.is_concrete and not (known and known.is_concrete):
-                typed[name] = shape
-    if typed:
-        _write_types(graph, typed)
-    return set(typed)
-
-
-def _apply_rule(rule, node: onnx.NodeProto, ins: list[TensorShape | None]) -> dict[str, TensorShape]:
-    in_dims = [t.dims if t is not None else None for t in ins]
-    try:
-        specs = rule(attribute_values(node), in_dims)
-    except (ContribShapeError, KeyError, IndexError, ValueError, TypeError, ZeroDivisionError):
-        return {}
-    first = ins[0].dtype if ins and ins[0] is not None else "undefined"
-    out: dict[str, TensorShape] = {}
-    for name, spec in zip(node.output, specs, strict=False):
-        if name and spec is not None:
-            dims, dtype = spec
-            if (dtype or first) != "undefined":
-                out[name] = TensorShape(dtype or first, tuple(int(d) for d in dims))
-    return out
-
-
-def _infer_node(
-    node: onnx.NodeProto,
-    domain: str,
-    ins: list[TensorShape | None],
-    values: dict[str, np.ndarray],
-    opsets: dict[str, int],
-) -> dict[str, TensorShape]:
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
-        return {}  # If/Loop/Scan bodies need the whole-graph inference context
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
-        inferred = onnx.shape_inference.infer_node_outputs(
-            schema, node, _input_types(node, ins), input_data=_input_data(node, values),
-            opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()],
-        )
-    except Exception:  # onnx raises InferenceError, SchemaError, RuntimeError...
-        return {}
-    out: dict[str, TensorShape] = {}
-    for name, type_proto in inferred.items():
-        vi = onnx.helper.make_value_info(name, type_proto)
-        shape = _value_info_shape(vi)
-        if shape is not None:
-            out[name] = shape
-    return out
-
-
-def _elem_type(dtype: str) -> int:
-    return TensorProto.DataType.Value(dtype.upper())
-
-
-def _write_types(graph: GraphProto, typed: dict[str, TensorShape]) -> None:
-    """Set value_info (graph outputs carry their own declared types) for each typed tensor."""
-    where = {v.name: ("v", i) for i, v in enumerate(graph.value_info)}
-    where.update({v.name: ("o", i) for i, v in enumerate(graph.output)})
-    for name, shape in typed.items():
-        vi = onnx.helper.make_tensor_value_info(name, _elem_type(shape.dtype), list(shape.dims))
-        kind, index = where.get(name, ("new", -1))
-        if kind == "o":
-            graph.output[index].CopyFrom(vi)
-        elif kind == "v":
-            graph.value_info[index].CopyFrom(vi)
-        else:
-            graph.value_info.append(vi)
 
 
 def _replace_folded(
@@ -627,7 +424,7 @@ def _replace_folded(
         if i not in state.folded:
             continue
         node = graph.node[i]
-        if node.op_type == "Constant" and node.domain in _ONNX_DOMAINS:
+        if node.op_type == "Constant" and node.domain in ONNX_DOMAINS:
             continue
         edits += 1
         if len(node.output) == 1:

@@ -39,6 +39,9 @@ COPY_OPS: tuple[str, ...] = (
     "EyeLike",
     "ReverseSequence",
     "Compress",
+    "CenterCropPad",
+    "MaxUnpool",
+    "TensorScatter",  # KV-cache update: past_cache copied to present_cache with the update
 )
 
 #: Interpolation taps per interpolated axis, by Resize/Upsample/GridSample mode.

@@ -52,6 +52,7 @@ UNARY_FLOPS_PER_ELEMENT: dict[str, int] = {
     "Softplus": 3,  # log(exp(x) + 1)
     "Softsign": 3,  # x / (1 + |x|)
     "Mish": 5,  # x · tanh(softplus(x))
+    "Swish": 6,  # x · sigmoid(alpha·x)  -> mul, sigmoid (4), mul
     "Shrink": 4,  # x < -l ? x + b : (x > l ? x - b : 0)  -> 2 compares, add/sub, select
 }
 
@@ -77,6 +78,7 @@ BINARY_FLOPS_PER_ELEMENT: dict[str, int] = {
     "GreaterOrEqual": 1,
     "PRelu": 2,  # x < 0 ? slope·x : x  -> mul, select
     "Where": 1,  # select(condition, X, Y)
+    "SwiGLU": 7,  # Swish(A) · B
 }
 
 #: FLOPs per element of a tanh-approximated Gelu:

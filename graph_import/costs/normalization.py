@@ -17,6 +17,7 @@ from __future__ import annotations
 from graph_import.costs._common import (
     CostRuleError,
     attr_int,
+    attr_ints,
     io_cost,
     need_input,
     need_output,
@@ -176,3 +177,32 @@ def cost_EmbedLayerNormalization(node: OpNode) -> OpCost:
     per_element = STATS_FLOPS_PER_ELEMENT + NORMALISE_FLOPS_PER_ELEMENT + 1 + len(tables) - 1
     flops = per_element * y.numel + STATS_FLOPS_PER_ROW * ids.numel
     return partial_read_cost(node, dict.fromkeys(tables, y.numel), flops, Engine.VECTOR)
+
+
+#: LRN per element: square (1), window sum (size), × alpha/size (1), + bias (1), pow (1), div (1).
+LRN_FLOPS_PER_ELEMENT_BEYOND_SIZE = 5
+
+
+@register("LRN")
+def cost_LRN(node: OpNode) -> OpCost:
+    """LRN(X), attr size: x / (bias + alpha/size · Σ_window x²)^beta = (size + 5)/elem."""
+    x = need_input(node, 0, "X")
+    need_output(node, 0)
+    size = node.attrs.get("size")
+    if size is None:
+        raise CostRuleError(f"LRN node {node.name!r}: attribute size is required by the spec")
+    return io_cost(node, (int(size) + LRN_FLOPS_PER_ELEMENT_BEYOND_SIZE) * x.numel, Engine.VECTOR)
+
+
+@register("MeanVarianceNormalization")
+def cost_MeanVarianceNormalization(node: OpNode) -> OpCost:
+    """MeanVarianceNormalization(X), attr axes (default [0, 2, 3]): (x - mean) / std =
+    statistics 4/elem + divide 1/elem + 4 per normalised group."""
+    x = need_input(node, 0, "X")
+    need_output(node, 0)
+    rank = len(x.shape)
+    axes = attr_ints(node, "axes") or (0, 2, 3)
+    reduced = prod(x.shape[a + rank if a < 0 else a] for a in axes)
+    rows = x.numel // reduced if reduced else 0
+    per_element = STATS_FLOPS_PER_ELEMENT + 1
+    return io_cost(node, per_element * x.numel + STATS_FLOPS_PER_ROW * rows, Engine.VECTOR)

@@ -52,9 +52,9 @@ def cost_arg_reduce(node: OpNode) -> OpCost:
     return io_cost(node, max(n_in - n_out, 0), Engine.VECTOR)
 
 
-@register("CumSum")
-def cost_CumSum(node: OpNode) -> OpCost:
-    """CumSum(x, axis): 1 add per element (prefix sum)."""
+@register("CumSum", "CumProd")
+def cost_prefix_scan(node: OpNode) -> OpCost:
+    """CumSum/CumProd(x, axis): 1 add/multiply per element (prefix scan)."""
     x = need_input(node, 0, "x")
     need_output(node, 0)
     return io_cost(node, x.numel, Engine.VECTOR)

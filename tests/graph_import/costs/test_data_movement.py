@@ -179,3 +179,22 @@ def test_grid_sample(mode, flops):
              attrs={"mode": mode})
     assert c.flops == flops
     assert c.bytes_written == 4 * 2 * 3 * 3
+
+
+def test_center_crop_pad():
+    c = cost("CenterCropPad", [f32("x", 4, 6), i64("s", 2)], [out("y")],
+             initializers={"s": ints(2, 8)})
+    assert (c.flops, c.bytes_read, c.bytes_written) == (0, 4 * 24 + 8 * 2, 4 * 2 * 8)
+
+
+def test_max_unpool():
+    c = cost("MaxUnpool", [f32("x", 1, 1, 2, 2), i64("i", 1, 1, 2, 2)], [out("y")],
+             attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
+    assert (c.bytes_read, c.bytes_written) == (4 * 4 + 8 * 4, 4 * 16)
+
+
+def test_tensor_scatter_kv_cache_update():
+    c = cost("TensorScatter", [f32("past", 2, 4, 16, 8), f32("upd", 2, 4, 1, 8), i64("pos", 2)],
+             [out("present")], opset=24)
+    assert c.bytes_read == 4 * (2 * 4 * 16 * 8 + 2 * 4 * 1 * 8) + 8 * 2
+    assert c.bytes_written == 4 * 2 * 4 * 16 * 8

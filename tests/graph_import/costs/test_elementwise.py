@@ -172,3 +172,11 @@ def test_ms_elementwise(op, k, n_inputs):
     expected_read_elems = [2 * 3 * 16, 2 * 3 * 16 + 16, 2 * 3 * 16 + 16 + 2 * 3 * 16][n_inputs - 1]
     assert c.bytes_read == 4 * expected_read_elems
     assert c.bytes_written == 4 * 2 * 3 * 16
+
+
+def test_swish_opset24_and_swiglu_opset28():
+    swish = cost("Swish", [f32("x", 4, 32)], [out("y")], attrs={"alpha": 1.0}, opset=24)
+    assert swish.flops == 6 * 4 * 32
+    swiglu = cost("SwiGLU", [f32("a", 4, 32), f32("b", 4, 32)], [out("y")], opset=28)
+    assert swiglu.flops == 7 * 4 * 32
+    assert swiglu.bytes_read == 4 * 2 * 4 * 32

@@ -144,3 +144,15 @@ def test_hardmax():
 def test_softmax_half_precision_bytes():
     c = cost("Softmax", [f16("x", 3, 7)], [out("y", TensorProto.FLOAT16)])
     assert (c.bytes_read, c.bytes_written) == (2 * 21, 2 * 21)
+
+
+def test_lrn():
+    c = cost("LRN", [f32("x", 1, 8, 5, 5)], [out("y")], attrs={"size": 3})
+    assert c.flops == (3 + 5) * 8 * 5 * 5
+
+
+def test_mean_variance_normalization_default_axes():
+    # a function op whose output shape onnx inference leaves unknown: cost it directly
+    c = direct_cost("MeanVarianceNormalization", [tensor("x", "float", 2, 3, 4, 4)],
+                    [tensor("y", "float", 2, 3, 4, 4)])
+    assert c.flops == 5 * (2 * 3 * 4 * 4) + 4 * 3  # one group per channel

@@ -105,3 +105,9 @@ def test_pool_without_kernel_shape_raises_cost_rule_error():
                        [tensor("y", "float", 1, 4, 8, 8)])
     with pytest.raises(CostRuleError, match="kernel_shape"):
         cost_of(node)
+
+
+def test_cumprod_opset26():
+    c = cost("CumProd", [f32("x", 3, 5), i64("axis")], [out("y")],
+             initializers={"axis": np.array(0, dtype=np.int64)}, opset=26)
+    assert c.flops == 3 * 5

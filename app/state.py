@@ -273,18 +273,24 @@ def catalog() -> pd.DataFrame:
 
 
 def device_label(device_id: str) -> str:
+    """``id — name`` of a catalog device (the id alone when it is not in the catalog)."""
+    return device_labels().get(device_id, device_id)
+
+
+def device_labels() -> dict[str, str]:
     table = catalog()
-    row = table[table["id"] == device_id]
-    return f"{device_id} — {row['name'].iloc[0]}" if len(row) else device_id
+    return {i: f"{i} — {n}" for i, n in zip(table["id"], table["name"], strict=True)}
 
 
 def device_select(label: str, key: str = "device", **kwargs: Any) -> str:
     """A selectbox over the catalog bound to the session key ``key``."""
-    ids = catalog()["id"].tolist()
+    labels = device_labels()
+    ids = list(labels)
     if st.session_state.get(key) not in ids:
         st.session_state[key] = DEFAULT_DEVICE if DEFAULT_DEVICE in ids else ids[0]
         st.session_state.pop(f"_w_{key}", None)
-    return persistent(st.selectbox, label, key, options=ids, format_func=device_label, **kwargs)
+    return persistent(st.selectbox, label, key, options=ids, format_func=labels.__getitem__,
+                      **kwargs)
 
 
 # ----------------------------------------------------------------------------- learned

@@ -65,7 +65,8 @@ def render() -> None:
     if "compare_devices" not in s:
         s["compare_devices"] = [d for d in DEFAULT_DEVICES if d in ids]
     c1, c2 = st.columns([3, 1])
-    devices = c1.multiselect("Devices", ids, key="compare_devices", format_func=state.device_label)
+    labels = state.device_labels()
+    devices = c1.multiselect("Devices", ids, key="compare_devices", format_func=labels.__getitem__)
     if not devices:
         st.info("Pick at least one device.")
         return

@@ -1,0 +1,85 @@
+"""How long the app takes to update after a slider move on ResNet-50 (target: under 1 s).
+
+Drives the real app script with ``streamlit.testing.v1.AppTest`` (the same page code, state and
+caches a browser session runs) and times ``AppTest.run()`` — one full rerun of the page on the
+server — after each widget change:
+
+* What-if page, memory-bandwidth slider through every factor: *cold* (a what-if device not seen
+  before: derive + predict) and *warm* (the same values again: cache hits);
+* What-if page, all five sliders moved one after another (cold);
+* Predict page, batch size 2, 4, 8, 16, 32 (cold: re-import at the new batch + predict).
+
+The browser adds the websocket round trip and Plotly rendering on top (not measured here).
+Run: ``python benchmarks/app_latency.py``; prints one table (seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _timed(at) -> float:
+    t0 = time.perf_counter()
+    at.run()
+    dt = time.perf_counter() - t0
+    if at.exception or at.error:
+        raise RuntimeError([e.value for e in (*at.exception, *at.error)])
+    return dt
+
+
+def main() -> int:
+    from streamlit.testing.v1 import AppTest
+
+    from app.pages.whatif import FACTORS, KNOBS
+
+    tmp = tempfile.mkdtemp(prefix="roofcast-bench-")
+    os.environ["ROOFCAST_HW_DIR"] = str(Path(tmp) / "devices")
+    at = AppTest.from_file(str(ROOT / "app" / "streamlit_app.py"), default_timeout=300)
+    t0 = time.perf_counter()
+    at.run()
+    first = time.perf_counter() - t0
+    at.switch_page("pages/whatif.py")
+    t0 = time.perf_counter()
+    at.run()
+    whatif_open = time.perf_counter() - t0
+    values = [f for f in FACTORS if f != 1.0]
+    rows = []
+    for label in ("cold", "warm"):
+        times = []
+        for f in values:
+            at.select_slider(key="whatif_mem_bw_scale").set_value(f)
+            times.append(_timed(at))
+        rows.append((f"what-if: bandwidth slider ({label})", times))
+    at.select_slider(key="whatif_mem_bw_scale").set_value(1.0)
+    _timed(at)
+    times = []
+    for key, _, _ in KNOBS:
+        at.select_slider(key=f"whatif_{key}").set_value(1.5)
+        times.append(_timed(at))
+    rows.append(("what-if: each of 5 sliders to 1.5x (cold)", times))
+    at.switch_page("pages/predict.py")
+    _timed(at)
+    times = []
+    for b in (2, 4, 8, 16, 32):
+        at.number_input(key="_w_batch").set_value(b)
+        times.append(_timed(at))
+    rows.append(("predict: batch 2..32 (cold, re-import)", times))
+
+    print(f"first page load (imports, cold caches): {first:.2f} s; "
+          f"what-if page open: {whatif_open:.2f} s")
+    print(f"{'update after':<44} {'n':>3} {'median_s':>9} {'max_s':>7}")
+    for name, times in rows:
+        print(f"{name:<44} {len(times):>3} {statistics.median(times):>9.3f} {max(times):>7.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

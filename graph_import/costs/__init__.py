@@ -16,8 +16,8 @@ Conventions (all rules follow them; each rule's docstring gives its formula):
   Softplus = log(1+exp(x)) = 3, Mish = x·tanh(softplus(x)) = 5. The per-op table is
   ``elementwise.UNARY_FLOPS_PER_ELEMENT`` / ``BINARY_FLOPS_PER_ELEMENT``.
 * Normalisations use the same convention, per element and per normalised row (see
-  ``normalization``): LayerNorm 7/elem (+4/row), RMSNorm 4/elem (+3/row), inference
-  BatchNorm 4/elem (+2/channel), Softmax 5/elem.
+  ``normalization``): LayerNorm 7/elem with bias, 6 without (+4/row), RMSNorm 4/elem
+  (+3/row), inference BatchNorm 4/elem (+2/channel), Softmax 5/elem.
 * Reductions: one combine per input element beyond the first of each output (``in - out``),
   plus any per-element map (square, abs, exp) and per-output finish (divide, sqrt, log).
 * Bytes: what an *unfused* kernel moves. Every distinct input tensor is read once at its own

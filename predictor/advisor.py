@@ -14,7 +14,10 @@ Search space (``Setting``):
   (a Brent-style bound, no scheduler overhead modelled): ``max(L(t), W_c)`` with ``L`` the
   critical path of the op DAG (``predictor.simulate.critical_path_times``) and ``W_c`` the ops
   packed on ``c`` workers that share the DRAM bandwidth (``packed_time``). On other devices
-  (streams): ``L``, as ``predict_graph`` defines it.
+  (streams): ``L``, as ``predict_graph`` defines it. Not modelled: the task-scheduling cost
+  of ONNX Runtime's parallel executor.
+* every step also pays ``run_overhead_s`` once (a calibrated ``local`` device measures it),
+  which a larger batch amortises.
 * ``batch``: latency objective — the user's batch only; throughput objective — powers of two
   up to ``max_batch`` plus the user's batch. Samples per second = batch / step time.
 * ``precision``: only what the device realistically runs (``runnable_precisions``).
@@ -293,14 +296,27 @@ def predict_cells(graphs: Mapping[int, Graph], hw, dims: Mapping[str, int],
     return cells
 
 
+def run_overhead_s(hw) -> float:
+    """Fixed cost of one ``session.run`` (input/output binding, executor set-up) in seconds:
+    the local calibration's ``dispatch.session_run_us_all_threads`` (a one-node graph's run);
+    0 for devices without that measurement (the catalog has no such figure)."""
+    try:
+        return float(hw.calibration["dispatch"]["session_run_us_all_threads"]) * 1e-6
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+
+
 def step_time(cell: Cell, inter_op: bool, concurrency: int, hw) -> float:
-    """Step time of a cell: the sequential sum ``W``, or with inter-op parallelism on a CPU
-    ``max(L, W_c)`` (``packed_time``) and the critical path ``L`` elsewhere (module docstring)."""
+    """Step time of a cell: ``run_overhead_s`` plus the sequential sum ``W``, or with inter-op
+    parallelism on a CPU ``max(L, W_c)`` (``packed_time``) and the critical path ``L``
+    elsewhere (module docstring)."""
     if not inter_op:
-        return cell.sequential_s
-    if hw.kind == "cpu":
-        return max(cell.critical_path_s, packed_time(cell, concurrency, hw))
-    return cell.critical_path_s
+        graph_s = cell.sequential_s
+    elif hw.kind == "cpu":
+        graph_s = max(cell.critical_path_s, packed_time(cell, concurrency, hw))
+    else:
+        graph_s = cell.critical_path_s
+    return run_overhead_s(hw) + graph_s
 
 
 def packed_time(cell: Cell, concurrency: int, hw) -> float:

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     extra = {"model": advice.model, "device": advice.device, "objective": advice.objective,
              "estimator": advice.estimator, "default": advice.default.label(),
              "recommended": advice.recommended.label(),
-             "predicted_gain": round(advice.predicted_gain, 4)}
+             "predicted_gain": advice.predicted_gain}
     if advice.notes:
         tables["notes"] = pd.DataFrame({"note": list(advice.notes)})
     if args.verify:
@@ -98,9 +98,9 @@ def run(args: argparse.Namespace) -> int:
         v = verify(advice, resolve_model_path(args.model), dims, repeats=args.repeats,
                    warmup=args.warmup)
         tables["verify"] = v.table
-        extra.update({"measured_gain": round(v.measured_gain, 4),
-                      "measured_noise": round(v.noise, 4),
-                      "gain_error": round(v.error, 4),
+        extra.update({"measured_gain": v.measured_gain,
+                      "measured_noise": v.noise,
+                      "gain_error": v.error,
                       "at_least_as_fast_as_default": bool(v.at_least_as_fast),
                       "load_average": f"{v.load_before:.2f} before, {v.load_after:.2f} after"})
     if args.format == "table":

@@ -43,10 +43,11 @@ def summary(advice, hw) -> list[str]:
     rec, dft = advice.recommended, advice.default
     measure = "latency" if advice.objective == "latency" else "throughput (samples/s)"
     if rec == dft:
-        top = advice.table.iloc[0]
+        others = advice.table[~advice.table["is_default"] & advice.table["fits"]]
+        best = (f" (best other: {others['setting'].iloc[0]}, {float(others['gain'].iloc[0]):.3f}×)"
+                if len(others) else "")
         return [f"keep the default ({dft.label()}): no setting is predicted to improve "
-                f"{measure} by {(_min_gain() - 1):.0%} or more (best other: {top['setting']}, "
-                f"{float(top['gain']):.3f}×)"]
+                f"{measure} by {(_min_gain() - 1):.0%} or more{best}"]
     return [f"recommended {rec.label()}: predicted {advice.predicted_gain:.3g}× {measure} "
             f"over ONNX Runtime's default ({dft.label()}) on {advice.device}"]
 

@@ -7,6 +7,7 @@ positive integers no larger than ``MAX_DIM``.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable, Mapping
 
 from graph_import.errors import ModelImportError
@@ -73,3 +74,80 @@ def _parse_value(key: str, raw: str) -> int:
         raise ModelImportError(
             f"bad value {raw!r} for dim {key}: give a positive integer, e.g. --dim {key}=8"
         ) from None
+
+
+_FUNCS = {"Min": min, "Max": max, "min": min, "max": max}
+
+
+def dim_expr_names(expr: str) -> set[str] | None:
+    """The symbolic names in a dim expression such as ``past_sequence + sequence``; None when
+    ``expr`` is not a simple arithmetic expression."""
+    tree = _parse_expr(expr)
+    if tree is None:
+        return None
+    return {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in _FUNCS
+    }
+
+
+def eval_dim_expr(expr: str, bound: Mapping[str, int]) -> int | None:
+    """Value of a dim expression (``+ - * // / %``, parentheses, ``Min``/``Max``, integer
+    literals, names) with ``bound`` names; None when a name is unbound or ``expr`` is not such
+    an expression. Exporters write these for derived axes (``past_sequence + sequence``,
+    ``2*s0``, ``Min(4096, s1)``)."""
+    tree = _parse_expr(expr)
+    if tree is None:
+        return None
+    try:
+        value = _eval(tree.body, bound)
+    except (KeyError, ValueError, ZeroDivisionError, TypeError):
+        return None
+    return int(value) if value == int(value) and value >= 0 else None
+
+
+def _parse_expr(expr: str) -> ast.Expression | None:
+    if not expr or len(expr) > 200:
+        return None
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return None
+    allowed = (
+        ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Call, ast.Load,
+        ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Div, ast.Mod, ast.USub, ast.UAdd,
+    )
+    for node in ast.walk(tree):
+        if not isinstance(node, allowed):
+            return None
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords
+        ):
+            return None
+        if isinstance(node, ast.Constant) and type(node.value) is not int:
+            return None
+    return tree
+
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Div: lambda a, b: a / b,
+    ast.Mod: lambda a, b: a % b,
+}
+
+
+def _eval(node: ast.AST, bound: Mapping[str, int]) -> float:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return bound[node.id]
+    if isinstance(node, ast.UnaryOp):
+        value = _eval(node.operand, bound)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_eval(node.left, bound), _eval(node.right, bound))
+    if isinstance(node, ast.Call):
+        return _FUNCS[node.func.id](*(_eval(a, bound) for a in node.args))
+    raise ValueError(f"unsupported expression node {type(node).__name__}")

@@ -32,7 +32,7 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
-from graph_import.dims import check_dims, split_input_axis
+from graph_import.dims import check_dims, dim_expr_names, eval_dim_expr, split_input_axis
 from graph_import.errors import ModelImportError
 from graph_import.fold import FOLDERS, MAX_FOLD_ELEMENTS, FoldError, attribute_values, fold_split
 from graph_import.load import tensor_has_inline_data
@@ -82,7 +82,7 @@ def infer_concrete(
     dims = check_dims(dims or {})
     work, values, recomputed = _working_copy(model)
     bound = bind_dims(work.graph, dims)
-    unbound = _unbound_dims(work.graph)
+    unbound = _unbound_dims(work.graph, set(bound))
     iterations = 0
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     state = _FoldState.of(work.graph)
@@ -234,9 +234,13 @@ def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
         if not vi.type.HasField("tensor_type"):
             continue
         for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_param") and d.dim_param in by_name:
+            if not d.HasField("dim_param"):
+                continue
+            if d.dim_param in by_name:
                 applied[d.dim_param] = by_name[d.dim_param]
                 d.dim_value = by_name[d.dim_param]
+            elif by_name and (value := eval_dim_expr(d.dim_param, by_name)) is not None:
+                d.dim_value = value  # a derived axis: 'past_sequence + sequence', '2*s0'
     for d, value in unnamed:
         d.dim_value = value
     return applied
@@ -250,7 +254,7 @@ def _all_params(graph: GraphProto) -> set[str]:
     return out
 
 
-def _unbound_dims(graph: GraphProto) -> tuple[str, ...]:
+def _unbound_dims(graph: GraphProto, bound: set[str]) -> tuple[str, ...]:
     """Symbolic dims left on graph inputs: dim names, or ``input:axis`` for unnamed ones."""
     initializer_names = {t.name for t in graph.initializer}
     names: list[str] = []
@@ -264,9 +268,13 @@ def _unbound_dims(graph: GraphProto) -> tuple[str, ...]:
         for axis, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value"):
                 continue
-            label = d.dim_param or f"{vi.name}:{axis}"
-            if label not in names:
-                names.append(label)
+            labels = [d.dim_param] if d.dim_param else [f"{vi.name}:{axis}"]
+            if d.dim_param and not d.dim_param.isidentifier():
+                inner = dim_expr_names(d.dim_param)  # report the unbound names of a derived axis
+                labels = sorted(inner - bound) if inner else labels
+            for label in labels:
+                if label not in names:
+                    names.append(label)
     return tuple(names)
 
 

@@ -208,3 +208,33 @@ def test_input_axis_binding_of_a_named_dim_binds_the_name_everywhere():
 def test_input_axis_binding_contradicting_a_name_binding():
     with pytest.raises(ModelImportError, match=r"--dim input_ids:1=64 contradicts --dim sequence=128"):
         _shapes(_two_inputs_sharing_sequence(), {"sequence": 128, "input_ids:1": 64})
+
+
+def test_derived_input_axes_are_evaluated_from_bound_names():
+    """Optimum-style decoder inputs: attention_mask spans 'past_sequence + sequence'."""
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
+    past = helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 4, "past_sequence", 8])
+    mask = helper.make_tensor_value_info(
+        "attention_mask", TensorProto.INT64, ["batch", "past_sequence + sequence"]
+    )
+    outs = [helper.make_tensor_value_info(n, TensorProto.INT64, None) for n in ("m", "i")]
+    nodes = [helper.make_node("Neg", ["attention_mask"], ["m"]), helper.make_node("Neg", ["input_ids"], ["i"])]
+    model = make_model(nodes, [ids, past, mask], outs)
+    res = _shapes(model, {"batch": 2, "sequence": 1, "past_sequence": 127})
+    assert res.tensors["m"].dims == (2, 127 + 1)
+    assert res.unbound == ()
+    partly = _shapes(model, {"batch": 2, "sequence": 1})
+    assert partly.unbound == ("past_sequence",)
+
+
+def test_dim_expressions_are_parsed_safely():
+    from graph_import.dims import dim_expr_names, eval_dim_expr
+
+    assert eval_dim_expr("2*s0 + 1", {"s0": 5}) == 2 * 5 + 1
+    assert eval_dim_expr("Min(4096, s1)", {"s1": 9000}) == 4096
+    assert eval_dim_expr("s0 // 2", {"s0": 7}) == 7 // 2
+    assert eval_dim_expr("s0 - 9", {"s0": 7}) is None  # negative: not a dim
+    assert eval_dim_expr("s0", {}) is None
+    assert dim_expr_names("__import__('os').system('x')") is None
+    assert dim_expr_names("a.b") is None
+    assert dim_expr_names("past + seq") == {"past", "seq"}

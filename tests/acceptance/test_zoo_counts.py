@@ -75,3 +75,22 @@ def test_matrix_flops_match_flop_counter(name: str) -> None:
     assert matrix_flops == pytest.approx(reference, rel=0.03), (
         f"{name}: roofcast {matrix_flops / 1e9:.3f} GFLOP vs FlopCounterMode "
         f"{reference / 1e9:.3f} GFLOP")
+
+
+@pytest.mark.parametrize("name", zoo.alt_exporter_models())
+def test_other_exporter_imports_fully_and_counts_agree(name: str) -> None:
+    """The same architectures exported by the other torch exporter (dynamo) import fully, and
+    their matmul-class FLOPs equal those of the zoo's TorchScript export."""
+    meta = zoo.alt_model_meta(name)
+    assert meta["exporter"] != zoo.model_meta(name)["exporter"]
+    max_seq = meta.get("max_sequence") or 2048  # null: no position table
+    for dims in _seq_dims(name):
+        if "sequence" in dims:
+            dims["sequence"] = min(dims["sequence"], max_seq)
+        graph = import_model(zoo.alt_model_path(name), dims=dims, name=name)
+        assert graph.unresolved == {}, (dims, list(graph.unresolved.items())[:3])
+        assert graph.unsupported == {}, (dims, graph.unsupported)
+        reference = _import(name, **dims)
+        flops = sum(op.cost.flops for op in graph.ops() if op.op_type in MATMUL_CLASS)
+        ref_flops = sum(op.cost.flops for op in reference.ops() if op.op_type in MATMUL_CLASS)
+        assert flops == pytest.approx(ref_flops, rel=0.03), dims

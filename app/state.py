@@ -312,5 +312,5 @@ def adopted_model_dir() -> Path:
 
 def show_error(exc: BaseException) -> None:
     """A user error as a message on the page (never a traceback)."""
-    st.error(str(exc), icon="🚫")
+    st.error(str(exc), icon=":material/error:")
 

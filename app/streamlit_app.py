@@ -10,20 +10,21 @@ import streamlit as st
 
 from app import state
 
-st.set_page_config(page_title="roofcast", page_icon="📈", layout="wide")
+st.set_page_config(page_title="roofcast", page_icon=":material/speed:", layout="wide")
 
 PAGES = {
     "Workload": [
-        st.Page("pages/model.py", title="Model", icon="🧩", default=True),
-        st.Page("pages/predict.py", title="Predict", icon="⏱️"),
-        st.Page("pages/roofline.py", title="Roofline", icon="📐"),
+        st.Page("pages/model.py", title="Model", icon=":material/schema:", default=True),
+        st.Page("pages/predict.py", title="Predict", icon=":material/timer:"),
+        st.Page("pages/roofline.py", title="Roofline", icon=":material/show_chart:"),
+        st.Page("pages/advisor.py", title="Advisor", icon=":material/explore:"),
     ],
     "Hardware": [
-        st.Page("pages/compare.py", title="Compare hardware", icon="⚖️"),
-        st.Page("pages/whatif.py", title="What-if device", icon="🎛️"),
+        st.Page("pages/compare.py", title="Compare hardware", icon=":material/compare_arrows:"),
+        st.Page("pages/whatif.py", title="What-if device", icon=":material/tune:"),
     ],
     "Data": [
-        st.Page("pages/measurements.py", title="Measurements & retrain", icon="🧪"),
+        st.Page("pages/measurements.py", title="Measurements & retrain", icon=":material/science:"),
     ],
 }
 

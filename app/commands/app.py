@@ -38,7 +38,7 @@ def streamlit_command(port: int | None = None, address: str | None = None) -> li
     """The command line that starts the app."""
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP_SCRIPT),
            "--server.headless", "true", "--server.maxUploadSize", str(MAX_UPLOAD_MB),
-           "--browser.gatherUsageStats", "false"]
+           "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     if port is not None:
         cmd += ["--server.port", str(port)]
     if address is not None:

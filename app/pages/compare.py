@@ -90,7 +90,7 @@ def render() -> None:
                                           "W per (sample/s)", "#72B7B2"), width="stretch")
     no_fit = df.loc[~df["fits"], "device"].tolist()
     if no_fit:
-        st.warning(f"Does not fit in device memory: {', '.join(no_fit)}", icon="⚠️")
+        st.warning(f"Does not fit in device memory: {', '.join(no_fit)}", icon=":material/warning:")
     show = df[["device", "time_ms", "lower_ms", "upper_ms", "speedup", "throughput_per_s",
                "memory_GiB", "capacity_GiB", "fits", "price_usd", "tdp_W", "usd_per_throughput",
                "W_per_throughput", "dominant_bound"]]

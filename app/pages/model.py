@@ -51,7 +51,7 @@ def _source_picker() -> None:
             f"Upload an .onnx file (up to {state.MAX_UPLOAD_MB} MB; weightless exports welcome — "
             "weights are never read)", type=["onnx"], key="onnx_upload", on_change=_take_upload)
         if s.get("_upload_error"):
-            st.error(s["_upload_error"], icon="🚫")
+            st.error(s["_upload_error"], icon=":material/error:")
 
 
 def _dims_editor(ref: str) -> None:
@@ -90,12 +90,12 @@ def _summary(graph) -> None:
     if graph.unbound_dims:
         st.warning(f"Symbolic dims not bound: **{', '.join(graph.unbound_dims)}** — "
                    f"{len(graph.unresolved)} node(s) stay unresolved and cannot be predicted. "
-                   "Give each a size above.", icon="⚠️")
+                   "Give each a size above.", icon=":material/warning:")
     problems = summary.problems_table(graph)
     if not problems.empty:
         n_uns = sum(graph.unsupported.values())
         st.warning(f"{n_uns} node(s) of unsupported op types and {len(graph.unresolved)} "
-                   "unresolved node(s): they are not costed (never counted as free).", icon="⚠️")
+                   "unresolved node(s): they are not costed (never counted as free).", icon=":material/warning:")
         st.dataframe(problems, hide_index=True, width="stretch", key="problems")
     ops = summary.op_table(graph)
     mix = summary.by_op_type(ops)

@@ -22,7 +22,7 @@ def _totals(pred, hw) -> None:
     else:
         c[0].caption(f"critical path; sequential sum {charts.fmt_time(pred.total_s)} "
                      f"(interval {charts.fmt_time(lower)} – {charts.fmt_time(upper)})")
-    c[1].metric("Throughput", f"{batch / pred.time_s:,.1f} samples/s")
+    c[1].metric("Throughput (samples/s)", f"{batch / pred.time_s:,.1f}")
     mem = pred.memory
     fits = mem.fits(hw)
     c[2].metric("Memory footprint", f"{mem.total_bytes / GIB:,.2f} GiB",
@@ -33,7 +33,7 @@ def _totals(pred, hw) -> None:
     st.markdown(f'<span id="roofcast-time-s" data-seconds="{pred.time_s!r}" '
                 f'style="display:none">{pred.time_s!r}</span>', unsafe_allow_html=True)
     for note in pred.notes:
-        st.info(note, icon="ℹ️")
+        st.info(note, icon=":material/info:")
 
 
 def render() -> None:

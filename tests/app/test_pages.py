@@ -157,7 +157,7 @@ def test_predict_resnet50_batch8_on_h100_matches_the_library():
                          "time-roofline")
     assert shown_seconds(at) == want.time_s
     assert metric(at, "Predicted time") == fmt_time(want.time_s)
-    assert metric(at, "Throughput") == f"{8 / want.time_s:,.1f} samples/s"
+    assert metric(at, "Throughput (samples/s)") == f"{8 / want.time_s:,.1f}"
     assert len(at.get("plotly_chart")) >= 4
     assert len(at.dataframe) >= 2  # per-op table and memory table
     lower, upper = want.per_op["lower_s"].sum(), want.per_op["upper_s"].sum()

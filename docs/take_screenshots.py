@@ -1,0 +1,121 @@
+"""Screenshots of every app page for the README, taken in headless Chromium.
+
+Starts ``roofcast app`` (isolated user folders), drives one browser session through the pages
+(ResNet-50 at batch 8 on the default device; a what-if device with 2x bandwidth; the test
+measurement file uploaded and retrained) and writes full-page PNGs to ``docs/screenshots/``.
+
+Run: ``python docs/take_screenshots.py`` (needs chromium + chromium-driver and selenium).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.app.browser import chromium, go_to_page, idle, running_app, wait_for  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+WIDTH = 1440
+MEASUREMENTS = ROOT / "tests" / "app" / "data" / "measurements_h100.csv"
+
+
+def shoot(driver, name: str) -> Path:
+    """Resize the window to the page's content height and save ``OUT/name.png``."""
+    height = driver.execute_script(
+        "const m = document.querySelector('[data-testid=\"stMainBlockContainer\"]');"
+        "return m ? m.scrollHeight : document.body.scrollHeight;")
+    driver.set_window_size(WIDTH, min(max(int(height) + 120, 900), 4000))
+    time.sleep(1.5)
+    path = OUT / f"{name}.png"
+    driver.save_screenshot(str(path))
+    driver.set_window_size(WIDTH, 1000)
+    print(f"wrote {path.relative_to(ROOT)}")
+    return path
+
+
+def click_tab(driver, label: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    tab = wait_for(driver, lambda d: next((t for t in d.find_elements(By.CSS_SELECTOR,
+                                                                      '[role="tab"]')
+                                           if t.text.strip() == label), False))
+    tab.click()
+    idle(driver)
+    time.sleep(1.0)
+
+
+def set_number(driver, label: str, value: int) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    box = wait_for(driver, lambda d: d.find_element(By.CSS_SELECTOR,
+                                                    f'input[aria-label="{label}"]'))
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(str(value), Keys.ENTER)
+    idle(driver)
+    driver.find_element(By.CSS_SELECTOR, "h1").click()  # move the focus off the input
+
+
+def main() -> int:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="roofcast-shots-")
+    env = {"ROOFCAST_HW_DIR": f"{tmp}/devices", "ROOFCAST_DATA_DIR": f"{tmp}/data",
+           "ROOFCAST_LEARNED_MODEL": f"{tmp}/no-model"}
+    with running_app(env) as url, chromium(WIDTH, 1000) as driver:
+        driver.get(url)
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
+        idle(driver)
+        set_number(driver, "batch (batch)", 8)
+        shoot(driver, "model")
+
+        go_to_page(driver, "Predict")
+        wait_for(driver, lambda d: d.find_element(By.ID, "roofcast-time-s"))
+        shoot(driver, "predict")
+        click_tab(driver, "Breakdowns")
+        shoot(driver, "predict_breakdowns")
+
+        go_to_page(driver, "Roofline")
+        time.sleep(1.0)
+        shoot(driver, "roofline")
+        click_tab(driver, "Time-based roofline")
+        shoot(driver, "roofline_time")
+        click_tab(driver, "Trajectories")
+        shoot(driver, "roofline_trajectories")
+
+        go_to_page(driver, "Compare hardware")
+        time.sleep(1.0)
+        shoot(driver, "compare")
+
+        go_to_page(driver, "What-if device")
+        thumb = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stSlider"] [role="slider"]')[0]
+        thumb.click()
+        for _ in range(3):  # 1x -> 1.25x -> 1.5x -> 2x memory bandwidth
+            thumb.send_keys(Keys.ARROW_RIGHT)
+        idle(driver)
+        time.sleep(1.0)
+        shoot(driver, "whatif")
+
+        go_to_page(driver, "Measurements & retrain")
+        upload = driver.find_element(By.CSS_SELECTOR, 'input[type="file"]')
+        upload.send_keys(str(MEASUREMENTS))
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
+        idle(driver)
+        button = next(b for b in driver.find_elements(By.CSS_SELECTOR, "button")
+                      if "Retrain" in b.text)
+        button.click()
+        wait_for(driver, lambda d: "Held-out error" in d.page_source, timeout=180)
+        idle(driver, timeout=180)
+        shoot(driver, "measurements")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

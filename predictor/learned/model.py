@@ -58,7 +58,9 @@ class FamilyModel:
     # ------------------------------------------------------------------ fit / predict
     @classmethod
     def fit(cls, key: str, candidate: str, F: pd.DataFrame, y: np.ndarray,
-            xgb_params: dict[str, Any] | None = None) -> FamilyModel:
+            xgb_params: dict[str, Any] | None = None,
+            weight: np.ndarray | None = None) -> FamilyModel:
+        """Fit ``candidate`` on (F, y); ``weight``: optional per-row sample weights."""
         if candidate not in CANDIDATES:
             raise PredictionError(f"unknown candidate {candidate!r}; choose one of {CANDIDATES}")
         F = F[list(FEATURES)]
@@ -67,13 +69,13 @@ class FamilyModel:
             import xgboost as xgb
 
             reg = xgb.XGBRegressor(**{**XGB_PARAMS, **(xgb_params or {})})
-            reg.fit(F.to_numpy(float), y)
+            reg.fit(F.to_numpy(float), y, sample_weight=weight)
             booster = reg.get_booster()
             booster.feature_names = list(FEATURES)
             return cls(key, candidate, booster=booster)
         if candidate == "ridge":
-            return cls(key, candidate, linear=_fit_ridge(F.to_numpy(float), y))
-        return cls(key, candidate, linear={"constant": float(np.median(y))})
+            return cls(key, candidate, linear=_fit_ridge(F.to_numpy(float), y, weight))
+        return cls(key, candidate, linear={"constant": _weighted_median(y, weight)})
 
     def predict_log(self, F: pd.DataFrame) -> np.ndarray:
         """ŷ (log10 of measured / bound) for the rows of F (columns ``FEATURES``)."""
@@ -124,11 +126,19 @@ class FamilyModel:
         return cls(desc["key"], candidate, features, linear=dict(desc["linear"]))
 
 
-def _fit_ridge(A: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+def _weighted_median(y: np.ndarray, weight: np.ndarray | None) -> float:
+    if weight is None:
+        return float(np.median(y))
+    o = np.argsort(y)
+    c = np.cumsum(np.asarray(weight, float)[o])
+    return float(y[o][np.searchsorted(c, 0.5 * c[-1])])
+
+
+def _fit_ridge(A: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> dict[str, Any]:
     from sklearn.linear_model import Ridge
 
     Z, params = _ridge_design(A, None)
-    reg = Ridge(alpha=RIDGE_ALPHA).fit(Z, y)
+    reg = Ridge(alpha=RIDGE_ALPHA).fit(Z, y, sample_weight=weight)
     params.update(coef=[float(c) for c in reg.coef_], intercept=float(reg.intercept_))
     return params
 

@@ -12,9 +12,10 @@
    ``MAX_FOLDS - 2`` largest groups is its own fold, smaller groups share two pooled folds
    (every group is still predicted only by models that never saw it). A key with a single group
    falls back to ``RANDOM_FOLDS`` random folds and says so (``cv`` column);
-3. every candidate (``model.CANDIDATES``) is cross-validated; the one with the lowest median
-   absolute percentage error of its out-of-fold, bound-clipped times is chosen and refit on
-   all rows of the key (the same out-of-fold errors choose and are reported, so the reported
+3. every candidate (``model.CANDIDATES``) is cross-validated (sample weights
+   ``time_weights``: longer kernels count more); the one with the lowest mean of the median and
+   the time-weighted median absolute percentage error of its out-of-fold, bound-clipped times
+   is chosen and refit on all rows of the key (the same out-of-fold errors choose and are reported, so the reported
    figure has a small selection optimism between 3 candidates);
 4. conformal intervals (``intervals``) from the chosen candidate's out-of-fold residuals, the
    level widened until held-out groups are covered (``group_adjusted_alpha``); coverage is
@@ -58,6 +59,7 @@ MAX_FOLDS = 8
 RANDOM_FOLDS = 5
 BASELINE = "time-roofline"
 IMPLAUSIBLE_FRACTION = 0.25
+WEIGHT_POWER = 0.5
 QUICK_XGB = {"n_estimators": 60, "max_depth": 4}
 
 
@@ -108,18 +110,28 @@ class TrainResult:
 
 
 def _cv_predict(candidate: str, F: pd.DataFrame, y: np.ndarray, folds: np.ndarray,
-                key: str, xgb_params: dict | None) -> np.ndarray:
+                key: str, xgb_params: dict | None, weight: np.ndarray | None) -> np.ndarray:
     out = np.empty(len(y))
     for f in np.unique(folds):
         test = folds == f
-        fm = FamilyModel.fit(key, candidate, F.iloc[~test], y[~test], xgb_params)
+        w = None if weight is None else weight[~test]
+        fm = FamilyModel.fit(key, candidate, F.iloc[~test], y[~test], xgb_params, w)
         out[test] = fm.predict_log(F.iloc[test])
     return out
 
 
+def time_weights(meas_s: np.ndarray, power: float) -> np.ndarray | None:
+    """Sample weights ``(t / median t)^power`` clipped to [0.1, 10] (None when power is 0):
+    longer kernels count more, since they make up a run's time."""
+    if power == 0:
+        return None
+    w = (np.asarray(meas_s, float) / np.median(meas_s)) ** power
+    return np.clip(w, 0.1, 10.0)
+
+
 def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: bool = False,
           alpha: float = ALPHA, progress: Callable[[str], None] | None = None,
-          meta: dict[str, Any] | None = None) -> TrainResult:
+          meta: dict[str, Any] | None = None, weight_power: float = WEIGHT_POWER) -> TrainResult:
     """Fit, cross-validate and calibrate (module docstring)."""
     from predictor.estimators import make_estimator
 
@@ -149,6 +161,7 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
             notes.append(f"{key}: {len(rows)} rows < {MIN_ROWS}: no learned model (analytical)")
             continue
         Fk, yk, gk = F.iloc[rows], y_log[rows], groups[rows]
+        wk = time_weights(meas[rows], weight_power)
         folds = fold_ids(gk)
         cv = f"grouped ({len(np.unique(gk))} groups, {len(np.unique(folds))} folds)"
         if len(np.unique(folds)) < 2:
@@ -156,13 +169,14 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
             cv = f"random {RANDOM_FOLDS}-fold (one group only: not a transfer estimate)"
         errs, oofs = {}, {}
         for cand in candidates:
-            pred_log = _cv_predict(cand, Fk, yk, folds, key, xgb_params)
+            pred_log = _cv_predict(cand, Fk, yk, folds, key, xgb_params, wk)
             oofs[cand] = bounded_time(bound[rows], pred_log)
-            errs[cand] = float(np.median(ape(oofs[cand], meas[rows])))
+            e = ape(oofs[cand], meas[rows])
+            errs[cand] = float(np.median(e) + weighted_median(e, meas[rows])) / 2.0
         best = min(candidates, key=lambda c: (errs[c], CANDIDATES.index(c)))
         say(f"{key}: {len(rows)} rows, {cv}; CV median APE "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in errs.items()) + f" -> {best}")
-        models[key] = FamilyModel.fit(key, best, Fk, yk, xgb_params)
+        models[key] = FamilyModel.fit(key, best, Fk, yk, xgb_params, wk)
         oof = oofs[best]
         oof_all[rows] = oof
         lp = np.log10(oof)

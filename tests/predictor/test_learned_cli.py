@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import numpy as np
@@ -50,18 +52,23 @@ def mlp_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def model_dir(measurement_csv, tmp_path_factory):
+def trained(measurement_csv, tmp_path_factory):
+    """(model folder, JSON report) of one `roofcast train` run on the file."""
     out = tmp_path_factory.mktemp("learned")
-    assert main(["train", "--from", str(measurement_csv), "--output", str(out), "--quick",
-                 "--holdout-device", "t4", "--format", "json"]) == 0
-    return out
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["train", "--from", str(measurement_csv), "--output", str(out), "--quick",
+                     "--holdout-device", "t4", "--per-group", "--format", "json"]) == 0
+    return out, json.loads(buf.getvalue())
 
 
-def test_train_on_a_file_validates_and_saves(measurement_csv, tmp_path, capsys):
-    out = tmp_path / "m"
-    assert main(["train", "--from", str(measurement_csv), "--output", str(out), "--quick",
-                 "--holdout-device", "t4", "--per-group", "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+@pytest.fixture(scope="module")
+def model_dir(trained):
+    return trained[0]
+
+
+def test_train_on_a_file_validates_and_saves(trained):
+    out, doc = trained
     assert {r["key"] for r in doc["per_family"]} == {"gpu/matmul", "gpu/elementwise"}
     fam = {r["key"]: r for r in doc["per_family"]}
     assert fam["gpu/matmul"]["learned_median_ape_pct"] < fam["gpu/matmul"]["analytical_median_ape_pct"]

@@ -80,12 +80,13 @@ def infer_concrete(
 ) -> ShapeResult:
     """Bind ``dims``, infer and fold until shapes stop improving. ``model`` is not modified."""
     dims = check_dims(dims or {})
-    work, values, recomputed = _working_copy(model)
+    state = _FoldState.of(model.graph)
+    recomputed = state.recomputed
+    work, values = _working_copy(model, recomputed)
     bound = bind_dims(work.graph, dims)
     unbound = _unbound_dims(work.graph, set(bound))
     iterations = 0
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
-    state = _FoldState.of(work.graph)
     for iterations in range(1, max_iterations + 1):
         if iterations > 1:
             _forget_inferred(work.graph, recomputed)
@@ -120,11 +121,13 @@ def _np_dtype_name(dtype: np.dtype, known: TensorShape | None) -> str:
         return "undefined"
 
 
-def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray], set[str]]:
+def _working_copy(
+    model: ModelProto, recomputed: set[str]
+) -> tuple[ModelProto, dict[str, np.ndarray]]:
     """A copy with nodes, types and initializer *dims*; weights kept only when small.
 
-    Returns the copy, the values of small initializers (for folding) and the names of the
-    tensors ONNX inference types itself (outputs of ops with an ONNX schema).
+    ``recomputed``: the tensors ONNX inference types itself (outputs of ops with an ONNX
+    schema). Returns the copy and the values of small initializers (for folding).
     """
     work = ModelProto()
     work.ir_version = model.ir_version
@@ -138,7 +141,6 @@ def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray],
     # the bound inputs, and exporters leave traced sizes in them (a dynamo LSTM export declares
     # its sequence axis as the sample's 7). Custom-domain outputs keep theirs: nothing else
     # knows them.
-    recomputed = {o for n in src.node if onnx_knows(n.op_type, n.domain) for o in n.output}
     g.output.extend(src.output)
     for vi in g.output:
         if vi.name in recomputed and vi.type.HasField("tensor_type"):
@@ -160,7 +162,7 @@ def _working_copy(model: ModelProto) -> tuple[ModelProto, dict[str, np.ndarray],
             entry = stub.external_data.add()
             entry.key, entry.value = "location", "roofcast-weights-not-loaded"
     g.sparse_initializer.extend(src.sparse_initializer)
-    return work, values, recomputed
+    return work, values
 
 
 def _forget_inferred(graph: GraphProto, recomputed: set[str]) -> None:
@@ -301,20 +303,24 @@ class _FoldState:
     folded: set[int]
     producer: dict[str, int]
     consumers: dict[str, list[int]]
+    recomputed: set[str]  # outputs of ops with an ONNX schema: ONNX inference types them
 
     @classmethod
     def of(cls, graph: GraphProto) -> _FoldState:
         pending: list[int] = []
         producer: dict[str, int] = {}
         consumers: dict[str, list[int]] = {}
+        recomputed: set[str] = set()
         # a tensor can become a known value only if it is an initializer or comes from a
         # foldable op whose inputs can (Shape/Size need only their input's shape)
         maybe_const = {t.name for t in graph.initializer}
         for i, node in enumerate(graph.node):
-            op = node.op_type
+            op, domain = node.op_type, node.domain
             ins = list(node.input)
             outs = list(node.output)
-            foldable = node.domain in ONNX_DOMAINS and (
+            if onnx_knows(op, domain):
+                recomputed.update(outs)
+            foldable = domain in ONNX_DOMAINS and (
                 op in _SHAPE_OF_OPS
                 or ((op in FOLDERS or op == "Split") and all(not t or t in maybe_const for t in ins))
             )
@@ -325,7 +331,7 @@ class _FoldState:
                 producer[name] = i
             for name in ins:
                 consumers.setdefault(name, []).append(i)
-        return cls(pending, set(), producer, consumers)
+        return cls(pending, set(), producer, consumers, recomputed)
 
 
 _SHAPE_OF_OPS = ("Shape", "Size")

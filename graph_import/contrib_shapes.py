@@ -61,8 +61,10 @@ def _reduced_last(shape: Shape, axis: int = -1) -> Shape:
 
 @shape_rule(MS, "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd", "RotaryEmbedding")
 @shape_rule(MS, "BiasDropout", "Inverse")
+# ONNX-domain ops whose schema (in the onnx versions we support) infers no output shape:
+@shape_rule(ONNX, "GroupNormalization", "MeanVarianceNormalization")
 def _same_as_input(attrs, inputs):
-    """Y has X's shape (bias/skip inputs broadcast into X)."""
+    """Y has X's shape (bias/skip inputs broadcast into X; normalisation keeps the shape)."""
     return [(_need(inputs, 0, "X"), None)]
 
 

@@ -75,6 +75,11 @@ class MemoryFootprint:
 
 
 def _nbytes(t: TensorInfo, precision: str) -> float:
+    """Bytes of ``t`` at ``precision``; 0 for a tensor of an unresolved node (shape not
+    concrete), which only an incomplete prediction (``allow_incomplete``, flagged as such)
+    contains: its memory figures are then lower bounds."""
+    if not t.is_concrete:
+        return 0.0
     return rescale_bytes(t.nbytes, t.dtype, precision)
 
 
@@ -106,7 +111,7 @@ def _buffers(graph: Graph, skip: set[str], step_of: dict[str, int] | None = None
                 end[r] = max(end[r], step)
         src = node.input(0)
         is_view = (node.cost is not None and node.cost.engine == Engine.FREE and src is not None
-                   and node.outputs and node.outputs[0].nbytes == src.nbytes)
+                   and node.outputs and _nbytes(node.outputs[0], "fp32") == _nbytes(src, "fp32"))
         if is_view and src.name in weights:  # a view of a weight is the weight, not an activation
             weights.add(node.outputs[0].name)
             continue

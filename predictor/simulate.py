@@ -213,8 +213,18 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: str = "time-ro
         total_s=float(times.sum()), critical_path_s=crit_s, critical_path=crit_path,
         by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
         by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config),
-        notes=_notes(per_op, config),
+        notes=_incomplete_notes(graph) + _notes(per_op, config),
     )
+
+
+def _incomplete_notes(graph: Graph) -> tuple[str, ...]:
+    """A loud note when some nodes could not be costed (only with ``allow_incomplete``)."""
+    missing = len(graph.unresolved) + sum(graph.unsupported.values())
+    if not missing:
+        return ()
+    return (f"INCOMPLETE: {missing} of {len(graph)} nodes are not costed (unresolved or "
+            "unsupported); times and memory are lower bounds. Bind the model's dims "
+            f"({', '.join(graph.unbound_dims) or 'see roofcast inspect'}) for a full prediction",)
 
 
 def speedups(predictions: Sequence[Prediction], baseline: Prediction) -> list[float]:

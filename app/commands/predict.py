@@ -186,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         "time_ms": pred.time_s * 1e3,
         "throughput_samples_per_s": batch / pred.time_s,
         "memory_GiB": pred.memory.total_bytes / GIB, "fits": pred.memory.fits(hw),
+        "complete": not (graph.unresolved or graph.unsupported),
     }
     if config.mode == "train":
         extra["optimizer"] = config.optimizer

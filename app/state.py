@@ -57,8 +57,11 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def init_state() -> None:
-    """Fill missing session-state keys with their defaults (called by every page)."""
+def init_state(page: str | None = "other") -> None:
+    """Fill missing session-state keys with their defaults (called by every page with its
+    name, which scopes its widget keys: :func:`widget_key`)."""
+    if page is not None:
+        st.session_state["_page"] = page
     for key, value in DEFAULTS.items():
         if key not in st.session_state:
             st.session_state[key] = dict(value) if isinstance(value, dict) else value
@@ -66,9 +69,19 @@ def init_state() -> None:
         set_model(st.session_state["model_ref"])
 
 
+def widget_key(key: str) -> str:
+    """The widget key of session value ``key`` on the current page: ``_w_<page>_<key>``.
+
+    Per page, because a widget of the same key on another page is another widget to Streamlit:
+    on a page switch the old page's widget value would not carry over and the new widget would
+    start from its default (the first option) instead of the shared value.
+    """
+    return f"_w_{st.session_state.get('_page', 'app')}_{key}"
+
+
 def persistent(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) -> Any:
     """Render ``widget`` bound to the session-state value ``key`` (kept across pages)."""
-    wkey = f"_w_{key}"
+    wkey = widget_key(key)
     if wkey not in st.session_state:
         st.session_state[wkey] = st.session_state[key]
     value = widget(label, key=wkey, **kwargs)
@@ -288,7 +301,7 @@ def device_select(label: str, key: str = "device", **kwargs: Any) -> str:
     ids = list(labels)
     if st.session_state.get(key) not in ids:
         st.session_state[key] = DEFAULT_DEVICE if DEFAULT_DEVICE in ids else ids[0]
-        st.session_state.pop(f"_w_{key}", None)
+        st.session_state.pop(widget_key(key), None)
     return persistent(st.selectbox, label, key, options=ids, format_func=labels.__getitem__,
                       **kwargs)
 

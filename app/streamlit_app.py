@@ -28,7 +28,7 @@ PAGES = {
     ],
 }
 
-state.init_state()
+state.init_state(None)
 nav = st.navigation(PAGES)
 with st.sidebar:
     st.markdown("### roofcast")

@@ -69,7 +69,7 @@ def main() -> int:
     _timed(at)
     times = []
     for b in (2, 4, 8, 16, 32):
-        at.number_input(key="_w_batch").set_value(b)
+        at.number_input(key="_w_predict_batch").set_value(b)
         times.append(_timed(at))
     rows.append(("predict: batch 2..32 (cold, re-import)", times))
 

@@ -95,7 +95,7 @@ def main() -> int:
         shoot(driver, "compare")
 
         go_to_page(driver, "What-if device")
-        thumb = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stSlider"] [role="slider"]')[0]
+        thumb = driver.find_elements(By.CSS_SELECTOR, '[role="slider"]')[0]
         thumb.click()
         for _ in range(3):  # 1x -> 1.25x -> 1.5x -> 2x memory bandwidth
             thumb.send_keys(Keys.ARROW_RIGHT)

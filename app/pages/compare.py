@@ -56,7 +56,7 @@ def compare_table(devices: list[str], baseline: str) -> pd.DataFrame:
 
 
 def render() -> None:
-    state.init_state()
+    state.init_state("compare")
     s = st.session_state
     st.title("Compare hardware")
     st.caption(f"Model **{state.model_label(s['model_ref'])}** · {controls.config_summary()} "

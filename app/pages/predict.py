@@ -37,7 +37,7 @@ def _totals(pred, hw) -> None:
 
 
 def render() -> None:
-    state.init_state()
+    state.init_state("predict")
     s = st.session_state
     st.title("Predict")
     st.caption(f"Model **{state.model_label(s['model_ref'])}** — change it on the Model page.")

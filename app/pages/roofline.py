@@ -21,7 +21,7 @@ def _trajectory(setting: str, values: list[int]) -> list[tuple[int, pd.DataFrame
 
 
 def render() -> None:
-    state.init_state()
+    state.init_state("roofline")
     s = st.session_state
     st.title("Roofline")
     st.caption(f"Model **{state.model_label(s['model_ref'])}** · {controls.config_summary()} "

@@ -36,7 +36,7 @@ def op_gains(base: pd.DataFrame, new: pd.DataFrame, top: int = 15) -> pd.DataFra
 
 
 def render() -> None:
-    state.init_state()
+    state.init_state("whatif")
     s = st.session_state
     st.title("What-if device")
     st.caption(f"Model **{state.model_label(s['model_ref'])}** · {controls.config_summary()}")

@@ -150,8 +150,8 @@ def test_upload_with_unbound_dims_then_bound_and_predicted():
 # ----------------------------------------------------------------------------- Predict
 def test_predict_resnet50_batch8_on_h100_matches_the_library():
     at = start("predict")
-    at.selectbox(key="_w_device").set_value("h100-sxm")
-    at.number_input(key="_w_batch").set_value(8).run()
+    at.selectbox(key="_w_predict_device").set_value("h100-sxm")
+    at.number_input(key="_w_predict_batch").set_value(8).run()
     assert_clean(at)
     want = predict_graph(load_graph("resnet50", (), 8), "h100-sxm", RunConfig(dims={"batch": 8}),
                          "time-roofline")
@@ -166,10 +166,10 @@ def test_predict_resnet50_batch8_on_h100_matches_the_library():
 
 def test_predict_training_step_with_options():
     at = start("predict")
-    at.selectbox(key="_w_mode").set_value("train")
-    at.selectbox(key="_w_precision").set_value("bf16")
-    at.toggle(key="_w_fusion").set_value(True)
-    at.selectbox(key="_w_estimator").set_value("roofline").run()
+    at.selectbox(key="_w_predict_mode").set_value("train")
+    at.selectbox(key="_w_predict_precision").set_value("bf16")
+    at.toggle(key="_w_predict_fusion").set_value(True)
+    at.selectbox(key="_w_predict_estimator").set_value("roofline").run()
     assert_clean(at)
     cfg = RunConfig(dims={"batch": 1}, precision="bf16", mode="train", fusion=True)
     want = predict_graph(load_graph("resnet50", (), 1), "h100-sxm", cfg, "roofline")
@@ -179,14 +179,14 @@ def test_predict_training_step_with_options():
 
 def test_predict_cpu_threads_and_memory_that_does_not_fit():
     at = start("predict")
-    at.selectbox(key="_w_device").set_value("xeon-8480plus").run()
-    at.number_input(key="_w_threads").set_value(4).run()
+    at.selectbox(key="_w_predict_device").set_value("xeon-8480plus").run()
+    at.number_input(key="_w_predict_threads").set_value(4).run()
     want = predict_graph(load_graph("resnet50", (), 1), "xeon-8480plus",
                          RunConfig(dims={"batch": 1}, threads=4))
     assert shown_seconds(at) == want.time_s
-    at.selectbox(key="_w_device").set_value("l4")
-    at.selectbox(key="_w_mode").set_value("train")
-    at.number_input(key="_w_batch").set_value(4096).run()
+    at.selectbox(key="_w_predict_device").set_value("l4")
+    at.selectbox(key="_w_predict_mode").set_value("train")
+    at.number_input(key="_w_predict_batch").set_value(4096).run()
     assert not at.exception
     assert any("does not fit" in m.delta for m in at.metric if m.delta)
     assert any("lower the batch" in e.value for e in at.error)
@@ -246,7 +246,7 @@ def test_whatif_speedup_and_save_as_user_device(isolated):
     assert get_device("h100-fastmem").mem_bw_Bps == pytest.approx(2 * get_device("h100-sxm").mem_bw_Bps)
     # the new device is in the device lists at once
     at.run()
-    assert any(o.startswith("h100-fastmem ") for o in at.selectbox(key="_w_device").options)
+    assert any(o.startswith("h100-fastmem ") for o in at.selectbox(key="_w_whatif_device").options)
     # a bad id is a message, not a crash
     at.text_input(key="whatif_id").set_value("Bad Id")
     at.button[0].click()
@@ -289,3 +289,18 @@ def test_measurements_vs_prediction_and_retrain():
     assert any("gpu/elementwise: 12 rows" in c.value for c in at.caption)
     assert (table["new model median APE %"] >= 0).all()
     assert any("Held-out error" in m.value for m in at.markdown)
+
+
+# ----------------------------------------------------------------------------- shared state
+def test_device_and_batch_carry_across_pages():
+    at = start("predict")
+    at.selectbox(key="_w_predict_device").set_value("a100-80gb-sxm")
+    at.number_input(key="_w_predict_batch").set_value(4).run()
+    for page in ("roofline", "whatif", "predict"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert_clean(at)
+        assert at.session_state["device"] == "a100-80gb-sxm"
+        assert at.session_state["batch"] == 4
+        assert at.selectbox(key=f"_w_{page}_device").value == "a100-80gb-sxm"
+    at.switch_page("pages/model.py").run()
+    assert at.number_input(key="_w_model_batch").value == 4

@@ -9,6 +9,8 @@
 - Costs come from ``graph_import.costs.cost_of(node)``: None means no rule (counted in
   ``Graph.unsupported``); an exception from a rule puts the node in ``unresolved`` with the
   exception text.
+- Nodes whose every output value was folded at import (shape computations on bound dims) are
+  ``constant_folded`` and cost ``FREE_COST``: a runtime with the same static shapes folds them.
 - Parameters (``Graph.params``, ``Graph.weight_bytes``): initializers of floating dtypes plus
   8-bit / 4-bit integer initializers that a quantised op reads (``QUANT_WEIGHT_OPS``, QLinear*):
   quantised weights. Other integer, bool and string initializers are shape helpers, indices or
@@ -29,7 +31,14 @@ from onnx import ModelProto, TensorProto, numpy_helper
 from graph_import.fold import attribute_values
 from graph_import.load import tensor_has_inline_data
 from graph_import.shapes import ShapeResult, TensorShape, dtype_name, explain_failure
-from graph_import.types import Graph, OpCost, OpNode, TensorInfo, dtype_itemsize_bytes
+from graph_import.types import (
+    FREE_COST,
+    Graph,
+    OpCost,
+    OpNode,
+    TensorInfo,
+    dtype_itemsize_bytes,
+)
 
 CONST_INPUT_MAX_ELEMENTS = 4096
 
@@ -136,6 +145,8 @@ def build_graph(
             else:
                 if cost is None:
                     unsupported[_op_label(domain, op_type)] += 1
+                elif _constant_folded(node_outputs, shapes):
+                    op = OpNode(**fields, cost=FREE_COST, constant_folded=True)
                 else:
                     op = OpNode(**fields, cost=cost)  # cheaper than dataclasses.replace
         nxg.add_node(node_name, op=op)
@@ -194,6 +205,14 @@ def count_params(model: ModelProto) -> tuple[int, int]:
         else:
             n_bytes += numel * dtype_itemsize_bytes(dtype_name(t.data_type))
     return elements, n_bytes
+
+
+def _constant_folded(outputs: list[str], shapes: ShapeResult) -> bool:
+    """True when every output's value was computed at import (a shape computation: Shape ->
+    Gather -> Concat ..., or a Range/ConstantOfShape of bound dims). With the dims bound, an
+    inference runtime folds these nodes away at session creation, so no kernel runs them."""
+    outs = [t for t in outputs if t]
+    return bool(outs) and all(t in shapes.values for t in outs)
 
 
 def _op_label(domain: str, op_type: str) -> str:

@@ -48,15 +48,17 @@ def by_op_type(ops: pd.DataFrame) -> pd.DataFrame:
 def totals(graph: Graph) -> dict[str, float | int]:
     """Overall figures: FLOPs, bytes moved, params, weight and activation bytes, node counts.
 
+    ``constant_folded_nodes``: shape computations evaluated at import (free, no kernel).
     ``activation_bytes`` = bytes of every tensor written by a costed, non-free node (each
     intermediate counted once, as produced).
     """
     flops = bytes_moved = act_bytes = 0.0
-    costed = 0
+    costed = folded = 0
     for op in graph.ops():
         if op.cost is None:
             continue
         costed += 1
+        folded += op.constant_folded
         flops += op.cost.flops
         bytes_moved += op.cost.bytes_total
         if op.cost.engine is not Engine.FREE:
@@ -64,6 +66,7 @@ def totals(graph: Graph) -> dict[str, float | int]:
     return {
         "nodes": len(graph),
         "costed_nodes": costed,
+        "constant_folded_nodes": folded,
         "gflop": flops / 1e9,
         "mb_moved": bytes_moved / 1e6,
         "params": graph.params,

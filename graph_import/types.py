@@ -124,6 +124,7 @@ class OpNode:
     cost: OpCost | None = None
     weight_inputs: frozenset[str] = frozenset()
     const_inputs: Mapping[str, Any] = field(default_factory=dict)
+    constant_folded: bool = False
 
     def input(self, i: int) -> TensorInfo | None:
         """The i-th input, or None when absent/omitted."""

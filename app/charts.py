@@ -37,8 +37,8 @@ def fmt_time(seconds: float) -> str:
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     fig.update_layout(template=TEMPLATE, title={"text": title, "x": 0.0, "font": {"size": 16}},
                       height=height, margin={"l": 10, "r": 10, "t": 50, "b": 10}, font=FONT,
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1.0,
-                              "xanchor": "right"})
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0.0,
+                              "xanchor": "left"})
     return fig
 
 
@@ -161,8 +161,9 @@ def time_roofline(per_op: pd.DataFrame, title: str) -> go.Figure:
                 hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{x:.3g} " + unit
                               + "<br>%{y:.4g} µs<extra></extra>"), row=1, col=col)
         fig.update_xaxes(type="log", title=unit, row=1, col=col)
-    fig.update_yaxes(type="log", title="predicted kernel time (µs)", row=1, col=1)
-    return _layout(fig, title, height=460)
+    fig.update_yaxes(type="log")
+    fig.update_yaxes(title="predicted kernel time (µs)", row=1, col=1)
+    return _layout(fig, title, height=520)
 
 
 def trajectories(frames: Sequence[tuple[int, pd.DataFrame]], setting: str,
@@ -200,10 +201,8 @@ def trajectories(frames: Sequence[tuple[int, pd.DataFrame]], setting: str,
                           "%{y:.4g} GFLOP/s, %{customdata[1]:.4g} µs<extra></extra>"))
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP / byte)")
     fig.update_yaxes(type="log", title="attained GFLOP/s")
-    fig = _layout(fig, f"Roofline trajectories as {setting} grows (marker size grows with "
-                       f"{setting})", height=560)
-    fig.update_layout(legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0})
-    return fig
+    return _layout(fig, f"Roofline trajectories as {setting} grows (marker size grows with "
+                        f"{setting})", height=680)
 
 
 # ----------------------------------------------------------------------------- compare
@@ -213,8 +212,8 @@ def device_time_bars(df: pd.DataFrame) -> go.Figure:
         x=df["device"], y=df["time_ms"], marker_color="#4C78A8",
         error_y={"type": "data", "symmetric": False, "array": df["upper_ms"] - df["time_ms"],
                  "arrayminus": df["time_ms"] - df["lower_ms"], "color": "#333"},
-        text=[f"{t:.4g}" for t in df["time_ms"]], textposition="outside",
-        hovertemplate="%{x}: %{y:.4g} ms<extra></extra>"))
+        text=[f"{t:.4g} ms" for t in df["time_ms"]], textposition="inside",
+        insidetextanchor="start", hovertemplate="%{x}: %{y:.4g} ms<extra></extra>"))
     fig.update_yaxes(title="predicted step time (ms)")
     return _layout(fig, "Predicted time (error bars: interval)")
 
@@ -228,7 +227,8 @@ def speedup_bars(df: pd.DataFrame, baseline: str) -> go.Figure:
         error_y={"type": "data", "symmetric": False,
                  "array": df["speedup_hi"] - df["speedup"],
                  "arrayminus": df["speedup"] - df["speedup_lo"], "color": "#333"},
-        text=[f"{s:.2f}×" for s in df["speedup"]], textposition="outside",
+        text=[f"{s:.2f}×" for s in df["speedup"]], textposition="inside",
+        insidetextanchor="start",
         hovertemplate="%{x}: %{y:.3f}×<extra></extra>"))
     fig.add_hline(y=1.0, line={"color": "#666", "dash": "dash"})
     fig.update_yaxes(title=f"speedup over {baseline}")
@@ -245,13 +245,19 @@ def bound_mix(df: pd.DataFrame) -> go.Figure:
                                  hovertemplate="%{x}: %{y:.4g} ms " + bound + "<extra></extra>"))
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="time by bound (ms)")
-    return _layout(fig, "Bottleneck mix: what each device spends its time on")
+    return _layout(fig, "Bottleneck mix (time by bound)")
+
+
+def _short(v: float) -> str:
+    if pd.isna(v):
+        return "n/a"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def metric_bars(df: pd.DataFrame, col: str, title: str, axis: str, color: str) -> go.Figure:
     fig = go.Figure(go.Bar(x=df["device"], y=df[col], marker_color=color,
-                           text=[f"{v:.3g}" if pd.notna(v) else "n/a" for v in df[col]],
-                           textposition="outside",
+                           text=[_short(v) for v in df[col]], textposition="inside",
+                           insidetextanchor="start",
                            hovertemplate="%{x}: %{y:.4g}<extra></extra>"))
     fig.update_yaxes(title=axis)
     return _layout(fig, title, height=340)
@@ -270,9 +276,9 @@ def gain_by_op_type(base: pd.DataFrame, new: pd.DataFrame, top: int = 15) -> go.
                marker_color="#4C78A8",
                text=[f"{b / n:.2f}×" if n > 0 else "" for b, n in
                      zip(m["time_s_base"], m["time_s_new"], strict=True)],
-               textposition="outside"),
+               textposition="outside", cliponaxis=False),
     ])
-    fig.update_layout(barmode="group")
+    fig.update_layout(barmode="group", margin={"r": 50})
     fig.update_xaxes(title="predicted time (ms)")
     return _layout(fig, "Which op types gain", height=max(320, 40 * len(m) + 100))
 

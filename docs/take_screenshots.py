@@ -95,10 +95,15 @@ def main() -> int:
         shoot(driver, "compare")
 
         go_to_page(driver, "What-if device")
-        thumb = driver.find_elements(By.CSS_SELECTOR, '[role="slider"]')[0]
-        thumb.click()
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        thumb = wait_for(driver, lambda d: d.find_element(
+            By.CSS_SELECTOR, 'input[type="range"][aria-label="Memory bandwidth"]'))
+        driver.execute_script("arguments[0].focus();", thumb)
         for _ in range(3):  # 1x -> 1.25x -> 1.5x -> 2x memory bandwidth
-            thumb.send_keys(Keys.ARROW_RIGHT)
+            ActionChains(driver).send_keys(Keys.ARROW_RIGHT).perform()
+            time.sleep(0.2)
+        wait_for(driver, lambda d: "Speedup" in d.page_source)
         idle(driver)
         time.sleep(1.0)
         shoot(driver, "whatif")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "streamlit_app.py"
 MAX_UPLOAD_MB = 200  # = app.state.MAX_UPLOAD_MB (not imported: keeps `roofcast --help` light)
+PRIMARY_COLOR = "#3B6EA8"  # the charts' blue
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +39,8 @@ def streamlit_command(port: int | None = None, address: str | None = None) -> li
     """The command line that starts the app."""
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP_SCRIPT),
            "--server.headless", "true", "--server.maxUploadSize", str(MAX_UPLOAD_MB),
-           "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+           "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+           "--theme.primaryColor", PRIMARY_COLOR]
     if port is not None:
         cmd += ["--server.port", str(port)]
     if address is not None:

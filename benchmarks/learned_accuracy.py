@@ -12,7 +12,9 @@ exactly as ``roofcast train`` does (``predictor.learned.training``) and prints:
   out-of-fold predictions, learned and analytical (``time-roofline``), chosen candidate and the
   CV error of every candidate, nested held-out interval coverage;
 * ``gpu_per_device``: per family and held-out NeuSight GPU;
-* ``end_to_end``: whole-model CPU runs, leave-one-model-out.
+* ``end_to_end``: whole-model CPU runs, leave-one-model-out;
+* context: how much two sessions of the same model and config disagree end to end in the
+  bundled data (its measurement noise floor).
 
 ``--quick``: 300 public rows per (family, device) and small ensembles (a smoke run); the full
 run (1500 rows per family and device) takes several minutes on 2 cores. Nothing is saved
@@ -58,6 +60,25 @@ def gpu_per_device(res: TrainResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def repeat_noise_pct() -> tuple[float, int] | None:
+    """Median |e2e(repeat) - e2e(first)| / e2e(first) of the bundled CPU data's repeated runs."""
+    from predictor.learned.data import BUNDLED_DIR
+
+    path = BUNDLED_DIR / "cpu_summary.csv"
+    if not path.is_file():
+        return None
+    s = pd.read_csv(path)
+    if "repeat_of" not in s.columns:
+        return None
+    rep = s[s["kind"].eq("zoo-repeat") & s["repeat_of"].notna()]
+    first = s.set_index("run_id")["e2e_ms"]
+    rep = rep[rep["repeat_of"].isin(first.index)]
+    if rep.empty:
+        return None
+    base = first.loc[rep["repeat_of"]].to_numpy()
+    return 100 * float(np.median(np.abs(rep["e2e_ms"].to_numpy() - base) / base)), len(rep)
+
+
 def acceptance(res: TrainResult, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     X, meas = res.ts.X, res.ts.y_s
     kind = X["device_kind"].to_numpy()
@@ -74,6 +95,10 @@ def acceptance(res: TrainResult, tables: dict[str, pd.DataFrame]) -> pd.DataFram
             100 * np.median(ape(e2e["learned_s"], m)), 100 * np.median(ape(e2e["analytical_s"], m)),
             f"{len(e2e)} runs of {e2e['group'].nunique()} models")
         add("CPU e2e 90% interval coverage %", "85-95", 100 * e2e["covered"].mean(), np.nan)
+    noise = repeat_noise_pct()
+    if noise is not None:
+        add("CPU e2e repeat disagreement % (same model/config, fresh session)", "context",
+            noise[0], np.nan, f"median over {noise[1]} repeated runs: the measurement noise floor")
     cpu_rows = np.concatenate([kr.rows for k, kr in res.keys.items() if k.startswith("cpu/")]
                               or [np.array([], int)])
     if len(cpu_rows):

@@ -174,7 +174,7 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
             e = ape(oofs[cand], meas[rows])
             errs[cand] = float(np.median(e) + weighted_median(e, meas[rows])) / 2.0
         best = min(candidates, key=lambda c: (errs[c], CANDIDATES.index(c)))
-        say(f"{key}: {len(rows)} rows, {cv}; CV median APE "
+        say(f"{key}: {len(rows)} rows, {cv}; CV error (median + time-weighted median APE)/2: "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in errs.items()) + f" -> {best}")
         models[key] = FamilyModel.fit(key, best, Fk, yk, xgb_params, wk)
         oof = oofs[best]

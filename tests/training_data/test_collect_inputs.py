@@ -75,3 +75,22 @@ def test_materialise_fills_external_weights_without_reading_them(tmp_path, monke
     assert set(m.rows["model"]) == {"model"}
     assert len(m.rows) >= 3
     assert external_initializers(model) == ["W", "W2"]  # the caller's model is untouched
+
+
+def test_big_random_weights_stay_out_of_the_proto_and_run_in_memory(tmp_path):
+    from training_data.collectors.ort_cpu import run_profiled
+    from training_data.collectors.random_inputs import IN_MEMORY_LOCATION, materialise_split
+
+    model = conv_matmul_model(external=True, location="absent.bin")
+    runnable, big = materialise_split(model, {"batch": 2}, inline_max_bytes=64)
+    assert sorted(big) == ["W", "W2"]
+    assert big["W"].shape == (16, 8, 3, 3)
+    w = next(t for t in runnable.graph.initializer if t.name == "W")
+    assert w.data_location == TensorProto.EXTERNAL
+    assert w.external_data[0].value == IN_MEMORY_LOCATION
+    feeds, _ = make_feeds(runnable)
+    runs, wall, optimized = run_profiled(runnable, feeds, MeasureConfig(repeats=2, warmup=0),
+                                         tmp_path, big)
+    assert {n.op_type for n in optimized.graph.node} >= {"Gemm"}  # MatMul+Add fused
+    assert len(runs) == len(wall) == 2
+    assert all(r.kernels for r in runs)

@@ -46,7 +46,7 @@ from training_data.collectors import rows as tidy
 from training_data.collectors.node_mapping import Mapping as NodeMap
 from training_data.collectors.node_mapping import map_optimized
 from training_data.collectors.profile import ProfiledRun, parse_profile
-from training_data.collectors.random_inputs import IntInputPlan, make_feeds, materialise
+from training_data.collectors.random_inputs import IntInputPlan, make_feeds, materialise_split
 from training_data.errors import MeasurementError
 from training_data.schema import COLUMNS
 
@@ -140,12 +140,17 @@ def session_options(config: MeasureConfig, workdir: Path, save_optimized: bool =
 
 
 def run_profiled(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], config: MeasureConfig,
-                 workdir: Path) -> tuple[list[ProfiledRun], list[float], onnx.ModelProto]:
+                 workdir: Path, weights: Mapping[str, np.ndarray] | None = None
+                 ) -> tuple[list[ProfiledRun], list[float], onnx.ModelProto]:
     """Run ``warmup + repeats`` times; returns the timed runs' profiles, their wall times (s)
-    and the optimised graph ORT ran (initializer values not loaded)."""
+    and the optimised graph ORT ran (initializer values not loaded). ``weights``: initializers
+    declared external in ``model`` whose values are given in memory."""
     import onnxruntime as ort
 
     so = session_options(config, workdir)
+    if weights:
+        values = [ort.OrtValue.ortvalue_from_numpy(a) for a in weights.values()]
+        so.add_external_initializers(list(weights), values)
     try:
         sess = ort.InferenceSession(model.SerializeToString(), so, providers=[config.provider])
     except Exception as exc:  # ORT raises its own Fail/InvalidGraph types
@@ -183,6 +188,7 @@ class Prepared:
     runnable: onnx.ModelProto
     feeds: dict[str, np.ndarray]
     plans: list[IntInputPlan]
+    weights: dict[str, np.ndarray] = field(default_factory=dict)  # big ones, kept out of the proto
 
 
 def prepare(source: Any, dims: Mapping[str, int] | None = None, name: str | None = None,
@@ -197,16 +203,17 @@ def prepare(source: Any, dims: Mapping[str, int] | None = None, name: str | None
         name = Path(source).stem if isinstance(source, str | Path) else (model.graph.name
                                                                         or "model")
     graph = import_for_costs(model, dims, name or "model")
-    runnable = materialise(model, dims, seed=seed)
+    runnable, weights = materialise_split(model, dims, seed=seed)
     feeds, plans = make_feeds(runnable, np.random.default_rng(seed))
-    return Prepared(name, dims, model, graph, runnable, feeds, plans)
+    return Prepared(name, dims, model, graph, runnable, feeds, plans, weights)
 
 
 def measure_prepared(prep: Prepared, config: MeasureConfig,
                      source: str = tidy.SOURCE_ORT_CPU) -> Measurement:
     """Run and profile a prepared model under ``config``."""
     with tempfile.TemporaryDirectory(prefix="roofcast-measure-") as tmp:
-        runs, wall, optimized = run_profiled(prep.runnable, prep.feeds, config, Path(tmp))
+        runs, wall, optimized = run_profiled(prep.runnable, prep.feeds, config, Path(tmp),
+                                             prep.weights)
     mapping = map_optimized(prep.model, optimized)
     return assemble(prep.graph, mapping, runs, wall, config, prep.dims, prep.plans,
                     model_name=prep.name, source=source)

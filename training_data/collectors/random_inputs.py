@@ -11,6 +11,8 @@
   kernels). Rank <= 1 float tensors (biases, norm scales, running variances) are uniform in
   ``[0.5, 1.5]``: positive, so a variance under a square root stays finite. Integer tensors are
   zeros (indices, shape helpers: 0 is valid everywhere), bools are False.
+  ``materialise_split`` keeps tensors above 1 MiB out of the proto and returns them as arrays
+  for ``SessionOptions.add_external_initializers`` (models beyond protobuf's 2 GB run too).
 * ``make_feeds(model, rng)`` builds one array per graph input of the materialised model:
   floats standard normal; integer inputs get values valid for what consumes them (see
   ``int_input_plan``).
@@ -53,24 +55,46 @@ class IntInputPlan:
     reason: str
 
 
+IN_MEMORY_LOCATION = "roofcast-in-memory"
+INLINE_MAX_BYTES = 1 << 20
+
+
 def materialise(model: ModelProto, dims: Mapping[str, int] | None = None,
                 seed: int = 0) -> ModelProto:
     """A copy of ``model`` with every initializer lacking inline data filled with random values
     (module docstring) and ``dims`` bound in its inputs/outputs. The original is untouched."""
+    out, big = materialise_split(model, dims, seed, inline_max_bytes=None)
+    assert not big
+    return out
+
+
+def materialise_split(model: ModelProto, dims: Mapping[str, int] | None = None, seed: int = 0,
+                      inline_max_bytes: int | None = INLINE_MAX_BYTES
+                      ) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """Like ``materialise``, but random tensors above ``inline_max_bytes`` stay declared as
+    external data (location ``roofcast-in-memory``, never a file) and are returned as arrays,
+    for ``SessionOptions.add_external_initializers``: a model whose weights exceed protobuf's
+    2 GB limit still runs, and nothing big is serialised. ``None`` inlines everything."""
     out = ModelProto()
     out.CopyFrom(model)
     rng = np.random.default_rng(seed)
+    big: dict[str, np.ndarray] = {}
     for t in out.graph.initializer:
         if tensor_has_inline_data(t):
             continue
         arr = random_tensor(tuple(int(d) for d in t.dims), t.data_type, rng)
-        filled = numpy_helper.from_array(arr, t.name)
         t.ClearField("external_data")
+        if inline_max_bytes is not None and arr.nbytes > inline_max_bytes:
+            big[t.name] = arr
+            t.data_location = TensorProto.EXTERNAL
+            entry = t.external_data.add()
+            entry.key, entry.value = "location", IN_MEMORY_LOCATION
+            continue
         t.data_location = TensorProto.DEFAULT
-        t.raw_data = filled.raw_data
+        t.raw_data = numpy_helper.from_array(arr, t.name).raw_data
     if dims:
         bind_dims(out.graph, dims)
-    return out
+    return out, big
 
 
 def external_initializers(model: ModelProto) -> list[str]:

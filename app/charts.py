@@ -168,10 +168,12 @@ def time_roofline(per_op: pd.DataFrame, title: str) -> go.Figure:
 
 def trajectories(frames: Sequence[tuple[int, pd.DataFrame]], setting: str,
                  top: int = 12) -> go.Figure:
-    """Roofline trajectories: the ``top`` slowest kernels (at the last setting) as lines through
-    their (intensity, GFLOP/s) points for each value of ``setting``; roofs of the last setting."""
-    last = _workful(frames[-1][1])
-    keys = last.nlargest(top, "time_s")["key"].tolist()
+    """Roofline trajectories: ``top`` kernels (the slowest of each op type first, then the slowest
+    others, at the last setting) as lines through their (intensity, GFLOP/s) points for each
+    value of ``setting``; roofs of the last setting."""
+    ranked = _workful(frames[-1][1]).sort_values("time_s", ascending=False)
+    per_type = ranked.drop_duplicates("op_type")["key"].tolist()  # every op type shows
+    keys = (per_type + [k for k in ranked["key"] if k not in set(per_type)])[:top]
     fig = go.Figure()
     bw = float(frames[-1][1]["mem_bw_Bps"].iloc[0])
     pts = pd.concat([_workful(df).assign(_v=v) for v, df in frames], ignore_index=True)

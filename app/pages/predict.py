@@ -32,8 +32,30 @@ def _totals(pred, hw) -> None:
     # machine-readable figure for tests and scripts (seconds, full precision)
     st.markdown(f'<span id="roofcast-time-s" data-seconds="{pred.time_s!r}" '
                 f'style="display:none">{pred.time_s!r}</span>', unsafe_allow_html=True)
+    learned = learned_summary(pred, hw)
+    if learned is not None:
+        ood = (f" · out of distribution: {learned['ood_reason']}" if learned["ood"] else "")
+        st.info(f"Learned end to end: **{charts.fmt_time(learned['e2e_s'])}** (interval "
+                f"{charts.fmt_time(learned['e2e_lower_s'])} – "
+                f"{charts.fmt_time(learned['e2e_upper_s'])}, {learned['interval_method']}); "
+                f"{learned['ops_learned']} kernels timed by learned models, "
+                f"{learned['ops_analytical']} by the analytical fallback{ood}",
+                icon=":material/model_training:")
     for note in pred.notes:
         st.info(note, icon=":material/info:")
+
+
+def learned_summary(pred, hw) -> dict | None:
+    """``LearnedModel.summarize`` for a learned/auto prediction (model loaded once per folder
+    and version with ``st.cache_resource``); None for analytical estimators."""
+    from predictor.estimators import ESTIMATORS
+
+    if pred.estimator in ESTIMATORS or "predictor" not in pred.per_op:
+        return None
+    from predictor.learned.estimator import model_folder
+
+    model = state.learned_model(str(model_folder()), state.learned_version(pred.estimator))
+    return model.summarize(pred.per_op, hw.kind)
 
 
 def render() -> None:

@@ -4,6 +4,7 @@ outputs compared with what the library returns for the same inputs, user errors 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -289,6 +290,28 @@ def test_measurements_vs_prediction_and_retrain():
     assert any("gpu/elementwise: 12 rows" in c.value for c in at.caption)
     assert (table["new model median APE %"] >= 0).all()
     assert any("Held-out error" in m.value for m in at.markdown)
+    # adopt it: the learned estimator of the app now uses it, as predict_graph does
+    at.button(key="adopt").click().run()
+    assert_clean(at)
+    folder = Path(os.environ["ROOFCAST_LEARNED_MODEL"])
+    assert (folder / "metadata.json").is_file()
+    at.switch_page("pages/predict.py").run()
+    at.selectbox(key="_w_predict_estimator").set_value("learned").run()
+    assert_clean(at)
+    want = predict_graph(load_graph("resnet50", (), 1), "h100-sxm", RunConfig(dims={"batch": 1}),
+                         "learned")
+    assert shown_seconds(at) == want.time_s
+    assert any("Learned end to end" in i.value for i in at.info)
+
+
+def test_learned_estimator_without_a_model_is_a_message():
+    at = start("predict")
+    at.selectbox(key="_w_predict_estimator").set_value("auto").run()
+    assert not at.exception
+    with pytest.raises(PredictionError) as exc:
+        predict_graph(load_graph("resnet50", (), 1), "h100-sxm", RunConfig(dims={"batch": 1}),
+                      "auto")
+    assert any(str(exc.value) in e.value for e in at.error)
 
 
 # ----------------------------------------------------------------------------- shared state

@@ -76,6 +76,10 @@ def _session(prepared, setting: Setting, workdir: Path):
                         opt_level=setting.opt_level, repeats=1, warmup=0)
     so = session_options(cfg, workdir, save_optimized=False)
     so.enable_profiling = False
+    weights = getattr(prepared, "weights", None)
+    if weights:  # big initializers kept out of the proto (models beyond protobuf's 2 GB)
+        values = [ort.OrtValue.ortvalue_from_numpy(a) for a in weights.values()]
+        so.add_external_initializers(list(weights), values)
     try:
         return ort.InferenceSession(prepared.runnable.SerializeToString(), so,
                                     providers=[cfg.provider])

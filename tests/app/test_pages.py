@@ -327,3 +327,19 @@ def test_device_and_batch_carry_across_pages():
         assert at.selectbox(key=f"_w_{page}_device").value == "a100-80gb-sxm"
     at.switch_page("pages/model.py").run()
     assert at.number_input(key="_w_model_batch").value == 4
+
+
+def test_sequence_beyond_the_position_table_is_a_message_on_every_page():
+    at = start()
+    at.selectbox(key="zoo_choice").set_value("gpt2").run()
+    at.number_input(key="_w_dim_sequence").set_value(4096).run()
+    assert not at.exception
+    graph = load_graph("gpt2", ["sequence=4096"], 1)
+    assert graph.unresolved  # the library flags the Gather beyond the 1024-row table
+    assert any(f"{len(graph.unresolved)} unresolved node(s)" in w.value for w in at.warning)
+    with pytest.raises(PredictionError) as exc:
+        predict_graph(graph, "h100-sxm", RunConfig(dims={"sequence": 4096, "batch": 1}))
+    for page in ("predict", "roofline", "compare", "whatif"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, page
+        assert any(str(exc.value) in e.value for e in at.error), page

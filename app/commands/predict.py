@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         from predictor.learned.estimator import graph_summary
 
         s = graph_summary(pred.per_op, hw.kind)
-        extra.update({"learned_e2e_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,
+        extra.update({"e2e_estimate_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,
                       "e2e_upper_ms": s["e2e_upper_s"] * 1e3, "interval": s["interval_method"],
                       "ops_learned": s["ops_learned"], "ops_analytical": s["ops_analytical"],
                       "out_of_distribution": s["ood"], "ood_reason": s["ood_reason"]})

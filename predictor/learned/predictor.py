@@ -29,6 +29,9 @@ from predictor.learned.model import FamilyModel, bounded_time
 from predictor.learned.ood import DEVICE_DISTANCE, DeviceSet, Ranges, model_flag
 
 MODES: tuple[str, ...] = ("learned", "auto")
+#: the end-to-end calibration applies only when learned rows hold this share of the time (and
+#: the graph is not flagged): it was fitted on sums of learned per-op times.
+E2E_MIN_LEARNED_SHARE = 0.9
 DEFAULT_FALLBACK = "time-roofline"
 
 
@@ -119,7 +122,9 @@ class LearnedModel:
                                explained["analytical_s"].to_numpy(float),
                                explained["device_ood"].to_numpy(bool))
         e2e = self.e2e.get(kind)
-        if e2e is not None:
+        learned = explained["predictor"].str.startswith("learned").to_numpy()
+        share = float(explained["time_s"][learned].sum() / total) if total > 0 else 0.0
+        if e2e is not None and not flag and share >= E2E_MIN_LEARNED_SHARE:
             pred, lo, hi = e2e.apply(total)
             how = f"e2e conformal ({e2e.runs} held-out runs)"
         else:
@@ -127,7 +132,7 @@ class LearnedModel:
             lo, hi = comonotone_sum(explained["lower_s"].to_numpy(float),
                                     explained["upper_s"].to_numpy(float))
             how = "comonotone sum of per-op intervals"
-        return {"sum_ops_s": total, "e2e_s": pred, "e2e_lower_s": lo, "e2e_upper_s": hi,
+        return {"sum_ops_s": total, "learned_share": share, "e2e_s": pred, "e2e_lower_s": lo, "e2e_upper_s": hi,
                 "interval_method": how, "ood": flag, "ood_reason": why,
                 "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
                 "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum())}

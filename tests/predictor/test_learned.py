@@ -237,3 +237,18 @@ def test_no_pickle_anywhere_in_the_learned_code():
             assert not pattern.search(f.read_text()), f
     shipped = ROOT / "predictor" / "learned" / "default"
     assert not [p for p in shipped.rglob("*") if p.suffix in (".pkl", ".pickle", ".joblib")]
+
+
+def test_shipped_default_model_loads_and_predicts():
+    folder = ROOT / "predictor" / "learned" / "default"
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 5 * 2**20
+    model = persistence.load(folder)
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert meta["features"] == list(FEATURES)
+    assert len(meta["data_hash"]) == 64
+    assert {"gpu/matmul", "gpu/conv", "cpu/matmul", "cpu/conv"} <= set(model.models)
+    X = fresh_rows("t4")
+    ex = make_estimator("learned").explain(X)
+    _, _, bound = roofline_terms(X)
+    assert (ex["time_s"].to_numpy() >= bound * (1 - 1e-12)).all()
+    assert ex["predictor"].str.startswith("learned:gpu/").all()

@@ -101,7 +101,7 @@ def test_predict_and_compare_with_learned_and_auto(model_dir, mlp_path, capsys, 
     assert ops["Relu"]["ood"]
     assert "write_over_read" in ops["Relu"]["ood_reason"]
     assert ops["Relu"]["predictor"] == "analytical:time-roofline"
-    assert doc["e2e_lower_ms"] <= doc["learned_e2e_ms"] <= doc["e2e_upper_ms"]
+    assert doc["e2e_lower_ms"] <= doc["e2e_estimate_ms"] <= doc["e2e_upper_ms"]
     assert main(["compare", mlp_path, "--hw", "t4,v100-pcie-32gb", "--estimator", "learned",
                  "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

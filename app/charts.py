@@ -203,8 +203,11 @@ def trajectories(frames: Sequence[tuple[int, pd.DataFrame]], setting: str,
                           "%{y:.4g} GFLOP/s, %{customdata[1]:.4g} µs<extra></extra>"))
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP / byte)")
     fig.update_yaxes(type="log", title="attained GFLOP/s")
-    return _layout(fig, f"Roofline trajectories as {setting} grows (marker size grows with "
-                        f"{setting})", height=680)
+    fig = _layout(fig, f"Roofline trajectories as {setting} grows (marker size grows with "
+                       f"{setting})", height=600)
+    fig.update_layout(legend={"orientation": "v", "yanchor": "top", "y": 1.0, "x": 1.02,
+                              "xanchor": "left", "font": {"size": 11}})
+    return fig
 
 
 # ----------------------------------------------------------------------------- compare

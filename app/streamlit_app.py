@@ -30,7 +30,8 @@ PAGES = {
 
 state.init_state(None)
 nav = st.navigation(PAGES)
-with st.sidebar:
+nav.run()
+with st.sidebar:  # after the page: shows the values its widgets just set
     st.markdown("### roofcast")
     st.caption("How fast will this model run on that hardware — and what if…?")
     s = st.session_state
@@ -40,4 +41,3 @@ with st.sidebar:
         f"**Batch** {s['batch']} · {s['precision']} · {s['mode']}  \n"
         f"**Estimator** {s['estimator']}"
         + (" · fusion" if s["fusion"] else "") + (" · inter-op" if s["inter_op"] else ""))
-nav.run()

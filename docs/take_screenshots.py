@@ -73,7 +73,7 @@ def main() -> int:
         driver.get(url)
         wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
         idle(driver)
-        set_number(driver, "batch (batch)", 8)
+        set_number(driver, "batch (batch size)", 8)
         shoot(driver, "model")
 
         go_to_page(driver, "Predict")

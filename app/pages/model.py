@@ -67,7 +67,7 @@ def _dims_editor(ref: str) -> None:
     for i, name in enumerate(names):
         with cols[i % len(cols)]:
             if name == bdim:
-                state.persistent(st.number_input, f"{name} (batch)", "batch", min_value=1,
+                state.persistent(st.number_input, f"{name} (batch size)", "batch", min_value=1,
                                  max_value=state.MAX_BATCH, step=1)
                 continue
             wkey = f"_w_dim_{name}"
@@ -117,7 +117,8 @@ def _summary(graph) -> None:
                      column_config={"gflop": st.column_config.NumberColumn(format="%.3f"),
                                     "mb_moved": st.column_config.NumberColumn(format="%.2f"),
                                     "flop_share": st.column_config.ProgressColumn(
-                                        min_value=0.0, max_value=1.0, format="%.2f")})
+                                        min_value=0.0, max_value=1.0, format="percent",
+                                        width="small")})
     with st.expander(f"Per-op costs ({len(ops)} costed ops)"):
         st.dataframe(ops, hide_index=True, width="stretch")
 

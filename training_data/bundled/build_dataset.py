@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="quick micro grid, batch 1 only")
     ap.add_argument("--models", nargs="*", help="zoo models (default: all)")
     ap.add_argument("--no-calibration", action="store_true")
+    ap.add_argument("--no-micro", action="store_true", help="skip the microbenchmarks")
+    ap.add_argument("--append", action="store_true",
+                    help="add to the files in --out-dir instead of replacing them")
     ap.add_argument("--report", action="store_true",
                     help="only print the acceptance table of an existing cpu_summary.csv")
     args = ap.parse_args(argv)
@@ -188,11 +191,21 @@ def main(argv: list[str] | None = None) -> int:
                        "latency is the median of the repeats, p10/p90 give the spread, and "
                        "cpu_summary.csv records the CPU share other processes used meanwhile"),
     }
-    calibration = None if args.no_calibration else run_calibration(log)
-    meta["calibration"] = calibration
     frames: list[pd.DataFrame] = []
     summaries: list[dict[str, Any]] = []
     skipped: list[str] = []
+    if args.append and (args.out_dir / "cpu_metadata.json").is_file():
+        frames.append(pd.read_csv(args.out_dir / "cpu_measurements.csv.gz",
+                                  keep_default_na=False, na_values=[""]))
+        summaries.extend(pd.read_csv(args.out_dir / "cpu_summary.csv").to_dict("records"))
+        old = json.loads((args.out_dir / "cpu_metadata.json").read_text())
+        meta = {**old, "appended": [*old.get("appended", []), meta]}
+        skipped = list(old.get("skipped", []))
+        meta["elapsed_s_before_append"] = (float(old.get("elapsed_s", 0.0))
+                                           + float(old.get("elapsed_s_before_append", 0.0)))
+    calibration = (meta.get("calibration") if args.append else None) if (
+        args.no_calibration or args.append) else run_calibration(log)
+    meta["calibration"] = calibration
 
     def flush() -> None:
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -210,16 +223,17 @@ def main(argv: list[str] | None = None) -> int:
 
     configs = [MeasureConfig(threads_intra=t, repeats=args.repeats, warmup=args.warmup)
                for t in THREADS]
-    micro = cases("all", quick=args.quick)
-    log(f"microbenchmarks: {len(micro)} cases x {len(configs)} thread counts")
-    before = (cpu_seconds(), own_cpu_seconds(), time.perf_counter())
-    micro_rows, micro_summary = run_cases(micro, configs)
-    frames.append(micro_rows)
-    share = other_share(before, n_cpu)
-    for rec in micro_summary.to_dict("records"):
-        summaries.append({**rec, "kind": "micro", "other_cpu_share": share})
-    flush()
-    log(f"microbenchmarks done: {len(micro_rows)} rows, {left():.0f} s of budget left")
+    if not args.no_micro:
+        micro = cases("all", quick=args.quick)
+        log(f"microbenchmarks: {len(micro)} cases x {len(configs)} thread counts")
+        before = (cpu_seconds(), own_cpu_seconds(), time.perf_counter())
+        micro_rows, micro_summary = run_cases(micro, configs)
+        frames.append(micro_rows)
+        share = other_share(before, n_cpu)
+        for rec in micro_summary.to_dict("records"):
+            summaries.append({**rec, "kind": "micro", "other_cpu_share": share})
+        flush()
+        log(f"microbenchmarks done: {len(micro_rows)} rows, {left():.0f} s of budget left")
 
     names = args.models or zoo.list_models()
     plan = []

@@ -288,6 +288,7 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
         "executor_ms": float(np.median(run_arr - kernel_per_run)) * 1e3,
         "ops_over_e2e": float(np.median(kernel_per_run / wall_arr)),
         "sum_op_medians_ms": float(frame["latency_s"].sum()) * 1e3 if len(frame) else 0.0,
+        "sum_op_p10_ms": float(frame["latency_p10_s"].sum()) * 1e3 if len(frame) else 0.0,
         "unattributed_ms": float(np.median(other_per_run)) * 1e3,
         "joined_fraction": (float(joined_per_run.sum()) / total_kernel if total_kernel > 0
                             else math.nan),

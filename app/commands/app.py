@@ -8,6 +8,7 @@ settings can be given in ``.streamlit/config.toml`` as usual.
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,9 +51,13 @@ def streamlit_command(port: int | None = None, address: str | None = None) -> li
 
 def run(args: argparse.Namespace) -> int:
     proc = subprocess.Popen(streamlit_command(args.port, args.address))
+    # a SIGTERM to `roofcast app` stops the server too (no orphaned Streamlit process)
+    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
     try:
         return proc.wait()
     except KeyboardInterrupt:
         proc.terminate()
         proc.wait(timeout=10)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -12,6 +12,11 @@ they turn a featurized table into per-op times.
    estimator elsewhere; ``mode="auto"``: the learned time only where the row is in distribution.
    Column ``predictor`` says which one produced each row's time (``learned:<key>:<candidate>``
    or ``analytical:<estimator>``), ``ood_reason`` why a row was flagged.
+
+``compute_s``/``memory_s`` are the roofline terms of the bound; ``overhead_s`` the device's
+launch overhead; ``bound`` for a learned row is ``compute`` or ``memory`` when that roofline
+term is the largest part of the learned time, ``overhead`` when most of the time lies beyond
+the roofline bound (launch/dispatch cost and inefficiency the regressor learned).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Bundled measured data (``cpu_measurements.csv.gz``) and the script that builds it."""

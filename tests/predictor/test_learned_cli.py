@@ -107,3 +107,18 @@ def test_predict_and_compare_with_learned_and_auto(model_dir, mlp_path, capsys, 
     doc = json.loads(capsys.readouterr().out)
     assert [r["device"] for r in doc["devices"]] == ["t4", "v100-pcie-32gb"]
     assert all(r["time_ms"] > 0 for r in doc["devices"])
+
+
+def test_train_from_the_measurement_store_with_a_device_filter(measurement_csv, tmp_path, capsys):
+    from training_data.importers import import_file
+    from training_data.store import Store
+
+    store = tmp_path / "store.sqlite"
+    assert import_file(measurement_csv, Store(store)).added == 240
+    assert main(["train", "--from", "store", "--store", str(store), "--devices",
+                 "t4,v100-pcie-32gb", "--no-save", "--quick", "--per-group", "--format",
+                 "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["training_rows"] == 160
+    assert {r["group"] for r in doc["per_group"]} == {"device:t4", "device:v100-pcie-32gb"}
+    assert "saved_to" not in doc

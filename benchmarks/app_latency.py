@@ -9,8 +9,10 @@ server — after each widget change:
 * What-if page, all five sliders moved one after another (cold);
 * Predict page, batch size 2, 4, 8, 16, 32 (cold: re-import at the new batch + predict).
 
-The browser adds the websocket round trip and Plotly rendering on top (not measured here).
-Run: ``python benchmarks/app_latency.py``; prints one table (seconds).
+With ``--browser`` (needs chromium + chromium-driver): the same bandwidth slider moved with the
+keyboard in headless Chromium against ``roofcast app``, timed from the key press until the
+what-if metric on the page shows the new figure (websocket round trip, rerun and rendering).
+Run: ``python benchmarks/app_latency.py [--browser]``; prints one table (seconds).
 """
 
 from __future__ import annotations
@@ -73,12 +75,62 @@ def main() -> int:
         times.append(_timed(at))
     rows.append(("predict: batch 2..32 (cold, re-import)", times))
 
+    if "--browser" in sys.argv:
+        rows += browser_rows()
     print(f"first page load (imports, cold caches): {first:.2f} s; "
           f"what-if page open: {whatif_open:.2f} s")
-    print(f"{'update after':<44} {'n':>3} {'median_s':>9} {'max_s':>7}")
+    print(f"{'update after':<44} {'n':>3} {'median_s':>9} {'max_s':>7}  each_s")
     for name, times in rows:
-        print(f"{name:<44} {len(times):>3} {statistics.median(times):>9.3f} {max(times):>7.3f}")
+        each = " ".join(f"{t:.2f}" for t in times)
+        print(f"{name:<44} {len(times):>3} {statistics.median(times):>9.3f} {max(times):>7.3f}"
+              f"  {each}")
     return 0
+
+
+def browser_rows() -> list[tuple[str, list[float]]]:
+    """Key press -> new what-if figure on the page, in headless Chromium (cold, then warm)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.app.browser import chromium, go_to_page, idle, running_app, wait_for
+
+    def shown(d) -> str:
+        """The what-if changes the page last rendered (hidden marker), or ''."""
+        found = d.find_elements(By.ID, "roofcast-whatif")
+        try:
+            return found[0].get_attribute("data-changes") if found else ""
+        except Exception:  # re-rendered between find and read
+            return ""
+
+    tmp = tempfile.mkdtemp(prefix="roofcast-bench-")
+    out = []
+    with running_app({"ROOFCAST_HW_DIR": f"{tmp}/devices"}) as url, chromium() as d:
+        d.get(url)
+        wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
+        idle(d)
+        go_to_page(d, "What-if device")
+        time.sleep(2.0)  # let the browser finish drawing the page's charts first
+        steps = ["mem_bw_scale=1.25", "mem_bw_scale=1.5", "mem_bw_scale=2", "mem_bw_scale=3",
+                 "mem_bw_scale=4", "mem_bw_scale=8"]
+        for label, key, targets in (("cold", Keys.ARROW_RIGHT, steps),
+                                    ("warm", Keys.ARROW_LEFT, [*steps[-2::-1], "none"])):
+            times = []
+            for target in targets:
+                thumb = d.find_element(By.CSS_SELECTOR,
+                                       'input[type="range"][aria-label="Memory bandwidth"]')
+                d.execute_script("arguments[0].focus();", thumb)
+                t0 = time.perf_counter()
+                ActionChains(d).send_keys(key).perform()
+                while shown(d) != target:
+                    if time.perf_counter() - t0 > 30:
+                        raise RuntimeError(f"the page shows {shown(d)!r}, not {target!r}, "
+                                           "after 30 s")
+                    time.sleep(0.02)
+                times.append(time.perf_counter() - t0)
+                idle(d)
+            out.append((f"browser: bandwidth slider key press ({label})", times))
+    return out
 
 
 if __name__ == "__main__":

@@ -90,6 +90,10 @@ def render() -> None:
         st.dataframe(op_gains(base.per_op, new.per_op), hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.4g") for c in
                                     ("time_base_us", "time_whatif_us", "speedup", "saved_us")})
+    # machine-readable marker (benchmarks, scripts): the what-if changes and time shown above
+    desc = ",".join(f"{k}={v:g}" for k, v in sorted(changes.items())) or "none"
+    st.markdown(f'<span id="roofcast-whatif" data-changes="{desc}" data-seconds="{new.time_s!r}"'
+                ' style="display:none"></span>', unsafe_allow_html=True)
     st.divider()
     st.subheader("Save as a user device")
     st.caption("Written as a derived device file (base + scale factors) into the user folder; "

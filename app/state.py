@@ -151,9 +151,21 @@ def load_graph(ref: str, dims: Mapping[str, int]) -> Graph:
     return _import_cached(ref, tuple(sorted(dims.items())), model_label(ref), data)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def _symbolic_dims_cached(ref: str, name: str, _data: bytes | None) -> tuple[str, ...]:
+    return tuple(_import_cached(ref, (), name, _data).unbound_dims)
+
+
 def symbolic_dims(ref: str) -> tuple[str, ...]:
-    """The model's symbolic dim names (those unbound when importing with no bindings)."""
-    return tuple(load_graph(ref, {}).unbound_dims)
+    """The model's symbolic dim names (those unbound when importing with no bindings); cached on
+    its own so a rerun does not unpickle a whole graph to learn them."""
+    data = None
+    if ref.startswith("upload:"):
+        data = st.session_state.get("upload_bytes")
+        if data is None:
+            raise ModelImportError("the uploaded model is no longer in this session: upload it "
+                                   "again on the Model page")
+    return _symbolic_dims_cached(ref, model_label(ref), data)
 
 
 def batch_dim(ref: str) -> str | None:

@@ -270,7 +270,8 @@ def test_bad_measurement_csv_lists_the_bad_lines():
     assert "line 2:" not in text
 
 
-def test_measurements_vs_prediction_and_retrain():
+def test_measurements_vs_prediction_and_retrain(monkeypatch):
+    monkeypatch.delenv("ROOFCAST_LEARNED_MODEL")  # the current model: the shipped default
     data = (DATA / "measurements_h100.csv").read_bytes()
     at = start("measurements")
     at.file_uploader(key="meas_upload").set_value(("m.csv", data, "text/csv")).run()
@@ -290,6 +291,18 @@ def test_measurements_vs_prediction_and_retrain():
     assert any("gpu/elementwise: 12 rows" in c.value for c in at.caption)
     assert (table["new model median APE %"] >= 0).all()
     assert any("Held-out error" in m.value for m in at.markdown)
+    # the current model's error on these rows, as the library computes it
+    from predictor.learned.features import model_keys
+
+    try:
+        current = make_estimator("learned").predict(ts.X)
+    except PredictionError:
+        assert table["current model median APE %"].isna().all()
+    else:
+        rows = model_keys(ts.X) == "gpu/matmul"
+        want = float(np.median(100 * np.abs(current[rows] - ts.y_s[rows]) / ts.y_s[rows]))
+        got = table.set_index("key").loc["gpu/matmul", "current model median APE %"]
+        assert got == pytest.approx(want, rel=1e-12)
     # adopt it: the learned estimator of the app now uses it, as predict_graph does
     at.button(key="adopt").click().run()
     assert_clean(at)

@@ -10,12 +10,14 @@
    optimisation level), with the profiler *off* so that per-kernel profiling does not tax the
    setting with more kernels.
 3. ``warmup`` untimed runs each, then ``repeats`` rounds; each round times one ``session.run``
-   of every setting back to back (interleaved, so slow drift from other load hits both alike).
+   of every setting back to back (interleaved, so slow drift from other load hits all alike;
+   the order is reversed every other round, so no setting always runs first).
    Latency = median of the wall times; throughput = batch / latency.
 4. Measured gain (objective's measure, as the advice's ``gain``): latency
    ``lat_default / lat_rec``; throughput ``thr_rec / thr_default``. Noise = half the
    inter-quartile range of the per-round gains, relative to their median. ``error`` =
-   predicted gain / measured gain − 1.
+   predicted gain / measured gain − 1. Optional ``alternatives`` (e.g. the best setting other
+   than the default when the default is recommended) are measured in the same rounds.
 
 Only for the ``local`` device (the machine that measures is the machine predicted); any other
 device raises ``PredictionError``.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,37 +108,46 @@ def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Settin
                 sess.run(None, feed)
         wall = np.zeros((repeats, len(settings)))
         for r in range(repeats):
-            for j, (sess, feed) in enumerate(zip(sessions, feeds, strict=True)):
+            order = range(len(settings)) if r % 2 == 0 else range(len(settings) - 1, -1, -1)
+            for j in order:
                 t0 = time.perf_counter()
-                sess.run(None, feed)
+                sessions[j].run(None, feeds[j])
                 wall[r, j] = time.perf_counter() - t0
     return wall
 
 
+def _gain(advice: Advice, wall: np.ndarray, batches: np.ndarray, j: int
+          ) -> tuple[float, float]:
+    """(measured gain of column j over column 0, relative half-IQR of the per-round gains)."""
+    if advice.objective == "latency":
+        per_round = wall[:, 0] / wall[:, j]
+        measured = float(np.median(wall[:, 0]) / np.median(wall[:, j]))
+    else:
+        per_round = (batches[j] / wall[:, j]) / (batches[0] / wall[:, 0])
+        measured = float((batches[j] / np.median(wall[:, j]))
+                         / (batches[0] / np.median(wall[:, 0])))
+    q25, q75 = np.percentile(per_round, [25, 75])
+    return measured, float((q75 - q25) / 2 / np.median(per_round))
+
+
 def verify(advice: Advice, source: Any, dims: Mapping[str, int] | None = None,
-           repeats: int = 5, warmup: int = 1, seed: int = 0) -> Verification:
-    """Measure the default and the recommended settings (module docstring)."""
+           repeats: int = 5, warmup: int = 1, seed: int = 0,
+           alternatives: Sequence[Setting] = ()) -> Verification:
+    """Measure the default and the recommended settings (module docstring); ``alternatives``
+    are measured too (table rows with role ``alternative``, gains against the default)."""
     check_local(advice.device)
     dims = {k: v for k, v in (dims or {}).items() if k != "batch"}
-    settings = [advice.default, advice.recommended]
+    settings = [advice.default, advice.recommended, *alternatives]
+    roles = ["default", "recommended", *(["alternative"] * len(alternatives))]
     load_before = os.getloadavg()[0]
     wall = measure_settings(source, dims, settings, repeats, warmup, seed)
     load_after = os.getloadavg()[0]
     batches = np.array([s.batch for s in settings], dtype=float)
-    thr = batches / wall  # samples/s per round and setting
-    if advice.objective == "latency":
-        per_round = wall[:, 0] / wall[:, 1]
-        measured = float(np.median(wall[:, 0]) / np.median(wall[:, 1]))
-    else:
-        per_round = thr[:, 1] / thr[:, 0]
-        measured = float((batches[1] / np.median(wall[:, 1]))
-                         / (batches[0] / np.median(wall[:, 0])))
-    q25, q75 = np.percentile(per_round, [25, 75])
-    noise = float((q75 - q25) / 2 / np.median(per_round))
     rows = []
-    for j, (role, s) in enumerate((("default", settings[0]), ("recommended", settings[1]))):
+    for j, (role, s) in enumerate(zip(roles, settings, strict=True)):
         row = advice.row(s)
         med = float(np.median(wall[:, j]))
+        gain, noise = _gain(advice, wall, batches, j)
         rows.append({
             "role": role, "setting": s.label(), "batch": s.batch,
             "predicted_ms": float(row["time_ms"]), "measured_ms": med * 1e3,
@@ -144,9 +155,10 @@ def verify(advice: Advice, source: Any, dims: Mapping[str, int] | None = None,
             "measured_p75_ms": float(np.percentile(wall[:, j], 75)) * 1e3,
             "predicted_samples_per_s": float(row["throughput_samples_per_s"]),
             "measured_samples_per_s": s.batch / med,
-            "predicted_gain": float(row["gain"]),
+            "predicted_gain": float(row["gain"]), "measured_gain": gain, "noise": noise,
         })
     predicted = advice.predicted_gain
+    measured, noise = rows[1]["measured_gain"], rows[1]["noise"]
     return Verification(table=pd.DataFrame(rows), predicted_gain=predicted,
                         measured_gain=measured, noise=noise, error=predicted / measured - 1,
                         repeats=repeats, load_before=load_before, load_after=load_after)

@@ -241,10 +241,10 @@ def device_spec(device: str, changes: tuple[tuple[str, float], ...] = ()):
 
 @st.cache_data(max_entries=256, show_spinner="Predicting…")
 def _predict_cached(ref: str, dims: tuple, name: str, device: str, changes: tuple, cfg: tuple,
-                    estimator: str, learned: str, _data: bytes | None):
+                    estimator: str, learned: str, devices: str, _data: bytes | None):
     from predictor.simulate import predict_graph
 
-    del learned  # part of the cache key only
+    del learned, devices  # part of the cache key only
     graph = _import_cached(ref, dims, name, _data)
     config = _config_from_key(cfg)
     return predict_graph(graph, device_spec(device, changes), config, estimator)
@@ -271,7 +271,8 @@ def predict(device: str | None = None, *, changes: Mapping[str, float] | None = 
     est = estimator or s["estimator"]
     return _predict_cached(ref, tuple(sorted(dims.items())), model_label(ref),
                            device or s["device"], tuple(sorted((changes or {}).items())),
-                           config_key(config), est, learned_version(est), data)
+                           config_key(config), est, learned_version(est), user_folder_stamp(),
+                           data)
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -290,11 +291,19 @@ def catalog() -> pd.DataFrame:
     cached, keyed by the user folder's files so a newly saved device shows at once."""
     from hw_catalog import user_dir
 
+    return _devices(str(user_dir()), user_folder_stamp())
+
+
+def user_folder_stamp() -> str:
+    """Names and modification times of the user device files (part of cache keys, so an edited
+    or newly saved device is never served from a stale cache)."""
+    from hw_catalog import user_dir
+
     folder = user_dir()
-    stamp = ""
-    if folder.is_dir():
-        stamp = ";".join(f"{p.name}:{p.stat().st_mtime_ns}" for p in sorted(folder.glob("*.toml")))
-    return _devices(str(folder), stamp)
+    if not folder.is_dir():
+        return str(folder)
+    return f"{folder}|" + ";".join(f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}"
+                                   for p in sorted(folder.glob("*.toml")))
 
 
 def device_label(device_id: str) -> str:

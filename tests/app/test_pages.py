@@ -356,3 +356,18 @@ def test_sequence_beyond_the_position_table_is_a_message_on_every_page():
         at.switch_page(f"pages/{page}.py").run()
         assert not at.exception, page
         assert any(str(exc.value) in e.value for e in at.error), page
+
+
+def test_an_overwritten_user_device_is_predicted_afresh():
+    from hw_catalog.user_devices import save_user_device
+
+    save_user_device("h100-sxm", {"mem_bw_scale": 2.0}, "mine")
+    at = start("predict")
+    at.selectbox(key="_w_predict_device").set_value("mine").run()
+    g = load_graph("resnet50", (), 1)
+    assert shown_seconds(at) == predict_graph(g, "mine", RunConfig(dims={"batch": 1})).time_s
+    save_user_device("h100-sxm", {"mem_bw_scale": 0.5}, "mine", overwrite=True)
+    at.run()
+    want = predict_graph(g, "mine", RunConfig(dims={"batch": 1}))
+    assert want.time_s > predict_graph(g, "h100-sxm", RunConfig(dims={"batch": 1})).time_s
+    assert shown_seconds(at) == want.time_s

@@ -58,7 +58,7 @@ def set_number(driver, label: str, value: int) -> None:
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys(str(value), Keys.ENTER)
     idle(driver)
-    driver.find_element(By.CSS_SELECTOR, "h1").click()  # move the focus off the input
+    driver.execute_script("document.activeElement.blur();")  # no focus ring in the shot
 
 
 def main() -> int:
@@ -89,6 +89,10 @@ def main() -> int:
         shoot(driver, "roofline_time")
         click_tab(driver, "Trajectories")
         shoot(driver, "roofline_trajectories")
+
+        go_to_page(driver, "Advisor", timeout=180, heading="Configuration advisor")
+        time.sleep(1.0)
+        shoot(driver, "advisor")
 
         go_to_page(driver, "Compare hardware")
         time.sleep(1.0)

@@ -134,8 +134,9 @@ def idle(driver, timeout: float = 90.0) -> None:
     time.sleep(0.3)
 
 
-def go_to_page(driver, title: str, timeout: float = 90.0) -> None:
-    """Click the sidebar navigation link of the page called ``title`` (keeps the session)."""
+def go_to_page(driver, title: str, timeout: float = 90.0, heading: str | None = None) -> None:
+    """Click the sidebar navigation link of the page called ``title`` (keeps the session) and
+    wait for its heading (``heading``, default the title)."""
     from selenium.webdriver.common.by import By
 
     def link(d):
@@ -145,6 +146,6 @@ def go_to_page(driver, title: str, timeout: float = 90.0) -> None:
         return False
 
     wait_for(driver, link, timeout).click()
-    wait_for(driver, lambda d: any(h.text.strip() == title for h in
+    wait_for(driver, lambda d: any(h.text.strip() == (heading or title) for h in
                                    d.find_elements(By.CSS_SELECTOR, "h1")), timeout)
     idle(driver, timeout)

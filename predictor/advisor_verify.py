@@ -11,7 +11,8 @@
    setting with more kernels.
 3. ``warmup`` untimed runs each, then ``repeats`` rounds; each round times one ``session.run``
    of every setting back to back (interleaved, so slow drift from other load hits all alike;
-   the order is reversed every other round, so no setting always runs first).
+   the order is reversed every other round, so no setting always runs first; a ``SETTLE_S``
+   pause before each run lets the previous session's spinning pool threads go to sleep).
    Latency = median of the wall times; throughput = batch / latency.
 4. Measured gain (objective's measure, as the advice's ``gain``): latency
    ``lat_default / lat_rec``; throughput ``thr_rec / thr_default``. Noise = half the
@@ -40,6 +41,9 @@ from predictor.advisor import Advice, Setting
 from predictor.errors import PredictionError
 
 LOCAL = "local"
+#: pause before each timed run: ONNX Runtime's pool threads spin after a run, and on a small
+#: machine a session timed right after another would pay for the other's spinning threads.
+SETTLE_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Settin
         for r in range(repeats):
             order = range(len(settings)) if r % 2 == 0 else range(len(settings) - 1, -1, -1)
             for j in order:
+                time.sleep(SETTLE_S)  # let the previous session's spinning pool threads sleep
                 t0 = time.perf_counter()
                 sessions[j].run(None, feeds[j])
                 wall[r, j] = time.perf_counter() - t0

@@ -15,6 +15,7 @@ import sys
 
 import pandas as pd
 
+from app.argtypes import positive_int
 from app.model_ref import bind_dims, load_graph, resolve_model_path
 from app.output import add_format_arg, emit
 from hw_catalog.catalog import get_device
@@ -31,9 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="device id (roofcast hw list); 'local' after `roofcast hw calibrate`")
     p.add_argument("--objective", choices=OBJECTIVES, default="latency",
                    help="latency (batch fixed) or throughput (samples/s; batch searched)")
-    p.add_argument("--batch", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--batch", type=positive_int, default=1, metavar="N",
                    help="your batch size: the default setting's (and the latency objective's)")
-    p.add_argument("--max-batch", type=_positive_int, default=64, metavar="N",
+    p.add_argument("--max-batch", type=positive_int, default=64, metavar="N",
                    help="largest batch tried for --objective throughput (default 64)")
     p.add_argument("--precisions", type=_names, default=None, metavar="P[,P...]",
                    help="precisions to consider (default fp32,tf32,fp16,bf16; only those the "
@@ -44,27 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="bind a symbolic dim other than the batch, e.g. sequence=128")
     p.add_argument("--estimator", default="auto", metavar="NAME",
                    help="predictor (default auto: learned where trained, else time-roofline)")
-    p.add_argument("--top", type=_positive_int, default=10, metavar="N",
+    p.add_argument("--top", type=positive_int, default=10, metavar="N",
                    help="settings to list (the default and the recommendation always shown)")
     p.add_argument("--verify", action="store_true",
                    help="measure the recommended and default settings with ONNX Runtime "
                         "(--hw local only)")
-    p.add_argument("--repeats", type=_positive_int, default=5, metavar="N",
+    p.add_argument("--repeats", type=positive_int, default=5, metavar="N",
                    help="timed runs per setting for --verify (default 5)")
-    p.add_argument("--warmup", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--warmup", type=positive_int, default=1, metavar="N",
                    help="untimed runs per setting for --verify (default 1)")
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
 
 
 def _names(text: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.argtypes import positive_int
 from app.model_ref import load_graph
 from app.output import add_format_arg, emit
 from graph_import import summary
@@ -19,22 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim: batch=8, or INPUT:AXIS=N (repeatable)")
-    p.add_argument("--batch", type=_positive_int, help="shorthand for --dim batch=N")
-    p.add_argument("--top", type=_positive_int, metavar="N", help="show only the N largest ops")
+    p.add_argument("--batch", type=positive_int, help="shorthand for --dim batch=N")
+    p.add_argument("--top", type=positive_int, metavar="N", help="show only the N largest ops")
     p.add_argument("--sort", choices=tuple(SORT_KEYS), default="flops",
                    help="order of the per-op table (default: flops)")
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

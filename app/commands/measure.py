@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from app.argtypes import nonnegative_int, positive_int
 from app.model_ref import bind_dims, resolve_model_path
 from app.output import add_format_arg, emit
 from training_data.errors import MeasurementError
@@ -47,46 +48,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="inter-op thread counts; >1 runs independent nodes in parallel")
     p.add_argument("--opt-level", choices=OPT_LEVELS, default="all",
                    help="ONNX Runtime graph optimisation level (default all)")
-    p.add_argument("--repeats", type=_positive_int, default=10, help="timed runs (default 10)")
-    p.add_argument("--warmup", type=_nonnegative_int, default=2,
+    p.add_argument("--repeats", type=positive_int, default=10, help="timed runs (default 10)")
+    p.add_argument("--warmup", type=nonnegative_int, default=2,
                    help="untimed runs first (default 2)")
     p.add_argument("--device", choices=DEVICES, default="cpu",
                    help="cpu (ONNX Runtime CPU provider) or cuda (needs onnxruntime-gpu)")
-    p.add_argument("--seed", type=_nonnegative_int, default=0, help="random weights/inputs seed")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="random weights/inputs seed")
     save = p.add_mutually_exclusive_group()
     save.add_argument("--store", type=Path, metavar="PATH",
                       help="measurement store to append to (default: the user's store)")
     save.add_argument("--output", type=Path, metavar="FILE",
                       help="write the rows to FILE (.csv, .csv.gz or .parquet) instead")
     save.add_argument("--no-save", action="store_true", help="print only, save nothing")
-    p.add_argument("--top", type=_positive_int, default=15, metavar="N",
+    p.add_argument("--top", type=positive_int, default=15, metavar="N",
                    help="slowest ops to list (table format; default 15)")
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    value = _nonnegative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
 
 
 def _int_list(text: str) -> list[int]:
     parts = [t.strip() for t in text.split(",") if t.strip()]
     if not parts:
         raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated integers, e.g. 1,8,32")
-    return [_positive_int(t) for t in parts]
+    return [positive_int(t) for t in parts]
 
 
 def run(args: argparse.Namespace) -> int:

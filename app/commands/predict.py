@@ -14,6 +14,7 @@ import sys
 
 import pandas as pd
 
+from app.argtypes import positive_int
 from app.model_ref import load_graph
 from app.output import add_format_arg, emit
 from graph_import.dims import parse_dim_specs
@@ -34,7 +35,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim: seq=128, or INPUT:AXIS=N (repeatable)")
-    p.add_argument("--batch", type=_positive_int, metavar="N",
+    p.add_argument("--batch", type=positive_int, metavar="N",
                    help="batch size (shorthand for --dim batch=N; default 1)")
     p.add_argument("--precision", default="fp32", metavar="P",
                    help=f"compute precision: {'|'.join(PRECISIONS)} (default fp32)")
@@ -42,7 +43,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help=f"{'|'.join(MODES)}: inference or one training step (default infer)")
     p.add_argument("--optimizer", default="adam", metavar="OPT",
                    help=f"optimizer of a training step: {'|'.join(OPTIMIZERS)} (default adam)")
-    p.add_argument("--threads", type=_positive_int, metavar="N",
+    p.add_argument("--threads", type=positive_int, metavar="N",
                    help="CPU threads (CPU devices only; default all cores)")
     p.add_argument("--inter-op", action="store_true",
                    help="let independent ops run concurrently (critical-path time)")
@@ -60,21 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_args(p)
     p.add_argument("--hw", required=True, metavar="ID",
                    help="device id, name or what-if spec BASE:key=value,... (roofcast hw list)")
-    p.add_argument("--top", type=_positive_int, metavar="N", help="show only the N slowest kernels")
+    p.add_argument("--top", type=positive_int, metavar="N", help="show only the N slowest kernels")
     p.add_argument("--max-batch", action="store_true",
                    help="also find the largest batch that fits the device memory (re-imports)")
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
 
 
 def check_estimator(name: str) -> str:

@@ -30,13 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     graph = load_graph(args.model, args.dim, args.batch)
-    ops = summary.op_table(graph)
+    all_ops = summary.op_table(graph)
+    ops = all_ops
     key = SORT_KEYS[args.sort]
     if key is not None:
         ops = ops.sort_values(key, ascending=False, kind="stable", ignore_index=True)
     if args.top:
         ops = ops.head(args.top)
-    tables = {"ops": ops, "by_op_type": summary.by_op_type(summary.op_table(graph))}
+    tables = {"ops": ops, "by_op_type": summary.by_op_type(all_ops)}
     problems = summary.problems_table(
         graph, max_unresolved=10 if args.format == "table" else None)
     if not problems.empty:

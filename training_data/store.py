@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,6 +70,31 @@ def format_problems(problems: list[Problem], what: str, limit: int = MAX_LISTED)
     return "\n".join([head + "; nothing was written. Fix them and import again:", *body])
 
 
+def _use_wal(con: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (persistent: a no-op once the file is WAL).
+
+    Switching the journal mode needs an exclusive lock, and SQLite answers "database is locked"
+    at once, without waiting on the busy timeout, when another process holds the file (two
+    processes creating the same store together). Retry with backoff up to ``BUSY_TIMEOUT_S``.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay_s = 0.002
+    while True:
+        try:
+            # the pragma answers the mode in force: the old one when it could not switch
+            if con.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
+                return
+            reason = "the journal mode did not switch to WAL"
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            reason = str(exc)
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError(reason)
+        time.sleep(delay_s)
+        delay_s = min(2 * delay_s, 0.1)
+
+
 class Store:
     """A SQLite measurement store at ``path`` (default: :func:`default_path`)."""
 
@@ -85,7 +111,7 @@ class Store:
         con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            con.execute("PRAGMA journal_mode = WAL")
+            _use_wal(con)
             con.execute("PRAGMA synchronous = NORMAL")
             con.execute(f"PRAGMA cache_size = -{int(CACHE_KIB)}")
             self._ensure_schema(con)

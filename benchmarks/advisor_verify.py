@@ -14,7 +14,8 @@ For every zoo model (or ``--models``):
    ``within_15pct`` = error ≤ 0.15. When the recommendation is the default itself, its
    "gain" is an A/A comparison of two identical sessions (the noise floor); the best-ranked
    other setting (``alternative``) is measured in the same rounds so that a predicted gain
-   of a real change is checked too (``--no-alternative`` skips it).
+   of a real change is checked too, and so is the best inter-op parallel setting when neither
+   of those is one (``inter``; ``--no-alternative`` skips both).
 
 Transformers are bound at ``--sequence`` tokens (default 32; small so the run stays bounded).
 A model ONNX Runtime cannot run here is a row with the reason, never dropped. The load average
@@ -84,9 +85,7 @@ def one_model(name: str, args: argparse.Namespace, hw) -> dict:
         row.update({"max_batch": mb, "recommended": advice.recommended.label(),
                     "default": advice.default.label(),
                     "predicted_gain": advice.predicted_gain})
-        others = advice.table[~advice.table["is_default"] & ~advice.table["recommended"]
-                              & advice.table["fits"]]
-        alt = [others["_setting"].iloc[0]] if args.alternative and len(others) else []
+        alt = alternatives(advice) if args.alternative else []
         v = verify(advice, zoo.model_path(name), dims, repeats=args.repeats,
                    warmup=args.warmup, alternatives=alt)
     except (PredictionError, MeasurementError, ModelImportError, MemoryError) as exc:
@@ -105,13 +104,26 @@ def one_model(name: str, args: argparse.Namespace, hw) -> dict:
         "rec_is_default": advice.recommended == advice.default,
         "status": "ok", "seconds": time.perf_counter() - t0,
     })
-    if alt:
-        a = v.table[v.table["role"] == "alternative"].iloc[0]
-        row.update({"alternative": a["setting"], "alt_pred_gain": a["predicted_gain"],
-                    "alt_meas_gain": a["measured_gain"], "alt_noise": a["noise"],
-                    "alt_error": abs(a["predicted_gain"] - a["measured_gain"])
+    for prefix, (_, a) in zip(("alt", "inter"), v.table[v.table["role"] == "alternative"]
+                              .iterrows(), strict=False):
+        row.update({f"{prefix}_setting": a["setting"], f"{prefix}_pred_gain": a["predicted_gain"],
+                    f"{prefix}_meas_gain": a["measured_gain"], f"{prefix}_noise": a["noise"],
+                    f"{prefix}_error": abs(a["predicted_gain"] - a["measured_gain"])
                     / a["measured_gain"]})
     return row
+
+
+def alternatives(advice) -> list:
+    """Settings measured beside the recommendation: the best-ranked other fitting setting
+    (``alt``), and the best inter-op parallel one (``inter``) when it is neither of those, so
+    that the inter-op predictions are checked by measurement too."""
+    t = advice.table[advice.table["fits"] & ~advice.table["is_default"]
+                     & ~advice.table["recommended"]]
+    out = [t["_setting"].iloc[0]] if len(t) else []
+    inter = t[t["inter_op"]]
+    if out and len(inter) and not (out[0].inter_op or advice.recommended.inter_op):
+        out.append(inter["_setting"].iloc[0])
+    return out
 
 
 def top_cpu(n: int = 5) -> str:
@@ -135,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--estimator", default="auto")
     p.add_argument("--no-alternative", dest="alternative", action="store_false",
                    help="do not also measure the best-ranked setting other than the default "
-                        "and the recommendation")
+                        "and the recommendation, and the best inter-op parallel one")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     args = p.parse_args(argv)
     hw = get_device("local")
@@ -166,10 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         "recommendation_is_default": f"{int(ok['rec_is_default'].sum()) if len(ok) else 0}/"
                                      f"{len(ok)}",
     }
-    if "alt_error" in ok:
-        alts = ok.dropna(subset=["alt_error"])
-        extra["alternative_gain_within_15pct"] = (
-            f"{int((alts['alt_error'] <= TOLERANCE).sum())}/{len(alts)}")
+    for prefix, what in (("alt", "alternative"), ("inter", "inter_op")):
+        if f"{prefix}_error" in ok:
+            alts = ok.dropna(subset=[f"{prefix}_error"])
+            extra[f"{what}_gain_within_15pct"] = (
+                f"{int((alts[f'{prefix}_error'] <= TOLERANCE).sum())}/{len(alts)}")
     emit({"advisor_verify": table}, args.format, extra=extra)
     return 0
 

@@ -8,8 +8,9 @@ widgets that are not on the current page).
 
 Caching: graph imports with ``st.cache_data`` keyed by (model reference, dims) — the reference of
 an upload is its bytes' sha256, so the bytes are hashed once, not on every rerun; predictions with
-``st.cache_data`` keyed by (model, dims, device, config, estimator, learned-model version); the
-catalog table with ``st.cache_data``; trained learned models with ``st.cache_resource``.
+``st.cache_data`` keyed by (model, dims, device, config, estimator, learned-model version), device
+comparisons likewise by the device list and baseline; the catalog table with ``st.cache_data``;
+trained learned models with ``st.cache_resource``. :func:`page_header` opens every page.
 """
 
 from __future__ import annotations
@@ -67,6 +68,17 @@ def init_state(page: str | None = "other") -> None:
             st.session_state[key] = dict(value) if isinstance(value, dict) else value
     if "_dims_for" not in st.session_state:
         set_model(st.session_state["model_ref"])
+
+
+def page_header(page: str, title: str, caption: str) -> None:
+    """Open a page: :func:`init_state` for ``page``, its title and a caption in which ``{model}``
+    becomes the model's name and ``{config}`` the run configuration summary."""
+    from app.controls import config_summary  # controls imports this module
+
+    init_state(page)
+    st.title(title)
+    st.caption(caption.format(model=model_label(st.session_state["model_ref"]),
+                              config=config_summary()))
 
 
 def widget_key(key: str) -> str:
@@ -250,29 +262,54 @@ def _predict_cached(ref: str, dims: tuple, name: str, device: str, changes: tupl
     return predict_graph(graph, device_spec(device, changes), config, estimator)
 
 
+@st.cache_data(max_entries=64, show_spinner="Predicting…")
+def _compare_cached(ref: str, dims: tuple, name: str, devices: tuple[str, ...], baseline: str,
+                    cfg: tuple, estimator: str, learned: str, stamp: str, _data: bytes | None):
+    from predictor.compare import compare_devices
+
+    del learned, stamp  # part of the cache key only
+    graph = _import_cached(ref, dims, name, _data)
+    return compare_devices(lambda _batch: graph, list(devices), _config_from_key(cfg), estimator,
+                           baseline=baseline)
+
+
 def _config_from_key(cfg: tuple) -> RunConfig:
     dims, precision, mode, threads, inter_op, fusion, optimizer, overlap = cfg
     return RunConfig(dims=dict(dims), precision=precision, mode=mode, threads=threads,
                      inter_op=inter_op, fusion=fusion, optimizer=optimizer, overlap=overlap)
 
 
+def _model_key(config: RunConfig) -> tuple[str, tuple, str, bytes | None]:
+    """(reference, import dims, name, upload bytes) of the session's model at ``config``'s batch:
+    the leading arguments of the cached calls."""
+    ref = st.session_state["model_ref"]
+    data = st.session_state.get("upload_bytes") if ref.startswith("upload:") else None
+    if ref.startswith("upload:") and data is None:
+        raise ModelImportError("the uploaded model is no longer in this session: upload it "
+                               "again on the Model page")
+    return ref, tuple(sorted(import_dims(ref, config.batch).items())), model_label(ref), data
+
+
 def predict(device: str | None = None, *, changes: Mapping[str, float] | None = None,
             estimator: str | None = None, **config_changes: Any):
     """``predict_graph`` for the session's model and config (cached); ``device`` defaults to the
     session's device, ``changes`` make it a what-if device, keyword args override the config."""
-    s = st.session_state
-    ref = s["model_ref"]
     config = run_config(**config_changes)
-    dims = import_dims(ref, config.batch)
-    data = s.get("upload_bytes") if ref.startswith("upload:") else None
-    if ref.startswith("upload:") and data is None:
-        raise ModelImportError("the uploaded model is no longer in this session: upload it "
-                               "again on the Model page")
-    est = estimator or s["estimator"]
-    return _predict_cached(ref, tuple(sorted(dims.items())), model_label(ref),
-                           device or s["device"], tuple(sorted((changes or {}).items())),
-                           config_key(config), est, learned_version(est), user_folder_stamp(),
-                           data)
+    ref, dims, name, data = _model_key(config)
+    est = estimator or st.session_state["estimator"]
+    return _predict_cached(ref, dims, name, device or st.session_state["device"],
+                           tuple(sorted((changes or {}).items())), config_key(config), est,
+                           learned_version(est), user_folder_stamp(), data)
+
+
+def compare(devices: list[str], baseline: str):
+    """``predictor.compare.compare_devices`` for the session's model, config and estimator on
+    catalog ``devices`` (cached): one row per device."""
+    config = run_config()
+    ref, dims, name, data = _model_key(config)
+    est = st.session_state["estimator"]
+    return _compare_cached(ref, dims, name, tuple(devices), baseline, config_key(config), est,
+                           learned_version(est), user_folder_stamp(), data)
 
 
 # ----------------------------------------------------------------------------- catalog

@@ -17,7 +17,10 @@ Output: one row per (device, batch, precision, mode) with ``time_s`` (critical p
 (batch, precision, mode) cell (= baseline time / time), ``throughput_samples_per_s`` = batch /
 time_s, memory total and whether it fits, ``throughput_per_usd`` = throughput / list price and
 ``throughput_per_W`` = throughput / TDP (NaN where the catalog has no price or TDP — never
-invented), and the dominant bound (the bound label holding most of the cell's time).
+invented), ``lower_s`` / ``upper_s`` = the sums of the per-op interval bounds, the time split by
+bound label (``<bound>_bound_s`` = the summed time of the ops labelled ``<bound>``; ``compute_s``
+etc. are instead the sums of the per-op compute / memory / overhead components) and the dominant
+bound (the bound label holding most of the cell's time).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ SWEEP_COLUMNS: tuple[str, ...] = (
     "model", "device", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",
     "speedup", "baseline", "throughput_samples_per_s", "memory_bytes", "mem_capacity_bytes",
     "fits", "price_usd", "tdp_W", "throughput_per_usd", "throughput_per_W", "dominant_bound",
-    "compute_s", "memory_s", "overhead_s", "kernels", "peak_notes",
+    "compute_s", "memory_s", "overhead_s", "kernels", "peak_notes", "lower_s", "upper_s",
+    *(f"{b}_bound_s" for b in BOUNDS),
 )
 
 
@@ -192,7 +196,7 @@ def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precisio
     size = n_cell * n_dev
     time = expl["time_s"].to_numpy(float)
     sums = {c: np.bincount(idx, weights=expl[c].to_numpy(float), minlength=size)
-            for c in ("time_s", "compute_s", "memory_s", "overhead_s")}
+            for c in ("time_s", "compute_s", "memory_s", "overhead_s", "lower_s", "upper_s")}
     kernels = np.bincount(idx, minlength=size)
     bound_code = pd.Categorical(expl["bound"], categories=BOUNDS).codes
     by_bound = np.bincount(idx * len(BOUNDS) + bound_code, weights=time,
@@ -227,6 +231,8 @@ def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precisio
                 "dominant_bound": dominant[i], "compute_s": sums["compute_s"][i],
                 "memory_s": sums["memory_s"][i], "overhead_s": sums["overhead_s"][i],
                 "kernels": int(kernels[i]), "peak_notes": notes[i],
+                "lower_s": sums["lower_s"][i], "upper_s": sums["upper_s"][i],
+                **{f"{b}_bound_s": by_bound[i, j] for j, b in enumerate(BOUNDS)},
             })
     return pd.DataFrame.from_records(records)
 

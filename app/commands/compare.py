@@ -3,7 +3,8 @@
 One row per device: predicted step time, speedup over the baseline device (default: the first),
 throughput (samples/s = batch / time), memory footprint and whether it fits, list price and TDP
 per unit of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and
-the dominant bound. Uses ``predictor.sweep`` (one vectorised evaluation for all devices).
+the dominant bound. Uses ``predictor.compare.compare_devices`` (one vectorised evaluation for all
+devices; the app's Compare page calls the same function).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from app.commands.predict import (
 )
 from app.model_ref import load_graph
 from app.output import add_format_arg, emit
+from predictor.compare import compare_devices
 from predictor.errors import PredictionError
-from predictor.sweep import NOTE_SEP, sweep
+from predictor.sweep import NOTE_SEP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,20 +62,16 @@ def run(args: argparse.Namespace) -> int:
     batch = run_batch(args)
     config = run_config(args, batch)
     dims = dim_specs_without_batch(args)
-    df = sweep(lambda b: load_graph(args.model, dims, b), split_devices(args.hw), [batch],
-               precisions=[config.precision], modes=[config.mode], estimator=estimator,
-               baseline=args.baseline, fusion=config.fusion, inter_op=config.inter_op,
-               optimizer=config.optimizer, threads=config.threads,
-               dims={k: v for k, v in config.dims.items() if k != "batch"},
-               allow_incomplete=args.allow_incomplete)
+    df = compare_devices(lambda b: load_graph(args.model, dims, b), split_devices(args.hw),
+                         config, estimator, baseline=args.baseline,
+                         allow_incomplete=args.allow_incomplete)
     table = pd.DataFrame({
         "device": df["device"], "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
         "throughput_per_s": df["throughput_samples_per_s"],
         "memory_GiB": df["memory_bytes"] / GIB, "capacity_GiB": df["mem_capacity_bytes"] / GIB,
         "fits": df["fits"], "price_usd": df["price_usd"], "tdp_W": df["tdp_W"],
-        "usd_per_throughput": df["price_usd"] / df["throughput_samples_per_s"],
-        "W_per_throughput": df["tdp_W"] / df["throughput_samples_per_s"],
-        "bound": df["dominant_bound"],
+        "usd_per_throughput": df["usd_per_throughput"],
+        "W_per_throughput": df["W_per_throughput"], "bound": df["dominant_bound"],
     })
     notes = sorted({n for cell in df["peak_notes"] for n in cell.split(NOTE_SEP) if n})
     extra = {

@@ -1,66 +1,43 @@
 """Compare hardware: one model and configuration on several devices side by side.
 
-Per device (``predict_graph`` each, cached): predicted time with its interval (sums of the per-op
-lower / upper bounds), speedup over a baseline = baseline time / device time with the interval
-baseline time / device upper .. baseline time / device lower (the baseline's own uncertainty is
-not added: the estimators' errors are largely shared across devices), throughput = batch / time,
-list price and TDP per unit of throughput, memory fit, and the time split by bound.
+The numbers are ``predictor.compare.compare_devices`` (the same function as ``roofcast
+compare``; cached through ``state.compare``): per device the predicted time with its interval
+(sums of the per-op lower / upper bounds), speedup over a baseline with its interval (the
+device's interval over the baseline's point time), throughput = batch / time, list price and TDP
+per unit of throughput, memory fit, and the time split by bound. This page only converts units.
 """
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
-from app import charts, controls, state
+from app import charts, state
 from app.commands.predict import GIB
-from hw_catalog import get_device
 
 DEFAULT_DEVICES = ("a100-80gb-sxm", "h100-sxm", "l4", "mi300x", "rtx-4090")
 
 
 def compare_table(devices: list[str], baseline: str) -> pd.DataFrame:
-    """One row per device (module docstring)."""
-    rows = []
-    for dev in devices:
-        pred = state.predict(dev)
-        hw = get_device(dev)
-        per_op = pred.per_op
-        by_bound = per_op.groupby("bound")["time_s"].sum()
-        batch = pred.config.batch or 1
-        rows.append({
-            "device": dev, "time_ms": pred.time_s * 1e3,
-            "lower_ms": float(per_op["lower_s"].sum()) * 1e3,
-            "upper_ms": float(per_op["upper_s"].sum()) * 1e3,
-            "throughput_per_s": batch / pred.time_s,
-            "memory_GiB": pred.memory.total_bytes / GIB,
-            "capacity_GiB": hw.mem_capacity_bytes / GIB, "fits": pred.memory.fits(hw),
-            "price_usd": hw.price_usd, "tdp_W": hw.tdp_W,
-            **{f"{b}_ms": float(by_bound.get(b, 0.0)) * 1e3 for b in charts.BOUND_COLORS},
-            "dominant_bound": str(by_bound.idxmax()),
-        })
-    df = pd.DataFrame(rows)
-    base = df.loc[df["device"] == baseline, "time_ms"].iloc[0]
-    df["speedup"] = base / df["time_ms"]
-    df["speedup_lo"] = base / df["upper_ms"]
-    df["speedup_hi"] = base / df["lower_ms"]
-    df["usd_per_throughput"] = [p / t if p and not math.isnan(p) else math.nan
-                                for p, t in zip(df["price_usd"].astype(float),
-                                                df["throughput_per_s"], strict=True)]
-    df["W_per_throughput"] = [w / t if w and not math.isnan(w) else math.nan
-                              for w, t in zip(df["tdp_W"].astype(float),
-                                              df["throughput_per_s"], strict=True)]
-    return df
+    """One row per device (module docstring), times in ms and memory in GiB."""
+    df = state.compare(devices, baseline)
+    return pd.DataFrame({
+        "device": df["device"], "time_ms": df["time_s"] * 1e3, "lower_ms": df["lower_s"] * 1e3,
+        "upper_ms": df["upper_s"] * 1e3, "speedup": df["speedup"],
+        "speedup_lo": df["speedup_lo"], "speedup_hi": df["speedup_hi"],
+        "throughput_per_s": df["throughput_samples_per_s"],
+        "memory_GiB": df["memory_bytes"] / GIB, "capacity_GiB": df["mem_capacity_bytes"] / GIB,
+        "fits": df["fits"], "price_usd": df["price_usd"], "tdp_W": df["tdp_W"],
+        "usd_per_throughput": df["usd_per_throughput"], "W_per_throughput": df["W_per_throughput"],
+        **{f"{b}_ms": df[f"{b}_bound_s"] * 1e3 for b in charts.BOUND_COLORS},
+        "dominant_bound": df["dominant_bound"],
+    })
 
 
 def render() -> None:
-    state.init_state("compare")
+    state.page_header("compare", "Compare hardware",
+                      "Model **{model}** · {config} (change the configuration on the Predict page)")
     s = st.session_state
-    st.title("Compare hardware")
-    st.caption(f"Model **{state.model_label(s['model_ref'])}** · {controls.config_summary()} "
-               "(change the configuration on the Predict page)")
     ids = state.catalog()["id"].tolist()
     if "compare_devices" not in s:
         s["compare_devices"] = [d for d in DEFAULT_DEVICES if d in ids]

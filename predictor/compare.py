@@ -1,0 +1,58 @@
+"""Compare devices: one model and run configuration on several devices side by side.
+
+``compare_devices(graph_source, devices, config, estimator, baseline=...)`` is one
+``predictor.sweep`` cell per device (one vectorised evaluation for all devices, no per-device
+``predict_graph``) and returns one row per device (``COMPARE_COLUMNS``):
+
+* ``time_s`` (critical path with ``config.inter_op``, else the sequential sum) and its interval
+  ``lower_s`` .. ``upper_s`` = the sums of the per-op lower / upper bounds;
+* ``speedup`` = baseline time / time, with the interval ``speedup_lo`` = baseline time /
+  upper_s .. ``speedup_hi`` = baseline time / lower_s (the baseline's own uncertainty is not
+  added: the estimators' errors are largely shared across devices);
+* ``throughput_samples_per_s`` = batch / time_s; ``usd_per_throughput`` = list price /
+  throughput (USD per sample/s) and ``W_per_throughput`` = TDP / throughput (W per sample/s),
+  NaN where the catalog has no price or TDP — never invented;
+* ``memory_bytes``, ``mem_capacity_bytes`` and ``fits`` (memory <= capacity);
+* the time split by bound (``compute_bound_s``, ``memory_bound_s``, ``overhead_bound_s``: the
+  summed time of the ops with that bound label), ``dominant_bound`` and ``peak_notes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from predictor.config import RunConfig
+from predictor.memory import GraphSource
+from predictor.sweep import BOUNDS, sweep
+
+COMPARE_COLUMNS: tuple[str, ...] = (
+    "model", "device", "baseline", "batch", "time_s", "lower_s", "upper_s", "speedup",
+    "speedup_lo", "speedup_hi", "throughput_samples_per_s", "usd_per_throughput",
+    "W_per_throughput", "memory_bytes", "mem_capacity_bytes", "fits", "price_usd", "tdp_W",
+    *(f"{b}_bound_s" for b in BOUNDS), "dominant_bound", "peak_notes",
+)
+
+
+def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunConfig,
+                    estimator: str = "time-roofline", *, baseline=None,
+                    allow_incomplete: bool = False) -> pd.DataFrame:
+    """One row per device (module docstring), in the order of ``devices``.
+
+    ``graph_source(batch)`` imports the model at ``config``'s batch (1 when it binds none);
+    ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device the
+    speedups are relative to (default: the first device).
+    """
+    df = sweep(graph_source, devices, [config.batch or 1], precisions=[config.precision],
+               modes=[config.mode], estimator=estimator, baseline=baseline,
+               fusion=config.fusion, inter_op=config.inter_op, optimizer=config.optimizer,
+               threads=config.threads,
+               dims={k: v for k, v in config.dims.items() if k != "batch"},
+               allow_incomplete=allow_incomplete)
+    base_s = float(df.loc[df["device"] == df["baseline"], "time_s"].iloc[0])
+    return df.assign(
+        speedup_lo=base_s / df["upper_s"], speedup_hi=base_s / df["lower_s"],
+        usd_per_throughput=df["price_usd"] / df["throughput_samples_per_s"],
+        W_per_throughput=df["tdp_W"] / df["throughput_samples_per_s"],
+    )[list(COMPARE_COLUMNS)]

@@ -43,11 +43,9 @@ def _frames(advice, setting: str) -> list[tuple[int, pd.DataFrame]]:
 
 
 def render() -> None:
-    state.init_state()
+    state.page_header("advisor", "Configuration advisor", "Model **{model}** — which run settings "
+                      "make it fastest, predicted against ONNX Runtime's defaults")
     s = st.session_state
-    st.title("Configuration advisor")
-    st.caption(f"Model **{state.model_label(s['model_ref'])}** — which run settings make it "
-               "fastest, predicted against ONNX Runtime's defaults")
     c1, c2, c3, c4 = st.columns(4)
     with c1:
         device = state.device_select("Device", key="device")

@@ -149,9 +149,7 @@ def _retrain(ts) -> None:
 
 
 def render() -> None:
-    state.init_state("measurements")
-    st.title("Measurements & retrain")
-    st.caption("Upload measured per-op times (CSV or Parquet with at least op_type, device_id, "
+    state.page_header("measurements", "Measurements & retrain", "Upload measured per-op times (CSV or Parquet with at least op_type, device_id, "
                "dtype and latency_s; FLOPs and bytes per row as written by `roofcast measure` "
                "or `roofcast data export`).")
     up = st.file_uploader("Measurement file", type=["csv", "gz", "parquet"], key="meas_upload")

@@ -124,9 +124,7 @@ def _summary(graph) -> None:
 
 
 def render() -> None:
-    state.init_state("model")
-    st.title("Model")
-    st.caption("The workload: an ONNX graph with concrete shapes and per-op FLOPs and bytes "
+    state.page_header("model", "Model", "The workload: an ONNX graph with concrete shapes and per-op FLOPs and bytes "
                "(1 multiply-add = 2 FLOPs; bytes = what unfused kernels read and write).")
     _source_picker()
     st.divider()

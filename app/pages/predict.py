@@ -59,10 +59,8 @@ def learned_summary(pred, hw) -> dict | None:
 
 
 def render() -> None:
-    state.init_state("predict")
+    state.page_header("predict", "Predict", "Model **{model}** — change it on the Model page.")
     s = st.session_state
-    st.title("Predict")
-    st.caption(f"Model **{state.model_label(s['model_ref'])}** — change it on the Model page.")
     try:
         controls.config_controls()
         hw = get_device(s["device"])

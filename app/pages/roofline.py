@@ -21,11 +21,9 @@ def _trajectory(setting: str, values: list[int]) -> list[tuple[int, pd.DataFrame
 
 
 def render() -> None:
-    state.init_state("roofline")
+    state.page_header("roofline", "Roofline",
+                      "Model **{model}** · {config} (change the configuration on the Predict page)")
     s = st.session_state
-    st.title("Roofline")
-    st.caption(f"Model **{state.model_label(s['model_ref'])}** · {controls.config_summary()} "
-               "(change the configuration on the Predict page)")
     try:
         state.device_select("Device", key="device")
         pred = state.predict()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import charts, controls, state
+from app import charts, state
 from hw_catalog import get_device
 from hw_catalog.user_devices import save_user_device
 
@@ -47,10 +47,7 @@ def op_gains(base: pd.DataFrame, new: pd.DataFrame, top: int = 15) -> pd.DataFra
 
 
 def render() -> None:
-    state.init_state("whatif")
-    s = st.session_state
-    st.title("What-if device")
-    st.caption(f"Model **{state.model_label(s['model_ref'])}** · {controls.config_summary()}")
+    state.page_header("whatif", "What-if device", "Model **{model}** · {config}")
     try:
         base_id = state.device_select("Start from", key="device")
         hw = get_device(base_id)

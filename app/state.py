@@ -152,15 +152,20 @@ def _import_cached(ref: str, dims: tuple[tuple[str, int], ...], name: str,
     return import_model(source, dims=dict(dims), name=name, max_bytes=MAX_UPLOAD_BYTES)
 
 
+def upload_bytes(ref: str) -> bytes | None:
+    """The uploaded file's bytes for an ``upload:`` reference (None for a zoo model)."""
+    if not ref.startswith("upload:"):
+        return None
+    data = st.session_state.get("upload_bytes")
+    if data is None:
+        raise ModelImportError("the uploaded model is no longer in this session: upload it "
+                               "again on the Model page")
+    return data
+
+
 def load_graph(ref: str, dims: Mapping[str, int]) -> Graph:
     """The imported graph of ``ref`` with ``dims`` (cached)."""
-    data = None
-    if ref.startswith("upload:"):
-        data = st.session_state.get("upload_bytes")
-        if data is None:
-            raise ModelImportError("the uploaded model is no longer in this session: upload it "
-                                   "again on the Model page")
-    return _import_cached(ref, tuple(sorted(dims.items())), model_label(ref), data)
+    return _import_cached(ref, tuple(sorted(dims.items())), model_label(ref), upload_bytes(ref))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -171,13 +176,7 @@ def _symbolic_dims_cached(ref: str, name: str, _data: bytes | None) -> tuple[str
 def symbolic_dims(ref: str) -> tuple[str, ...]:
     """The model's symbolic dim names (those unbound when importing with no bindings); cached on
     its own so a rerun does not unpickle a whole graph to learn them."""
-    data = None
-    if ref.startswith("upload:"):
-        data = st.session_state.get("upload_bytes")
-        if data is None:
-            raise ModelImportError("the uploaded model is no longer in this session: upload it "
-                                   "again on the Model page")
-    return _symbolic_dims_cached(ref, model_label(ref), data)
+    return _symbolic_dims_cached(ref, model_label(ref), upload_bytes(ref))
 
 
 def batch_dim(ref: str) -> str | None:
@@ -283,11 +282,8 @@ def _model_key(config: RunConfig) -> tuple[str, tuple, str, bytes | None]:
     """(reference, import dims, name, upload bytes) of the session's model at ``config``'s batch:
     the leading arguments of the cached calls."""
     ref = st.session_state["model_ref"]
-    data = st.session_state.get("upload_bytes") if ref.startswith("upload:") else None
-    if ref.startswith("upload:") and data is None:
-        raise ModelImportError("the uploaded model is no longer in this session: upload it "
-                               "again on the Model page")
-    return ref, tuple(sorted(import_dims(ref, config.batch).items())), model_label(ref), data
+    return (ref, tuple(sorted(import_dims(ref, config.batch).items())), model_label(ref),
+            upload_bytes(ref))
 
 
 def predict(device: str | None = None, *, changes: Mapping[str, float] | None = None,

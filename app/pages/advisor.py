@@ -60,8 +60,8 @@ def render() -> None:
                                     key="adv_precisions",
                                     help="only those the device runs natively are kept")
     ref = s["model_ref"]
-    data = s.get("upload_bytes") if ref.startswith("upload:") else None
     try:
+        data = state.upload_bytes(ref)
         dims = state.import_dims(ref)
         bdim = state.batch_dim(ref)
         dims.pop(bdim, None)

@@ -46,15 +46,21 @@ def _axis(node: OpNode, rank: int, default: int) -> int:
     return axis
 
 
+def _mean_var_norm(node: OpNode, numel: int, rows: int, bias_given: bool = True,
+                   extra_per_element: int = 0) -> OpCost:
+    """Mean/variance statistics per row, then × inv_std, × scale (+ bias):
+    (6 + [bias] + extra)/elem + 4/row."""
+    per_element = (
+        STATS_FLOPS_PER_ELEMENT + NORMALISE_FLOPS_PER_ELEMENT + bias_given + extra_per_element
+    )
+    return io_cost(node, per_element * numel + STATS_FLOPS_PER_ROW * rows, Engine.VECTOR)
+
+
 def _layer_norm_like(node: OpNode, bias_given: bool, extra_per_element: int = 0) -> OpCost:
     x = need_input(node, 0, "X")
     need_output(node, 0)
     axis = _axis(node, len(x.shape), -1)
-    rows = prod(x.shape[:axis])
-    per_element = (
-        STATS_FLOPS_PER_ELEMENT + NORMALISE_FLOPS_PER_ELEMENT + bias_given + extra_per_element
-    )
-    return io_cost(node, per_element * x.numel + STATS_FLOPS_PER_ROW * rows, Engine.VECTOR)
+    return _mean_var_norm(node, x.numel, prod(x.shape[:axis]), bias_given, extra_per_element)
 
 
 def _rms_norm_like(node: OpNode, extra_per_element: int = 0) -> OpCost:
@@ -129,9 +135,7 @@ def cost_InstanceNormalization(node: OpNode) -> OpCost:
     need_input(node, 1, "scale")
     need_input(node, 2, "B")
     need_output(node, 0)
-    rows = prod(x.shape[:2])
-    per_element = STATS_FLOPS_PER_ELEMENT + NORMALISE_FLOPS_PER_ELEMENT + 1
-    return io_cost(node, per_element * x.numel + STATS_FLOPS_PER_ROW * rows, Engine.VECTOR)
+    return _mean_var_norm(node, x.numel, prod(x.shape[:2]))
 
 
 @register("GroupNormalization")
@@ -145,9 +149,7 @@ def cost_GroupNormalization(node: OpNode) -> OpCost:
     groups = node.attrs.get("num_groups")
     if groups is None:
         raise CostRuleError(f"GroupNormalization node {node.name!r}: attribute num_groups missing")
-    rows = (x.shape[0] if x.shape else 1) * int(groups)
-    per_element = STATS_FLOPS_PER_ELEMENT + NORMALISE_FLOPS_PER_ELEMENT + 1
-    return io_cost(node, per_element * x.numel + STATS_FLOPS_PER_ROW * rows, Engine.VECTOR)
+    return _mean_var_norm(node, x.numel, (x.shape[0] if x.shape else 1) * int(groups))
 
 
 @register("LpNormalization")

@@ -63,6 +63,18 @@ def toy_device(id: str = "toy", vector_flops: float = 1e9, matrix_flops: float |
     )
 
 
+def priced_devices() -> list:
+    """Three toy devices for sweeps and comparisons: 'slow' and 'fast' with a list price and TDP,
+    'noprice' with neither and 4.05e6 B of memory (batched_chain at batch 8 does not fit)."""
+    return [
+        toy_device("slow", vector_flops=1e9, matrix_flops=2e9, bw_Bps=1e9, price_usd=1000.0,
+                   tdp_W=100.0),
+        toy_device("fast", vector_flops=4e9, matrix_flops=1e10, bw_Bps=3e9, overhead_s=2e-6,
+                   price_usd=5000.0, tdp_W=250.0),
+        toy_device("noprice", vector_flops=2e9, bw_Bps=2e9, capacity_bytes=4.05e6),
+    ]
+
+
 def branched_graph(n: int = 1000) -> Graph:
     """x -> a (Relu) -> {b (Exp, 20 FLOP/elem), c (Sigmoid)} -> d (Add) -> y; float32[n] tensors.
 

@@ -10,15 +10,9 @@ from predictor.compare import COMPARE_COLUMNS, compare_devices
 from predictor.config import RunConfig
 from predictor.errors import PredictionError
 from predictor.simulate import predict_graph
-from tests.predictor.graph_helpers import batched_chain, toy_device
+from tests.predictor.graph_helpers import batched_chain, priced_devices, toy_device
 
-DEVICES = [
-    toy_device("slow", vector_flops=1e9, matrix_flops=2e9, bw_Bps=1e9, price_usd=1000.0,
-               tdp_W=100.0),
-    toy_device("fast", vector_flops=4e9, matrix_flops=1e10, bw_Bps=3e9, overhead_s=2e-6,
-               price_usd=5000.0, tdp_W=250.0),
-    toy_device("noprice", vector_flops=2e9, bw_Bps=2e9, capacity_bytes=4.05e6),
-]
+DEVICES = priced_devices()
 
 
 @pytest.mark.parametrize("config", [RunConfig(dims={"batch": 8}),

@@ -305,6 +305,7 @@ BACKWARD_RULES: dict[str, BackwardRule] = {
 def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
     """Backward kernels in reverse topological order (see module docstring)."""
     from predictor.gemm_dims import gemm_dims
+    from predictor.inner_dims import inner_elems
 
     precision = config.precision
     dtype = compute_dtype(precision)
@@ -332,6 +333,8 @@ def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
             gemm=None if dims is None else tuple(float(d) for d in dims),
             engine=cost.engine.value,
         )
+        inner = inner_elems(node)
+        inner = np.nan if inner is None else inner
         for k in BACKWARD_RULES[family](ctx):
             gemm = k.gemm if k.gemm is not None else (np.nan,) * 4
             values = {
@@ -340,6 +343,7 @@ def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
                 "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
                 "weight_bytes": k.weight_read, "gemm_batch": gemm[0], "gemm_m": gemm[1],
                 "gemm_n": gemm[2], "gemm_k": gemm[3], "fused_nodes": node.name,
+                "inner_elems": inner,
                 "key": f"backward:{k.kernel}:{node.name}", "kernel": k.kernel,
                 "domain": node.domain, "grad_of": "",
             }
@@ -362,7 +366,8 @@ def update_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
             "flops": opt.flops_per_element * n, "bytes_read": opt.reads * n * s,
             "bytes_written": opt.writes * n * s, "weight_bytes": n * s,
             "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan,
-            "fused_nodes": name, "key": f"update:{opt.name}:{name}", "kernel": opt.name,
+            "fused_nodes": name, "inner_elems": np.nan, "key": f"update:{opt.name}:{name}",
+            "kernel": opt.name,
             "domain": "", "grad_of": "+".join(param.consumers),
         }
         for c in COLUMNS:

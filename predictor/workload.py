@@ -36,6 +36,7 @@ from graph_import.types import Engine, Graph, OpNode
 from predictor.config import RunConfig
 from predictor.errors import PredictionError
 from predictor.gemm_dims import gemm_dims
+from predictor.inner_dims import inner_elems
 from predictor.precision import compute_dtype, rescale_cost
 from predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 
@@ -137,7 +138,8 @@ def forward_rows(graph: Graph, config: RunConfig, allow_incomplete: bool = False
             "flops": float(cost.flops), "bytes_read": float(cost.bytes_read),
             "bytes_written": float(cost.bytes_written), "weight_bytes": float(cost.weight_bytes),
             **dict(zip(_GEMM_COLS, gemm, strict=True)),
-            "fused_nodes": node.name, "key": f"forward:forward:{node.name}",
+            "fused_nodes": node.name, "inner_elems": _inner(node),
+            "key": f"forward:forward:{node.name}",
             "kernel": "forward", "domain": node.domain, "grad_of": "",
         }
         for c in COLUMNS:
@@ -145,10 +147,16 @@ def forward_rows(graph: Graph, config: RunConfig, allow_incomplete: bool = False
     return frame(cols)
 
 
+def _inner(node: OpNode) -> float:
+    """``inner_elems`` of ``node`` (NaN when it has none)."""
+    value = inner_elems(node)
+    return np.nan if value is None else value
+
+
 def frame(cols: Mapping[str, list]) -> pd.DataFrame:
     """A workload DataFrame with ``COLUMNS`` in order and float numeric columns."""
     df = pd.DataFrame({c: cols[c] for c in COLUMNS})
-    for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", *_GEMM_COLS):
+    for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", *_GEMM_COLS, "inner_elems"):
         df[c] = df[c].astype(float)
     return df
 

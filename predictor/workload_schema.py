@@ -35,10 +35,14 @@ WORKLOAD_COLUMNS: dict[str, str] = {
     "gemm_n": "float: GEMM N (conv: C_out/groups); NaN when not GEMM-like",
     "gemm_k": "float: GEMM K (conv: C_in/groups*R*S); NaN when not GEMM-like",
     "fused_nodes": "str: '+'-joined node names of a fused group, else the node name",
+    "inner_elems": "float: elements per row of a row-wise op (softmax/normalization: the "
+                   "normalised axes; reductions: elements folded per output) or the window R*S "
+                   "of a conv (predictor.inner_dims); NaN otherwise",
 }
 WORKLOAD_COLUMN_NAMES: tuple[str, ...] = tuple(WORKLOAD_COLUMNS)
 _NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes",
-            "gemm_batch", "gemm_m", "gemm_n", "gemm_k")
+            "gemm_batch", "gemm_m", "gemm_n", "gemm_k", "inner_elems")
+_NAN_ALLOWED = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k", "inner_elems")
 
 __doc__ += "\n".join(f"    {k}: {v}" for k, v in WORKLOAD_COLUMNS.items()) + "\n"
 
@@ -46,7 +50,8 @@ __doc__ += "\n".join(f"    {k}: {v}" for k, v in WORKLOAD_COLUMNS.items()) + "\n
 def check_workload(df: pd.DataFrame) -> None:
     """Raise ``PredictionError`` if ``df`` lacks a contract column or has bad values.
 
-    Checks: every column present; numeric columns non-negative (NaN allowed only in gemm_*);
+    Checks: every column present; numeric columns non-negative (NaN allowed only in gemm_* and
+    inner_elems);
     family/phase/engine values from their vocabularies.
     """
     from predictor.errors import PredictionError
@@ -56,7 +61,7 @@ def check_workload(df: pd.DataFrame) -> None:
         raise PredictionError(f"workload table lacks columns {missing}; see predictor/workload_schema.py")
     for col in _NUMERIC:
         vals = pd.to_numeric(df[col], errors="coerce")
-        if not col.startswith("gemm_") and vals.isna().any():
+        if col not in _NAN_ALLOWED and vals.isna().any():
             raise PredictionError(f"workload column {col!r} has missing/non-numeric values")
         if (vals < 0).any():
             raise PredictionError(f"workload column {col!r} has negative values")

@@ -48,6 +48,7 @@ import pandas as pd
 from graph_import.costs import cost_of
 from graph_import.types import OpNode, TensorInfo
 from predictor.gemm_dims import gemm_dims
+from predictor.inner_dims import inner_elems
 from predictor.workload_schema import WORKLOAD_COLUMN_NAMES
 
 ENV_VAR = "ROOFCAST_SHARED_DATA"
@@ -329,7 +330,8 @@ def _row_cost(r: Any) -> dict[str, float]:
     dims = gemm_dims(node)
     row = {"flops": cost.flops, "bytes_read": cost.bytes_read, "bytes_written": cost.bytes_written,
            "weight_bytes": cost.weight_bytes, "engine": str(cost.engine),
-           "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan}
+           "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan,
+           "inner_elems": inner_elems(node) or np.nan}
     if dims is not None:
         row.update(zip(("gemm_batch", "gemm_m", "gemm_n", "gemm_k"), dims, strict=True))
     if r.direction in ("bwd_data", "bwd_filter"):
@@ -369,7 +371,7 @@ def kernel_workload(kernels: pd.DataFrame) -> pd.DataFrame:
     out["engine"] = table["engine"]
     out["dtype"] = kernels["precision"]
     for col in ("flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
-                "gemm_n", "gemm_k"):
+                "gemm_n", "gemm_k", "inner_elems"):
         out[col] = table[col].astype(float)
     out["fused_nodes"] = out["node"]
     return out[list(WORKLOAD_COLUMN_NAMES)]

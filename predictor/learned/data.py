@@ -134,7 +134,7 @@ def measurement_workload(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, in
     """Workload rows (+ ``_group``-less extras) for tidy measurement rows (module docstring)."""
     rows = rows.copy()
     for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
-              "gemm_n", "gemm_k", "latency_s", "e2e_latency_s", "threads_intra"):
+              "gemm_n", "gemm_k", "inner_elems", "latency_s", "e2e_latency_s", "threads_intra"):
         rows[c] = pd.to_numeric(rows.get(c, np.nan), errors="coerce")
     dropped: dict[str, int] = {}
     bad_cost = rows[["flops", "bytes_read", "bytes_written"]].isna().any(axis=1)
@@ -160,7 +160,7 @@ def measurement_workload(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, in
         "bytes_written": rows["bytes_written"],
         "weight_bytes": rows["weight_bytes"].fillna(0.0),
         "gemm_batch": rows["gemm_batch"], "gemm_m": rows["gemm_m"], "gemm_n": rows["gemm_n"],
-        "gemm_k": rows["gemm_k"],
+        "gemm_k": rows["gemm_k"], "inner_elems": rows["inner_elems"],
     }, index=rows.index)
     out["fused_nodes"] = out["node"]
     out = out[list(WORKLOAD_COLUMN_NAMES)]

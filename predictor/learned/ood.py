@@ -3,8 +3,8 @@
 Three checks, per row, with the reasons kept as text:
 
 * **family**: no learned model for the row's (device kind, op family) — nothing was trained;
-* **range**: an op or device-relative feature (``features.OP_FEATURES`` +
-  ``RELATIVE_FEATURES``, all log10 or ratios) lies outside the training range of its model
+* **range**: a model input or size feature (``features.FEATURES`` + ``SIZE_FEATURES``, all
+  log10 or ratios) lies outside the training range of its model
   widened by ``RANGE_MARGIN`` x the range + ``RANGE_SLACK`` (shapes far outside the data);
 * **device**: the row's device vector (``DEVICE_VECTOR``: log10 peak of the unit used,
   bandwidth, L2, units, clock, launch overhead) is far from every training device of the same
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from predictor.learned.features import OP_FEATURES, RELATIVE_FEATURES
+from predictor.learned.features import FEATURES, SIZE_FEATURES
 
-RANGE_FEATURES: tuple[str, ...] = OP_FEATURES + RELATIVE_FEATURES
+RANGE_FEATURES: tuple[str, ...] = FEATURES + SIZE_FEATURES
 DEVICE_VECTOR: tuple[str, ...] = ("lg_peak", "lg_bw", "lg_l2", "lg_units", "lg_clock", "lg_launch")
 RANGE_MARGIN = 0.10
 RANGE_SLACK = 0.05

@@ -30,7 +30,7 @@ import pandas as pd
 from predictor.errors import PredictionError
 from predictor.learned.features import learned_features, model_keys, roofline_terms
 from predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum
-from predictor.learned.model import FamilyModel, bounded_time
+from predictor.learned.model import FamilyModel
 from predictor.learned.ood import DEVICE_DISTANCE, DeviceSet, Ranges, model_flag
 
 MODES: tuple[str, ...] = ("learned", "auto")
@@ -82,7 +82,7 @@ class LearnedModel:
                 reasons[rows] = f"no learned model for {key}"
                 continue
             has_model[rows] = True
-            t = bounded_time(bound[rows], fm.predict_log(F.iloc[rows]))
+            t = fm.predict_time(F.iloc[rows], bound[rows])
             learned_t[rows] = t
             lo_l[rows], hi_l[rows] = self.intervals[key].interval(t, bound[rows])
             label[rows] = f"learned:{key}:{fm.candidate}"

@@ -50,7 +50,7 @@ from predictor.learned.intervals import (
     group_adjusted_alpha,
     nested_group_coverage,
 )
-from predictor.learned.model import CANDIDATES, FamilyModel, bounded_time
+from predictor.learned.model import CANDIDATES, FamilyModel
 from predictor.learned.ood import DeviceSet, Ranges
 from predictor.learned.predictor import LearnedModel
 
@@ -109,14 +109,17 @@ class TrainResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _cv_predict(candidate: str, F: pd.DataFrame, y: np.ndarray, folds: np.ndarray,
-                key: str, xgb_params: dict | None, weight: np.ndarray | None) -> np.ndarray:
-    out = np.empty(len(y))
+def _cv_predict(candidate: str, F: pd.DataFrame, meas: np.ndarray, bound: np.ndarray,
+                groups: np.ndarray, folds: np.ndarray, key: str, xgb_params: dict | None,
+                weight: np.ndarray | None) -> np.ndarray:
+    """Out-of-fold predicted seconds: each fold by a model (and floor) fitted without it."""
+    out = np.empty(len(meas))
     for f in np.unique(folds):
         test = folds == f
         w = None if weight is None else weight[~test]
-        fm = FamilyModel.fit(key, candidate, F.iloc[~test], y[~test], xgb_params, w)
-        out[test] = fm.predict_log(F.iloc[test])
+        fm = FamilyModel.fit(key, candidate, F.iloc[~test], meas[~test], bound[~test],
+                             groups[~test], xgb_params, w)
+        out[test] = fm.predict_time(F.iloc[test], bound[test])
     return out
 
 
@@ -152,15 +155,13 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
         notes.append(f"{int(implausible.sum())} rows measured faster than {IMPLAUSIBLE_FRACTION} x "
                      "the physical bound (mis-attributed or mis-costed): not used")
         usable &= ~implausible
-    y_log = np.where(usable, np.log10(np.where(usable, meas, 1.0) / np.where(bound > 0, bound, 1.0)),
-                     np.nan)
     models, intervals, ranges, results = {}, {}, {}, {}
     for key in sorted(set(keys[usable])):
         rows = np.flatnonzero(usable & (keys == key))
         if len(rows) < MIN_ROWS:
             notes.append(f"{key}: {len(rows)} rows < {MIN_ROWS}: no learned model (analytical)")
             continue
-        Fk, yk, gk = F.iloc[rows], y_log[rows], groups[rows]
+        Fk, gk = F.iloc[rows], groups[rows]
         wk = time_weights(meas[rows], weight_power)
         folds = fold_ids(gk)
         cv = f"grouped ({len(np.unique(gk))} groups, {len(np.unique(folds))} folds)"
@@ -169,14 +170,14 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
             cv = f"random {RANDOM_FOLDS}-fold (one group only: not a transfer estimate)"
         errs, oofs = {}, {}
         for cand in candidates:
-            pred_log = _cv_predict(cand, Fk, yk, folds, key, xgb_params, wk)
-            oofs[cand] = bounded_time(bound[rows], pred_log)
+            oofs[cand] = _cv_predict(cand, Fk, meas[rows], bound[rows], gk, folds, key,
+                                     xgb_params, wk)
             e = ape(oofs[cand], meas[rows])
             errs[cand] = float(np.median(e) + weighted_median(e, meas[rows])) / 2.0
         best = min(candidates, key=lambda c: (errs[c], CANDIDATES.index(c)))
         say(f"{key}: {len(rows)} rows, {cv}; CV error (median + time-weighted median APE)/2: "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in errs.items()) + f" -> {best}")
-        models[key] = FamilyModel.fit(key, best, Fk, yk, xgb_params, wk)
+        models[key] = FamilyModel.fit(key, best, Fk, meas[rows], bound[rows], gk, xgb_params, wk)
         oof = oofs[best]
         oof_all[rows] = oof
         lp = np.log10(oof)

@@ -21,7 +21,8 @@ def row(node: str, family: str, engine: str, flops: float, bytes_read: float,
     return {"node": node, "op_type": op_type, "family": family, "phase": "forward",
             "engine": engine, "dtype": dtype, "flops": float(flops), "bytes_read": float(bytes_read),
             "bytes_written": float(bytes_written), "weight_bytes": float(weight_bytes),
-            "gemm_batch": b, "gemm_m": m, "gemm_n": n, "gemm_k": k, "fused_nodes": node}
+            "gemm_batch": b, "gemm_m": m, "gemm_n": n, "gemm_k": k, "fused_nodes": node,
+            "inner_elems": NAN}
 
 
 def gemm_row(M: int, N: int, K: int, batch: int = 1, dtype: str = "fp32", elem: int = 4) -> dict:

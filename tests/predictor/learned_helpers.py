@@ -30,14 +30,15 @@ def workload(rng: np.random.Generator, n_gemm: int, n_vec: int) -> pd.DataFrame:
                      "engine": "matrix", "dtype": "fp32", "flops": 2.0 * m * n * k,
                      "bytes_read": 4.0 * (m * k + k * n), "bytes_written": 4.0 * m * n,
                      "weight_bytes": 4.0 * k * n, "gemm_batch": 1.0, "gemm_m": float(m),
-                     "gemm_n": float(n), "gemm_k": float(k), "fused_nodes": f"g{i}"})
+                     "gemm_n": float(n), "gemm_k": float(k), "fused_nodes": f"g{i}",
+                     "inner_elems": np.nan})
     for i in range(n_vec):
         e = int(2 ** rng.uniform(10, 24))
         rows.append({"node": f"v{i}", "op_type": "Add", "family": "elementwise",
                      "phase": "forward", "engine": "vector", "dtype": "fp32", "flops": float(e),
                      "bytes_read": 8.0 * e, "bytes_written": 4.0 * e, "weight_bytes": 0.0,
                      "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan,
-                     "fused_nodes": f"v{i}"})
+                     "fused_nodes": f"v{i}", "inner_elems": np.nan})
     return pd.DataFrame(rows)
 
 

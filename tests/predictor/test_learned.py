@@ -154,6 +154,38 @@ def test_save_load_round_trip_without_pickle(trained, saved):
     assert np.array_equal(a["upper_s"].to_numpy(), b["upper_s"].to_numpy())
 
 
+def test_harness_floor_is_the_median_over_groups_of_their_low_excess():
+    from predictor.learned.model import FLOOR_QUANTILE, harness_floor
+
+    bound = np.full(300, 1e-6)
+    groups = np.repeat(["a", "b", "c"], 100)
+    floors = {"a": 20e-6, "b": 30e-6, "c": 50e-6}
+    meas = bound + np.array([floors[g] for g in groups]) + np.tile(np.linspace(0, 99e-6, 100), 3)
+    q = np.quantile(np.linspace(0, 99e-6, 100), FLOOR_QUANTILE)
+    assert harness_floor(meas, bound, groups) == pytest.approx(30e-6 + q)
+    assert harness_floor(bound * 0.5, bound, groups) == 0.0  # never negative
+
+
+def test_floor_enters_the_reference_but_never_beats_the_bound():
+    from predictor.learned.model import bounded_time
+
+    bound = np.array([0.0, 1e-6, 1e-3])
+    floor = 25e-6
+    t = bounded_time(bound, np.zeros(3), floor)
+    assert t.tolist() == pytest.approx([0.0, 1e-6 + floor, 1e-3 + floor])
+    low = bounded_time(bound, np.full(3, -3.0), floor)
+    assert low.tolist() == pytest.approx([0.0, 1e-6, 1e-3])  # clipped at the physical bound
+    assert bounded_time(bound, np.full(3, -1.0)).tolist() == pytest.approx(bound.tolist())
+
+
+def test_trained_floor_is_saved_and_loaded(trained, saved):
+    meta = json.loads((saved / "metadata.json").read_text())
+    for key, fm in trained.model.models.items():
+        assert meta["models"][key]["floor_s"] == fm.floor_s >= 0.0
+    assert {k: m.floor_s for k, m in persistence.load(saved).models.items()} == \
+        {k: m.floor_s for k, m in trained.model.models.items()}
+
+
 def test_ridge_and_median_candidates_round_trip_as_json(tmp_path):
     ts = synthetic_set(n_gemm=40, n_vec=40)
     res = train(ts, candidates=("ridge", "median"), quick=True)

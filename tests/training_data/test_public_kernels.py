@@ -98,6 +98,13 @@ def test_workload_rows_follow_the_contract_and_the_formulas(data):
     assert (wgrad.gemm_m, wgrad.gemm_n, wgrad.gemm_k) == (4, 27, 2 * 64)
     assert wgrad.bytes_written == 4 * 3 * 9 * 4
     assert math.isnan(w[k.workload.eq("ln")].iloc[0].gemm_m)
+    # inner_elems: the normalised row H of [B, H] softmax/LayerNorm, the conv window R*S
+    assert w[k.workload.eq("ln")].iloc[0].inner_elems == 8
+    assert w[k.workload.eq("softmax")].iloc[0].inner_elems == 8
+    assert conv_f.inner_elems == 3 * 3
+    assert wgrad.inner_elems == 3 * 3
+    assert math.isnan(w[k.workload.eq("addu")].iloc[0].inner_elems)
+    assert math.isnan(r.inner_elems)
 
 
 def test_data_dir_resolution(tmp_path, monkeypatch):

@@ -1,0 +1,120 @@
+"""Inner (per-row) size of an op: ``inner_elems(node) -> float`` or None.
+
+Row-wise kernels (softmax, layer norms, reductions) run one thread block per row; how long a
+row is decides the kernel variant and its efficiency (PyTorch/cuDNN pick warp-per-row kernels
+for short rows, block-per-row ones for long rows), which FLOPs and bytes do not show. For
+convolutions the kernel window decides the algorithm (Winograd, FFT, implicit GEMM) that
+``K = C·R·S`` hides. One registry keyed by ONNX op type (domain ignored), like
+``predictor.gemm_dims``; an op without a rule has no inner size (NaN in the workload table).
+
+Mappings (shapes from the node's concrete TensorInfos):
+
+* Softmax / LogSoftmax / Hardmax: ``X.shape[axis]`` (axis default -1): the reduced row;
+* LayerNormalization, SimplifiedLayerNormalization, RMSNormalization, SkipLayerNormalization,
+  SkipSimplifiedLayerNormalization: ``prod(X.shape[axis:])`` (axis default -1);
+* InstanceNormalization: ``prod(X.shape[2:])``; GroupNormalization: ``C / num_groups ·
+  prod(X.shape[2:])``: the elements normalised together;
+* reductions (ReduceSum/Mean/Max/..., ArgMax/ArgMin): ``numel(X) / numel(Y)``: the elements
+  folded into each output;
+* Conv / ConvInteger / QLinearConv / FusedConv / ConvTranspose: the window ``prod(W.shape[2:])``
+  (``R·S`` in 2-D).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from graph_import.types import OpNode
+
+InnerRule = Callable[[OpNode], float | None]
+
+_RULES: dict[str, InnerRule] = {}
+
+
+def register_inner(*op_types: str) -> Callable[[InnerRule], InnerRule]:
+    """Decorator: register ``fn`` as the inner-size rule of each op type (duplicates refused)."""
+
+    def deco(fn: InnerRule) -> InnerRule:
+        for op in op_types:
+            if op in _RULES:
+                raise RuntimeError(f"inner_dims rule for {op} registered twice")
+            _RULES[op] = fn
+        return fn
+
+    return deco
+
+
+def registered_inner_ops() -> tuple[str, ...]:
+    """Op types with an inner-size rule."""
+    return tuple(sorted(_RULES))
+
+
+def inner_elems(node: OpNode) -> float | None:
+    """Elements per row (or conv window) of ``node``; None when the op has no rule or its shapes
+    do not give one."""
+    rule = _RULES.get(node.op_type)
+    if rule is None:
+        return None
+    try:
+        value = rule(node)
+    except (IndexError, ValueError, ZeroDivisionError, TypeError, AttributeError):
+        return None
+    if value is None or not value > 0:
+        return None
+    return float(value)
+
+
+def _axis(node: OpNode, default: int) -> int:
+    return int(node.attrs.get("axis", default))
+
+
+@register_inner("Softmax", "LogSoftmax", "Hardmax")
+def _inner_softmax(node: OpNode) -> float | None:
+    x = node.input(0)
+    return None if x is None or not x.shape else float(x.shape[_axis(node, -1)])
+
+
+@register_inner("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization",
+                "SkipLayerNormalization", "SkipSimplifiedLayerNormalization")
+def _inner_layer_norm(node: OpNode) -> float | None:
+    x = node.input(0)
+    if x is None or not x.shape:
+        return None
+    return float(math.prod(x.shape[_axis(node, -1):]))
+
+
+@register_inner("InstanceNormalization")
+def _inner_instance_norm(node: OpNode) -> float | None:
+    x = node.input(0)
+    return None if x is None or len(x.shape) < 3 else float(math.prod(x.shape[2:]))
+
+
+@register_inner("GroupNormalization")
+def _inner_group_norm(node: OpNode) -> float | None:
+    x = node.input(0)
+    if x is None or len(x.shape) < 3:
+        return None
+    return x.shape[1] / int(node.attrs["num_groups"]) * math.prod(x.shape[2:])
+
+
+@register_inner("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
+                "ArgMin")
+def _inner_reduce(node: OpNode) -> float | None:
+    x, y = node.input(0), node.outputs[0] if node.outputs else None
+    if x is None or y is None:
+        return None
+    return x.numel / max(y.numel, 1)
+
+
+@register_inner("Conv", "ConvInteger", "FusedConv", "ConvTranspose")
+def _inner_conv(node: OpNode) -> float | None:
+    w = node.input(1)
+    return None if w is None or len(w.shape) < 3 else float(math.prod(w.shape[2:]))
+
+
+@register_inner("QLinearConv")
+def _inner_qlinear_conv(node: OpNode) -> float | None:
+    w = node.input(3)
+    return None if w is None or len(w.shape) < 3 else float(math.prod(w.shape[2:]))

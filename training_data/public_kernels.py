@@ -30,8 +30,9 @@ and W and writes dX; bwd_filter reads X and dY and writes dW; their GEMM views a
 (M, N, K) = (N·H·W, C, K_out·R·S) and (K_out, C·R·S, N·Ho·Wo).
 
 ``kernel_workload(kernels)`` -> the workload table (``predictor.workload_schema``) of those rows,
-same index, with FLOPs/bytes from the project's own cost rules (``graph_import.costs``) and GEMM
-dims from ``predictor.gemm_dims`` — so estimators run on exactly what they see on graphs.
+same index, with FLOPs/bytes from the project's own cost rules (``graph_import.costs``), GEMM
+dims from ``predictor.gemm_dims`` and ``inner_elems`` (vector rows: H; conv: R·S) from
+``predictor.inner_dims`` — so estimators run on exactly what they see on graphs.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Sources (``roofcast train --from``):
 * a CSV/Parquet FILE of tidy measurement rows (``training_data.schema``).
 
 Tidy measurement rows become workload rows (``predictor.workload_schema``): the recorded FLOPs,
-bytes and GEMM dims; ``engine`` = ``matrix`` for rows with GEMM dims, ``data`` for rows without
+bytes, GEMM dims and ``inner_elems`` (NaN when the rows do not record it: the bundled CPU data
+does not); ``engine`` = ``matrix`` for rows with GEMM dims, ``data`` for rows without
 FLOPs, else ``vector``; ``phase`` = backward for ``bwd*`` directions; compute dtype = the row's
 dtype when it is a precision, else the run's precision. Rows without costs (NaN FLOPs/bytes) or
 without a positive latency are dropped and counted. Each (device, threads) is featurized with

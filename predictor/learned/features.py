@@ -6,7 +6,8 @@ and transferable across devices. Every feature is a number (NaN allowed: XGBoost
 values, the linear candidate imputes them). ``FEATURES`` is the ordered list a saved model must
 match (``persistence`` refuses a model trained with another list).
 
-Reference time (the physical lower bound every learned prediction respects)::
+Physical bound (the lower bound every learned prediction respects; the models' reference time
+adds the harness floor to it, see ``model``)::
 
     t_bound = max(flops / peak_flops_per_s, bytes_moved / bw_eff)
 

@@ -5,8 +5,9 @@ they turn a featurized table into per-op times.
 
 1. ``t_bound`` = the physical roofline bound (``features.roofline_terms``); rows with no work
    (free ops) take 0 s and are never flagged;
-2. rows whose (device kind, family) has a model: ``time = t_bound · 10^max(ŷ, 0)`` (never
-   below the bound) with the family's conformal interval (``intervals``);
+2. rows whose (device kind, family) has a model: ``time = max(t_bound, (t_bound + floor) · 10^ŷ)``
+   (``model.bounded_time``: the family's harness floor in the reference, never below the
+   physical bound) with the family's conformal interval (``intervals``);
 3. out-of-distribution flags (``ood``) per row;
 4. ``mode="learned"``: the learned time wherever a model exists, the analytical fallback
    estimator elsewhere; ``mode="auto"``: the learned time only where the row is in distribution.

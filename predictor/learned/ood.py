@@ -5,7 +5,10 @@ Three checks, per row, with the reasons kept as text:
 * **family**: no learned model for the row's (device kind, op family) — nothing was trained;
 * **range**: a model input or size feature (``features.FEATURES`` + ``SIZE_FEATURES``, all
   log10 or ratios) lies outside the training range of its model
-  widened by ``RANGE_MARGIN`` x the range + ``RANGE_SLACK`` (shapes far outside the data);
+  widened by ``RANGE_MARGIN`` x the range + ``RANGE_SLACK`` (shapes far outside the data), or
+  is missing (NaN) where every training row of the model had it (e.g. a BatchNormalization row,
+  which has no ``inner_elems``, for a normalization model trained on LayerNorm rows only: the
+  trees never learned where such a row belongs);
 * **device**: the row's device vector (``DEVICE_VECTOR``: log10 peak of the unit used,
   bandwidth, L2, units, clock, launch overhead) is far from every training device of the same
   kind: ``d = sqrt(mean_j ((x_j - t_j) / s_j)^2)`` to the nearest training vector ``t``, with
@@ -37,19 +40,23 @@ MODEL_SHARE = 0.10
 
 @dataclass(frozen=True)
 class Ranges:
-    """Training ranges of one model key: feature -> (min, max)."""
+    """Training ranges of one model key: feature -> (min, max); ``always`` the features that no
+    training row lacked (NaN there is out of distribution)."""
 
     bounds: dict[str, tuple[float, float]]
+    always: frozenset[str] = frozenset()
 
     @classmethod
     def fit(cls, F: pd.DataFrame) -> Ranges:
-        out = {}
+        out, always = {}, set()
         for c in RANGE_FEATURES:
             v = F[c].to_numpy(float)
-            v = v[np.isfinite(v)]
-            if len(v):
-                out[c] = (float(v.min()), float(v.max()))
-        return cls(out)
+            ok = np.isfinite(v)
+            if ok.any():
+                out[c] = (float(v[ok].min()), float(v[ok].max()))
+                if ok.all():
+                    always.add(c)
+        return cls(out, frozenset(always))
 
     def outside(self, F: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(flag per row, reason text per row)."""
@@ -65,14 +72,21 @@ class Ranges:
             for i in np.flatnonzero(bad):
                 reasons[i].append(f"{c}={v[i]:.3g} outside [{lo:.3g}, {hi:.3g}]")
             flag |= bad
+            if c in self.always:
+                gone = ~np.isfinite(v)
+                for i in np.flatnonzero(gone):
+                    reasons[i].append(f"{c} missing (every training row had it)")
+                flag |= gone
         return flag, np.array(["; ".join(r) for r in reasons], dtype=object)
 
     def to_json(self) -> dict:
-        return {k: [lo, hi] for k, (lo, hi) in self.bounds.items()}
+        """feature -> [min, max, always present (bool)]."""
+        return {k: [lo, hi, k in self.always] for k, (lo, hi) in self.bounds.items()}
 
     @classmethod
     def from_json(cls, d: dict) -> Ranges:
-        return cls({k: (float(v[0]), float(v[1])) for k, v in d.items()})
+        return cls({k: (float(v[0]), float(v[1])) for k, v in d.items()},
+                   frozenset(k for k, v in d.items() if len(v) > 2 and bool(v[2])))
 
 
 @dataclass(frozen=True)

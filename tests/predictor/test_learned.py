@@ -154,6 +154,19 @@ def test_save_load_round_trip_without_pickle(trained, saved):
     assert np.array_equal(a["upper_s"].to_numpy(), b["upper_s"].to_numpy())
 
 
+def test_feature_missing_where_training_always_had_it_is_ood(trained, saved):
+    X = fresh_rows()
+    row = X[X["family"] == "matmul"].iloc[[0]].copy()
+    row[["gemm_batch", "gemm_m", "gemm_n", "gemm_k"]] = np.nan  # a matmul without a GEMM view
+    for model in (trained.model, persistence.load(saved)):
+        ex = model.explain(row, mode="auto")
+        assert bool(ex["ood"].iloc[0])
+        assert "lg_gemm_m missing (every training row had it)" in ex["ood_reason"].iloc[0]
+        assert ex["predictor"].iloc[0] == "analytical:time-roofline"
+    vec = X[X["family"] == "elementwise"].iloc[[0]]  # inner_elems NaN in training and here
+    assert not bool(trained.model.explain(vec, mode="auto")["ood"].iloc[0])
+
+
 def test_harness_floor_is_the_median_over_groups_of_their_low_excess():
     from predictor.learned.model import FLOOR_QUANTILE, harness_floor
 

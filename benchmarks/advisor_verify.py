@@ -102,6 +102,7 @@ def one_model(name: str, args: argparse.Namespace, hw) -> dict:
         "rec_pred_ms": dft.loc["recommended", "predicted_ms"],
         "rec_meas_ms": dft.loc["recommended", "measured_ms"],
         "rec_is_default": advice.recommended == advice.default,
+        "verify_notes": "; ".join(v.notes),
         "status": "ok", "seconds": time.perf_counter() - t0,
     })
     for prefix, (_, a) in zip(("alt", "inter"), v.table[v.table["role"] == "alternative"]

@@ -4,7 +4,10 @@
 
 1. For each batch of the two settings, the model is prepared once by the measurement collector
    (``training_data.collectors.ort_cpu.prepare``: named nodes, random weights in place of absent
-   external data, random valid inputs).
+   external data, random valid inputs); the big random weights are drawn once and shared by
+   every batch. Each session packs its own copy of the weights, so a setting beyond the default
+   and the recommendation is left out (and said so in ``notes``) when its session would not
+   fit in the available memory; when even those two do not fit, ``PredictionError``.
 2. One ONNX Runtime CPU session per setting (``ort_cpu.session_options``: intra-op threads,
    inter-op threads with ``ORT_PARALLEL`` when the setting runs ops concurrently, the graph
    optimisation level), with the profiler *off* so that per-kernel profiling does not tax the
@@ -30,7 +33,7 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,8 @@ LOCAL = "local"
 #: pause before each timed run: ONNX Runtime's pool threads spin after a run, and on a small
 #: machine a session timed right after another would pay for the other's spinning threads.
 SETTLE_S = 0.05
+#: share of the available memory the measured sessions may take (the rest: activations, Python).
+MEMORY_SHARE = 0.7
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Verification:
     repeats: int
     load_before: float
     load_after: float
+    notes: tuple[str, ...] = ()  # settings left out (memory)
 
     @property
     def at_least_as_fast(self) -> bool:
@@ -95,15 +101,63 @@ def _session(prepared, setting: Setting, workdir: Path):
                               f"{str(exc).strip()[:200]})") from None
 
 
+def mem_available_bytes() -> float | None:
+    """``MemAvailable`` of /proc/meminfo in bytes; None where the file is absent."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def session_bytes(prepared) -> float:
+    """Memory one ONNX Runtime session of ``prepared`` holds, estimated as its weights again:
+    the CPU provider packs every MatMul/Conv weight into its own layout per session (the
+    user-supplied big weights stay shared, their packed copies do not)."""
+    return float(prepared.runnable.ByteSize()
+                 + sum(a.nbytes for a in getattr(prepared, "weights", {}).values()))
+
+
+def settings_that_fit(settings: list[Setting], per_session_bytes: float,
+                      available_bytes: float | None, keep: int = 2) -> list[Setting]:
+    """The settings whose sessions fit in ``MEMORY_SHARE`` of the available memory: the first
+    ``keep`` (default and recommendation) or PredictionError, then as many more as fit."""
+    if available_bytes is None:
+        return list(settings)
+    budget = MEMORY_SHARE * available_bytes
+    n = min(len(settings), int(budget // max(per_session_bytes, 1.0)))
+    if n < min(keep, len(settings)):
+        raise PredictionError(
+            f"measuring {min(keep, len(settings))} settings needs about "
+            f"{min(keep, len(settings)) * per_session_bytes / 1e9:.1f} GB (each ONNX Runtime "
+            f"session packs its own copy of the {per_session_bytes / 1e9:.1f} GB of weights) but "
+            f"{available_bytes / 1e9:.1f} GB is available; close other programs or verify a "
+            "smaller model or batch")
+    return list(settings[:n])
+
+
 def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Setting],
-                     repeats: int, warmup: int, seed: int = 0) -> np.ndarray:
-    """Wall seconds, shape (repeats, settings): interleaved rounds (module docstring)."""
+                     repeats: int, warmup: int, seed: int = 0
+                     ) -> tuple[np.ndarray, list[Setting]]:
+    """(wall seconds of shape (repeats, measured settings), the settings measured): interleaved
+    rounds (module docstring). The big weights are made once and shared by every batch (the
+    same seed draws the same weights); settings after the first two are left out when their
+    sessions would not fit in memory (``settings_that_fit``)."""
     from training_data.collectors.ort_cpu import prepare
 
     if repeats < 1 or warmup < 0:
         raise PredictionError(f"repeats must be >= 1 and warmup >= 0 (got {repeats}, {warmup})")
-    prepared = {b: prepare(source, {**dims, "batch": b}, seed=seed)
-                for b in dict.fromkeys(s.batch for s in settings)}
+    prepared: dict[int, Any] = {}
+    for b in dict.fromkeys(s.batch for s in settings):
+        p = prepare(source, {**dims, "batch": b}, seed=seed)
+        first = next(iter(prepared.values()), None)
+        if first is not None and p.weights.keys() == first.weights.keys():
+            p = replace(p, weights=first.weights)  # identical draws: keep one copy
+        prepared[b] = p
+    per_session = max(session_bytes(p) for p in prepared.values())
+    settings = settings_that_fit(settings, per_session, mem_available_bytes())
     with tempfile.TemporaryDirectory(prefix="roofcast-advise-") as tmp:
         sessions = [_session(prepared[s.batch], s, Path(tmp)) for s in settings]
         feeds = [prepared[s.batch].feeds for s in settings]
@@ -118,7 +172,7 @@ def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Settin
                 t0 = time.perf_counter()
                 sessions[j].run(None, feeds[j])
                 wall[r, j] = time.perf_counter() - t0
-    return wall
+    return wall, settings
 
 
 def _gain(advice: Advice, wall: np.ndarray, batches: np.ndarray, j: int
@@ -145,7 +199,11 @@ def verify(advice: Advice, source: Any, dims: Mapping[str, int] | None = None,
     settings = [advice.default, advice.recommended, *alternatives]
     roles = ["default", "recommended", *(["alternative"] * len(alternatives))]
     load_before = os.getloadavg()[0]
-    wall = measure_settings(source, dims, settings, repeats, warmup, seed)
+    wall, measured = measure_settings(source, dims, settings, repeats, warmup, seed)
+    notes = tuple(f"{s.label()} ({role}) not measured: its ONNX Runtime session would not fit "
+                  "in the available memory" for role, s in
+                  zip(roles[len(measured):], settings[len(measured):], strict=True))
+    settings, roles = measured, roles[:len(measured)]
     load_after = os.getloadavg()[0]
     batches = np.array([s.batch for s in settings], dtype=float)
     rows = []
@@ -166,4 +224,5 @@ def verify(advice: Advice, source: Any, dims: Mapping[str, int] | None = None,
     measured, noise = rows[1]["measured_gain"], rows[1]["noise"]
     return Verification(table=pd.DataFrame(rows), predicted_gain=predicted,
                         measured_gain=measured, noise=noise, error=predicted / measured - 1,
-                        repeats=repeats, load_before=load_before, load_after=load_after)
+                        repeats=repeats, load_before=load_before, load_after=load_after,
+                        notes=notes)

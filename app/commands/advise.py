@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         v = verify(advice, resolve_model_path(args.model), dims, repeats=args.repeats,
                    warmup=args.warmup)
         tables["verify"] = v.table
+        if v.notes:
+            tables["verify_notes"] = pd.DataFrame({"note": list(v.notes)})
         extra.update({"measured_gain": v.measured_gain,
                       "measured_noise": v.noise,
                       "gain_error": v.error,

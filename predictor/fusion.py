@@ -5,8 +5,13 @@ a node ``c`` is merged into the group of its producer ``p`` when
 
 * ``c``'s family is in ``FUSIBLE_CONSUMER_FAMILIES`` (elementwise incl. activations and bias
   adds, normalisation) and it runs on the vector engine;
-* ``c`` has exactly one producer node in the graph (other inputs are weights, constants or model
-  inputs — a residual ``Add`` of two computed tensors is *not* fused);
+* ``c`` has exactly one *computing* producer node (``computing_producers``: other inputs are
+  weights, model inputs, ``Constant`` nodes or shape computations folded at import — a Clip's
+  min/max from ``Constant`` nodes does not stop Conv+Clip from fusing), or — a *residual
+  epilogue* — two, of which the one fused into heads a group of a family in
+  ``RESIDUAL_PRODUCER_FAMILIES`` (convolution: ONNX Runtime's CPU NCHWc ``Conv`` with sum,
+  cuDNN/TensorRT conv+add+activation); the other tensor is then an extra input of the fused
+  kernel. A residual ``Add`` after a MatMul is not fused;
 * ``p``'s family is in ``FUSION_PRODUCER_FAMILIES`` and is not a free (view) op;
 * every output of ``p`` is consumed by ``c`` only and none is a model output.
 
@@ -42,6 +47,8 @@ FUSIBLE_CONSUMER_FAMILIES: frozenset[str] = frozenset({"elementwise", "normaliza
 FUSION_PRODUCER_FAMILIES: frozenset[str] = frozenset(
     {"matmul", "conv", "elementwise", "normalization", "attention"}
 )
+#: group heads that also take a second computed tensor into their epilogue (residual add).
+RESIDUAL_PRODUCER_FAMILIES: frozenset[str] = frozenset({"conv"})
 
 
 def fusion_groups(graph: Graph) -> dict[str, list[str]]:
@@ -51,20 +58,38 @@ def fusion_groups(graph: Graph) -> dict[str, list[str]]:
     head_of: dict[str, str] = {}
     groups: dict[str, list[str]] = {}
     for node in graph.ops():
-        preds = list(g.predecessors(node.name))
-        if not _fusible_consumer(node) or len(preds) != 1:
+        preds = computing_producers(graph, node.name)
+        if not _fusible_consumer(node) or not 1 <= len(preds) <= 2:
             continue
-        producer: OpNode = g.nodes[preds[0]]["op"]
-        if not _fusible_producer(producer):
-            continue
-        if set(g.successors(producer.name)) != {node.name}:
-            continue
-        if any(t.name in model_outputs for t in producer.outputs):
-            continue
-        head = head_of.get(producer.name, producer.name)
-        head_of[node.name] = head
-        groups.setdefault(head, [head]).append(node.name)
+        for pred in preds:
+            producer: OpNode = g.nodes[pred]["op"]
+            head = head_of.get(producer.name, producer.name)
+            if len(preds) == 2 and op_family(g.nodes[head]["op"]) not in RESIDUAL_PRODUCER_FAMILIES:
+                continue
+            if not _fusible_producer(producer):
+                continue
+            if set(g.successors(producer.name)) != {node.name}:
+                continue
+            if any(t.name in model_outputs for t in producer.outputs):
+                continue
+            head_of[node.name] = head
+            groups.setdefault(head, [head]).append(node.name)
+            break
     return groups
+
+
+def computing_producers(graph: Graph, name: str) -> list[str]:
+    """Producers of node ``name`` that run at inference time: not ``Constant``-like free nodes
+    and not shape computations folded at import (``OpNode.constant_folded``)."""
+    g = graph.nx_graph
+    out = []
+    for p in g.predecessors(name):
+        op: OpNode = g.nodes[p]["op"]
+        if op.constant_folded or (op.cost is not None and op.cost.engine == Engine.FREE
+                                  and not op.inputs):
+            continue
+        out.append(p)
+    return out
 
 
 def _fusible_consumer(node: OpNode) -> bool:
@@ -90,9 +115,9 @@ def intermediate_bytes(graph: Graph, members: list[str], precision: str) -> floa
     total = 0.0
     for name in members[1:]:
         node: OpNode = g.nodes[name]["op"]
-        (pred,) = list(g.predecessors(name))
-        assert pred in inside
-        produced = {t.name: t for t in g.nodes[pred]["op"].outputs}
+        preds = [p for p in computing_producers(graph, name) if p in inside]
+        assert len(preds) == 1, (name, preds)
+        produced = {t.name: t for t in g.nodes[preds[0]]["op"].outputs}
         for t in {t.name: t for t in node.inputs if t is not None}.values():
             if t.name in produced:
                 total += rescale_bytes(t.nbytes, t.dtype, precision)

@@ -92,3 +92,54 @@ def test_training_keeps_backward_unfused():
     w = workload_table(linear_relu(), RunConfig(fusion=True, mode="train"))
     assert (w["phase"] == "forward").sum() == 1
     assert set(w.loc[w["phase"] == "backward", "node"]) == {"mm", "bias", "relu"}
+
+
+def _constant(name: str, out) -> object:
+    """A Constant node folded at import (free, no runtime kernel)."""
+    from dataclasses import replace
+
+    from graph_import.types import FREE_COST
+
+    return replace(op(name, "Constant", [], [out], cost=FREE_COST), constant_folded=True)
+
+
+def test_clip_bounds_from_constant_nodes_do_not_block_conv_clip_fusion():
+    x, w, c0, lo, hi, y = (t("x", 1, 8, 4, 4), t("w", 8, 8, 1, 1), t("c0", 1, 8, 4, 4),
+                           t("lo"), t("hi"), t("y", 1, 8, 4, 4))
+    nodes = [op("conv", "Conv", [x, w], [c0], flops=2 * 8 * 8 * 16, engine=Engine.MATRIX,
+                weights=["w"]),
+             _constant("k_lo", lo), _constant("k_hi", hi),
+             op("clip", "Clip", [c0, lo, hi], [y], flops=2 * 8 * 16)]
+    assert fusion_groups(graph(nodes, [x], [y])) == {"conv": ["conv", "clip"]}
+
+
+def residual_block(head: str):
+    """h = relu1(conv1(x)); y = relu(add(head2(h), h)): a residual block whose second
+    producer is a ``head`` node (Conv or MatMul)."""
+    x, w1, w2 = t("x", 1, 8, 4, 4), t("w1", 8, 8, 1, 1), t("w2", 8, 8, 1, 1)
+    c1, h, c2, s, y = (t(n, 1, 8, 4, 4) for n in ("c1", "h", "c2", "s", "y"))
+    nodes = [op("conv1", "Conv", [x, w1], [c1], flops=2048, engine=Engine.MATRIX,
+                weights=["w1"]),
+             op("relu1", "Relu", [c1], [h], flops=128),
+             op("head2", head, [h, w2], [c2], flops=2048, engine=Engine.MATRIX, weights=["w2"]),
+             op("add", "Add", [c2, h], [s], flops=128),
+             op("relu", "Relu", [s], [y], flops=128)]
+    return graph(nodes, [x], [y])
+
+
+def test_residual_add_fuses_into_a_conv_epilogue_and_reads_the_skip_tensor():
+    g = residual_block("Conv")
+    # relu1's output h has two consumers (head2, add): it stays the end of conv1's group
+    assert fusion_groups(g) == {"conv1": ["conv1", "relu1"], "head2": ["head2", "add", "relu"]}
+    w = workload_table(g, RunConfig(fusion=True)).set_index("node")
+    tensor = 4 * 8 * 16
+    # reads h (conv input), w2, h again (the skip input); c2 and s never touch memory
+    assert w.loc["head2", "bytes_read"] == tensor + 4 * 64 + tensor
+    assert w.loc["head2", "bytes_written"] == tensor
+    assert w.loc["head2", "op_type"] == "Conv+Add+Relu"
+
+
+def test_residual_add_after_a_matmul_is_not_fused():
+    # the Add heads its own group with the Relu after it; the MatMul stays alone
+    assert fusion_groups(residual_block("MatMul")) == {"conv1": ["conv1", "relu1"],
+                                                       "add": ["add", "relu"]}

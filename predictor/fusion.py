@@ -22,8 +22,8 @@ A fused group is one kernel (one launch):
 * flops = sum of the members' flops (computed at the head's engine peak; epilogue flops are
   small next to a GEMM's);
 * bytes = the group's external inputs + external outputs: the members' bytes minus, for every
-  intermediate tensor t on a fused edge, one write and one read of t (``t`` at the run's
-  precision; both clamped at 0);
+  intermediate tensor t on a fused edge, one write and one read of t (``internal_traffic``;
+  ``t`` at the run's precision; both clamped at 0);
 * engine, dtype and GEMM dims of the head; ``op_type`` = '+'-joined member op types;
   ``fused_nodes`` = '+'-joined member node names (head first); ``node`` = the head's name.
 
@@ -34,7 +34,7 @@ Fusion applies to forward rows; training backward rows stay unfused (eager autog
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -108,20 +108,33 @@ def _fusible_producer(node: OpNode) -> bool:
     )
 
 
-def intermediate_bytes(graph: Graph, members: list[str], precision: str) -> float:
-    """Bytes (at ``precision``) of tensors produced and consumed only inside the group."""
+def internal_traffic(graph: Graph, members: Sequence[str], precision: str | None = None
+                     ) -> tuple[float, float]:
+    """(read_saved, write_saved) bytes of a fused group of ``members`` (node names).
+
+    A tensor produced by one member and read by another never touches memory inside a fused
+    kernel: each inside read of it is saved, and its write is saved too unless a node outside
+    the group or the model's outputs still need it. Bytes at ``precision`` (float tensors at
+    its width, ``predictor.precision.rescale_bytes``); ``None``: the tensors' own dtypes.
+    Shared by ``fuse_rows`` (predicted groups) and the measurement collector (ONNX Runtime's
+    groups), so a measured fused row and a predicted one count traffic the same way.
+    """
     g = graph.nx_graph
     inside = set(members)
-    total = 0.0
-    for name in members[1:]:
+    model_outputs = {t.name for t in graph.outputs}
+    read_saved = write_saved = 0.0
+    for name in members:
         node: OpNode = g.nodes[name]["op"]
-        preds = [p for p in computing_producers(graph, name) if p in inside]
-        assert len(preds) == 1, (name, preds)
-        produced = {t.name: t for t in g.nodes[preds[0]]["op"].outputs}
-        for t in {t.name: t for t in node.inputs if t is not None}.values():
-            if t.name in produced:
-                total += rescale_bytes(t.nbytes, t.dtype, precision)
-    return total
+        for t in node.outputs:
+            if t is None:
+                continue
+            size = t.nbytes if precision is None else rescale_bytes(t.nbytes, t.dtype, precision)
+            readers = [c for c in g.successors(name)
+                       if any(x is not None and x.name == t.name for x in g.nodes[c]["op"].inputs)]
+            read_saved += size * sum(c in inside for c in readers)
+            if readers and all(c in inside for c in readers) and t.name not in model_outputs:
+                write_saved += size
+    return read_saved, write_saved
 
 
 def fuse_rows(graph: Graph, rows: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
@@ -146,10 +159,10 @@ def fuse_rows(graph: Graph, rows: pd.DataFrame, config: RunConfig) -> pd.DataFra
 
 def _merge(graph: Graph, recs: list[dict], members: list[str], precision: str) -> dict:
     head = dict(recs[0])
-    saved = intermediate_bytes(graph, members, precision)
+    read_saved, write_saved = internal_traffic(graph, members, precision)
     head["flops"] = sum(r["flops"] for r in recs)
-    head["bytes_read"] = max(sum(r["bytes_read"] for r in recs) - saved, 0.0)
-    head["bytes_written"] = max(sum(r["bytes_written"] for r in recs) - saved, 0.0)
+    head["bytes_read"] = max(sum(r["bytes_read"] for r in recs) - read_saved, 0.0)
+    head["bytes_written"] = max(sum(r["bytes_written"] for r in recs) - write_saved, 0.0)
     head["weight_bytes"] = sum(r["weight_bytes"] for r in recs)
     head["op_type"] = "+".join(r["op_type"] for r in recs)
     head["fused_nodes"] = "+".join(r["node"] for r in recs)

@@ -143,3 +143,27 @@ def test_residual_add_after_a_matmul_is_not_fused():
     # the Add heads its own group with the Relu after it; the MatMul stays alone
     assert fusion_groups(residual_block("MatMul")) == {"conv1": ["conv1", "relu1"],
                                                        "add": ["add", "relu"]}
+
+
+def test_measured_fused_rows_count_traffic_like_predicted_ones():
+    """The collector's row of an ORT-fused group and the predictor's fused row agree on bytes."""
+    from training_data.collectors.rows import group_work
+
+    g = linear_relu()
+    nodes = [g.nx_graph.nodes[n]["op"] for n in ("mm", "bias", "relu")]
+    measured = group_work(nodes, g)
+    predicted = workload_table(g, RunConfig(fusion=True)).iloc[0]
+    assert measured["bytes_read"] == predicted["bytes_read"] == 4 * (8 * 64 + 64 * 32 + 32)
+    assert measured["bytes_written"] == predicted["bytes_written"] == 4 * 8 * 32
+    # without the graph: the members' unfused sums (y0 and y1 each written once, read once)
+    unfused = group_work(nodes)
+    assert unfused["bytes_written"] == 3 * 4 * 8 * 32
+
+
+def test_a_tensor_also_read_outside_the_group_is_still_written():
+    from predictor.fusion import internal_traffic
+
+    g = branched_graph(10)  # a feeds b and c; d = Add(b, c)
+    read_saved, write_saved = internal_traffic(g, ["a", "b"])
+    assert read_saved == 4 * 10  # b's read of a's output
+    assert write_saved == 0.0  # c, outside, still reads it

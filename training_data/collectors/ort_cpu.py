@@ -260,7 +260,7 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
         if not np.any(times > 0):
             continue  # kernels that never ran in the timed runs (nested or skipped)
         nodes = [graph.nx_graph.nodes[nm]["op"] for nm in group.nodes]
-        work = tidy.group_work(nodes)
+        work = tidy.group_work(nodes, graph)
         attrs = work.pop("_attrs")
         attrs["ort_kernels"] = sorted({kernel_ops.get(k, "") for k in group.kernels} - {""})
         records.append({**work, "attrs": tidy.canonical_json(attrs), "precision": work["dtype"],

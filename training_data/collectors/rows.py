@@ -2,7 +2,10 @@
 
 A *group* is the set of original graph nodes one or more ORT kernels computed (one node when
 nothing was fused). Its row sums the nodes' roofcast costs (FLOPs, bytes read/written, weight
-bytes: the unfused work, so a row joins to ``OpCost``s), names the nodes ``'+'``-joined in
+bytes), less — when the graph is given — the traffic of tensors passed between members, which a
+fused kernel never writes or reads (``predictor.fusion.internal_traffic``: the accounting the
+predictor uses for the groups it fuses, so measured and predicted fused rows agree), names
+the nodes ``'+'``-joined in
 ``node`` and their op types in ``op_type`` (``Conv+Relu``). Shapes, attributes, dtype, family
 and GEMM dims are those of the group's *dominant* node (most FLOPs, then most bytes); ``attrs``
 also records the ORT kernels that ran (``ort_kernels``).
@@ -21,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from graph_import.types import OpNode
+from graph_import.types import Graph, OpNode
 
 SOURCE_ORT_CPU = "roofcast.ort_cpu"
 SOURCE_MICRO = "roofcast.microbench"
@@ -93,16 +96,23 @@ def dominant(nodes: Sequence[OpNode]) -> OpNode:
     return max(enumerate(nodes), key=key)[1]
 
 
-def group_work(nodes: Sequence[OpNode]) -> dict[str, Any]:
+def group_work(nodes: Sequence[OpNode], graph: Graph | None = None) -> dict[str, Any]:
     """Identity-of-work columns of a group (module docstring); NaN costs when a node has none."""
+    from predictor.fusion import internal_traffic
     from predictor.gemm_dims import gemm_dims
     from predictor.workload import op_family
 
     main = dominant(nodes)
     costed = all(n.cost is not None for n in nodes)
+    saved = {"bytes_read": 0.0, "bytes_written": 0.0}
+    if graph is not None and len(nodes) > 1:
+        saved["bytes_read"], saved["bytes_written"] = internal_traffic(
+            graph, [n.name for n in nodes])
 
     def total(attr: str) -> float:
-        return float(sum(getattr(n.cost, attr) for n in nodes)) if costed else math.nan
+        if not costed:
+            return math.nan
+        return max(float(sum(getattr(n.cost, attr) for n in nodes)) - saved.get(attr, 0.0), 0.0)
 
     dims = gemm_dims(main) if main.cost is not None else None
     first_in = next((t for t in main.inputs if t is not None), None)

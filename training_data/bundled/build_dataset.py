@@ -145,13 +145,24 @@ def gemm_rate(calibration: dict[str, Any] | None, threads: int) -> float:
         return 10e9 * threads
 
 
-def model_configs(name: str) -> list[dict[str, int]]:
+def model_configs(name: str, seq_configs=SEQ_CONFIGS) -> list[dict[str, int]]:
     from training_data import zoo
 
     symbolic = set(zoo.model_meta(name).get("symbolic_dims", []))
     if "sequence" in symbolic:
-        return [{"batch": b, "sequence": s} for b, s in SEQ_CONFIGS]
+        return [{"batch": b, "sequence": s} for b, s in seq_configs]
     return [{"batch": b} for b in CNN_BATCHES]
+
+
+def seq_configs_arg(text: str) -> tuple[tuple[int, int], ...]:
+    """``"1x32,4x32"`` -> ((1, 32), (4, 32)): (batch, sequence) pairs of the sequence models."""
+    try:
+        pairs = tuple(tuple(int(v) for v in item.split("x")) for item in text.split(","))
+    except ValueError:
+        pairs = ()
+    if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
+        raise argparse.ArgumentTypeError(f"{text!r}: give BATCHxSEQUENCE pairs, e.g. 1x32,4x32")
+    return pairs
 
 
 def run_calibration(say) -> dict[str, Any] | None:
@@ -204,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="quick micro grid, batch 1 only")
     ap.add_argument("--models", nargs="*", help="zoo models (default: all)")
+    ap.add_argument("--seq-configs", type=seq_configs_arg, default=SEQ_CONFIGS,
+                    metavar="BxS[,BxS]", help="batch x sequence of the sequence models "
+                    "(default 1x128,4x128,1x512,4x512)")
     ap.add_argument("--no-calibration", action="store_true")
     ap.add_argument("--no-micro", action="store_true", help="skip the microbenchmarks")
     ap.add_argument("--append", action="store_true",
@@ -296,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
 
     names = args.models or zoo.list_models()
     plan = []
-    for level in range(max(len(model_configs(n)) for n in names)):
+    for level in range(max(len(model_configs(n, args.seq_configs)) for n in names)):
         for name in names:
-            cfgs = model_configs(name)
+            cfgs = model_configs(name, args.seq_configs)
             if level < (1 if args.quick else len(cfgs)):
                 plan.append((name, cfgs[level], level))
     for name, dims, level in plan:

@@ -12,11 +12,14 @@
    inter-op threads with ``ORT_PARALLEL`` when the setting runs ops concurrently, the graph
    optimisation level), with the profiler *off* so that per-kernel profiling does not tax the
    setting with more kernels.
-3. ``warmup`` untimed runs each, then ``repeats`` rounds; each round times one ``session.run``
-   of every setting back to back (interleaved, so slow drift from other load hits all alike;
-   the order is reversed every other round, so no setting always runs first; a ``SETTLE_S``
-   pause before each run lets the previous session's spinning pool threads go to sleep).
-   Latency = median of the wall times; throughput = batch / latency.
+3. ``warmup`` untimed runs each (at least one: it sizes the burst), then ``repeats`` rounds;
+   each round times one sample of every setting (interleaved, so slow drift from other load
+   hits all alike; the order is reversed every other round, so no setting always runs first; a
+   ``SETTLE_S`` pause before each sample lets the previous session's spinning pool threads go
+   to sleep). A sample is a burst of back-to-back ``session.run`` calls lasting at least
+   ``MIN_SAMPLE_S`` (one call for slow settings), timed as a whole: time per run = burst time /
+   calls, as a stream of requests runs. Latency = median over the samples; throughput =
+   batch / latency.
 4. Measured gain (objective's measure, as the advice's ``gain``): latency
    ``lat_default / lat_rec``; throughput ``thr_rec / thr_default``. Noise = half the
    inter-quartile range of the per-round gains, relative to their median. ``error`` =
@@ -29,6 +32,7 @@ device raises ``PredictionError``.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import time
@@ -47,6 +51,11 @@ LOCAL = "local"
 #: pause before each timed run: ONNX Runtime's pool threads spin after a run, and on a small
 #: machine a session timed right after another would pay for the other's spinning threads.
 SETTLE_S = 0.05
+#: one timed sample runs a setting back to back for at least this long (a burst): a single short
+#: run right after the settle pause starts with cold caches and sleeping cores, which taxes a
+#: 5 ms batch-1 run more than a 20 ms batch-4 one and inflates the measured gain of batching.
+MIN_SAMPLE_S = 0.2
+MAX_BURST = 50
 #: share of the available memory the measured sessions may take (the rest: activations, Python).
 MEMORY_SHARE = 0.7
 
@@ -161,17 +170,22 @@ def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Settin
     with tempfile.TemporaryDirectory(prefix="roofcast-advise-") as tmp:
         sessions = [_session(prepared[s.batch], s, Path(tmp)) for s in settings]
         feeds = [prepared[s.batch].feeds for s in settings]
+        bursts = []
         for sess, feed in zip(sessions, feeds, strict=True):
-            for _ in range(warmup):
+            t0 = time.perf_counter()
+            for _ in range(max(warmup, 1)):
                 sess.run(None, feed)
+            one_s = (time.perf_counter() - t0) / max(warmup, 1)
+            bursts.append(max(1, min(MAX_BURST, math.ceil(MIN_SAMPLE_S / max(one_s, 1e-6)))))
         wall = np.zeros((repeats, len(settings)))
         for r in range(repeats):
             order = range(len(settings)) if r % 2 == 0 else range(len(settings) - 1, -1, -1)
             for j in order:
                 time.sleep(SETTLE_S)  # let the previous session's spinning pool threads sleep
                 t0 = time.perf_counter()
-                sessions[j].run(None, feeds[j])
-                wall[r, j] = time.perf_counter() - t0
+                for _ in range(bursts[j]):
+                    sessions[j].run(None, feeds[j])
+                wall[r, j] = (time.perf_counter() - t0) / bursts[j]
     return wall, settings
 
 

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             tables["verify_notes"] = pd.DataFrame({"note": list(v.notes)})
         extra.update({"measured_gain": v.measured_gain,
                       "measured_noise": v.noise,
+                      "session_noise": v.session_noise,
                       "gain_error": v.error,
                       "at_least_as_fast_as_default": bool(v.at_least_as_fast),
                       "load_average": f"{v.load_before:.2f} before, {v.load_after:.2f} after"})

@@ -16,6 +16,11 @@ Mappings (shapes from the node's concrete TensorInfos):
   Y[N, Cout, *out]: M = N·prod(out), N = Cout/g, K = (C/g)·prod(kernel), batch = g.
 * ConvTranspose (col2im form, as cuDNN's data-gradient): X[N, C, *in], W[C, Cout/g, *kernel]:
   M = (Cout/g)·prod(kernel), N = N·prod(in), K = C/g, batch = g.
+* LSTM / GRU / RNN (X[S, B, I] or, layout 1, [B, S, I]; W[D, G·H, I]; R[D, G·H, H]): the
+  recurrence runs D·S dependent steps, each one GEMM of the step's inputs and previous hidden
+  state [B, I + H] with the gate weights [I + H, G·H]: batch = D·S, M = B, N = G·H, K = I + H.
+  A small batch makes every step a skinny GEMM that streams all gate weights again — the
+  reason recurrent layers batch so well.
 * Einsum with two operands that is a plain contraction: indices in both inputs and the output
   are batch, in A and the output only are M, in B and the output only are N, in both inputs but
   not the output are K; an index summed away in one operand only, or repeated, gives None.
@@ -135,6 +140,17 @@ def _gemm_conv_transpose(node: OpNode) -> GemmDims | None:
     n, c = x.shape[0], x.shape[1]
     cout_per_group = w.shape[1]
     return g, cout_per_group * math.prod(w.shape[2:]), n * math.prod(x.shape[2:]), c / g
+
+
+@register_gemm("LSTM", "GRU", "RNN")
+def _gemm_recurrent(node: OpNode) -> GemmDims | None:
+    x, w, r = _inp(node, 0), _inp(node, 1), _inp(node, 2)
+    if x is None or w is None or r is None or len(x.shape) != 3 or len(w.shape) != 3:
+        return None
+    steps, batch = ((x.shape[1], x.shape[0]) if node.attrs.get("layout", 0)
+                    else (x.shape[0], x.shape[1]))
+    directions, gates_hidden, inputs = w.shape
+    return directions * steps, batch, gates_hidden, inputs + r.shape[-1]
 
 
 def _expand_ellipsis(term: str, rank: int, ell_letters: str) -> str | None:

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", nargs="?", help="path to an .onnx file or a zoo model name")
     p.add_argument("--micro", metavar="FAMILY[,FAMILY]",
                    help="microbenchmarks instead of a model: gemm, conv, elementwise, softmax, "
-                        "layernorm, pooling or all")
+                        "layernorm, pooling, recurrent or all")
     p.add_argument("--quick", action="store_true", help="smaller microbenchmark grid")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim: sequence=128, or INPUT:AXIS=N (repeatable)")

@@ -106,6 +106,16 @@ def test_conv_transpose_col2im():
     assert gemm_dims(ct) == (1, 8 * 16, 2 * 49, 16)
 
 
+def test_recurrent_steps_are_skinny_gemms():
+    # LSTM, 2 directions, S=10 steps, B=3, I=16, H=8, G=4: 20 steps of [3, 24] x [24, 32]
+    lstm = node("LSTM", [t("x", 10, 3, 16), t("w", 2, 32, 16), t("r", 2, 32, 8)],
+                [t("y", 10, 2, 3, 8)], {"direction": "bidirectional"})
+    assert gemm_dims(lstm) == (2 * 10, 3, 4 * 8, 16 + 8)
+    batch_first = node("GRU", [t("x", 3, 10, 16), t("w", 1, 24, 16), t("r", 1, 24, 8)],
+                       [t("y", 3, 10, 1, 8)], {"layout": 1})
+    assert gemm_dims(batch_first) == (10, 3, 3 * 8, 16 + 8)
+
+
 def test_einsum_plain_contraction_and_not():
     e = node("Einsum", [t("a", 5, 6, 7), t("b", 5, 7, 8)], [t("y", 5, 6, 8)],
              {"equation": "bij,bjk->bik"})

@@ -220,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
                     "(default 1x128,4x128,1x512,4x512)")
     ap.add_argument("--no-calibration", action="store_true")
     ap.add_argument("--no-micro", action="store_true", help="skip the microbenchmarks")
+    ap.add_argument("--micro-families", default="all", metavar="F[,F]",
+                    help="microbenchmark families (default all)")
+    ap.add_argument("--no-models", action="store_true", help="skip the zoo models")
     ap.add_argument("--append", action="store_true",
                     help="add to the files in --out-dir instead of replacing them")
     ap.add_argument("--quiet-below", type=float, default=None, metavar="F",
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = [MeasureConfig(threads_intra=t, repeats=args.repeats, warmup=args.warmup)
                for t in THREADS]
     if not args.no_micro:
-        micro = cases("all", quick=args.quick)
+        micro = cases(args.micro_families.split(","), quick=args.quick)
         log(f"microbenchmarks: {len(micro)} cases x {len(configs)} thread counts")
         (micro_rows, micro_summary), share, attempts, waited = quietly(
             lambda: run_cases(micro, configs), "microbenchmarks")
@@ -308,9 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         flush()
         log(f"microbenchmarks done: {len(micro_rows)} rows, {left():.0f} s of budget left")
 
-    names = args.models or zoo.list_models()
+    names = [] if args.no_models else (args.models or zoo.list_models())
     plan = []
-    for level in range(max(len(model_configs(n, args.seq_configs)) for n in names)):
+    for level in range(max((len(model_configs(n, args.seq_configs)) for n in names), default=0)):
         for name in names:
             cfgs = model_configs(name, args.seq_configs)
             if level < (1 if args.quick else len(cfgs)):

@@ -114,6 +114,22 @@ def pooling_case(op: str, n: int, c: int, hw: int) -> Case:
                 one_node_model(node, [("X", [n, c, hw, hw])], ["Y"]))
 
 
+def lstm_case(steps: int, batch: int, hidden: int) -> Case:
+    """One-layer LSTM, input size = hidden size, with biases (as language models use it)."""
+    node = helper.make_node("LSTM", ["X", "W", "R", "B"], ["Y"], hidden_size=hidden,
+                            name=f"lstm_{steps}x{batch}x{hidden}")
+    weights = [_absent("W", [1, 4 * hidden, hidden]), _absent("R", [1, 4 * hidden, hidden]),
+               _absent("B", [1, 8 * hidden])]
+    return Case("recurrent", f"LSTM S={steps} B={batch} H={hidden}",
+                one_node_model(node, [("X", [steps, batch, hidden])], ["Y"], weights))
+
+
+def _recurrent(quick: bool) -> list[Case]:
+    grid = (((16,), (1, 8), (256,)) if quick
+            else ((16, 64), (1, 2, 4, 16), (128, 256, 512, 1024)))
+    return [lstm_case(s, b, h) for s, b, h in itertools.product(*grid)]
+
+
 def _gemm(quick: bool) -> list[Case]:
     ms = (1, 64, 512) if quick else (1, 16, 64, 256, 1024)
     nks = (256, 1024) if quick else (64, 256, 1024, 4096)
@@ -163,6 +179,7 @@ GRIDS: dict[str, Callable[[bool], list[Case]]] = {
     "softmax": lambda quick: [softmax_case(r, c) for r, c in _rows_cols(quick)],
     "layernorm": lambda quick: [layernorm_case(r, c) for r, c in _rows_cols(quick)],
     "pooling": _pooling,
+    "recurrent": _recurrent,
 }
 
 

@@ -1,0 +1,23 @@
+"""The bundled-dataset builder's user-facing arguments and plan."""
+
+import argparse
+
+import pytest
+
+from training_data.bundled.build_dataset import SEQ_CONFIGS, model_configs, seq_configs_arg
+
+
+def test_seq_configs_parse_batch_by_sequence_pairs():
+    assert seq_configs_arg("1x32,4x32") == ((1, 32), (4, 32))
+
+
+@pytest.mark.parametrize("bad", ["", "1x", "x32", "1x32,", "0x32", "1x-4", "1x2x3", "a x b"])
+def test_bad_seq_configs_say_what_to_write(bad):
+    with pytest.raises(argparse.ArgumentTypeError, match="BATCHxSEQUENCE"):
+        seq_configs_arg(bad)
+
+
+def test_sequence_models_take_the_seq_configs_and_cnns_their_batches():
+    assert model_configs("bert_base", ((1, 32),)) == [{"batch": 1, "sequence": 32}]
+    assert model_configs("bert_base") == [{"batch": b, "sequence": s} for b, s in SEQ_CONFIGS]
+    assert model_configs("resnet50", ((1, 32),)) == [{"batch": 1}, {"batch": 4}, {"batch": 16}]

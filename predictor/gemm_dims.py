@@ -1,8 +1,8 @@
 """GEMM view of matrix-engine ops: ``gemm_dims(node) -> (batch, M, N, K)`` or None.
 
 The traffic estimator (DeLTA-style tiling) needs the GEMM a kernel really runs. One registry keyed
-by ONNX op type (domain ignored: com.microsoft variants share the names' semantics); adding an op
-is adding a decorated function. An op whose tensors do not give a plain GEMM returns None, and
+by ONNX op type (``predictor.op_rules``; domain ignored: com.microsoft variants share the names'
+semantics); adding an op is adding a decorated function. An op whose tensors do not give a plain GEMM returns None, and
 the estimators then fall back to the flops/bytes roofline for that row (never a guess).
 
 Mappings (shapes from the node's concrete TensorInfos):
@@ -29,43 +29,20 @@ Mappings (shapes from the node's concrete TensorInfos):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from graph_import.types import OpNode, TensorInfo
+from predictor.op_rules import OpRules
 
 GemmDims = tuple[float, float, float, float]
-GemmRule = Callable[[OpNode], GemmDims | None]
 
-_RULES: dict[str, GemmRule] = {}
-
-
-def register_gemm(*op_types: str) -> Callable[[GemmRule], GemmRule]:
-    """Decorator: register ``fn`` as the GEMM mapping of each op type (duplicates refused)."""
-
-    def deco(fn: GemmRule) -> GemmRule:
-        for op in op_types:
-            if op in _RULES:
-                raise RuntimeError(f"gemm_dims rule for {op} registered twice")
-            _RULES[op] = fn
-        return fn
-
-    return deco
-
-
-def registered_gemm_ops() -> tuple[str, ...]:
-    """Op types with a GEMM mapping."""
-    return tuple(sorted(_RULES))
+_RULES: OpRules[GemmDims] = OpRules("gemm_dims")
+register_gemm = _RULES.register
+registered_gemm_ops = _RULES.ops
 
 
 def gemm_dims(node: OpNode) -> GemmDims | None:
     """(batch, M, N, K) of the GEMM ``node`` runs, or None when it is not a plain GEMM."""
-    rule = _RULES.get(node.op_type)
-    if rule is None:
-        return None
-    try:
-        dims = rule(node)
-    except (IndexError, ValueError, ZeroDivisionError, TypeError, AttributeError):
-        return None
+    dims = _RULES.apply(node)
     if dims is None or any(d <= 0 for d in dims):
         return None
     return tuple(float(d) for d in dims)  # type: ignore[return-value]

@@ -4,8 +4,8 @@ Row-wise kernels (softmax, layer norms, reductions) run one thread block per row
 row is decides the kernel variant and its efficiency (PyTorch/cuDNN pick warp-per-row kernels
 for short rows, block-per-row ones for long rows), which FLOPs and bytes do not show. For
 convolutions the kernel window decides the algorithm (Winograd, FFT, implicit GEMM) that
-``K = C·R·S`` hides. One registry keyed by ONNX op type (domain ignored), like
-``predictor.gemm_dims``; an op without a rule has no inner size (NaN in the workload table).
+``K = C·R·S`` hides. One registry keyed by ONNX op type (``predictor.op_rules``, domain ignored),
+like ``predictor.gemm_dims``; an op without a rule has no inner size (NaN in the workload table).
 
 Mappings (shapes from the node's concrete TensorInfos):
 
@@ -23,43 +23,19 @@ Mappings (shapes from the node's concrete TensorInfos):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from graph_import.types import OpNode
+from predictor.op_rules import OpRules
 
-InnerRule = Callable[[OpNode], float | None]
-
-_RULES: dict[str, InnerRule] = {}
-
-
-def register_inner(*op_types: str) -> Callable[[InnerRule], InnerRule]:
-    """Decorator: register ``fn`` as the inner-size rule of each op type (duplicates refused)."""
-
-    def deco(fn: InnerRule) -> InnerRule:
-        for op in op_types:
-            if op in _RULES:
-                raise RuntimeError(f"inner_dims rule for {op} registered twice")
-            _RULES[op] = fn
-        return fn
-
-    return deco
-
-
-def registered_inner_ops() -> tuple[str, ...]:
-    """Op types with an inner-size rule."""
-    return tuple(sorted(_RULES))
+_RULES: OpRules[float] = OpRules("inner_dims")
+register_inner = _RULES.register
+registered_inner_ops = _RULES.ops
 
 
 def inner_elems(node: OpNode) -> float | None:
     """Elements per row (or conv window) of ``node``; None when the op has no rule or its shapes
     do not give one."""
-    rule = _RULES.get(node.op_type)
-    if rule is None:
-        return None
-    try:
-        value = rule(node)
-    except (IndexError, ValueError, ZeroDivisionError, TypeError, AttributeError):
-        return None
+    value = _RULES.apply(node)
     if value is None or not value > 0:
         return None
     return float(value)
@@ -108,13 +84,17 @@ def _inner_reduce(node: OpNode) -> float | None:
     return x.numel / max(y.numel, 1)
 
 
+def _window(node: OpNode, w_idx: int) -> float | None:
+    """``prod(W.shape[2:])`` of the weight at input ``w_idx``."""
+    w = node.input(w_idx)
+    return None if w is None or len(w.shape) < 3 else float(math.prod(w.shape[2:]))
+
+
 @register_inner("Conv", "ConvInteger", "FusedConv", "ConvTranspose")
 def _inner_conv(node: OpNode) -> float | None:
-    w = node.input(1)
-    return None if w is None or len(w.shape) < 3 else float(math.prod(w.shape[2:]))
+    return _window(node, 1)
 
 
 @register_inner("QLinearConv")
 def _inner_qlinear_conv(node: OpNode) -> float | None:
-    w = node.input(3)
-    return None if w is None or len(w.shape) < 3 else float(math.prod(w.shape[2:]))
+    return _window(node, 3)

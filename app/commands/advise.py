@@ -15,7 +15,7 @@ import sys
 
 import pandas as pd
 
-from app.argtypes import positive_int
+from app.argtypes import name_list, positive_int
 from app.model_ref import bind_dims, load_graph, resolve_model_path
 from app.output import add_format_arg, emit
 from hw_catalog.catalog import get_device
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="your batch size: the default setting's (and the latency objective's)")
     p.add_argument("--max-batch", type=positive_int, default=64, metavar="N",
                    help="largest batch tried for --objective throughput (default 64)")
-    p.add_argument("--precisions", type=_names, default=None, metavar="P[,P...]",
+    p.add_argument("--precisions", type=name_list, default=None, metavar="P[,P...]",
                    help="precisions to consider (default fp32,tf32,fp16,bf16; only those the "
                         "device runs are kept)")
     p.add_argument("--mode", choices=MODES, default="infer",
@@ -56,13 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="untimed runs per setting for --verify (default 1)")
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def _names(text: str) -> list[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated names, e.g. fp32,fp16")
-    return names
 
 
 def run(args: argparse.Namespace) -> int:

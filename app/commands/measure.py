@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from app.argtypes import nonnegative_int, positive_int
+from app.argtypes import nonnegative_int, positive_int, positive_int_list
 from app.model_ref import bind_dims, resolve_model_path
 from app.output import add_format_arg, emit
 from training_data.errors import MeasurementError
@@ -40,11 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="smaller microbenchmark grid")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim: sequence=128, or INPUT:AXIS=N (repeatable)")
-    p.add_argument("--batch", type=_int_list, default=None, metavar="B[,B...]",
+    p.add_argument("--batch", type=positive_int_list, default=None, metavar="B[,B...]",
                    help="batch sizes to measure, e.g. 1,8,32 (binds the dim named batch)")
-    p.add_argument("--threads", type=_int_list, default=[1], metavar="T[,T...]",
+    p.add_argument("--threads", type=positive_int_list, default=[1], metavar="T[,T...]",
                    help="intra-op thread counts (default 1)")
-    p.add_argument("--inter-op-threads", type=_int_list, default=[1], metavar="T[,T...]",
+    p.add_argument("--inter-op-threads", type=positive_int_list, default=[1], metavar="T[,T...]",
                    help="inter-op thread counts; >1 runs independent nodes in parallel")
     p.add_argument("--opt-level", choices=OPT_LEVELS, default="all",
                    help="ONNX Runtime graph optimisation level (default all)")
@@ -64,13 +64,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="slowest ops to list (table format; default 15)")
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def _int_list(text: str) -> list[int]:
-    parts = [t.strip() for t in text.split(",") if t.strip()]
-    if not parts:
-        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated integers, e.g. 1,8,32")
-    return [positive_int(t) for t in parts]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,25 @@
+"""Shared argparse converters: values, and the one-line messages for bad ones."""
+
+import argparse
+
+import pytest
+
+from app.argtypes import name_list, nonnegative_int, positive_int, positive_int_list
+
+
+def test_lists_strip_and_drop_empty_items():
+    assert name_list(" fp32, fp16 ,") == ["fp32", "fp16"]
+    assert positive_int_list("1,8, 32") == [1, 8, 32]
+
+
+@pytest.mark.parametrize(("fn", "text", "message"), [
+    (name_list, " , ", r"' , ': give comma-separated names, e.g. fp32,fp16"),
+    (positive_int_list, "", r"'': give comma-separated integers, e.g. 1,8,32"),
+    (positive_int_list, "1,0", r"0 must be >= 1"),
+    (positive_int_list, "1,x", r"'x' is not an integer"),
+    (positive_int, "-3", r"-3 must be >= 1"),
+    (nonnegative_int, "-1", r"-1 must be >= 0"),
+])
+def test_bad_values_say_what_is_wrong(fn, text, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        fn(text)

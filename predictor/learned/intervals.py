@@ -138,22 +138,34 @@ def group_held_out_coverage(log_pred: np.ndarray, resid: np.ndarray, groups: np.
 
 #: nominal miscoverage levels tried by ``group_adjusted_alpha`` (widest last).
 ALPHA_GRID: tuple[float, ...] = (0.10, 0.08, 0.06, 0.05, 0.04, 0.03, 0.02, 0.01, 0.005, 0.0)
+#: share of held-out groups that ``group_adjusted_alpha`` checks separately: the worst
+#: ``WORST_GROUP_SHARE`` of them must each reach ``1 - WORST_GROUP_MISS * alpha`` coverage.
+WORST_GROUP_SHARE = 0.2
+WORST_GROUP_MISS = 2.0
 
 
 def group_adjusted_alpha(log_pred: np.ndarray, resid: np.ndarray, groups: np.ndarray,
                          alpha: float = ALPHA) -> float:
     """The largest nominal level of ``ALPHA_GRID`` (<= alpha) whose leave-one-group-out coverage
-    reaches ``1 - alpha``.
+    reaches ``1 - alpha`` pooled *and* ``1 - WORST_GROUP_MISS * alpha`` in the group at the
+    ``WORST_GROUP_SHARE`` quantile of per-group coverage (the worst of 5 groups, the second
+    worst of 8).
 
     Residuals of one device or model are correlated (a device whose dispatch floor differs from
     all training devices is off as a whole), so pooled quantiles under-cover a *new* group.
-    Widening the nominal level until held-out groups are covered at the target restores the
-    coverage that matters: on devices/models the model never saw. With a single group there is
-    nothing to adjust on and ``alpha`` is returned."""
+    Widening the nominal level until held-out groups are covered restores the coverage that
+    matters: on devices/models the model never saw. The pooled target alone can be met by
+    covering four devices fully and missing the fifth (nested GPU coverage per family was
+    elementwise 79 %, softmax 78 %, with the held-out P100 at 21 % and 31 %); the worst-group
+    condition bounds that (with it: 93 % and 87 %). With a single group there is nothing to
+    adjust on and ``alpha`` is returned."""
     if len(np.unique(groups)) < 2:
         return alpha
     for a in (x for x in ALPHA_GRID if x <= alpha):
-        if group_held_out_coverage(log_pred, resid, groups, a).mean() >= 1.0 - alpha:
+        cov = group_held_out_coverage(log_pred, resid, groups, a)
+        per_group = [cov[groups == g].mean() for g in np.unique(groups)]
+        worst = np.quantile(per_group, WORST_GROUP_SHARE, method="lower")
+        if cov.mean() >= 1.0 - alpha and worst >= 1.0 - WORST_GROUP_MISS * alpha:
             return a
     return ALPHA_GRID[-1]
 

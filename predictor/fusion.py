@@ -114,27 +114,57 @@ def internal_traffic(graph: Graph, members: Sequence[str], precision: str | None
 
     A tensor produced by one member and read by another never touches memory inside a fused
     kernel: each inside read of it is saved, and its write is saved too unless a node outside
-    the group or the model's outputs still need it. Bytes at ``precision`` (float tensors at
-    its width, ``predictor.precision.rescale_bytes``); ``None``: the tensors' own dtypes.
-    Shared by ``fuse_rows`` (predicted groups) and the measurement collector (ONNX Runtime's
-    groups), so a measured fused row and a predicted one count traffic the same way.
+    the group or the model's outputs still need it. Free members (views: Reshape, Unsqueeze,
+    ... — ``Engine.FREE`` or no cost) move no bytes, so they save none either: their outputs
+    are aliases of their inputs, and a tensor read through a view is read by the view's
+    readers (an ORT group MatMul+Add+Reshape+Unsqueeze writes its result once; counting the
+    Reshape's read and the Add output's write as saved left it with zero bytes). Bytes at
+    ``precision`` (float tensors at its width, ``predictor.precision.rescale_bytes``); ``None``:
+    the tensors' own dtypes. Shared by ``fuse_rows`` (predicted groups) and the measurement
+    collector (ONNX Runtime's groups), so a measured fused row and a predicted one count
+    traffic the same way.
     """
     g = graph.nx_graph
     inside = set(members)
+    views = {m for m in members if _moves_nothing(g.nodes[m]["op"])}
     model_outputs = {t.name for t in graph.outputs}
+
+    def uses(name: str, tensor: str) -> tuple[int, bool, bool]:
+        """(reads by computing members, read at all, needed outside) of ``tensor`` (output of
+        node ``name``), following views inside the group."""
+        inside_reads, read, outside = 0, False, tensor in model_outputs
+        for c in g.successors(name):
+            if not any(x is not None and x.name == tensor for x in g.nodes[c]["op"].inputs):
+                continue
+            read = True
+            if c not in inside:
+                outside = True
+            elif c in views:
+                for t in g.nodes[c]["op"].outputs:
+                    if t is not None:
+                        n, r, o = uses(c, t.name)
+                        inside_reads, read, outside = inside_reads + n, read or r, outside or o
+            else:
+                inside_reads += 1
+        return inside_reads, read, outside
+
     read_saved = write_saved = 0.0
     for name in members:
-        node: OpNode = g.nodes[name]["op"]
-        for t in node.outputs:
+        if name in views:
+            continue
+        for t in g.nodes[name]["op"].outputs:
             if t is None:
                 continue
             size = t.nbytes if precision is None else rescale_bytes(t.nbytes, t.dtype, precision)
-            readers = [c for c in g.successors(name)
-                       if any(x is not None and x.name == t.name for x in g.nodes[c]["op"].inputs)]
-            read_saved += size * sum(c in inside for c in readers)
-            if readers and all(c in inside for c in readers) and t.name not in model_outputs:
+            inside_reads, read, outside = uses(name, t.name)
+            read_saved += size * inside_reads
+            if read and not outside:
                 write_saved += size
     return read_saved, write_saved
+
+
+def _moves_nothing(node: OpNode) -> bool:
+    return node.cost is None or node.cost.engine == Engine.FREE
 
 
 def fuse_rows(graph: Graph, rows: pd.DataFrame, config: RunConfig) -> pd.DataFrame:

@@ -167,3 +167,30 @@ def test_a_tensor_also_read_outside_the_group_is_still_written():
     read_saved, write_saved = internal_traffic(g, ["a", "b"])
     assert read_saved == 4 * 10  # b's read of a's output
     assert write_saved == 0.0  # c, outside, still reads it
+
+
+def test_views_inside_a_group_pass_their_tensor_through():
+    """ORT's MatMul+Add+Reshape+Unsqueeze (vit's packed QKV): the Add output leaves the kernel
+    through two views, so it is still written once; the views themselves save nothing."""
+    from graph_import.types import OpCost
+    from predictor.fusion import internal_traffic
+
+    free = OpCost(0.0, 0.0, 0.0, 0.0, Engine.FREE)
+    x, w, b = t("x", 8, 64), t("w", 64, 32), t("b", 32)
+    y0, y1, y2, y3, y = t("y0", 8, 32), t("y1", 8, 32), t("y2", 256), t("y3", 1, 256), t("y", 1, 256)
+    nodes = [
+        op("mm", "MatMul", [x, w], [y0], flops=2 * 8 * 64 * 32, engine=Engine.MATRIX,
+           weights=["w"]),
+        op("bias", "Add", [y0, b], [y1], flops=8 * 32, weights=["b"]),
+        op("flat", "Reshape", [y1], [y2], cost=free),
+        op("unsq", "Unsqueeze", [y2], [y3], cost=free),
+        op("relu", "Relu", [y3], [y]),
+    ]
+    g = graph(nodes, [x], [y])
+    read_saved, write_saved = internal_traffic(g, ["mm", "bias", "flat", "unsq"])
+    assert read_saved == 4 * 8 * 32  # only the Add's read of the MatMul output
+    assert write_saved == 4 * 8 * 32  # the MatMul output; the Add output is still written
+    # with the reader inside too, the whole chain stays in the kernel
+    read_all, write_all = internal_traffic(g, ["mm", "bias", "flat", "unsq", "relu"])
+    assert read_all == 2 * 4 * 8 * 32
+    assert write_all == 2 * 4 * 8 * 32

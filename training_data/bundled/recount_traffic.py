@@ -1,0 +1,101 @@
+"""Recount the bytes of the bundled fused rows from the zoo graphs (latencies untouched).
+
+Run: ``python training_data/bundled/recount_traffic.py [--check]``
+
+A bundled row of a zoo model is a group of graph nodes one ONNX Runtime kernel ran; its
+``bytes_read`` / ``bytes_written`` are the members' cost-rule bytes less the tensors passed
+inside the kernel (``predictor.fusion.internal_traffic``, through
+``training_data.collectors.rows.group_work``). When that accounting changes, the measured rows
+must follow it — the learned model is trained on their bytes and predicts from the predictor's
+bytes, so the two must be counted alike. This script re-imports each measured (model, dims)
+from the zoo, recomputes the work columns of every multi-node row with ``group_work`` and
+rewrites ``cpu_measurements.csv.gz`` (atomically; nothing else changes). ``--check``: only
+print what would change, exit 1 if anything would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from training_data import zoo
+from training_data.collectors.ort_cpu import import_for_costs, load_named
+from training_data.collectors.rows import group_work
+
+HERE = Path(__file__).resolve().parent
+ROWS = HERE / "cpu_measurements.csv.gz"
+SUMMARY = HERE / "cpu_summary.csv"
+RECOUNTED = ("bytes_read", "bytes_written")
+
+
+def parse_dims(text: str) -> dict[str, int]:
+    """``'batch=4,sequence=128'`` -> ``{'batch': 4, 'sequence': 128}``."""
+    out = {}
+    for part in str(text).split(","):
+        key, _, value = part.partition("=")
+        out[key.strip()] = int(value)
+    return out
+
+
+def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """(rows with recounted bytes, number of rows whose bytes changed)."""
+    runs = summary[summary["kind"].isin(["zoo", "zoo-repeat"])].set_index("run_id")
+    out = rows.copy()
+    fused = out["node"].astype(str).str.contains("+", regex=False) & out["run_id"].isin(runs.index)
+    graphs: dict[tuple[str, str], object] = {}
+    for run_id, idx in out[fused].groupby("run_id").groups.items():
+        model, dims = str(runs.at[run_id, "model"]), str(runs.at[run_id, "dims"])
+        key = (model, dims)
+        if key not in graphs:
+            proto = load_named(zoo.model_path(model))
+            graphs[key] = import_for_costs(proto, parse_dims(dims), model)
+        graph = graphs[key]
+        g = graph.nx_graph
+        for i in idx:
+            nodes = [g.nodes[n]["op"] for n in str(out.at[i, "node"]).split("+")]
+            work = group_work(nodes, graph)
+            for c in RECOUNTED:
+                out.at[i, c] = work[c]
+    changed = ~np.isclose(out[list(RECOUNTED)].to_numpy(float),
+                          rows[list(RECOUNTED)].to_numpy(float), rtol=1e-9, equal_nan=True)
+    return out, int(changed.any(axis=1).sum())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="report only, write nothing")
+    args = parser.parse_args(argv)
+    rows = pd.read_csv(ROWS, keep_default_na=True)
+    summary = pd.read_csv(SUMMARY)
+    new, changed = recount(rows, summary)
+    print(f"{changed} of {len(rows)} rows have other bytes under the current accounting")
+    if changed:
+        diff = new[["op_type", *RECOUNTED]].copy()
+        diff["old_read"], diff["old_written"] = rows["bytes_read"], rows["bytes_written"]
+        moved = (new[list(RECOUNTED)] != rows[list(RECOUNTED)]).any(axis=1)
+        print(diff[moved].groupby("op_type").size().sort_values(ascending=False).head(15)
+              .to_string())
+    if args.check or not changed:
+        return 1 if (args.check and changed) else 0
+    fd, tmp = tempfile.mkstemp(dir=HERE, suffix=".csv.gz")
+    os.close(fd)
+    try:
+        new.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})
+        os.replace(tmp, ROWS)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    print(f"rewrote {ROWS.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

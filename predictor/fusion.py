@@ -13,7 +13,12 @@ a node ``c`` is merged into the group of its producer ``p`` when
   cuDNN/TensorRT conv+add+activation); the other tensor is then an extra input of the fused
   kernel. A residual ``Add`` after a MatMul is not fused;
 * ``p``'s family is in ``FUSION_PRODUCER_FAMILIES`` and is not a free (view) op;
-* every output of ``p`` is consumed by ``c`` only and none is a model output.
+* every output of ``p`` is consumed by ``c`` only and none is a model output — or, when the
+  group's head is a convolution, the other consumers of ``p`` also read ``c``'s output or are
+  in the group already: the diamond ``x · sigmoid(x)`` (SiLU/Swish) after a conv is one
+  epilogue (ONNX Runtime's NCHWc conv and cuDNN run it in the conv kernel; efficientnet_b0
+  measured on CPU has no stand-alone Sigmoid/Mul of its convs' SiLU). The conv output is then
+  read inside the kernel only (``internal_traffic``).
 
 Chains grow transitively: Conv -> BatchNormalization -> Relu is one group headed by the Conv.
 
@@ -68,7 +73,9 @@ def fusion_groups(graph: Graph) -> dict[str, list[str]]:
                 continue
             if not _fusible_producer(producer):
                 continue
-            if set(g.successors(producer.name)) != {node.name}:
+            others = set(g.successors(producer.name)) - {node.name}
+            if others and not (op_family(g.nodes[head]["op"]) in RESIDUAL_PRODUCER_FAMILIES
+                               and _closes_diamond(g, node.name, others, head, head_of)):
                 continue
             if any(t.name in model_outputs for t in producer.outputs):
                 continue
@@ -76,6 +83,14 @@ def fusion_groups(graph: Graph) -> dict[str, list[str]]:
             groups.setdefault(head, [head]).append(node.name)
             break
     return groups
+
+
+def _closes_diamond(g, name: str, others: set[str], head: str, head_of: dict[str, str]) -> bool:
+    """True when every other consumer of the producer also reads ``name``'s output, or is
+    itself already in ``head``'s group: ``x * sigmoid(x)`` (SiLU/Swish) after a conv, where the
+    conv output feeds the Sigmoid and the Mul, and the Mul closes the diamond."""
+    readers_of_name = set(g.successors(name))
+    return all(o in readers_of_name or head_of.get(o) == head for o in others)
 
 
 def computing_producers(graph: Graph, name: str) -> list[str]:

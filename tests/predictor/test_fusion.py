@@ -194,3 +194,30 @@ def test_views_inside_a_group_pass_their_tensor_through():
     read_all, write_all = internal_traffic(g, ["mm", "bias", "flat", "unsq", "relu"])
     assert read_all == 2 * 4 * 8 * 32
     assert write_all == 2 * 4 * 8 * 32
+
+
+def silu_after(head: str):
+    """y = c * sigmoid(c), c = head(x): the SiLU/Swish diamond of efficientnet (and, after a
+    MatMul, of llama's MLP)."""
+    x, w = t("x", 1, 8, 4, 4), t("w", 8, 8, 1, 1)
+    c, s, y = (t(n, 1, 8, 4, 4) for n in ("c", "s", "y"))
+    nodes = [op("head", head, [x, w], [c], flops=2048, engine=Engine.MATRIX, weights=["w"]),
+             op("sig", "Sigmoid", [c], [s], flops=128),
+             op("mul", "Mul", [c, s], [y], flops=128)]
+    return graph(nodes, [x], [y])
+
+
+def test_silu_diamond_fuses_into_a_conv_epilogue():
+    g = silu_after("Conv")
+    assert fusion_groups(g) == {"head": ["head", "sig", "mul"]}
+    row = workload_table(g, RunConfig(fusion=True)).iloc[0]
+    tensor = 4 * 8 * 16
+    # reads x and w; c and s never touch memory; y written once
+    assert row["bytes_read"] == tensor + 4 * 64
+    assert row["bytes_written"] == tensor
+
+
+def test_silu_diamond_after_a_matmul_is_not_fused():
+    # as the residual Add: a MatMul's epilogue takes no second computed tensor (and the Mul,
+    # with two computing producers, heads no group of its own)
+    assert fusion_groups(silu_after("MatMul")) == {}

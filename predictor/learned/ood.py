@@ -13,7 +13,9 @@ Three checks, per row, with the reasons kept as text:
   bandwidth, L2, units, clock, launch overhead) is far from every training device of the same
   kind: ``d = sqrt(mean_j ((x_j - t_j) / s_j)^2)`` to the nearest training vector ``t``, with
   ``s_j`` = the spread (standard deviation) of feature j over the training devices, at least
-  ``MIN_DEVICE_SCALE`` decades; flagged when ``d > DEVICE_DISTANCE``.
+  ``MIN_DEVICE_SCALE`` decades, the mean over the features the row has (a data-movement row
+  has no compute peak: before, that NaN put every Gather/Transpose 299 "away" from its own
+  training machine and flagged whole models); flagged when ``d > DEVICE_DISTANCE``.
 
 A model (a whole graph) is flagged when its device is flagged or when rows holding more than
 ``MODEL_SHARE`` of the analytical time are flagged. ``auto`` uses the analytical estimate for
@@ -36,6 +38,7 @@ RANGE_SLACK = 0.05
 MIN_DEVICE_SCALE = 0.15
 DEVICE_DISTANCE = 2.0
 MODEL_SHARE = 0.10
+_MISSING = -99.0  # stands for NaN while grouping equal device vectors
 
 
 @dataclass(frozen=True)
@@ -110,14 +113,21 @@ class DeviceSet:
         return np.maximum(s, MIN_DEVICE_SCALE)
 
     def distance(self, F: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """(distance to the nearest training vector, its device id) per row."""
+        """(distance to the nearest training vector, its device id) per row. A feature the row
+        lacks (NaN: a data-movement row uses no compute unit, so it has no peak) is left out of
+        the mean; a row lacking every feature is infinitely far."""
         V = np.asarray(self.vectors, float)
         X = F[list(DEVICE_VECTOR)].to_numpy(float)
         if len(V) == 0:
             return np.full(len(X), np.inf), np.full(len(X), "", dtype=object)
-        uniq, inv = np.unique(np.nan_to_num(X, nan=-99.0), axis=0, return_inverse=True)
+        uniq, inv = np.unique(np.nan_to_num(X, nan=_MISSING), axis=0, return_inverse=True)
+        uniq = np.where(uniq == _MISSING, np.nan, uniq)
+        present = np.isfinite(uniq)
         z = (uniq[:, None, :] - V[None, :, :]) / self.scales()
-        d = np.sqrt(np.mean(z ** 2, axis=2))
+        n = present.sum(axis=1)[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = np.sqrt(np.where(present[:, None, :], z ** 2, 0.0).sum(axis=2) / n)
+        d = np.where(n > 0, d, np.inf)
         best = d.argmin(axis=1)
         dist = d[np.arange(len(uniq)), best]
         return dist[inv.ravel()], np.asarray(self.ids, dtype=object)[best][inv.ravel()]

@@ -323,3 +323,25 @@ def test_shipped_default_model_loads_and_predicts():
     _, _, bound = roofline_terms(X)
     assert (ex["time_s"].to_numpy() >= bound * (1 - 1e-12)).all()
     assert ex["predictor"].str.startswith("learned:gpu/").all()
+
+
+def test_device_distance_leaves_out_what_a_row_lacks():
+    """A data-movement row has no compute peak (NaN): it is as near its training device as the
+    compute rows of that device, and a different device is still far."""
+    import pandas as pd
+
+    from predictor.learned.ood import DEVICE_VECTOR, DeviceSet
+
+    train_rows = pd.DataFrame([[11.0, 10.7, 6.5, 0.3, 9.4, -6.4],
+                               [13.0, 11.9, 7.6, 1.9, 9.2, -5.3]], columns=list(DEVICE_VECTOR))
+    devices = DeviceSet.fit(train_rows, np.array(["cpu-a", "gpu-b"]))
+    rows = pd.DataFrame([[np.nan, 10.7, 6.5, 0.3, 9.4, -6.4],  # cpu-a, data-movement row
+                         [11.0, 10.7, 6.5, 0.3, 9.4, -6.4],  # cpu-a, compute row
+                         [np.nan, 12.5, 8.0, 2.5, 9.6, -5.0],  # unlike both, no peak
+                         [np.nan] * 6], columns=list(DEVICE_VECTOR))
+    dist, nearest = devices.distance(rows)
+    assert dist[0] == pytest.approx(0.0)
+    assert dist[1] == pytest.approx(0.0)
+    assert list(nearest[:2]) == ["cpu-a", "cpu-a"]
+    assert dist[2] > 1.0
+    assert np.isinf(dist[3])

@@ -41,7 +41,7 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,20 +156,18 @@ def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Settin
                      repeats: int, warmup: int, seed: int = 0
                      ) -> tuple[np.ndarray, list[Setting]]:
     """(wall seconds of shape (repeats, measured settings), the settings measured): interleaved
-    rounds (module docstring). The big weights are made once and shared by every batch (the
-    same seed draws the same weights); settings after the first two are left out when their
+    rounds (module docstring). The weights are drawn once and shared by every batch
+    (``prepare_dims``); settings after the first two are left out when their
     sessions would not fit in memory (``settings_that_fit``)."""
-    from training_data.collectors.ort_cpu import prepare
+    from training_data.collectors.ort_cpu import prepare, prepare_dims
 
     if repeats < 1 or warmup < 0:
         raise PredictionError(f"repeats must be >= 1 and warmup >= 0 (got {repeats}, {warmup})")
     prepared: dict[int, Any] = {}
     for b in dict.fromkeys(s.batch for s in settings):
-        p = prepare(source, {**dims, "batch": b}, seed=seed)
         first = next(iter(prepared.values()), None)
-        if first is not None and p.weights.keys() == first.weights.keys():
-            p = replace(p, weights=first.weights)  # identical draws: keep one copy
-        prepared[b] = p
+        prepared[b] = (prepare(source, {**dims, "batch": b}, seed=seed) if first is None
+                       else prepare_dims(first, {**dims, "batch": b}, seed=seed))
     per_session = max(session_bytes(p) for p in prepared.values())
     settings = settings_that_fit(settings, per_session, mem_available_bytes())
     with tempfile.TemporaryDirectory(prefix="roofcast-advise-") as tmp:

@@ -61,3 +61,28 @@ def test_unbound_dims_are_refused_with_the_flag_to_use():
 def test_bad_config_is_a_user_error(kwargs):
     with pytest.raises(MeasurementError):
         MeasureConfig(**kwargs)
+
+
+def test_prepare_dims_equals_a_fresh_prepare_without_drawing_again():
+    """advise --verify prepares one model at several batch sizes: re-binding the dims of the
+    first preparation must give what a fresh one would (same proto, weights, feeds)."""
+    import numpy as np
+
+    from training_data import zoo
+    from training_data.collectors.ort_cpu import prepare, prepare_dims
+    from training_data.collectors.random_inputs import INLINE_MAX_BYTES
+
+    src = zoo.model_path("mobilenet_v2")
+    first = prepare(src, {"batch": 1})
+    assert first.weights  # some weights are big enough to stay out of the proto
+    assert max(a.nbytes for a in first.weights.values()) > INLINE_MAX_BYTES
+    again = prepare_dims(first, {"batch": 4})
+    fresh = prepare(src, {"batch": 4})
+    assert again.runnable.SerializeToString() == fresh.runnable.SerializeToString()
+    assert again.weights is first.weights  # shared, not drawn again
+    assert again.weights.keys() == fresh.weights.keys()
+    assert all(np.array_equal(again.weights[k], fresh.weights[k]) for k in fresh.weights)
+    assert again.feeds.keys() == fresh.feeds.keys()
+    assert all(np.array_equal(again.feeds[k], fresh.feeds[k]) for k in fresh.feeds)
+    assert next(iter(again.feeds.values())).shape[0] == 4
+    assert again.graph.dims["batch"] == 4

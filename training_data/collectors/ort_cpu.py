@@ -208,6 +208,28 @@ def prepare(source: Any, dims: Mapping[str, int] | None = None, name: str | None
     return Prepared(name, dims, model, graph, runnable, feeds, plans, weights)
 
 
+def prepare_dims(prep: Prepared, dims: Mapping[str, int], seed: int = 0) -> Prepared:
+    """``prepare(prep.model, dims, name=prep.name, seed=seed)`` without drawing the weights
+    again: the drawn initializers (inline and big) do not depend on the dims, so the runnable
+    copy keeps them and only its graph inputs, outputs and value_info are re-bound from the
+    original model. For a model of a billion random weights that saves the draw per batch size
+    (``advise --verify`` measures several); the result equals a fresh ``prepare`` (tested)."""
+    from graph_import.shapes import bind_dims
+
+    dims = dict(dims)
+    runnable = onnx.ModelProto()
+    runnable.CopyFrom(prep.runnable)
+    for field_name in ("input", "output", "value_info"):
+        target = getattr(runnable.graph, field_name)
+        del target[:]
+        target.extend(getattr(prep.model.graph, field_name))
+    if dims:
+        bind_dims(runnable.graph, dims)
+    graph = import_for_costs(prep.model, dims, prep.name)
+    feeds, plans = make_feeds(runnable, np.random.default_rng(seed))
+    return Prepared(prep.name, dims, prep.model, graph, runnable, feeds, plans, prep.weights)
+
+
 def measure_prepared(prep: Prepared, config: MeasureConfig,
                      source: str = tidy.SOURCE_ORT_CPU) -> Measurement:
     """Run and profile a prepared model under ``config``."""

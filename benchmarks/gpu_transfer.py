@@ -17,7 +17,12 @@ achievable figures, only a map of where the error lives:
   the training devices and the held-out one alike, i.e. a perfect ``hw calibrate`` of each GPU;
 * ``bias_removed``: the spec predictions divided by their median ratio to the measurement on
   the held-out device — the best any per-device constant could do;
-* ``bias``: that median ratio (predicted / measured; > 1: the device is faster than predicted).
+* ``bias``: that median ratio (predicted / measured; > 1: the device is faster than predicted);
+* ``same_shape_oracle``: no model at all — the held-out device's time of a kernel predicted as
+  the geometric mean of the *measured* times of the very same kernel (same op and shape) on the
+  other NeuSight GPUs, scaled by the held-out device's own median ratio to that mean (all rows,
+  not capped; kernels measured on every NeuSight GPU of the family). Where even this is above
+  a target, transfer across these GPUs cannot reach it: per kernel, the GPUs disagree by more.
 
 Median APE in percent per (family, held-out device) and pooled over the rows of a family (as
 the acceptance table of ``learned_accuracy.py``).
@@ -43,7 +48,7 @@ from predictor.learned.training import WEIGHT_POWER, ape, time_weights
 
 NEUSIGHT_GPUS = ("p4", "p100-pcie-16gb", "t4", "v100-pcie-32gb", "a100-40gb-pcie")
 FAMILIES = ("conv", "elementwise", "matmul", "normalization", "softmax")
-VARIANTS = ("spec", "own_floor", "measured_peaks", "bias_removed")
+VARIANTS = ("spec", "own_floor", "measured_peaks", "bias_removed", "same_shape_oracle")
 
 
 def measured_peaks(X: pd.DataFrame, meas: np.ndarray, device: str) -> tuple[float, float]:
@@ -64,6 +69,27 @@ def with_measured_figures(X: pd.DataFrame, meas: np.ndarray) -> pd.DataFrame:
     for device in NEUSIGHT_GPUS:
         on = out["device"] == device
         out.loc[on, "peak_flops_per_s"], out.loc[on, "mem_bw_Bps"] = measured_peaks(X, meas, device)
+    return out
+
+
+SHAPE_KEY = ("op_type", "flops", "bytes_read", "bytes_written", "gemm_batch", "gemm_m", "gemm_n",
+             "gemm_k", "inner_elems")
+
+
+def same_shape_oracle() -> dict[tuple[str, str], np.ndarray]:
+    """(family, held-out device) -> APE of the same-shape oracle (module docstring)."""
+    ts = public_set(devices=list(NEUSIGHT_GPUS), cap=None)
+    X = ts.X[[*SHAPE_KEY, "family", "device"]].copy()
+    X["t"] = ts.y_s
+    out = {}
+    for family, rows in X.groupby("family"):
+        keyed = rows.fillna({c: -1.0 for c in SHAPE_KEY if c != "op_type"})
+        table = keyed.pivot_table(index=list(SHAPE_KEY), columns="device", values="t",
+                                  aggfunc="median").dropna()
+        logs = np.log(table)
+        for device in table.columns:
+            r = logs[device] - logs.drop(columns=device).mean(axis=1)
+            out[(str(family), str(device))] = np.abs(np.exp(r - np.median(r)) - 1).to_numpy()
     return out
 
 
@@ -95,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ts = public_set(cap=args.cap)
     X, meas = ts.X.reset_index(drop=True), ts.y_s
     rows, errors = [], {}
+    oracle = same_shape_oracle()
     Xm = with_measured_figures(X, meas)
     for device in NEUSIGHT_GPUS:
         for family in FAMILIES:
@@ -105,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             e = {"spec": ape(pred, m),
                  "own_floor": ape(*held_out(X, meas, family, device, own_floor=True)),
                  "measured_peaks": ape(*held_out(Xm, meas, family, device)),
-                 "bias_removed": ape(pred / ratio, m)}
+                 "bias_removed": ape(pred / ratio, m),
+                 "same_shape_oracle": oracle.get((family, device), np.array([np.nan]))}
             for k, v in e.items():
                 errors.setdefault((family, k), []).append(v)
             rows.append({"family": family, "held_out_device": device, "rows": len(m),

@@ -22,6 +22,7 @@ end-to-end calibration (``graph_summary``) — exactly what ``roofcast predict``
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.output import add_format_arg, emit
 from graph_import import import_model
+from graph_import.dims import parse_dim_specs
 from predictor.config import RunConfig
 from predictor.learned.data import BUNDLED_DIR, BUNDLED_META, bundled_set, bundled_spec
 from predictor.learned.estimator import MODEL_ENV, graph_summary
@@ -41,15 +43,6 @@ from predictor.learned.persistence import save
 from predictor.learned.training import train
 from predictor.simulate import predict_graph
 from training_data import zoo
-
-
-def parse_dims(text: str) -> dict[str, int]:
-    """``'batch=4,sequence=128'`` -> ``{'batch': 4, 'sequence': 128}``."""
-    out = {}
-    for part in str(text).split(","):
-        key, _, value = part.partition("=")
-        out[key.strip()] = int(value)
-    return out
 
 
 def zoo_runs(summary: pd.DataFrame) -> pd.DataFrame:
@@ -72,8 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     models = [m for m in args.models.split(",") if m] or sorted(runs["model"].unique())
     groups = ts.X["_group"].astype(str).to_numpy()
     rows = []
-    import os
-
     for name in models:
         held = groups == f"model:{name}"
         if not held.any():
@@ -83,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             save(res.model, tmp)
             os.environ[MODEL_ENV] = tmp
             for r in runs[runs["model"] == name].itertuples():
-                dims = parse_dims(r.dims)
+                dims = parse_dim_specs(r.dims.split(","))
                 graph = import_model(zoo.model_path(name), dims=dims, name=name)
                 config = RunConfig(dims=dims, threads=int(r.threads_intra), fusion=True)
                 learned = predict_graph(graph, hw, config, "learned")

@@ -7,11 +7,6 @@ import pandas as pd
 from training_data.bundled import recount_traffic as rt
 
 
-def test_parse_dims():
-    assert rt.parse_dims("batch=4,sequence=128") == {"batch": 4, "sequence": 128}
-    assert rt.parse_dims("batch=1") == {"batch": 1}
-
-
 def test_bundled_fused_rows_follow_the_current_traffic_accounting():
     # the learned model trains on these bytes and predicts from the predictor's: a change of
     # predictor.fusion.internal_traffic must be followed by `recount_traffic.py`

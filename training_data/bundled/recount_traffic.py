@@ -26,6 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from graph_import.dims import parse_dim_specs
 from training_data import zoo
 from training_data.collectors.ort_cpu import import_for_costs, load_named
 from training_data.collectors.rows import group_work
@@ -35,14 +36,6 @@ ROWS = HERE / "cpu_measurements.csv.gz"
 SUMMARY = HERE / "cpu_summary.csv"
 RECOUNTED = ("bytes_read", "bytes_written")
 
-
-def parse_dims(text: str) -> dict[str, int]:
-    """``'batch=4,sequence=128'`` -> ``{'batch': 4, 'sequence': 128}``."""
-    out = {}
-    for part in str(text).split(","):
-        key, _, value = part.partition("=")
-        out[key.strip()] = int(value)
-    return out
 
 
 def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -56,7 +49,7 @@ def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, in
         key = (model, dims)
         if key not in graphs:
             proto = load_named(zoo.model_path(model))
-            graphs[key] = import_for_costs(proto, parse_dims(dims), model)
+            graphs[key] = import_for_costs(proto, parse_dim_specs(dims.split(",")), model)
         graph = graphs[key]
         g = graph.nx_graph
         for i in idx:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,12 +42,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.output import add_format_arg, emit
+from benchmarks.learned_accuracy import NEUSIGHT_GPUS
 from predictor.learned.data import DEFAULT_CAP, public_set
 from predictor.learned.features import learned_features, roofline_terms
 from predictor.learned.model import FamilyModel, harness_floor
 from predictor.learned.training import WEIGHT_POWER, ape, time_weights
 
-NEUSIGHT_GPUS = ("p4", "p100-pcie-16gb", "t4", "v100-pcie-32gb", "a100-40gb-pcie")
 FAMILIES = ("conv", "elementwise", "matmul", "normalization", "softmax")
 VARIANTS = ("spec", "own_floor", "measured_peaks", "bias_removed", "same_shape_oracle")
 
@@ -93,22 +94,35 @@ def same_shape_oracle() -> dict[tuple[str, str], np.ndarray]:
     return out
 
 
-def held_out(X: pd.DataFrame, meas: np.ndarray, family: str, device: str,
-             own_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(predicted, measured) seconds of ``device``'s ``family`` rows by a model trained on every
-    other GPU's rows of the family."""
-    fam = (X["family"] == family).to_numpy() & (X["device_kind"] == "gpu").to_numpy()
-    _, _, bound = roofline_terms(X)
-    fam &= bound > 0
-    test = fam & (X["device"] == device).to_numpy()
+@dataclass(frozen=True)
+class Featurized:
+    """A public-kernel table with its learned features and physical bounds, computed once."""
+
+    X: pd.DataFrame
+    meas: np.ndarray
+    F: pd.DataFrame
+    bound: np.ndarray
+
+    @classmethod
+    def of(cls, X: pd.DataFrame, meas: np.ndarray) -> Featurized:
+        return cls(X, meas, learned_features(X), roofline_terms(X)[2])
+
+
+def fit_without(t: Featurized, family: str, device: str) -> tuple[FamilyModel, np.ndarray]:
+    """(the family's model trained on every other GPU's rows, mask of ``device``'s rows)."""
+    fam = ((t.X["family"] == family).to_numpy() & (t.X["device_kind"] == "gpu").to_numpy()
+           & (t.bound > 0))
+    test = fam & (t.X["device"] == device).to_numpy()
     train = fam & ~test
-    F = learned_features(X)
-    groups = X["device"].to_numpy()
-    fm = FamilyModel.fit(f"gpu/{family}", "xgboost", F[train], meas[train], bound[train],
-                         groups[train], weight=time_weights(meas[train], WEIGHT_POWER))
-    if own_floor:
-        fm.floor_s = harness_floor(meas[test], bound[test], groups[test])
-    return fm.predict_time(F[test], bound[test]), meas[test]
+    fm = FamilyModel.fit(f"gpu/{family}", "xgboost", t.F[train], t.meas[train], t.bound[train],
+                         t.X["device"].to_numpy()[train],
+                         weight=time_weights(t.meas[train], WEIGHT_POWER))
+    return fm, test
+
+
+def held_out_ape(t: Featurized, fm: FamilyModel, test: np.ndarray) -> np.ndarray:
+    """APE of ``fm`` on the rows of ``test``."""
+    return ape(fm.predict_time(t.F[test], t.bound[test]), t.meas[test])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,16 +136,19 @@ def main(argv: list[str] | None = None) -> int:
     X, meas = ts.X.reset_index(drop=True), ts.y_s
     rows, errors = [], {}
     oracle = same_shape_oracle()
-    Xm = with_measured_figures(X, meas)
+    spec, calibrated = Featurized.of(X, meas), Featurized.of(with_measured_figures(X, meas), meas)
     for device in NEUSIGHT_GPUS:
         for family in FAMILIES:
             if not ((X["family"] == family) & (X["device"] == device)).any():
                 continue
-            pred, m = held_out(X, meas, family, device)
+            fm, test = fit_without(spec, family, device)
+            pred, m = fm.predict_time(spec.F[test], spec.bound[test]), meas[test]
             ratio = float(np.median(pred / m))
+            own = replace(fm, floor_s=harness_floor(m, spec.bound[test], X["device"][test]))
             e = {"spec": ape(pred, m),
-                 "own_floor": ape(*held_out(X, meas, family, device, own_floor=True)),
-                 "measured_peaks": ape(*held_out(Xm, meas, family, device)),
+                 "own_floor": held_out_ape(spec, own, test),
+                 "measured_peaks": held_out_ape(calibrated, *fit_without(calibrated, family,
+                                                                         device)),
                  "bias_removed": ape(pred / ratio, m),
                  "same_shape_oracle": oracle.get((family, device), np.array([np.nan]))}
             for k, v in e.items():

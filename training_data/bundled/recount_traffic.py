@@ -38,8 +38,8 @@ RECOUNTED = ("bytes_read", "bytes_written")
 
 
 
-def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """(rows with recounted bytes, number of rows whose bytes changed)."""
+def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """(rows with recounted bytes, boolean mask of the rows whose bytes changed)."""
     runs = summary[summary["kind"].isin(["zoo", "zoo-repeat"])].set_index("run_id")
     out = rows.copy()
     fused = out["node"].astype(str).str.contains("+", regex=False) & out["run_id"].isin(runs.index)
@@ -59,7 +59,7 @@ def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, in
                 out.at[i, c] = work[c]
     changed = ~np.isclose(out[list(RECOUNTED)].to_numpy(float),
                           rows[list(RECOUNTED)].to_numpy(float), rtol=1e-9, equal_nan=True)
-    return out, int(changed.any(axis=1).sum())
+    return out, changed.any(axis=1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,14 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = pd.read_csv(ROWS, keep_default_na=True)
     summary = pd.read_csv(SUMMARY)
-    new, changed = recount(rows, summary)
+    new, moved = recount(rows, summary)
+    changed = int(moved.sum())
     print(f"{changed} of {len(rows)} rows have other bytes under the current accounting")
     if changed:
-        diff = new[["op_type", *RECOUNTED]].copy()
-        diff["old_read"], diff["old_written"] = rows["bytes_read"], rows["bytes_written"]
-        moved = (new[list(RECOUNTED)] != rows[list(RECOUNTED)]).any(axis=1)
-        print(diff[moved].groupby("op_type").size().sort_values(ascending=False).head(15)
-              .to_string())
+        print(new.loc[moved, "op_type"].value_counts().head(15).to_string())
     if args.check or not changed:
         return 1 if (args.check and changed) else 0
     fd, tmp = tempfile.mkstemp(dir=HERE, suffix=".csv.gz")

@@ -22,7 +22,7 @@ from predictor.learned.intervals import (
     group_adjusted_alpha,
     group_held_out_coverage,
 )
-from predictor.learned.training import fold_ids, train
+from predictor.learned.training import cv_score, fold_ids, train
 from tests.predictor.learned_helpers import synthetic_set, workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +59,19 @@ def test_fold_ids_pool_small_groups():
     for big in ("g0", "g1", "g2"):
         f = folds[groups == big][0]
         assert set(groups[folds == f]) == {big}
+
+
+def test_cv_score_weighs_every_held_out_fold_alike():
+    # fold 0: 4 rows predicted exactly; folds 1 and 2: one row each, 50% off. Pooled over rows
+    # the median error is 0; with the folds weighted alike, two thirds of the weight is 50% off.
+    meas = np.ones(6)
+    pred = np.array([1.0, 1.0, 1.0, 1.0, 1.5, 1.5])
+    folds = np.array([0, 0, 0, 0, 1, 2])
+    assert cv_score(pred, meas, folds) == pytest.approx(0.5)
+    assert cv_score(pred, meas, np.zeros(6, int)) == pytest.approx(0.0)
+    # a fold's size does not matter: fold 0 twice as large scores the same
+    assert cv_score(np.r_[pred[:4], pred], np.ones(10), np.r_[folds[:4], folds]) == \
+        pytest.approx(cv_score(pred, meas, folds))
 
 
 def test_predictions_never_beat_the_bound(trained):

@@ -2,9 +2,15 @@
 
 import argparse
 
+import pandas as pd
 import pytest
 
-from training_data.bundled.build_dataset import SEQ_CONFIGS, model_configs, seq_configs_arg
+from training_data.bundled.build_dataset import (
+    SEQ_CONFIGS,
+    drop_micro,
+    model_configs,
+    seq_configs_arg,
+)
 
 
 def test_seq_configs_parse_batch_by_sequence_pairs():
@@ -21,3 +27,16 @@ def test_sequence_models_take_the_seq_configs_and_cnns_their_batches():
     assert model_configs("bert_base", ((1, 32),)) == [{"batch": 1, "sequence": 32}]
     assert model_configs("bert_base") == [{"batch": b, "sequence": s} for b, s in SEQ_CONFIGS]
     assert model_configs("resnet50", ((1, 32),)) == [{"batch": 1}, {"batch": 4}, {"batch": 16}]
+
+
+def test_replace_micro_drops_only_the_remeasured_families():
+    summaries = [{"run_id": "a", "kind": "micro", "family": "conv"},
+                 {"run_id": "b", "kind": "micro", "family": "gemm"},
+                 {"run_id": "c", "kind": "zoo", "family": None, "model": "resnet50"}]
+    rows = pd.DataFrame({"run_id": ["a", "a", "b", "c"], "latency_s": [1.0, 2.0, 3.0, 4.0]})
+    kept, kept_summaries = drop_micro(rows, summaries, {"conv"})
+    assert kept["run_id"].tolist() == ["b", "c"]
+    assert [s["run_id"] for s in kept_summaries] == ["b", "c"]
+    kept, kept_summaries = drop_micro(rows, summaries, {"all"})
+    assert kept["run_id"].tolist() == ["c"]  # zoo measurements are never dropped
+    assert [s["run_id"] for s in kept_summaries] == ["c"]

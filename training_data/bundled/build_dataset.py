@@ -206,6 +206,17 @@ def acceptance(summary: pd.DataFrame) -> pd.DataFrame:
     return zoo.loc[:, cols].reset_index(drop=True)
 
 
+def drop_micro(rows: pd.DataFrame, summaries: list[dict[str, Any]], families: set[str]
+               ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """``rows`` and ``summaries`` without the microbenchmarks of ``families`` (``all``: every
+    family), matched by run id through the summaries' ``kind == "micro"`` lines."""
+    def gone(rec: dict[str, Any]) -> bool:
+        return rec.get("kind") == "micro" and ("all" in families or rec.get("family") in families)
+    runs = {rec["run_id"] for rec in summaries if gone(rec)}
+    return (rows[~rows["run_id"].isin(runs)].reset_index(drop=True),
+            [rec for rec in summaries if not gone(rec)])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", type=Path, default=HERE)
@@ -225,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-models", action="store_true", help="skip the zoo models")
     ap.add_argument("--append", action="store_true",
                     help="add to the files in --out-dir instead of replacing them")
+    ap.add_argument("--replace-micro", action="store_true",
+                    help="with --append: drop the existing rows of the microbenchmark families "
+                         "measured now (a re-measured grid replaces the old one)")
     ap.add_argument("--quiet-below", type=float, default=None, metavar="F",
                     help="wait for / retry until other processes use < F of the CPUs")
     ap.add_argument("--quiet-max-wait-s", type=float, default=120.0)
@@ -267,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads((args.out_dir / "cpu_metadata.json").read_text())
         meta = {**old, "appended": [*old.get("appended", []), meta]}
         skipped = list(old.get("skipped", []))
+        if args.replace_micro and not args.no_micro:
+            frames[0], summaries = drop_micro(frames[0], summaries,
+                                              set(args.micro_families.split(",")))
         meta["elapsed_s_before_append"] = (float(old.get("elapsed_s", 0.0))
                                            + float(old.get("elapsed_s_before_append", 0.0)))
     def quietly(work, what: str):

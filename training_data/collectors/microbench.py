@@ -11,10 +11,12 @@ Grids (``GRIDS``: family -> ``quick`` and ``full`` case lists):
 * ``gemm``: MatMul ``[M, K] x [K, N]`` (B constant), M in 1..1024, N, K in 64..4096, capped at
   ``MAX_GEMM_FLOPS`` so one case stays under a second on one core.
 * ``conv``: Conv ``(N, C, H, W, K, R, S, stride, groups)`` from ResNet / MobileNet / VGG layer
-  shapes, dense and depthwise, batch 1 and 4.
+  shapes, dense and depthwise, batch 1, 4 and 16.
 * ``elementwise``: Add, Mul (two inputs), Relu, Sigmoid, Tanh, Erf on 2^10..2^24 elements.
 * ``softmax`` / ``layernorm``: ``rows x cols`` over the last axis.
 * ``pooling``: MaxPool 3x3/2, AveragePool 2x2/2, GlobalAveragePool on NCHW activations.
+* ``recurrent``: one-layer LSTM, steps 16..256 x batch 1..16 x hidden 128..1024 (the hidden
+  sizes step through the last-level cache: the weights of one step are 32 H^2 bytes).
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def lstm_case(steps: int, batch: int, hidden: int) -> Case:
 
 def _recurrent(quick: bool) -> list[Case]:
     grid = (((16,), (1, 8), (256,)) if quick
-            else ((16, 64), (1, 2, 4, 16), (128, 256, 512, 1024)))
+            else ((16, 64, 256), (1, 2, 4, 16), (128, 256, 384, 512, 768, 1024)))
     return [lstm_case(s, b, h) for s, b, h in itertools.product(*grid)]
 
 
@@ -148,7 +150,7 @@ CONV_SHAPES = (  # (C, H, K, R, stride, groups): ResNet, VGG, MobileNet layers
 
 def _conv(quick: bool) -> list[Case]:
     shapes = CONV_SHAPES[::3] if quick else CONV_SHAPES
-    batches = (1,) if quick else (1, 4)
+    batches = (1,) if quick else (1, 4, 16)
     return [conv_case(n, c, h, h, k, r, r, st, g) for n in batches for c, h, k, r, st, g in shapes]
 
 

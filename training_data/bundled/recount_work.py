@@ -1,15 +1,19 @@
-"""Recount the bytes of the bundled fused rows from the zoo graphs (latencies untouched).
+"""Recount the work columns of the bundled zoo rows from the zoo graphs (latencies untouched).
 
-Run: ``python training_data/bundled/recount_traffic.py [--check]``
+Run: ``python training_data/bundled/recount_work.py [--check]``
 
-A bundled row of a zoo model is a group of graph nodes one ONNX Runtime kernel ran; its
-``bytes_read`` / ``bytes_written`` are the members' cost-rule bytes less the tensors passed
-inside the kernel (``predictor.fusion.internal_traffic``, through
-``training_data.collectors.rows.group_work``). When that accounting changes, the measured rows
-must follow it — the learned model is trained on their bytes and predicts from the predictor's
-bytes, so the two must be counted alike. This script re-imports each measured (model, dims)
-from the zoo, recomputes the work columns of every multi-node row with ``group_work`` and
-rewrites ``cpu_measurements.csv.gz`` (atomically; nothing else changes). ``--check``: only
+A bundled row of a zoo model is a group of graph nodes one ONNX Runtime kernel ran; its work
+columns (``RECOUNTED``: FLOPs, bytes, weight bytes, GEMM dims) come from roofcast's cost rules
+through ``training_data.collectors.rows.group_work`` — for a fused group the members' bytes
+less the tensors passed inside the kernel (``predictor.fusion.internal_traffic``). When a rule
+changes (the traffic accounting, a new GEMM mapping), the measured rows must follow it: the
+learned model is trained on their columns and predicts from the predictor's, so the two must
+be counted alike. Two such changes were missed before this script covered every row: fused
+rows through views had zero bytes, and the LSTM rows of ``lstm_lm`` had no GEMM dims (measured
+before recurrent layers mapped to GEMMs; the microbenchmark LSTM rows had them), so the learned
+recurrent model could not tell batch from steps there. This script re-imports each measured
+(model, dims) from the zoo, recomputes the work columns of every zoo row with ``group_work``
+and rewrites ``cpu_measurements.csv.gz`` (atomically; nothing else changes). ``--check``: only
 print what would change, exit 1 if anything would.
 """
 
@@ -34,17 +38,18 @@ from training_data.collectors.rows import group_work
 HERE = Path(__file__).resolve().parent
 ROWS = HERE / "cpu_measurements.csv.gz"
 SUMMARY = HERE / "cpu_summary.csv"
-RECOUNTED = ("bytes_read", "bytes_written")
+RECOUNTED = ("flops", "bytes_read", "bytes_written", "weight_bytes",
+             "gemm_batch", "gemm_m", "gemm_n", "gemm_k")
 
 
 
 def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    """(rows with recounted bytes, boolean mask of the rows whose bytes changed)."""
+    """(rows with recounted work columns, boolean mask of the rows whose columns changed)."""
     runs = summary[summary["kind"].isin(["zoo", "zoo-repeat"])].set_index("run_id")
     out = rows.copy()
-    fused = out["node"].astype(str).str.contains("+", regex=False) & out["run_id"].isin(runs.index)
+    zoo_rows = out["run_id"].isin(runs.index)
     graphs: dict[tuple[str, str], object] = {}
-    for run_id, idx in out[fused].groupby("run_id").groups.items():
+    for run_id, idx in out[zoo_rows].groupby("run_id").groups.items():
         model, dims = str(runs.at[run_id, "model"]), str(runs.at[run_id, "dims"])
         key = (model, dims)
         if key not in graphs:
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = pd.read_csv(SUMMARY)
     new, moved = recount(rows, summary)
     changed = int(moved.sum())
-    print(f"{changed} of {len(rows)} rows have other bytes under the current accounting")
+    print(f"{changed} of {len(rows)} rows have other work columns under the current rules")
     if changed:
         print(new.loc[moved, "op_type"].value_counts().head(15).to_string())
     if args.check or not changed:

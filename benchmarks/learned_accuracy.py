@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.output import add_format_arg, emit
 from predictor.learned.data import DEFAULT_CAP, load_sources
-from predictor.learned.training import TrainResult, ape, train, validation_tables, weighted_median
+from predictor.learned.stats import weighted_median
+from predictor.learned.training import TrainResult, ape, train, validation_tables
 
 NEUSIGHT_GPUS = ("p4", "p100-pcie-16gb", "t4", "v100-pcie-32gb", "a100-40gb-pcie")
 

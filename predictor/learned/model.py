@@ -40,6 +40,7 @@ import pandas as pd
 
 from predictor.errors import PredictionError
 from predictor.learned.features import FEATURES
+from predictor.learned.stats import weighted_median
 
 CANDIDATES: tuple[str, ...] = ("xgboost", "ridge", "median")
 XGB_PARAMS: dict[str, Any] = {
@@ -110,7 +111,7 @@ class FamilyModel:
         if candidate == "ridge":
             return cls(key, candidate, linear=_fit_ridge(F.to_numpy(float), y, weight),
                        floor_s=floor)
-        return cls(key, candidate, linear={"constant": _weighted_median(y, weight)}, floor_s=floor)
+        return cls(key, candidate, linear={"constant": weighted_median(y, weight)}, floor_s=floor)
 
     def predict_time(self, F: pd.DataFrame, t_bound: np.ndarray) -> np.ndarray:
         """Predicted seconds (``bounded_time``) for the rows of F with physical bounds t_bound."""
@@ -166,14 +167,6 @@ class FamilyModel:
                        floor_s=float(desc["floor_s"]))
         return cls(desc["key"], candidate, features, linear=dict(desc["linear"]),
                    floor_s=float(desc["floor_s"]))
-
-
-def _weighted_median(y: np.ndarray, weight: np.ndarray | None) -> float:
-    if weight is None:
-        return float(np.median(y))
-    o = np.argsort(y)
-    c = np.cumsum(np.asarray(weight, float)[o])
-    return float(y[o][np.searchsorted(c, 0.5 * c[-1])])
 
 
 def _fit_ridge(A: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> dict[str, Any]:

@@ -15,11 +15,11 @@
 3. every candidate (``model.CANDIDATES``) is cross-validated (sample weights
    ``time_weights``: longer kernels count more); its score (``cv_score``) is the mean of the
    median and the time-weighted median absolute percentage error of its out-of-fold,
-   bound-clipped times, each row weighted by 1 / (rows of its fold) so that every held-out
-   fold weighs the same (unweighted, a large group decided: the LSTM grid's 144 rows
-   predicted from lstm_lm's 24 chose a constant median over XGBoost, which is 4% off on
-   held-out lstm_lm against the median's 23%). The best is refit on all rows of the key (the
-   same out-of-fold errors choose and are reported, so the reported figure has a small
+   bound-clipped times, each row weighted by 1 / (rows of its fold), so that a held-out fold
+   counts alike however many rows it has (unweighted, a large group decided: the LSTM grid's
+   144 rows predicted from lstm_lm's 24 chose a constant median over XGBoost, which is 4% off
+   on held-out lstm_lm against the median's 23%). The best is refit on all rows of the key
+   (the same out-of-fold errors choose and are reported, so the reported figure has a small
    selection optimism between 3 candidates);
 4. conformal intervals (``intervals``) from the chosen candidate's out-of-fold residuals, the
    level widened until held-out groups are covered (``group_adjusted_alpha``); coverage is
@@ -57,6 +57,7 @@ from predictor.learned.intervals import (
 from predictor.learned.model import CANDIDATES, FamilyModel
 from predictor.learned.ood import DeviceSet, Ranges
 from predictor.learned.predictor import LearnedModel
+from predictor.learned.stats import weighted_median
 
 MIN_ROWS = 30
 MAX_FOLDS = 8
@@ -84,18 +85,16 @@ def ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return np.abs(np.asarray(pred) - meas) / meas
 
 
-def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
-    o = np.argsort(values)
-    v, w = np.asarray(values)[o], np.asarray(weights)[o]
-    c = np.cumsum(w)
-    return float(v[np.searchsorted(c, 0.5 * c[-1])]) if len(v) else float("nan")
-
-
 def cv_score(pred: np.ndarray, meas: np.ndarray, folds: np.ndarray) -> float:
-    """(median APE + time-weighted median APE) / 2 over all out-of-fold rows, every row
-    weighted by 1 / (rows of its fold): the candidate score of point 3 (module docstring), in
-    which every held-out fold weighs the same."""
+    """(median APE + time-weighted median APE) / 2 over all out-of-fold rows, the candidate
+    score of point 3 (module docstring). Row weights ``1 / n_f`` (``n_f``: rows of the row's
+    fold) in the median, so every held-out fold weighs the same however many rows it has;
+    ``t / n_f`` in the time-weighted median, so within a fold longer kernels count more and a
+    fold counts in proportion to its mean measured time ``t``. A non-finite error scores
+    ``inf``."""
     e = ape(pred, meas)
+    if not np.isfinite(e).all():
+        return float("inf")
     _, inv, counts = np.unique(folds, return_inverse=True, return_counts=True)
     w = 1.0 / counts[inv]
     return float(weighted_median(e, w) + weighted_median(e, w * meas)) / 2.0
@@ -278,7 +277,7 @@ def validation_tables(res: TrainResult) -> dict[str, pd.DataFrame]:
             **{f"learned_{k}": v for k, v in learned.items()},
             **{f"analytical_{k}": v for k, v in base.items()},
             "coverage_pct": 100 * float(kr.covered.mean()),
-            **{f"cv_{c}_median_ape_pct": 100 * e for c, e in kr.candidate_errors.items()},
+            **{f"cv_{c}_score_pct": 100 * e for c, e in kr.candidate_errors.items()},
         })
         g = groups[kr.rows]
         for gi in np.unique(g):

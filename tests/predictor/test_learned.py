@@ -22,6 +22,7 @@ from predictor.learned.intervals import (
     group_adjusted_alpha,
     group_held_out_coverage,
 )
+from predictor.learned.stats import weighted_median
 from predictor.learned.training import cv_score, fold_ids, train
 from tests.predictor.learned_helpers import synthetic_set, workload
 
@@ -72,6 +73,30 @@ def test_cv_score_weighs_every_held_out_fold_alike():
     # a fold's size does not matter: fold 0 twice as large scores the same
     assert cv_score(np.r_[pred[:4], pred], np.ones(10), np.r_[folds[:4], folds]) == \
         pytest.approx(cv_score(pred, meas, folds))
+
+
+def test_cv_score_time_term_counts_long_kernels_more():
+    # fold 0: long kernels (10 s) predicted exactly; folds 1, 2: short ones (0.1 s), 20% off.
+    # Median term: two thirds of the weight on the 20% errors; time-weighted term: fold 0's
+    # kernels hold 98% of the time. Score (0.2 + 0) / 2.
+    meas = np.array([10.0, 10.0, 0.1, 0.1])
+    pred = np.array([10.0, 10.0, 0.12, 0.12])
+    folds = np.array([0, 0, 1, 2])
+    assert cv_score(pred, meas, folds) == pytest.approx(0.1)
+    assert cv_score(np.r_[pred[:2], np.nan, 0.1], meas, folds) == np.inf
+
+
+@pytest.mark.parametrize("n", range(1, 40))
+def test_weighted_median_of_equal_weights_is_the_median(n):
+    v = np.random.default_rng(n).random(n)
+    assert weighted_median(v, np.full(n, 1.0 / n)) == pytest.approx(np.median(v))
+    assert weighted_median(v, np.full(n, 3.0)) == pytest.approx(np.median(v))
+
+
+def test_weighted_median_follows_the_weights():
+    assert weighted_median(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 5.0])) == 3.0
+    assert weighted_median(np.array([1.0, 2.0]), np.array([1.0, 1.0])) == 1.5  # exact half
+    assert np.isnan(weighted_median(np.array([]), np.array([])))
 
 
 def test_predictions_never_beat_the_bound(trained):

@@ -1,6 +1,7 @@
 """The bundled-dataset builder's user-facing arguments and plan."""
 
 import argparse
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from training_data.bundled.build_dataset import (
     SEQ_CONFIGS,
     drop_micro,
+    main,
     model_configs,
     seq_configs_arg,
 )
@@ -30,9 +32,10 @@ def test_sequence_models_take_the_seq_configs_and_cnns_their_batches():
 
 
 def test_replace_micro_drops_only_the_remeasured_families():
-    summaries = [{"run_id": "a", "kind": "micro", "family": "conv"},
-                 {"run_id": "b", "kind": "micro", "family": "gemm"},
-                 {"run_id": "c", "kind": "zoo", "family": None, "model": "resnet50"}]
+    # summaries as build_dataset reads them back from cpu_summary.csv (NaN where empty)
+    summaries = pd.DataFrame({"run_id": ["a", "b", "c"], "kind": ["micro", "micro", "zoo"],
+                              "family": ["conv", "gemm", None],
+                              "model": [None, None, "resnet50"]}).to_dict("records")
     rows = pd.DataFrame({"run_id": ["a", "a", "b", "c"], "latency_s": [1.0, 2.0, 3.0, 4.0]})
     kept, kept_summaries = drop_micro(rows, summaries, {"conv"})
     assert kept["run_id"].tolist() == ["b", "c"]
@@ -40,3 +43,33 @@ def test_replace_micro_drops_only_the_remeasured_families():
     kept, kept_summaries = drop_micro(rows, summaries, {"all"})
     assert kept["run_id"].tolist() == ["c"]  # zoo measurements are never dropped
     assert [s["run_id"] for s in kept_summaries] == ["c"]
+
+
+@pytest.mark.parametrize("args", [["--replace-micro"],
+                                  ["--append", "--replace-micro", "--no-micro"],
+                                  ["--append", "--replace-micro", "--quick"],
+                                  ["--append", "--replace-micro"]])  # no dataset in the folder
+def test_replace_micro_without_a_grid_to_replace_is_refused(args, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--out-dir", str(tmp_path), *args])
+    assert exc.value.code == 2
+    assert "--replace-micro" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_an_interrupted_write_leaves_the_old_file_whole(tmp_path):
+    from training_data.bundled.build_dataset import write_atomically
+
+    target = tmp_path / "cpu_summary.csv"
+    target.write_text("old\n")
+
+    def fail(tmp):
+        Path(tmp).write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(target, fail)
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["cpu_summary.csv"]
+    write_atomically(target, lambda tmp: Path(tmp).write_text("new\n"))
+    assert target.read_text() == "new\n"

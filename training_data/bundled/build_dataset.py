@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,20 @@ def acceptance(summary: pd.DataFrame) -> pd.DataFrame:
     return zoo.loc[:, cols].reset_index(drop=True)
 
 
+def write_atomically(path: Path, write) -> None:
+    """``write(tmp)`` to a temporary file beside ``path``, then rename it over ``path``: an
+    interrupted run leaves the previous file whole (an append that replaces grids would
+    otherwise lose the dataset mid-write)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def drop_micro(rows: pd.DataFrame, summaries: list[dict[str, Any]], families: set[str]
                ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """``rows`` and ``summaries`` without the microbenchmarks of ``families`` (``all``: every
@@ -246,6 +261,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true",
                     help="only print the acceptance table of an existing cpu_summary.csv")
     args = ap.parse_args(argv)
+    if args.replace_micro and not args.append:
+        ap.error("--replace-micro replaces grids inside existing files: add --append (without it "
+                 "the files in --out-dir are rewritten from scratch anyway)")
+    if args.replace_micro and args.no_micro:
+        ap.error("--replace-micro with --no-micro measures no grid to replace: drop one of them")
+    if args.replace_micro and args.quick:
+        ap.error("--replace-micro with --quick would replace the full grids by the quick ones: "
+                 "drop --quick")
+    if args.replace_micro and not (args.out_dir / "cpu_metadata.json").is_file():
+        ap.error(f"--replace-micro: no dataset in {args.out_dir} (cpu_metadata.json missing) to "
+                 "replace grids in; give the folder of an existing dataset with --out-dir")
     if args.report:
         table = acceptance(pd.read_csv(args.out_dir / "cpu_summary.csv"))
         with pd.option_context("display.width", 250, "display.max_rows", None):
@@ -281,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads((args.out_dir / "cpu_metadata.json").read_text())
         meta = {**old, "appended": [*old.get("appended", []), meta]}
         skipped = list(old.get("skipped", []))
-        if args.replace_micro and not args.no_micro:
+        if args.replace_micro:
             frames[0], summaries = drop_micro(frames[0], summaries,
                                               set(args.micro_families.split(",")))
         meta["elapsed_s_before_append"] = (float(old.get("elapsed_s", 0.0))
@@ -302,14 +328,15 @@ def main(argv: list[str] | None = None) -> int:
 
     def flush() -> None:
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        rows.to_csv(args.out_dir / "cpu_measurements.csv.gz", index=False,
-                    compression={"method": "gzip", "compresslevel": 9, "mtime": 0})
-        pd.DataFrame(summaries).to_csv(args.out_dir / "cpu_summary.csv", index=False,
-                                       float_format="%.6g")
         meta["skipped"] = skipped
         meta["elapsed_s"] = round(time.perf_counter() - start, 1)
         meta["rows"] = len(rows)
-        (args.out_dir / "cpu_metadata.json").write_text(json.dumps(meta, indent=1, default=str))
+        write_atomically(args.out_dir / "cpu_measurements.csv.gz", lambda f: rows.to_csv(
+            f, index=False, compression={"method": "gzip", "compresslevel": 9, "mtime": 0}))
+        write_atomically(args.out_dir / "cpu_summary.csv", lambda f: pd.DataFrame(
+            summaries).to_csv(f, index=False, float_format="%.6g"))
+        write_atomically(args.out_dir / "cpu_metadata.json", lambda f: Path(f).write_text(
+            json.dumps(meta, indent=1, default=str)))
 
     def left() -> float:
         return args.budget_s - (time.perf_counter() - start)

@@ -1,28 +1,28 @@
-"""Recount the work columns of the bundled zoo rows from the zoo graphs (latencies untouched).
+"""Recount the work columns of the bundled rows from the graphs they measured (latencies untouched).
 
 Run: ``python training_data/bundled/recount_work.py [--check]``
 
-A bundled row of a zoo model is a group of graph nodes one ONNX Runtime kernel ran; its work
-columns (``RECOUNTED``: FLOPs, bytes, weight bytes, GEMM dims) come from roofcast's cost rules
-through ``training_data.collectors.rows.group_work`` — for a fused group the members' bytes
-less the tensors passed inside the kernel (``predictor.fusion.internal_traffic``). When a rule
-changes (the traffic accounting, a new GEMM mapping), the measured rows must follow it: the
-learned model is trained on their columns and predicts from the predictor's, so the two must
-be counted alike. Two such changes were missed before this script covered every row: fused
-rows through views had zero bytes, and the LSTM rows of ``lstm_lm`` had no GEMM dims (measured
-before recurrent layers mapped to GEMMs; the microbenchmark LSTM rows had them), so the learned
-recurrent model could not tell batch from steps there. This script re-imports each measured
-(model, dims) from the zoo, recomputes the work columns of every zoo row with ``group_work``
-and rewrites ``cpu_measurements.csv.gz`` (atomically; nothing else changes). ``--check``: only
-print what would change, exit 1 if anything would.
+A bundled row is a group of graph nodes one ONNX Runtime kernel ran, in a zoo model or in a
+microbenchmark's one-node model; its work columns (``RECOUNTED``: FLOPs, bytes, weight bytes,
+GEMM dims) come from roofcast's cost rules through
+``training_data.collectors.rows.group_work`` — for a fused group the members' bytes less the
+tensors passed inside the kernel (``predictor.fusion.internal_traffic``). When a rule changes
+(the traffic accounting, a new GEMM mapping), the measured rows must follow it: the learned
+model is trained on their columns and predicts from the predictor's, so the two must be
+counted alike. Two such changes were missed before this script covered every row: fused rows
+through views had zero bytes, and the LSTM rows of ``lstm_lm`` had no GEMM dims (measured
+before recurrent layers mapped to GEMMs; the microbenchmark LSTM rows had them), so the
+learned recurrent model could not tell batch from steps there. This script re-imports each
+measured (model, dims) from the zoo and each microbenchmark case from the current grids,
+recomputes the work columns of every row with ``group_work`` and rewrites
+``cpu_measurements.csv.gz`` (atomically; nothing else changes). ``--check``: only print what
+would change, exit 1 if anything would.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from graph_import.dims import parse_dim_specs
 from training_data import zoo
+from training_data.bundled.build_dataset import write_atomically
 from training_data.collectors.ort_cpu import import_for_costs, load_named
 from training_data.collectors.rows import group_work
 
@@ -43,18 +44,34 @@ RECOUNTED = ("flops", "bytes_read", "bytes_written", "weight_bytes",
 
 
 
+def _graph_source(run: pd.Series, micro: dict[tuple[str, str], object]) -> tuple[object, str, str]:
+    """(model source, dims spec, name) of a measured run: its zoo model, or its microbenchmark
+    case rebuilt from the current grids (``microbench.GRIDS``)."""
+    if run["kind"] == "micro":
+        key = (str(run["family"]), str(run["case"]))
+        if key not in micro:
+            raise SystemExit(f"microbenchmark {key[0]} '{key[1]}' is no longer in "
+                             "training_data/collectors/microbench.py: re-measure its grid "
+                             "(build_dataset --append --replace-micro)")
+        return micro[key].model.SerializeToString(), "", ""
+    return zoo.model_path(str(run["model"])), str(run["dims"]), str(run["model"])
+
+
 def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    """(rows with recounted work columns, boolean mask of the rows whose columns changed)."""
-    runs = summary[summary["kind"].isin(["zoo", "zoo-repeat"])].set_index("run_id")
+    """(rows with recounted work columns, boolean mask of the rows whose columns changed), for
+    the rows of every zoo and microbenchmark run in ``summary``."""
+    from training_data.collectors.microbench import cases
+
+    runs = summary[summary["kind"].isin(["zoo", "zoo-repeat", "micro"])].set_index("run_id")
+    micro = {(c.family, c.label): c for c in cases("all")}
     out = rows.copy()
-    zoo_rows = out["run_id"].isin(runs.index)
-    graphs: dict[tuple[str, str], object] = {}
-    for run_id, idx in out[zoo_rows].groupby("run_id").groups.items():
-        model, dims = str(runs.at[run_id, "model"]), str(runs.at[run_id, "dims"])
-        key = (model, dims)
+    graphs: dict[tuple, object] = {}
+    for run_id, idx in out[out["run_id"].isin(runs.index)].groupby("run_id").groups.items():
+        source, dims, name = _graph_source(runs.loc[run_id], micro)
+        key = (source, dims)
         if key not in graphs:
-            proto = load_named(zoo.model_path(model))
-            graphs[key] = import_for_costs(proto, parse_dim_specs(dims.split(",")), model)
+            graphs[key] = import_for_costs(load_named(source),
+                                           parse_dim_specs(dims.split(",")) if dims else {}, name)
         graph = graphs[key]
         g = graph.nx_graph
         for i in idx:
@@ -65,6 +82,12 @@ def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, np
     changed = ~np.isclose(out[list(RECOUNTED)].to_numpy(float),
                           rows[list(RECOUNTED)].to_numpy(float), rtol=1e-9, equal_nan=True)
     return out, changed.any(axis=1)
+
+
+def recountable(rows: pd.DataFrame, summary: pd.DataFrame) -> np.ndarray:
+    """Boolean per row: it belongs to a zoo or microbenchmark run ``recount`` covers."""
+    runs = summary[summary["kind"].isin(["zoo", "zoo-repeat", "micro"])]["run_id"]
+    return rows["run_id"].isin(runs).to_numpy()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,14 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         print(new.loc[moved, "op_type"].value_counts().head(15).to_string())
     if args.check or not changed:
         return 1 if (args.check and changed) else 0
-    fd, tmp = tempfile.mkstemp(dir=HERE, suffix=".csv.gz")
-    os.close(fd)
-    try:
-        new.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})
-        os.replace(tmp, ROWS)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomically(ROWS, lambda f: new.to_csv(
+        f, index=False, compression={"method": "gzip", "compresslevel": 9, "mtime": 0}))
     print(f"rewrote {ROWS.name}")
     return 0
 

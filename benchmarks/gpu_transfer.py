@@ -18,6 +18,11 @@ achievable figures, only a map of where the error lives:
 * ``bias_removed``: the spec predictions divided by their median ratio to the measurement on
   the held-out device — the best any per-device constant could do;
 * ``bias``: that median ratio (predicted / measured; > 1: the device is faster than predicted);
+* ``same_shape_spec`` (honest, no held-out data, but only for kernels measured on the other
+  GPUs): no model — the held-out device's time of a kernel predicted from the *measured* times
+  of the very same kernel on the other NeuSight GPUs, each scaled by the ratio of the
+  roofline bounds (catalog figures) of the held-out GPU and that GPU, geometric mean:
+  ``exp(mean_o(log t_o - log b_o) + log b_d)``;
 * ``same_shape_oracle``: no model at all — the held-out device's time of a kernel predicted as
   the geometric mean of the *measured* times of the very same kernel (same op and shape) on the
   other NeuSight GPUs, scaled by the held-out device's own median ratio to that mean (all rows,
@@ -49,7 +54,8 @@ from predictor.learned.model import FamilyModel, harness_floor
 from predictor.learned.training import WEIGHT_POWER, ape, time_weights
 
 FAMILIES = ("conv", "elementwise", "matmul", "normalization", "softmax")
-VARIANTS = ("spec", "own_floor", "measured_peaks", "bias_removed", "same_shape_oracle")
+VARIANTS = ("spec", "own_floor", "measured_peaks", "bias_removed", "same_shape_spec",
+            "same_shape_oracle")
 
 
 def measured_peaks(X: pd.DataFrame, meas: np.ndarray, device: str) -> tuple[float, float]:
@@ -77,20 +83,29 @@ SHAPE_KEY = ("op_type", "flops", "bytes_read", "bytes_written", "gemm_batch", "g
              "gemm_k", "inner_elems")
 
 
-def same_shape_oracle() -> dict[tuple[str, str], np.ndarray]:
-    """(family, held-out device) -> APE of the same-shape oracle (module docstring)."""
+def same_shape() -> dict[tuple[str, str, str], np.ndarray]:
+    """(family, held-out device, variant) -> APE of the two same-shape predictors (module
+    docstring): ``same_shape_spec`` (honest) and ``same_shape_oracle``."""
     ts = public_set(devices=list(NEUSIGHT_GPUS), cap=None)
     X = ts.X[[*SHAPE_KEY, "family", "device"]].copy()
     X["t"] = ts.y_s
+    X["bound"] = roofline_terms(ts.X)[2]
     out = {}
     for family, rows in X.groupby("family"):
         keyed = rows.fillna({c: -1.0 for c in SHAPE_KEY if c != "op_type"})
-        table = keyed.pivot_table(index=list(SHAPE_KEY), columns="device", values="t",
-                                  aggfunc="median").dropna()
-        logs = np.log(table)
-        for device in table.columns:
-            r = logs[device] - logs.drop(columns=device).mean(axis=1)
-            out[(str(family), str(device))] = np.abs(np.exp(r - np.median(r)) - 1).to_numpy()
+        logs, log_bound = (np.log(keyed.pivot_table(index=list(SHAPE_KEY), columns="device",
+                                                    values=v, aggfunc="median"))
+                           for v in ("t", "bound"))
+        ok = logs.notna().all(axis=1) & np.isfinite(log_bound).all(axis=1)
+        logs, log_bound = logs[ok], log_bound[ok]
+        for device in logs.columns:
+            others = logs.columns != device
+            r = logs[device] - logs.loc[:, others].mean(axis=1)
+            out[(str(family), str(device), "same_shape_oracle")] = \
+                np.abs(np.exp(r - np.median(r)) - 1).to_numpy()
+            spec = (logs.loc[:, others] - log_bound.loc[:, others]).mean(axis=1) + log_bound[device]
+            out[(str(family), str(device), "same_shape_spec")] = \
+                np.abs(np.exp(spec - logs[device]) - 1).to_numpy()
     return out
 
 
@@ -135,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ts = public_set(cap=args.cap)
     X, meas = ts.X.reset_index(drop=True), ts.y_s
     rows, errors = [], {}
-    oracle = same_shape_oracle()
+    shapes = same_shape()
     spec, calibrated = Featurized.of(X, meas), Featurized.of(with_measured_figures(X, meas), meas)
     for device in NEUSIGHT_GPUS:
         for family in FAMILIES:
@@ -150,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                  "measured_peaks": held_out_ape(calibrated, *fit_without(calibrated, family,
                                                                          device)),
                  "bias_removed": ape(pred / ratio, m),
-                 "same_shape_oracle": oracle.get((family, device), np.array([np.nan]))}
+                 **{v: shapes.get((family, device, v), np.array([np.nan]))
+                    for v in ("same_shape_spec", "same_shape_oracle")}}
             for k, v in e.items():
                 errors.setdefault((family, k), []).append(v)
             rows.append({"family": family, "held_out_device": device, "rows": len(m),

@@ -73,12 +73,13 @@ def fusion_groups(graph: Graph) -> dict[str, list[str]]:
         for pred in preds:
             producer: OpNode = g.nodes[pred]["op"]
             head = head_of.get(producer.name, producer.name)
-            if len(preds) == 2 and op_family(g.nodes[head]["op"]) not in RESIDUAL_PRODUCER_FAMILIES:
+            residual_head = op_family(g.nodes[head]["op"]) in RESIDUAL_PRODUCER_FAMILIES
+            if len(preds) == 2 and not residual_head:
                 continue
             if not _fusible_producer(producer):
                 continue
             others = set(g.successors(producer.name)) - {node.name}
-            if others and not (op_family(g.nodes[head]["op"]) in RESIDUAL_PRODUCER_FAMILIES
+            if others and not (residual_head
                                and _closes_diamond(g, node.name, others, head, head_of)):
                 continue
             if any(t.name in model_outputs for t in producer.outputs):

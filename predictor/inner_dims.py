@@ -41,6 +41,12 @@ def inner_elems(node: OpNode) -> float | None:
     return float(value)
 
 
+def inner_elems_or_nan(node: OpNode) -> float:
+    """``inner_elems(node)``, NaN when it has none: the workload table's ``inner_elems`` value."""
+    value = inner_elems(node)
+    return math.nan if value is None else value
+
+
 def _axis(node: OpNode, default: int) -> int:
     return int(node.attrs.get("axis", default))
 

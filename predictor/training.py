@@ -305,7 +305,7 @@ BACKWARD_RULES: dict[str, BackwardRule] = {
 def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
     """Backward kernels in reverse topological order (see module docstring)."""
     from predictor.gemm_dims import gemm_dims
-    from predictor.inner_dims import inner_elems
+    from predictor.inner_dims import inner_elems_or_nan
 
     precision = config.precision
     dtype = compute_dtype(precision)
@@ -333,8 +333,7 @@ def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
             gemm=None if dims is None else tuple(float(d) for d in dims),
             engine=cost.engine.value,
         )
-        inner = inner_elems(node)
-        inner = np.nan if inner is None else inner
+        inner = inner_elems_or_nan(node)
         for k in BACKWARD_RULES[family](ctx):
             gemm = k.gemm if k.gemm is not None else (np.nan,) * 4
             values = {

@@ -36,7 +36,7 @@ from graph_import.types import Engine, Graph, OpNode
 from predictor.config import RunConfig
 from predictor.errors import PredictionError
 from predictor.gemm_dims import gemm_dims
-from predictor.inner_dims import inner_elems
+from predictor.inner_dims import inner_elems_or_nan
 from predictor.precision import compute_dtype, rescale_cost
 from predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 
@@ -138,19 +138,13 @@ def forward_rows(graph: Graph, config: RunConfig, allow_incomplete: bool = False
             "flops": float(cost.flops), "bytes_read": float(cost.bytes_read),
             "bytes_written": float(cost.bytes_written), "weight_bytes": float(cost.weight_bytes),
             **dict(zip(_GEMM_COLS, gemm, strict=True)),
-            "fused_nodes": node.name, "inner_elems": _inner(node),
+            "fused_nodes": node.name, "inner_elems": inner_elems_or_nan(node),
             "key": f"forward:forward:{node.name}",
             "kernel": "forward", "domain": node.domain, "grad_of": "",
         }
         for c in COLUMNS:
             cols[c].append(values[c])
     return frame(cols)
-
-
-def _inner(node: OpNode) -> float:
-    """``inner_elems`` of ``node`` (NaN when it has none)."""
-    value = inner_elems(node)
-    return np.nan if value is None else value
 
 
 def frame(cols: Mapping[str, list]) -> pd.DataFrame:

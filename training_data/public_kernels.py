@@ -49,7 +49,7 @@ import pandas as pd
 from graph_import.costs import cost_of
 from graph_import.types import OpNode, TensorInfo
 from predictor.gemm_dims import gemm_dims
-from predictor.inner_dims import inner_elems
+from predictor.inner_dims import inner_elems_or_nan
 from predictor.workload_schema import WORKLOAD_COLUMN_NAMES
 
 ENV_VAR = "ROOFCAST_SHARED_DATA"
@@ -332,7 +332,7 @@ def _row_cost(r: Any) -> dict[str, float]:
     row = {"flops": cost.flops, "bytes_read": cost.bytes_read, "bytes_written": cost.bytes_written,
            "weight_bytes": cost.weight_bytes, "engine": str(cost.engine),
            "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan,
-           "inner_elems": inner_elems(node) or np.nan}
+           "inner_elems": inner_elems_or_nan(node)}
     if dims is not None:
         row.update(zip(("gemm_batch", "gemm_m", "gemm_n", "gemm_k"), dims, strict=True))
     if r.direction in ("bwd_data", "bwd_filter"):

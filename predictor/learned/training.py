@@ -188,7 +188,7 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
             errs[cand] = cv_score(oofs[cand], meas[rows], folds)
         best = min(candidates, key=lambda c: (errs[c], CANDIDATES.index(c)))
         say(f"{key}: {len(rows)} rows, {cv}; CV error (median + time-weighted median "
-            "APE)/2, folds weighted alike: "
+            "APE)/2, rows weighted 1/(rows of their fold): "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in errs.items()) + f" -> {best}")
         models[key] = FamilyModel.fit(key, best, Fk, meas[rows], bound[rows], gk, xgb_params, wk)
         oof = oofs[best]

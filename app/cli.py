@@ -12,10 +12,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from graph_import.errors import ModelImportError
-from hw_catalog.errors import HardwareSpecError
-from predictor.errors import PredictionError
-from training_data.errors import MeasurementError
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.predictor.errors import PredictionError
+from roofcast.training_data.errors import MeasurementError
 
 COMMAND_MODULES = ("inspect", "hw", "predict", "compare", "measure", "data", "train", "app",
                    "advise")
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roofcast", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
-        importlib.import_module(f"app.commands.{name}").register(sub)
+        importlib.import_module(f"roofcast.app.commands.{name}").register(sub)
     return parser
 
 

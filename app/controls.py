@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from app import state
-from predictor.config import MODES, OPTIMIZERS, PRECISIONS
+from roofcast.app import state
+from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 
 MODE_LABELS = {"infer": "inference", "train": "training step"}
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from graph_import import import_model
-from graph_import.dims import parse_dim_specs
-from graph_import.errors import ModelImportError
-from graph_import.types import Graph
-from training_data import zoo
+from roofcast.graph_import import import_model
+from roofcast.graph_import.dims import parse_dim_specs
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.types import Graph
+from roofcast.training_data import zoo
 
 
 def resolve_model_path(model: str) -> Path:

@@ -22,15 +22,14 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-
-from graph_import import import_model
-from graph_import.errors import ModelImportError
-from graph_import.types import Graph
-from hw_catalog.errors import HardwareSpecError
-from predictor.config import RunConfig
-from predictor.errors import PredictionError
-from training_data import zoo
-from training_data.errors import MeasurementError
+from roofcast.graph_import import import_model
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.types import Graph
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.training_data import zoo
+from roofcast.training_data.errors import MeasurementError
 
 #: every error a user can cause; pages show them with ``st.error``, never a traceback.
 USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, HardwareSpecError,
@@ -73,7 +72,7 @@ def init_state(page: str | None = "other") -> None:
 def page_header(page: str, title: str, caption: str) -> None:
     """Open a page: :func:`init_state` for ``page``, its title and a caption in which ``{model}``
     becomes the model's name and ``{config}`` the run configuration summary."""
-    from app.controls import config_summary  # controls imports this module
+    from roofcast.app.controls import config_summary  # controls imports this module
 
     init_state(page)
     st.title(title)
@@ -221,7 +220,7 @@ def config_key(config: RunConfig) -> tuple:
 
 def estimator_choices() -> tuple[str, ...]:
     """Every estimator the predictor accepts (analytical, then learned when present)."""
-    from predictor import estimators
+    from roofcast.predictor import estimators
 
     names = getattr(estimators, "estimator_names", None)
     return tuple(names()) if names else tuple(estimators.ESTIMATORS)
@@ -229,13 +228,13 @@ def estimator_choices() -> tuple[str, ...]:
 
 def learned_version(estimator: str) -> str:
     """Cache-key part for learned estimators: the model folder and its metadata time."""
-    from predictor import estimators
+    from roofcast.predictor import estimators
 
     if estimator in estimators.ESTIMATORS:
         return ""
     try:
-        from predictor.learned.estimator import model_folder
-        from predictor.learned.persistence import METADATA
+        from roofcast.predictor.learned.estimator import model_folder
+        from roofcast.predictor.learned.persistence import METADATA
     except ImportError:
         return ""
     meta = model_folder() / METADATA
@@ -244,7 +243,7 @@ def learned_version(estimator: str) -> str:
 
 def device_spec(device: str, changes: tuple[tuple[str, float], ...] = ()):
     """A catalog device, or a what-if device derived from it with scale/override ``changes``."""
-    from hw_catalog import derive, get_device
+    from roofcast.hw_catalog import derive, get_device
 
     base = get_device(device)
     return derive(base, **dict(changes)) if changes else base
@@ -253,7 +252,7 @@ def device_spec(device: str, changes: tuple[tuple[str, float], ...] = ()):
 @st.cache_data(max_entries=256, show_spinner="Predicting…")
 def _predict_cached(ref: str, dims: tuple, name: str, device: str, changes: tuple, cfg: tuple,
                     estimator: str, learned: str, devices: str, _data: bytes | None):
-    from predictor.simulate import predict_graph
+    from roofcast.predictor.simulate import predict_graph
 
     del learned, devices  # part of the cache key only
     graph = _import_cached(ref, dims, name, _data)
@@ -264,7 +263,7 @@ def _predict_cached(ref: str, dims: tuple, name: str, device: str, changes: tupl
 @st.cache_data(max_entries=64, show_spinner="Predicting…")
 def _compare_cached(ref: str, dims: tuple, name: str, devices: tuple[str, ...], baseline: str,
                     cfg: tuple, estimator: str, learned: str, stamp: str, _data: bytes | None):
-    from predictor.compare import compare_devices
+    from roofcast.predictor.compare import compare_devices
 
     del learned, stamp  # part of the cache key only
     graph = _import_cached(ref, dims, name, _data)
@@ -311,7 +310,7 @@ def compare(devices: list[str], baseline: str):
 # ----------------------------------------------------------------------------- catalog
 @st.cache_data(show_spinner=False)
 def _devices(folder: str, stamp: str) -> pd.DataFrame:
-    from hw_catalog import list_devices
+    from roofcast.hw_catalog import list_devices
 
     del folder, stamp  # cache key only
     return pd.DataFrame([{"id": s.id, "name": s.name, "kind": s.kind, "vendor": s.vendor,
@@ -322,7 +321,7 @@ def _devices(folder: str, stamp: str) -> pd.DataFrame:
 def catalog() -> pd.DataFrame:
     """id, name, kind, vendor, origin of every catalog device (built-in and user folder);
     cached, keyed by the user folder's files so a newly saved device shows at once."""
-    from hw_catalog import user_dir
+    from roofcast.hw_catalog import user_dir
 
     return _devices(str(user_dir()), user_folder_stamp())
 
@@ -330,7 +329,7 @@ def catalog() -> pd.DataFrame:
 def user_folder_stamp() -> str:
     """Names and modification times of the user device files (part of cache keys, so an edited
     or newly saved device is never served from a stale cache)."""
-    from hw_catalog import user_dir
+    from roofcast.hw_catalog import user_dir
 
     folder = user_dir()
     if not folder.is_dir():
@@ -364,7 +363,7 @@ def device_select(label: str, key: str = "device", **kwargs: Any) -> str:
 @st.cache_resource(show_spinner=False)
 def learned_model(folder: str, stamp: str):
     """A trained learned model loaded once per folder and version (shared across sessions)."""
-    from predictor.learned.persistence import load
+    from roofcast.predictor.learned.persistence import load
 
     del stamp
     return load(folder)
@@ -372,7 +371,7 @@ def learned_model(folder: str, stamp: str):
 
 def adopted_model_dir() -> Path:
     """Where the app saves a retrained model the user adopts (beside the measurement store)."""
-    from training_data.store import default_path
+    from roofcast.training_data.store import default_path
 
     return default_path().parent / "learned-model"
 

@@ -41,15 +41,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.model_ref import load_graph
-from app.output import emit
-from graph_import.errors import ModelImportError
-from hw_catalog.catalog import get_device
-from predictor.advisor import advise
-from predictor.advisor_verify import verify
-from predictor.errors import PredictionError
-from training_data import zoo
-from training_data.errors import MeasurementError
+from roofcast.app.model_ref import load_graph
+from roofcast.app.output import emit
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.advisor import advise
+from roofcast.predictor.advisor_verify import verify
+from roofcast.predictor.errors import PredictionError
+from roofcast.training_data import zoo
+from roofcast.training_data.errors import MeasurementError
 
 TOLERANCE = 0.15
 

@@ -40,12 +40,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.output import add_format_arg, emit
-from hw_catalog.catalog import get_device
-from predictor.config import RunConfig
-from predictor.estimators import ESTIMATORS, make_estimator
-from predictor.features import featurize
-from training_data.public_kernels import kernel_workload, load_kernels
+from roofcast.app.output import add_format_arg, emit
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.estimators import ESTIMATORS, make_estimator
+from roofcast.predictor.features import featurize
+from roofcast.training_data.public_kernels import kernel_workload, load_kernels
 
 SHAPE_KEY = ("dataset", "workload", "direction", "precision", "storage_bytes", "B", "M", "N", "K",
              "trans_a", "trans_b", "conv_n", "conv_c", "conv_h", "conv_w", "conv_k", "conv_r",

@@ -38,9 +38,8 @@ def _timed(at) -> float:
 
 
 def main() -> int:
+    from roofcast.app.pages.whatif import FACTORS, KNOBS
     from streamlit.testing.v1 import AppTest
-
-    from app.pages.whatif import FACTORS, KNOBS
 
     tmp = tempfile.mkdtemp(prefix="roofcast-bench-")
     os.environ["ROOFCAST_HW_DIR"] = str(Path(tmp) / "devices")

@@ -17,12 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-
-from graph_import import import_model
-from graph_import.build import build_graph
-from graph_import.load import load_model
-from graph_import.shapes import infer_concrete
-from training_data import zoo
+from roofcast.graph_import import import_model
+from roofcast.graph_import.build import build_graph
+from roofcast.graph_import.load import load_model
+from roofcast.graph_import.shapes import infer_concrete
+from roofcast.training_data import zoo
 
 
 def best_of(fn: Callable[[], object], repeats: int, clock=time.perf_counter) -> float:

@@ -33,10 +33,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.output import add_format_arg, emit
-from predictor.learned.data import DEFAULT_CAP, load_sources
-from predictor.learned.stats import weighted_median
-from predictor.learned.training import TrainResult, ape, train, validation_tables
+from roofcast.app.output import add_format_arg, emit
+from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
+from roofcast.predictor.learned.stats import weighted_median
+from roofcast.predictor.learned.training import TrainResult, ape, train, validation_tables
 
 NEUSIGHT_GPUS = ("p4", "p100-pcie-16gb", "t4", "v100-pcie-32gb", "a100-40gb-pcie")
 
@@ -63,7 +63,7 @@ def gpu_per_device(res: TrainResult) -> pd.DataFrame:
 
 def repeat_noise_pct() -> tuple[float, int] | None:
     """Median |e2e(repeat) - e2e(first)| / e2e(first) of the bundled CPU data's repeated runs."""
-    from predictor.learned.data import BUNDLED_DIR
+    from roofcast.predictor.learned.data import BUNDLED_DIR
 
     path = BUNDLED_DIR / "cpu_summary.csv"
     if not path.is_file():
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
            "gpu_per_device": gpu_per_device(res)}
     del per_group
     if args.output:
-        from predictor.learned.persistence import save
+        from roofcast.predictor.learned.persistence import save
 
         save(res.model, args.output)
     extra = {"sources": args.sources, "rows": len(ts), "cap_per_family_device": cap,

@@ -33,16 +33,16 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.output import add_format_arg, emit
-from graph_import import import_model
-from graph_import.dims import parse_dim_specs
-from predictor.config import RunConfig
-from predictor.learned.data import BUNDLED_DIR, BUNDLED_META, bundled_set, bundled_spec
-from predictor.learned.estimator import MODEL_ENV, graph_summary
-from predictor.learned.persistence import save
-from predictor.learned.training import train
-from predictor.simulate import predict_graph
-from training_data import zoo
+from roofcast.app.output import add_format_arg, emit
+from roofcast.graph_import import import_model
+from roofcast.graph_import.dims import parse_dim_specs
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.learned.data import BUNDLED_DIR, BUNDLED_META, bundled_set, bundled_spec
+from roofcast.predictor.learned.estimator import MODEL_ENV, graph_summary
+from roofcast.predictor.learned.persistence import save
+from roofcast.predictor.learned.training import train
+from roofcast.predictor.simulate import predict_graph
+from roofcast.training_data import zoo
 
 
 def zoo_runs(summary: pd.DataFrame) -> pd.DataFrame:

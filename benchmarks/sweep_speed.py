@@ -17,10 +17,9 @@ import argparse
 import time
 
 import pandas as pd
-
-from app.model_ref import load_graph
-from hw_catalog.catalog import list_devices
-from predictor.sweep import sweep
+from roofcast.app.model_ref import load_graph
+from roofcast.hw_catalog.catalog import list_devices
+from roofcast.predictor.sweep import sweep
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 

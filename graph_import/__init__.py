@@ -1,6 +1,6 @@
 """ONNX -> Graph: safe loading, concrete shapes, per-op costs.
 
-    from graph_import import import_model, ModelImportError
+    from roofcast.graph_import import import_model, ModelImportError
     graph = import_model("model.onnx", dims={"batch": 8, "sequence": 512})
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from graph_import.errors import ModelImportError
-from graph_import.types import Graph
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.types import Graph
 
 __all__ = ["Graph", "ModelImportError", "import_model"]
 
@@ -28,9 +28,9 @@ def import_model(
     Never raises for unbound symbolic dims: they are listed in ``Graph.unbound_dims`` and the
     nodes depending on them in ``Graph.unresolved``. Raises ModelImportError for bad input.
     """
-    from graph_import.build import build_graph
-    from graph_import.load import DEFAULT_MAX_BYTES, load_model
-    from graph_import.shapes import infer_concrete
+    from roofcast.graph_import.build import build_graph
+    from roofcast.graph_import.load import DEFAULT_MAX_BYTES, load_model
+    from roofcast.graph_import.shapes import infer_concrete
 
     model = load_model(source, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
     shapes = infer_concrete(model, dims)

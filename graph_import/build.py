@@ -27,11 +27,10 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 from onnx import ModelProto, TensorProto, numpy_helper
-
-from graph_import.fold import attribute_values
-from graph_import.load import tensor_has_inline_data
-from graph_import.shapes import ShapeResult, TensorShape, dtype_name, explain_failure
-from graph_import.types import (
+from roofcast.graph_import.fold import attribute_values
+from roofcast.graph_import.load import tensor_has_inline_data
+from roofcast.graph_import.shapes import ShapeResult, TensorShape, dtype_name, explain_failure
+from roofcast.graph_import.types import (
     FREE_COST,
     Graph,
     OpCost,
@@ -78,7 +77,9 @@ def build_graph(
     without one are counted in ``unsupported`` even when their shapes are unknown.
     """
     if cost_fn is None:
-        from graph_import.costs import cost_of as cost_fn  # late: costs import types, not us
+        from roofcast.graph_import.costs import (
+            cost_of as cost_fn,  # late: costs import types, not us
+        )
     if has_rule is None:
         has_rule = _registry_has_rule if cost_fn is _default_cost_fn() else (lambda d, o: True)
     g = model.graph
@@ -336,13 +337,13 @@ def _gather_index_problem(inputs: list[str], attrs, shapes: ShapeResult) -> str 
 
 
 def _default_cost_fn() -> CostFn:
-    from graph_import.costs import cost_of
+    from roofcast.graph_import.costs import cost_of
 
     return cost_of
 
 
 def _registry_has_rule(domain: str, op_type: str) -> bool:
-    from graph_import.costs import FREE_OPS
-    from graph_import.costs.registry import lookup
+    from roofcast.graph_import.costs import FREE_OPS
+    from roofcast.graph_import.costs.registry import lookup
 
     return (domain in ("", "ai.onnx") and op_type in FREE_OPS) or lookup(op_type, domain) is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping
 
-from graph_import.errors import ModelImportError
+from roofcast.graph_import.errors import ModelImportError
 
 MAX_DIM = 2**31 - 1  # one dim beyond int32 range is surely a typo
 

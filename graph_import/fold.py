@@ -416,7 +416,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if type(value).__name__ == "TensorProto":
-        from graph_import.load import CHECKED_DATA_ELEMENTS, tensor_has_inline_data
+        from roofcast.graph_import.load import CHECKED_DATA_ELEMENTS, tensor_has_inline_data
 
         if not tensor_has_inline_data(value):
             return None  # external data is never read

@@ -26,8 +26,7 @@ from typing import Any
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto
-
-from graph_import.errors import ModelImportError
+from roofcast.graph_import.errors import ModelImportError
 
 DEFAULT_MAX_BYTES = 2**31 - 1  # protobuf's own hard limit for one message
 MAX_TENSOR_ELEMENTS = 2**40  # ~1.1e12 elements: beyond any real model's tensor

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 from onnx import GraphProto, TensorProto, numpy_helper
-
-from graph_import.contrib_shapes import SHAPE_RULES, ContribShapeError
-from graph_import.fold import attribute_values
-from graph_import.shape_types import (
+from roofcast.graph_import.contrib_shapes import SHAPE_RULES, ContribShapeError
+from roofcast.graph_import.fold import attribute_values
+from roofcast.graph_import.shape_types import (
     LazyShapes,
     TensorShape,
     elem_type,
@@ -26,7 +25,7 @@ from graph_import.shape_types import (
 )
 
 if TYPE_CHECKING:
-    from graph_import.shapes import ShapeResult
+    from roofcast.graph_import.shapes import ShapeResult
 
 
 def propagate_pass(

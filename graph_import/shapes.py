@@ -31,13 +31,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
-
-from graph_import.dims import check_dims, dim_expr_names, eval_dim_expr, split_input_axis
-from graph_import.errors import ModelImportError
-from graph_import.fold import FOLDERS, MAX_FOLD_ELEMENTS, FoldError, attribute_values, fold_split
-from graph_import.load import tensor_has_inline_data
-from graph_import.propagate import explain_failure, propagate_pass
-from graph_import.shape_types import (
+from roofcast.graph_import.dims import check_dims, dim_expr_names, eval_dim_expr, split_input_axis
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.fold import (
+    FOLDERS,
+    MAX_FOLD_ELEMENTS,
+    FoldError,
+    attribute_values,
+    fold_split,
+)
+from roofcast.graph_import.load import tensor_has_inline_data
+from roofcast.graph_import.propagate import explain_failure, propagate_pass
+from roofcast.graph_import.shape_types import (
     ONNX_DOMAINS,
     LazyShapes,
     TensorShape,

@@ -2,14 +2,14 @@
 
 Public API::
 
-    from hw_catalog import get_device, list_devices, resolve_name, derive, HardwareSpec
+    from roofcast.hw_catalog import get_device, list_devices, resolve_name, derive, HardwareSpec
     h100 = get_device("h100-sxm")                      # id, name or alias
     fast = get_device("h100-sxm:mem_bw_GBps=6700")     # inline what-if
     fast = derive(h100, mem_bw_scale=2.0)              # same from Python
     h100.peak("matrix", "bf16").flops_per_s            # FLOP/s, with documented fallbacks
 """
 
-from hw_catalog.catalog import (
+from roofcast.hw_catalog.catalog import (
     BUILTIN_DIR,
     Catalog,
     get_device,
@@ -18,9 +18,9 @@ from hw_catalog.catalog import (
     resolve_name,
     user_dir,
 )
-from hw_catalog.derive import derive, parse_inline
-from hw_catalog.errors import HardwareSpecError
-from hw_catalog.spec import HardwareSpec, PeakLookup
+from roofcast.hw_catalog.derive import derive, parse_inline
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.spec import HardwareSpec, PeakLookup
 
 __all__ = [
     "BUILTIN_DIR",

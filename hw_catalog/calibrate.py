@@ -47,10 +47,9 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-
-from hw_catalog.errors import HardwareSpecError
-from hw_catalog.tomlwrite import dumps
-from hw_catalog.validate import validate_document
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.tomlwrite import dumps
+from roofcast.hw_catalog.validate import validate_document
 
 Progress = Callable[[str], None]
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hw_catalog.derive import derive, derive_from_file_doc, parse_inline
-from hw_catalog.errors import HardwareSpecError
-from hw_catalog.schema import KINDS, doc_to_spec
-from hw_catalog.spec import HardwareSpec
-from hw_catalog.validate import validate_document
+from roofcast.hw_catalog.derive import derive, derive_from_file_doc, parse_inline
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.schema import KINDS, doc_to_spec
+from roofcast.hw_catalog.spec import HardwareSpec
+from roofcast.hw_catalog.validate import validate_document
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "devices"
 ENV_VAR = "ROOFCAST_HW_DIR"

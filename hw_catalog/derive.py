@@ -25,8 +25,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from hw_catalog.errors import HardwareSpecError
-from hw_catalog.schema import (
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.schema import (
     FIELDS_BY_PATH,
     FLAT_NAMES,
     FREEFORM_TABLES,
@@ -37,8 +37,8 @@ from hw_catalog.schema import (
     set_path,
     spec_to_doc,
 )
-from hw_catalog.spec import HardwareSpec
-from hw_catalog.validate import validate_document
+from roofcast.hw_catalog.spec import HardwareSpec
+from roofcast.hw_catalog.validate import validate_document
 
 _IDENTITY_KEYS = ("id", "base", "name", "aliases", "sources", "notes")
 

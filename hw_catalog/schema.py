@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hw_catalog.frozen import thaw
-from hw_catalog.spec import ENGINES, PEAK_DTYPES, HardwareSpec
+from roofcast.hw_catalog.frozen import thaw
+from roofcast.hw_catalog.spec import ENGINES, PEAK_DTYPES, HardwareSpec
 
 KINDS: tuple[str, ...] = ("gpu", "cpu", "accelerator")
 ALL_KINDS = frozenset(KINDS)

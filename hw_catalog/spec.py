@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hw_catalog.errors import HardwareSpecError
-from hw_catalog.frozen import FrozenMap, freeze
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.frozen import FrozenMap, freeze
 
 ENGINES: tuple[str, ...] = ("matrix", "vector")
 """Engines with a compute peak (the strings of ``graph_import.types.Engine`` MATRIX/VECTOR)."""

@@ -24,13 +24,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hw_catalog.catalog import load_catalog, user_dir
-from hw_catalog.derive import derive_from_file_doc, split_changes
-from hw_catalog.errors import HardwareSpecError
-from hw_catalog.schema import SCALES, set_path
-from hw_catalog.spec import HardwareSpec
-from hw_catalog.tomlwrite import dumps
-from hw_catalog.validate import validate_document
+from roofcast.hw_catalog.catalog import load_catalog, user_dir
+from roofcast.hw_catalog.derive import derive_from_file_doc, split_changes
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.schema import SCALES, set_path
+from roofcast.hw_catalog.spec import HardwareSpec
+from roofcast.hw_catalog.tomlwrite import dumps
+from roofcast.hw_catalog.validate import validate_document
 
 
 def derived_document(base_id: str, changes: Mapping[str, Any], dev_id: str,

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hw_catalog.errors import HardwareSpecError
-from hw_catalog.schema import (
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.schema import (
     ALL_KINDS,
     EXTRA_TOP_KEYS,
     FIELDS,

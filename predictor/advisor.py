@@ -46,10 +46,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
-
-from graph_import.types import Graph
-from predictor.config import MODES, PRECISIONS, RunConfig
-from predictor.errors import PredictionError
+from roofcast.graph_import.types import Graph
+from roofcast.predictor.config import MODES, PRECISIONS, RunConfig
+from roofcast.predictor.errors import PredictionError
 
 OBJECTIVES: tuple[str, ...] = ("latency", "throughput")
 MIN_GAIN = 1.02
@@ -206,7 +205,7 @@ def runnable_precisions(graph: Graph, hw, requested: Sequence[str],
     when the device has a native matrix unit for it (``hw.peak`` without a fallback note);
     ``keep_default`` (the default setting's precision) is always kept.
     """
-    from predictor.precision import peak_dtype
+    from roofcast.predictor.precision import peak_dtype
 
     bad = [p for p in requested if p not in PRECISIONS]
     if bad:
@@ -248,7 +247,7 @@ def default_setting(hw, batch: int, precision: str) -> Setting:
 def resolve_estimator(name: str) -> tuple[str, list[str]]:
     """The estimator to use and a note when ``auto``/``learned`` has no trained model (then the
     analytical ``time-roofline`` is used, and the note says so)."""
-    from predictor.estimators import LEARNED_NAMES, make_estimator
+    from roofcast.predictor.estimators import LEARNED_NAMES, make_estimator
 
     est = make_estimator(name)
     if name not in LEARNED_NAMES:
@@ -267,9 +266,9 @@ def predict_cells(graphs: Mapping[int, Graph], hw, dims: Mapping[str, int],
     """Every (batch, precision, mode, fusion, threads) cell: the workload and the step DAG are
     built once per (batch, precision, mode, fusion); only featurize + explain run per thread
     count."""
-    from predictor.memory import memory_footprint
-    from predictor.simulate import critical_path_times, evaluate, step_dag
-    from predictor.workload import workload_table
+    from roofcast.predictor.memory import memory_footprint
+    from roofcast.predictor.simulate import critical_path_times, evaluate, step_dag
+    from roofcast.predictor.workload import workload_table
 
     cells: dict[tuple, Cell] = {}
     for batch, graph in graphs.items():
@@ -327,7 +326,7 @@ def packed_time(cell: Cell, concurrency: int, hw) -> float:
     shared pool that grows only up to its saturation (``features.thread_factors``), so
     memory-bound ops gain nothing from running side by side once ``t`` threads saturate it.
     """
-    from predictor.features import thread_factors
+    from roofcast.predictor.features import thread_factors
 
     t = int(cell.threads or hw.units)
     _, bw_t, _ = thread_factors(hw, t)
@@ -431,8 +430,8 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
     docstring). ``hw``: catalog id or HardwareSpec; ``dims``: other symbolic dims the loader
     binds (recorded in the RunConfig)."""
-    from hw_catalog.catalog import get_device
-    from predictor.advisor_reasons import reasons_for
+    from roofcast.hw_catalog.catalog import get_device
+    from roofcast.predictor.advisor_reasons import reasons_for
 
     hw = get_device(hw)
     if objective not in OBJECTIVES:

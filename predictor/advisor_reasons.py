@@ -53,7 +53,7 @@ def summary(advice, hw) -> list[str]:
 
 
 def _min_gain() -> float:
-    from predictor.advisor import MIN_GAIN
+    from roofcast.predictor.advisor import MIN_GAIN
 
     return MIN_GAIN
 
@@ -71,7 +71,7 @@ def _speedup(a: pd.DataFrame, b: pd.DataFrame, keys: Sequence[str]) -> float:
 
 
 def thread_reasons(advice, hw) -> list[str]:
-    from predictor.features import bw_saturation_threads
+    from roofcast.predictor.features import bw_saturation_threads
 
     cells = _cells_over_threads(advice, advice.recommended)
     if len(cells) < 2:
@@ -114,7 +114,7 @@ def thread_reasons(advice, hw) -> list[str]:
 
 
 def inter_op_reasons(advice, hw) -> list[str]:
-    from predictor.advisor import packed_time, step_time
+    from roofcast.predictor.advisor import packed_time, step_time
 
     s = advice.recommended
     cell = advice.cells.get((s.batch, s.precision, s.mode, s.fusion, s.threads))

@@ -47,9 +47,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from predictor.advisor import Advice, Setting
-from predictor.errors import PredictionError
+from roofcast.predictor.advisor import Advice, Setting
+from roofcast.predictor.errors import PredictionError
 
 LOCAL = "local"
 #: pause before each timed run: ONNX Runtime's pool threads spin after a run, and on a small
@@ -94,8 +93,7 @@ def check_local(device: str) -> None:
 
 def _session(prepared, setting: Setting, workdir: Path):
     import onnxruntime as ort
-
-    from training_data.collectors.ort_cpu import MeasureConfig, session_options
+    from roofcast.training_data.collectors.ort_cpu import MeasureConfig, session_options
 
     cfg = MeasureConfig(threads_intra=int(setting.threads or os.cpu_count() or 1),
                         threads_inter=setting.inter_op_threads if setting.inter_op else 1,
@@ -159,7 +157,7 @@ def measure_settings(source: Any, dims: Mapping[str, int], settings: list[Settin
     rounds (module docstring). The weights are drawn once and shared by every batch
     (``prepare_dims``); settings after the first two are left out when their
     sessions would not fit in memory (``settings_that_fit``)."""
-    from training_data.collectors.ort_cpu import prepare, prepare_dims
+    from roofcast.training_data.collectors.ort_cpu import prepare, prepare_dims
 
     if repeats < 1 or warmup < 0:
         raise PredictionError(f"repeats must be >= 1 and warmup >= 0 (got {repeats}, {warmup})")

@@ -22,10 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
-
-from predictor.config import RunConfig
-from predictor.memory import GraphSource
-from predictor.sweep import BOUNDS, sweep
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.memory import GraphSource
+from roofcast.predictor.sweep import BOUNDS, sweep
 
 COMPARE_COLUMNS: tuple[str, ...] = (
     "model", "device", "baseline", "batch", "time_s", "lower_s", "upper_s", "speedup",

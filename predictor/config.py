@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from predictor.errors import PredictionError
+from roofcast.predictor.errors import PredictionError
 
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 MODES: tuple[str, ...] = ("infer", "train")

@@ -46,11 +46,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
-
-from graph_import.types import Engine, Graph, OpNode
-from predictor.config import RunConfig
-from predictor.precision import rescale_bytes
-from predictor.workload import COLUMNS, frame, op_family
+from roofcast.graph_import.types import Engine, Graph, OpNode
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.precision import rescale_bytes
+from roofcast.predictor.workload import COLUMNS, frame, op_family
 
 FUSIBLE_CONSUMER_FAMILIES: frozenset[str] = frozenset({"elementwise", "normalization"})
 FUSION_PRODUCER_FAMILIES: frozenset[str] = frozenset(

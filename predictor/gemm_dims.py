@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 
-from graph_import.types import OpNode, TensorInfo
-from predictor.op_rules import OpRules
+from roofcast.graph_import.types import OpNode, TensorInfo
+from roofcast.predictor.op_rules import OpRules
 
 GemmDims = tuple[float, float, float, float]
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 
-from graph_import.types import OpNode
-from predictor.op_rules import OpRules
+from roofcast.graph_import.types import OpNode
+from roofcast.predictor.op_rules import OpRules
 
 _RULES: OpRules[float] = OpRules("inner_dims")
 register_inner = _RULES.register

@@ -35,10 +35,10 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from graph_import.types import Engine, Graph, TensorInfo
-from predictor.config import RunConfig
-from predictor.precision import rescale_bytes
-from predictor.training import (
+from roofcast.graph_import.types import Engine, Graph, TensorInfo
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.precision import rescale_bytes
+from roofcast.predictor.training import (
     OPTIMIZERS,
     is_float,
     requires_grad_tensors,
@@ -160,7 +160,7 @@ def _weights_bytes(graph: Graph, precision: str, trainable: set[str], train_prec
 
 def memory_footprint(graph: Graph, config: RunConfig) -> MemoryFootprint:
     """The footprint of one run of ``graph`` under ``config`` (see module docstring)."""
-    from predictor.fusion import fusion_groups
+    from roofcast.predictor.fusion import fusion_groups
 
     precision = config.precision
     if config.mode != "train":

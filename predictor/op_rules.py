@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from graph_import.types import OpNode
+from roofcast.graph_import.types import OpNode
 
 T = TypeVar("T")
 #: what a rule may raise on a node whose shapes do not fit it (the rule then gives no value).

@@ -17,9 +17,9 @@ Model (documented, applied identically everywhere):
 
 from __future__ import annotations
 
-from graph_import.types import OpCost, OpNode, TensorInfo
-from predictor.config import PRECISIONS
-from predictor.errors import PredictionError
+from roofcast.graph_import.types import OpCost, OpNode, TensorInfo
+from roofcast.predictor.config import PRECISIONS
+from roofcast.predictor.errors import PredictionError
 
 STORAGE_BYTES: dict[str, int] = {
     "fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1,

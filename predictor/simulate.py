@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 import pandas as pd
-
-from graph_import.types import Graph
-from predictor.config import RunConfig
-from predictor.errors import PredictionError
-from predictor.memory import MemoryFootprint, memory_footprint
-from predictor.workload import workload_table
+from roofcast.graph_import.types import Graph
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.memory import MemoryFootprint, memory_footprint
+from roofcast.predictor.workload import workload_table
 
 LOSS = ("loss", "")
 
@@ -71,8 +70,8 @@ class Prediction:
 
 def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: str) -> pd.DataFrame:
     """Workload rows + device features + the estimator's explain columns (one device)."""
-    from predictor.estimators import make_estimator
-    from predictor.features import featurize
+    from roofcast.predictor.estimators import make_estimator
+    from roofcast.predictor.features import featurize
 
     feats = featurize(workload, hw, config)
     est = make_estimator(estimator)
@@ -189,7 +188,7 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: str = "time-ro
                   allow_incomplete: bool = False) -> Prediction:
     """Predict one run of ``graph`` on ``hw`` (a HardwareSpec or a catalog id / what-if spec)
     under ``config`` (see module docstring)."""
-    from hw_catalog.catalog import get_device
+    from roofcast.hw_catalog.catalog import get_device
 
     hw = get_device(hw)
     workload = workload_table(graph, config, allow_incomplete=allow_incomplete)

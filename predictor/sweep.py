@@ -29,12 +29,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-
-from predictor.config import RunConfig
-from predictor.errors import PredictionError
-from predictor.memory import GraphSource, memory_footprint
-from predictor.simulate import critical_path_times, step_dag
-from predictor.workload import workload_table
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.memory import GraphSource, memory_footprint
+from roofcast.predictor.simulate import critical_path_times, step_dag
+from roofcast.predictor.workload import workload_table
 
 BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
 NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
@@ -49,7 +48,7 @@ SWEEP_COLUMNS: tuple[str, ...] = (
 
 
 def _resolve_devices(devices: Sequence) -> list:
-    from hw_catalog.catalog import get_device
+    from roofcast.hw_catalog.catalog import get_device
 
     specs = [get_device(d) for d in devices]
     if not specs:
@@ -72,7 +71,7 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
     ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device id
     speedups are relative to (default: the first device).
     """
-    from predictor.estimators import make_estimator
+    from roofcast.predictor.estimators import make_estimator
 
     specs = _resolve_devices(devices)
     if not batches:
@@ -109,9 +108,9 @@ ROW_FEATURES: tuple[str, ...] = ("elem_bytes", "intensity_flop_per_byte")
 
 def _device_columns(hw, pairs: list[tuple[str, str]], config: RunConfig) -> dict[str, list]:
     """featurize's device columns for each (engine, dtype) pair (same formulas as featurize)."""
-    from hw_catalog.errors import HardwareSpecError
-    from predictor.features import thread_factors
-    from predictor.precision import peak_dtype
+    from roofcast.hw_catalog.errors import HardwareSpecError
+    from roofcast.predictor.features import thread_factors
+    from roofcast.predictor.precision import peak_dtype
 
     compute_f, bw_f, units = thread_factors(hw, config.threads)
     bw = float(hw.mem_bw_Bps) * bw_f
@@ -146,7 +145,7 @@ def broadcast_features(stack: pd.DataFrame, specs: list, config: RunConfig) -> p
     the broadcast columns of that device must equal featurize's, and featurize must not have
     columns this function does not know — otherwise a RuntimeError says to update this module.
     """
-    from predictor.features import FEATURE_COLUMNS, featurize
+    from roofcast.predictor.features import FEATURE_COLUMNS, featurize
 
     ref = featurize(stack, specs[0], config)
     pair_of = list(zip(stack["engine"].astype(str), stack["dtype"].astype(str), strict=True))
@@ -178,7 +177,7 @@ def broadcast_features(stack: pd.DataFrame, specs: list, config: RunConfig) -> p
 
 def _baseline_id(baseline, specs: list) -> str:
     """The id of ``baseline`` (an id among the swept devices, a catalog name, or a spec)."""
-    from hw_catalog.catalog import get_device
+    from roofcast.hw_catalog.catalog import get_device
 
     ids = [s.id for s in specs]
     wanted = baseline if baseline in ids else get_device(baseline).id

@@ -72,11 +72,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from graph_import.types import Engine, Graph, OpNode, TensorInfo
-from predictor.config import RunConfig
-from predictor.precision import FLOAT_DTYPES, compute_dtype, rescale_bytes, rescale_cost
-from predictor.workload import COLUMNS, frame, op_family
+from roofcast.graph_import.types import Engine, Graph, OpNode, TensorInfo
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.precision import FLOAT_DTYPES, compute_dtype, rescale_bytes, rescale_cost
+from roofcast.predictor.workload import COLUMNS, frame, op_family
 
 #: op type -> input positions that are initializers but not trainable.
 NON_TRAINABLE_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}
@@ -304,8 +303,8 @@ BACKWARD_RULES: dict[str, BackwardRule] = {
 
 def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
     """Backward kernels in reverse topological order (see module docstring)."""
-    from predictor.gemm_dims import gemm_dims
-    from predictor.inner_dims import inner_elems_or_nan
+    from roofcast.predictor.gemm_dims import gemm_dims
+    from roofcast.predictor.inner_dims import inner_elems_or_nan
 
     precision = config.precision
     dtype = compute_dtype(precision)

@@ -30,15 +30,14 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-
-from graph_import.costs.registry import lookup
-from graph_import.types import Engine, Graph, OpNode
-from predictor.config import RunConfig
-from predictor.errors import PredictionError
-from predictor.gemm_dims import gemm_dims
-from predictor.inner_dims import inner_elems_or_nan
-from predictor.precision import compute_dtype, rescale_cost
-from predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
+from roofcast.graph_import.costs.registry import lookup
+from roofcast.graph_import.types import Engine, Graph, OpNode
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.gemm_dims import gemm_dims
+from roofcast.predictor.inner_dims import inner_elems_or_nan
+from roofcast.predictor.precision import compute_dtype, rescale_cost
+from roofcast.predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 
 #: cost-rule module (last dotted component) -> family.
 FAMILY_BY_COST_MODULE: dict[str, str] = {
@@ -157,8 +156,8 @@ def frame(cols: Mapping[str, list]) -> pd.DataFrame:
 
 def workload_table(graph: Graph, config: RunConfig, allow_incomplete: bool = False) -> pd.DataFrame:
     """The workload of one run of ``graph`` under ``config`` (forward [+ fused] [+ training])."""
-    from predictor.fusion import fuse_rows
-    from predictor.training import training_rows
+    from roofcast.predictor.fusion import fuse_rows
+    from roofcast.predictor.training import training_rows
 
     rows = forward_rows(graph, config, allow_incomplete=allow_incomplete)
     if config.fusion:

@@ -54,7 +54,7 @@ def check_workload(df: pd.DataFrame) -> None:
     inner_elems);
     family/phase/engine values from their vocabularies.
     """
-    from predictor.errors import PredictionError
+    from roofcast.predictor.errors import PredictionError
 
     missing = [c for c in WORKLOAD_COLUMN_NAMES if c not in df.columns]
     if missing:

@@ -41,10 +41,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from training_data.errors import MeasurementError
-from training_data.schema import COLUMN_NAMES, normalize
-from training_data.store import Store, format_problems
+from roofcast.training_data.errors import MeasurementError
+from roofcast.training_data.schema import COLUMN_NAMES, normalize
+from roofcast.training_data.store import Store, format_problems
 
 MAX_ROWS = 2_000_000
 MAX_BYTES = 512 * 2**20
@@ -191,7 +190,7 @@ def import_public(name: str, store: Store | None = None,
 
 def public_rows(name: str, data_dir: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """Schema rows of public set ``name`` and the not-importable counts (reason -> rows)."""
-    from training_data.public_kernels import PublicDataError, load_kernels, load_unmodelled
+    from roofcast.training_data.public_kernels import PublicDataError, load_kernels, load_unmodelled
 
     datasets = PUBLIC_DATASETS[name]
     try:
@@ -258,7 +257,7 @@ def _shape_json(node: Any) -> tuple[str, str, str]:
 
 
 def _modelled_rows(k: pd.DataFrame) -> pd.DataFrame:
-    from training_data.public_kernels import kernel_nodes, kernel_workload
+    from roofcast.training_data.public_kernels import kernel_nodes, kernel_workload
 
     out = _base(k)
     nodes = kernel_nodes(k)
@@ -298,8 +297,8 @@ def _rnn(op_type: str, gates: int) -> Callable[[Any], dict[str, Any]]:
 
 def _rnn_cost(op_type: str, shapes: list[list[int]], out: list[int], hidden: int,
               storage_bytes: int) -> dict[str, float]:
-    from graph_import.costs import cost_of
-    from graph_import.types import OpNode, TensorInfo
+    from roofcast.graph_import.costs import cost_of
+    from roofcast.graph_import.types import OpNode, TensorInfo
 
     dt = {4: "float", 2: "float16", 1: "int8"}[int(storage_bytes)]
     ins = tuple(TensorInfo(nm, tuple(s), dt) for nm, s in zip("XWR", shapes, strict=True))

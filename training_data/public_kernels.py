@@ -45,12 +45,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from graph_import.costs import cost_of
-from graph_import.types import OpNode, TensorInfo
-from predictor.gemm_dims import gemm_dims
-from predictor.inner_dims import inner_elems_or_nan
-from predictor.workload_schema import WORKLOAD_COLUMN_NAMES
+from roofcast.graph_import.costs import cost_of
+from roofcast.graph_import.types import OpNode, TensorInfo
+from roofcast.predictor.gemm_dims import gemm_dims
+from roofcast.predictor.inner_dims import inner_elems_or_nan
+from roofcast.predictor.workload_schema import WORKLOAD_COLUMN_NAMES
 
 ENV_VAR = "ROOFCAST_SHARED_DATA"
 KERNEL_FILES = ("neusight_gemm_kernels.csv.gz", "neusight_conv_kernels.csv.gz",
@@ -118,8 +117,8 @@ def _read(folder: Path, name: str) -> pd.DataFrame:
 
 
 def _resolve_devices(names: pd.Series) -> tuple[pd.Series, dict[str, int]]:
-    from hw_catalog.catalog import resolve_name
-    from hw_catalog.errors import HardwareSpecError
+    from roofcast.hw_catalog.catalog import resolve_name
+    from roofcast.hw_catalog.errors import HardwareSpecError
 
     ids: dict[str, str | None] = {}
     for name in names.unique():

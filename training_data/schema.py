@@ -145,7 +145,7 @@ class Checked:
 
 def dtype_names() -> dict[str, str]:
     """Accepted dtype spellings -> canonical name (the catalog's list)."""
-    from hw_catalog.spec import DTYPE_NAMES
+    from roofcast.hw_catalog.spec import DTYPE_NAMES
 
     return dict(DTYPE_NAMES)
 
@@ -355,8 +355,8 @@ def _check_values(out: pd.DataFrame, lines: np.ndarray) -> list[Problem]:
 
 def resolve_devices(names: Iterable[str]) -> dict[str, str | Exception]:
     """Device name -> catalog id (``local`` kept), or the catalog's error (it lists close ids)."""
-    from hw_catalog.catalog import resolve_name
-    from hw_catalog.errors import HardwareSpecError
+    from roofcast.hw_catalog.catalog import resolve_name
+    from roofcast.hw_catalog.errors import HardwareSpecError
 
     out: dict[str, str | Exception] = {}
     for name in set(names):

@@ -25,9 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from training_data.errors import MeasurementError
-from training_data.schema import BY_NAME, COLUMN_NAMES, Problem, normalize, resolve_devices
+from roofcast.training_data.errors import MeasurementError
+from roofcast.training_data.schema import BY_NAME, COLUMN_NAMES, Problem, normalize, resolve_devices
 
 ENV_VAR = "ROOFCAST_DATA_DIR"
 FILE_NAME = "measurements.sqlite"

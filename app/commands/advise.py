@@ -14,14 +14,13 @@ import argparse
 import sys
 
 import pandas as pd
-
-from app.argtypes import name_list, positive_int
-from app.model_ref import bind_dims, load_graph, resolve_model_path
-from app.output import add_format_arg, emit
-from hw_catalog.catalog import get_device
-from predictor.advisor import OBJECTIVES, advise, public_table
-from predictor.advisor_verify import check_local, verify
-from predictor.config import MODES
+from roofcast.app.argtypes import name_list, positive_int
+from roofcast.app.model_ref import bind_dims, load_graph, resolve_model_path
+from roofcast.app.output import add_format_arg, emit
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.advisor import OBJECTIVES, advise, public_table
+from roofcast.predictor.advisor_verify import check_local, verify
+from roofcast.predictor.config import MODES
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,8 +13,7 @@ import argparse
 import math
 
 import pandas as pd
-
-from app.commands.predict import (
+from roofcast.app.commands.predict import (
     GIB,
     add_run_args,
     check_estimator,
@@ -22,11 +21,11 @@ from app.commands.predict import (
     run_batch,
     run_config,
 )
-from app.model_ref import load_graph
-from app.output import add_format_arg, emit
-from predictor.compare import compare_devices
-from predictor.errors import PredictionError
-from predictor.sweep import NOTE_SEP
+from roofcast.app.model_ref import load_graph
+from roofcast.app.output import add_format_arg, emit
+from roofcast.predictor.compare import compare_devices
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.sweep import NOTE_SEP
 
 
 def register(sub: argparse._SubParsersAction) -> None:

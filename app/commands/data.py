@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from app.output import add_format_arg, emit
-from training_data.importers import PUBLIC_DATASETS, import_file, import_public
-from training_data.store import Store, default_path
+from roofcast.app.output import add_format_arg, emit
+from roofcast.training_data.importers import PUBLIC_DATASETS, import_file, import_public
+from roofcast.training_data.store import Store, default_path
 
 LIST_COLUMNS = ("device_id", "op_type", "family", "dtype", "direction", "input_shapes", "batch",
                 "threads_intra", "latency_s", "run_id", "source")

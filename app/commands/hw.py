@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from app.output import add_format_arg, emit
-from hw_catalog import HardwareSpec, get_device, list_devices, user_dir
-from hw_catalog.schema import FIELDS, KINDS, get_path, spec_to_doc
+from roofcast.app.output import add_format_arg, emit
+from roofcast.hw_catalog import HardwareSpec, get_device, list_devices, user_dir
+from roofcast.hw_catalog.schema import FIELDS, KINDS, get_path, spec_to_doc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -127,7 +126,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from hw_catalog.calibrate import run_calibration, write_local
+    from roofcast.hw_catalog.calibrate import run_calibration, write_local
 
     out = args.output or (user_dir() / "local.toml")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.argtypes import positive_int
-from app.model_ref import load_graph
-from app.output import add_format_arg, emit
-from graph_import import summary
+from roofcast.app.argtypes import positive_int
+from roofcast.app.model_ref import load_graph
+from roofcast.app.output import add_format_arg, emit
+from roofcast.graph_import import summary
 
 SORT_KEYS = {"order": None, "flops": "gflop", "bytes": "mb_moved", "intensity":
              "intensity_flop_per_byte"}

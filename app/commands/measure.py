@@ -16,11 +16,10 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-
-from app.argtypes import nonnegative_int, positive_int, positive_int_list
-from app.model_ref import bind_dims, resolve_model_path
-from app.output import add_format_arg, emit
-from training_data.errors import MeasurementError
+from roofcast.app.argtypes import nonnegative_int, positive_int, positive_int_list
+from roofcast.app.model_ref import bind_dims, resolve_model_path
+from roofcast.app.output import add_format_arg, emit
+from roofcast.training_data.errors import MeasurementError
 
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 DEVICES = ("cpu", "cuda")
@@ -67,13 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from training_data.collectors.ort_cpu import MeasureConfig
+    from roofcast.training_data.collectors.ort_cpu import MeasureConfig
 
     if (args.model is None) == (args.micro is None):
         raise MeasurementError("give a MODEL (path or zoo name) or --micro FAMILY, not both/neither")
     provider = "CPUExecutionProvider"
     if args.device == "cuda":
-        from training_data.collectors.gpu import require_cuda
+        from roofcast.training_data.collectors.gpu import require_cuda
 
         provider = require_cuda()
     configs = [MeasureConfig(threads_intra=t, threads_inter=i, opt_level=args.opt_level,
@@ -96,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _model(args: argparse.Namespace, configs, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from training_data.collectors.ort_cpu import measure_prepared, prepare
+    from roofcast.training_data.collectors.ort_cpu import measure_prepared, prepare
 
     path = resolve_model_path(args.model)
     name = path.stem
@@ -125,13 +124,13 @@ def _model(args: argparse.Namespace, configs, progress) -> tuple[pd.DataFrame, p
 def _measure(prep, cfg, fn):
     if cfg.provider == "CPUExecutionProvider":
         return fn(prep, cfg)
-    from training_data.collectors.gpu import measure_prepared_gpu
+    from roofcast.training_data.collectors.gpu import measure_prepared_gpu
 
     return measure_prepared_gpu(prep, cfg)
 
 
 def _micro(args: argparse.Namespace, configs, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from training_data.collectors.microbench import cases, run_cases
+    from roofcast.training_data.collectors.microbench import cases, run_cases
 
     if args.dim or args.batch:
         raise MeasurementError("--dim/--batch apply to a MODEL; microbenchmarks have fixed grids")
@@ -160,7 +159,7 @@ def _save(args: argparse.Namespace, rows: pd.DataFrame) -> str:
         return ""
     if args.output is not None:
         return write_rows(rows, args.output)
-    from training_data.store import Store
+    from roofcast.training_data.store import Store
 
     store = Store(args.store)
     result = store.append(rows, what="measured rows")

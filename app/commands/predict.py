@@ -13,17 +13,16 @@ import math
 import sys
 
 import pandas as pd
-
-from app.argtypes import positive_int
-from app.model_ref import load_graph
-from app.output import add_format_arg, emit
-from graph_import.dims import parse_dim_specs
-from hw_catalog.catalog import get_device
-from predictor.config import MODES, OPTIMIZERS, PRECISIONS, RunConfig
-from predictor.errors import PredictionError
-from predictor.estimators import ESTIMATORS, LEARNED_NAMES
-from predictor.memory import max_batch_that_fits
-from predictor.simulate import Prediction, predict_graph
+from roofcast.app.argtypes import positive_int
+from roofcast.app.model_ref import load_graph
+from roofcast.app.output import add_format_arg, emit
+from roofcast.graph_import.dims import parse_dim_specs
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS, RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators import ESTIMATORS, LEARNED_NAMES
+from roofcast.predictor.memory import max_batch_that_fits
+from roofcast.predictor.simulate import Prediction, predict_graph
 
 #: estimator names that belong to the learned predictors (issue 6, predictor.learned).
 LEARNED_ESTIMATORS: tuple[str, ...] = LEARNED_NAMES
@@ -182,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     if config.mode == "train":
         extra["optimizer"] = config.optimizer
     if estimator in LEARNED_ESTIMATORS:
-        from predictor.learned.estimator import graph_summary
+        from roofcast.predictor.learned.estimator import graph_summary
 
         s = graph_summary(pred.per_op, hw.kind)
         extra.update({"e2e_estimate_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,

@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
-
-from app.output import add_format_arg, emit
-from predictor.errors import PredictionError
+from roofcast.app.output import add_format_arg, emit
+from roofcast.predictor.errors import PredictionError
 
 
 def default_output() -> Path:
@@ -63,9 +62,14 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from predictor.learned.data import DEFAULT_CAP, load_sources
-    from predictor.learned.persistence import save
-    from predictor.learned.training import evaluate_holdout, split_holdout, train, validation_tables
+    from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
+    from roofcast.predictor.learned.persistence import save
+    from roofcast.predictor.learned.training import (
+        evaluate_holdout,
+        split_holdout,
+        train,
+        validation_tables,
+    )
 
     def say(msg: str) -> None:
         if args.format == "table":

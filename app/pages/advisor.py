@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from app import charts, state
-from predictor.advisor import OBJECTIVES, advise, public_table
+from roofcast.app import charts, state
+from roofcast.predictor.advisor import OBJECTIVES, advise, public_table
 
 MAX_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")

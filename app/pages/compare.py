@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from app import charts, state
-from app.commands.predict import GIB
+from roofcast.app import charts, state
+from roofcast.app.commands.predict import GIB
 
 DEFAULT_DEVICES = ("a100-80gb-sxm", "h100-sxm", "l4", "mi300x", "rtx-4090")
 

@@ -17,20 +17,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import streamlit as st
-
-from app import charts, state
-from predictor.errors import PredictionError
-from predictor.estimators import ESTIMATORS, make_estimator
-from training_data.errors import MeasurementError
-from training_data.importers import read_measurement_file
-from training_data.schema import normalize
-from training_data.store import format_problems
+from roofcast.app import charts, state
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators import ESTIMATORS, make_estimator
+from roofcast.training_data.errors import MeasurementError
+from roofcast.training_data.importers import read_measurement_file
+from roofcast.training_data.schema import normalize
+from roofcast.training_data.store import format_problems
 
 
 @st.cache_data(max_entries=8, show_spinner="Validating the measurements…")
 def load_measurements(name: str, digest: str, _data: bytes):
     """Validated tidy rows of an uploaded CSV/Parquet and their training set (featurized)."""
-    from predictor.learned.data import measurement_set
+    from roofcast.predictor.learned.data import measurement_set
 
     del digest  # cache key only
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "measurements.csv"
@@ -73,7 +72,7 @@ def errors_by_family(table: pd.DataFrame, estimators: list[str]) -> pd.DataFrame
 @st.cache_resource(max_entries=4, show_spinner=False)
 def train_cached(data_hash: str, _ts):
     """A learned model trained on the uploaded set (quick settings), shared across reruns."""
-    from predictor.learned.training import train
+    from roofcast.predictor.learned.training import train
 
     del data_hash  # cache key only
     return train(_ts, quick=True)
@@ -86,7 +85,7 @@ def current_learned_errors(ts) -> pd.Series | None:
         pred = make_estimator("learned").predict(ts.X)
     except (PredictionError, ImportError, OSError):
         return None
-    from predictor.learned.features import model_keys
+    from roofcast.predictor.learned.features import model_keys
 
     keys = model_keys(ts.X)
     e = ape_pct(pred, ts.y_s)
@@ -96,7 +95,7 @@ def current_learned_errors(ts) -> pd.Series | None:
 def _retrain(ts) -> None:
     st.subheader("Retrain the learned predictor")
     try:
-        from predictor.learned import training  # noqa: F401
+        from roofcast.predictor.learned import training  # noqa: F401
     except ImportError:
         st.info("Retraining arrives with the learned predictor (predictor.learned), which this "
                 "installation does not have.")
@@ -114,7 +113,7 @@ def _retrain(ts) -> None:
         state.show_error(exc)
         return
     st.session_state["trained_hash"] = ts.data_hash
-    from predictor.learned.training import validation_tables
+    from roofcast.predictor.learned.training import validation_tables
 
     fam = validation_tables(res)["per_family"]
     if fam.empty:
@@ -139,8 +138,8 @@ def _retrain(ts) -> None:
                f"current model {cur_err:.1f}% → new model {new_err:.1f}% (median over families)")
     st.markdown(f"**Held-out error:** {verdict}")
     if st.button("Adopt the new model", key="adopt"):
-        from predictor.learned.estimator import MODEL_ENV
-        from predictor.learned.persistence import save
+        from roofcast.predictor.learned.estimator import MODEL_ENV
+        from roofcast.predictor.learned.persistence import save
 
         folder = save(res.model, state.adopted_model_dir())
         os.environ[MODEL_ENV] = str(folder)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
-
-from app import charts, state
-from graph_import import summary
-from graph_import.dims import MAX_DIM
-from training_data import zoo
+from roofcast.app import charts, state
+from roofcast.graph_import import summary
+from roofcast.graph_import.dims import MAX_DIM
+from roofcast.training_data import zoo
 
 
 def _pick_zoo() -> None:

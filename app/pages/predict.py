@@ -4,10 +4,9 @@ memory fit."""
 from __future__ import annotations
 
 import streamlit as st
-
-from app import charts, controls, state
-from app.commands.predict import GIB, memory_table, op_table
-from hw_catalog import get_device
+from roofcast.app import charts, controls, state
+from roofcast.app.commands.predict import GIB, memory_table, op_table
+from roofcast.hw_catalog import get_device
 
 
 def _totals(pred, hw) -> None:
@@ -48,11 +47,11 @@ def _totals(pred, hw) -> None:
 def learned_summary(pred, hw) -> dict | None:
     """``LearnedModel.summarize`` for a learned/auto prediction (model loaded once per folder
     and version with ``st.cache_resource``); None for analytical estimators."""
-    from predictor.estimators import ESTIMATORS
+    from roofcast.predictor.estimators import ESTIMATORS
 
     if pred.estimator in ESTIMATORS or "predictor" not in pred.per_op:
         return None
-    from predictor.learned.estimator import model_folder
+    from roofcast.predictor.learned.estimator import model_folder
 
     model = state.learned_model(str(model_folder()), state.learned_version(pred.estimator))
     return model.summarize(pred.per_op, hw.kind)

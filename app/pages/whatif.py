@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from app import charts, state
-from hw_catalog import get_device
-from hw_catalog.user_devices import save_user_device
+from roofcast.app import charts, state
+from roofcast.hw_catalog import get_device
+from roofcast.hw_catalog.user_devices import save_user_device
 
 FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0)
 KNOBS = (  # scale key, label, how the base value is shown

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 
-from graph_import.costs import (  # noqa: F401  (imported for their @register side effects)
+from roofcast.graph_import.costs import (  # noqa: F401  (imported for their @register side effects)
     attention,
     conv,
     data_movement,
@@ -50,9 +50,9 @@ from graph_import.costs import (  # noqa: F401  (imported for their @register si
     reduction,
     softmax,
 )
-from graph_import.costs._common import CostRuleError
-from graph_import.costs.registry import lookup, registered_ops
-from graph_import.types import FREE_COST, OpCost, OpNode
+from roofcast.graph_import.costs._common import CostRuleError
+from roofcast.graph_import.costs.registry import lookup, registered_ops
+from roofcast.graph_import.types import FREE_COST, OpCost, OpNode
 
 __all__ = ["FREE_OPS", "CostRuleError", "cost_of", "is_free", "registered_ops"]
 

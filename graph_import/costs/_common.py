@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from graph_import.types import Engine, OpCost, OpNode, TensorInfo
+from roofcast.graph_import.types import Engine, OpCost, OpNode, TensorInfo
 
 
 class CostRuleError(Exception):

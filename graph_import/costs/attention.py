@@ -16,7 +16,7 @@ op is a fused kernel; the score matrix is not counted as memory traffic).
 
 from __future__ import annotations
 
-from graph_import.costs._common import (
+from roofcast.graph_import.costs._common import (
     CostRuleError,
     attr_float,
     attr_int,
@@ -26,9 +26,9 @@ from graph_import.costs._common import (
     need_input,
     need_output,
 )
-from graph_import.costs.registry import MS_DOMAIN, register
-from graph_import.costs.softmax import SOFTMAX_FLOPS_PER_ELEMENT
-from graph_import.types import Engine, OpCost, OpNode, TensorInfo
+from roofcast.graph_import.costs.registry import MS_DOMAIN, register
+from roofcast.graph_import.costs.softmax import SOFTMAX_FLOPS_PER_ELEMENT
+from roofcast.graph_import.types import Engine, OpCost, OpNode, TensorInfo
 
 SCALE_FLOPS_PER_SCORE = 1
 SOFTCAP_FLOPS_PER_SCORE = 3

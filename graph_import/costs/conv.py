@@ -9,7 +9,7 @@ reduction is only the kernel window, no matrix-unit tile fits) which run on VECT
 
 from __future__ import annotations
 
-from graph_import.costs._common import (
+from roofcast.graph_import.costs._common import (
     attr_str,
     io_cost,
     need_input,
@@ -17,10 +17,10 @@ from graph_import.costs._common import (
     need_rank,
     prod,
 )
-from graph_import.costs.elementwise import UNARY_FLOPS_PER_ELEMENT
-from graph_import.costs.matmul import REQUANT_FLOPS_PER_ELEMENT
-from graph_import.costs.registry import MS_DOMAIN, register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs.elementwise import UNARY_FLOPS_PER_ELEMENT
+from roofcast.graph_import.costs.matmul import REQUANT_FLOPS_PER_ELEMENT
+from roofcast.graph_import.costs.registry import MS_DOMAIN, register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 
 def _conv_cost(node: OpNode, w_index: int, bias_index: int | None, extra_per_output: int = 0):

@@ -9,15 +9,15 @@ GatherElements, GatherND and Slice read only the elements they select,
 
 from __future__ import annotations
 
-from graph_import.costs._common import (
+from roofcast.graph_import.costs._common import (
     attr_str,
     io_cost,
     need_input,
     need_output,
     partial_read_cost,
 )
-from graph_import.costs.registry import register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs.registry import register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 #: Ops whose kernel copies/permutes/generates data: read inputs, write outputs, no arithmetic.
 COPY_OPS: tuple[str, ...] = (

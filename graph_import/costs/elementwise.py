@@ -7,9 +7,9 @@ each distinct input read once at its own (pre-broadcast) size, the output writte
 
 from __future__ import annotations
 
-from graph_import.costs._common import attr_str, need_output, per_output_element
-from graph_import.costs.registry import MS_DOMAIN, register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs._common import attr_str, need_output, per_output_element
+from roofcast.graph_import.costs.registry import MS_DOMAIN, register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 #: FLOPs per output element of unary ops, by the formula-count convention.
 UNARY_FLOPS_PER_ELEMENT: dict[str, int] = {

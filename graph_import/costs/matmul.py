@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from graph_import.costs._common import (
+from roofcast.graph_import.costs._common import (
     CostRuleError,
     attr_float,
     attr_int,
@@ -19,8 +19,8 @@ from graph_import.costs._common import (
     need_output,
     prod,
 )
-from graph_import.costs.registry import MS_DOMAIN, register
-from graph_import.types import Engine, OpCost, OpNode, TensorInfo
+from roofcast.graph_import.costs.registry import MS_DOMAIN, register
+from roofcast.graph_import.types import Engine, OpCost, OpNode, TensorInfo
 
 #: FLOPs per output element to requantise an int32 accumulator (scale mul, zero-point add).
 REQUANT_FLOPS_PER_ELEMENT = 2

@@ -14,7 +14,7 @@ Bytes: all inputs read once, all present outputs (incl. optional Mean/InvStdDev)
 
 from __future__ import annotations
 
-from graph_import.costs._common import (
+from roofcast.graph_import.costs._common import (
     CostRuleError,
     attr_int,
     attr_ints,
@@ -24,8 +24,8 @@ from graph_import.costs._common import (
     partial_read_cost,
     prod,
 )
-from graph_import.costs.registry import MS_DOMAIN, register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs.registry import MS_DOMAIN, register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 STATS_FLOPS_PER_ELEMENT = 4
 STATS_FLOPS_PER_ROW = 4

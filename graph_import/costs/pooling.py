@@ -11,7 +11,7 @@ Bytes: input read once, outputs written once (overlapping windows are served fro
 
 from __future__ import annotations
 
-from graph_import.costs._common import (
+from roofcast.graph_import.costs._common import (
     CostRuleError,
     attr_ints,
     io_cost,
@@ -19,8 +19,8 @@ from graph_import.costs._common import (
     need_output,
     prod,
 )
-from graph_import.costs.registry import register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs.registry import register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 
 def _window(node: OpNode) -> tuple[int, int]:

@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from graph_import.costs._common import io_cost, need_input, per_output_element
-from graph_import.costs.registry import register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs._common import io_cost, need_input, per_output_element
+from roofcast.graph_import.costs.registry import register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 QUANTIZE_FLOPS_PER_ELEMENT = 5
 MINMAX_FLOPS_PER_ELEMENT = 2

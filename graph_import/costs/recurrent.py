@@ -20,15 +20,15 @@ stay in cache/registers of a fused recurrent kernel); Y, Y_h, Y_c written once.
 
 from __future__ import annotations
 
-from graph_import.costs._common import (
+from roofcast.graph_import.costs._common import (
     CostRuleError,
     attr_int,
     io_cost,
     need_input,
     need_output,
 )
-from graph_import.costs.registry import register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs.registry import register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 #: op -> (gates G, elementwise FLOPs per hidden unit and step, bias FLOPs per unit and step)
 RECURRENT_ELEMENTWISE: dict[str, tuple[int, int, int]] = {

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import math
 
-from graph_import.costs._common import CostRuleError, attr_int, io_cost, need_input, need_output
-from graph_import.costs.registry import register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs._common import (
+    CostRuleError,
+    attr_int,
+    io_cost,
+    need_input,
+    need_output,
+)
+from roofcast.graph_import.costs.registry import register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 #: op -> (FLOPs per input element before combining, FLOPs per output element after combining).
 REDUCE_MAP_FINISH: dict[str, tuple[int, int]] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from graph_import.types import OpCost, OpNode
+from roofcast.graph_import.types import OpCost, OpNode
 
 CostRule = Callable[[OpNode], OpCost]
 

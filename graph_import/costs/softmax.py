@@ -9,9 +9,15 @@ Rows = numel / shape[axis]. Bytes: input read once, output written once.
 
 from __future__ import annotations
 
-from graph_import.costs._common import CostRuleError, attr_int, io_cost, need_input, need_output
-from graph_import.costs.registry import register
-from graph_import.types import Engine, OpCost, OpNode
+from roofcast.graph_import.costs._common import (
+    CostRuleError,
+    attr_int,
+    io_cost,
+    need_input,
+    need_output,
+)
+from roofcast.graph_import.costs.registry import register
+from roofcast.graph_import.types import Engine, OpCost, OpNode
 
 SOFTMAX_FLOPS_PER_ELEMENT = 5
 HARDMAX_FLOPS_PER_ELEMENT = 1

@@ -9,10 +9,10 @@ estimator, plus estimator-specific columns). Formulas: see each module's docstri
 
 from __future__ import annotations
 
-from predictor.errors import PredictionError
-from predictor.estimators.base import EXPLAIN_COLUMNS, AnalyticalEstimator
-from predictor.estimators.roofline import NoOverlap, Roofline, RooflineEff, TimeRoofline
-from predictor.estimators.traffic import Traffic
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators.base import EXPLAIN_COLUMNS, AnalyticalEstimator
+from roofcast.predictor.estimators.roofline import NoOverlap, Roofline, RooflineEff, TimeRoofline
+from roofcast.predictor.estimators.traffic import Traffic
 
 ESTIMATORS: dict[str, type[AnalyticalEstimator]] = {
     cls.name: cls for cls in (Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic)
@@ -32,7 +32,7 @@ def make_estimator(name: str, **params: object) -> AnalyticalEstimator:
     """A new estimator by registry name (``ESTIMATORS``, or ``learned``/``auto``)."""
     cls = ESTIMATORS.get(name)
     if cls is None and name in LEARNED_NAMES:
-        from predictor.learned.estimator import LEARNED_ESTIMATORS
+        from roofcast.predictor.learned.estimator import LEARNED_ESTIMATORS
 
         cls = LEARNED_ESTIMATORS[name]
     if cls is None:

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from predictor.efficiency import EfficiencyCurves, default_curves
-from predictor.estimators.base import (
+from roofcast.predictor.efficiency import EfficiencyCurves, default_curves
+from roofcast.predictor.estimators.base import (
     AnalyticalEstimator,
     base_terms,
     check_features,

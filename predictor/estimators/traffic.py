@@ -52,17 +52,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from predictor.efficiency import EfficiencyCurves, default_curves
-from predictor.errors import PredictionError
-from predictor.estimators.base import (
+from roofcast.predictor.efficiency import EfficiencyCurves, default_curves
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators.base import (
     AnalyticalEstimator,
     base_terms,
     check_features,
     frame,
     with_overhead,
 )
-from predictor.estimators.roofline import efficiencies
+from roofcast.predictor.estimators.roofline import efficiencies
 
 # Output tiles of the cuBLAS/CUTLASS kernel families (e.g. volta_sgemm_32x128, _64x64, _128x128).
 TILES: tuple[tuple[int, int], ...] = (

@@ -33,11 +33,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from predictor.config import RunConfig
-from predictor.errors import PredictionError
-from predictor.precision import STORAGE_BYTES
-from predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.precision import STORAGE_BYTES
+from roofcast.predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
 BUNDLED_ROWS = "cpu_measurements.csv.gz"
@@ -91,9 +90,9 @@ def _group(kind: np.ndarray, device: np.ndarray, model: np.ndarray) -> np.ndarra
 def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, seed: int = 0,
                data_dir: str | Path | None = None, kinds: tuple[str, ...] = ("gpu",)) -> TrainingSet:
     """The public GPU kernels as a training set (module docstring)."""
-    from hw_catalog.catalog import get_device
-    from predictor.features import featurize
-    from training_data.public_kernels import PublicDataError, kernel_workload, load_kernels
+    from roofcast.hw_catalog.catalog import get_device
+    from roofcast.predictor.features import featurize
+    from roofcast.training_data.public_kernels import PublicDataError, kernel_workload, load_kernels
 
     try:
         kernels = load_kernels(data_dir).kernels
@@ -179,8 +178,8 @@ def measurement_workload(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, in
 def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None) -> TrainingSet:
     """Tidy measurement rows -> training set; ``specs``: device id -> HardwareSpec overrides
     (e.g. ``local`` = the calibration recorded with the data)."""
-    from hw_catalog.catalog import get_device
-    from predictor.features import featurize
+    from roofcast.hw_catalog.catalog import get_device
+    from roofcast.predictor.features import featurize
 
     work, dropped = measurement_workload(rows)
     if work.empty:
@@ -202,7 +201,7 @@ def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None) 
 
 def bundled_spec(meta_path: Path):
     """The HardwareSpec of the machine the bundled CPU data was measured on."""
-    from hw_catalog.schema import doc_to_spec
+    from roofcast.hw_catalog.schema import doc_to_spec
 
     meta = json.loads(meta_path.read_text())
     doc = meta.get("calibration")
@@ -218,16 +217,16 @@ def bundled_set(folder: str | Path | None = None) -> TrainingSet:
     rows_path, meta_path = folder / BUNDLED_ROWS, folder / BUNDLED_META
     if not rows_path.is_file() or not meta_path.is_file():
         raise PredictionError(f"bundled CPU data not found in {folder} ({BUNDLED_ROWS}, "
-                              f"{BUNDLED_META}); build it with python -m training_data.bundled.build_dataset")
+                              f"{BUNDLED_META}); build it with python -m roofcast.training_data.bundled.build_dataset")
     rows = pd.read_csv(rows_path, low_memory=False)
     return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)})
 
 
 def file_set(path: str | Path) -> TrainingSet:
     """A user's CSV/Parquet of tidy rows, validated by ``training_data.schema`` first."""
-    from training_data.importers import read_measurement_file
-    from training_data.schema import normalize
-    from training_data.store import format_problems
+    from roofcast.training_data.importers import read_measurement_file
+    from roofcast.training_data.schema import normalize
+    from roofcast.training_data.store import format_problems
 
     raw = read_measurement_file(path)
     checked = normalize(raw)
@@ -238,7 +237,7 @@ def file_set(path: str | Path) -> TrainingSet:
 
 def store_set(path: str | Path | None = None, devices: list[str] | None = None) -> TrainingSet:
     """Rows of the measurement store (optionally only ``devices``)."""
-    from training_data.store import Store
+    from roofcast.training_data.store import Store
 
     rows = Store(path).read(device=devices) if devices else Store(path).read()
     if rows.empty:
@@ -268,7 +267,7 @@ def load_sources(sources: list[str], *, devices: list[str] | None = None,
             raise PredictionError(f"unknown training source {src!r}; give one of {', '.join(SOURCES)} "
                                   "or a CSV/Parquet file of measurement rows")
         if devices and src != "public":
-            from hw_catalog.catalog import get_device
+            from roofcast.hw_catalog.catalog import get_device
 
             wanted = {get_device(d).id for d in devices}
             ts = ts.subset(ts.X["device"].isin(wanted).to_numpy())

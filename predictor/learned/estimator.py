@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from roofcast.predictor.learned.predictor import DEFAULT_FALLBACK, LearnedModel
 from sklearn.base import BaseEstimator
-
-from predictor.learned.predictor import DEFAULT_FALLBACK, LearnedModel
 
 _CACHE: dict[tuple[str, float], LearnedModel] = {}
 #: environment variable naming the model folder used when no ``model_dir`` is given.
@@ -30,7 +29,7 @@ MODEL_ENV = "ROOFCAST_LEARNED_MODEL"
 
 def model_folder(model_dir: str | Path | None = None) -> Path:
     """``model_dir``, else ``$ROOFCAST_LEARNED_MODEL``, else the shipped default model."""
-    from predictor.learned.persistence import DEFAULT_DIR
+    from roofcast.predictor.learned.persistence import DEFAULT_DIR
 
     if model_dir is not None:
         return Path(model_dir)
@@ -40,7 +39,7 @@ def model_folder(model_dir: str | Path | None = None) -> Path:
 
 def load_cached(model_dir: str | Path | None = None) -> LearnedModel:
     """``persistence.load`` with a cache keyed by folder and metadata mtime."""
-    from predictor.learned.persistence import METADATA, load
+    from roofcast.predictor.learned.persistence import METADATA, load
 
     folder = model_folder(model_dir)
     meta = folder / METADATA
@@ -64,7 +63,7 @@ class LearnedEstimator(BaseEstimator):
         return load_cached(self.model_dir)
 
     def fit(self, X: pd.DataFrame, y: object = None) -> LearnedEstimator:
-        from predictor.learned.features import check_featurized
+        from roofcast.predictor.learned.features import check_featurized
 
         check_featurized(X)
         return self

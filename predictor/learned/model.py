@@ -37,10 +37,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from predictor.errors import PredictionError
-from predictor.learned.features import FEATURES
-from predictor.learned.stats import weighted_median
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.learned.features import FEATURES
+from roofcast.predictor.learned.stats import weighted_median
 
 CANDIDATES: tuple[str, ...] = ("xgboost", "ridge", "median")
 XGB_PARAMS: dict[str, Any] = {

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from predictor.learned.features import FEATURES, SIZE_FEATURES
+from roofcast.predictor.learned.features import FEATURES, SIZE_FEATURES
 
 RANGE_FEATURES: tuple[str, ...] = FEATURES + SIZE_FEATURES
 DEVICE_VECTOR: tuple[str, ...] = ("lg_peak", "lg_bw", "lg_l2", "lg_units", "lg_clock", "lg_launch")

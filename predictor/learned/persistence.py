@@ -22,12 +22,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from predictor.errors import PredictionError
-from predictor.learned.features import FEATURES
-from predictor.learned.intervals import BinnedIntervals, EndToEnd
-from predictor.learned.model import FamilyModel
-from predictor.learned.ood import DeviceSet, Ranges
-from predictor.learned.predictor import LearnedModel
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.learned.features import FEATURES
+from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd
+from roofcast.predictor.learned.model import FamilyModel
+from roofcast.predictor.learned.ood import DeviceSet, Ranges
+from roofcast.predictor.learned.predictor import LearnedModel
 
 FORMAT = "roofcast-learned/1"
 METADATA = "metadata.json"

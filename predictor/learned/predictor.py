@@ -27,12 +27,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from predictor.errors import PredictionError
-from predictor.learned.features import learned_features, model_keys, roofline_terms
-from predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum
-from predictor.learned.model import FamilyModel
-from predictor.learned.ood import DEVICE_DISTANCE, DeviceSet, Ranges, model_flag
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.learned.features import learned_features, model_keys, roofline_terms
+from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum
+from roofcast.predictor.learned.model import FamilyModel
+from roofcast.predictor.learned.ood import DEVICE_DISTANCE, DeviceSet, Ranges, model_flag
 
 MODES: tuple[str, ...] = ("learned", "auto")
 #: the end-to-end calibration applies only when learned rows hold this share of the time (and
@@ -54,8 +53,8 @@ class LearnedModel:
 
     def explain(self, X: pd.DataFrame, mode: str = "learned",
                 fallback: str = DEFAULT_FALLBACK) -> pd.DataFrame:
-        from predictor.estimators import make_estimator
-        from predictor.estimators.base import base_terms, bound_label
+        from roofcast.predictor.estimators import make_estimator
+        from roofcast.predictor.estimators.base import base_terms, bound_label
 
         if mode not in MODES:
             raise PredictionError(f"learned mode {mode!r} unknown; choose one of {MODES}")

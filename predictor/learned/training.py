@@ -42,11 +42,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from predictor.errors import PredictionError
-from predictor.learned.data import TrainingSet
-from predictor.learned.features import learned_features, model_keys, roofline_terms
-from predictor.learned.intervals import (
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.learned.data import TrainingSet
+from roofcast.predictor.learned.features import learned_features, model_keys, roofline_terms
+from roofcast.predictor.learned.intervals import (
     ALPHA,
     BinnedIntervals,
     EndToEnd,
@@ -54,10 +53,10 @@ from predictor.learned.intervals import (
     group_adjusted_alpha,
     nested_group_coverage,
 )
-from predictor.learned.model import CANDIDATES, FamilyModel
-from predictor.learned.ood import DeviceSet, Ranges
-from predictor.learned.predictor import LearnedModel
-from predictor.learned.stats import weighted_median
+from roofcast.predictor.learned.model import CANDIDATES, FamilyModel
+from roofcast.predictor.learned.ood import DeviceSet, Ranges
+from roofcast.predictor.learned.predictor import LearnedModel
+from roofcast.predictor.learned.stats import weighted_median
 
 MIN_ROWS = 30
 MAX_FOLDS = 8
@@ -149,7 +148,7 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
           alpha: float = ALPHA, progress: Callable[[str], None] | None = None,
           meta: dict[str, Any] | None = None, weight_power: float = WEIGHT_POWER) -> TrainResult:
     """Fit, cross-validate and calibrate (module docstring)."""
-    from predictor.estimators import make_estimator
+    from roofcast.predictor.estimators import make_estimator
 
     say = progress or (lambda _msg: None)
     xgb_params = QUICK_XGB if quick else None
@@ -321,7 +320,7 @@ def split_holdout(ts: TrainingSet, devices: list[str] = (), models: list[str] = 
     """(training rows, held-out rows): rows of the held-out devices and models leave training."""
     if not devices and not models:
         return ts, None
-    from hw_catalog.catalog import get_device
+    from roofcast.hw_catalog.catalog import get_device
 
     ids = {get_device(d).id for d in devices}
     X = ts.X

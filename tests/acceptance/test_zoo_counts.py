@@ -20,9 +20,8 @@ Conventions that differ, and how the test reconciles them:
 from __future__ import annotations
 
 import pytest
-
-from graph_import import import_model
-from training_data import zoo
+from roofcast.graph_import import import_model
+from roofcast.training_data import zoo
 
 MODELS = zoo.list_models()
 MATMUL_CLASS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "LSTM", "GRU",

@@ -40,9 +40,9 @@ def free_port() -> int:
 
 
 def roofcast_command() -> list[str]:
-    """``roofcast`` beside this Python (the installed entry point), else ``python -m app.cli``."""
+    """``roofcast`` beside this Python (the installed entry point), else ``python -m roofcast.app.cli``."""
     script = Path(sys.executable).with_name("roofcast")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "app.cli"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "roofcast.app.cli"]
 
 
 @contextmanager

@@ -3,8 +3,7 @@
 import argparse
 
 import pytest
-
-from app.argtypes import name_list, nonnegative_int, positive_int, positive_int_list
+from roofcast.app.argtypes import name_list, nonnegative_int, positive_int, positive_int_list
 
 
 def test_lists_strip_and_drop_empty_items():

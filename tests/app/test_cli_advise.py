@@ -9,8 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-from app.cli import main
+from roofcast.app.cli import main
 
 LOCAL_TOML = """
 id = "local"

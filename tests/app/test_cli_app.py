@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from app.cli import build_parser, main
-from app.commands.app import APP_SCRIPT, streamlit_command
+from roofcast.app.cli import build_parser, main
+from roofcast.app.commands.app import APP_SCRIPT, streamlit_command
 
 
 def test_command_runs_the_app_script_headless_on_the_port():

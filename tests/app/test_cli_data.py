@@ -6,8 +6,7 @@ import json
 
 import pandas as pd
 import pytest
-
-from app.cli import main
+from roofcast.app.cli import main
 
 CSV = ("op_type,device_id,dtype,latency_ms,family,run_id\n"
        "MatMul,t4,fp16,0.5,matmul,a\n"

@@ -6,12 +6,11 @@ import json
 
 import pytest
 from onnx import TensorProto, helper
-
-from app.cli import main
-from graph_import import import_model
-from graph_import.summary import totals
-from graph_import.types import Engine
-from training_data import zoo
+from roofcast.app.cli import main
+from roofcast.graph_import import import_model
+from roofcast.graph_import.summary import totals
+from roofcast.graph_import.types import Engine
+from roofcast.training_data import zoo
 
 
 def _tiny_model(path):

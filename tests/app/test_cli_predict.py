@@ -10,8 +10,7 @@ import onnx
 import pandas as pd
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-from app.cli import main
+from roofcast.app.cli import main
 
 
 @pytest.fixture(scope="module")

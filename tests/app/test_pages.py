@@ -13,17 +13,17 @@ import onnx
 import plotly.io as pio
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from roofcast.app.charts import fmt_time
+from roofcast.app.model_ref import load_graph
+from roofcast.graph_import import import_model, summary
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.hw_catalog import derive, get_device
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.simulate import predict_graph
 from streamlit.testing.v1 import AppTest
 
-import app
-from app.charts import fmt_time
-from app.model_ref import load_graph
-from graph_import import import_model, summary
-from graph_import.errors import ModelImportError
-from hw_catalog import derive, get_device
-from predictor.config import RunConfig
-from predictor.errors import PredictionError
-from predictor.simulate import predict_graph
+from roofcast import app
 
 APP = Path(app.__file__).resolve().parent / "streamlit_app.py"
 DATA = Path(__file__).parent / "data"
@@ -117,7 +117,7 @@ def test_bad_upload_shows_the_import_message():
 
 
 def test_oversized_upload_is_refused_with_the_limit(monkeypatch):
-    from app import state
+    from roofcast.app import state
 
     monkeypatch.setattr(state, "MAX_UPLOAD_BYTES", 100)
     at = start()
@@ -276,8 +276,8 @@ def test_measurements_vs_prediction_and_retrain(monkeypatch):
     at = start("measurements")
     at.file_uploader(key="meas_upload").set_value(("m.csv", data, "text/csv")).run()
     assert_clean(at)
-    from predictor.estimators import make_estimator
-    from predictor.learned.data import file_set
+    from roofcast.predictor.estimators import make_estimator
+    from roofcast.predictor.learned.data import file_set
 
     ts = file_set(DATA / "measurements_h100.csv")
     pred = make_estimator("time-roofline").predict(ts.X)
@@ -292,7 +292,7 @@ def test_measurements_vs_prediction_and_retrain(monkeypatch):
     assert (table["new model median APE %"] >= 0).all()
     assert any("Held-out error" in m.value for m in at.markdown)
     # the current model's error on these rows, as the library computes it
-    from predictor.learned.features import model_keys
+    from roofcast.predictor.learned.features import model_keys
 
     try:
         current = make_estimator("learned").predict(ts.X)
@@ -359,7 +359,7 @@ def test_sequence_beyond_the_position_table_is_a_message_on_every_page():
 
 
 def test_an_overwritten_user_device_is_predicted_afresh():
-    from hw_catalog.user_devices import save_user_device
+    from roofcast.hw_catalog.user_devices import save_user_device
 
     save_user_device("h100-sxm", {"mem_bw_scale": 2.0}, "mine")
     at = start("predict")

@@ -3,10 +3,9 @@ the same static shapes folds them away); ops on real data keep their cost."""
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
-
-from graph_import import import_model
-from graph_import.summary import totals
-from graph_import.types import FREE_COST
+from roofcast.graph_import import import_model
+from roofcast.graph_import.summary import totals
+from roofcast.graph_import.types import FREE_COST
 
 
 def _model():

@@ -1,9 +1,8 @@
 """--dim spec parsing."""
 
 import pytest
-
-from graph_import.dims import MAX_DIM, parse_dim_specs, split_input_axis
-from graph_import.errors import ModelImportError
+from roofcast.graph_import.dims import MAX_DIM, parse_dim_specs, split_input_axis
+from roofcast.graph_import.errors import ModelImportError
 
 
 def test_name_and_input_axis_specs():

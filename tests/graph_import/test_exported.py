@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from graph_import import import_model
+from roofcast.graph_import import import_model
 
 DATA = Path(__file__).parent / "data"
 MODELS = sorted(DATA.glob("*.onnx"))

@@ -9,10 +9,10 @@ import os
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.load import MAX_TENSOR_ELEMENTS, load_model
+from roofcast.graph_import.shapes import infer_concrete
 
-from graph_import.errors import ModelImportError
-from graph_import.load import MAX_TENSOR_ELEMENTS, load_model
-from graph_import.shapes import infer_concrete
 from tests.graph_import.import_helpers import (
     const,
     dynamic_reshape_model,
@@ -267,7 +267,7 @@ def test_external_data_in_subgraph_initializer_refused():
 def test_big_tensor_whose_data_is_shorter_than_its_dims_is_never_read():
     """Only small tensors' values are ever read (and checked); a big one lying about its size
     is harmless: its dims are used, its bytes are not."""
-    from graph_import import import_model
+    from roofcast.graph_import import import_model
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1024, 1024])
     c = const("c", np.zeros(4), np.float32)
@@ -284,7 +284,7 @@ def test_big_tensor_whose_data_is_shorter_than_its_dims_is_never_read():
 
 def test_huge_computed_tensors_are_not_materialised():
     """Range to 2**40 and ConstantOfShape of 2**40 elements: shapes only, nothing allocated."""
-    from graph_import import import_model
+    from roofcast.graph_import import import_model
 
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     r = helper.make_tensor_value_info("r", TensorProto.INT64, None)
@@ -331,7 +331,7 @@ def test_random_byte_corruption_never_crashes(seed):
     ModelImportError, never another exception."""
     from pathlib import Path
 
-    from graph_import import import_model
+    from roofcast.graph_import import import_model
 
     data = (Path(__file__).parent / "data" / "gpt2_dynamo.onnx").read_bytes()
     rng = np.random.default_rng(seed)

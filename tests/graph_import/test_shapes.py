@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.load import load_model
+from roofcast.graph_import.shapes import infer_concrete
 
-from graph_import.errors import ModelImportError
-from graph_import.load import load_model
-from graph_import.shapes import infer_concrete
 from tests.graph_import.import_helpers import (
     const,
     dynamic_reshape_model,
@@ -228,7 +228,7 @@ def test_derived_input_axes_are_evaluated_from_bound_names():
 
 
 def test_dim_expressions_are_parsed_safely():
-    from graph_import.dims import dim_expr_names, eval_dim_expr
+    from roofcast.graph_import.dims import dim_expr_names, eval_dim_expr
 
     assert eval_dim_expr("2*s0 + 1", {"s0": 5}) == 2 * 5 + 1
     assert eval_dim_expr("Min(4096, s1)", {"s1": 9000}) == 4096

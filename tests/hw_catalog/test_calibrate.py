@@ -8,18 +8,17 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from app.cli import main
-from hw_catalog import get_device
-from hw_catalog.calibrate import (
+from roofcast.app.cli import main
+from roofcast.hw_catalog import get_device
+from roofcast.hw_catalog.calibrate import (
     _count_cpus,
     _parse_size,
     bw_saturation_threads,
     plateaus,
     thread_counts,
 )
-from hw_catalog.tomlwrite import dumps
-from hw_catalog.validate import validate_document
+from roofcast.hw_catalog.tomlwrite import dumps
+from roofcast.hw_catalog.validate import validate_document
 
 CACHES = [  # a 2-core machine: private 32 KiB L1 and 512 KiB L2, shared 32 MiB L3
     {"level": 1, "type": "Data", "size_bytes": 32 * 1024, "shared_by": 1},
@@ -111,7 +110,7 @@ def test_quick_calibration_writes_a_valid_local_device(user_folder: Path, capsys
 def test_calibrate_output_option(tmp_path: Path, user_folder: Path, capsys,
                                  monkeypatch: pytest.MonkeyPatch):
     """--output writes elsewhere; the doc is validated before the atomic replace."""
-    import hw_catalog.calibrate as cal
+    import roofcast.hw_catalog.calibrate as cal
 
     fake = {"id": "local"}  # what a broken measurement would produce: invalid, never written
     monkeypatch.setattr(cal, "run_calibration", lambda quick, progress: fake)

@@ -6,8 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from hw_catalog import (
+from roofcast.hw_catalog import (
     HardwareSpecError,
     get_device,
     list_devices,
@@ -15,7 +14,7 @@ from hw_catalog import (
     resolve_name,
     user_dir,
 )
-from hw_catalog.catalog import name_tokens, normalize_name
+from roofcast.hw_catalog.catalog import name_tokens, normalize_name
 
 
 def _copy(src: Path, folder: Path, dev_id: str | None = None, **replace: str) -> Path:

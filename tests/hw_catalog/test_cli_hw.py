@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.cli import main
+from roofcast.app.cli import main
 
 
 def test_hw_list_json_includes_user_devices(fixture_dir: Path, user_folder: Path, capsys):

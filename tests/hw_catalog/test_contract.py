@@ -7,11 +7,10 @@ import pickle
 from pathlib import Path
 
 import pytest
-
-from hw_catalog import BUILTIN_DIR, load_catalog
-from hw_catalog.catalog import normalize_name, read_toml
-from hw_catalog.schema import PEAK_FIELDS, get_path
-from hw_catalog.validate import RANGES, validate_document
+from roofcast.hw_catalog import BUILTIN_DIR, load_catalog
+from roofcast.hw_catalog.catalog import normalize_name, read_toml
+from roofcast.hw_catalog.schema import PEAK_FIELDS, get_path
+from roofcast.hw_catalog.validate import RANGES, validate_document
 
 DEVICE_FILES = sorted(BUILTIN_DIR.glob("*.toml"))
 EMPTY = Path("/nonexistent-roofcast-user-folder")

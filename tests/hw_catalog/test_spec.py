@@ -8,11 +8,10 @@ import pickle
 from pathlib import Path
 
 import pytest
-
-from graph_import.types import Engine
-from hw_catalog import HardwareSpecError, load_catalog
-from hw_catalog.schema import spec_to_doc
-from hw_catalog.spec import FALLBACKS, canonical_dtype
+from roofcast.graph_import.types import Engine
+from roofcast.hw_catalog import HardwareSpecError, load_catalog
+from roofcast.hw_catalog.schema import spec_to_doc
+from roofcast.hw_catalog.spec import FALLBACKS, canonical_dtype
 
 
 @pytest.fixture
@@ -146,6 +145,6 @@ def test_fallback_table_is_consistent():
 
 
 def test_engine_names_match_graph_import():
-    from hw_catalog.spec import ENGINES, NO_COMPUTE_ENGINES
+    from roofcast.hw_catalog.spec import ENGINES, NO_COMPUTE_ENGINES
 
     assert set(ENGINES) | set(NO_COMPUTE_ENGINES) == {e.value for e in Engine}

@@ -5,9 +5,8 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-
-from hw_catalog import HardwareSpecError, get_device, load_catalog
-from hw_catalog.user_devices import save_user_device
+from roofcast.hw_catalog import HardwareSpecError, get_device, load_catalog
+from roofcast.hw_catalog.user_devices import save_user_device
 
 
 def test_saved_device_loads_with_scaled_and_explicit_values(user_folder):

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from hw_catalog.catalog import get_device
-from predictor.config import RunConfig
-from predictor.features import featurize
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.features import featurize
 
 NAN = float("nan")
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import networkx as nx
-
-from graph_import.types import Engine, Graph, OpCost, OpNode, TensorInfo
+from roofcast.graph_import.types import Engine, Graph, OpCost, OpNode, TensorInfo
 
 
 def t(name: str, *shape: int, dtype: str = "float") -> TensorInfo:
@@ -50,7 +49,7 @@ def toy_device(id: str = "toy", vector_flops: float = 1e9, matrix_flops: float |
                bw_Bps: float = 1e9, overhead_s: float = 1e-6, capacity_bytes: float = 2.0**30,
                price_usd: float | None = None, tdp_W: float | None = None):
     """A HardwareSpec with round numbers: fp32 vector peak, optional fp32 matrix peak."""
-    from hw_catalog.spec import HardwareSpec
+    from roofcast.hw_catalog.spec import HardwareSpec
 
     peaks = {("vector", "fp32"): vector_flops, ("vector", "fp16"): 2 * vector_flops}
     if matrix_flops is not None:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from hw_catalog.catalog import get_device
-from predictor.config import RunConfig
-from predictor.features import featurize
-from predictor.learned.data import TrainingSet
-from predictor.learned.features import roofline_terms
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.features import featurize
+from roofcast.predictor.learned.data import TrainingSet
+from roofcast.predictor.learned.features import roofline_terms
 
 DEVICES = ("v100-pcie-32gb", "t4", "p100-pcie-16gb", "a100-40gb-pcie")
 NOISE = 0.03

@@ -8,10 +8,9 @@ import math
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-from graph_import import import_model
-from hw_catalog.spec import HardwareSpec
-from predictor.advisor import (
+from roofcast.graph_import import import_model
+from roofcast.hw_catalog.spec import HardwareSpec
+from roofcast.predictor.advisor import (
     MIN_GAIN,
     Setting,
     advise,
@@ -20,7 +19,7 @@ from predictor.advisor import (
     public_table,
     thread_candidates,
 )
-from predictor.errors import PredictionError
+from roofcast.predictor.errors import PredictionError
 
 N = 1 << 20  # elements per sample of the memory-bound graph
 

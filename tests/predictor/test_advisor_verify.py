@@ -4,10 +4,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-from predictor.advisor import Setting
-from predictor.advisor_verify import MEMORY_SHARE, session_bytes, settings_that_fit
-from predictor.errors import PredictionError
+from roofcast.predictor.advisor import Setting
+from roofcast.predictor.advisor_verify import MEMORY_SHARE, session_bytes, settings_that_fit
+from roofcast.predictor.errors import PredictionError
 
 SETTINGS = [Setting(threads=2, inter_op=False, batch=b) for b in (1, 2, 4, 8)]
 GB = 1e9

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from roofcast.graph_import.types import Engine
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.fusion import fusion_groups
+from roofcast.predictor.memory import memory_footprint
+from roofcast.predictor.simulate import predict_graph
+from roofcast.predictor.workload import workload_table
 
-from graph_import.types import Engine
-from predictor.config import RunConfig
-from predictor.fusion import fusion_groups
-from predictor.memory import memory_footprint
-from predictor.simulate import predict_graph
-from predictor.workload import workload_table
 from tests.predictor.graph_helpers import branched_graph, graph, op, t, toy_device
 
 
@@ -98,7 +98,7 @@ def _constant(name: str, out) -> object:
     """A Constant node folded at import (free, no runtime kernel)."""
     from dataclasses import replace
 
-    from graph_import.types import FREE_COST
+    from roofcast.graph_import.types import FREE_COST
 
     return replace(op(name, "Constant", [], [out], cost=FREE_COST), constant_folded=True)
 
@@ -147,7 +147,7 @@ def test_residual_add_after_a_matmul_is_not_fused():
 
 def test_measured_fused_rows_count_traffic_like_predicted_ones():
     """The collector's row of an ORT-fused group and the predictor's fused row agree on bytes."""
-    from training_data.collectors.rows import group_work
+    from roofcast.training_data.collectors.rows import group_work
 
     g = linear_relu()
     nodes = [g.nx_graph.nodes[n]["op"] for n in ("mm", "bias", "relu")]
@@ -161,7 +161,7 @@ def test_measured_fused_rows_count_traffic_like_predicted_ones():
 
 
 def test_a_tensor_also_read_outside_the_group_is_still_written():
-    from predictor.fusion import internal_traffic
+    from roofcast.predictor.fusion import internal_traffic
 
     g = branched_graph(10)  # a feeds b and c; d = Add(b, c)
     read_saved, write_saved = internal_traffic(g, ["a", "b"])
@@ -172,8 +172,8 @@ def test_a_tensor_also_read_outside_the_group_is_still_written():
 def test_views_inside_a_group_pass_their_tensor_through():
     """ORT's MatMul+Add+Reshape+Unsqueeze (vit's packed QKV): the Add output leaves the kernel
     through two views, so it is still written once; the views themselves save nothing."""
-    from graph_import.types import OpCost
-    from predictor.fusion import internal_traffic
+    from roofcast.graph_import.types import OpCost
+    from roofcast.predictor.fusion import internal_traffic
 
     free = OpCost(0.0, 0.0, 0.0, 0.0, Engine.FREE)
     x, w, b = t("x", 8, 64), t("w", 64, 32), t("b", 32)

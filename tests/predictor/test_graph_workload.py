@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from graph_import.costs import FREE_OPS
-from graph_import.costs.registry import registered_ops
-from graph_import.types import OpNode
-from predictor.training import BACKWARD_RULES
-from predictor.workload import FAMILY_BY_OP, op_family
-from predictor.workload_schema import FAMILIES
+from roofcast.graph_import.costs import FREE_OPS
+from roofcast.graph_import.costs.registry import registered_ops
+from roofcast.graph_import.types import OpNode
+from roofcast.predictor.training import BACKWARD_RULES
+from roofcast.predictor.workload import FAMILY_BY_OP, op_family
+from roofcast.predictor.workload_schema import FAMILIES
 
 
 def test_every_registered_op_has_a_family_and_a_backward_rule():

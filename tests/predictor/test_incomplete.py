@@ -2,10 +2,9 @@
 tensors whose shapes are unknown instead of crashing."""
 
 from onnx import TensorProto, helper
-
-from graph_import import import_model
-from predictor.config import RunConfig
-from predictor.simulate import predict_graph
+from roofcast.graph_import import import_model
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.simulate import predict_graph
 
 
 def _graph_with_unbound_dim():

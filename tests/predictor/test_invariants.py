@@ -15,12 +15,11 @@ import functools
 import numpy as np
 import pandas as pd
 import pytest
-
-from app.model_ref import load_graph
-from hw_catalog.catalog import list_devices
-from hw_catalog.derive import derive
-from predictor.sweep import sweep
-from training_data import zoo
+from roofcast.app.model_ref import load_graph
+from roofcast.hw_catalog.catalog import list_devices
+from roofcast.hw_catalog.derive import derive
+from roofcast.predictor.sweep import sweep
+from roofcast.training_data import zoo
 
 FEW = ["t4", "a100-40gb-sxm", "h100-sxm", "mi300x", "gaudi2", "xeon-8480plus", "p4"]
 SEQUENCE = 64

@@ -9,21 +9,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from hw_catalog.catalog import get_device
-from predictor.config import RunConfig
-from predictor.errors import PredictionError
-from predictor.estimators import EXPLAIN_COLUMNS, make_estimator
-from predictor.features import featurize
-from predictor.learned import persistence
-from predictor.learned.features import FEATURES, roofline_terms
-from predictor.learned.intervals import (
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators import EXPLAIN_COLUMNS, make_estimator
+from roofcast.predictor.features import featurize
+from roofcast.predictor.learned import persistence
+from roofcast.predictor.learned.features import FEATURES, roofline_terms
+from roofcast.predictor.learned.intervals import (
     conformal_quantiles,
     group_adjusted_alpha,
     group_held_out_coverage,
 )
-from predictor.learned.stats import weighted_median
-from predictor.learned.training import cv_score, fold_ids, train
+from roofcast.predictor.learned.stats import weighted_median
+from roofcast.predictor.learned.training import cv_score, fold_ids, train
+
 from tests.predictor.learned_helpers import synthetic_set, workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,7 +232,7 @@ def test_feature_missing_where_training_always_had_it_is_ood(trained, saved):
 
 
 def test_harness_floor_is_the_median_over_groups_of_their_low_excess():
-    from predictor.learned.model import FLOOR_QUANTILE, harness_floor
+    from roofcast.predictor.learned.model import FLOOR_QUANTILE, harness_floor
 
     bound = np.full(300, 1e-6)
     groups = np.repeat(["a", "b", "c"], 100)
@@ -244,7 +244,7 @@ def test_harness_floor_is_the_median_over_groups_of_their_low_excess():
 
 
 def test_floor_enters_the_reference_but_never_beats_the_bound():
-    from predictor.learned.model import bounded_time
+    from roofcast.predictor.learned.model import bounded_time
 
     bound = np.array([0.0, 1e-6, 1e-3])
     floor = 25e-6
@@ -367,8 +367,7 @@ def test_device_distance_leaves_out_what_a_row_lacks():
     """A data-movement row has no compute peak (NaN): it is as near its training device as the
     compute rows of that device, and a different device is still far."""
     import pandas as pd
-
-    from predictor.learned.ood import DEVICE_VECTOR, DeviceSet
+    from roofcast.predictor.learned.ood import DEVICE_VECTOR, DeviceSet
 
     train_rows = pd.DataFrame([[11.0, 10.7, 6.5, 0.3, 9.4, -6.4],
                                [13.0, 11.9, 7.6, 1.9, 9.2, -5.3]], columns=list(DEVICE_VECTOR))

@@ -11,8 +11,8 @@ import onnx
 import pandas as pd
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from roofcast.app.cli import main
 
-from app.cli import main
 from tests.predictor.learned_helpers import synthetic_set
 
 
@@ -110,8 +110,8 @@ def test_predict_and_compare_with_learned_and_auto(model_dir, mlp_path, capsys, 
 
 
 def test_train_from_the_measurement_store_with_a_device_filter(measurement_csv, tmp_path, capsys):
-    from training_data.importers import import_file
-    from training_data.store import Store
+    from roofcast.training_data.importers import import_file
+    from roofcast.training_data.store import Store
 
     store = tmp_path / "store.sqlite"
     assert import_file(measurement_csv, Store(store)).added == 240

@@ -1,9 +1,8 @@
 """The per-op-type rule table behind gemm_dims and inner_dims."""
 
 import pytest
-
-from graph_import.types import OpNode, TensorInfo
-from predictor.op_rules import OpRules
+from roofcast.graph_import.types import OpNode, TensorInfo
+from roofcast.predictor.op_rules import OpRules
 
 
 def node(op_type: str, *shapes: tuple[int, ...]) -> OpNode:

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from training_data.bundled.build_dataset import (
+from roofcast.training_data.bundled.build_dataset import (
     SEQ_CONFIGS,
     drop_micro,
     main,
@@ -58,7 +57,7 @@ def test_replace_micro_without_a_grid_to_replace_is_refused(args, tmp_path, caps
 
 
 def test_an_interrupted_write_leaves_the_old_file_whole(tmp_path):
-    from training_data.bundled.build_dataset import write_atomically
+    from roofcast.training_data.bundled.build_dataset import write_atomically
 
     target = tmp_path / "cpu_summary.csv"
     target.write_text("old\n")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from roofcast.app.cli import main
+from roofcast.training_data.collectors import gpu
+from roofcast.training_data.collectors.microbench import GRIDS, cases
+from roofcast.training_data.errors import MeasurementError
+from roofcast.training_data.schema import validate
 
-from app.cli import main
 from tests.training_data.collect_helpers import conv_matmul_model
-from training_data.collectors import gpu
-from training_data.collectors.microbench import GRIDS, cases
-from training_data.errors import MeasurementError
-from training_data.schema import validate
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_measure_appends_to_a_store(tiny_path, tmp_path, capsys):
     rc = main(["measure", str(tiny_path), "--batch", "1", "--repeats", "1", "--warmup", "0",
                "--store", str(store), "--format", "csv"])
     assert rc == 0
-    from training_data.store import Store
+    from roofcast.training_data.store import Store
 
     assert Store(store).count() == 3
     assert "3 rows added" in capsys.readouterr().err

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import onnxruntime as ort
+from roofcast.training_data.collectors.gpu import node_model
+from roofcast.training_data.collectors.ort_cpu import prepare
 
 from tests.training_data.collect_helpers import conv_matmul_model
-from training_data.collectors.gpu import node_model
-from training_data.collectors.ort_cpu import prepare
 
 
 def test_every_costed_node_becomes_a_runnable_one_node_model():

@@ -7,15 +7,15 @@ import io
 
 import numpy as np
 from onnx import TensorProto
-
-from tests.training_data.collect_helpers import conv_matmul_model, embedding_model
-from training_data.collectors.ort_cpu import MeasureConfig, measure_model
-from training_data.collectors.random_inputs import (
+from roofcast.training_data.collectors.ort_cpu import MeasureConfig, measure_model
+from roofcast.training_data.collectors.random_inputs import (
     external_initializers,
     int_input_plan,
     make_feeds,
     materialise,
 )
+
+from tests.training_data.collect_helpers import conv_matmul_model, embedding_model
 
 
 def test_integer_inputs_get_valid_ranges():
@@ -78,8 +78,11 @@ def test_materialise_fills_external_weights_without_reading_them(tmp_path, monke
 
 
 def test_big_random_weights_stay_out_of_the_proto_and_run_in_memory(tmp_path):
-    from training_data.collectors.ort_cpu import run_profiled
-    from training_data.collectors.random_inputs import IN_MEMORY_LOCATION, materialise_split
+    from roofcast.training_data.collectors.ort_cpu import run_profiled
+    from roofcast.training_data.collectors.random_inputs import (
+        IN_MEMORY_LOCATION,
+        materialise_split,
+    )
 
     model = conv_matmul_model(external=True, location="absent.bin")
     runnable, big = materialise_split(model, {"batch": 2}, inline_max_bytes=64)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from onnx import TensorProto, helper
-
-from training_data.collectors.node_mapping import map_optimized
+from roofcast.training_data.collectors.node_mapping import map_optimized
 
 F = TensorProto.FLOAT
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from training_data.collectors.profile import parse_profile
+from roofcast.training_data.collectors.profile import parse_profile
 
 
 def _ev(cat, name, ts, dur, op=""):

@@ -9,11 +9,10 @@ import json
 
 import pandas as pd
 import pytest
-
-from training_data.errors import MeasurementError
-from training_data.importers import PUBLIC_DATASETS, import_file, import_public
-from training_data.public_kernels import KERNEL_FILES, shared_data_dir
-from training_data.store import Store
+from roofcast.training_data.errors import MeasurementError
+from roofcast.training_data.importers import PUBLIC_DATASETS, import_file, import_public
+from roofcast.training_data.public_kernels import KERNEL_FILES, shared_data_dir
+from roofcast.training_data.store import Store
 
 HEADER = "op_type,device_id,dtype,latency_s,run_id"
 GOOD = "MatMul,t4,fp16,0.001,a"

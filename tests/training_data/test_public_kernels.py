@@ -6,9 +6,8 @@ import math
 
 import pandas as pd
 import pytest
-
-from predictor.workload_schema import WORKLOAD_COLUMN_NAMES, check_workload
-from training_data.public_kernels import (
+from roofcast.predictor.workload_schema import WORKLOAD_COLUMN_NAMES, check_workload
+from roofcast.training_data.public_kernels import (
     ENV_VAR,
     PublicDataError,
     kernel_workload,

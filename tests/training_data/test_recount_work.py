@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from training_data.bundled import recount_work as rw
+from roofcast.training_data.bundled import recount_work as rw
 
 
 def test_bundled_rows_follow_the_current_cost_rules():

@@ -6,8 +6,7 @@ import math
 
 import pandas as pd
 import pytest
-
-from training_data.schema import (
+from roofcast.training_data.schema import (
     BY_NAME,
     COLUMN_NAMES,
     KEY_COLUMNS,

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from training_data.errors import MeasurementError
-from training_data.schema import COLUMN_NAMES
-from training_data.store import ENV_VAR, FILE_NAME, Store, default_path
+from roofcast.training_data.errors import MeasurementError
+from roofcast.training_data.schema import COLUMN_NAMES
+from roofcast.training_data.store import ENV_VAR, FILE_NAME, Store, default_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -170,7 +169,7 @@ def test_two_processes_appending_at_once_lose_nothing(tmp_path):
 CHILD = textwrap.dedent("""
     import sqlite3, sys
     import pandas as pd
-    import training_data.store as st
+    import roofcast.training_data.store as st
     st.CACHE_KIB = 64  # a tiny page cache: the open transaction spills pages into the WAL
     real_connect = sqlite3.connect
     def connect(*a, **k):

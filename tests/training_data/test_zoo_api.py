@@ -9,9 +9,8 @@ import math
 
 import onnx
 import pytest
-
-from graph_import.errors import ModelImportError
-from training_data import zoo
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.training_data import zoo
 
 REQUIRED = {
     "resnet50", "vgg16", "mobilenet_v2", "efficientnet_b0", "vit_b_16", "unet", "bert_base",

@@ -1,6 +1,6 @@
 """Build the bundled CPU dataset: per-op measurements of every zoo model plus microbenchmarks.
 
-    python -m training_data.bundled.build_dataset [--budget-s 1500] [--repeats 5] [--quick]
+    python -m roofcast.training_data.bundled.build_dataset [--budget-s 1500] [--repeats 5] [--quick]
 
 Writes beside this file (or ``--out-dir``):
 
@@ -117,7 +117,7 @@ def quiet_attempts(work, threshold: float | None, max_wait_s: float, retries: in
 
 
 def cpuinfo() -> dict[str, Any]:
-    from hw_catalog.calibrate import cpu_model
+    from roofcast.hw_catalog.calibrate import cpu_model
 
     facts: dict[str, Any] = {"model_name": cpu_model(), "logical_cpus": os.cpu_count()}
     try:
@@ -147,7 +147,7 @@ def gemm_rate(calibration: dict[str, Any] | None, threads: int) -> float:
 
 
 def model_configs(name: str, seq_configs=SEQ_CONFIGS) -> list[dict[str, int]]:
-    from training_data import zoo
+    from roofcast.training_data import zoo
 
     symbolic = set(zoo.model_meta(name).get("symbolic_dims", []))
     if "sequence" in symbolic:
@@ -168,7 +168,7 @@ def seq_configs_arg(text: str) -> tuple[tuple[int, int], ...]:
 
 def run_calibration(say) -> dict[str, Any] | None:
     try:
-        from hw_catalog.calibrate import run_calibration as calibrate
+        from roofcast.hw_catalog.calibrate import run_calibration as calibrate
     except ImportError as exc:
         say(f"calibration unavailable: {exc}")
         return None
@@ -278,10 +278,10 @@ def main(argv: list[str] | None = None) -> int:
             print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
         return 0
 
-    from training_data import zoo
-    from training_data.collectors.microbench import cases, run_cases
-    from training_data.collectors.ort_cpu import MeasureConfig, measure_prepared, prepare
-    from training_data.collectors.rows import software_versions
+    from roofcast.training_data import zoo
+    from roofcast.training_data.collectors.microbench import cases, run_cases
+    from roofcast.training_data.collectors.ort_cpu import MeasureConfig, measure_prepared, prepare
+    from roofcast.training_data.collectors.rows import software_versions
 
     start = time.perf_counter()
     n_cpu = os.cpu_count() or 1
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     meta: dict[str, Any] = {
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpu": cpuinfo(), "software": software_versions(), "platform": platform.platform(),
-        "command": " ".join(["python -m training_data.bundled.build_dataset", *(argv or
+        "command": " ".join(["python -m roofcast.training_data.bundled.build_dataset", *(argv or
                                                                               sys.argv[1:])]),
         "repeats": args.repeats, "warmup": args.warmup, "threads": list(THREADS),
         "opt_level": "all", "load_average_at_start": os.getloadavg(),

@@ -30,11 +30,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from graph_import.dims import parse_dim_specs
-from training_data import zoo
-from training_data.bundled.build_dataset import write_atomically
-from training_data.collectors.ort_cpu import import_for_costs, load_named
-from training_data.collectors.rows import group_work
+from roofcast.graph_import.dims import parse_dim_specs
+from roofcast.training_data import zoo
+from roofcast.training_data.bundled.build_dataset import write_atomically
+from roofcast.training_data.collectors.ort_cpu import import_for_costs, load_named
+from roofcast.training_data.collectors.rows import group_work
 
 HERE = Path(__file__).resolve().parent
 ROWS = HERE / "cpu_measurements.csv.gz"
@@ -60,7 +60,7 @@ def _graph_source(run: pd.Series, micro: dict[tuple[str, str], object]) -> tuple
 def recount(rows: pd.DataFrame, summary: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     """(rows with recounted work columns, boolean mask of the rows whose columns changed), for
     the rows of every zoo and microbenchmark run in ``summary``."""
-    from training_data.collectors.microbench import cases
+    from roofcast.training_data.collectors.microbench import cases
 
     runs = summary[summary["kind"].isin(["zoo", "zoo-repeat", "micro"])].set_index("run_id")
     micro = {(c.family, c.label): c for c in cases("all")}

@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from onnx import TensorProto, helper, numpy_helper
-
-from graph_import.types import Engine, OpNode
-from training_data.collectors import rows as tidy
-from training_data.errors import MeasurementError
+from roofcast.graph_import.types import Engine, OpNode
+from roofcast.training_data.collectors import rows as tidy
+from roofcast.training_data.errors import MeasurementError
 
 CUDA_PROVIDER = "CUDAExecutionProvider"
 SOURCE_GPU = "roofcast.ort_cuda"
@@ -168,7 +167,7 @@ def _random(shape, dtype, rng) -> np.ndarray:
 
 def measure_prepared_gpu(prep: Any, config: Any):
     """Per-node isolated CUDA times and the model's end-to-end time (module docstring)."""
-    from training_data.collectors.ort_cpu import SCHEMA_COLUMNS, Measurement
+    from roofcast.training_data.collectors.ort_cpu import SCHEMA_COLUMNS, Measurement
 
     require_cuda()
     inits = {t.name: t for t in prep.runnable.graph.initializer}

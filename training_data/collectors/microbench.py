@@ -28,10 +28,9 @@ from dataclasses import dataclass
 import onnx
 import pandas as pd
 from onnx import TensorProto, helper
-
-from training_data.collectors import rows as tidy
-from training_data.collectors.ort_cpu import MeasureConfig, measure_prepared, prepare
-from training_data.errors import MeasurementError
+from roofcast.training_data.collectors import rows as tidy
+from roofcast.training_data.collectors.ort_cpu import MeasureConfig, measure_prepared, prepare
+from roofcast.training_data.errors import MeasurementError
 
 OPSET = 17
 IR_VERSION = 8  # what ONNX Runtime releases of the last years all load

@@ -38,17 +38,20 @@ from typing import Any
 import numpy as np
 import onnx
 import pandas as pd
-
-from graph_import import import_model
-from graph_import.load import load_model
-from graph_import.types import Graph
-from training_data.collectors import rows as tidy
-from training_data.collectors.node_mapping import Mapping as NodeMap
-from training_data.collectors.node_mapping import map_optimized
-from training_data.collectors.profile import ProfiledRun, parse_profile
-from training_data.collectors.random_inputs import IntInputPlan, make_feeds, materialise_split
-from training_data.errors import MeasurementError
-from training_data.schema import COLUMNS
+from roofcast.graph_import import import_model
+from roofcast.graph_import.load import load_model
+from roofcast.graph_import.types import Graph
+from roofcast.training_data.collectors import rows as tidy
+from roofcast.training_data.collectors.node_mapping import Mapping as NodeMap
+from roofcast.training_data.collectors.node_mapping import map_optimized
+from roofcast.training_data.collectors.profile import ProfiledRun, parse_profile
+from roofcast.training_data.collectors.random_inputs import (
+    IntInputPlan,
+    make_feeds,
+    materialise_split,
+)
+from roofcast.training_data.errors import MeasurementError
+from roofcast.training_data.schema import COLUMNS
 
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -90,7 +93,7 @@ class Measurement:
 
 def name_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
     """Give every node a unique non-empty name, as ``graph_import.build`` names them."""
-    from graph_import.build import _unique_name
+    from roofcast.graph_import.build import _unique_name
 
     used: set[str] = set()
     for index, node in enumerate(model.graph.node):
@@ -214,7 +217,7 @@ def prepare_dims(prep: Prepared, dims: Mapping[str, int], seed: int = 0) -> Prep
     copy keeps them and only its graph inputs, outputs and value_info are re-bound from the
     original model. For a model of a billion random weights that saves the draw per batch size
     (``advise --verify`` measures several); the result equals a fresh ``prepare`` (tested)."""
-    from graph_import.shapes import bind_dims
+    from roofcast.graph_import.shapes import bind_dims
 
     dims = dict(dims)
     runnable = onnx.ModelProto()
@@ -324,7 +327,7 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
 
 
 def _cpu_model() -> str:
-    from hw_catalog.calibrate import cpu_model
+    from roofcast.hw_catalog.calibrate import cpu_model
 
     return cpu_model()
 

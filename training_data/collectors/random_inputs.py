@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper, numpy_helper
-
-from graph_import.errors import ModelImportError
-from graph_import.load import tensor_has_inline_data
-from graph_import.shapes import bind_dims
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.load import tensor_has_inline_data
+from roofcast.graph_import.shapes import bind_dims
 
 # ops that pass integer values through unchanged (indices keep their range)
 _PASS_THROUGH = frozenset({"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity",

@@ -23,8 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
-from graph_import.types import Graph, OpNode
+from roofcast.graph_import.types import Graph, OpNode
 
 SOURCE_ORT_CPU = "roofcast.ort_cpu"
 SOURCE_MICRO = "roofcast.microbench"
@@ -98,9 +97,9 @@ def dominant(nodes: Sequence[OpNode]) -> OpNode:
 
 def group_work(nodes: Sequence[OpNode], graph: Graph | None = None) -> dict[str, Any]:
     """Identity-of-work columns of a group (module docstring); NaN costs when a node has none."""
-    from predictor.fusion import internal_traffic
-    from predictor.gemm_dims import gemm_dims
-    from predictor.workload import op_family
+    from roofcast.predictor.fusion import internal_traffic
+    from roofcast.predictor.gemm_dims import gemm_dims
+    from roofcast.predictor.workload import op_family
 
     main = dominant(nodes)
     costed = all(n.cost is not None for n in nodes)

@@ -16,7 +16,7 @@ import json
 import pathlib
 from typing import Any
 
-from graph_import.errors import ModelImportError
+from roofcast.graph_import.errors import ModelImportError
 
 ZOO_DIR = pathlib.Path(__file__).resolve().parent
 ALT_EXPORTER_DIR = ZOO_DIR / "alt_exporter"

@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
-
-from graph_import import import_model
-from graph_import.costs import cost_of
-from graph_import.types import Graph, OpCost, OpNode, TensorInfo
+from roofcast.graph_import import import_model
+from roofcast.graph_import.costs import cost_of
+from roofcast.graph_import.types import Graph, OpCost, OpNode, TensorInfo
 
 OPSET = 21
 MS_DOMAIN = "com.microsoft"

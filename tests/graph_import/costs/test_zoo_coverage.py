@@ -10,8 +10,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-
-from graph_import.costs import FREE_OPS, registered_ops
+from roofcast.graph_import.costs import FREE_OPS, registered_ops
 
 ZOO_DIR = Path(__file__).resolve().parents[3] / "training_data" / "zoo"
 ZOO_FILES = sorted(ZOO_DIR.rglob("*.onnx")) if ZOO_DIR.is_dir() else []

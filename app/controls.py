@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+
 from roofcast.app import state
 from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 

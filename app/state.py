@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+
 from roofcast.graph_import import import_model
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph

@@ -7,6 +7,7 @@ Pages are thin scripts in ``app/pages/`` that call the library; shared state and
 from __future__ import annotations
 
 import streamlit as st
+
 from roofcast.app import state
 
 st.set_page_config(page_title="roofcast", page_icon=":material/speed:", layout="wide")

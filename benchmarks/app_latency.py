@@ -38,8 +38,9 @@ def _timed(at) -> float:
 
 
 def main() -> int:
-    from roofcast.app.pages.whatif import FACTORS, KNOBS
     from streamlit.testing.v1 import AppTest
+
+    from roofcast.app.pages.whatif import FACTORS, KNOBS
 
     tmp = tempfile.mkdtemp(prefix="roofcast-bench-")
     os.environ["ROOFCAST_HW_DIR"] = str(Path(tmp) / "devices")

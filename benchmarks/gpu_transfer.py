@@ -46,13 +46,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.learned_accuracy import NEUSIGHT_GPUS
 from roofcast.app.output import add_format_arg, emit
 from roofcast.predictor.learned.data import DEFAULT_CAP, public_set
 from roofcast.predictor.learned.features import learned_features, roofline_terms
 from roofcast.predictor.learned.model import FamilyModel, harness_floor
 from roofcast.predictor.learned.training import WEIGHT_POWER, ape, time_weights
-
-from benchmarks.learned_accuracy import NEUSIGHT_GPUS
 
 FAMILIES = ("conv", "elementwise", "matmul", "normalization", "softmax")
 VARIANTS = ("spec", "own_floor", "measured_peaks", "bias_removed", "same_shape_spec",

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
+
 from roofcast.graph_import import import_model
 from roofcast.graph_import.build import build_graph
 from roofcast.graph_import.load import load_model

@@ -17,6 +17,7 @@ import argparse
 import time
 
 import pandas as pd
+
 from roofcast.app.model_ref import load_graph
 from roofcast.hw_catalog.catalog import list_devices
 from roofcast.predictor.sweep import sweep

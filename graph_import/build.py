@@ -27,6 +27,7 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 from onnx import ModelProto, TensorProto, numpy_helper
+
 from roofcast.graph_import.fold import attribute_values
 from roofcast.graph_import.load import tensor_has_inline_data
 from roofcast.graph_import.shapes import ShapeResult, TensorShape, dtype_name, explain_failure

@@ -26,6 +26,7 @@ from typing import Any
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto
+
 from roofcast.graph_import.errors import ModelImportError
 
 DEFAULT_MAX_BYTES = 2**31 - 1  # protobuf's own hard limit for one message

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 from onnx import GraphProto, TensorProto, numpy_helper
+
 from roofcast.graph_import.contrib_shapes import SHAPE_RULES, ContribShapeError
 from roofcast.graph_import.fold import attribute_values
 from roofcast.graph_import.shape_types import (

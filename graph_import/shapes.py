@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
+
 from roofcast.graph_import.dims import check_dims, dim_expr_names, eval_dim_expr, split_input_axis
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.fold import (

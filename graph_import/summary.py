@@ -7,6 +7,7 @@ Units in column names: ``gflop`` = 1e9 FLOPs (1 multiply-add = 2 FLOPs), ``mb`` 
 from __future__ import annotations
 
 import pandas as pd
+
 from roofcast.graph_import.types import Engine, Graph
 
 OP_COLUMNS = ("node", "op_type", "output_shape", "gflop", "mb_moved", "mb_weights",

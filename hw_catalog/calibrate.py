@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.tomlwrite import dumps
 from roofcast.hw_catalog.validate import validate_document

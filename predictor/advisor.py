@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+
 from roofcast.graph_import.types import Graph
 from roofcast.predictor.config import MODES, PRECISIONS, RunConfig
 from roofcast.predictor.errors import PredictionError

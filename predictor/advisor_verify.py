@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.advisor import Advice, Setting
 from roofcast.predictor.errors import PredictionError
 
@@ -93,6 +94,7 @@ def check_local(device: str) -> None:
 
 def _session(prepared, setting: Setting, workdir: Path):
     import onnxruntime as ort
+
     from roofcast.training_data.collectors.ort_cpu import MeasureConfig, session_options
 
     cfg = MeasureConfig(threads_intra=int(setting.threads or os.cpu_count() or 1),

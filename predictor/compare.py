@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
+
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.memory import GraphSource
 from roofcast.predictor.sweep import BOUNDS, sweep

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.errors import PredictionError
 
 DEFAULT_CURVES_PATH = Path(__file__).resolve().parent / "data" / "efficiency_curves.toml"

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 import pandas as pd
+
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig

@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
+
 from roofcast.graph_import.types import Engine, Graph, OpNode
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.precision import rescale_bytes

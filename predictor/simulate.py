@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 import pandas as pd
+
 from roofcast.graph_import.types import Graph
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError

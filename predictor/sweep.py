@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.memory import GraphSource, memory_footprint

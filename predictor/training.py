@@ -72,6 +72,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from roofcast.graph_import.types import Engine, Graph, OpNode, TensorInfo
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.precision import FLOAT_DTYPES, compute_dtype, rescale_bytes, rescale_cost

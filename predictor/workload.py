@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+
 from roofcast.graph_import.costs.registry import lookup
 from roofcast.graph_import.types import Engine, Graph, OpNode
 from roofcast.predictor.config import RunConfig

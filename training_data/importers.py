@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import COLUMN_NAMES, normalize
 from roofcast.training_data.store import Store, format_problems

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from roofcast.graph_import.costs import cost_of
 from roofcast.graph_import.types import OpNode, TensorInfo
 from roofcast.predictor.gemm_dims import gemm_dims

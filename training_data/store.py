@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import BY_NAME, COLUMN_NAMES, Problem, normalize, resolve_devices
 

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 import pandas as pd
+
 from roofcast.app.argtypes import name_list, positive_int
 from roofcast.app.model_ref import bind_dims, load_graph, resolve_model_path
 from roofcast.app.output import add_format_arg, emit

@@ -13,6 +13,7 @@ import argparse
 import math
 
 import pandas as pd
+
 from roofcast.app.commands.predict import (
     GIB,
     add_run_args,

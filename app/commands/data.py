@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from roofcast.app.output import add_format_arg, emit
 from roofcast.training_data.importers import PUBLIC_DATASETS, import_file, import_public
 from roofcast.training_data.store import Store, default_path

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from roofcast.app.output import add_format_arg, emit
 from roofcast.hw_catalog import HardwareSpec, get_device, list_devices, user_dir
 from roofcast.hw_catalog.schema import FIELDS, KINDS, get_path, spec_to_doc

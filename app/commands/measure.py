@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+
 from roofcast.app.argtypes import nonnegative_int, positive_int, positive_int_list
 from roofcast.app.model_ref import bind_dims, resolve_model_path
 from roofcast.app.output import add_format_arg, emit

@@ -13,6 +13,7 @@ import math
 import sys
 
 import pandas as pd
+
 from roofcast.app.argtypes import positive_int
 from roofcast.app.model_ref import load_graph
 from roofcast.app.output import add_format_arg, emit

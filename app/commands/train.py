@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+
 from roofcast.app.output import add_format_arg, emit
 from roofcast.predictor.errors import PredictionError
 

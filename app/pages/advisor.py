@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from roofcast.app import charts, state
 from roofcast.predictor.advisor import OBJECTIVES, advise, public_table
 

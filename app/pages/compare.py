@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from roofcast.app import charts, state
 from roofcast.app.commands.predict import GIB
 

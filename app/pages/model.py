@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
+
 from roofcast.app import charts, state
 from roofcast.graph_import import summary
 from roofcast.graph_import.dims import MAX_DIM

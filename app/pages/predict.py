@@ -4,6 +4,7 @@ memory fit."""
 from __future__ import annotations
 
 import streamlit as st
+
 from roofcast.app import charts, controls, state
 from roofcast.app.commands.predict import GIB, memory_table, op_table
 from roofcast.hw_catalog import get_device

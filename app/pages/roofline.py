@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from roofcast.app import charts, controls, state
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from roofcast.app import charts, state
 from roofcast.hw_catalog import get_device
 from roofcast.hw_catalog.user_devices import save_user_device

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from roofcast.predictor.errors import PredictionError
 from sklearn.base import BaseEstimator
+
+from roofcast.predictor.errors import PredictionError
 
 EXPLAIN_COLUMNS: tuple[str, ...] = (
     "time_s", "compute_s", "memory_s", "overhead_s", "bound", "lower_s", "upper_s", "estimator",

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.efficiency import EfficiencyCurves, default_curves
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators.base import (

@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from roofcast.predictor.learned.predictor import DEFAULT_FALLBACK, LearnedModel
 from sklearn.base import BaseEstimator
+
+from roofcast.predictor.learned.predictor import DEFAULT_FALLBACK, LearnedModel
 
 _CACHE: dict[tuple[str, float], LearnedModel] = {}
 #: environment variable naming the model folder used when no ``model_dir`` is given.

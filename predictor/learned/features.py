@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.errors import PredictionError
 
 L2_OVER_DRAM = 2.5  # L2 bandwidth / DRAM bandwidth when the device publishes no L2 figure

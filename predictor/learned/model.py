@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.learned.features import FEATURES
 from roofcast.predictor.learned.stats import weighted_median

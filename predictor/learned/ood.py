@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.learned.features import FEATURES, SIZE_FEATURES
 
 RANGE_FEATURES: tuple[str, ...] = FEATURES + SIZE_FEATURES

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.learned.features import learned_features, model_keys, roofline_terms
 from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum

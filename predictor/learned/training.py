@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.learned.data import TrainingSet
 from roofcast.predictor.learned.features import learned_features, model_keys, roofline_terms

@@ -20,6 +20,7 @@ Conventions that differ, and how the test reconciles them:
 from __future__ import annotations
 
 import pytest
+
 from roofcast.graph_import import import_model
 from roofcast.training_data import zoo
 

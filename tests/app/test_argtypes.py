@@ -3,6 +3,7 @@
 import argparse
 
 import pytest
+
 from roofcast.app.argtypes import name_list, nonnegative_int, positive_int, positive_int_list
 
 

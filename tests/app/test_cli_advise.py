@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
 from roofcast.app.cli import main
 
 LOCAL_TOML = """

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from roofcast.app.cli import build_parser, main
 from roofcast.app.commands.app import APP_SCRIPT, streamlit_command
 

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+
 from roofcast.app.cli import main
 
 CSV = ("op_type,device_id,dtype,latency_ms,family,run_id\n"

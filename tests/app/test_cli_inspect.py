@@ -6,6 +6,7 @@ import json
 
 import pytest
 from onnx import TensorProto, helper
+
 from roofcast.app.cli import main
 from roofcast.graph_import import import_model
 from roofcast.graph_import.summary import totals

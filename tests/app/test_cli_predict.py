@@ -10,6 +10,7 @@ import onnx
 import pandas as pd
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
 from roofcast.app.cli import main
 
 

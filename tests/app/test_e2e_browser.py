@@ -5,12 +5,12 @@ reads the predicted time off it; the figure must be the library's for the same i
 from __future__ import annotations
 
 import pytest
+
 from roofcast.app.charts import fmt_time
 from roofcast.graph_import import import_model
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.simulate import predict_graph
 from roofcast.training_data import zoo
-
 from tests.app.browser import chromium, chromium_paths, go_to_page, idle, running_app, wait_for
 
 pytestmark = pytest.mark.skipif(

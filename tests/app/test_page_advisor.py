@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from roofcast.app.model_ref import load_graph
-from roofcast.predictor.advisor import advise
 from streamlit.testing.v1 import AppTest
 
 from roofcast import app
+from roofcast.app.model_ref import load_graph
+from roofcast.predictor.advisor import advise
 
 APP = Path(app.__file__).resolve().parent / "streamlit_app.py"
 

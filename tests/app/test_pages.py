@@ -13,6 +13,9 @@ import onnx
 import plotly.io as pio
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from streamlit.testing.v1 import AppTest
+
+from roofcast import app
 from roofcast.app.charts import fmt_time
 from roofcast.app.model_ref import load_graph
 from roofcast.graph_import import import_model, summary
@@ -21,9 +24,6 @@ from roofcast.hw_catalog import derive, get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.simulate import predict_graph
-from streamlit.testing.v1 import AppTest
-
-from roofcast import app
 
 APP = Path(app.__file__).resolve().parent / "streamlit_app.py"
 DATA = Path(__file__).parent / "data"

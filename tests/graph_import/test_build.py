@@ -7,12 +7,12 @@ import io
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+
 from roofcast.graph_import import ModelImportError, import_model
 from roofcast.graph_import.build import build_graph
 from roofcast.graph_import.load import load_model
 from roofcast.graph_import.shapes import infer_concrete
 from roofcast.graph_import.types import FREE_COST, Engine, OpCost
-
 from tests.graph_import.import_helpers import (
     const,
     dynamic_reshape_model,

@@ -3,6 +3,7 @@ the same static shapes folds them away); ops on real data keep their cost."""
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+
 from roofcast.graph_import import import_model
 from roofcast.graph_import.summary import totals
 from roofcast.graph_import.types import FREE_COST

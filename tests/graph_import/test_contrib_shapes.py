@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from onnx import TensorProto, helper
+
 from roofcast.graph_import.contrib_shapes import MS, SHAPE_RULES, ContribShapeError
 from roofcast.graph_import.load import load_model
 from roofcast.graph_import.shapes import infer_concrete
-
 from tests.graph_import.import_helpers import external_weight, make_model, serialize
 
 B, S, H, HEADS = 2, 7, 32, 4

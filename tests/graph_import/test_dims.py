@@ -1,6 +1,7 @@
 """--dim spec parsing."""
 
 import pytest
+
 from roofcast.graph_import.dims import MAX_DIM, parse_dim_specs, split_input_axis
 from roofcast.graph_import.errors import ModelImportError
 

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from roofcast.graph_import import import_model
 
 DATA = Path(__file__).parent / "data"

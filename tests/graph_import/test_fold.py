@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+
 from roofcast.graph_import.fold import FOLDERS, FoldError, attribute_values, fold_split
 
 INT = np.int64

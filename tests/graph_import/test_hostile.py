@@ -9,10 +9,10 @@ import os
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.load import MAX_TENSOR_ELEMENTS, load_model
 from roofcast.graph_import.shapes import infer_concrete
-
 from tests.graph_import.import_helpers import (
     const,
     dynamic_reshape_model,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.load import load_model
 from roofcast.graph_import.shapes import infer_concrete
-
 from tests.graph_import.import_helpers import (
     const,
     dynamic_reshape_model,

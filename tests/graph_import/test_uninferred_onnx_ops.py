@@ -4,6 +4,7 @@ everything downstream of them), through ``contrib_shapes``' same-shape rule."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
 from roofcast.graph_import import import_model
 
 

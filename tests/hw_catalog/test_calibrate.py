@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
 from roofcast.app.cli import main
 from roofcast.hw_catalog import get_device
 from roofcast.hw_catalog.calibrate import (

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from roofcast.hw_catalog import (
     HardwareSpecError,
     get_device,

@@ -7,6 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+
 from roofcast.hw_catalog import BUILTIN_DIR, load_catalog
 from roofcast.hw_catalog.catalog import normalize_name, read_toml
 from roofcast.hw_catalog.schema import PEAK_FIELDS, get_path

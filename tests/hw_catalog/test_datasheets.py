@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from roofcast.hw_catalog import BUILTIN_DIR, load_catalog
 
 # (id, engine, dtype, expected TFLOP/s or TOPS, expected GB/s, source)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from roofcast.hw_catalog import HardwareSpecError, derive, get_device, load_catalog, parse_inline
 
 

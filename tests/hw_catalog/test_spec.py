@@ -8,6 +8,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+
 from roofcast.graph_import.types import Engine
 from roofcast.hw_catalog import HardwareSpecError, load_catalog
 from roofcast.hw_catalog.schema import spec_to_doc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
+
 from roofcast.hw_catalog import HardwareSpecError, get_device, load_catalog
 from roofcast.hw_catalog.user_devices import save_user_device
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from roofcast.hw_catalog import HardwareSpecError, load_catalog
 
 GOOD = (Path(__file__).parent / "data" / "fixture-gpu.toml").read_text()

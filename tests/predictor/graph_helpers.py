@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import networkx as nx
+
 from roofcast.graph_import.types import Engine, Graph, OpCost, OpNode, TensorInfo
 
 

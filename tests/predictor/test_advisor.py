@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
 from roofcast.graph_import import import_model
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.advisor import (

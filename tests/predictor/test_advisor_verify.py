@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+
 from roofcast.predictor.advisor import Setting
 from roofcast.predictor.advisor_verify import MEMORY_SHARE, session_bytes, settings_that_fit
 from roofcast.predictor.errors import PredictionError

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from roofcast.predictor.compare import COMPARE_COLUMNS, compare_devices
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.simulate import predict_graph
-
 from tests.predictor.graph_helpers import batched_chain, priced_devices, toy_device
 
 DEVICES = priced_devices()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+
 from roofcast.graph_import.types import Engine
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.fusion import fusion_groups
 from roofcast.predictor.memory import memory_footprint
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.workload import workload_table
-
 from tests.predictor.graph_helpers import branched_graph, graph, op, t, toy_device
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from roofcast.graph_import.types import FREE_COST, Engine
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.workload import workload_table
-
 from tests.predictor.graph_helpers import branched_graph, graph, op, t, toy_device
 
 N = 1000
@@ -108,6 +108,7 @@ def test_unknown_estimator_lists_the_known_ones():
 def test_critical_path_equals_networkx_longest_path():
     """The vectorised DP gives nx.dag_longest_path_length of the node-weighted step DAG."""
     import networkx as nx
+
     from roofcast.predictor.simulate import critical_path_times, step_dag
 
     p = predict_graph(branched_graph(N), toy_device(), RunConfig(mode="train", inter_op=True),

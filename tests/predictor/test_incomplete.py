@@ -2,6 +2,7 @@
 tensors whose shapes are unknown instead of crashing."""
 
 from onnx import TensorProto, helper
+
 from roofcast.graph_import import import_model
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.simulate import predict_graph

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from roofcast.graph_import.types import OpNode, TensorInfo
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.inner_dims import inner_elems, registered_inner_ops
 from roofcast.predictor.workload import workload_table
 from roofcast.predictor.workload_schema import check_workload
-
 from tests.predictor.graph_helpers import graph, op
 
 

@@ -15,6 +15,7 @@ import functools
 import numpy as np
 import pandas as pd
 import pytest
+
 from roofcast.app.model_ref import load_graph
 from roofcast.hw_catalog.catalog import list_devices
 from roofcast.hw_catalog.derive import derive

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
@@ -23,7 +24,6 @@ from roofcast.predictor.learned.intervals import (
 )
 from roofcast.predictor.learned.stats import weighted_median
 from roofcast.predictor.learned.training import cv_score, fold_ids, train
-
 from tests.predictor.learned_helpers import synthetic_set, workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -367,6 +367,7 @@ def test_device_distance_leaves_out_what_a_row_lacks():
     """A data-movement row has no compute peak (NaN): it is as near its training device as the
     compute rows of that device, and a different device is still far."""
     import pandas as pd
+
     from roofcast.predictor.learned.ood import DEVICE_VECTOR, DeviceSet
 
     train_rows = pd.DataFrame([[11.0, 10.7, 6.5, 0.3, 9.4, -6.4],

@@ -11,8 +11,8 @@ import onnx
 import pandas as pd
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from roofcast.app.cli import main
 
+from roofcast.app.cli import main
 from tests.predictor.learned_helpers import synthetic_set
 
 

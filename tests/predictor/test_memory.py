@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+
 from roofcast.graph_import.types import FREE_COST, Engine
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.memory import max_batch_that_fits, memory_footprint, peak_live_bytes
-
 from tests.predictor.graph_helpers import batched_chain, graph, op, t, toy_device
 
 

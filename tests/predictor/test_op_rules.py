@@ -1,6 +1,7 @@
 """The per-op-type rule table behind gemm_dims and inner_dims."""
 
 import pytest
+
 from roofcast.graph_import.types import OpNode, TensorInfo
 from roofcast.predictor.op_rules import OpRules
 

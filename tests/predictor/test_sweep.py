@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.memory import memory_footprint
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.sweep import sweep
-
 from tests.predictor.graph_helpers import batched_chain, priced_devices
 
 DEVICES = priced_devices()

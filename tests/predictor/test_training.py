@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+
 from roofcast.graph_import.types import Engine
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.training import requires_grad_tensors, trainable_params
 from roofcast.predictor.workload import workload_table
-
 from tests.predictor.graph_helpers import graph, op, t, toy_device
 
 B, D, H = 8, 64, 32  # batch, in features, hidden

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from roofcast.training_data.bundled.build_dataset import (
     SEQ_CONFIGS,
     drop_micro,

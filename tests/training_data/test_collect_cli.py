@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+
 from roofcast.app.cli import main
 from roofcast.training_data.collectors import gpu
 from roofcast.training_data.collectors.microbench import GRIDS, cases
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import validate
-
 from tests.training_data.collect_helpers import conv_matmul_model
 
 

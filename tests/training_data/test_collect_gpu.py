@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import onnxruntime as ort
+
 from roofcast.training_data.collectors.gpu import node_model
 from roofcast.training_data.collectors.ort_cpu import prepare
-
 from tests.training_data.collect_helpers import conv_matmul_model
 
 

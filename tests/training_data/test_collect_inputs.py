@@ -7,6 +7,7 @@ import io
 
 import numpy as np
 from onnx import TensorProto
+
 from roofcast.training_data.collectors.ort_cpu import MeasureConfig, measure_model
 from roofcast.training_data.collectors.random_inputs import (
     external_initializers,
@@ -14,7 +15,6 @@ from roofcast.training_data.collectors.random_inputs import (
     make_feeds,
     materialise,
 )
-
 from tests.training_data.collect_helpers import conv_matmul_model, embedding_model
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from onnx import TensorProto, helper
+
 from roofcast.training_data.collectors.node_mapping import map_optimized
 
 F = TensorProto.FLOAT

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+
 from roofcast.training_data.collectors.ort_cpu import MeasureConfig, measure_model
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import validate
-
 from tests.training_data.collect_helpers import conv_matmul_model
 
 ORIGINAL_NODES = {"conv", "relu", "residual", "matmul", "bias"}
@@ -67,6 +67,7 @@ def test_prepare_dims_equals_a_fresh_prepare_without_drawing_again():
     """advise --verify prepares one model at several batch sizes: re-binding the dims of the
     first preparation must give what a fresh one would (same proto, weights, feeds)."""
     import numpy as np
+
     from roofcast.training_data import zoo
     from roofcast.training_data.collectors.ort_cpu import prepare, prepare_dims
     from roofcast.training_data.collectors.random_inputs import INLINE_MAX_BYTES

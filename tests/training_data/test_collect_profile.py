@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from roofcast.training_data.collectors.profile import parse_profile
 
 

@@ -9,6 +9,7 @@ import json
 
 import pandas as pd
 import pytest
+
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.importers import PUBLIC_DATASETS, import_file, import_public
 from roofcast.training_data.public_kernels import KERNEL_FILES, shared_data_dir

@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+
 from roofcast.predictor.workload_schema import WORKLOAD_COLUMN_NAMES, check_workload
 from roofcast.training_data.public_kernels import (
     ENV_VAR,

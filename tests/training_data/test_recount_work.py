@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from roofcast.training_data.bundled import recount_work as rw
 
 

@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+
 from roofcast.training_data.schema import (
     BY_NAME,
     COLUMN_NAMES,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import COLUMN_NAMES
 from roofcast.training_data.store import ENV_VAR, FILE_NAME, Store, default_path

@@ -9,6 +9,7 @@ import math
 
 import onnx
 import pytest
+
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.training_data import zoo
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from onnx import TensorProto, helper, numpy_helper
+
 from roofcast.graph_import.types import Engine, OpNode
 from roofcast.training_data.collectors import rows as tidy
 from roofcast.training_data.errors import MeasurementError

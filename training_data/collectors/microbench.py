@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import onnx
 import pandas as pd
 from onnx import TensorProto, helper
+
 from roofcast.training_data.collectors import rows as tidy
 from roofcast.training_data.collectors.ort_cpu import MeasureConfig, measure_prepared, prepare
 from roofcast.training_data.errors import MeasurementError

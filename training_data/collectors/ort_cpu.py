@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pandas as pd
+
 from roofcast.graph_import import import_model
 from roofcast.graph_import.load import load_model
 from roofcast.graph_import.types import Graph

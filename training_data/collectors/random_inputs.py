@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper, numpy_helper
+
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.load import tensor_has_inline_data
 from roofcast.graph_import.shapes import bind_dims

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
 from roofcast.graph_import.types import Graph, OpNode
 
 SOURCE_ORT_CPU = "roofcast.ort_cpu"

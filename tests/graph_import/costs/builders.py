@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+
 from roofcast.graph_import import import_model
 from roofcast.graph_import.costs import cost_of
 from roofcast.graph_import.types import Graph, OpCost, OpNode, TensorInfo

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto
-from roofcast.graph_import.types import Engine
 
+from roofcast.graph_import.types import Engine
 from tests.graph_import.costs.builders import MS_DOMAIN, cost, f16, f32, i32, i64, out, weights
 
 SCORE = 1 + 5  # scale + softmax, per score

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 import roofcast.graph_import.costs as costs
 from roofcast.graph_import import import_model
 from roofcast.graph_import.costs import FREE_OPS, CostRuleError, cost_of, registered_ops
 from roofcast.graph_import.types import FREE_COST, Engine, OpCost
-
 from tests.graph_import.costs.builders import (
     direct_node,
     f32,

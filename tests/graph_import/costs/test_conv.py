@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto
-from roofcast.graph_import.types import Engine
 
+from roofcast.graph_import.types import Engine
 from tests.graph_import.costs.builders import (
     MS_DOMAIN,
     T,

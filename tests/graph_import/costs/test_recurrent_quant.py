@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto
-from roofcast.graph_import.types import Engine
 
+from roofcast.graph_import.types import Engine
 from tests.graph_import.costs.builders import cost, f32, i8, out, u8, weights
 
 S, B, I_SIZE, H = 7, 3, 10, 16

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+
 from roofcast.graph_import.costs import FREE_OPS, registered_ops
 
 ZOO_DIR = Path(__file__).resolve().parents[3] / "training_data" / "zoo"

@@ -30,7 +30,8 @@ from onnx import ModelProto, TensorProto, numpy_helper
 
 from roofcast.graph_import.fold import attribute_values
 from roofcast.graph_import.load import tensor_has_inline_data
-from roofcast.graph_import.shapes import ShapeResult, TensorShape, dtype_name, explain_failure
+from roofcast.graph_import.propagate import explain_failure
+from roofcast.graph_import.shape_types import ShapeResult, TensorShape, dtype_name
 from roofcast.graph_import.types import (
     FREE_COST,
     Graph,

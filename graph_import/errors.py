@@ -6,3 +6,7 @@ Every message says what is wrong and what to do; the CLI and the app print it as
 
 class ModelImportError(ValueError):
     """The ONNX input cannot be imported (bad file, hostile content, unbound dims, ...)."""
+
+
+class WorkloadSchemaError(ValueError):
+    """A workload table breaks the column contract of ``graph_import.workload_schema``."""

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import onnx
 from onnx import GraphProto, TensorProto, numpy_helper
@@ -19,14 +17,12 @@ from roofcast.graph_import.contrib_shapes import SHAPE_RULES, ContribShapeError
 from roofcast.graph_import.fold import attribute_values
 from roofcast.graph_import.shape_types import (
     LazyShapes,
+    ShapeResult,
     TensorShape,
     elem_type,
     onnx_knows,
     value_info_shape,
 )
-
-if TYPE_CHECKING:
-    from roofcast.graph_import.shapes import ShapeResult
 
 
 def propagate_pass(

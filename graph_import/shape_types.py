@@ -7,8 +7,9 @@ of thousands of tensors is looked up a few hundred times per inference round).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import onnx
 from onnx import GraphProto, TensorProto
 
@@ -28,6 +29,19 @@ class TensorShape:
     @property
     def is_concrete(self) -> bool:
         return self.dims is not None and all(isinstance(d, int) for d in self.dims)
+
+
+@dataclass
+class ShapeResult:
+    """Shapes and known values of the model's tensors after binding, inference and folding."""
+
+    tensors: dict[str, TensorShape]
+    values: dict[str, np.ndarray]
+    bound: dict[str, int]
+    unbound: tuple[str, ...]
+    iterations: int
+    folded_nodes: int = 0
+    opsets: dict[str, int] = field(default_factory=dict)
 
 
 def dtype_name(elem_type: int) -> str:

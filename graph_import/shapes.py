@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -46,6 +46,7 @@ from roofcast.graph_import.propagate import explain_failure, propagate_pass
 from roofcast.graph_import.shape_types import (
     ONNX_DOMAINS,
     LazyShapes,
+    ShapeResult,
     TensorShape,
     collect_shapes,
     dtype_name,
@@ -64,19 +65,6 @@ __all__ = [
 
 FOLD_MAX_ELEMENTS = MAX_FOLD_ELEMENTS  # larger values are not kept (their shapes still are)
 DEFAULT_MAX_ITERATIONS = 100  # each round resolves at least one more tensor; stops when none
-
-
-@dataclass
-class ShapeResult:
-    """Shapes and known values of the model's tensors after binding, inference and folding."""
-
-    tensors: dict[str, TensorShape]
-    values: dict[str, np.ndarray]
-    bound: dict[str, int]
-    unbound: tuple[str, ...]
-    iterations: int
-    folded_nodes: int = 0
-    opsets: dict[str, int] = field(default_factory=dict)
 
 
 def infer_concrete(

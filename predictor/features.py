@@ -36,12 +36,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from roofcast.graph_import.workload_schema import check_workload
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.precision import STORAGE_BYTES, peak_dtype
-from roofcast.predictor.workload_schema import check_workload
 
 FEATURE_COLUMNS: tuple[str, ...] = (
     "peak_flops_per_s", "peak_engine", "peak_dtype", "peak_note", "mem_bw_Bps", "l2_bytes",

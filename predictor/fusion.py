@@ -43,14 +43,16 @@ Fusion applies to forward rows; training backward rows stay unfused (eager autog
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import pandas as pd
 
+from roofcast.graph_import.costs.registry import op_family
+from roofcast.graph_import.fused_traffic import internal_traffic
 from roofcast.graph_import.types import Engine, Graph, OpNode
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.precision import rescale_bytes
-from roofcast.predictor.workload import COLUMNS, frame, op_family
+from roofcast.predictor.workload_rows import COLUMNS, frame
 
 FUSIBLE_CONSUMER_FAMILIES: frozenset[str] = frozenset({"elementwise", "normalization"})
 FUSION_PRODUCER_FAMILIES: frozenset[str] = frozenset(
@@ -128,65 +130,6 @@ def _fusible_producer(node: OpNode) -> bool:
     )
 
 
-def internal_traffic(graph: Graph, members: Sequence[str], precision: str | None = None
-                     ) -> tuple[float, float]:
-    """(read_saved, write_saved) bytes of a fused group of ``members`` (node names).
-
-    A tensor produced by one member and read by another never touches memory inside a fused
-    kernel: each inside read of it is saved, and its write is saved too unless a node outside
-    the group or the model's outputs still need it. Free members (views: Reshape, Unsqueeze,
-    ... — ``Engine.FREE`` or no cost) move no bytes, so they save none either: their outputs
-    are aliases of their inputs, and a tensor read through a view is read by the view's
-    readers (an ORT group MatMul+Add+Reshape+Unsqueeze writes its result once; counting the
-    Reshape's read and the Add output's write as saved left it with zero bytes). Bytes at
-    ``precision`` (float tensors at its width, ``predictor.precision.rescale_bytes``); ``None``:
-    the tensors' own dtypes. Shared by ``fuse_rows`` (predicted groups) and the measurement
-    collector (ONNX Runtime's groups), so a measured fused row and a predicted one count
-    traffic the same way.
-    """
-    g = graph.nx_graph
-    inside = set(members)
-    views = {m for m in members if _moves_nothing(g.nodes[m]["op"])}
-    model_outputs = {t.name for t in graph.outputs}
-
-    def uses(name: str, tensor: str) -> tuple[int, bool, bool]:
-        """(reads by computing members, read at all, needed outside) of ``tensor`` (output of
-        node ``name``), following views inside the group."""
-        inside_reads, read, outside = 0, False, tensor in model_outputs
-        for c in g.successors(name):
-            if not any(x is not None and x.name == tensor for x in g.nodes[c]["op"].inputs):
-                continue
-            read = True
-            if c not in inside:
-                outside = True
-            elif c in views:
-                for t in g.nodes[c]["op"].outputs:
-                    if t is not None:
-                        n, r, o = uses(c, t.name)
-                        inside_reads, read, outside = inside_reads + n, read or r, outside or o
-            else:
-                inside_reads += 1
-        return inside_reads, read, outside
-
-    read_saved = write_saved = 0.0
-    for name in members:
-        if name in views:
-            continue
-        for t in g.nodes[name]["op"].outputs:
-            if t is None:
-                continue
-            size = t.nbytes if precision is None else rescale_bytes(t.nbytes, t.dtype, precision)
-            inside_reads, read, outside = uses(name, t.name)
-            read_saved += size * inside_reads
-            if read and not outside:
-                write_saved += size
-    return read_saved, write_saved
-
-
-def _moves_nothing(node: OpNode) -> bool:
-    return node.cost is None or node.cost.engine == Engine.FREE
-
-
 def fuse_rows(graph: Graph, rows: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
     """Forward rows with each fusion group merged into one row at its head's position."""
     groups = fusion_groups(graph)
@@ -209,7 +152,8 @@ def fuse_rows(graph: Graph, rows: pd.DataFrame, config: RunConfig) -> pd.DataFra
 
 def _merge(graph: Graph, recs: list[dict], members: list[str], precision: str) -> dict:
     head = dict(recs[0])
-    read_saved, write_saved = internal_traffic(graph, members, precision)
+    read_saved, write_saved = internal_traffic(
+        graph, members, lambda t: rescale_bytes(t.nbytes, t.dtype, precision))
     head["flops"] = sum(r["flops"] for r in recs)
     head["bytes_read"] = max(sum(r["bytes_read"] for r in recs) - read_saved, 0.0)
     head["bytes_written"] = max(sum(r["bytes_written"] for r in recs) - write_saved, 0.0)

@@ -1,4 +1,4 @@
-"""Training step from a forward-only graph: backward rows per op family and optimizer updates.
+"""Training step from a forward-only graph: backward rows per op and optimizer updates.
 
 A training step = forward (the graph's own rows) + backward + optimizer update (the phase
 breakdown of Deep500's workload analysis, Ben-Nun et al. 2019). The graph has no loss; the
@@ -6,49 +6,51 @@ loss and its seed gradient are a few elementwise ops on the model output and are
 
 **Which gradients exist** (what reverse-mode autograd computes): a tensor *requires grad* when it
 is a trainable parameter — a floating-point initializer (``OpNode.weight_inputs``) except the
-non-trainable positions in ``NON_TRAINABLE_INPUTS`` (BatchNormalization running mean/var) — or
+non-trainable positions its registry entry names (``OpSpec.non_trainable_inputs``:
+BatchNormalization's running mean/var) — or
 a floating-point output of a node with a requires-grad input. Model inputs do not require grad,
 so e.g. the first convolution computes its weight gradient but no input gradient. A node gets
 backward kernels only for its requires-grad inputs, and none when it has no floating-point
 output (comparisons, ArgMax, NonZero: no gradient flows through them). Free (view) ops get no
 kernel.
 
-**Backward kernels per family** (``BACKWARD_RULES``, one function per family; bytes at the run's
-precision, ``gout`` = bytes of the gradients of the node's float outputs = their size,
-``in_i`` = bytes of input i, ``F`` = forward flops):
+**Backward kernels per kind** (each op's registry entry names its kind, ``OpSpec.backward``;
+``BACKWARD_RULES`` maps a kind to its function; bytes at the run's precision, ``gout`` = bytes
+of the gradients of the node's float outputs = their size, ``in_i`` = bytes of input i, ``F`` =
+forward flops):
 
-* matmul, conv: for ``Y = X·W`` the gradients are ``dX = dY·Wᵀ`` and ``dW = Xᵀ·dY``, each a GEMM
+* ``gemm`` (matmul, conv): for ``Y = X·W`` the gradients are ``dX = dY·Wᵀ`` and ``dW = Xᵀ·dY``, each a GEMM
   of the same M·N·K multiply-adds as the forward (Goodfellow et al. 2016, §6.5; the usual
   "backward = 2 × forward" of dense layers, Kaplan et al. 2020). One kernel per requires-grad
-  operand (positions ``GEMM_OPERANDS``, default 0 and 1): flops = F, reads gout + the other
+  operand (positions 0 and 1; every input for ``gemm_every_input``, Einsum): flops = F, reads gout + the other
   operand, writes in_i; GEMM dims transposed (dX: M, K, N; dW: K, N, M·batch/batch_w). A bias
   input (other positions) gets a reduction kernel: flops = numel(dY), reads gout, writes in_i.
-* recurrent (LSTM/GRU/RNN, BPTT) and attention (fused attention ops): one kernel, flops = 2F
+* ``whole_layer`` (recurrent LSTM/GRU/RNN, BPTT; fused attention ops): one kernel, flops = 2F
   (data and weight gradients of every gate / attention matmul, as for matmul), reads gout + the
   forward's reads + its outputs (saved states), writes the requires-grad inputs.
-* elementwise (incl. activations): one kernel, flops = F (a derivative costs about as much as
+* ``elementwise`` (incl. activations): one kernel, flops = F (a derivative costs about as much as
   the function: ReLU' a compare, sigmoid' = y(1−y)), reads gout + the saved inputs (the
-  forward's reads; ops in ``ELEMENTWISE_NO_SAVED`` such as Add read only gout), writes in_i of
+  forward's reads; ``elementwise_gout_only``, linear ops such as Add, read only gout), writes in_i of
   each requires-grad input (a broadcast input's gradient is reduced to its own size).
-* normalization: one kernel, flops = 2F, reads gout + the forward's reads (x, γ, β, stats),
+* ``normalization``: one kernel, flops = 2F, reads gout + the forward's reads (x, γ, β, stats),
   writes dx + dγ + dβ (≈ 2 × forward traffic; the backward needs two row reductions,
   Σ dy·γ and Σ dy·γ·x̂, besides the elementwise part — Ivanov et al. 2021 measure LayerNorm
   backward at about twice the forward).
-* softmax: dx = y ⊙ (dy − Σ dy ⊙ y): flops = 4·numel(y) (mul, sum, sub, mul), reads gout + y,
+* ``softmax``: dx = y ⊙ (dy − Σ dy ⊙ y): flops = 4·numel(y) (mul, sum, sub, mul), reads gout + y,
   writes dx.
-* reduction: the gradient is broadcast back to the input shape: flops = numel(input), reads gout
-  (+ the input and output for ``REDUCTION_NEEDS_INPUT``, e.g. ReduceMax's argmax mask),
+* ``reduction``: the gradient is broadcast back to the input shape: flops = numel(input), reads
+  gout (+ the input and output for ``reduction_saved``, e.g. ReduceMax's argmax mask),
   writes in_0.
-* pooling: flops = F (scatter dy over each window), reads gout (+ x and y for
-  ``POOLING_NEEDS_SAVED``, as cuDNN's max-pool backward does), writes dx.
-* data_movement: the inverse movement (Concat -> slices, Transpose -> transpose back, Slice -> pad
+* ``pooling``: flops = F (scatter dy over each window), reads gout (+ x and y for
+  ``pooling_saved``, as cuDNN's max-pool backward does), writes dx.
+* ``data_movement``: the inverse movement (Concat -> slices, Transpose -> transpose back, Slice -> pad
   with zeros, Gather -> scatter-add into a zeroed table, so an embedding's gradient is dense):
   reads gout, writes the requires-grad inputs; 0 flops on the data engine, except
-  ``DATA_MOVEMENT_ACCUMULATES`` (Gather, Expand, Tile, ...: repeated indices / broadcast
+  ``data_movement_accumulates`` (Gather, Expand, Tile, ...: repeated indices / broadcast
   reductions add) which count numel(dY) flops on the vector engine.
-* quantization (straight-through estimator): reads gout, writes dx, numel(dY) flops (clip mask).
-* other: as elementwise (flops = F, reads gout + forward reads) — a generic estimate, named in
-  ``Prediction.notes``.
+* ``straight_through`` (quantization): reads gout, writes dx, numel(dY) flops (clip mask).
+* ``generic`` (an op without a registry entry, family ``other``): as elementwise (flops = F,
+  reads gout + forward reads) — a generic estimate, named in ``Prediction.notes``.
 
 **Optimizer update rows**, one per trainable parameter tensor (one kernel each: PyTorch's
 single-tensor implementations; its ``foreach``/fused variants batch launches), on the vector
@@ -67,32 +69,19 @@ the inference cost), mixed-precision weight casts, gradient clipping, loss compu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from roofcast.graph_import.costs.gemm_dims import gemm_dims
+from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
+from roofcast.graph_import.costs.registry import backward_kind, op_family, spec_of
 from roofcast.graph_import.types import Engine, Graph, OpNode, TensorInfo
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.precision import FLOAT_DTYPES, compute_dtype, rescale_bytes, rescale_cost
-from roofcast.predictor.workload import COLUMNS, frame, op_family
-
-#: op type -> input positions that are initializers but not trainable.
-NON_TRAINABLE_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}
-#: op type -> input positions that are GEMM operands (the rest are biases); default (0, 1).
-GEMM_OPERANDS: dict[str, tuple[int, ...]] = {"Einsum": tuple(range(64))}
-_DEFAULT_OPERANDS = (0, 1)
-ELEMENTWISE_NO_SAVED: frozenset[str] = frozenset({"Add", "Sub", "Sum", "Neg", "Mean"})
-REDUCTION_NEEDS_INPUT: frozenset[str] = frozenset({
-    "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-    "ReduceProd", "ReduceSumSquare", "ArgMax", "ArgMin",
-})
-POOLING_NEEDS_SAVED: frozenset[str] = frozenset({"MaxPool", "GlobalMaxPool", "LpPool",
-                                                 "GlobalLpPool", "MaxRoiPool"})
-DATA_MOVEMENT_ACCUMULATES: frozenset[str] = frozenset({
-    "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Resize", "Upsample",
-})
+from roofcast.predictor.workload_rows import COLUMNS, frame
 
 
 @dataclass(frozen=True)
@@ -137,7 +126,8 @@ def trainable_params(graph: Graph) -> dict[str, Param]:
     """Trainable parameters by tensor name (distinct; shared weights once), in first-use order."""
     found: dict[str, tuple[TensorInfo, list[str]]] = {}
     for node in graph.ops():
-        frozen = NON_TRAINABLE_INPUTS.get(node.op_type, ())
+        entry = spec_of(node)
+        frozen = () if entry is None else entry.non_trainable_inputs
         for i, t in enumerate(node.inputs):
             if t is None or t.name not in node.weight_inputs or not is_float(t) or i in frozen:
                 continue
@@ -194,8 +184,12 @@ def _written(ctx: BackwardContext) -> float:
     return float(sum(ctx.in_bytes[i] for i in ctx.grad_inputs))
 
 
-def _gemm_backward(ctx: BackwardContext) -> list[Kernel]:
-    operands = GEMM_OPERANDS.get(ctx.node.op_type, _DEFAULT_OPERANDS)
+def _gemm_backward(operands: Sequence[int]) -> BackwardRule:
+    """dX/dW GEMMs for the requires-grad inputs at ``operands``, bias reductions for others."""
+    return lambda ctx: _gemm_kernels(ctx, operands)
+
+
+def _gemm_kernels(ctx: BackwardContext, operands: Sequence[int]) -> list[Kernel]:
     present = [i for i in operands if i < len(ctx.in_bytes) and ctx.node.inputs[i] is not None]
     kernels = []
     for i in ctx.grad_inputs:
@@ -241,10 +235,12 @@ def _whole_layer(flops_factor: float) -> BackwardRule:
 
 
 def _elementwise(ctx: BackwardContext) -> list[Kernel]:
-    no_saved = ctx.node.op_type in ELEMENTWISE_NO_SAVED
-    saved = 0.0 if no_saved else ctx.fwd_read
-    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + saved, _written(ctx), ctx.engine,
-                   weight_read=0.0 if no_saved else ctx.fwd_weight)]
+    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + ctx.fwd_read, _written(ctx),
+                   ctx.engine, weight_read=ctx.fwd_weight)]
+
+
+def _elementwise_gout_only(ctx: BackwardContext) -> list[Kernel]:
+    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes, _written(ctx), ctx.engine)]
 
 
 def _normalization(ctx: BackwardContext) -> list[Kernel]:
@@ -257,56 +253,54 @@ def _softmax(ctx: BackwardContext) -> list[Kernel]:
                    Engine.VECTOR.value)]
 
 
-def _reduction(ctx: BackwardContext) -> list[Kernel]:
-    x = ctx.node.inputs[0]
-    extra = ctx.in_bytes[0] + ctx.fwd_written if ctx.node.op_type in REDUCTION_NEEDS_INPUT else 0.0
-    return [Kernel("grad", float(x.numel), ctx.gout_bytes + extra, _written(ctx),
-                   Engine.VECTOR.value)]
+def _reduction(reads_saved: bool) -> BackwardRule:
+    def rule(ctx: BackwardContext) -> list[Kernel]:
+        extra = ctx.in_bytes[0] + ctx.fwd_written if reads_saved else 0.0
+        return [Kernel("grad", float(ctx.node.inputs[0].numel), ctx.gout_bytes + extra,
+                       _written(ctx), Engine.VECTOR.value)]
+    return rule
 
 
-def _pooling(ctx: BackwardContext) -> list[Kernel]:
-    extra = ctx.fwd_read + ctx.fwd_written if ctx.node.op_type in POOLING_NEEDS_SAVED else 0.0
-    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + extra, _written(ctx),
-                   Engine.VECTOR.value)]
+def _pooling(reads_saved: bool) -> BackwardRule:
+    def rule(ctx: BackwardContext) -> list[Kernel]:
+        extra = ctx.fwd_read + ctx.fwd_written if reads_saved else 0.0
+        return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + extra, _written(ctx),
+                       Engine.VECTOR.value)]
+    return rule
 
 
 def _data_movement(ctx: BackwardContext) -> list[Kernel]:
-    if ctx.node.op_type in DATA_MOVEMENT_ACCUMULATES:
-        return [Kernel("grad", ctx.gout_numel, ctx.gout_bytes, _written(ctx),
-                       Engine.VECTOR.value)]
     return [Kernel("grad", 0.0, ctx.gout_bytes, _written(ctx), Engine.DATA.value)]
 
 
-def _straight_through(ctx: BackwardContext) -> list[Kernel]:
+def _accumulate(ctx: BackwardContext) -> list[Kernel]:
+    """Scatter-add of dY into a zeroed dX (also: the straight-through clip mask)."""
     return [Kernel("grad", ctx.gout_numel, ctx.gout_bytes, _written(ctx), Engine.VECTOR.value)]
 
 
-def _generic(ctx: BackwardContext) -> list[Kernel]:
-    return [Kernel("grad", ctx.fwd_flops, ctx.gout_bytes + ctx.fwd_read, _written(ctx),
-                   ctx.engine, weight_read=ctx.fwd_weight)]
-
-
+#: backward kind (``graph_import.costs.registry.BACKWARD_KINDS``, named by each op's registry
+#: entry) -> its derivative rule.
 BACKWARD_RULES: dict[str, BackwardRule] = {
-    "matmul": _gemm_backward,
-    "conv": _gemm_backward,
-    "recurrent": _whole_layer(2.0),
-    "attention": _whole_layer(2.0),
+    "gemm": _gemm_backward((0, 1)),
+    "gemm_every_input": _gemm_backward(range(64)),
+    "whole_layer": _whole_layer(2.0),
     "elementwise": _elementwise,
+    "elementwise_gout_only": _elementwise_gout_only,
     "normalization": _normalization,
     "softmax": _softmax,
-    "reduction": _reduction,
-    "pooling": _pooling,
+    "reduction": _reduction(reads_saved=False),
+    "reduction_saved": _reduction(reads_saved=True),
+    "pooling": _pooling(reads_saved=False),
+    "pooling_saved": _pooling(reads_saved=True),
     "data_movement": _data_movement,
-    "quantization": _straight_through,
-    "other": _generic,
+    "data_movement_accumulates": _accumulate,
+    "straight_through": _accumulate,
+    "generic": _elementwise,
 }
 
 
 def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
     """Backward kernels in reverse topological order (see module docstring)."""
-    from roofcast.predictor.gemm_dims import gemm_dims
-    from roofcast.predictor.inner_dims import inner_elems_or_nan
-
     precision = config.precision
     dtype = compute_dtype(precision)
     req = requires_grad_tensors(graph)
@@ -334,7 +328,7 @@ def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
             engine=cost.engine.value,
         )
         inner = inner_elems_or_nan(node)
-        for k in BACKWARD_RULES[family](ctx):
+        for k in BACKWARD_RULES[backward_kind(node)](ctx):
             gemm = k.gemm if k.gemm is not None else (np.nan,) * 4
             values = {
                 "node": node.name, "op_type": node.op_type, "family": family,

@@ -1,4 +1,4 @@
-"""Graph -> workload table: one row per kernel execution (contract: ``predictor.workload_schema``).
+"""Graph -> workload table: one row per kernel execution (contract: ``graph_import.workload_schema``).
 
 ``workload_table(graph, config)`` builds:
 
@@ -12,74 +12,28 @@
 3. with ``config.mode == "train"``: backward and optimizer-update rows
    (``predictor.training``).
 
-Family of an op (``op_family``): data, not dispatch. ``FAMILY_BY_OP`` names an op type's family
-explicitly where the cost module that registered its rule is not the right family;
-otherwise the family is the name of that cost module (``graph_import/costs/<family>.py``: the
-registry is organised by family, see DESIGN.md) via ``FAMILY_BY_COST_MODULE``. An op whose rule
-lives outside those modules is family ``other`` (listed in ``Prediction.notes``).
+Family of an op: the ``family`` of its entry in the op registry
+(``graph_import.costs.registry.op_family``); an op without an entry is family ``other``.
 
 Extra columns beyond the contract (used by fusion, training and graph timing):
-``key`` unique row id ``"<phase>:<kernel>:<node>"``; ``kernel`` (``forward``, ``grad_input``,
-``grad_weight``, ``grad``, ``sgd_momentum``, ``adam``); ``domain``; ``grad_of``
-('+'-joined graph nodes whose backward must finish before an update row may run; '' otherwise).
+``predictor.workload_rows.EXTRA_COLUMNS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
-from roofcast.graph_import.costs.registry import lookup
-from roofcast.graph_import.types import Engine, Graph, OpNode
+from roofcast.graph_import.costs.gemm_dims import gemm_dims
+from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
+from roofcast.graph_import.costs.registry import op_family
+from roofcast.graph_import.types import Engine, Graph
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.gemm_dims import gemm_dims
-from roofcast.predictor.inner_dims import inner_elems_or_nan
+from roofcast.predictor.fusion import fuse_rows
 from roofcast.predictor.precision import compute_dtype, rescale_cost
-from roofcast.predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
-
-#: cost-rule module (last dotted component) -> family.
-FAMILY_BY_COST_MODULE: dict[str, str] = {
-    "matmul": "matmul",
-    "conv": "conv",
-    "elementwise": "elementwise",
-    "normalization": "normalization",
-    "softmax": "softmax",
-    "reduction": "reduction",
-    "pooling": "pooling",
-    "data_movement": "data_movement",
-    "recurrent": "recurrent",
-    "attention": "attention",
-    "quantization": "quantization",
-}
-
-#: op_type -> family where the registering module is not the right family.
-FAMILY_BY_OP: dict[str, str] = {
-    # com.microsoft RotaryEmbedding is costed beside the attention ops but is an elementwise
-    # rotation (a few FLOPs per element, no matmul): its backward is elementwise, not 2x.
-    "RotaryEmbedding": "elementwise",
-}
-
-#: Columns this module adds beyond the contract, in order.
-EXTRA_COLUMNS: tuple[str, ...] = ("key", "kernel", "domain", "grad_of")
-COLUMNS: tuple[str, ...] = WORKLOAD_COLUMN_NAMES + EXTRA_COLUMNS
-_GEMM_COLS = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
-
-
-def op_family(node: OpNode) -> str:
-    """The family of ``node``'s op type (see module docstring)."""
-    family = FAMILY_BY_OP.get(node.op_type)
-    if family is not None:
-        return family
-    rule = lookup(node.op_type, node.domain)
-    if rule is None:
-        return "other"
-    module = rule.__module__.rsplit(".", 1)[-1]
-    family = FAMILY_BY_COST_MODULE.get(module, "other")
-    assert family in FAMILIES
-    return family
+from roofcast.predictor.training import training_rows
+from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS, frame
 
 
 def check_complete(graph: Graph) -> None:
@@ -137,7 +91,7 @@ def forward_rows(graph: Graph, config: RunConfig, allow_incomplete: bool = False
             "phase": "forward", "engine": str(cost.engine.value), "dtype": dtype,
             "flops": float(cost.flops), "bytes_read": float(cost.bytes_read),
             "bytes_written": float(cost.bytes_written), "weight_bytes": float(cost.weight_bytes),
-            **dict(zip(_GEMM_COLS, gemm, strict=True)),
+            **dict(zip(GEMM_COLUMNS, gemm, strict=True)),
             "fused_nodes": node.name, "inner_elems": inner_elems_or_nan(node),
             "key": f"forward:forward:{node.name}",
             "kernel": "forward", "domain": node.domain, "grad_of": "",
@@ -147,19 +101,8 @@ def forward_rows(graph: Graph, config: RunConfig, allow_incomplete: bool = False
     return frame(cols)
 
 
-def frame(cols: Mapping[str, list]) -> pd.DataFrame:
-    """A workload DataFrame with ``COLUMNS`` in order and float numeric columns."""
-    df = pd.DataFrame({c: cols[c] for c in COLUMNS})
-    for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", *_GEMM_COLS, "inner_elems"):
-        df[c] = df[c].astype(float)
-    return df
-
-
 def workload_table(graph: Graph, config: RunConfig, allow_incomplete: bool = False) -> pd.DataFrame:
     """The workload of one run of ``graph`` under ``config`` (forward [+ fused] [+ training])."""
-    from roofcast.predictor.fusion import fuse_rows
-    from roofcast.predictor.training import training_rows
-
     rows = forward_rows(graph, config, allow_incomplete=allow_incomplete)
     if config.fusion:
         rows = fuse_rows(graph, rows, config)

@@ -47,10 +47,10 @@ import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.costs import cost_of
+from roofcast.graph_import.costs.gemm_dims import gemm_dims
+from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
 from roofcast.graph_import.types import OpNode, TensorInfo
-from roofcast.predictor.gemm_dims import gemm_dims
-from roofcast.predictor.inner_dims import inner_elems_or_nan
-from roofcast.predictor.workload_schema import WORKLOAD_COLUMN_NAMES
+from roofcast.graph_import.workload_schema import WORKLOAD_COLUMN_NAMES
 
 ENV_VAR = "ROOFCAST_SHARED_DATA"
 KERNEL_FILES = ("neusight_gemm_kernels.csv.gz", "neusight_conv_kernels.csv.gz",

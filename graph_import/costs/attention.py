@@ -53,7 +53,7 @@ def _softcap(node: OpNode) -> int:
     return SOFTCAP_FLOPS_PER_SCORE if attr_float(node, "softcap", 0.0) > 0 else 0
 
 
-@register("Attention")
+@register("Attention", family="attention", backward="whole_layer")
 def cost_Attention(node: OpNode) -> OpCost:
     """ONNX Attention(Q, K, V, attn_mask?, past_key?, past_value?): Q/K/V 4-D [B, heads, L, d]
     or 3-D [B, L, heads·d] (heads from q_num_heads); T = K's sequence length + past length.
@@ -85,7 +85,7 @@ def _past_length(node: OpNode, past: TensorInfo | None, axis: int, length_input:
     return past.shape[axis] if past is not None else 0
 
 
-@register("Attention", domain=MS_DOMAIN)
+@register("Attention", domain=MS_DOMAIN, family="attention", backward="whole_layer")
 def cost_ms_Attention(node: OpNode) -> OpCost:
     """com.microsoft Attention(input[B, S, D_in], weights[D_in, D_q+D_k+D_v], bias?, mask_index?,
     past?[2, B, H, P, d], attention_bias?): QKV projection ``2·B·S·D_in·(D_q+D_k+D_v)`` (+ bias
@@ -116,7 +116,8 @@ def cost_ms_Attention(node: OpNode) -> OpCost:
     return io_cost(node, flops, Engine.MATRIX)
 
 
-@register("MultiHeadAttention", domain=MS_DOMAIN)
+@register("MultiHeadAttention", domain=MS_DOMAIN, family="attention",
+          backward="whole_layer")
 def cost_MultiHeadAttention(node: OpNode) -> OpCost:
     """com.microsoft MultiHeadAttention(query, key?, value?, bias?, key_padding_mask?,
     attention_bias?, past_key?, past_value?, ...): no projections. query [B, S, D] or packed
@@ -147,7 +148,8 @@ def cost_MultiHeadAttention(node: OpNode) -> OpCost:
     return io_cost(node, flops, Engine.MATRIX)
 
 
-@register("GroupQueryAttention", domain=MS_DOMAIN)
+@register("GroupQueryAttention", domain=MS_DOMAIN, family="attention",
+          backward="whole_layer")
 def cost_GroupQueryAttention(node: OpNode) -> OpCost:
     """com.microsoft GroupQueryAttention(query, key?, value?, past_key?, past_value?, seqlens_k,
     total_sequence_length, cos_cache?, sin_cache?, ...): H = num_heads query heads share
@@ -178,8 +180,10 @@ def cost_GroupQueryAttention(node: OpNode) -> OpCost:
     return io_cost(node, flops, Engine.MATRIX)
 
 
-@register("RotaryEmbedding")
-@register("RotaryEmbedding", domain=MS_DOMAIN)
+# costed beside the attention ops, but an elementwise rotation (a few FLOPs per element, no
+# matmul): family and backward are elementwise
+@register("RotaryEmbedding", family="elementwise", backward="elementwise")
+@register("RotaryEmbedding", domain=MS_DOMAIN, family="elementwise", backward="elementwise")
 def cost_RotaryEmbedding(node: OpNode) -> OpCost:
     """RotaryEmbedding (ONNX opset 23 and com.microsoft): 3 FLOPs per rotated element
     (x·cos + rotate(x)·sin); with rotary_embedding_dim r < head size d only r/d of the

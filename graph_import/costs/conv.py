@@ -18,6 +18,8 @@ from roofcast.graph_import.costs._common import (
     prod,
 )
 from roofcast.graph_import.costs.elementwise import UNARY_FLOPS_PER_ELEMENT
+from roofcast.graph_import.costs.gemm_dims import gemm_conv, gemm_conv_transpose, gemm_qlinear_conv
+from roofcast.graph_import.costs.inner_dims import inner_conv, inner_qlinear_conv
 from roofcast.graph_import.costs.matmul import REQUANT_FLOPS_PER_ELEMENT
 from roofcast.graph_import.costs.registry import MS_DOMAIN, register
 from roofcast.graph_import.types import Engine, OpCost, OpNode
@@ -37,27 +39,29 @@ def _conv_cost(node: OpNode, w_index: int, bias_index: int | None, extra_per_out
     return io_cost(node, per_output * y.numel, engine)
 
 
-@register("Conv")
+@register("Conv", family="conv", backward="gemm", gemm_dims=gemm_conv, inner_elems=inner_conv)
 def cost_Conv(node: OpNode) -> OpCost:
     """Conv(X, W[C_out, C_in/g, k...], B?): ``2 × numel(Y) × C_in/g × prod(k)`` + numel(Y)
     bias adds when B is given. Depthwise (group > 1, C_in/g = 1) → VECTOR, else MATRIX."""
     return _conv_cost(node, 1, 2)
 
 
-@register("ConvInteger")
+@register("ConvInteger", family="conv", backward="gemm", gemm_dims=gemm_conv,
+          inner_elems=inner_conv)
 def cost_ConvInteger(node: OpNode) -> OpCost:
     """ConvInteger(x, w, x_zp?, w_zp?): ``2 × numel(Y) × C_in/g × prod(k)`` integer FLOPs."""
     return _conv_cost(node, 1, None)
 
 
-@register("QLinearConv")
+@register("QLinearConv", family="conv", backward="gemm", gemm_dims=gemm_qlinear_conv,
+          inner_elems=inner_qlinear_conv)
 def cost_QLinearConv(node: OpNode) -> OpCost:
     """QLinearConv(x, x_s, x_zp, w, w_s, w_zp, y_s, y_zp, B?): conv MACs ×2, + 1/elem for the
     int32 bias, + 2/elem requantisation (scale mul, zero-point add)."""
     return _conv_cost(node, 3, 8, REQUANT_FLOPS_PER_ELEMENT)
 
 
-@register("FusedConv", domain=MS_DOMAIN)
+@register("FusedConv", domain=MS_DOMAIN, family="conv", backward="gemm", inner_elems=inner_conv)
 def cost_FusedConv(node: OpNode) -> OpCost:
     """com.microsoft FusedConv(X, W, B?, Z?): Conv + optional residual Z add (1/elem) +
     activation (UNARY_FLOPS_PER_ELEMENT of attr ``activation``, Clip = 2)."""
@@ -67,7 +71,8 @@ def cost_FusedConv(node: OpNode) -> OpCost:
     return _conv_cost(node, 1, 2, act_flops + residual)
 
 
-@register("ConvTranspose")
+@register("ConvTranspose", family="conv", backward="gemm", gemm_dims=gemm_conv_transpose,
+          inner_elems=inner_conv)
 def cost_ConvTranspose(node: OpNode) -> OpCost:
     """ConvTranspose(X, W[C_in, C_out/g, k...], B?): every input element is multiplied into
     C_out/g × prod(k) outputs: ``2 × numel(X) × C_out/g × prod(k)`` + numel(Y) bias adds.

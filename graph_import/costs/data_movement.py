@@ -53,15 +53,24 @@ TAPS_PER_AXIS: dict[str, int] = {
     "bicubic": 4,
 }
 
+#: ops whose inverse movement adds (repeated indices, broadcast copies): the backward is a
+#: scatter-add / reduction on the vector engine (an embedding's gradient is dense).
+GRAD_ACCUMULATES: frozenset[str] = frozenset({"Gather", "GatherElements", "GatherND", "Expand",
+                                              "Tile"})
 
-@register(*COPY_OPS)
+
+def _backward(op_type: str) -> str:
+    return "data_movement_accumulates" if op_type in GRAD_ACCUMULATES else "data_movement"
+
+
+@register(*COPY_OPS, family="data_movement", backward=_backward)
 def cost_copy(node: OpNode) -> OpCost:
     """Copy-like op (COPY_OPS): 0 FLOPs, DATA; inputs read once, outputs written once."""
     need_output(node, 0)
     return io_cost(node, 0, Engine.DATA)
 
 
-@register("Gather", "GatherElements", "GatherND", "Slice")
+@register("Gather", "GatherElements", "GatherND", "Slice", family="data_movement", backward=_backward)
 def cost_selective_read(node: OpNode) -> OpCost:
     """Gather/GatherElements/GatherND/Slice: 0 FLOPs, DATA; reads the selected elements
     ``min(numel(Y), numel(data)) × itemsize`` (weight bytes likewise when data is a weight,
@@ -71,7 +80,7 @@ def cost_selective_read(node: OpNode) -> OpCost:
     return partial_read_cost(node, {0: y.numel}, 0, Engine.DATA)
 
 
-@register("ScatterND", "ScatterElements", "Scatter")
+@register("ScatterND", "ScatterElements", "Scatter", family="data_movement", backward="data_movement")
 def cost_scatter(node: OpNode) -> OpCost:
     """ScatterND/ScatterElements(data, indices, updates): copy data to output and write the
     updates: reads all inputs, writes Y. ``reduction`` other than 'none' adds 1 FLOP per
@@ -91,7 +100,7 @@ def _interpolate(node: OpNode, mode: str, interpolated_axes: int) -> OpCost:
     return io_cost(node, 2 * taps * y.numel, Engine.VECTOR)
 
 
-@register("Resize", "Upsample")
+@register("Resize", "Upsample", family="data_movement", backward="data_movement_accumulates")
 def cost_Resize(node: OpNode) -> OpCost:
     """Resize/Upsample: 'nearest' is a gather (0 FLOPs, DATA); 'linear'/'cubic' weigh
     2^d / 4^d taps per output (d = axes whose size changes): ``2 × taps × numel(Y)`` (mul + add
@@ -102,7 +111,7 @@ def cost_Resize(node: OpNode) -> OpCost:
     return _interpolate(node, attr_str(node, "mode", "nearest"), changed)
 
 
-@register("GridSample")
+@register("GridSample", family="data_movement", backward="data_movement")
 def cost_GridSample(node: OpNode) -> OpCost:
     """GridSample(X, grid): per output, taps = (2 | 4 | 1)^(rank - 2) for (bi)linear / (bi)cubic
     / nearest; ``2 × taps × numel(Y)`` FLOPs, VECTOR (nearest: DATA, 0 FLOPs)."""

@@ -95,14 +95,22 @@ MS_FLOPS_PER_ELEMENT: dict[str, int] = {
     "BiasAdd": 2,  # X + bias + skip
 }
 
+#: linear ops: their derivative needs only the output gradient, so their backward reads no
+#: saved input.
+GRAD_NEEDS_NO_INPUT: frozenset[str] = frozenset({"Add", "Sub", "Sum", "Neg", "Mean"})
 
-@register(*UNARY_FLOPS_PER_ELEMENT)
+
+def _backward(op_type: str) -> str:
+    return "elementwise_gout_only" if op_type in GRAD_NEEDS_NO_INPUT else "elementwise"
+
+
+@register(*UNARY_FLOPS_PER_ELEMENT, family="elementwise", backward=_backward)
 def cost_unary(node: OpNode) -> OpCost:
     """Unary elementwise: ``UNARY_FLOPS_PER_ELEMENT[op] × numel(Y)`` FLOPs; read X, write Y."""
     return per_output_element(node, UNARY_FLOPS_PER_ELEMENT[node.op_type], Engine.VECTOR)
 
 
-@register(*BINARY_FLOPS_PER_ELEMENT)
+@register(*BINARY_FLOPS_PER_ELEMENT, family="elementwise", backward=_backward)
 def cost_binary(node: OpNode) -> OpCost:
     """Broadcasting binary op: ``BINARY_FLOPS_PER_ELEMENT[op] × numel(broadcast output)``.
 
@@ -111,21 +119,21 @@ def cost_binary(node: OpNode) -> OpCost:
     return per_output_element(node, BINARY_FLOPS_PER_ELEMENT[node.op_type], Engine.VECTOR)
 
 
-@register("Sum", "Max", "Min")
+@register("Sum", "Max", "Min", family="elementwise", backward=_backward)
 def cost_variadic_combine(node: OpNode) -> OpCost:
     """Variadic Sum/Max/Min of n broadcasting inputs: ``(n - 1) × numel(Y)`` FLOPs."""
     n = sum(t is not None for t in node.inputs)
     return per_output_element(node, max(n - 1, 0), Engine.VECTOR)
 
 
-@register("Mean")
+@register("Mean", family="elementwise", backward=_backward)
 def cost_mean(node: OpNode) -> OpCost:
     """Variadic Mean of n inputs: (n - 1) adds + 1 divide = ``n × numel(Y)`` FLOPs."""
     n = sum(t is not None for t in node.inputs)
     return per_output_element(node, n, Engine.VECTOR)
 
 
-@register("Clip")
+@register("Clip", family="elementwise", backward="elementwise")
 def cost_clip(node: OpNode) -> OpCost:
     """Clip: one min/max per bound given (inputs 1, 2, or attrs before opset 11) per element."""
     bounds = sum(node.input(i) is not None for i in (1, 2))
@@ -133,7 +141,7 @@ def cost_clip(node: OpNode) -> OpCost:
     return per_output_element(node, bounds, Engine.VECTOR)
 
 
-@register("Gelu")
+@register("Gelu", family="elementwise", backward="elementwise")
 def cost_gelu(node: OpNode) -> OpCost:
     """Gelu (opset 20): 5 FLOPs/elem (erf form) or 9 with ``approximate='tanh'``."""
     approx = attr_str(node, "approximate", "none")
@@ -141,13 +149,13 @@ def cost_gelu(node: OpNode) -> OpCost:
     return per_output_element(node, k, Engine.VECTOR)
 
 
-@register(*MS_FLOPS_PER_ELEMENT, domain=MS_DOMAIN)
+@register(*MS_FLOPS_PER_ELEMENT, domain=MS_DOMAIN, family="elementwise", backward="elementwise")
 def cost_ms_elementwise(node: OpNode) -> OpCost:
     """com.microsoft Gelu/BiasGelu/QuickGelu/BiasAdd: ``MS_FLOPS_PER_ELEMENT[op] × numel(Y)``."""
     return per_output_element(node, MS_FLOPS_PER_ELEMENT[node.op_type], Engine.VECTOR)
 
 
-@register("FastGelu", domain=MS_DOMAIN)
+@register("FastGelu", domain=MS_DOMAIN, family="elementwise", backward="elementwise")
 def cost_fast_gelu(node: OpNode) -> OpCost:
     """com.microsoft FastGelu(X, bias?): tanh-Gelu (9/elem) plus 1 add/elem when bias is given."""
     need_output(node, 0)

@@ -19,6 +19,12 @@ from roofcast.graph_import.costs._common import (
     need_output,
     prod,
 )
+from roofcast.graph_import.costs.gemm_dims import (
+    gemm_einsum,
+    gemm_gemm,
+    gemm_matmul,
+    gemm_qlinear_matmul,
+)
 from roofcast.graph_import.costs.registry import MS_DOMAIN, register
 from roofcast.graph_import.types import Engine, OpCost, OpNode, TensorInfo
 
@@ -44,21 +50,22 @@ def _matmul_cost(node: OpNode, a_index: int, extra_flops_per_output: float = 0.0
     return io_cost(node, (2 * k + extra_flops_per_output) * y.numel, Engine.MATRIX)
 
 
-@register("MatMul")
+@register("MatMul", family="matmul", backward="gemm", gemm_dims=gemm_matmul)
 def cost_MatMul(node: OpNode) -> OpCost:
     """MatMul (numpy semantics, batched + broadcasting): ``2 × numel(Y) × K``, K = A.shape[-1]."""
     need_input(node, 1, "B")
     return _matmul_cost(node, 0)
 
 
-@register("MatMulInteger")
+@register("MatMulInteger", family="matmul", backward="gemm", gemm_dims=gemm_matmul)
 def cost_MatMulInteger(node: OpNode) -> OpCost:
     """MatMulInteger (int8/uint8 → int32): ``2 × numel(Y) × K``; zero points folded in."""
     need_input(node, 1, "B")
     return _matmul_cost(node, 0)
 
 
-@register("QLinearMatMul")
+@register("QLinearMatMul", family="matmul", backward="gemm",
+          gemm_dims=gemm_qlinear_matmul)
 def cost_QLinearMatMul(node: OpNode) -> OpCost:
     """QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
     ``2 × numel(Y) × K`` + 2 requantisation FLOPs per output element."""
@@ -66,7 +73,7 @@ def cost_QLinearMatMul(node: OpNode) -> OpCost:
     return _matmul_cost(node, 0, REQUANT_FLOPS_PER_ELEMENT)
 
 
-@register("Gemm")
+@register("Gemm", family="matmul", backward="gemm", gemm_dims=gemm_gemm)
 def cost_Gemm(node: OpNode) -> OpCost:
     """Gemm Y = alpha·op(A)·op(B) + beta·C: ``2·M·N·K`` plus, per output element, 1 for
     alpha ≠ 1, 1 for beta·C when beta ≠ 1, and 1 for adding C when C is given."""
@@ -82,7 +89,8 @@ def cost_Gemm(node: OpNode) -> OpCost:
     return io_cost(node, per_output * y.numel, Engine.MATRIX)
 
 
-@register("FusedMatMul", domain=MS_DOMAIN)
+@register("FusedMatMul", domain=MS_DOMAIN, family="matmul", backward="gemm",
+          gemm_dims=gemm_matmul)
 def cost_FusedMatMul(node: OpNode) -> OpCost:
     """com.microsoft FusedMatMul = alpha·op(A)·op(B): ``2 × numel(Y) × K`` (+1/elem when
     alpha ≠ 1). transBatchA/transBatchB are not supported (CostRuleError)."""
@@ -99,7 +107,7 @@ def cost_FusedMatMul(node: OpNode) -> OpCost:
     return io_cost(node, per_output * y.numel, Engine.MATRIX)
 
 
-@register("MatMulNBits", domain=MS_DOMAIN)
+@register("MatMulNBits", domain=MS_DOMAIN, family="matmul", backward="gemm")
 def cost_MatMulNBits(node: OpNode) -> OpCost:
     """com.microsoft MatMulNBits (A float, B block-quantised N×K): ``2 × numel(Y) × K`` plus
     dequantisation of B, 2 FLOPs per weight ((q - zp)·scale) = ``2·N·K``."""
@@ -153,7 +161,7 @@ def _einsum_indices(node: OpNode, equation: str, operands: list[TensorInfo]):
     return per_operand, out, sizes
 
 
-@register("Einsum")
+@register("Einsum", family="matmul", backward="gemm_every_input", gemm_dims=gemm_einsum)
 def cost_Einsum(node: OpNode) -> OpCost:
     """Einsum, naive (unoptimised) evaluation over the full index space of size P = product of
     all distinct index sizes: per point, (n_operands - 1) multiplies, plus 1 accumulate when

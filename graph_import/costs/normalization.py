@@ -24,6 +24,11 @@ from roofcast.graph_import.costs._common import (
     partial_read_cost,
     prod,
 )
+from roofcast.graph_import.costs.inner_dims import (
+    inner_group_norm,
+    inner_instance_norm,
+    inner_layer_norm,
+)
 from roofcast.graph_import.costs.registry import MS_DOMAIN, register
 from roofcast.graph_import.types import Engine, OpCost, OpNode
 
@@ -72,7 +77,7 @@ def _rms_norm_like(node: OpNode, extra_per_element: int = 0) -> OpCost:
     return io_cost(node, per_element * x.numel + RMS_STATS_FLOPS_PER_ROW * rows, Engine.VECTOR)
 
 
-@register("LayerNormalization")
+@register("LayerNormalization", family="normalization", backward="normalization", inner_elems=inner_layer_norm)
 def cost_LayerNormalization(node: OpNode) -> OpCost:
     """LayerNormalization(X, Scale, B?) over axes [axis, rank): (6 + [B given])/elem + 4/row,
     rows = prod(X.shape[:axis])."""
@@ -80,8 +85,8 @@ def cost_LayerNormalization(node: OpNode) -> OpCost:
     return _layer_norm_like(node, node.input(2) is not None)
 
 
-@register("SimplifiedLayerNormalization")
-@register("RMSNormalization")
+@register("SimplifiedLayerNormalization", "RMSNormalization", family="normalization", backward="normalization",
+          inner_elems=inner_layer_norm)
 def cost_rms_norm(node: OpNode) -> OpCost:
     """RMSNormalization (opset 23) / ORT SimplifiedLayerNormalization(X, scale):
     x / sqrt(mean(x²) + eps) · scale = 4/elem + 3/row, rows = prod(X.shape[:axis])."""
@@ -89,7 +94,8 @@ def cost_rms_norm(node: OpNode) -> OpCost:
     return _rms_norm_like(node)
 
 
-@register("SkipLayerNormalization", domain=MS_DOMAIN)
+@register("SkipLayerNormalization", domain=MS_DOMAIN, family="normalization", backward="normalization",
+          inner_elems=inner_layer_norm)
 def cost_SkipLayerNormalization(node: OpNode) -> OpCost:
     """com.microsoft SkipLayerNormalization(input, skip, gamma, beta?, bias?): s = input + skip
     (+ bias) then LayerNorm over the last axis: (1 + [bias] + 6 + [beta])/elem + 4/row."""
@@ -99,7 +105,8 @@ def cost_SkipLayerNormalization(node: OpNode) -> OpCost:
     return _layer_norm_like(node, node.input(3) is not None, 1 + bias_add)
 
 
-@register("SkipSimplifiedLayerNormalization", domain=MS_DOMAIN)
+@register("SkipSimplifiedLayerNormalization", domain=MS_DOMAIN, family="normalization", backward="normalization",
+          inner_elems=inner_layer_norm)
 def cost_SkipSimplifiedLayerNormalization(node: OpNode) -> OpCost:
     """com.microsoft SkipSimplifiedLayerNormalization(input, skip, gamma, bias?): s = input +
     skip (+ bias) then RMSNorm over the last axis: (1 + [bias] + 4)/elem + 3/row."""
@@ -109,7 +116,8 @@ def cost_SkipSimplifiedLayerNormalization(node: OpNode) -> OpCost:
     return _rms_norm_like(node, 1 + bias_add)
 
 
-@register("BatchNormalization")
+# inputs 3, 4: the running mean and variance, initializers that are not trained
+@register("BatchNormalization", family="normalization", backward="normalization", non_trainable_inputs=(3, 4))
 def cost_BatchNormalization(node: OpNode) -> OpCost:
     """BatchNormalization(X, scale, B, mean, var), C = X.shape[1]. Inference: 4/elem +
     2/channel. training_mode=1 adds batch statistics (4/elem, 4/channel) and the running-stat
@@ -127,7 +135,7 @@ def cost_BatchNormalization(node: OpNode) -> OpCost:
     return io_cost(node, flops, Engine.VECTOR)
 
 
-@register("InstanceNormalization")
+@register("InstanceNormalization", family="normalization", backward="normalization", inner_elems=inner_instance_norm)
 def cost_InstanceNormalization(node: OpNode) -> OpCost:
     """InstanceNormalization(input, scale[C], B[C]): statistics per (N, C) over spatial dims:
     7/elem + 4 per (n, c)."""
@@ -138,7 +146,7 @@ def cost_InstanceNormalization(node: OpNode) -> OpCost:
     return _mean_var_norm(node, x.numel, prod(x.shape[:2]))
 
 
-@register("GroupNormalization")
+@register("GroupNormalization", family="normalization", backward="normalization", inner_elems=inner_group_norm)
 def cost_GroupNormalization(node: OpNode) -> OpCost:
     """GroupNormalization(X, scale, bias), attr num_groups: statistics per (N, group):
     7/elem + 4 per (n, group)."""
@@ -152,7 +160,7 @@ def cost_GroupNormalization(node: OpNode) -> OpCost:
     return _mean_var_norm(node, x.numel, (x.shape[0] if x.shape else 1) * int(groups))
 
 
-@register("LpNormalization")
+@register("LpNormalization", family="normalization", backward="normalization")
 def cost_LpNormalization(node: OpNode) -> OpCost:
     """LpNormalization(input), p ∈ {1, 2}, along ``axis``: |x| or x² (1), sum (1), divide (1)
     = 3/elem, + 1 sqrt per row when p = 2."""
@@ -164,7 +172,7 @@ def cost_LpNormalization(node: OpNode) -> OpCost:
     return io_cost(node, 3 * x.numel + (rows if p == 2 else 0), Engine.VECTOR)
 
 
-@register("EmbedLayerNormalization", domain=MS_DOMAIN)
+@register("EmbedLayerNormalization", domain=MS_DOMAIN, family="normalization", backward="normalization")
 def cost_EmbedLayerNormalization(node: OpNode) -> OpCost:
     """com.microsoft EmbedLayerNormalization(input_ids[B, S], segment_ids?, word_embedding,
     position_embedding, segment_embedding?, gamma, beta, mask?, position_ids?): gathers B·S rows
@@ -185,7 +193,7 @@ def cost_EmbedLayerNormalization(node: OpNode) -> OpCost:
 LRN_FLOPS_PER_ELEMENT_BEYOND_SIZE = 5
 
 
-@register("LRN")
+@register("LRN", family="normalization", backward="normalization")
 def cost_LRN(node: OpNode) -> OpCost:
     """LRN(X), attr size: x / (bias + alpha/size · Σ_window x²)^beta = (size + 5)/elem."""
     x = need_input(node, 0, "X")
@@ -196,7 +204,7 @@ def cost_LRN(node: OpNode) -> OpCost:
     return io_cost(node, (int(size) + LRN_FLOPS_PER_ELEMENT_BEYOND_SIZE) * x.numel, Engine.VECTOR)
 
 
-@register("MeanVarianceNormalization")
+@register("MeanVarianceNormalization", family="normalization", backward="normalization")
 def cost_MeanVarianceNormalization(node: OpNode) -> OpCost:
     """MeanVarianceNormalization(X), attr axes (default [0, 2, 3]): (x - mean) / std =
     statistics 4/elem + divide 1/elem + 4 per normalised group."""

@@ -34,28 +34,28 @@ def _window(node: OpNode) -> tuple[int, int]:
     return prod(kernel), y.numel
 
 
-@register("MaxPool")
+@register("MaxPool", family="pooling", backward="pooling_saved")
 def cost_MaxPool(node: OpNode) -> OpCost:
     """MaxPool: ``(prod(kernel_shape) - 1) × numel(Y)`` compares."""
     k, out = _window(node)
     return io_cost(node, (k - 1) * out, Engine.VECTOR)
 
 
-@register("AveragePool")
+@register("AveragePool", family="pooling", backward="pooling")
 def cost_AveragePool(node: OpNode) -> OpCost:
     """AveragePool: ``prod(kernel_shape) × numel(Y)`` (k - 1 adds + 1 divide per output)."""
     k, out = _window(node)
     return io_cost(node, k * out, Engine.VECTOR)
 
 
-@register("LpPool")
+@register("LpPool", family="pooling", backward="pooling_saved")
 def cost_LpPool(node: OpNode) -> OpCost:
     """LpPool: ``2 × prod(kernel_shape) × numel(Y)`` (power + add per window element)."""
     k, out = _window(node)
     return io_cost(node, 2 * k * out, Engine.VECTOR)
 
 
-@register("GlobalAveragePool")
+@register("GlobalAveragePool", family="pooling", backward="pooling")
 def cost_GlobalAveragePool(node: OpNode) -> OpCost:
     """GlobalAveragePool: ``numel(X)`` FLOPs (in - out adds + out divides)."""
     x = need_input(node, 0, "X")
@@ -63,7 +63,7 @@ def cost_GlobalAveragePool(node: OpNode) -> OpCost:
     return io_cost(node, x.numel, Engine.VECTOR)
 
 
-@register("GlobalMaxPool")
+@register("GlobalMaxPool", family="pooling", backward="pooling_saved")
 def cost_GlobalMaxPool(node: OpNode) -> OpCost:
     """GlobalMaxPool: ``numel(X) - numel(Y)`` compares."""
     x = need_input(node, 0, "X")
@@ -71,7 +71,7 @@ def cost_GlobalMaxPool(node: OpNode) -> OpCost:
     return io_cost(node, max(x.numel - y.numel, 0), Engine.VECTOR)
 
 
-@register("GlobalLpPool")
+@register("GlobalLpPool", family="pooling", backward="pooling_saved")
 def cost_GlobalLpPool(node: OpNode) -> OpCost:
     """GlobalLpPool: ``2 × numel(X)`` (power + add per element; root per output ignored)."""
     x = need_input(node, 0, "X")

@@ -15,14 +15,14 @@ QUANTIZE_FLOPS_PER_ELEMENT = 5
 MINMAX_FLOPS_PER_ELEMENT = 2
 
 
-@register("QuantizeLinear")
+@register("QuantizeLinear", family="quantization", backward="straight_through")
 def cost_QuantizeLinear(node: OpNode) -> OpCost:
     """QuantizeLinear(x, y_scale, y_zero_point?): 5 FLOPs per element."""
     need_input(node, 1, "y_scale")
     return per_output_element(node, QUANTIZE_FLOPS_PER_ELEMENT, Engine.VECTOR)
 
 
-@register("DequantizeLinear")
+@register("DequantizeLinear", family="quantization", backward="straight_through")
 def cost_DequantizeLinear(node: OpNode) -> OpCost:
     """DequantizeLinear(x, x_scale, x_zero_point?): 2 FLOPs/elem (1 without zero point)."""
     need_input(node, 1, "x_scale")
@@ -30,7 +30,7 @@ def cost_DequantizeLinear(node: OpNode) -> OpCost:
     return per_output_element(node, per_element, Engine.VECTOR)
 
 
-@register("DynamicQuantizeLinear")
+@register("DynamicQuantizeLinear", family="quantization", backward="straight_through")
 def cost_DynamicQuantizeLinear(node: OpNode) -> OpCost:
     """DynamicQuantizeLinear(x) -> (y, y_scale, y_zero_point): 7 FLOPs per element."""
     x = need_input(node, 0, "x")

@@ -27,6 +27,7 @@ from roofcast.graph_import.costs._common import (
     need_input,
     need_output,
 )
+from roofcast.graph_import.costs.gemm_dims import gemm_recurrent
 from roofcast.graph_import.costs.registry import register
 from roofcast.graph_import.types import Engine, OpCost, OpNode
 
@@ -61,7 +62,7 @@ def _recurrent(node: OpNode, extra_per_unit: int) -> OpCost:
     return io_cost(node, directions * steps * batch * per_step, Engine.MATRIX)
 
 
-@register("GRU", "RNN")
+@register("GRU", "RNN", family="recurrent", backward="whole_layer", gemm_dims=gemm_recurrent)
 def cost_gru_rnn(node: OpNode) -> OpCost:
     """GRU/RNN(X, W, R, B?, sequence_lens?, initial_h?):
     ``D·S·B·(2·(I + H)·G·H + (elementwise + bias)·H)`` per RECURRENT_ELEMENTWISE; layout 0
@@ -69,7 +70,7 @@ def cost_gru_rnn(node: OpNode) -> OpCost:
     return _recurrent(node, 0)
 
 
-@register("LSTM")
+@register("LSTM", family="recurrent", backward="whole_layer", gemm_dims=gemm_recurrent)
 def cost_LSTM(node: OpNode) -> OpCost:
     """LSTM(X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?): as GRU/RNN with G = 4,
     22 elementwise FLOPs per unit-step (+8 bias, +6 peepholes when P is given)."""

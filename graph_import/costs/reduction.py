@@ -18,6 +18,7 @@ from roofcast.graph_import.costs._common import (
     need_input,
     need_output,
 )
+from roofcast.graph_import.costs.inner_dims import inner_reduce
 from roofcast.graph_import.costs.registry import register
 from roofcast.graph_import.types import Engine, OpCost, OpNode
 
@@ -35,6 +36,17 @@ REDUCE_MAP_FINISH: dict[str, tuple[int, int]] = {
     "ReduceLogSumExp": (1, 1),  # exp, log
 }
 
+#: reductions whose gradient needs the input and output (where the max/min was, |x|, x²,
+#: exp/log): their backward reads them besides the output gradient.
+GRAD_READS_INPUT: frozenset[str] = frozenset({
+    "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+    "ReduceProd", "ReduceSumSquare",
+})
+
+
+def _backward(op_type: str) -> str:
+    return "reduction_saved" if op_type in GRAD_READS_INPUT else "reduction"
+
 
 def _in_out(node: OpNode) -> tuple[int, int]:
     x = need_input(node, 0, "data")
@@ -42,7 +54,7 @@ def _in_out(node: OpNode) -> tuple[int, int]:
     return x.numel, y.numel
 
 
-@register(*REDUCE_MAP_FINISH)
+@register(*REDUCE_MAP_FINISH, family="reduction", backward=_backward, inner_elems=inner_reduce)
 def cost_reduce(node: OpNode) -> OpCost:
     """Reduce*: ``map·in + (in - out) + finish·out`` with (map, finish) from REDUCE_MAP_FINISH."""
     n_in, n_out = _in_out(node)
@@ -51,14 +63,15 @@ def cost_reduce(node: OpNode) -> OpCost:
     return io_cost(node, flops, Engine.VECTOR)
 
 
-@register("ArgMax", "ArgMin")
+@register("ArgMax", "ArgMin", family="reduction", backward="reduction_saved",
+          inner_elems=inner_reduce)
 def cost_arg_reduce(node: OpNode) -> OpCost:
     """ArgMax/ArgMin: ``in - out`` compares; int64 indices written."""
     n_in, n_out = _in_out(node)
     return io_cost(node, max(n_in - n_out, 0), Engine.VECTOR)
 
 
-@register("CumSum", "CumProd")
+@register("CumSum", "CumProd", family="reduction", backward="reduction")
 def cost_prefix_scan(node: OpNode) -> OpCost:
     """CumSum/CumProd(x, axis): 1 add/multiply per element (prefix scan)."""
     x = need_input(node, 0, "x")
@@ -66,7 +79,7 @@ def cost_prefix_scan(node: OpNode) -> OpCost:
     return io_cost(node, x.numel, Engine.VECTOR)
 
 
-@register("TopK")
+@register("TopK", family="reduction", backward="reduction")
 def cost_TopK(node: OpNode) -> OpCost:
     """TopK(X, K): heap selection, ``numel(X) × max(1, ceil(log2 k))`` compares, k read from the
     Values output along ``axis``; Values and Indices written."""

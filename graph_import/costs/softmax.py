@@ -16,6 +16,7 @@ from roofcast.graph_import.costs._common import (
     need_input,
     need_output,
 )
+from roofcast.graph_import.costs.inner_dims import inner_softmax
 from roofcast.graph_import.costs.registry import register
 from roofcast.graph_import.types import Engine, OpCost, OpNode
 
@@ -35,21 +36,21 @@ def _rows(node: OpNode) -> tuple[int, int]:
     return x.numel, (x.numel // x.shape[axis] if x.shape[axis] else 0)
 
 
-@register("Softmax")
+@register("Softmax", family="softmax", backward="softmax", inner_elems=inner_softmax)
 def cost_Softmax(node: OpNode) -> OpCost:
     """Softmax: 5 FLOPs per element (max, sub, exp, sum, div)."""
     numel, _ = _rows(node)
     return io_cost(node, SOFTMAX_FLOPS_PER_ELEMENT * numel, Engine.VECTOR)
 
 
-@register("LogSoftmax")
+@register("LogSoftmax", family="softmax", backward="softmax", inner_elems=inner_softmax)
 def cost_LogSoftmax(node: OpNode) -> OpCost:
     """LogSoftmax: 5 FLOPs per element + 1 log per row."""
     numel, rows = _rows(node)
     return io_cost(node, SOFTMAX_FLOPS_PER_ELEMENT * numel + rows, Engine.VECTOR)
 
 
-@register("Hardmax")
+@register("Hardmax", family="softmax", backward="softmax", inner_elems=inner_softmax)
 def cost_Hardmax(node: OpNode) -> OpCost:
     """Hardmax: 1 compare per element."""
     numel, _ = _rows(node)

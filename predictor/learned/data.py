@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofcast.graph_import.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.precision import STORAGE_BYTES
-from roofcast.predictor.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
 BUNDLED_ROWS = "cpu_measurements.csv.gz"

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.types import Engine, OpCost, OpNode, TensorInfo
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.efficiency import EfficiencyCurves, default_curves
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.features import bw_saturation_threads, thread_factors
-from roofcast.predictor.gemm_dims import gemm_dims
 from roofcast.predictor.precision import compute_dtype, peak_dtype, rescale_bytes, rescale_cost
 from tests.predictor.estimator_helpers import features, gemm_row
 

@@ -161,7 +161,7 @@ def test_measured_fused_rows_count_traffic_like_predicted_ones():
 
 
 def test_a_tensor_also_read_outside_the_group_is_still_written():
-    from roofcast.predictor.fusion import internal_traffic
+    from roofcast.graph_import.fused_traffic import internal_traffic
 
     g = branched_graph(10)  # a feeds b and c; d = Add(b, c)
     read_saved, write_saved = internal_traffic(g, ["a", "b"])
@@ -172,8 +172,8 @@ def test_a_tensor_also_read_outside_the_group_is_still_written():
 def test_views_inside_a_group_pass_their_tensor_through():
     """ORT's MatMul+Add+Reshape+Unsqueeze (vit's packed QKV): the Add output leaves the kernel
     through two views, so it is still written once; the views themselves save nothing."""
+    from roofcast.graph_import.fused_traffic import internal_traffic
     from roofcast.graph_import.types import OpCost
-    from roofcast.predictor.fusion import internal_traffic
 
     free = OpCost(0.0, 0.0, 0.0, 0.0, Engine.FREE)
     x, w, b = t("x", 8, 64), t("w", 64, 32), t("b", 32)

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from roofcast.predictor.workload_schema import WORKLOAD_COLUMN_NAMES, check_workload
+from roofcast.graph_import.workload_schema import WORKLOAD_COLUMN_NAMES, check_workload
 from roofcast.training_data.public_kernels import (
     ENV_VAR,
     PublicDataError,

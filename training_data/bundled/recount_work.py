@@ -6,8 +6,8 @@ A bundled row is a group of graph nodes one ONNX Runtime kernel ran, in a zoo mo
 microbenchmark's one-node model; its work columns (``RECOUNTED``: FLOPs, bytes, weight bytes,
 GEMM dims) come from roofcast's cost rules through
 ``training_data.collectors.rows.group_work`` — for a fused group the members' bytes less the
-tensors passed inside the kernel (``predictor.fusion.internal_traffic``). When a rule changes
-(the traffic accounting, a new GEMM mapping), the measured rows must follow it: the learned
+tensors passed inside the kernel (``graph_import.fused_traffic.internal_traffic``). When a rule
+changes (the traffic accounting, a new GEMM mapping), the measured rows must follow it: the learned
 model is trained on their columns and predicts from the predictor's, so the two must be
 counted alike. Two such changes were missed before this script covered every row: fused rows
 through views had zero bytes, and the LSTM rows of ``lstm_lm`` had no GEMM dims (measured

@@ -3,7 +3,7 @@
 A *group* is the set of original graph nodes one or more ORT kernels computed (one node when
 nothing was fused). Its row sums the nodes' roofcast costs (FLOPs, bytes read/written, weight
 bytes), less — when the graph is given — the traffic of tensors passed between members, which a
-fused kernel never writes or reads (``predictor.fusion.internal_traffic``: the accounting the
+fused kernel never writes or reads (``graph_import.fused_traffic.internal_traffic``: the accounting the
 predictor uses for the groups it fuses, so measured and predicted fused rows agree), names
 the nodes ``'+'``-joined in
 ``node`` and their op types in ``op_type`` (``Conv+Relu``). Shapes, attributes, dtype, family
@@ -24,6 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from roofcast.graph_import.costs.gemm_dims import gemm_dims
+from roofcast.graph_import.costs.registry import op_family
+from roofcast.graph_import.fused_traffic import internal_traffic
 from roofcast.graph_import.types import Graph, OpNode
 
 SOURCE_ORT_CPU = "roofcast.ort_cpu"
@@ -98,10 +101,6 @@ def dominant(nodes: Sequence[OpNode]) -> OpNode:
 
 def group_work(nodes: Sequence[OpNode], graph: Graph | None = None) -> dict[str, Any]:
     """Identity-of-work columns of a group (module docstring); NaN costs when a node has none."""
-    from roofcast.predictor.fusion import internal_traffic
-    from roofcast.predictor.gemm_dims import gemm_dims
-    from roofcast.predictor.workload import op_family
-
     main = dominant(nodes)
     costed = all(n.cost is not None for n in nodes)
     saved = {"bytes_read": 0.0, "bytes_written": 0.0}

@@ -2,7 +2,8 @@
 
 Produced by ``predictor.workload.workload_table(graph, config)`` (graph level) and by
 ``training_data.public_kernels`` (public kernel measurements); consumed by
-``predictor.features.featurize`` and the estimators. Units are SI: FLOPs (1 multiply-add = 2
+``predictor.features.featurize`` and the estimators. It lives below both packages so the data
+side never imports the predictor. Units are SI: FLOPs (1 multiply-add = 2
 FLOPs), bytes, seconds.
 
 Columns (``WORKLOAD_COLUMNS``, name -> meaning):
@@ -11,6 +12,8 @@ Columns (``WORKLOAD_COLUMNS``, name -> meaning):
 from __future__ import annotations
 
 import pandas as pd
+
+from roofcast.graph_import.errors import WorkloadSchemaError
 
 FAMILIES: tuple[str, ...] = (
     "matmul", "conv", "elementwise", "normalization", "softmax", "reduction", "pooling",
@@ -37,7 +40,7 @@ WORKLOAD_COLUMNS: dict[str, str] = {
     "fused_nodes": "str: '+'-joined node names of a fused group, else the node name",
     "inner_elems": "float: elements per row of a row-wise op (softmax/normalization: the "
                    "normalised axes; reductions: elements folded per output) or the window R*S "
-                   "of a conv (predictor.inner_dims); NaN otherwise",
+                   "of a conv (graph_import.costs.inner_dims); NaN otherwise",
 }
 WORKLOAD_COLUMN_NAMES: tuple[str, ...] = tuple(WORKLOAD_COLUMNS)
 _NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes",
@@ -48,27 +51,24 @@ __doc__ += "\n".join(f"    {k}: {v}" for k, v in WORKLOAD_COLUMNS.items()) + "\n
 
 
 def check_workload(df: pd.DataFrame) -> None:
-    """Raise ``PredictionError`` if ``df`` lacks a contract column or has bad values.
+    """Raise ``WorkloadSchemaError`` if ``df`` lacks a contract column or has bad values.
 
     Checks: every column present; numeric columns non-negative (NaN allowed only in gemm_* and
-    inner_elems);
-    family/phase/engine values from their vocabularies.
+    inner_elems); family/phase/engine values from their vocabularies.
     """
-    from roofcast.predictor.errors import PredictionError
-
     missing = [c for c in WORKLOAD_COLUMN_NAMES if c not in df.columns]
     if missing:
-        raise PredictionError(f"workload table lacks columns {missing}; see predictor/workload_schema.py")
+        raise WorkloadSchemaError(f"workload table lacks columns {missing}; see graph_import/workload_schema.py")
     for col in _NUMERIC:
         vals = pd.to_numeric(df[col], errors="coerce")
         if col not in _NAN_ALLOWED and vals.isna().any():
-            raise PredictionError(f"workload column {col!r} has missing/non-numeric values")
+            raise WorkloadSchemaError(f"workload column {col!r} has missing/non-numeric values")
         if (vals < 0).any():
-            raise PredictionError(f"workload column {col!r} has negative values")
+            raise WorkloadSchemaError(f"workload column {col!r} has negative values")
     for col, vocab in (("family", FAMILIES), ("phase", PHASES), ("engine", ENGINES)):
         bad = sorted(set(df[col].astype(str)) - set(vocab))
         if bad:
-            raise PredictionError(f"workload column {col!r} has unknown values {bad}; allowed: {vocab}")
+            raise WorkloadSchemaError(f"workload column {col!r} has unknown values {bad}; allowed: {vocab}")
 
 
 def empty_workload() -> pd.DataFrame:

@@ -1,9 +1,9 @@
 """GEMM view of matrix-engine ops: ``gemm_dims(node) -> (batch, M, N, K)`` or None.
 
-The traffic estimator (DeLTA-style tiling) needs the GEMM a kernel really runs. One registry keyed
-by ONNX op type (``predictor.op_rules``; domain ignored: com.microsoft variants share the names'
-semantics); adding an op is adding a decorated function. An op whose tensors do not give a plain GEMM returns None, and
-the estimators then fall back to the flops/bytes roofline for that row (never a guess).
+The traffic estimator (DeLTA-style tiling) needs the GEMM a kernel really runs. Each rule here is
+named by the op's registry entry (``register(..., gemm_dims=gemm_matmul)`` in its family
+module); an op without one, or whose tensors do not give a plain GEMM, has None, and the
+estimators then fall back to the flops/bytes roofline for that row (never a guess).
 
 Mappings (shapes from the node's concrete TensorInfos):
 
@@ -30,19 +30,14 @@ from __future__ import annotations
 
 import math
 
+from roofcast.graph_import.costs.registry import GemmDims, apply_shape_rule, spec_of
 from roofcast.graph_import.types import OpNode, TensorInfo
-from roofcast.predictor.op_rules import OpRules
-
-GemmDims = tuple[float, float, float, float]
-
-_RULES: OpRules[GemmDims] = OpRules("gemm_dims")
-register_gemm = _RULES.register
-registered_gemm_ops = _RULES.ops
 
 
 def gemm_dims(node: OpNode) -> GemmDims | None:
     """(batch, M, N, K) of the GEMM ``node`` runs, or None when it is not a plain GEMM."""
-    dims = _RULES.apply(node)
+    entry = spec_of(node)
+    dims = None if entry is None else apply_shape_rule(entry.gemm_dims, node)
     if dims is None or any(d <= 0 for d in dims):
         return None
     return tuple(float(d) for d in dims)  # type: ignore[return-value]
@@ -69,18 +64,15 @@ def _matmul_like(node: OpNode, a_idx: int, b_idx: int) -> GemmDims | None:
     return batch, m, n, k
 
 
-@register_gemm("MatMul", "MatMulInteger", "FusedMatMul")
-def _gemm_matmul(node: OpNode) -> GemmDims | None:
+def gemm_matmul(node: OpNode) -> GemmDims | None:
     return _matmul_like(node, 0, 1)
 
 
-@register_gemm("QLinearMatMul")
-def _gemm_qlinear_matmul(node: OpNode) -> GemmDims | None:
+def gemm_qlinear_matmul(node: OpNode) -> GemmDims | None:
     return _matmul_like(node, 0, 3)
 
 
-@register_gemm("Gemm")
-def _gemm_gemm(node: OpNode) -> GemmDims | None:
+def gemm_gemm(node: OpNode) -> GemmDims | None:
     a, y = _inp(node, 0), node.outputs[0]
     if a is None or len(a.shape) != 2 or len(y.shape) != 2:
         return None
@@ -98,18 +90,15 @@ def _conv_like(node: OpNode, x_idx: int, w_idx: int) -> GemmDims | None:
     return g, n * math.prod(y.shape[2:]), cout / g, (c / g) * math.prod(w.shape[2:])
 
 
-@register_gemm("Conv", "ConvInteger")
-def _gemm_conv(node: OpNode) -> GemmDims | None:
+def gemm_conv(node: OpNode) -> GemmDims | None:
     return _conv_like(node, 0, 1)
 
 
-@register_gemm("QLinearConv")
-def _gemm_qlinear_conv(node: OpNode) -> GemmDims | None:
+def gemm_qlinear_conv(node: OpNode) -> GemmDims | None:
     return _conv_like(node, 0, 3)
 
 
-@register_gemm("ConvTranspose")
-def _gemm_conv_transpose(node: OpNode) -> GemmDims | None:
+def gemm_conv_transpose(node: OpNode) -> GemmDims | None:
     x, w = _inp(node, 0), _inp(node, 1)
     if x is None or w is None or len(x.shape) < 3 or len(w.shape) != len(x.shape):
         return None
@@ -119,8 +108,7 @@ def _gemm_conv_transpose(node: OpNode) -> GemmDims | None:
     return g, cout_per_group * math.prod(w.shape[2:]), n * math.prod(x.shape[2:]), c / g
 
 
-@register_gemm("LSTM", "GRU", "RNN")
-def _gemm_recurrent(node: OpNode) -> GemmDims | None:
+def gemm_recurrent(node: OpNode) -> GemmDims | None:
     x, w, r = _inp(node, 0), _inp(node, 1), _inp(node, 2)
     if x is None or w is None or r is None or len(x.shape) != 3 or len(w.shape) != 3:
         return None
@@ -139,8 +127,7 @@ def _expand_ellipsis(term: str, rank: int, ell_letters: str) -> str | None:
     return term.replace("...", ell_letters[len(ell_letters) - n_ell:] if n_ell else "")
 
 
-@register_gemm("Einsum")
-def _gemm_einsum(node: OpNode) -> GemmDims | None:
+def gemm_einsum(node: OpNode) -> GemmDims | None:
     raw = node.attrs.get("equation", "")
     eq = (raw.decode() if isinstance(raw, bytes) else str(raw)).replace(" ", "")
     if "->" not in eq:

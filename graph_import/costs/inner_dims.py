@@ -4,8 +4,9 @@ Row-wise kernels (softmax, layer norms, reductions) run one thread block per row
 row is decides the kernel variant and its efficiency (PyTorch/cuDNN pick warp-per-row kernels
 for short rows, block-per-row ones for long rows), which FLOPs and bytes do not show. For
 convolutions the kernel window decides the algorithm (Winograd, FFT, implicit GEMM) that
-``K = C·R·S`` hides. One registry keyed by ONNX op type (``predictor.op_rules``, domain ignored),
-like ``predictor.gemm_dims``; an op without a rule has no inner size (NaN in the workload table).
+``K = C·R·S`` hides. Each rule here is named by the op's registry entry
+(``register(..., inner_elems=inner_softmax)`` in its family module), like ``costs.gemm_dims``;
+an op without one has no inner size (NaN in the workload table).
 
 Mappings (shapes from the node's concrete TensorInfos):
 
@@ -24,18 +25,15 @@ from __future__ import annotations
 
 import math
 
+from roofcast.graph_import.costs.registry import apply_shape_rule, spec_of
 from roofcast.graph_import.types import OpNode
-from roofcast.predictor.op_rules import OpRules
-
-_RULES: OpRules[float] = OpRules("inner_dims")
-register_inner = _RULES.register
-registered_inner_ops = _RULES.ops
 
 
 def inner_elems(node: OpNode) -> float | None:
     """Elements per row (or conv window) of ``node``; None when the op has no rule or its shapes
     do not give one."""
-    value = _RULES.apply(node)
+    entry = spec_of(node)
+    value = None if entry is None else apply_shape_rule(entry.inner_elems, node)
     if value is None or not value > 0:
         return None
     return float(value)
@@ -51,39 +49,31 @@ def _axis(node: OpNode, default: int) -> int:
     return int(node.attrs.get("axis", default))
 
 
-@register_inner("Softmax", "LogSoftmax", "Hardmax")
-def _inner_softmax(node: OpNode) -> float | None:
+def inner_softmax(node: OpNode) -> float | None:
     x = node.input(0)
     return None if x is None or not x.shape else float(x.shape[_axis(node, -1)])
 
 
-@register_inner("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization",
-                "SkipLayerNormalization", "SkipSimplifiedLayerNormalization")
-def _inner_layer_norm(node: OpNode) -> float | None:
+def inner_layer_norm(node: OpNode) -> float | None:
     x = node.input(0)
     if x is None or not x.shape:
         return None
     return float(math.prod(x.shape[_axis(node, -1):]))
 
 
-@register_inner("InstanceNormalization")
-def _inner_instance_norm(node: OpNode) -> float | None:
+def inner_instance_norm(node: OpNode) -> float | None:
     x = node.input(0)
     return None if x is None or len(x.shape) < 3 else float(math.prod(x.shape[2:]))
 
 
-@register_inner("GroupNormalization")
-def _inner_group_norm(node: OpNode) -> float | None:
+def inner_group_norm(node: OpNode) -> float | None:
     x = node.input(0)
     if x is None or len(x.shape) < 3:
         return None
     return x.shape[1] / int(node.attrs["num_groups"]) * math.prod(x.shape[2:])
 
 
-@register_inner("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
-                "ArgMin")
-def _inner_reduce(node: OpNode) -> float | None:
+def inner_reduce(node: OpNode) -> float | None:
     x, y = node.input(0), node.outputs[0] if node.outputs else None
     if x is None or y is None:
         return None
@@ -96,11 +86,9 @@ def _window(node: OpNode, w_idx: int) -> float | None:
     return None if w is None or len(w.shape) < 3 else float(math.prod(w.shape[2:]))
 
 
-@register_inner("Conv", "ConvInteger", "FusedConv", "ConvTranspose")
-def _inner_conv(node: OpNode) -> float | None:
+def inner_conv(node: OpNode) -> float | None:
     return _window(node, 1)
 
 
-@register_inner("QLinearConv")
-def _inner_qlinear_conv(node: OpNode) -> float | None:
+def inner_qlinear_conv(node: OpNode) -> float | None:
     return _window(node, 3)

@@ -58,7 +58,8 @@ def check_workload(df: pd.DataFrame) -> None:
     """
     missing = [c for c in WORKLOAD_COLUMN_NAMES if c not in df.columns]
     if missing:
-        raise WorkloadSchemaError(f"workload table lacks columns {missing}; see graph_import/workload_schema.py")
+        raise WorkloadSchemaError(f"workload table lacks columns {missing}; see "
+                                  "graph_import/workload_schema.py")
     for col in _NUMERIC:
         vals = pd.to_numeric(df[col], errors="coerce")
         if col not in _NAN_ALLOWED and vals.isna().any():

@@ -16,7 +16,7 @@ a node ``c`` is merged into the group of its producer ``p`` when
 * every output of ``p`` is consumed by ``c`` only and none is a model output — or, when the
   group's head is a convolution, the other consumers of ``p`` also read ``c``'s output or are
   in the group already: the diamond ``x · sigmoid(x)`` (SiLU/Swish) after a conv is one
-  epilogue, the conv output read inside the group only (``internal_traffic``). This is a
+  epilogue, the conv output read inside the group only (``graph_import.fused_traffic``). This is a
   pricing choice, not ONNX Runtime's kernel structure: its CPU provider runs the SiLU as a
   separate ``QuickGelu`` kernel, and its profiler rows (``attrs.ort_kernels`` of the bundled
   efficientnet_b0 rows) put that kernel in one group with the *next* conv or pool. Pricing the

@@ -1,4 +1,6 @@
-"""Graph -> workload table: one row per kernel execution (contract: ``graph_import.workload_schema``).
+"""Graph -> workload table: one row per kernel execution.
+
+Contract: ``graph_import.workload_schema`` (plus ``predictor.workload_rows.EXTRA_COLUMNS``).
 
 ``workload_table(graph, config)`` builds:
 
@@ -14,9 +16,6 @@
 
 Family of an op: the ``family`` of its entry in the op registry
 (``graph_import.costs.registry.op_family``); an op without an entry is family ``other``.
-
-Extra columns beyond the contract (used by fusion, training and graph timing):
-``predictor.workload_rows.EXTRA_COLUMNS``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Contract over the whole cost registry: documented rules, every rule tested, free ops disjoint
-from rules, unknown ops reported (never zero), invalid rule output refused."""
+"""Contract over the whole op registry: every entry complete and consistent (family, backward
+kind, shape rules), documented rules, every rule tested, free ops disjoint from rules, unknown
+ops reported (never zero), invalid rule output refused, duplicates refused."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pytest
 import roofcast.graph_import.costs as costs
 from roofcast.graph_import import import_model
 from roofcast.graph_import.costs import FREE_OPS, CostRuleError, cost_of, registered_ops
+from roofcast.graph_import.costs.registry import BACKWARD_KINDS, register
 from roofcast.graph_import.types import FREE_COST, Engine, OpCost
+from roofcast.graph_import.workload_schema import FAMILIES
 from tests.graph_import.costs.builders import (
     direct_node,
     f32,
@@ -34,9 +37,68 @@ def _string_literals_in_tests() -> set[str]:
     return literals
 
 
+#: family -> the backward kinds its ops may name (a Relu with a GEMM backward is a typo).
+KINDS_BY_FAMILY: dict[str, set[str]] = {
+    "matmul": {"gemm", "gemm_every_input"},
+    "conv": {"gemm"},
+    "recurrent": {"whole_layer"},
+    "attention": {"whole_layer"},
+    "elementwise": {"elementwise", "elementwise_gout_only"},
+    "normalization": {"normalization"},
+    "softmax": {"softmax"},
+    "reduction": {"reduction", "reduction_saved"},
+    "pooling": {"pooling", "pooling_saved"},
+    "data_movement": {"data_movement", "data_movement_accumulates"},
+    "quantization": {"straight_through"},
+}
+#: families whose ops may have a GEMM view / an inner size.
+GEMM_FAMILIES = {"matmul", "conv", "recurrent"}
+INNER_FAMILIES = {"softmax", "normalization", "reduction", "conv"}
+
+
+def test_every_entry_is_complete_and_consistent():
+    assert set(KINDS_BY_FAMILY) == set(FAMILIES) - {"other"}
+    assert set().union(*KINDS_BY_FAMILY.values()) == set(BACKWARD_KINDS) - {"generic"}
+    bad = []
+    for (domain, op), spec in registered_ops().items():
+        problems = [
+            (spec.op_type, spec.domain) != (op, domain) and "key",
+            not callable(spec.cost) and "cost",
+            spec.backward not in KINDS_BY_FAMILY.get(spec.family, ()) and "family/backward",
+            spec.gemm_dims is not None and spec.family not in GEMM_FAMILIES and "gemm_dims",
+            spec.inner_elems is not None and spec.family not in INNER_FAMILIES and "inner_elems",
+            any(not isinstance(i, int) or i < 0 for i in spec.non_trainable_inputs) and "inputs",
+        ]
+        bad += [f"{domain or 'ai.onnx'}::{op}: {p}" for p in problems if p]
+    assert bad == []
+
+
+def test_matrix_ops_name_their_gemm_and_row_ops_their_inner_size():
+    ops = registered_ops()
+    assert all(ops[("", op)].gemm_dims is not None for op in (
+        "MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose", "LSTM", "GRU", "RNN"))
+    assert all(ops[("", op)].inner_elems is not None for op in (
+        "Softmax", "LayerNormalization", "ReduceSum", "ArgMax", "Conv", "GroupNormalization"))
+    assert ops[("", "BatchNormalization")].non_trainable_inputs == (3, 4)
+    assert ops[("", "Add")].backward == "elementwise_gout_only"
+    assert ops[("", "Mul")].backward == "elementwise"
+    assert ops[("", "RotaryEmbedding")].family == "elementwise"  # costed in attention.py
+
+
+def test_duplicates_and_unknown_vocabulary_are_refused():
+    rule = registered_ops()[("", "Relu")].cost
+    with pytest.raises(RuntimeError, match=r"ai\.onnx::Relu registered twice"):
+        register("Relu", family="elementwise", backward="elementwise")(rule)
+    with pytest.raises(ValueError, match="unknown op family 'activation'"):
+        register("NewOp", family="activation", backward="elementwise")
+    with pytest.raises(ValueError, match="unknown backward kind 'relu'"):
+        register("NewOp", family="elementwise", backward="relu")(rule)
+    assert ("", "NewOp") not in registered_ops()
+
+
 def test_every_rule_has_a_docstring():
-    missing = sorted(f"{d}::{op}" for (d, op), rule in registered_ops().items()
-                     if not (rule.__doc__ or "").strip())
+    missing = sorted(f"{d}::{op}" for (d, op), spec in registered_ops().items()
+                     if not (spec.cost.__doc__ or "").strip())
     assert missing == []
 
 

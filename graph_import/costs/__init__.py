@@ -2,7 +2,9 @@
 
 ``cost_of(node)`` returns the node's :class:`OpCost`: ``FREE_COST`` for the pure shape/view ops
 in :data:`FREE_OPS`, the registered rule's cost otherwise, and ``None`` when the op has neither
-(the caller lists it in ``Graph.unsupported``; it is never costed as zero).
+(the caller lists it in ``Graph.unsupported``; it is never costed as zero). Each rule is
+registered with the rest of what roofcast knows about its op (family, backward kind, GEMM
+dims, inner size: ``registry.OpSpec``).
 
 Conventions (all rules follow them; each rule's docstring gives its formula):
 

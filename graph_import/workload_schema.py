@@ -69,7 +69,8 @@ def check_workload(df: pd.DataFrame) -> None:
     for col, vocab in (("family", FAMILIES), ("phase", PHASES), ("engine", ENGINES)):
         bad = sorted(set(df[col].astype(str)) - set(vocab))
         if bad:
-            raise WorkloadSchemaError(f"workload column {col!r} has unknown values {bad}; allowed: {vocab}")
+            raise WorkloadSchemaError(f"workload column {col!r} has unknown values {bad}; "
+                                      f"allowed: {vocab}")
 
 
 def empty_workload() -> pd.DataFrame:

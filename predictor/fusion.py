@@ -19,8 +19,9 @@ a node ``c`` is merged into the group of its producer ``p`` when
   epilogue, the conv output read inside the group only (``internal_traffic``, in
   ``graph_import.fused_traffic``). This is a pricing choice, not ONNX Runtime's kernel
   structure: its CPU provider runs the SiLU as a separate ``QuickGelu`` kernel, and its
-  profiler rows (``attrs.ort_kernels`` of the bundled efficientnet_b0 rows) put that kernel in one group with the *next* conv or pool. Pricing the
-  diamond as its own elementwise group measured worse (``benchmarks/learned_graph_path.py``,
+  profiler rows (``attrs.ort_kernels`` of the bundled efficientnet_b0 rows) put that kernel
+  in one group with the *next* conv or pool. Pricing the diamond as its own elementwise group
+  measured worse (``benchmarks/learned_graph_path.py``,
   efficientnet_b0 held out: 18.5 % median end to end, 21.6 % with its input read once, against
   16.2 % as the conv epilogue; batch 1 better, batch 4/16 over-predicted by 15-45 %).
 

@@ -19,19 +19,19 @@ kernel.
 of the gradients of the node's float outputs = their size, ``in_i`` = bytes of input i, ``F`` =
 forward flops):
 
-* ``gemm`` (matmul, conv): for ``Y = X·W`` the gradients are ``dX = dY·Wᵀ`` and ``dW = Xᵀ·dY``, each a GEMM
-  of the same M·N·K multiply-adds as the forward (Goodfellow et al. 2016, §6.5; the usual
-  "backward = 2 × forward" of dense layers, Kaplan et al. 2020). One kernel per requires-grad
-  operand (positions 0 and 1; every input for ``gemm_every_input``, Einsum): flops = F, reads gout + the other
-  operand, writes in_i; GEMM dims transposed (dX: M, K, N; dW: K, N, M·batch/batch_w). A bias
+* ``gemm`` (matmul, conv): for ``Y = X·W`` the gradients are ``dX = dY·Wᵀ`` and
+  ``dW = Xᵀ·dY``, each a GEMM of the same M·N·K multiply-adds as the forward (Goodfellow et
+  al. 2016, §6.5; the usual "backward = 2 × forward" of dense layers, Kaplan et al. 2020). One
+  kernel per requires-grad operand (positions 0 and 1; every input for ``gemm_every_input``,
+  Einsum): flops = F, reads gout + the other operand, writes in_i; GEMM dims transposed (dX: M, K, N; dW: K, N, M·batch/batch_w). A bias
   input (other positions) gets a reduction kernel: flops = numel(dY), reads gout, writes in_i.
 * ``whole_layer`` (recurrent LSTM/GRU/RNN, BPTT; fused attention ops): one kernel, flops = 2F
   (data and weight gradients of every gate / attention matmul, as for matmul), reads gout + the
   forward's reads + its outputs (saved states), writes the requires-grad inputs.
 * ``elementwise`` (incl. activations): one kernel, flops = F (a derivative costs about as much as
   the function: ReLU' a compare, sigmoid' = y(1−y)), reads gout + the saved inputs (the
-  forward's reads; ``elementwise_gout_only``, linear ops such as Add, read only gout), writes in_i of
-  each requires-grad input (a broadcast input's gradient is reduced to its own size).
+  forward's reads; ``elementwise_gout_only``, linear ops such as Add, read only gout), writes
+  in_i of each requires-grad input (a broadcast input's gradient is reduced to its own size).
 * ``normalization``: one kernel, flops = 2F, reads gout + the forward's reads (x, γ, β, stats),
   writes dx + dγ + dβ (≈ 2 × forward traffic; the backward needs two row reductions,
   Σ dy·γ and Σ dy·γ·x̂, besides the elementwise part — Ivanov et al. 2021 measure LayerNorm
@@ -43,8 +43,8 @@ forward flops):
   writes in_0.
 * ``pooling``: flops = F (scatter dy over each window), reads gout (+ x and y for
   ``pooling_saved``, as cuDNN's max-pool backward does), writes dx.
-* ``data_movement``: the inverse movement (Concat -> slices, Transpose -> transpose back, Slice -> pad
-  with zeros, Gather -> scatter-add into a zeroed table, so an embedding's gradient is dense):
+* ``data_movement``: the inverse movement (Concat -> slices, Transpose -> transpose back,
+  Slice -> pad with zeros, Gather -> scatter-add into a zeroed table, so an embedding's gradient is dense):
   reads gout, writes the requires-grad inputs; 0 flops on the data engine, except
   ``data_movement_accumulates`` (Gather, Expand, Tile, ...: repeated indices / broadcast
   reductions add) which count numel(dY) flops on the vector engine.

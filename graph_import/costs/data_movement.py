@@ -70,7 +70,8 @@ def cost_copy(node: OpNode) -> OpCost:
     return io_cost(node, 0, Engine.DATA)
 
 
-@register("Gather", "GatherElements", "GatherND", "Slice", family="data_movement", backward=_backward)
+@register("Gather", "GatherElements", "GatherND", "Slice",
+          family="data_movement", backward=_backward)
 def cost_selective_read(node: OpNode) -> OpCost:
     """Gather/GatherElements/GatherND/Slice: 0 FLOPs, DATA; reads the selected elements
     ``min(numel(Y), numel(data)) × itemsize`` (weight bytes likewise when data is a weight,
@@ -80,7 +81,8 @@ def cost_selective_read(node: OpNode) -> OpCost:
     return partial_read_cost(node, {0: y.numel}, 0, Engine.DATA)
 
 
-@register("ScatterND", "ScatterElements", "Scatter", family="data_movement", backward="data_movement")
+@register("ScatterND", "ScatterElements", "Scatter",
+          family="data_movement", backward="data_movement")
 def cost_scatter(node: OpNode) -> OpCost:
     """ScatterND/ScatterElements(data, indices, updates): copy data to output and write the
     updates: reads all inputs, writes Y. ``reduction`` other than 'none' adds 1 FLOP per

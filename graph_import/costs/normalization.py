@@ -77,7 +77,8 @@ def _rms_norm_like(node: OpNode, extra_per_element: int = 0) -> OpCost:
     return io_cost(node, per_element * x.numel + RMS_STATS_FLOPS_PER_ROW * rows, Engine.VECTOR)
 
 
-@register("LayerNormalization", family="normalization", backward="normalization", inner_elems=inner_layer_norm)
+@register("LayerNormalization",
+          family="normalization", backward="normalization", inner_elems=inner_layer_norm)
 def cost_LayerNormalization(node: OpNode) -> OpCost:
     """LayerNormalization(X, Scale, B?) over axes [axis, rank): (6 + [B given])/elem + 4/row,
     rows = prod(X.shape[:axis])."""
@@ -85,7 +86,8 @@ def cost_LayerNormalization(node: OpNode) -> OpCost:
     return _layer_norm_like(node, node.input(2) is not None)
 
 
-@register("SimplifiedLayerNormalization", "RMSNormalization", family="normalization", backward="normalization",
+@register("SimplifiedLayerNormalization", "RMSNormalization",
+          family="normalization", backward="normalization",
           inner_elems=inner_layer_norm)
 def cost_rms_norm(node: OpNode) -> OpCost:
     """RMSNormalization (opset 23) / ORT SimplifiedLayerNormalization(X, scale):
@@ -94,7 +96,8 @@ def cost_rms_norm(node: OpNode) -> OpCost:
     return _rms_norm_like(node)
 
 
-@register("SkipLayerNormalization", domain=MS_DOMAIN, family="normalization", backward="normalization",
+@register("SkipLayerNormalization", domain=MS_DOMAIN,
+          family="normalization", backward="normalization",
           inner_elems=inner_layer_norm)
 def cost_SkipLayerNormalization(node: OpNode) -> OpCost:
     """com.microsoft SkipLayerNormalization(input, skip, gamma, beta?, bias?): s = input + skip
@@ -105,7 +108,8 @@ def cost_SkipLayerNormalization(node: OpNode) -> OpCost:
     return _layer_norm_like(node, node.input(3) is not None, 1 + bias_add)
 
 
-@register("SkipSimplifiedLayerNormalization", domain=MS_DOMAIN, family="normalization", backward="normalization",
+@register("SkipSimplifiedLayerNormalization", domain=MS_DOMAIN,
+          family="normalization", backward="normalization",
           inner_elems=inner_layer_norm)
 def cost_SkipSimplifiedLayerNormalization(node: OpNode) -> OpCost:
     """com.microsoft SkipSimplifiedLayerNormalization(input, skip, gamma, bias?): s = input +
@@ -117,7 +121,8 @@ def cost_SkipSimplifiedLayerNormalization(node: OpNode) -> OpCost:
 
 
 # inputs 3, 4: the running mean and variance, initializers that are not trained
-@register("BatchNormalization", family="normalization", backward="normalization", non_trainable_inputs=(3, 4))
+@register("BatchNormalization",
+          family="normalization", backward="normalization", non_trainable_inputs=(3, 4))
 def cost_BatchNormalization(node: OpNode) -> OpCost:
     """BatchNormalization(X, scale, B, mean, var), C = X.shape[1]. Inference: 4/elem +
     2/channel. training_mode=1 adds batch statistics (4/elem, 4/channel) and the running-stat
@@ -135,7 +140,8 @@ def cost_BatchNormalization(node: OpNode) -> OpCost:
     return io_cost(node, flops, Engine.VECTOR)
 
 
-@register("InstanceNormalization", family="normalization", backward="normalization", inner_elems=inner_instance_norm)
+@register("InstanceNormalization",
+          family="normalization", backward="normalization", inner_elems=inner_instance_norm)
 def cost_InstanceNormalization(node: OpNode) -> OpCost:
     """InstanceNormalization(input, scale[C], B[C]): statistics per (N, C) over spatial dims:
     7/elem + 4 per (n, c)."""
@@ -146,7 +152,8 @@ def cost_InstanceNormalization(node: OpNode) -> OpCost:
     return _mean_var_norm(node, x.numel, prod(x.shape[:2]))
 
 
-@register("GroupNormalization", family="normalization", backward="normalization", inner_elems=inner_group_norm)
+@register("GroupNormalization",
+          family="normalization", backward="normalization", inner_elems=inner_group_norm)
 def cost_GroupNormalization(node: OpNode) -> OpCost:
     """GroupNormalization(X, scale, bias), attr num_groups: statistics per (N, group):
     7/elem + 4 per (n, group)."""
@@ -172,7 +179,8 @@ def cost_LpNormalization(node: OpNode) -> OpCost:
     return io_cost(node, 3 * x.numel + (rows if p == 2 else 0), Engine.VECTOR)
 
 
-@register("EmbedLayerNormalization", domain=MS_DOMAIN, family="normalization", backward="normalization")
+@register("EmbedLayerNormalization", domain=MS_DOMAIN,
+          family="normalization", backward="normalization")
 def cost_EmbedLayerNormalization(node: OpNode) -> OpCost:
     """com.microsoft EmbedLayerNormalization(input_ids[B, S], segment_ids?, word_embedding,
     position_embedding, segment_embedding?, gamma, beta, mask?, position_ids?): gathers B·S rows

@@ -11,7 +11,8 @@ from roofcast.training_data.bundled import recount_work as rw
 def test_bundled_rows_follow_the_current_cost_rules():
     # the learned model trains on these columns and predicts from the predictor's: a change of
     # a cost rule, graph_import.fused_traffic.internal_traffic or graph_import.costs.gemm_dims
-    # must be followed by `recount_work.py`. The check covers every row (zoo and microbenchmark), and a row whose
+    # must be followed by `recount_work.py`. The check covers every row (zoo and
+    # microbenchmark), and a row whose
     # column is wrong is repaired and reported.
     rows = pd.read_csv(rw.ROWS)
     summary = pd.read_csv(rw.SUMMARY)

@@ -5,7 +5,8 @@ nothing was fused). Its row sums the nodes' roofcast costs (FLOPs, bytes read/wr
 bytes), less — when the graph is given — the traffic of tensors passed between members, which a
 fused kernel never writes or reads (``graph_import.fused_traffic.internal_traffic``: the
 accounting the predictor uses for the groups it fuses, so measured and predicted fused rows
-agree), names the nodes ``'+'``-joined in ``node`` and their op types in ``op_type`` (``Conv+Relu``). Shapes, attributes, dtype, family
+agree), names the nodes ``'+'``-joined in ``node`` and their op types in ``op_type``
+(``Conv+Relu``). Shapes, attributes, dtype, family
 and GEMM dims are those of the group's *dominant* node (most FLOPs, then most bytes); ``attrs``
 also records the ORT kernels that ran (``ort_kernels``).
 """

@@ -10,7 +10,7 @@ Caching: graph imports with ``st.cache_data`` keyed by (model reference, dims) â
 an upload is its bytes' sha256, so the bytes are hashed once, not on every rerun; predictions with
 ``st.cache_data`` keyed by (model, dims, device, config, estimator, learned-model version), device
 comparisons likewise by the device list and baseline; the catalog table with ``st.cache_data``;
-trained learned models with ``st.cache_resource``. :func:`page_header` opens every page.
+trained learned models with ``st.cache_resource``. ``controls.page_header`` opens every page.
 """
 
 from __future__ import annotations
@@ -68,17 +68,6 @@ def init_state(page: str | None = "other") -> None:
             st.session_state[key] = dict(value) if isinstance(value, dict) else value
     if "_dims_for" not in st.session_state:
         set_model(st.session_state["model_ref"])
-
-
-def page_header(page: str, title: str, caption: str) -> None:
-    """Open a page: :func:`init_state` for ``page``, its title and a caption in which ``{model}``
-    becomes the model's name and ``{config}`` the run configuration summary."""
-    from roofcast.app.controls import config_summary  # controls imports this module
-
-    init_state(page)
-    st.title(title)
-    st.caption(caption.format(model=model_label(st.session_state["model_ref"]),
-                              config=config_summary()))
 
 
 def widget_key(key: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import charts, state
+from roofcast.app import charts, controls, state
 from roofcast.predictor.advisor import OBJECTIVES, advise, public_table
 
 MAX_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -43,7 +43,7 @@ def _frames(advice, setting: str) -> list[tuple[int, pd.DataFrame]]:
 
 
 def render() -> None:
-    state.page_header("advisor", "Configuration advisor", "Model **{model}** — which run settings "
+    controls.page_header("advisor", "Configuration advisor", "Model **{model}** — which run settings "
                       "make it fastest, predicted against ONNX Runtime's defaults")
     s = st.session_state
     c1, c2, c3, c4 = st.columns(4)

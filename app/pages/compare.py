@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import charts, state
+from roofcast.app import charts, controls, state
 from roofcast.app.commands.predict import GIB
 
 DEFAULT_DEVICES = ("a100-80gb-sxm", "h100-sxm", "l4", "mi300x", "rtx-4090")
@@ -35,7 +35,7 @@ def compare_table(devices: list[str], baseline: str) -> pd.DataFrame:
 
 
 def render() -> None:
-    state.page_header("compare", "Compare hardware",
+    controls.page_header("compare", "Compare hardware",
                       "Model **{model}** · {config} (change the configuration on the Predict page)")
     s = st.session_state
     ids = state.catalog()["id"].tolist()

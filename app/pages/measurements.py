@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import charts, state
+from roofcast.app import charts, controls, state
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators import ESTIMATORS, make_estimator
 from roofcast.training_data.errors import MeasurementError
@@ -149,7 +149,7 @@ def _retrain(ts) -> None:
 
 
 def render() -> None:
-    state.page_header("measurements", "Measurements & retrain", "Upload measured per-op times (CSV or Parquet with at least op_type, device_id, "
+    controls.page_header("measurements", "Measurements & retrain", "Upload measured per-op times (CSV or Parquet with at least op_type, device_id, "
                "dtype and latency_s; FLOPs and bytes per row as written by `roofcast measure` "
                "or `roofcast data export`).")
     up = st.file_uploader("Measurement file", type=["csv", "gz", "parquet"], key="meas_upload")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from roofcast.app import charts, state
+from roofcast.app import charts, controls, state
 from roofcast.graph_import import summary
 from roofcast.graph_import.dims import MAX_DIM
 from roofcast.training_data import zoo
@@ -124,7 +124,7 @@ def _summary(graph) -> None:
 
 
 def render() -> None:
-    state.page_header("model", "Model", "The workload: an ONNX graph with concrete shapes and per-op FLOPs and bytes "
+    controls.page_header("model", "Model", "The workload: an ONNX graph with concrete shapes and per-op FLOPs and bytes "
                "(1 multiply-add = 2 FLOPs; bytes = what unfused kernels read and write).")
     _source_picker()
     st.divider()

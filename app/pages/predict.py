@@ -59,7 +59,7 @@ def learned_summary(pred, hw) -> dict | None:
 
 
 def render() -> None:
-    state.page_header("predict", "Predict", "Model **{model}** — change it on the Model page.")
+    controls.page_header("predict", "Predict", "Model **{model}** — change it on the Model page.")
     s = st.session_state
     try:
         controls.config_controls()

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from roofcast.app import wording
 from roofcast.graph_import import import_model
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
@@ -168,6 +169,23 @@ def symbolic_dims(ref: str) -> tuple[str, ...]:
     return _symbolic_dims_cached(ref, model_label(ref), upload_bytes(ref))
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def _gaps_cached(ref: str, dims: tuple, name: str, _data: bytes | None) -> tuple:
+    graph = _import_cached(ref, dims, name, _data)
+    return tuple(graph.unbound_dims), dict(graph.unresolved), dict(graph.unsupported)
+
+
+def require_complete(config: RunConfig) -> None:
+    """PredictionError in the app's words (``wording.incomplete_message``) when the session's
+    model at ``config``'s batch has work that cannot be costed; checked before predicting, so
+    the user reads about the Model page, not about command-line flags. The gaps are cached on
+    their own (no whole graph is unpickled for them)."""
+    ref, dims, name, data = _model_key(config)
+    message = wording.incomplete_message(name, *_gaps_cached(ref, dims, name, data))
+    if message is not None:
+        raise PredictionError(message)
+
+
 def batch_dim(ref: str) -> str | None:
     """The model's batch dim: ``batch`` or the first symbolic dim whose name contains it."""
     names = symbolic_dims(ref)
@@ -280,6 +298,7 @@ def predict(device: str | None = None, *, changes: Mapping[str, float] | None = 
     """``predict_graph`` for the session's model and config (cached); ``device`` defaults to the
     session's device, ``changes`` make it a what-if device, keyword args override the config."""
     config = run_config(**config_changes)
+    require_complete(config)
     ref, dims, name, data = _model_key(config)
     est = estimator or st.session_state["estimator"]
     return _predict_cached(ref, dims, name, device or st.session_state["device"],
@@ -291,6 +310,7 @@ def compare(devices: list[str], baseline: str):
     """``predictor.compare.compare_devices`` for the session's model, config and estimator on
     catalog ``devices`` (cached): one row per device."""
     config = run_config()
+    require_complete(config)
     ref, dims, name, data = _model_key(config)
     est = st.session_state["estimator"]
     return _compare_cached(ref, dims, name, tuple(devices), baseline, config_key(config), est,
@@ -367,6 +387,7 @@ def adopted_model_dir() -> Path:
 
 
 def show_error(exc: BaseException) -> None:
-    """A user error as a message on the page (never a traceback)."""
-    st.error(str(exc), icon=":material/error:")
+    """A user error as a message on the page (never a traceback), in the app's words: the
+    library's advice that names command-line flags names the app's controls instead."""
+    st.error(wording.in_app_words(str(exc)), icon=":material/error:")
 

@@ -99,6 +99,7 @@ def render() -> None:
                                     help="only those the device runs natively are kept")
     ref = s["model_ref"]
     try:
+        state.require_complete(state.run_config())
         data = state.upload_bytes(ref)
         dims = state.import_dims(ref)
         bdim = state.batch_dim(ref)

@@ -221,7 +221,7 @@ def _from_store():
     sample = f" (a random {len(rows):,} of them compared)" if stored > len(rows) else ""
     st.success(f"{stored:,} stored rows of {', '.join(devices)}{sample}")
     with st.expander("Stored rows"):
-        st.dataframe(rows, hide_index=True, width="stretch", key="store_rows")
+        st.dataframe(rows, hide_index=True, width="stretch")
     for dev, why in unknown.items():
         st.warning(f"{dev}: its rows are listed but not predicted — {wording.in_app_words(why)}",
                    icon=":material/warning:")

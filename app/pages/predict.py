@@ -73,6 +73,12 @@ def render() -> None:
         ["Slowest kernels", "Breakdowns", "Per-op table", "Memory"])
     with tab_ops:
         st.plotly_chart(charts.top_ops_bar(pred.per_op), width="stretch")
+        floor = pred.per_op["bound"] == "overhead"
+        if floor.sum() > 1:
+            st.caption(f"{int(floor.sum())} of {len(floor)} kernels are overhead-bound: they "
+                       "take the launch-overhead floor whatever their work, so many times are "
+                       "equal; equal times are ordered by the kernel's own compute or memory "
+                       "time (the first to grow with the batch).")
     with tab_break:
         st.plotly_chart(charts.breakdown_bar(pred.by_op_type, "op_type", "Time by op type"),
                         width="stretch")
@@ -84,7 +90,8 @@ def render() -> None:
                                                 colors=charts.BOUND_COLORS),
                            width="stretch")
     with tab_table:
-        table = op_table(pred, None)
+        table = charts.slowest_first(op_table(pred, None), "time_us", "compute_us",
+                                     "memory_us")
         st.dataframe(table, hide_index=True, width="stretch", height=460,
                      column_config={"share": st.column_config.ProgressColumn(
                          min_value=0.0, max_value=float(table["share"].max() or 1.0),

@@ -21,6 +21,7 @@ from plotly.subplots import make_subplots
 BOUND_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "overhead": "#B279A2"}
 PHASE_COLORS = {"forward": "#4C78A8", "backward": "#E45756", "update": "#54A24B"}
 TEMPLATE = "plotly_white"
+TOP_KERNELS = 20  # kernels in the Predict page's "Slowest kernels" chart
 FONT = {"family": "Inter, Segoe UI, Helvetica, Arial, sans-serif", "size": 13}
 
 
@@ -84,7 +85,7 @@ def slowest_first(per_op: pd.DataFrame, time: str = "time_s", compute: str = "co
     return per_op.iloc[order]
 
 
-def top_ops_bar(per_op: pd.DataFrame, top: int = 20) -> go.Figure:
+def top_ops_bar(per_op: pd.DataFrame, top: int = TOP_KERNELS) -> go.Figure:
     """The ``top`` slowest kernels (``slowest_first``), slowest on top, with their
     [lower, upper] interval as error bars, coloured by bound."""
     df = slowest_first(per_op).head(top)

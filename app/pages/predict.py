@@ -73,12 +73,14 @@ def render() -> None:
         ["Slowest kernels", "Breakdowns", "Per-op table", "Memory"])
     with tab_ops:
         st.plotly_chart(charts.top_ops_bar(pred.per_op), width="stretch")
-        floor = pred.per_op["bound"] == "overhead"
-        if floor.sum() > 1:
-            st.caption(f"{int(floor.sum())} of {len(floor)} kernels are overhead-bound: they "
-                       "take the launch-overhead floor whatever their work, so many times are "
-                       "equal; equal times are ordered by the kernel's own compute or memory "
-                       "time (the first to grow with the batch).")
+        shown = charts.slowest_first(pred.per_op).head(charts.TOP_KERNELS)
+        floor = shown[(shown["bound"] == "overhead") & shown["time_s"].duplicated(keep=False)]
+        if len(floor):
+            st.caption(f"{len(floor)} of the {len(shown)} kernels shown are overhead-bound at "
+                       f"the same time ({charts.fmt_time(float(floor['time_s'].iloc[0]))}, the "
+                       "launch-overhead floor) whatever their work; equal times are ordered by "
+                       "the kernel's own compute or memory time, the first to grow with the "
+                       "batch.")
     with tab_break:
         st.plotly_chart(charts.breakdown_bar(pred.by_op_type, "op_type", "Time by op type"),
                         width="stretch")

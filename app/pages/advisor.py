@@ -81,8 +81,9 @@ def _recommendation(advice) -> None:
 
 
 def render() -> None:
-    controls.page_header("advisor", "Configuration advisor", "Model **{model}** — which run settings "
-                      "make it fastest, predicted against ONNX Runtime's defaults")
+    controls.page_header("advisor", "Configuration advisor",
+                         "Model **{model}** — which run settings make it fastest, predicted "
+                         "against ONNX Runtime's defaults")
     s = st.session_state
     c1, c2, c3, c4 = st.columns(4)
     with c1:

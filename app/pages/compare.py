@@ -63,7 +63,8 @@ def compare_table(devices: list[str], baseline: str) -> pd.DataFrame:
 
 def render() -> None:
     controls.page_header("compare", "Compare hardware",
-                      "Model **{model}** · {config} (change the configuration on the Predict page)")
+                         "Model **{model}** · {config} (change the configuration on the Predict "
+                         "page)")
     s = st.session_state
     ids = state.catalog()["id"].tolist()
     if "compare_devices" not in s:

@@ -196,7 +196,7 @@ def _retrain(ts) -> None:
 
 
 def _from_store():
-    """Pick devices and datasets of the default store; (rows, training set) or None."""
+    """Pick devices and datasets of the default store: their training set, or None."""
     store = Store()
     st.caption(f"Store `{store.path}`: where `roofcast measure` and `roofcast data import` write "
                "by default (`ROOFCAST_DATA_DIR` moves it).")
@@ -225,11 +225,11 @@ def _from_store():
     for dev, why in unknown.items():
         st.warning(f"{dev}: its rows are listed but not predicted — {wording.in_app_words(why)}",
                    icon=":material/warning:")
-    return (rows, ts) if ts is not None else None
+    return ts
 
 
 def _from_file():
-    """An uploaded CSV/Parquet, validated; (rows, training set) or None."""
+    """An uploaded CSV/Parquet, validated: its training set, or None."""
     up = st.file_uploader("Measurement file", type=["csv", "gz", "parquet"], key="meas_upload")
     if up is None:
         st.info("No file yet. Export some with `roofcast data export` or measure with "
@@ -243,7 +243,7 @@ def _from_file():
         return None
     st.success(f"{len(frame)} rows valid; {len(ts)} usable for prediction"
                + (f" (dropped: {ts.dropped})" if ts.dropped else ""))
-    return frame, ts
+    return ts
 
 
 def _compare(ts) -> None:
@@ -284,12 +284,12 @@ def render() -> None:
         s["meas_source"] = SOURCES[0] if Store().count() else SOURCES[1]
     source = st.radio("Measurements from", SOURCES, horizontal=True, key="meas_source")
     try:
-        picked = _from_store() if source == SOURCES[0] else _from_file()
+        ts = _from_store() if source == SOURCES[0] else _from_file()
     except state.USER_ERRORS as exc:  # e.g. a store file that is not a roofcast store
         state.show_error(exc)
         return
-    if picked is not None:
-        _compare(picked[1])
+    if ts is not None:
+        _compare(ts)
 
 
 if __name__ == "__main__":

@@ -125,8 +125,10 @@ def _summary(graph) -> None:
 
 
 def render() -> None:
-    controls.page_header("model", "Model", "The workload: an ONNX graph with concrete shapes and per-op FLOPs and bytes "
-               "(1 multiply-add = 2 FLOPs; bytes = what unfused kernels read and write).")
+    controls.page_header("model", "Model",
+                         "The workload: an ONNX graph with concrete shapes and per-op FLOPs and "
+                         "bytes (1 multiply-add = 2 FLOPs; bytes = what unfused kernels read and "
+                         "write).")
     _source_picker()
     st.divider()
     s = st.session_state

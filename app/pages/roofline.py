@@ -22,7 +22,8 @@ def _trajectory(setting: str, values: list[int]) -> list[tuple[int, pd.DataFrame
 
 def render() -> None:
     controls.page_header("roofline", "Roofline",
-                      "Model **{model}** · {config} (change the configuration on the Predict page)")
+                         "Model **{model}** · {config} (change the configuration on the Predict "
+                         "page)")
     s = st.session_state
     try:
         state.device_select("Device", key="device")

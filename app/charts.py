@@ -21,6 +21,7 @@ from plotly.subplots import make_subplots
 BOUND_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "overhead": "#B279A2"}
 PHASE_COLORS = {"forward": "#4C78A8", "backward": "#E45756", "update": "#54A24B"}
 TEMPLATE = "plotly_white"
+TOP_KERNELS = 20  # kernels in the Predict page's "Slowest kernels" chart
 FONT = {"family": "Inter, Segoe UI, Helvetica, Arial, sans-serif", "size": 13}
 
 
@@ -58,19 +59,50 @@ def breakdown_bar(table: pd.DataFrame, by: str, title: str, top: int = 15,
     return _layout(fig, title, height=max(260, 32 * len(df) + 90))
 
 
-def top_ops_bar(per_op: pd.DataFrame, top: int = 20) -> go.Figure:
-    """The slowest kernels with their [lower, upper] interval as error bars, coloured by bound."""
-    df = per_op.nlargest(top, "time_s").iloc[::-1]
+def kernel_labels(per_op: pd.DataFrame) -> pd.Series:
+    """One distinct axis label per kernel: ``node · F`` (forward), ``node · B grad_input0``,
+    ``node · U adam``; the row's unique ``key`` where two labels would still collide (a bar
+    chart merges equal category labels into one bar)."""
+    phase = per_op["phase"].astype(str).str[0].str.upper()
+    kernel = per_op["kernel"].astype(str)
+    tag = phase.where(kernel == per_op["phase"].astype(str), phase + " " + kernel)
+    labels = per_op["fused_nodes"].astype(str) + " · " + tag
+    return labels.where(~labels.duplicated(keep=False), per_op["key"].astype(str))
+
+
+def slowest_first(per_op: pd.DataFrame, time: str = "time_s", compute: str = "compute_s",
+                  memory: str = "memory_s") -> pd.DataFrame:
+    """Kernels by predicted time, slowest first; ties by the kernel's own work time
+    ``max(compute_s, memory_s)`` (without launch overhead), larger first, then graph order.
+
+    Ties are the rule, not the exception: at a small batch on a GPU most kernels sit on the
+    launch-overhead floor (ResNet-50, batch 1, H100: all 121 at 5 µs), and a sort by time alone
+    lists them in graph order. The work time says which of them grow first with the batch.
+    ``time``, ``compute``, ``memory``: the column names (any one unit).
+    """
+    own = np.maximum(per_op[compute].to_numpy(float), per_op[memory].to_numpy(float))
+    order = np.lexsort((-own, -per_op[time].to_numpy(float)))  # last key sorts first
+    return per_op.iloc[order]
+
+
+def top_ops_bar(per_op: pd.DataFrame, top: int = TOP_KERNELS) -> go.Figure:
+    """The ``top`` slowest kernels (``slowest_first``), slowest on top, with their
+    [lower, upper] interval as error bars, coloured by bound."""
+    df = slowest_first(per_op).head(top)
     us = df["time_s"] * 1e6
+    labels = kernel_labels(df)
     fig = go.Figure(go.Bar(
-        x=us, y=df["fused_nodes"].astype(str) + " · " + df["phase"].str[0].str.upper(),
-        orientation="h", marker_color=[BOUND_COLORS.get(b, "#999") for b in df["bound"]],
+        x=us, y=labels, orientation="h",
+        marker_color=[BOUND_COLORS.get(b, "#999") for b in df["bound"]],
         error_x={"type": "data", "symmetric": False, "array": (df["upper_s"] - df["time_s"]) * 1e6,
                  "arrayminus": (df["time_s"] - df["lower_s"]) * 1e6, "color": "#555"},
         customdata=np.stack([df["op_type"], df["bound"]], axis=1),
         hovertemplate="%{y}<br>%{customdata[0]}, %{customdata[1]}-bound<br>%{x:.4g} µs"
                       "<extra></extra>"))
-    fig.update_xaxes(title="predicted time (µs), error bar = interval")
+    # the listed order, first on top (a category axis otherwise runs bottom-up)
+    fig.update_yaxes(categoryorder="array", categoryarray=list(labels), autorange="reversed")
+    fig.update_xaxes(title="predicted time (µs), error bar = interval; equal times: larger "
+                           "compute or memory time first")
     return _layout(fig, f"Slowest {len(df)} kernels", height=max(300, 24 * len(df) + 90))
 
 
@@ -211,46 +243,84 @@ def trajectories(frames: Sequence[tuple[int, pd.DataFrame]], setting: str,
 
 
 # ----------------------------------------------------------------------------- compare
+#: share of a device chart's width the bars take; the rest is the column of value labels.
+BAR_DOMAIN = 0.62
+
+
+def _device_rows(fig: go.Figure, devices: pd.Series, texts: Sequence[str]) -> go.Figure:
+    """Devices down the y axis in the listed order (first on top; labels never rotate) and each
+    device's figures in a column right of the plot area, where no bar, whisker or marker can
+    cover them and no narrow column clips them."""
+    fig.update_yaxes(categoryorder="array", categoryarray=list(devices), autorange="reversed")
+    fig.update_xaxes(domain=[0.0, BAR_DOMAIN], rangemode="tozero")
+    for device, text in zip(devices, texts, strict=True):
+        fig.add_annotation(x=BAR_DOMAIN + 0.02, xref="paper", y=device, yref="y", text=text,
+                           showarrow=False, xanchor="left", align="left",
+                           font={"size": 12, "color": "#333"})
+    return fig
+
+
 def device_time_bars(df: pd.DataFrame) -> go.Figure:
-    """Predicted time per device with the [lower, upper] interval as error bars."""
+    """Predicted time per device (horizontal bars) with the [lower, upper] interval as a whisker;
+    the time and its interval written beside the plot."""
     fig = go.Figure(go.Bar(
-        x=df["device"], y=df["time_ms"], marker_color="#4C78A8",
-        error_y={"type": "data", "symmetric": False, "array": df["upper_ms"] - df["time_ms"],
+        x=df["time_ms"], y=df["device"], orientation="h", marker_color="#4C78A8",
+        error_x={"type": "data", "symmetric": False, "array": df["upper_ms"] - df["time_ms"],
                  "arrayminus": df["time_ms"] - df["lower_ms"], "color": "#333"},
-        text=[f"{t:.4g} ms" for t in df["time_ms"]], textposition="inside",
-        insidetextanchor="start", hovertemplate="%{x}: %{y:.4g} ms<extra></extra>"))
-    fig.update_yaxes(title="predicted step time (ms)")
-    return _layout(fig, "Predicted time (error bars: interval)")
+        hovertemplate="%{y}: %{x:.4g} ms<extra></extra>"))
+    fig.update_xaxes(title="predicted time (ms), whisker = interval")
+    _device_rows(fig, df["device"], [
+        f"<b>{t:.4g} ms</b><br>{lo:.2g} – {hi:.2g}" for t, lo, hi in
+        zip(df["time_ms"], df["lower_ms"], df["upper_ms"], strict=True)])
+    return _layout(fig, "Predicted time per device", height=max(260, 52 * len(df) + 110))
 
 
 def speedup_bars(df: pd.DataFrame, baseline: str) -> go.Figure:
-    """Speedup over the baseline with the interval from the device's time interval."""
+    """Speedup over the baseline (bars) and, as markers, the speedup with both devices at their
+    lower bounds (◆) and at their upper bounds (▲) (``speedup_at_lower`` / ``speedup_at_upper``);
+    the three figures written beside the plot."""
     colors = ["#999" if d == baseline else ("#54A24B" if s >= 1 else "#E45756")
               for d, s in zip(df["device"], df["speedup"], strict=True)]
-    fig = go.Figure(go.Bar(
-        x=df["device"], y=df["speedup"], marker_color=colors,
-        error_y={"type": "data", "symmetric": False,
-                 "array": df["speedup_hi"] - df["speedup"],
-                 "arrayminus": df["speedup"] - df["speedup_lo"], "color": "#333"},
-        text=[f"{s:.2f}×" for s in df["speedup"]], textposition="inside",
-        insidetextanchor="start",
-        hovertemplate="%{x}: %{y:.3f}×<extra></extra>"))
-    fig.add_hline(y=1.0, line={"color": "#666", "dash": "dash"})
-    fig.update_yaxes(title=f"speedup over {baseline}")
-    return _layout(fig, f"Speedup over {baseline}")
+    fig = go.Figure([
+        go.Bar(x=df["speedup"], y=df["device"], orientation="h", marker_color=colors,
+               name="predicted", hovertemplate="%{y}: %{x:.3f}×<extra></extra>"),
+        go.Scatter(x=df["speedup_at_lower"], y=df["device"], mode="markers",
+                   name="both at their lower bound",
+                   marker={"symbol": "diamond", "size": 11, "color": "#333"},
+                   hovertemplate="%{y}: %{x:.3f}× with both at their lower bound"
+                                 "<extra></extra>"),
+        go.Scatter(x=df["speedup_at_upper"], y=df["device"], mode="markers",
+                   name="both at their upper bound",
+                   marker={"symbol": "triangle-up", "size": 11, "color": "#F58518"},
+                   hovertemplate="%{y}: %{x:.3f}× with both at their upper bound"
+                                 "<extra></extra>"),
+    ])
+    fig.add_vline(x=1.0, line={"color": "#666", "dash": "dash"})
+    _device_rows(fig, df["device"], [
+        f"<b>{s:.3g}×</b><br>◆ {lo:.2g}  ▲ {hi:.2g}" for s, lo, hi in
+        zip(df["speedup"], df["speedup_at_lower"], df["speedup_at_upper"], strict=True)])
+    fig.update_xaxes(title="baseline time / device time")
+    fig = _layout(fig, f"Speedup over {baseline}",
+                  height=max(280, 52 * len(df) + 150))
+    fig.update_layout(legend={"y": -0.3})
+    return fig
 
 
 def bound_mix(df: pd.DataFrame) -> go.Figure:
-    """Stacked bars: each device's predicted time split by bound (ms)."""
+    """Stacked horizontal bars: each device's predicted time split by bound (ms)."""
     fig = go.Figure()
     for bound, color in BOUND_COLORS.items():
         col = f"{bound}_ms"
         if col in df:
-            fig.add_trace(go.Bar(x=df["device"], y=df[col], name=bound, marker_color=color,
-                                 hovertemplate="%{x}: %{y:.4g} ms " + bound + "<extra></extra>"))
+            fig.add_trace(go.Bar(x=df[col], y=df["device"], orientation="h", name=bound,
+                                 marker_color=color,
+                                 hovertemplate="%{y}: %{x:.4g} ms " + bound + "<extra></extra>"))
     fig.update_layout(barmode="stack")
-    fig.update_yaxes(title="time by bound (ms)")
-    return _layout(fig, "Bottleneck mix (time by bound)")
+    total = sum(df[f"{b}_ms"] for b in BOUND_COLORS if f"{b}_ms" in df)
+    _device_rows(fig, df["device"], [f"<b>{t:.4g} ms</b>" for t in total])
+    fig = _layout(fig, "Bottleneck mix (predicted ms by bound)", height=max(280, 52 * len(df) + 150))
+    fig.update_layout(legend={"y": -0.12})
+    return fig
 
 
 def _short(v: float) -> str:
@@ -260,12 +330,14 @@ def _short(v: float) -> str:
 
 
 def metric_bars(df: pd.DataFrame, col: str, title: str, axis: str, color: str) -> go.Figure:
-    fig = go.Figure(go.Bar(x=df["device"], y=df[col], marker_color=color,
-                           text=[_short(v) for v in df[col]], textposition="inside",
-                           insidetextanchor="start",
-                           hovertemplate="%{x}: %{y:.4g}<extra></extra>"))
-    fig.update_yaxes(title=axis)
-    return _layout(fig, title, height=340)
+    """One horizontal bar per device with its value written right of the bar ("n/a" where the
+    catalog has no figure)."""
+    values = df[col].astype(float)
+    fig = go.Figure(go.Bar(x=values, y=df["device"], orientation="h", marker_color=color,
+                           hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
+    fig.update_xaxes(title=axis)
+    _device_rows(fig, df["device"], [f"<b>{_short(v)}</b>" for v in values])
+    return _layout(fig, title, height=max(240, 40 * len(df) + 100))
 
 
 # ----------------------------------------------------------------------------- what-if

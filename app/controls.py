@@ -1,4 +1,5 @@
-"""Widgets shared by several pages: the run configuration (batch, precision, mode, ...)."""
+"""Widgets shared by several pages: the page header and the run configuration (batch, precision,
+mode, ...). Built on ``app.state`` (which never imports this module)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ from roofcast.app import state
 from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 
 MODE_LABELS = {"infer": "inference", "train": "training step"}
+
+
+def page_header(page: str, title: str, caption: str) -> None:
+    """Open a page: ``state.init_state`` for ``page``, its title and a caption in which
+    ``{model}`` becomes the model's name and ``{config}`` the run configuration summary."""
+    state.init_state(page)
+    st.title(title)
+    st.caption(caption.format(model=state.model_label(st.session_state["model_ref"]),
+                              config=config_summary()))
 
 
 def device_kind(device_id: str) -> str:

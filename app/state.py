@@ -10,7 +10,7 @@ Caching: graph imports with ``st.cache_data`` keyed by (model reference, dims) â
 an upload is its bytes' sha256, so the bytes are hashed once, not on every rerun; predictions with
 ``st.cache_data`` keyed by (model, dims, device, config, estimator, learned-model version), device
 comparisons likewise by the device list and baseline; the catalog table with ``st.cache_data``;
-trained learned models with ``st.cache_resource``. :func:`page_header` opens every page.
+trained learned models with ``st.cache_resource``. ``controls.page_header`` opens every page.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from roofcast.app import wording
 from roofcast.graph_import import import_model
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
@@ -68,17 +69,6 @@ def init_state(page: str | None = "other") -> None:
             st.session_state[key] = dict(value) if isinstance(value, dict) else value
     if "_dims_for" not in st.session_state:
         set_model(st.session_state["model_ref"])
-
-
-def page_header(page: str, title: str, caption: str) -> None:
-    """Open a page: :func:`init_state` for ``page``, its title and a caption in which ``{model}``
-    becomes the model's name and ``{config}`` the run configuration summary."""
-    from roofcast.app.controls import config_summary  # controls imports this module
-
-    init_state(page)
-    st.title(title)
-    st.caption(caption.format(model=model_label(st.session_state["model_ref"]),
-                              config=config_summary()))
 
 
 def widget_key(key: str) -> str:
@@ -177,6 +167,23 @@ def symbolic_dims(ref: str) -> tuple[str, ...]:
     """The model's symbolic dim names (those unbound when importing with no bindings); cached on
     its own so a rerun does not unpickle a whole graph to learn them."""
     return _symbolic_dims_cached(ref, model_label(ref), upload_bytes(ref))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _gaps_cached(ref: str, dims: tuple, name: str, _data: bytes | None) -> tuple:
+    graph = _import_cached(ref, dims, name, _data)
+    return tuple(graph.unbound_dims), dict(graph.unresolved), dict(graph.unsupported)
+
+
+def require_complete(config: RunConfig) -> None:
+    """PredictionError in the app's words (``wording.incomplete_message``) when the session's
+    model at ``config``'s batch has work that cannot be costed; checked before predicting, so
+    the user reads about the Model page, not about command-line flags. The gaps are cached on
+    their own (no whole graph is unpickled for them)."""
+    ref, dims, name, data = _model_key(config)
+    message = wording.incomplete_message(name, *_gaps_cached(ref, dims, name, data))
+    if message is not None:
+        raise PredictionError(message)
 
 
 def batch_dim(ref: str) -> str | None:
@@ -291,6 +298,7 @@ def predict(device: str | None = None, *, changes: Mapping[str, float] | None = 
     """``predict_graph`` for the session's model and config (cached); ``device`` defaults to the
     session's device, ``changes`` make it a what-if device, keyword args override the config."""
     config = run_config(**config_changes)
+    require_complete(config)
     ref, dims, name, data = _model_key(config)
     est = estimator or st.session_state["estimator"]
     return _predict_cached(ref, dims, name, device or st.session_state["device"],
@@ -302,6 +310,7 @@ def compare(devices: list[str], baseline: str):
     """``predictor.compare.compare_devices`` for the session's model, config and estimator on
     catalog ``devices`` (cached): one row per device."""
     config = run_config()
+    require_complete(config)
     ref, dims, name, data = _model_key(config)
     est = st.session_state["estimator"]
     return _compare_cached(ref, dims, name, tuple(devices), baseline, config_key(config), est,
@@ -378,6 +387,7 @@ def adopted_model_dir() -> Path:
 
 
 def show_error(exc: BaseException) -> None:
-    """A user error as a message on the page (never a traceback)."""
-    st.error(str(exc), icon=":material/error:")
+    """A user error as a message on the page (never a traceback), in the app's words: the
+    library's advice that names command-line flags names the app's controls instead."""
+    st.error(wording.in_app_words(str(exc)), icon=":material/error:")
 

@@ -2,13 +2,17 @@
 
 Starts ``roofcast app`` (isolated user folders), drives one browser session through the pages
 (ResNet-50 at batch 8 on the default device; a what-if device with 2x bandwidth; the test
-measurement file uploaded and retrained) and writes full-page PNGs to ``docs/screenshots/``.
+measurement file imported into the default measurement store with ``roofcast data import`` and
+retrained on; an uploaded model with an unbound dim) and writes full-page PNGs to
+``docs/screenshots/``.
 
 Run: ``python docs/take_screenshots.py`` (needs chromium + chromium-driver and selenium).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -17,7 +21,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.app.browser import chromium, go_to_page, idle, running_app, wait_for  # noqa: E402
+from tests.app.browser import (  # noqa: E402
+    chromium,
+    go_to_page,
+    idle,
+    roofcast_command,
+    running_app,
+    wait_for,
+)
+from tests.app.test_pages import tiny_onnx  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 WIDTH = 1440
@@ -69,10 +81,20 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="roofcast-shots-")
     env = {"ROOFCAST_HW_DIR": f"{tmp}/devices", "ROOFCAST_DATA_DIR": f"{tmp}/data",
            "ROOFCAST_LEARNED_MODEL": f"{tmp}/no-model"}
+    # the default store, as `roofcast data import` fills it (the page reads the same one)
+    subprocess.run([*roofcast_command(), "data", "import", str(MEASUREMENTS)],
+                   env={**os.environ, **env}, check=True)
+    unbound = Path(tmp) / "my_model.onnx"
+    unbound.write_bytes(tiny_onnx("N"))
     with running_app(env) as url, chromium(WIDTH, 1000) as driver:
         driver.get(url)
         wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
         idle(driver)
+        go_to_page(driver, "Predict")  # batch 1: every kernel on the launch floor
+        wait_for(driver, lambda d: d.find_element(By.ID, "roofcast-time-s"))
+        shoot(driver, "predict_batch1")
+
+        go_to_page(driver, "Model")
         set_number(driver, "batch (batch size)", 8)
         shoot(driver, "model")
 
@@ -113,8 +135,6 @@ def main() -> int:
         shoot(driver, "whatif")
 
         go_to_page(driver, "Measurements & retrain")
-        upload = driver.find_element(By.CSS_SELECTOR, 'input[type="file"]')
-        upload.send_keys(str(MEASUREMENTS))
         wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
         idle(driver)
         button = next(b for b in driver.find_elements(By.CSS_SELECTOR, "button")
@@ -123,6 +143,16 @@ def main() -> int:
         wait_for(driver, lambda d: "Held-out error" in d.page_source, timeout=180)
         idle(driver, timeout=180)
         shoot(driver, "measurements")
+
+        go_to_page(driver, "Model")
+        driver.find_element(By.CSS_SELECTOR, '[data-testid="stFileUploader"] input[type="file"]'
+                            ).send_keys(str(unbound))
+        wait_for(driver, lambda d: "Current model: my_model" in d.page_source)
+        idle(driver)
+        go_to_page(driver, "Predict")
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR,
+                                                   '[data-testid="stAlertContentError"]'))
+        shoot(driver, "upload_unbound_dim")
     return 0
 
 

@@ -99,9 +99,13 @@ class Setting:
         return OPT_LEVEL[self.fusion]
 
     def label(self) -> str:
-        intra = "auto" if self.threads is None else str(self.threads)
-        inter = f"parallel×{self.inter_op_threads}" if self.inter_op else "sequential"
-        return (f"intra={intra} inter={inter} batch={self.batch} {self.precision} "
+        """``intra=T inter=parallel×C batch=B fp32 opt=all`` on a CPU; elsewhere (``threads``
+        None: the framework picks, there is no thread setting) ``inter=parallel batch=B ...``."""
+        cpu = self.threads is not None
+        intra = f"intra={self.threads} " if cpu else ""
+        inter = (f"parallel×{self.inter_op_threads}" if cpu else "parallel") if self.inter_op \
+            else "sequential"
+        return (f"{intra}inter={inter} batch={self.batch} {self.precision} "
                 f"opt={self.opt_level}" + (" train" if self.mode == "train" else ""))
 
     def run_config(self, dims: Mapping[str, int]) -> RunConfig:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import charts, state
-from roofcast.predictor.advisor import OBJECTIVES, advise, public_table
+from roofcast.app import charts, controls, state
+from roofcast.app.controls import MODE_LABELS
+from roofcast.predictor.advisor import OBJECTIVES, Setting, advise, public_table
 
 MAX_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -42,9 +43,47 @@ def _frames(advice, setting: str) -> list[tuple[int, pd.DataFrame]]:
     return sorted((k[0], advice.cells[k].per_op) for k in keys)
 
 
+def setting_fields(setting: Setting, device_kind: str) -> dict[str, str]:
+    """What a user sets, field by field, in words: intra-op threads only on a CPU (elsewhere the
+    framework picks and there is nothing to set); inter-op parallelism as concurrent ops (CPU
+    inter-op threads) or concurrent streams (other devices)."""
+    fields = {}
+    if device_kind == "cpu":
+        fields["intra-op threads"] = str(setting.threads)
+        fields["inter-op"] = (f"parallel, {setting.inter_op_threads} concurrent ops"
+                              if setting.inter_op else "sequential")
+    else:
+        fields["inter-op"] = "parallel (concurrent streams)" if setting.inter_op else "sequential"
+    fields["batch"] = str(setting.batch)
+    fields["precision"] = setting.precision
+    fields["graph optimisation"] = f"{setting.opt_level} (fusion {'on' if setting.fusion else 'off'})"
+    fields["mode"] = MODE_LABELS.get(setting.mode, setting.mode)
+    return fields
+
+
+def _recommendation(advice) -> None:
+    """The predicted gain and time of the recommendation against the default, and both settings
+    side by side (a table: long settings are never cut like a metric's value)."""
+    rec, dft = advice.row(advice.recommended), advice.row(advice.default)
+    m = st.columns(3)
+    m[0].metric(f"Predicted {advice.objective} gain", f"{advice.predicted_gain:.3g}×")
+    if advice.objective == "latency":
+        m[1].metric("Recommended: step time", f"{rec['time_ms']:.4g} ms")
+        m[2].metric("ONNX Runtime default: step time", f"{dft['time_ms']:.4g} ms")
+    else:
+        m[1].metric("Recommended: samples/s", f"{rec['throughput_samples_per_s']:,.1f}")
+        m[2].metric("ONNX Runtime default: samples/s",
+                    f"{dft['throughput_samples_per_s']:,.1f}")
+    ours = setting_fields(advice.recommended, advice.device_kind)
+    theirs = setting_fields(advice.default, advice.device_kind)
+    st.table(pd.DataFrame({"ONNX Runtime default": theirs, "recommended": ours,
+                           "changed": {k: "✔" if ours[k] != theirs[k] else "" for k in ours}}))
+
+
 def render() -> None:
-    state.page_header("advisor", "Configuration advisor", "Model **{model}** — which run settings "
-                      "make it fastest, predicted against ONNX Runtime's defaults")
+    controls.page_header("advisor", "Configuration advisor",
+                         "Model **{model}** — which run settings make it fastest, predicted "
+                         "against ONNX Runtime's defaults")
     s = st.session_state
     c1, c2, c3, c4 = st.columns(4)
     with c1:
@@ -61,6 +100,7 @@ def render() -> None:
                                     help="only those the device runs natively are kept")
     ref = s["model_ref"]
     try:
+        state.require_complete(state.run_config())
         data = state.upload_bytes(ref)
         dims = state.import_dims(ref)
         bdim = state.batch_dim(ref)
@@ -71,10 +111,7 @@ def render() -> None:
     except state.USER_ERRORS as exc:
         state.show_error(exc)
         return
-    m = st.columns(3)
-    m[0].metric("Recommended", advice.recommended.label())
-    m[1].metric(f"Predicted {objective} gain", f"{advice.predicted_gain:.3g}×")
-    m[2].metric("ONNX Runtime default", advice.default.label())
+    _recommendation(advice)
     st.subheader("Why")
     st.markdown("\n".join(f"- {r}" for r in advice.reasons))
     for note in advice.notes:
@@ -82,15 +119,18 @@ def render() -> None:
     st.subheader("Settings, best first")
     top = st.slider("Rows", 5, max(5, len(advice.table)), min(15, len(advice.table)),
                     key="adv_top") if len(advice.table) > 5 else None
-    st.dataframe(public_table(advice, top), hide_index=True)
+    table = public_table(advice, top)
+    if advice.device_kind != "cpu":  # no thread setting: the framework picks (Setting.label)
+        table = table.drop(columns=["intra_threads", "inter_op_threads"])
+    st.dataframe(table, hide_index=True)
     st.subheader("Roofline trajectories")
     options = (["threads", "batch"] if advice.device_kind == "cpu" else ["batch"])
     setting = st.radio("Vary (other settings as recommended)", options, horizontal=True,
                        key="adv_vary")
     frames = _frames(advice, setting)
     if len(frames) < 2:
-        st.info(f"Only one {setting} value was searched; use the throughput objective (batch) "
-                "or a CPU device (threads) to see a trajectory.")
+        st.info(f"Only one {setting} value was searched; choose the throughput objective to "
+                "see a trajectory over batch sizes.")
         return
     n = st.slider("Kernels traced", 3, 20, 8, key="adv_traj_top")
     st.plotly_chart(charts.trajectories(frames, setting, top=n), width="stretch")

@@ -1,9 +1,15 @@
-"""Measurements & retrain: upload measured op times, compare them with the predictions, retrain
-the learned predictor on them and compare held-out errors with the current model before adopting.
+"""Measurements & retrain: measured op times from the measurement store or an uploaded file,
+compared with the predictions; retrain the learned predictor on them and compare held-out errors
+with the current model before adopting.
 
-The file is validated row by row (``training_data.schema``): one bad row rejects it, with every
-bad line listed. Measured rows become featurized rows (``predictor.learned.data.measurement_set``)
-on which any estimator predicts; errors are APE = |predicted - measured| / measured.
+Sources: the measurement store at ``training_data.store.default_path()`` — the one store every
+part of roofcast uses by default (``roofcast measure``, ``roofcast data import``, ``roofcast
+train --source store``; ``$ROOFCAST_DATA_DIR`` moves it) — filtered by device and dataset; or a
+CSV/Parquet file, validated row by row (``training_data.schema``): one bad row rejects it, with
+every bad line listed. Measured rows become featurized rows
+(``predictor.learned.data.measurement_set``) on which any estimator predicts; rows of a device
+the catalog cannot give (an uncalibrated ``local``) are listed but not predicted, and the page
+says so. Errors are APE = |predicted - measured| / measured.
 """
 
 from __future__ import annotations
@@ -18,13 +24,54 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import charts, state
+from roofcast.app import charts, controls, state, wording
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators import ESTIMATORS, make_estimator
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.importers import read_measurement_file
 from roofcast.training_data.schema import normalize
-from roofcast.training_data.store import format_problems
+from roofcast.training_data.store import Store, format_problems
+
+SOURCES = ("measurement store", "file")
+#: most store rows compared at once (a random, seeded sample beyond it; the page says so)
+MAX_STORE_ROWS = 20_000
+
+
+def store_stamp(path: Path) -> str:
+    """Size and modification time of the store file: part of cache keys, so rows that
+    ``roofcast measure`` just appended are read at once."""
+    return f"{path.stat().st_size}:{path.stat().st_mtime_ns}" if path.is_file() else "absent"
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def store_stats(path: str, stamp: str) -> pd.DataFrame:
+    """Rows per device, dataset and family of the store at ``path`` (``Store.stats``)."""
+    del stamp  # cache key only
+    return Store(path).stats()
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the measurement store…")
+def store_rows(path: str, stamp: str, devices: tuple[str, ...], datasets: tuple[str, ...]):
+    """The store's rows of ``devices`` and ``datasets`` (at most ``MAX_STORE_ROWS``, a seeded
+    sample beyond), the stored row count, and the training set of the rows whose device the
+    catalog knows, with the devices it does not (id -> reason)."""
+    from roofcast.hw_catalog import get_device
+    from roofcast.predictor.learned.data import measurement_set
+
+    del stamp  # cache key only
+    rows = Store(path).read(device=list(devices), source=list(datasets))
+    stored = len(rows)
+    if stored > MAX_STORE_ROWS:
+        rows = rows.sample(MAX_STORE_ROWS, random_state=0).sort_index()
+    unknown = {}
+    for dev in sorted(rows["device_id"].unique()):
+        try:
+            get_device(dev)
+        except state.USER_ERRORS as exc:
+            unknown[dev] = str(exc)
+    known = rows[~rows["device_id"].isin(list(unknown))]
+    ts = measurement_set(known, f"store:{Path(path).name}") if len(known) else None
+    return rows, stored, ts, unknown
 
 
 @st.cache_data(max_entries=8, show_spinner="Validating the measurements…")
@@ -148,23 +195,59 @@ def _retrain(ts) -> None:
                    f"now use it. Outside the app: export {MODEL_ENV}={folder}")
 
 
-def render() -> None:
-    state.page_header("measurements", "Measurements & retrain", "Upload measured per-op times (CSV or Parquet with at least op_type, device_id, "
-               "dtype and latency_s; FLOPs and bytes per row as written by `roofcast measure` "
-               "or `roofcast data export`).")
+def _from_store():
+    """Pick devices and datasets of the default store: their training set, or None."""
+    store = Store()
+    st.caption(f"Store `{store.path}`: where `roofcast measure` and `roofcast data import` write "
+               "by default (`ROOFCAST_DATA_DIR` moves it).")
+    stats = store_stats(str(store.path), store_stamp(store.path))
+    if stats.empty:
+        st.info("The measurement store holds no rows yet: `roofcast measure MODEL` or "
+                "`roofcast data import FILE` fills it, or choose a file above.")
+        return None
+    st.dataframe(stats, hide_index=True, width="stretch",
+                 column_config={"median_latency_s": st.column_config.NumberColumn(
+                     format="%.4g")})
+    c1, c2 = st.columns(2)
+    devices = c1.multiselect("Devices", sorted(stats["device_id"].unique()),
+                             default=sorted(stats["device_id"].unique()), key="meas_devices")
+    datasets = c2.multiselect("Datasets", sorted(stats["dataset"].unique()),
+                              default=sorted(stats["dataset"].unique()), key="meas_datasets")
+    if not devices or not datasets:
+        st.info("Pick at least one device and one dataset.")
+        return None
+    rows, stored, ts, unknown = store_rows(str(store.path), store_stamp(store.path),
+                                           tuple(devices), tuple(datasets))
+    sample = f" (a random {len(rows):,} of them compared)" if stored > len(rows) else ""
+    st.success(f"{stored:,} stored rows of {', '.join(devices)}{sample}")
+    with st.expander("Stored rows"):
+        st.dataframe(rows, hide_index=True, width="stretch")
+    for dev, why in unknown.items():
+        st.warning(f"{dev}: its rows are listed but not predicted — {wording.in_app_words(why)}",
+                   icon=":material/warning:")
+    return ts
+
+
+def _from_file():
+    """An uploaded CSV/Parquet, validated: its training set, or None."""
     up = st.file_uploader("Measurement file", type=["csv", "gz", "parquet"], key="meas_upload")
     if up is None:
         st.info("No file yet. Export some with `roofcast data export` or measure with "
                 "`roofcast measure`.")
-        return
+        return None
     data = up.getvalue()
     try:
         frame, ts = load_measurements(up.name, hashlib.sha256(data).hexdigest(), data)
     except state.USER_ERRORS as exc:
         state.show_error(exc)
-        return
+        return None
     st.success(f"{len(frame)} rows valid; {len(ts)} usable for prediction"
                + (f" (dropped: {ts.dropped})" if ts.dropped else ""))
+    return ts
+
+
+def _compare(ts) -> None:
+    """Measured vs predicted for an estimator, errors by family, and retraining."""
     names = list(ESTIMATORS)
     chosen = st.selectbox("Estimator", names, index=names.index("time-roofline"),
                           key="meas_estimator")
@@ -188,6 +271,25 @@ def render() -> None:
         st.dataframe(table, hide_index=True, width="stretch")
     st.divider()
     _retrain(ts)
+
+
+def render() -> None:
+    controls.page_header("measurements", "Measurements & retrain",
+                         "Measured per-op times from the measurement store or a file (CSV or "
+                         "Parquet with at least op_type, device_id, dtype and latency_s; FLOPs "
+                         "and bytes per row as written by `roofcast measure` or `roofcast data "
+                         "export`), against the predictions.")
+    s = st.session_state
+    if "meas_source" not in s:  # the store when it holds rows
+        s["meas_source"] = SOURCES[0] if Store().count() else SOURCES[1]
+    source = st.radio("Measurements from", SOURCES, horizontal=True, key="meas_source")
+    try:
+        ts = _from_store() if source == SOURCES[0] else _from_file()
+    except state.USER_ERRORS as exc:  # e.g. a store file that is not a roofcast store
+        state.show_error(exc)
+        return
+    if ts is not None:
+        _compare(ts)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from roofcast.app import charts, state
+from roofcast.app import charts, controls, state, wording
 from roofcast.graph_import import summary
 from roofcast.graph_import.dims import MAX_DIM
 from roofcast.training_data import zoo
@@ -27,7 +27,7 @@ def _take_upload() -> None:
     try:
         state.set_upload(up.name, up.getvalue())
     except state.USER_ERRORS as exc:
-        s["_upload_error"] = f"{up.name}: {exc}"
+        s["_upload_error"] = f"{up.name}: {wording.in_app_words(str(exc))}"
         return
     s.pop("zoo_choice", None)
 
@@ -92,6 +92,7 @@ def _summary(graph) -> None:
                    f"{len(graph.unresolved)} node(s) stay unresolved and cannot be predicted. "
                    "Give each a size above.", icon=":material/warning:")
     problems = summary.problems_table(graph)
+    problems["detail"] = problems["detail"].map(wording.in_app_words)
     if not problems.empty:
         n_uns = sum(graph.unsupported.values())
         st.warning(f"{n_uns} node(s) of unsupported op types and {len(graph.unresolved)} "
@@ -124,8 +125,10 @@ def _summary(graph) -> None:
 
 
 def render() -> None:
-    state.page_header("model", "Model", "The workload: an ONNX graph with concrete shapes and per-op FLOPs and bytes "
-               "(1 multiply-add = 2 FLOPs; bytes = what unfused kernels read and write).")
+    controls.page_header("model", "Model",
+                         "The workload: an ONNX graph with concrete shapes and per-op FLOPs and "
+                         "bytes (1 multiply-add = 2 FLOPs; bytes = what unfused kernels read and "
+                         "write).")
     _source_picker()
     st.divider()
     s = st.session_state

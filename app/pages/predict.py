@@ -59,7 +59,7 @@ def learned_summary(pred, hw) -> dict | None:
 
 
 def render() -> None:
-    state.page_header("predict", "Predict", "Model **{model}** — change it on the Model page.")
+    controls.page_header("predict", "Predict", "Model **{model}** — change it on the Model page.")
     s = st.session_state
     try:
         controls.config_controls()
@@ -73,6 +73,14 @@ def render() -> None:
         ["Slowest kernels", "Breakdowns", "Per-op table", "Memory"])
     with tab_ops:
         st.plotly_chart(charts.top_ops_bar(pred.per_op), width="stretch")
+        shown = charts.slowest_first(pred.per_op).head(charts.TOP_KERNELS)
+        floor = shown[(shown["bound"] == "overhead") & shown["time_s"].duplicated(keep=False)]
+        if len(floor):
+            st.caption(f"{len(floor)} of the {len(shown)} kernels shown are overhead-bound at "
+                       f"the same time ({charts.fmt_time(float(floor['time_s'].iloc[0]))}, the "
+                       "launch-overhead floor) whatever their work; equal times are ordered by "
+                       "the kernel's own compute or memory time, the first to grow with the "
+                       "batch.")
     with tab_break:
         st.plotly_chart(charts.breakdown_bar(pred.by_op_type, "op_type", "Time by op type"),
                         width="stretch")
@@ -84,7 +92,8 @@ def render() -> None:
                                                 colors=charts.BOUND_COLORS),
                            width="stretch")
     with tab_table:
-        table = op_table(pred, None)
+        table = charts.slowest_first(op_table(pred, None), "time_us", "compute_us",
+                                     "memory_us")
         st.dataframe(table, hide_index=True, width="stretch", height=460,
                      column_config={"share": st.column_config.ProgressColumn(
                          min_value=0.0, max_value=float(table["share"].max() or 1.0),

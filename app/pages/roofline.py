@@ -21,8 +21,9 @@ def _trajectory(setting: str, values: list[int]) -> list[tuple[int, pd.DataFrame
 
 
 def render() -> None:
-    state.page_header("roofline", "Roofline",
-                      "Model **{model}** · {config} (change the configuration on the Predict page)")
+    controls.page_header("roofline", "Roofline",
+                         "Model **{model}** · {config} (change the configuration on the Predict "
+                         "page)")
     s = st.session_state
     try:
         state.device_select("Device", key="device")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import charts, state
+from roofcast.app import charts, controls, state
 from roofcast.hw_catalog import get_device
 from roofcast.hw_catalog.user_devices import save_user_device
 
@@ -47,7 +47,7 @@ def op_gains(base: pd.DataFrame, new: pd.DataFrame, top: int = 15) -> pd.DataFra
 
 
 def render() -> None:
-    state.page_header("whatif", "What-if device", "Model **{model}** · {config}")
+    controls.page_header("whatif", "What-if device", "Model **{model}** · {config}")
     try:
         base_id = state.device_select("Start from", key="device")
         hw = get_device(base_id)

@@ -119,9 +119,13 @@ def chromium(width: int = 1440, height: int = 1000) -> Iterator[object]:
 
 
 def wait_for(driver, condition, timeout: float = 90.0):
+    """``condition(driver)`` once truthy; an element replaced by a rerun while the condition
+    reads it (stale) counts as not yet."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.25).until(condition)
+    return WebDriverWait(driver, timeout, poll_frequency=0.25,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def idle(driver, timeout: float = 90.0) -> None:
@@ -149,3 +153,39 @@ def go_to_page(driver, title: str, timeout: float = 90.0, heading: str | None = 
     wait_for(driver, lambda d: any(h.text.strip() == (heading or title) for h in
                                    d.find_elements(By.CSS_SELECTOR, "h1")), timeout)
     idle(driver, timeout)
+
+
+def main_text(driver) -> str:
+    """The visible text of the page's main block (not the sidebar)."""
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+
+
+def rects(driver, root, selector: str) -> list[dict]:
+    """Bounding boxes (left, top, right, bottom; page pixels) of the elements matching
+    ``selector`` under the element ``root``, with their text."""
+    return driver.execute_script(
+        "return Array.from(arguments[0].querySelectorAll(arguments[1])).map(e => {"
+        "const r = e.getBoundingClientRect();"
+        "return {left: r.left, top: r.top, right: r.right, bottom: r.bottom,"
+        "        text: e.textContent};});", root, selector)
+
+
+def overlaps(a: dict, b: dict) -> bool:
+    """Whether two boxes of ``rects`` share an area (touching edges do not count)."""
+    return (min(a["right"], b["right"]) - max(a["left"], b["left"]) > 0.5
+            and min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > 0.5)
+
+
+def plotly_charts(driver) -> list:
+    """The rendered Plotly figures of the page, in page order."""
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
+
+
+def y_tick_labels(driver, chart) -> list[str]:
+    """A chart's y-axis tick labels from top to bottom, as drawn."""
+    ticks = rects(driver, chart, ".yaxislayer-above .ytick text")
+    return [t["text"] for t in sorted(ticks, key=lambda t: t["top"])]

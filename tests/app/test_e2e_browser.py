@@ -1,17 +1,42 @@
-"""End to end in a real headless browser: ``roofcast app`` serves the app, Chromium (driven by
-Selenium) uploads a zoo model file through the Model page's file input, opens the Predict page and
-reads the predicted time off it; the figure must be the library's for the same inputs."""
+"""End to end in a real headless browser: ``roofcast app`` serves the app and Chromium (driven by
+Selenium) uses it as a person would.
+
+* A zoo model file uploaded through the Model page's file input, the predicted time read off the
+  Predict page: the library's figure for the same inputs.
+* The app's fixes of issue 13, checked on what the browser draws (``docs/take_screenshots.py``
+  shoots the same pages): the Slowest kernels chart runs slowest first (equal times by their own
+  work, not graph order); on Compare no figure is covered by a bar, whisker or marker; the
+  Advisor's metric values fit their boxes and say nothing of threads on a GPU; the Measurements
+  page lists the rows ``roofcast measure`` just wrote to the default store; an upload with an
+  unbound dim is explained with the app's controls, not CLI flags."""
 
 from __future__ import annotations
 
 import pytest
 
-from roofcast.app.charts import fmt_time
+from roofcast.app.charts import fmt_time, kernel_labels, slowest_first
+from roofcast.app.cli import main
+from roofcast.app.wording import cli_flags
 from roofcast.graph_import import import_model
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.simulate import predict_graph
 from roofcast.training_data import zoo
-from tests.app.browser import chromium, chromium_paths, go_to_page, idle, running_app, wait_for
+from roofcast.training_data.store import Store
+from tests.app.browser import (
+    chromium,
+    chromium_paths,
+    go_to_page,
+    idle,
+    main_text,
+    overlaps,
+    plotly_charts,
+    rects,
+    running_app,
+    wait_for,
+    y_tick_labels,
+)
+from tests.app.test_pages import tiny_onnx
+from tests.training_data.collect_helpers import conv_matmul_model
 
 pytestmark = pytest.mark.skipif(
     chromium_paths() is None,
@@ -43,3 +68,78 @@ def test_upload_zoo_model_and_read_predicted_time(tmp_path):
     want = predict_graph(graph, "h100-sxm", RunConfig(dims={"batch": 1}), "time-roofline")
     assert seconds == want.time_s
     assert metric.strip() == fmt_time(want.time_s)
+
+
+def test_issue13_app_fixes_as_drawn(tmp_path, monkeypatch):
+    from selenium.webdriver.common.by import By
+
+    env = {"ROOFCAST_HW_DIR": str(tmp_path / "devices"),
+           "ROOFCAST_DATA_DIR": str(tmp_path / "data"),
+           "ROOFCAST_LEARNED_MODEL": str(tmp_path / "no-model")}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    measured = tmp_path / "measured.onnx"
+    measured.write_bytes(conv_matmul_model().SerializeToString())
+    assert main(["measure", str(measured), "--batch", "1", "--repeats", "1", "--warmup", "0",
+                 "--format", "csv"]) == 0  # no --store: the default store
+    stored = Store().read()
+    unbound = tmp_path / "unbound.onnx"
+    unbound.write_bytes(tiny_onnx("N"))
+    per_op = predict_graph(import_model(zoo.model_path("resnet50"), dims={"batch": 1}),
+                           "h100-sxm", RunConfig(dims={"batch": 1})).per_op
+    with running_app(env) as url, chromium() as driver:
+        driver.get(url)
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
+        idle(driver)
+
+        # Predict: slowest first; at batch 1 every kernel ties on the launch floor
+        go_to_page(driver, "Predict")
+        chart = wait_for(driver, lambda d: plotly_charts(d)[0] if plotly_charts(d) else False)
+        want = list(kernel_labels(slowest_first(per_op)).head(20))
+        assert y_tick_labels(driver, chart) == want
+        assert want != list(kernel_labels(per_op).head(20))  # not graph order
+
+        # Compare: devices as rows; every figure clear of bars, whiskers and markers
+        go_to_page(driver, "Compare hardware")
+        charts = plotly_charts(driver)
+        assert len(charts) == 6
+        for chart in charts[:2]:
+            labels = rects(driver, chart, ".annotation-text")
+            marks = rects(driver, chart, ".bars path, .errorbar path, .scatterlayer .point")
+            assert len(labels) == 5
+            assert marks
+            covered = [(a["text"], b) for a in labels for b in marks if overlaps(a, b)]
+            assert covered == []
+            ticks = rects(driver, chart, ".yaxislayer-above .ytick text")
+            assert all(t["bottom"] - t["top"] < 2 * (t["right"] - t["left"]) for t in ticks)
+        assert "both at their lower bound" in driver.page_source
+
+        # Advisor on a GPU: values fit their boxes; no word of threads
+        go_to_page(driver, "Advisor", timeout=180, heading="Configuration advisor")
+        values = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')
+        assert values
+        cut = [v.text for v in values if driver.execute_script(
+            "const e = arguments[0]; const c = e.querySelector('div') || e;"
+            "return c.scrollWidth > c.clientWidth + 1;", v)]
+        assert cut == []
+        text = main_text(driver).lower()
+        assert "inter-op" in text
+        assert "thread" not in text
+        assert "intra" not in text
+
+        # Measurements: the rows roofcast measure wrote, from the same default store
+        go_to_page(driver, "Measurements & retrain")
+        wait_for(driver, lambda d: f"{len(stored)} stored rows of local" in main_text(d))
+        assert str(Store().path) in main_text(driver)
+
+        # an upload with an unbound dim: the app's controls, no CLI flag
+        go_to_page(driver, "Model")
+        driver.find_element(By.CSS_SELECTOR, '[data-testid="stFileUploader"] input[type="file"]'
+                            ).send_keys(str(unbound))
+        wait_for(driver, lambda d: "Current model: unbound" in main_text(d))
+        go_to_page(driver, "Predict")
+        error = wait_for(driver, lambda d: d.find_element(
+            By.CSS_SELECTOR, '[data-testid="stAlertContentError"]')).text
+        assert "symbolic dims N have no size: give each one on the Model page" in error
+        assert cli_flags(error) == []
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')

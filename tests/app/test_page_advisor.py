@@ -37,9 +37,44 @@ def test_advisor_page_matches_the_library():
                       "throughput", batch=1, max_batch=8, precisions=["fp32", "fp16", "bf16"],
                       estimator="auto")
     shown = {m.label: m.value for m in at.metric}
-    assert shown["Recommended"] == expected.recommended.label()
-    assert shown["ONNX Runtime default"] == expected.default.label()
     assert shown["Predicted throughput gain"] == f"{expected.predicted_gain:.3g}×"
+    rec = expected.row(expected.recommended)["throughput_samples_per_s"]
+    assert shown["Recommended: samples/s"] == f"{rec:,.1f}"
+    # both settings in full, field by field (a metric would cut them)
+    settings = at.table[0].value
+    assert settings.loc["intra-op threads", "recommended"] == str(expected.recommended.threads)
+    assert settings.loc["intra-op threads", "ONNX Runtime default"] == "56"
+    assert settings.loc["batch", "recommended"] == str(expected.recommended.batch)
     at.radio(key="adv_vary").set_value("batch").run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.get("plotly_chart")) == 1
+
+
+def test_advisor_on_a_gpu_says_nothing_of_threads():
+    """On a GPU the framework picks its threads: no intra-op thread setting, count or column."""
+    at = AppTest.from_file(str(APP), default_timeout=180)
+    at.session_state["device"] = "h100-sxm"
+    at.run()
+    at.switch_page("pages/advisor.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    expected = advise(lambda b: load_graph("resnet50", [], b), "h100-sxm", "latency", batch=1,
+                      precisions=["fp32", "fp16", "bf16"], estimator="auto")
+    assert "intra" not in expected.recommended.label()
+    assert "×" not in expected.recommended.label()  # no inter-op thread count either
+    settings = at.table[0].value
+    assert list(settings.index) == ["inter-op", "batch", "precision", "graph optimisation",
+                                    "mode"]
+    assert settings.loc["inter-op", "recommended"] == (
+        "parallel (concurrent streams)" if expected.recommended.inter_op else "sequential")
+    table = at.dataframe[0].value
+    assert not [c for c in table.columns if "thread" in c]
+    assert list(table["setting"]) == list(expected.table["setting"].head(len(table)))
+    words = " ".join([*(m.value for m in at.markdown), *(i.value for i in at.info),
+                      *(str(m.value) + m.label for m in at.metric),
+                      *settings.to_numpy().ravel().tolist(), *settings.index,
+                      *table["setting"]]).lower()
+    assert "thread" not in words
+    assert "intra" not in words
+    assert "cpu" not in words

@@ -4,6 +4,7 @@ outputs compared with what the library returns for the same inputs, user errors 
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from pathlib import Path
@@ -18,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from roofcast import app
 from roofcast.app.charts import fmt_time
 from roofcast.app.model_ref import load_graph
+from roofcast.app.wording import cli_flags
 from roofcast.graph_import import import_model, summary
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.hw_catalog import derive, get_device
@@ -69,6 +71,13 @@ def shown_seconds(at: AppTest) -> float:
         if m:
             return float(m.group(1))
     raise AssertionError("no predicted time on the page")
+
+
+def values(data) -> list:
+    """A figure's data array as a list (plotly's JSON writes numpy arrays as typed base64)."""
+    if isinstance(data, dict) and "bdata" in data:
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"]).tolist()
+    return list(data)
 
 
 def tiny_onnx(dim: str = "N") -> bytes:
@@ -132,11 +141,18 @@ def test_upload_with_unbound_dims_then_bound_and_predicted():
     assert_clean(at)
     assert at.session_state["model_ref"].startswith("upload:")
     assert any("not bound" in w.value and "N" in w.value for w in at.warning)
-    # predicting now is a user error with the library's message
-    at.switch_page("pages/predict.py").run()
-    with pytest.raises(PredictionError) as exc:
+    # predicting now is a user error that names the app's controls (the library's message,
+    # shared with the CLI, names flags)
+    with pytest.raises(PredictionError, match="--dim"):
         predict_graph(import_model(data, name="tiny"), "h100-sxm", RunConfig(dims={"batch": 1}))
-    assert any(str(exc.value) in e.value for e in at.error)
+    for page in ("predict", "roofline", "compare", "whatif", "advisor"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, page
+        shown = [e.value for e in at.error]
+        assert len(shown) == 1, (page, shown)
+        assert "symbolic dims N have no size" in shown[0], shown
+        assert "Model page" in shown[0], shown
+        assert cli_flags(shown[0]) == [], shown
     # bind N = 32 on the Model page, then predict
     at.switch_page("pages/model.py").run()
     at.number_input(key="_w_dim_N").set_value(32).run()
@@ -161,6 +177,13 @@ def test_predict_resnet50_batch8_on_h100_matches_the_library():
     assert metric(at, "Throughput (samples/s)") == f"{8 / want.time_s:,.1f}"
     assert len(at.get("plotly_chart")) >= 4
     assert len(at.dataframe) >= 2  # per-op table and memory table
+    # "Slowest 20 kernels": the 20 slowest, slowest on top
+    slow = pio.from_json(at.get("plotly_chart")[0].proto.spec)
+    assert slow.layout.title.text == "Slowest 20 kernels"
+    times_us = values(slow.data[0].x)
+    assert times_us == sorted(want.per_op["time_s"] * 1e6, reverse=True)[:20]
+    assert list(slow.layout.yaxis.categoryarray) == values(slow.data[0].y)
+    assert slow.layout.yaxis.autorange == "reversed"
     lower, upper = want.per_op["lower_s"].sum(), want.per_op["upper_s"].sum()
     assert any(f"interval {fmt_time(lower)} – {fmt_time(upper)}" in c.value for c in at.caption)
 
@@ -226,7 +249,28 @@ def test_compare_devices_speedup_matches_the_library():
     assert row["speedup"] == pytest.approx(a100.time_s / h100.time_s, rel=1e-12)
     assert row["time_ms"] == pytest.approx(h100.time_s * 1e3, rel=1e-12)
     assert row["throughput_per_s"] == pytest.approx(1 / h100.time_s, rel=1e-12)
-    assert len(at.get("plotly_chart")) == 6
+    # like with like: both devices at their lower bounds, both at their upper bounds
+    lo = lambda p: p.per_op["lower_s"].sum()  # noqa: E731
+    hi = lambda p: p.per_op["upper_s"].sum()  # noqa: E731
+    assert row["speedup_at_lower"] == pytest.approx(lo(a100) / lo(h100), rel=1e-9)
+    assert row["speedup_at_upper"] == pytest.approx(hi(a100) / hi(h100), rel=1e-9)
+    charts = [pio.from_json(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(charts) == 6
+    for fig in charts:  # devices down the y axis (labels never rotate), listed order on top
+        bars = [t for t in fig.data if t.type == "bar"]
+        assert bars
+        assert all(t.orientation == "h" for t in bars)
+        assert list(fig.layout.yaxis.categoryarray) == ["a100-80gb-sxm", "h100-sxm"]
+        assert fig.layout.yaxis.autorange == "reversed"
+    speedup = charts[1]
+    assert all(t.error_x.array is None for t in speedup.data)  # no mixed-bound interval
+    markers = {t.name: values(t.x) for t in speedup.data if t.type == "scatter"}
+    assert markers["both at their lower bound"] == pytest.approx(
+        [1.0, row["speedup_at_lower"]], rel=1e-12)
+    # every figure is written beside the plot, right of the bars' domain (nothing covers it)
+    time_fig = charts[0]
+    assert {a.x for a in time_fig.layout.annotations} == {time_fig.layout.xaxis.domain[1] + 0.02}
+    assert any(f"{h100.time_s * 1e3:.4g} ms" in a.text for a in time_fig.layout.annotations)
 
 
 # ----------------------------------------------------------------------------- What-if
@@ -317,6 +361,34 @@ def test_measurements_vs_prediction_and_retrain(monkeypatch):
     assert any("Learned end to end" in i.value for i in at.info)
 
 
+def test_measurements_page_lists_the_rows_roofcast_measure_wrote(isolated, capsys):
+    """``roofcast measure`` without --store writes to the default store; the page reads that
+    same store by default (ROOFCAST_DATA_DIR points both at the test's folder)."""
+    from roofcast.app.cli import main
+    from roofcast.training_data.store import Store
+    from tests.training_data.collect_helpers import conv_matmul_model
+
+    model = isolated / "tiny.onnx"
+    model.write_bytes(conv_matmul_model().SerializeToString())
+    assert main(["measure", str(model), "--batch", "1", "--repeats", "1", "--warmup", "0",
+                 "--format", "csv"]) == 0
+    written = Store().read()
+    assert len(written) == 3
+    assert Store().path.parent == isolated / "data"
+    at = start("measurements")
+    assert not at.exception
+    assert at.radio(key="meas_source").value == "measurement store"
+    assert any(str(Store().path) in c.value for c in at.caption)
+    assert any(f"{len(written)} stored rows of local" in m.value for m in at.success)
+    listed = next(d.value for d in at.dataframe if "row_key" in d.value.columns)
+    assert list(listed["row_key"]) == list(written["row_key"])
+    assert set(listed["model"]) == {"tiny"}
+    # 'local' is not calibrated in this folder: the rows are listed, the page says why they are
+    # not predicted
+    assert any(w.value.startswith("local: its rows are listed but not predicted")
+               for w in at.warning)
+
+
 def test_learned_estimator_without_a_model_is_a_message():
     at = start("predict")
     at.selectbox(key="_w_predict_estimator").set_value("auto").run()
@@ -350,12 +422,17 @@ def test_sequence_beyond_the_position_table_is_a_message_on_every_page():
     graph = load_graph("gpt2", ["sequence=4096"], 1)
     assert graph.unresolved  # the library flags the Gather beyond the 1024-row table
     assert any(f"{len(graph.unresolved)} unresolved node(s)" in w.value for w in at.warning)
-    with pytest.raises(PredictionError) as exc:
+    assert cli_flags(" ".join(at.dataframe[0].value["detail"])) == []  # the problems table
+    with pytest.raises(PredictionError, match="--dim"):
         predict_graph(graph, "h100-sxm", RunConfig(dims={"sequence": 4096, "batch": 1}))
-    for page in ("predict", "roofline", "compare", "whatif"):
+    node = sorted(graph.unresolved)[0]
+    for page in ("predict", "roofline", "compare", "whatif", "advisor"):
         at.switch_page(f"pages/{page}.py").run()
         assert not at.exception, page
-        assert any(str(exc.value) in e.value for e in at.error), page
+        shown = " ".join(e.value for e in at.error)
+        assert node in shown, (page, shown)
+        assert "dim sizes on the Model page" in shown, (page, shown)
+        assert cli_flags(shown) == [], (page, shown)
 
 
 def test_an_overwritten_user_device_is_predicted_afresh():

@@ -155,8 +155,7 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     pair_index = {p: i for i, p in enumerate(pairs)}
     pidx = np.fromiter((pair_index[p] for p in zip(engines, dtypes, strict=True)),
                        dtype=np.int64, count=n)
-    data: dict[str, np.ndarray] = {c: np.tile(workload[c].to_numpy(), n_dev)
-                                   for c in workload.columns}
+    data: dict[str, np.ndarray] = {}
     per_pair: dict[str, list] = {c: [] for c in PAIR_COLUMNS}
     scalars: dict[str, list] = {}
     for hw in specs:
@@ -179,6 +178,8 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     data["elem_bytes"] = np.tile(elem, n_dev)
     data["intensity_flop_per_byte"] = np.tile(intensity, n_dev)
     data["ridge_flop_per_byte"] = data["peak_flops_per_s"] / data["mem_bw_Bps"]
-    index = workload.index if n_dev == 1 else pd.RangeIndex(n * n_dev)
-    out = pd.DataFrame(data, index=index)
-    return out[[*workload.columns, *(c for c in FEATURE_COLUMNS if c not in workload.columns)]]
+    rows = workload.copy() if n_dev == 1 else pd.concat([workload] * n_dev, ignore_index=True)
+    new = [c for c in FEATURE_COLUMNS if c not in workload.columns]
+    return pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
+                      pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
+                     axis=1)[[*workload.columns, *new]]

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators.base import Params
 from roofcast.predictor.estimators.roofline import TimeRoofline
 from roofcast.predictor.learned.data import TrainingSet
 from roofcast.predictor.learned.features import check_featurized
@@ -48,7 +48,7 @@ def model_folder(model_dir: str | Path | None = None) -> Path:
     return Path(env) if env else DEFAULT_DIR
 
 
-class LearnedEstimator(BaseEstimator):
+class LearnedEstimator(Params):
     """Per-family efficiency regressors on top of the roofline bound (module docstring).
 
     ``model_dir``: folder of a saved model (None: ``model_folder()``); ``fallback``: the

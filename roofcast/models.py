@@ -5,7 +5,8 @@ the API, the CLI (``app/model_ref``), the app and the benchmarks all import mode
 and ``predictor.config.run_config`` takes the run's dims from the imported graph.
 
 * ``source``: a path to an ``.onnx`` file, a zoo name (``resnet50`` or ``zoo:resnet50``; a file
-  of that name wins), the model's bytes, or a ``Model`` (re-bound with the given dims);
+  of that name wins), the model's bytes, a ``Model`` (re-bound with the given dims) or an
+  imported ``Graph`` (used as is: its dims cannot be re-bound);
 * dims: by name (``batch=8``, ``sequence=128``) or, for names that are not Python identifiers,
   in the positional mapping (``{"input_ids:1": 128}``). ``batch`` defaults to 1; a model with
   no dim of that name ignores it (``Graph.dims`` lists what the import bound).
@@ -33,11 +34,11 @@ DEFAULT_DIMS: Mapping[str, int] = {"batch": 1}
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """An imported model: ``graph`` (costed ``Graph``), the ``source`` it came from (a path or
-    bytes), ``requested`` (the dims asked for, defaults included) and ``name``."""
+    """An imported model: ``graph`` (costed ``Graph``), the ``source`` it came from (a path,
+    bytes, or None for a Graph given as is), ``requested`` (the dims asked for, defaults included) and ``name``."""
 
     graph: Graph
-    source: Path | bytes
+    source: Path | bytes | None
     requested: Mapping[str, int] = field(default_factory=dict)
     name: str = "model"
 
@@ -56,6 +57,10 @@ class Model:
         wanted = {**self.requested, **check_dims({**(dims or {}), **named_dims})}
         if wanted == dict(self.requested):
             return self
+        if self.source is None:
+            raise ModelImportError(
+                f"model {self.name!r} was given as an imported Graph, so its dims cannot be "
+                f"re-bound ({dict(wanted)}); load it with roofcast.load_model(PATH, ...) instead")
         return _import(self.source, wanted, self.name)
 
     def graph_at(self, batch: int) -> Graph:
@@ -86,6 +91,9 @@ def load_model(source: Any, dims: Mapping[str, int] | None = None, /,
     given = check_dims({**(dims or {}), **named_dims})
     if isinstance(source, Model):
         return source.at(given)
+    if isinstance(source, Graph):
+        return Model(graph=source, source=None, requested=dict(source.dims),
+                     name=source.name).at(given)
     wanted = {**DEFAULT_DIMS, **given}
     if isinstance(source, bytes | bytearray):
         return _import(bytes(source), wanted, "model")

@@ -11,6 +11,7 @@ import pytest
 
 import roofcast
 from roofcast.graph_import import import_model
+from roofcast.graph_import.errors import ModelImportError
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.simulate import predict_graph
@@ -158,3 +159,11 @@ def test_train_returns_a_fitted_estimator_that_predict_uses(tmp_path):
     assert p.estimator == "learned"
     assert p.per_op["predictor"].str.startswith("learned:gpu/matmul").any()
     assert p.total_s == pytest.approx(saved.total_s, rel=1e-9)
+
+
+def test_an_imported_graph_is_used_as_is():
+    graph = import_model(zoo.model_path("resnet50"), dims={"batch": 2})
+    assert roofcast.predict(graph, "h100-sxm").config.batch == 2
+    assert roofcast.predict(graph, "h100-sxm", batch=2).total_s > 0
+    with pytest.raises(ModelImportError, match="cannot be re-bound"):
+        roofcast.predict(graph, "h100-sxm", batch=4)

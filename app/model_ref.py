@@ -1,4 +1,5 @@
-"""Resolve the MODEL argument of every command: a path to an ONNX file or a zoo model name.
+"""The CLI's MODEL argument and ``--dim``/``--batch`` flags, resolved by the library's
+``roofcast.models.load_model`` (the one place dims are bound).
 
 ``--batch N`` is shorthand for ``--dim batch=N`` (the zoo's and the common exporters' name for
 the batch dim); a model that names it otherwise is bound with ``--dim NAME=N``.
@@ -7,33 +8,17 @@ the batch dim); a model that names it otherwise is bound with ``--dim NAME=N``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from roofcast.graph_import import import_model
 from roofcast.graph_import.dims import parse_dim_specs
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
-from roofcast.training_data import zoo
+from roofcast.models import load_model, resolve_model_path
 
-
-def resolve_model_path(model: str) -> Path:
-    """A path that exists wins; otherwise a zoo name (``resnet50``, ``zoo:resnet50``)."""
-    path = Path(model)
-    if path.is_file():
-        return path
-    if path.exists():
-        raise ModelImportError(f"{model} is not a file: give the path of an .onnx file")
-    name = model.removeprefix("zoo:")
-    if name in zoo.list_models():
-        return zoo.model_path(name)
-    raise ModelImportError(
-        f"no file {model!r} and no zoo model of that name; give an .onnx path or one of: "
-        + ", ".join(zoo.list_models())
-    )
+__all__ = ["bind_dims", "load_graph", "resolve_model_path"]
 
 
 def bind_dims(dim_specs: Sequence[str] = (), batch: int | None = None) -> dict[str, int]:
-    """Merge ``--dim`` specs and ``--batch`` into the dims mapping of ``import_model``."""
+    """Merge ``--dim`` specs and ``--batch`` into one dims mapping."""
     dims = parse_dim_specs(dim_specs)
     if batch is not None:
         if "batch" in dims and dims["batch"] != batch:
@@ -45,7 +30,5 @@ def bind_dims(dim_specs: Sequence[str] = (), batch: int | None = None) -> dict[s
 
 
 def load_graph(model: str, dim_specs: Sequence[str] = (), batch: int | None = None) -> Graph:
-    """Import MODEL (path or zoo name) with the user's dim bindings."""
-    dims = bind_dims(dim_specs, batch)
-    path = resolve_model_path(model)
-    return import_model(path, dims=dims, name=path.stem)
+    """Import MODEL (path or zoo name) with the user's dim bindings (``load_model``)."""
+    return load_model(model, bind_dims(dim_specs, batch)).graph

@@ -41,10 +41,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from roofcast.app.model_ref import load_graph
 from roofcast.app.output import emit
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.hw_catalog.catalog import get_device
+from roofcast.models import load_model
 from roofcast.predictor.advisor import advise
 from roofcast.predictor.advisor_verify import verify
 from roofcast.predictor.errors import PredictionError
@@ -65,8 +65,8 @@ def model_dims(name: str, sequence: int) -> dict[str, int]:
 def batch_limit(name: str, dims: dict[str, int], hw, max_batch: int, max_run_s: float,
                 estimator: str) -> int:
     """Largest power of two <= max_batch whose predicted default run takes <= max_run_s."""
-    specs = [f"{k}={v}" for k, v in dims.items()]
-    one = advise(lambda b: load_graph(name, specs, b), hw, "latency", batch=1,
+    model = load_model(name, dims)
+    one = advise(model.graph_at, hw, "latency", batch=1,
                  estimator=estimator, fusions=(True,))
     t1 = float(one.row(one.default)["time_ms"]) / 1e3
     b = 1
@@ -77,13 +77,12 @@ def batch_limit(name: str, dims: dict[str, int], hw, max_batch: int, max_run_s: 
 
 def one_model(name: str, args: argparse.Namespace, hw) -> dict:
     dims = model_dims(name, args.sequence)
-    specs = [f"{k}={v}" for k, v in dims.items()]
     row = {"model": name, "dims": ",".join(f"{k}={v}" for k, v in dims.items())}
     t0 = time.perf_counter()
     try:
         mb = batch_limit(name, dims, hw, args.max_batch, args.max_run_s, args.estimator)
-        advice = advise(lambda b: load_graph(name, specs, b), hw, "throughput", batch=1,
-                        max_batch=mb, estimator=args.estimator, dims=dims)
+        advice = advise(load_model(name, dims).graph_at, hw, "throughput", batch=1,
+                        max_batch=mb, estimator=args.estimator)
         row.update({"max_batch": mb, "recommended": advice.recommended.label(),
                     "default": advice.default.label(),
                     "predicted_gain": advice.predicted_gain})

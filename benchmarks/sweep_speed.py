@@ -18,8 +18,8 @@ import time
 
 import pandas as pd
 
-from roofcast.app.model_ref import load_graph
 from roofcast.hw_catalog.catalog import list_devices
+from roofcast.models import load_model
 from roofcast.predictor.sweep import sweep
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     graphs = {}
 
     def do_import():
-        graphs.update({b: load_graph(args.model, [], b) for b in BATCHES})
+        graphs.update({b: load_model(args.model, batch=b).graph for b in BATCHES})
 
     t_import = best_of(do_import, args.repeats)
     rows = [{"what": f"import x{len(BATCHES)}", "cells": "", "wall_s": t_import}]
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, kw in cases:
         t = best_of(lambda kw=kw: sweep(graphs.__getitem__, devices, BATCHES, **kw), args.repeats)
         rows.append({"what": label, "cells": f"{len(devices)}x{len(BATCHES)}", "wall_s": t})
-    t_full = best_of(lambda: sweep(lambda b: load_graph(args.model, [], b), devices, BATCHES),
+    t_full = best_of(lambda: sweep(lambda b: load_model(args.model, batch=b).graph, devices, BATCHES),
                      args.repeats)
     rows.append({"what": "sweep infer incl. import", "cells": f"{len(devices)}x{len(BATCHES)}",
                  "wall_s": t_full})

@@ -35,7 +35,8 @@ Gain over the default: latency objective ``time_default / time``; throughput obj
 that fit and whose gain is within ``TIE`` of the best, the one with the fewest changes from the
 default (then the smaller batch) — a 1 % predicted difference is inside any predictor's error,
 a simpler change is more likely to hold; the default itself when the best gain is below
-``MIN_GAIN``. Reasons are computed from the predictions (``predictor.advisor_reasons``).
+``MIN_GAIN``. Reasons are computed from the predictions (``predictor.advisor_reasons``); the
+cells and step times live in ``predictor.advisor_cells`` (below both).
 """
 
 from __future__ import annotations
@@ -43,16 +44,29 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.types import Graph
-from roofcast.predictor.config import MODES, PRECISIONS, RunConfig
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.advisor_cells import (
+    MIN_GAIN,
+    PER_OP_COLUMNS,
+    Cell,
+    packed_time,
+    predict_cells,
+    run_overhead_s,
+    step_time,
+)
+from roofcast.predictor.advisor_reasons import reasons_for
+from roofcast.predictor.config import MODES, PRECISIONS, RunConfig, run_config
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators import DEFAULT_ESTIMATOR, as_estimator, is_learned
+from roofcast.predictor.precision import peak_dtype
 
 OBJECTIVES: tuple[str, ...] = ("latency", "throughput")
-MIN_GAIN = 1.02
 #: settings within this relative gain of the best count as ties (the simplest one is chosen).
 TIE = 0.02
 #: CPU thread counts are listed one by one up to this many units, else powers of two + units.
@@ -65,13 +79,6 @@ QUANTISED_OPS: frozenset[str] = frozenset({
     "QLinearMatMul", "MatMulInteger", "ConvInteger", "QLinearAdd", "QLinearMul",
     "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention", "QGemm",
 })
-#: per-op columns kept for reasons and roofline trajectories.
-PER_OP_COLUMNS: tuple[str, ...] = (
-    "key", "node", "fused_nodes", "op_type", "family", "phase", "engine", "flops",
-    "bytes_read", "bytes_written", "weight_bytes", "intensity_flop_per_byte", "time_s",
-    "compute_s", "memory_s", "overhead_s", "bound", "lower_s", "upper_s", "peak_flops_per_s",
-    "peak_engine", "peak_dtype", "mem_bw_Bps", "launch_overhead_s",
-)
 TABLE_COLUMNS: tuple[str, ...] = (
     "rank", "setting", "intra_threads", "inter_op", "inter_op_threads", "batch", "precision",
     "opt_level", "fusion", "mode", "time_ms", "sequential_ms", "critical_path_ms",
@@ -108,27 +115,10 @@ class Setting:
         return (f"{intra}inter={inter} batch={self.batch} {self.precision} "
                 f"opt={self.opt_level}" + (" train" if self.mode == "train" else ""))
 
-    def run_config(self, dims: Mapping[str, int]) -> RunConfig:
-        return RunConfig(dims={**dims, "batch": self.batch}, precision=self.precision,
-                         mode=self.mode, threads=self.threads, inter_op=self.inter_op,
-                         fusion=self.fusion)
-
-
-@dataclass(frozen=True)
-class Cell:
-    """Predicted per-op frame of one (batch, precision, mode, fusion, threads) point, with its
-    sequential sum ``sequential_s`` and critical path ``critical_path_s``."""
-
-    batch: int
-    precision: str
-    mode: str
-    fusion: bool
-    threads: int | None
-    per_op: pd.DataFrame
-    sequential_s: float
-    critical_path_s: float
-    memory_bytes: float
-    critical_path: tuple[str, ...] = ()
+    def run_config(self, graph: Graph) -> RunConfig:
+        """The RunConfig of this setting for ``graph`` (imported at ``self.batch``)."""
+        return run_config(graph, precision=self.precision, mode=self.mode,
+                          threads=self.threads, inter_op=self.inter_op, fusion=self.fusion)
 
 
 @dataclass(frozen=True)
@@ -210,8 +200,6 @@ def runnable_precisions(graph: Graph, hw, requested: Sequence[str],
     when the device has a native matrix unit for it (``hw.peak`` without a fallback note);
     ``keep_default`` (the default setting's precision) is always kept.
     """
-    from roofcast.predictor.precision import peak_dtype
-
     bad = [p for p in requested if p not in PRECISIONS]
     if bad:
         raise PredictionError(f"unknown precision(s) {bad}; choose from {', '.join(PRECISIONS)}")
@@ -249,98 +237,18 @@ def default_setting(hw, batch: int, precision: str) -> Setting:
                    batch=batch, precision=precision, fusion=True, mode="infer")
 
 
-def resolve_estimator(name: str) -> tuple[str, list[str]]:
-    """The estimator to use and a note when ``auto``/``learned`` has no trained model (then the
-    analytical ``time-roofline`` is used, and the note says so)."""
-    from roofcast.predictor.estimators import LEARNED_NAMES, make_estimator
-
-    est = make_estimator(name)
-    if name not in LEARNED_NAMES:
-        return name, []
+def resolve_estimator(estimator: Any) -> tuple[Any, list[str]]:
+    """The estimator object to use and a note when a learned one (``auto``/``learned``) has no
+    trained model (then the analytical ``time-roofline`` is used, and the note says so)."""
+    est = as_estimator(estimator)
+    if not is_learned(est):
+        return est, []
     try:
         est.model()
     except PredictionError as exc:
-        return "time-roofline", [f"estimator {name!r} unavailable ({exc}); used time-roofline"]
-    return name, []
-
-
-# ----------------------------------------------------------------------------- prediction
-def predict_cells(graphs: Mapping[int, Graph], hw, dims: Mapping[str, int],
-                  precisions: Sequence[str], modes: Sequence[str], fusions: Sequence[bool],
-                  threads: Sequence[int | None], estimator: str) -> dict[tuple, Cell]:
-    """Every (batch, precision, mode, fusion, threads) cell: the workload and the step DAG are
-    built once per (batch, precision, mode, fusion); only featurize + explain run per thread
-    count."""
-    from roofcast.predictor.memory import memory_footprint
-    from roofcast.predictor.simulate import critical_path_times, evaluate, step_dag
-    from roofcast.predictor.workload import workload_table
-
-    cells: dict[tuple, Cell] = {}
-    for batch, graph in graphs.items():
-        for precision in precisions:
-            for mode in modes:
-                for fusion in fusions:
-                    base = RunConfig(dims={**dims, "batch": batch}, precision=precision,
-                                     mode=mode, fusion=fusion)
-                    work = workload_table(graph, base)
-                    if work.empty:
-                        raise PredictionError(f"model {graph.name!r} has no op that does work")
-                    dag = step_dag(graph, work)
-                    mem = memory_footprint(graph, base).total_bytes
-                    for t in threads:
-                        per_op = evaluate(work, hw, replace(base, threads=t), estimator)
-                        times = per_op["time_s"].to_numpy(float)
-                        lengths, path = critical_path_times(dag, times)
-                        cols = [c for c in PER_OP_COLUMNS if c in per_op.columns]
-                        names = tuple(f"{dag.nodes[i][1]}" for i in path
-                                      if dag.nodes[i][0] == "F")
-                        cells[(batch, precision, mode, fusion, t)] = Cell(
-                            batch, precision, mode, fusion, t, per_op[cols].copy(),
-                            float(times.sum()), float(lengths[0]), float(mem), names)
-    return cells
-
-
-def run_overhead_s(hw) -> float:
-    """Fixed cost of one ``session.run`` (input/output binding, executor set-up) in seconds:
-    the local calibration's ``dispatch.session_run_us_all_threads`` (a one-node graph's run);
-    0 for devices without that measurement (the catalog has no such figure)."""
-    try:
-        return float(hw.calibration["dispatch"]["session_run_us_all_threads"]) * 1e-6
-    except (KeyError, TypeError, ValueError):
-        return 0.0
-
-
-def step_time(cell: Cell, inter_op: bool, concurrency: int, hw) -> float:
-    """Step time of a cell: ``run_overhead_s`` plus the sequential sum ``W``, or with inter-op
-    parallelism on a CPU ``max(L, W_c)`` (``packed_time``) and the critical path ``L``
-    elsewhere (module docstring)."""
-    if not inter_op:
-        graph_s = cell.sequential_s
-    elif hw.kind == "cpu":
-        graph_s = max(cell.critical_path_s, packed_time(cell, concurrency, hw))
-    else:
-        graph_s = cell.critical_path_s
-    return run_overhead_s(hw) + graph_s
-
-
-def packed_time(cell: Cell, concurrency: int, hw) -> float:
-    """``W_c``: the ops packed on ``c`` concurrent workers of ``t`` threads each, sharing the
-    machine: ``sum_i max(compute_i / c, memory_i * bw(t) / bw(c*t), overhead_i / c)``.
-
-    Compute and dispatch run on each worker's own cores (c at a time); DRAM bandwidth is one
-    shared pool that grows only up to its saturation (``features.thread_factors``), so
-    memory-bound ops gain nothing from running side by side once ``t`` threads saturate it.
-    """
-    from roofcast.predictor.features import thread_factors
-
-    t = int(cell.threads or hw.units)
-    _, bw_t, _ = thread_factors(hw, t)
-    _, bw_all, _ = thread_factors(hw, t * concurrency)
-    op = cell.per_op
-    terms = np.maximum.reduce([op["compute_s"].to_numpy(float) / concurrency,
-                               op["memory_s"].to_numpy(float) * bw_t / bw_all,
-                               op["overhead_s"].to_numpy(float) / concurrency])
-    return float(terms.sum())
+        return (as_estimator(DEFAULT_ESTIMATOR),
+                [f"estimator {est.name!r} unavailable ({exc}); used {DEFAULT_ESTIMATOR}"])
+    return est, []
 
 
 def settings_of(cells: Mapping[tuple, Cell], hw) -> list[Setting]:
@@ -429,15 +337,12 @@ def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
 # ----------------------------------------------------------------------------- entry point
 def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
            max_batch: int = 64, precisions: Sequence[str] | None = None,
-           modes: Sequence[str] = ("infer",), estimator: str = "auto",
-           dims: Mapping[str, int] | None = None,
+           modes: Sequence[str] = ("infer",), estimator: Any = "auto",
            fusions: Sequence[bool] = (True, False)) -> Advice:
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
-    docstring). ``hw``: catalog id or HardwareSpec; ``dims``: other symbolic dims the loader
-    binds (recorded in the RunConfig)."""
-    from roofcast.hw_catalog.catalog import get_device
-    from roofcast.predictor.advisor_reasons import reasons_for
-
+    docstring). ``graph_loader(batch)`` imports the model at that batch, its other dims bound
+    by the import; ``hw``: catalog id, what-if spec or HardwareSpec; ``estimator``: a name or
+    an estimator object."""
     hw = get_device(hw)
     if objective not in OBJECTIVES:
         raise PredictionError(f"objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
@@ -446,7 +351,6 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
         raise PredictionError(f"modes {list(modes)}: choose from {', '.join(MODES)}")
     if batch < 1:
         raise PredictionError(f"batch must be >= 1, got {batch}")
-    dims = {k: v for k, v in (dims or {}).items() if k != "batch"}
     est, notes = resolve_estimator(estimator)
     batches = batch_candidates(objective, batch, max_batch)
     graphs = {b: graph_loader(b) for b in batches}
@@ -465,7 +369,7 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
     precs, pnotes = runnable_precisions(g0, hw, requested, default.precision)
     notes += pnotes
     modes = list(dict.fromkeys(modes))
-    cells = predict_cells(graphs, hw, dims, precs, modes, list(dict.fromkeys(fusions)) or [True],
+    cells = predict_cells(graphs, hw, precs, modes, list(dict.fromkeys(fusions)) or [True],
                           thread_candidates(hw), est)
     settings = settings_of(cells, hw)
     if len(modes) > 1:
@@ -474,7 +378,7 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
     table = build_table(cells, settings, default, objective, hw)
     recommended = table.loc[table["recommended"], "_setting"].iloc[0]
     advice = Advice(model=g0.name, device=hw.id, device_kind=hw.kind, units=int(hw.units),
-                    objective=objective, estimator=est, table=table, default=default,
+                    objective=objective, estimator=est.name, table=table, default=default,
                     recommended=recommended, reasons=(), notes=tuple(notes), cells=cells)
     return replace(advice, reasons=tuple(reasons_for(advice, hw)))
 
@@ -487,3 +391,10 @@ def public_table(advice: Advice, top: int | None = None) -> pd.DataFrame:
         keep = (df["rank"] <= top) | df["is_default"] | df["recommended"]
         df = df[keep]
     return df[list(TABLE_COLUMNS)].reset_index(drop=True)
+
+
+__all__ = ["MIN_GAIN", "OBJECTIVES", "PER_OP_COLUMNS", "TABLE_COLUMNS", "Advice", "Cell",
+           "Setting", "advise", "batch_candidates", "build_table", "default_setting",
+           "packed_time", "pick_recommended", "predict_cells", "public_table",
+           "resolve_estimator", "run_overhead_s", "runnable_precisions", "settings_of",
+           "step_time", "thread_candidates"]

@@ -26,6 +26,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from roofcast.predictor.advisor_cells import MIN_GAIN, packed_time, step_time
+from roofcast.predictor.features import bw_saturation_threads
+
 SATURATION_GAIN = 1.05  # "stops paying": less than 5 % faster than the best thread count
 BRANCH_RATIO = 0.95  # L / W below this: the graph has parallel branches worth naming
 
@@ -47,15 +50,9 @@ def summary(advice, hw) -> list[str]:
         best = (f" (best other: {others['setting'].iloc[0]}, {float(others['gain'].iloc[0]):.3f}×)"
                 if len(others) else "")
         return [f"keep the default ({dft.label()}): no setting is predicted to improve "
-                f"{measure} by {(_min_gain() - 1):.0%} or more{best}"]
+                f"{measure} by {(MIN_GAIN - 1):.0%} or more{best}"]
     return [f"recommended {rec.label()}: predicted {advice.predicted_gain:.3g}× {measure} "
             f"over ONNX Runtime's default ({dft.label()}) on {advice.device}"]
-
-
-def _min_gain() -> float:
-    from roofcast.predictor.advisor import MIN_GAIN
-
-    return MIN_GAIN
 
 
 def _cells_over_threads(advice, s) -> list:
@@ -71,8 +68,6 @@ def _speedup(a: pd.DataFrame, b: pd.DataFrame, keys: Sequence[str]) -> float:
 
 
 def thread_reasons(advice, hw) -> list[str]:
-    from roofcast.predictor.features import bw_saturation_threads
-
     cells = _cells_over_threads(advice, advice.recommended)
     if len(cells) < 2:
         return []
@@ -114,8 +109,6 @@ def thread_reasons(advice, hw) -> list[str]:
 
 
 def inter_op_reasons(advice, hw) -> list[str]:
-    from roofcast.predictor.advisor import packed_time, step_time
-
     s = advice.recommended
     cell = advice.cells.get((s.batch, s.precision, s.mode, s.fusion, s.threads))
     if cell is None or cell.sequential_s <= 0:

@@ -20,10 +20,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from roofcast.predictor.config import RunConfig
+from roofcast.predictor.estimators import DEFAULT_ESTIMATOR
 from roofcast.predictor.memory import GraphSource
 from roofcast.predictor.sweep import BOUNDS, sweep
 
@@ -36,20 +38,18 @@ COMPARE_COLUMNS: tuple[str, ...] = (
 
 
 def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunConfig,
-                    estimator: str = "time-roofline", *, baseline=None,
+                    estimator: Any = DEFAULT_ESTIMATOR, *, baseline=None,
                     allow_incomplete: bool = False) -> pd.DataFrame:
     """One row per device (module docstring), in the order of ``devices``.
 
-    ``graph_source(batch)`` imports the model at ``config``'s batch (1 when it binds none);
-    ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device the
+    ``graph_source(batch)`` imports the model at ``config``'s batch (1 when it binds none), its
+    other dims bound by the import; ``estimator``: a name or an estimator object; ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device the
     speedups are relative to (default: the first device).
     """
     df = sweep(graph_source, devices, [config.batch or 1], precisions=[config.precision],
                modes=[config.mode], estimator=estimator, baseline=baseline,
                fusion=config.fusion, inter_op=config.inter_op, optimizer=config.optimizer,
-               threads=config.threads,
-               dims={k: v for k, v in config.dims.items() if k != "batch"},
-               allow_incomplete=allow_incomplete)
+               threads=config.threads, allow_incomplete=allow_incomplete)
     base_s = float(df.loc[df["device"] == df["baseline"], "time_s"].iloc[0])
     return df.assign(
         speedup_lo=base_s / df["upper_s"], speedup_hi=base_s / df["lower_s"],

@@ -3,15 +3,22 @@
 ``RunConfig`` says *how* a model is run (symbolic dims such as batch, numeric precision,
 inference or training step, CPU threads, inter-op parallelism, fusion, optimizer and the
 compute/memory overlap model). It is validated once at construction; a bad value raises
-``PredictionError`` naming the field, the value and the allowed values.
+``PredictionError`` naming the field, the value and the allowed values. Its ``dims`` are a
+``Dims`` (immutable, hashable), so the frozen dataclass's own ``__hash__``/``__eq__`` hold.
+``run_config(graph, **settings)`` is the one factory the API, the CLI and the app use: the
+dims come from the imported graph, where they were bound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from roofcast.predictor.errors import PredictionError
+
+if TYPE_CHECKING:
+    from roofcast.graph_import.types import Graph
 
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 MODES: tuple[str, ...] = ("infer", "train")
@@ -25,6 +32,51 @@ def _check_choice(field_name: str, value: object, allowed: tuple[str, ...]) -> N
         raise PredictionError(
             f"{field_name}={value!r} is not supported; choose one of: {', '.join(allowed)}"
         )
+
+
+class Dims(Mapping[str, int]):
+    """An immutable, hashable mapping dim name -> size (sorted by name), so that a frozen
+    ``RunConfig`` holding it gets its dataclass ``__hash__``/``__eq__`` for free. Equal to any
+    mapping with the same items."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, int] | None = None) -> None:
+        if items is not None and not isinstance(items, Mapping):
+            raise PredictionError(f"dims must be a mapping name -> size, got {type(items).__name__}")
+        clean: dict[str, int] = {}
+        for name, size in (items or {}).items():
+            if not isinstance(name, str) or not name:
+                raise PredictionError(f"dim names must be non-empty strings, got {name!r}")
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise PredictionError(
+                    f"dim {name!r} must be a positive integer, got {size!r}; pass e.g. --dim {name}=1"
+                )
+            clean[name] = int(size)
+        self._items: tuple[tuple[str, int], ...] = tuple(sorted(clean.items()))
+
+    def __getitem__(self, name: str) -> int:
+        for key, size in self._items:
+            if key == name:
+                return size
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Dims):
+            return self._items == other._items
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def __repr__(self) -> str:
+        return f"Dims({dict(self._items)!r})"
 
 
 @dataclass(frozen=True)
@@ -41,7 +93,7 @@ class RunConfig:
     overlap: compute/memory overlap model (``OVERLAP_MODELS``).
     """
 
-    dims: Mapping[str, int] = field(default_factory=dict)
+    dims: Mapping[str, int] = field(default_factory=Dims)
     precision: str = "fp32"
     mode: str = "infer"
     threads: int | None = None
@@ -51,18 +103,8 @@ class RunConfig:
     overlap: str = "max"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.dims, Mapping):
-            raise PredictionError(f"dims must be a mapping name -> size, got {type(self.dims).__name__}")
-        clean: dict[str, int] = {}
-        for name, size in self.dims.items():
-            if not isinstance(name, str) or not name:
-                raise PredictionError(f"dim names must be non-empty strings, got {name!r}")
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise PredictionError(
-                    f"dim {name!r} must be a positive integer, got {size!r}; pass e.g. --dim {name}=1"
-                )
-            clean[name] = int(size)
-        object.__setattr__(self, "dims", clean)  # a private copy; treat as read-only
+        if not isinstance(self.dims, Dims):
+            object.__setattr__(self, "dims", Dims(self.dims))
         _check_choice("precision", self.precision, PRECISIONS)
         _check_choice("mode", self.mode, MODES)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -77,23 +119,18 @@ class RunConfig:
             if not isinstance(getattr(self, flag), bool):
                 raise PredictionError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
 
-    def __hash__(self) -> int:
-        return hash(
-            (tuple(sorted(self.dims.items())), self.precision, self.mode, self.threads,
-             self.inter_op, self.fusion, self.optimizer, self.overlap)
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunConfig):
-            return NotImplemented
-        return (
-            dict(self.dims) == dict(other.dims) and self.precision == other.precision
-            and self.mode == other.mode and self.threads == other.threads
-            and self.inter_op == other.inter_op and self.fusion == other.fusion
-            and self.optimizer == other.optimizer and self.overlap == other.overlap
-        )
-
     @property
     def batch(self) -> int | None:
         """The ``batch`` dim when bound (convenience for reports)."""
         return self.dims.get("batch")
+
+
+def run_config(graph: Graph, **settings: object) -> RunConfig:
+    """The one place a ``RunConfig`` is built for an imported graph: ``dims`` are the ones the
+    import bound (``graph.dims``: ``roofcast.load_model`` / ``graph_import.import_model``), so a
+    batch is given once, to the import; ``settings`` are the other fields (precision, mode,
+    threads, inter_op, fusion, optimizer, overlap)."""
+    if "dims" in settings:
+        raise PredictionError("dims are bound when the model is imported (roofcast.load_model("
+                              "MODEL, batch=8, ...)); re-import it instead of passing dims here")
+    return RunConfig(dims=graph.dims, **settings)  # type: ignore[arg-type]

@@ -1,6 +1,9 @@
-"""``featurize(workload, hw, config)``: the workload table joined with one device's figures.
+"""``featurize(workload, devices, config)``: the workload table joined with device figures.
 
-Output = the workload columns (``predictor.workload_schema``) plus, per row:
+The one feature table of every prediction (``predict_graph``, ``compare``, ``sweep``,
+``advise``) and of training. Vectorised over devices: for ``D`` devices the output holds the
+``R`` workload rows ``D`` times, device-major (one device is the 1-element case, and keeps the
+workload's index). Output = the workload columns (``predictor.workload_schema``) plus, per row:
 
 * ``peak_flops_per_s``: ``hw.peak(engine, peak_dtype(engine, dtype)).flops_per_s`` (``inf`` for
   ``data``/``free`` ops, so compute time is 0), times the CPU thread factor below;
@@ -25,13 +28,15 @@ CPU thread scaling (``hw.kind == "cpu"`` and ``config.threads`` set; GPUs ignore
   (e.g. 2 of 8 desktop cores; ~8-14 of 56 server cores per socket).
 * ``units`` becomes ``min(threads, units)`` (used for wave quantisation).
 
-Every column is computed with numpy over all rows; ``hw.peak`` is called once per distinct
-(engine, dtype) pair.
+Every column is computed with numpy over all rows x devices; ``hw.peak`` is called once per
+device and distinct (engine, dtype) pair, and the row-only columns (``elem_bytes``,
+``intensity_flop_per_byte``) once for all devices.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,6 +53,8 @@ FEATURE_COLUMNS: tuple[str, ...] = (
     "l2_bw_Bps", "units", "clock_Hz", "launch_overhead_s", "smem_per_unit_bytes", "device",
     "device_kind", "elem_bytes", "intensity_flop_per_byte", "ridge_flop_per_byte",
 )
+#: the columns looked up per (device, engine, dtype) pair.
+PAIR_COLUMNS: tuple[str, ...] = ("peak_flops_per_s", "peak_engine", "peak_dtype", "peak_note")
 BW_SATURATION_FRACTION_OF_UNITS = 0.25
 
 
@@ -87,50 +94,92 @@ def thread_factors(hw: HardwareSpec, threads: int | None) -> tuple[float, float,
     return compute_f, min(1.0, threads / bw_saturation_threads(hw)), used
 
 
-def featurize(workload: pd.DataFrame, hw: HardwareSpec, config: RunConfig) -> pd.DataFrame:
-    """Workload rows + device columns (see module docstring); the input is not modified."""
-    check_workload(workload)
-    out = workload.copy()
-    n = len(out)
-    compute_f, bw_f, units = thread_factors(hw, config.threads)
-
-    engines = out["engine"].astype(str).to_numpy()
-    dtypes = out["dtype"].astype(str).to_numpy()
-    bad = sorted(set(dtypes) - set(STORAGE_BYTES))
+def as_devices(devices: HardwareSpec | Sequence[HardwareSpec]) -> list[HardwareSpec]:
+    """``devices`` as a list of HardwareSpec (one spec is the one-element case)."""
+    specs = [devices] if isinstance(devices, HardwareSpec) else list(devices)
+    if not specs:
+        raise PredictionError("no devices to featurize; give at least one device")
+    bad = [type(d).__name__ for d in specs if not isinstance(d, HardwareSpec)]
     if bad:
-        raise PredictionError(f"workload dtype values {bad} are not precisions {tuple(STORAGE_BYTES)}")
-    peak = np.empty(n, dtype=float)
-    p_eng = np.empty(n, dtype=object)
-    p_dt = np.empty(n, dtype=object)
-    p_note = np.empty(n, dtype=object)
-    for eng, dt in sorted(set(zip(engines, dtypes, strict=True))):
-        mask = (engines == eng) & (dtypes == dt)
+        raise PredictionError(f"featurize takes HardwareSpec objects, got {bad}; resolve ids "
+                              "with hw_catalog.catalog.get_device first")
+    return specs
+
+
+def _pair_columns(hw: HardwareSpec, pairs: Sequence[tuple[str, str]],
+                  compute_f: float) -> dict[str, list]:
+    """Peak columns of ``hw`` for each (engine, dtype) pair (``hw.peak`` once per pair)."""
+    cols: dict[str, list] = {c: [] for c in PAIR_COLUMNS}
+    for eng, dt in pairs:
         try:
             look = hw.peak(eng, peak_dtype(eng, dt))
         except HardwareSpecError as exc:  # the device cannot run this dtype at all
             raise PredictionError(f"device {hw.id!r}: {exc}") from exc
-        peak[mask] = look.flops_per_s * compute_f
-        p_eng[mask] = look.engine_used
-        p_dt[mask] = look.dtype_used
-        p_note[mask] = look.note if eng not in ("data", "free") else ""
-    out["peak_flops_per_s"] = peak
-    out["peak_engine"] = p_eng
-    out["peak_dtype"] = p_dt
-    out["peak_note"] = p_note
-    out["mem_bw_Bps"] = float(hw.mem_bw_Bps) * bw_f
-    out["l2_bytes"] = float(hw.l2_bytes)
-    out["l2_bw_Bps"] = float(hw.l2_bw_Bps) if hw.l2_bw_Bps else np.nan
-    out["units"] = float(units)
-    out["clock_Hz"] = float(hw.clock_Hz)
-    out["launch_overhead_s"] = float(hw.launch_overhead_s)
+        cols["peak_flops_per_s"].append(look.flops_per_s * compute_f)
+        cols["peak_engine"].append(look.engine_used)
+        cols["peak_dtype"].append(look.dtype_used)
+        cols["peak_note"].append(look.note if eng not in ("data", "free") else "")
+    return cols
+
+
+def _device_scalars(hw: HardwareSpec, bw_f: float, units: int) -> dict[str, object]:
+    """The device columns that do not depend on the row."""
     smem = hw.shared_mem_per_unit_bytes
-    out["smem_per_unit_bytes"] = float(smem) if smem else np.nan
-    out["device"] = hw.id
-    out["device_kind"] = hw.kind
-    out["elem_bytes"] = pd.Series(dtypes, index=out.index).map(STORAGE_BYTES).astype(float)
-    moved = out["bytes_read"].to_numpy(float) + out["bytes_written"].to_numpy(float)
-    flops = out["flops"].to_numpy(float)
+    return {
+        "mem_bw_Bps": float(hw.mem_bw_Bps) * bw_f, "l2_bytes": float(hw.l2_bytes),
+        "l2_bw_Bps": float(hw.l2_bw_Bps) if hw.l2_bw_Bps else np.nan, "units": float(units),
+        "clock_Hz": float(hw.clock_Hz), "launch_overhead_s": float(hw.launch_overhead_s),
+        "smem_per_unit_bytes": float(smem) if smem else np.nan, "device": hw.id,
+        "device_kind": hw.kind,
+    }
+
+
+def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareSpec],
+              config: RunConfig) -> pd.DataFrame:
+    """Workload rows + device columns (module docstring) for every device, device-major.
+
+    ``devices``: one HardwareSpec or a sequence of them. The result has ``len(devices) x
+    len(workload)`` rows: device ``d``'s copy of workload row ``r`` is row ``d * len(workload)
+    + r``. With one device the workload's index is kept; with several the index is a range.
+    The input is not modified.
+    """
+    check_workload(workload)
+    specs = as_devices(devices)
+    n, n_dev = len(workload), len(specs)
+    engines = workload["engine"].astype(str).to_numpy()
+    dtypes = workload["dtype"].astype(str).to_numpy()
+    bad = sorted(set(dtypes) - set(STORAGE_BYTES))
+    if bad:
+        raise PredictionError(f"workload dtype values {bad} are not precisions {tuple(STORAGE_BYTES)}")
+    pairs = sorted(set(zip(engines, dtypes, strict=True)))
+    pair_index = {p: i for i, p in enumerate(pairs)}
+    pidx = np.fromiter((pair_index[p] for p in zip(engines, dtypes, strict=True)),
+                       dtype=np.int64, count=n)
+    data: dict[str, np.ndarray] = {}
+    per_pair: dict[str, list] = {c: [] for c in PAIR_COLUMNS}
+    scalars: dict[str, list] = {}
+    for hw in specs:
+        compute_f, bw_f, units = thread_factors(hw, config.threads)
+        for c, values in _pair_columns(hw, pairs, compute_f).items():
+            per_pair[c].append(values)
+        for c, value in _device_scalars(hw, bw_f, units).items():
+            scalars.setdefault(c, []).append(value)
+    for c, table in per_pair.items():
+        arr = np.array(table, dtype=float if c == "peak_flops_per_s" else object)
+        data[c] = arr.reshape(n_dev, len(pairs))[:, pidx].reshape(-1)
+    for c, values in scalars.items():
+        data[c] = np.repeat(np.array(values, dtype=object if c in ("device", "device_kind")
+                                     else float), n)
+    elem = pd.Series(dtypes).map(STORAGE_BYTES).to_numpy(float)
+    moved = workload["bytes_read"].to_numpy(float) + workload["bytes_written"].to_numpy(float)
+    flops = workload["flops"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["intensity_flop_per_byte"] = np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0.0)
-    out["ridge_flop_per_byte"] = peak / out["mem_bw_Bps"].to_numpy(float)
-    return out
+        intensity = np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0.0)
+    data["elem_bytes"] = np.tile(elem, n_dev)
+    data["intensity_flop_per_byte"] = np.tile(intensity, n_dev)
+    data["ridge_flop_per_byte"] = data["peak_flops_per_s"] / data["mem_bw_Bps"]
+    rows = workload.copy() if n_dev == 1 else pd.concat([workload] * n_dev, ignore_index=True)
+    new = [c for c in FEATURE_COLUMNS if c not in workload.columns]
+    return pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
+                      pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
+                     axis=1)[[*workload.columns, *new]]

@@ -3,7 +3,8 @@
 ``predict_graph(graph, hw, config, estimator)``:
 
 1. ``workload_table(graph, config)`` (forward [+ fusion] [+ backward + update rows]);
-2. ``featurize(workload, hw, config)`` and the estimator's ``explain`` -> per-row times;
+2. ``featurize(workload, hw, config)`` and the estimator's ``explain`` -> per-row times (the
+   estimator is a name or an object: ``estimators.as_estimator``);
 3. **sequential time** ``total_s`` = sum of the rows' ``time_s`` (one stream, kernels back to
    back, each paying its own launch overhead as the time-roofline estimator models it);
 4. **critical path** (``config.inter_op``): ops on independent branches may run concurrently.
@@ -25,16 +26,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.types import Graph
+from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import MemoryFootprint, memory_footprint
 from roofcast.predictor.workload import workload_table
 
@@ -43,7 +48,16 @@ LOSS = ("loss", "")
 
 @dataclass(frozen=True)
 class Prediction:
-    """A predicted run of one graph on one device (see module docstring)."""
+    """A predicted run of one graph on one device (see module docstring).
+
+    ``per_op``: one row per kernel (workload + device features + the estimator's explain
+    columns: ``time_s``, ``compute_s``, ``memory_s``, ``overhead_s``, ``bound``, ``lower_s``,
+    ``upper_s``; learned estimators add ``predictor``, ``ood``, ``ood_reason``).
+    ``by_op_type`` / ``by_bound`` / ``by_phase``: ``breakdown`` tables (time_s, kernels, flops,
+    bytes, share). ``memory``: the footprint (bytes). ``estimator``: the estimator's name.
+    ``summary``: a learned estimator's end-to-end estimate, interval and model-level OOD flag
+    (``LearnedModel.summarize``; empty for analytical estimators).
+    """
 
     graph_name: str
     device: str
@@ -58,25 +72,55 @@ class Prediction:
     by_phase: pd.DataFrame
     memory: MemoryFootprint
     notes: tuple[str, ...] = field(default_factory=tuple)
+    summary: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def time_s(self) -> float:
         """Step time: the critical path with inter-op parallelism, else the sequential sum."""
         return self.critical_path_s if self.critical_path_s is not None else self.total_s
 
+    @property
+    def total_ms(self) -> float:
+        """The sequential sum of the kernels' times in milliseconds (``total_s * 1e3``)."""
+        return self.total_s * 1e3
+
+    @property
+    def time_ms(self) -> float:
+        """The step time (``time_s``) in milliseconds."""
+        return self.time_s * 1e3
+
+    @property
+    def lower_s(self) -> float:
+        """Lower end of the interval of ``total_s``: the sum of the per-op ``lower_s``."""
+        return float(self.per_op["lower_s"].sum())
+
+    @property
+    def upper_s(self) -> float:
+        """Upper end of the interval of ``total_s``: the sum of the per-op ``upper_s``."""
+        return float(self.per_op["upper_s"].sum())
+
+    @property
+    def ood(self) -> bool:
+        """Whether the learned estimator flagged the run out of distribution (False for the
+        analytical estimators, which have no training range)."""
+        return bool(self.summary.get("ood", False))
+
+    @property
+    def ood_ops(self) -> int:
+        """How many kernels a learned estimator flagged out of distribution (0 otherwise)."""
+        return int(self.per_op["ood"].sum()) if "ood" in self.per_op.columns else 0
+
     def speedup_over(self, other: Prediction) -> float:
         """other.time_s / self.time_s (> 1: this run is faster)."""
         return other.time_s / self.time_s
 
 
-def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: str) -> pd.DataFrame:
-    """Workload rows + device features + the estimator's explain columns (one device)."""
-    from roofcast.predictor.estimators import make_estimator
-    from roofcast.predictor.features import featurize
-
+def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: Any) -> pd.DataFrame:
+    """Workload rows + device features + the estimator's explain columns. ``hw``: one
+    HardwareSpec or a sequence (``featurize``'s device-major stack); ``estimator``: a name or
+    an estimator object (``as_estimator``)."""
     feats = featurize(workload, hw, config)
-    est = make_estimator(estimator)
-    expl = est.explain(feats)
+    expl = as_estimator(estimator).explain(feats)
     return pd.concat([feats, expl.drop(columns=[c for c in expl.columns if c in feats.columns])],
                      axis=1)
 
@@ -185,20 +229,19 @@ def _notes(per_op: pd.DataFrame, config: RunConfig) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def predict_graph(graph: Graph, hw, config: RunConfig, estimator: str = "time-roofline",
+def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_ESTIMATOR,
                   allow_incomplete: bool = False) -> Prediction:
     """Predict one run of ``graph`` on ``hw`` (a HardwareSpec or a catalog id / what-if spec)
-    under ``config`` (see module docstring)."""
-    from roofcast.hw_catalog.catalog import get_device
-
+    under ``config`` (see module docstring). ``estimator``: a name or an estimator object."""
     hw = get_device(hw)
+    est = as_estimator(estimator)
     workload = workload_table(graph, config, allow_incomplete=allow_incomplete)
     if workload.empty:
         raise PredictionError(
             f"model {graph.name!r} has no op that does work (every node is a free view op); "
             "nothing to predict"
         )
-    per_op = evaluate(workload, hw, config, estimator)
+    per_op = evaluate(workload, hw, config, est)
     times = per_op["time_s"].to_numpy(float)
     crit_s: float | None = None
     crit_path: tuple[str, ...] = ()
@@ -209,11 +252,12 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: str = "time-ro
         crit_path = tuple(f"{dag.nodes[i][0]}:{dag.nodes[i][1]}" for i in path
                           if dag.nodes[i] != LOSS)
     return Prediction(
-        graph_name=graph.name, device=hw.id, config=config, estimator=estimator, per_op=per_op,
+        graph_name=graph.name, device=hw.id, config=config, estimator=est.name, per_op=per_op,
         total_s=float(times.sum()), critical_path_s=crit_s, critical_path=crit_path,
         by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
         by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config),
         notes=_incomplete_notes(graph) + _notes(per_op, config),
+        summary=est.summarize(per_op, hw.kind) if hasattr(est, "summarize") else {},
     )
 
 

@@ -4,10 +4,10 @@
 
 * the model is imported once per batch (``graph_source(batch)``) and its workload built once per
   (batch, precision, mode) — device-independent;
-* for each (precision, mode) the workloads of all batches are stacked into one table, and the
-  table of rows x devices is built by numpy broadcasting (``broadcast_features``: the device
-  columns depend only on (device, engine, dtype), so they are looked up once per device and
-  pair, then indexed); **one** ``estimator.explain`` call times all rows x devices;
+* for each (precision, mode) the workloads of all batches are stacked into one table, and
+  ``predictor.features.featurize`` (vectorised over devices: the device columns are looked up
+  once per device and (engine, dtype) pair) builds the table of rows x devices; **one**
+  ``estimator.explain`` call times all rows x devices;
   per-cell totals are ``numpy.bincount`` sums over (cell, device) indices. With ``inter_op`` the
   critical path is one dynamic programme over the step DAG with a (nodes x devices) time matrix.
   No per-cell ``predict_graph`` loop.
@@ -26,12 +26,16 @@ bound (the bound label holding most of the cell's time).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from roofcast.predictor.config import RunConfig
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.simulate import critical_path_times, step_dag
 from roofcast.predictor.workload import workload_table
@@ -49,8 +53,6 @@ SWEEP_COLUMNS: tuple[str, ...] = (
 
 
 def _resolve_devices(devices: Sequence) -> list:
-    from roofcast.hw_catalog.catalog import get_device
-
     specs = [get_device(d) for d in devices]
     if not specs:
         raise PredictionError("no devices to sweep; give at least one device id")
@@ -63,30 +65,29 @@ def _resolve_devices(devices: Sequence) -> list:
 
 def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
           precisions: Sequence[str] = ("fp32",), modes: Sequence[str] = ("infer",),
-          estimator: str = "time-roofline", *, baseline=None,
+          estimator: Any = DEFAULT_ESTIMATOR, *, baseline=None,
           fusion: bool = False, inter_op: bool = False, optimizer: str = "adam",
-          threads: int | None = None, dims: dict[str, int] | None = None,
-          allow_incomplete: bool = False) -> pd.DataFrame:
+          threads: int | None = None, allow_incomplete: bool = False) -> pd.DataFrame:
     """Predict every (device, batch, precision, mode) cell (see module docstring).
 
-    ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device id
-    speedups are relative to (default: the first device).
+    ``graph_source(batch)``: the model imported at that batch (its other dims bound by the
+    import, e.g. ``roofcast.load_model(path, sequence=128).at``); ``devices``: ids / inline
+    what-if specs / HardwareSpec objects; ``estimator``: a name or an estimator object;
+    ``baseline``: the device id speedups are relative to (default: the first device).
     """
-    from roofcast.predictor.estimators import make_estimator
-
     specs = _resolve_devices(devices)
     if not batches:
         raise PredictionError("no batch sizes to sweep; give at least one batch size")
     base_id = specs[0].id if baseline is None else _baseline_id(baseline, specs)
-    est = make_estimator(estimator)
+    est = as_estimator(estimator)
     graphs = {b: graph_source(b) for b in dict.fromkeys(batches)}
     n_dev = len(specs)
     frames = []
     for precision in precisions:
         for mode in modes:
-            configs = {b: RunConfig(dims={**(dims or {}), "batch": b}, precision=precision,
-                                    mode=mode, threads=threads, inter_op=inter_op,
-                                    fusion=fusion, optimizer=optimizer) for b in graphs}
+            configs = {b: run_config(g, precision=precision, mode=mode, threads=threads,
+                                     inter_op=inter_op, fusion=fusion, optimizer=optimizer)
+                       for b, g in graphs.items()}
             works = []
             for cell, (b, graph) in enumerate(graphs.items()):
                 w = workload_table(graph, configs[b], allow_incomplete=allow_incomplete)
@@ -95,7 +96,7 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
                 works.append(w.assign(_cell=cell))
             stack = pd.concat(works, ignore_index=True)
             cfg0 = next(iter(configs.values()))
-            feats = broadcast_features(stack, specs, cfg0)
+            feats = featurize(stack, specs, cfg0)
             expl = est.explain(feats)
             frames.append(_cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op,
                                  precision, mode))
@@ -103,83 +104,8 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
     return _finish(out, base_id)
 
 
-#: featurize columns that depend on the row itself (not on the device): taken from featurize.
-ROW_FEATURES: tuple[str, ...] = ("elem_bytes", "intensity_flop_per_byte")
-
-
-def _device_columns(hw, pairs: list[tuple[str, str]], config: RunConfig) -> dict[str, list]:
-    """featurize's device columns for each (engine, dtype) pair (same formulas as featurize)."""
-    from roofcast.hw_catalog.errors import HardwareSpecError
-    from roofcast.predictor.features import thread_factors
-    from roofcast.predictor.precision import peak_dtype
-
-    compute_f, bw_f, units = thread_factors(hw, config.threads)
-    bw = float(hw.mem_bw_Bps) * bw_f
-    cols: dict[str, list] = {c: [] for c in ("peak_flops_per_s", "peak_engine", "peak_dtype",
-                                             "peak_note", "ridge_flop_per_byte")}
-    for eng, dt in pairs:
-        try:
-            look = hw.peak(eng, peak_dtype(eng, dt))
-        except HardwareSpecError as exc:
-            raise PredictionError(f"device {hw.id!r}: {exc}") from exc
-        peak = look.flops_per_s * compute_f
-        cols["peak_flops_per_s"].append(peak)
-        cols["peak_engine"].append(look.engine_used)
-        cols["peak_dtype"].append(look.dtype_used)
-        cols["peak_note"].append(look.note if eng not in ("data", "free") else "")
-        cols["ridge_flop_per_byte"].append(peak / bw)
-    constants = {
-        "mem_bw_Bps": bw, "l2_bytes": float(hw.l2_bytes),
-        "l2_bw_Bps": float(hw.l2_bw_Bps) if hw.l2_bw_Bps else np.nan, "units": float(units),
-        "clock_Hz": float(hw.clock_Hz), "launch_overhead_s": float(hw.launch_overhead_s),
-        "smem_per_unit_bytes": (float(hw.shared_mem_per_unit_bytes)
-                                if hw.shared_mem_per_unit_bytes else np.nan),
-        "device": hw.id, "device_kind": hw.kind,
-    }
-    return {**cols, **{k: [v] * len(pairs) for k, v in constants.items()}}
-
-
-def broadcast_features(stack: pd.DataFrame, specs: list, config: RunConfig) -> pd.DataFrame:
-    """featurize(stack, hw, config) for every device in ``specs``, stacked device-major.
-
-    ``featurize`` runs once (first device) for the row-dependent columns and as a reference:
-    the broadcast columns of that device must equal featurize's, and featurize must not have
-    columns this function does not know — otherwise a RuntimeError says to update this module.
-    """
-    from roofcast.predictor.features import FEATURE_COLUMNS, featurize
-
-    ref = featurize(stack, specs[0], config)
-    pair_of = list(zip(stack["engine"].astype(str), stack["dtype"].astype(str), strict=True))
-    pairs = sorted(set(pair_of))
-    pidx = np.array([pairs.index(p) for p in pair_of]) if len(pairs) > 1 else np.zeros(
-        len(pair_of), dtype=np.int64)
-    per_dev = [_device_columns(hw, pairs, config) for hw in specs]
-    known = set(per_dev[0]) | set(ROW_FEATURES)
-    unknown = sorted(set(FEATURE_COLUMNS) - known)
-    if unknown:
-        raise RuntimeError(f"featurize has columns {unknown} that predictor/sweep.py does not "
-                           "broadcast; add them to _device_columns or ROW_FEATURES")
-    n_dev = len(specs)
-    data = {c: np.tile(ref[c].to_numpy(), n_dev) for c in ref.columns if c not in per_dev[0]}
-    for col in per_dev[0]:
-        table = np.array([d[col] for d in per_dev], dtype=object if isinstance(
-            per_dev[0][col][0], str) else float)
-        data[col] = table[:, pidx].reshape(-1)
-        first = data[col][: len(stack)]
-        expect = ref[col].to_numpy()
-        same = (np.allclose(first.astype(float), expect.astype(float), equal_nan=True, rtol=1e-12)
-                if table.dtype == float else bool((first == expect).all()))
-        if not same:
-            raise RuntimeError(f"sweep's broadcast column {col!r} differs from featurize's; "
-                               "update predictor/sweep.py _device_columns")
-    data["_dev"] = np.repeat(np.arange(n_dev), len(stack))
-    return pd.DataFrame(data)[[*ref.columns, "_dev"]]
-
-
 def _baseline_id(baseline, specs: list) -> str:
     """The id of ``baseline`` (an id among the swept devices, a catalog name, or a spec)."""
-    from roofcast.hw_catalog.catalog import get_device
-
     ids = [s.id for s in specs]
     wanted = baseline if baseline in ids else get_device(baseline).id
     if wanted not in ids:
@@ -192,7 +118,8 @@ def _baseline_id(baseline, specs: list) -> str:
 
 def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precision, mode):
     n_cell = len(graphs)
-    idx = feats["_cell"].to_numpy() * n_dev + feats["_dev"].to_numpy()
+    dev = np.repeat(np.arange(n_dev), len(stack))  # featurize is device-major
+    idx = feats["_cell"].to_numpy() * n_dev + dev
     size = n_cell * n_dev
     time = expl["time_s"].to_numpy(float)
     sums = {c: np.bincount(idx, weights=expl[c].to_numpy(float), minlength=size)

@@ -2,6 +2,39 @@
 
 The repository's top-level folders (``graph_import``, ``hw_catalog``, ``predictor``,
 ``training_data``, ``app``) install as subpackages of this one package.
+
+The Python API (``roofcast.api``, imported on first attribute access so that ``import
+roofcast`` stays cheap):
+
+* ``load_model(path_or_zoo_name_or_bytes, **dims)`` -> ``Model`` (dims bound here, batch 1
+  by default);
+* ``device(id_or_whatif_spec)`` -> ``HardwareSpec`` (``"h100-sxm:mem_bw_scale=2"``);
+* ``predict(model, hw, **config)`` -> ``Prediction`` (``total_ms``, ``per_op``, ``by_bound``, ...);
+* ``compare(model, hws, **config)``, ``sweep(model, hws, batches, ...)`` -> DataFrames;
+* ``advise(model, hw, objective)`` -> ``Advice``; ``train(sources)`` -> a fitted estimator;
+* ``make_estimator(name, **params)`` -> an estimator object for ``estimator=``.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: the API's names, all defined in ``roofcast.api``.
+API: tuple[str, ...] = ("Model", "Prediction", "advise", "compare", "device", "load_model",
+                        "make_estimator", "predict", "sweep", "train", "zoo_models")
+__all__ = [*API, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``roofcast.predict`` etc.: loaded from ``roofcast.api`` on first access."""
+    if name in API:
+        from roofcast import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'roofcast' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *API])

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     dim_specs = [f"{k}={v}" for k, v in dims.items()]
     advice = advise(lambda b: load_graph(args.model, dim_specs, b), hw, args.objective,
                     batch=args.batch, max_batch=args.max_batch, precisions=args.precisions,
-                    modes=(args.mode,), estimator=args.estimator, dims=dims)
+                    modes=(args.mode,), estimator=args.estimator)
     tables = {"settings": public_table(advice, args.top if args.format == "table" else None),
               "reasons": pd.DataFrame({"reason": list(advice.reasons)})}
     extra = {"model": advice.model, "device": advice.device, "objective": advice.objective,

@@ -10,6 +10,7 @@ devices; the app's Compare page calls the same function).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 
 import pandas as pd
@@ -60,10 +61,10 @@ def split_devices(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     estimator = check_estimator(args.estimator)
     batch = run_batch(args)
-    config = run_config(args, batch)
     dims = dim_specs_without_batch(args)
-    df = compare_devices(lambda b: load_graph(args.model, dims, b), split_devices(args.hw),
-                         config, estimator, baseline=args.baseline,
+    graph_at = functools.cache(lambda b: load_graph(args.model, dims, b))
+    config = run_config(args, graph_at(batch))
+    df = compare_devices(graph_at, split_devices(args.hw), config, estimator, baseline=args.baseline,
                          allow_incomplete=args.allow_incomplete)
     table = pd.DataFrame({
         "device": df["device"], "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],

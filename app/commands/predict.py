@@ -18,8 +18,10 @@ from roofcast.app.argtypes import positive_int
 from roofcast.app.model_ref import load_graph
 from roofcast.app.output import add_format_arg, emit
 from roofcast.graph_import.dims import parse_dim_specs
+from roofcast.graph_import.types import Graph
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS, RunConfig
+from roofcast.predictor.config import run_config as config_for
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators import ESTIMATORS, LEARNED_NAMES
 from roofcast.predictor.memory import max_batch_that_fits
@@ -88,12 +90,10 @@ def dim_specs_without_batch(args: argparse.Namespace) -> list[str]:
     return [s for s in args.dim if s.split("=", 1)[0].strip() != "batch"]
 
 
-def run_config(args: argparse.Namespace, batch: int) -> RunConfig:
-    dims = {k: v for k, v in parse_dim_specs(dim_specs_without_batch(args)).items()
-            if ":" not in k}
-    return RunConfig(dims={**dims, "batch": batch}, precision=args.precision, mode=args.mode,
-                     threads=args.threads, inter_op=args.inter_op, fusion=args.fusion,
-                     optimizer=args.optimizer)
+def run_config(args: argparse.Namespace, graph: Graph) -> RunConfig:
+    """The run's RunConfig: dims from the imported graph (``predictor.config.run_config``)."""
+    return config_for(graph, precision=args.precision, mode=args.mode, threads=args.threads,
+                      inter_op=args.inter_op, fusion=args.fusion, optimizer=args.optimizer)
 
 
 def op_table(pred: Prediction, top: int | None) -> pd.DataFrame:
@@ -155,9 +155,9 @@ def run(args: argparse.Namespace) -> int:
     estimator = check_estimator(args.estimator)
     batch = run_batch(args)
     hw = get_device(args.hw)
-    config = run_config(args, batch)
     dims = dim_specs_without_batch(args)
     graph = load_graph(args.model, dims, batch)
+    config = run_config(args, graph)
     pred = predict_graph(graph, hw, config, estimator, allow_incomplete=args.allow_incomplete)
     tables = {
         "ops": op_table(pred, args.top),
@@ -182,9 +182,7 @@ def run(args: argparse.Namespace) -> int:
     if config.mode == "train":
         extra["optimizer"] = config.optimizer
     if estimator in LEARNED_ESTIMATORS:
-        from roofcast.predictor.learned.estimator import graph_summary
-
-        s = graph_summary(pred.per_op, hw.kind)
+        s = pred.summary  # the learned estimator's end-to-end summary (same model as the ops)
         extra.update({"e2e_estimate_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,
                       "e2e_upper_ms": s["e2e_upper_s"] * 1e3, "interval": s["interval_method"],
                       "ops_learned": s["ops_learned"], "ops_analytical": s["ops_analytical"],

@@ -29,8 +29,7 @@ def _advice(ref: str, dims: tuple, name: str, device: str, objective: str, batch
         return state._import_cached(ref, tuple(sorted(full.items())), name, _data)
 
     return advise(loader, state.device_spec(device), objective, batch=batch,
-                  max_batch=max_batch, precisions=list(precisions), estimator=estimator,
-                  dims={k: v for k, v in dims if k != bdim})
+                  max_batch=max_batch, precisions=list(precisions), estimator=estimator)
 
 
 def _frames(advice, setting: str) -> list[tuple[int, pd.DataFrame]]:

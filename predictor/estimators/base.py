@@ -24,9 +24,11 @@ terms, never below time_s.
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 
 from roofcast.predictor.errors import PredictionError
 
@@ -94,7 +96,52 @@ def frame(X: pd.DataFrame, name: str, time: np.ndarray, compute: np.ndarray,
     return pd.DataFrame(data, index=X.index)
 
 
-class AnalyticalEstimator(BaseEstimator):
+class Params:
+    """scikit-learn's parameter protocol without importing scikit-learn (which costs over a
+    second at start-up): constructors store their arguments under their own names, and
+    ``get_params`` / ``set_params`` / ``repr`` read them from the constructor's signature, so
+    ``sklearn.base.clone`` and grid searches still work."""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return sorted(p.name for p in sig.parameters.values() if p.name != "self"
+                      and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters (with ``deep``, also ``name__param`` of nested estimators)."""
+        out: dict[str, Any] = {}
+        for name in self._param_names():
+            value = getattr(self, name)
+            out[name] = value
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update({f"{name}__{k}": v for k, v in value.get_params().items()})
+        return out
+
+    def set_params(self, **params: Any) -> Params:
+        """Set constructor parameters (``name__param`` reaches a nested estimator)."""
+        names = self._param_names()
+        for key, value in params.items():
+            head, _, rest = key.partition("__")
+            if head not in names:
+                raise PredictionError(f"{type(self).__name__} has no parameter {head!r}; "
+                                      f"its parameters: {', '.join(names) or '(none)'}")
+            if rest:
+                getattr(self, head).set_params(**{rest: value})
+            else:
+                setattr(self, head, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__)
+                    .parameters.values()}
+        shown = [f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
+                 if defaults.get(k, inspect.Parameter.empty) is not v
+                 and defaults.get(k) != v]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class AnalyticalEstimator(Params):
     """Base: ``fit`` is a no-op returning self; ``predict`` = ``explain(X)['time_s']``."""
 
     name = "analytical"

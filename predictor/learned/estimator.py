@@ -1,31 +1,41 @@
 """The ``learned`` and ``auto`` estimators (scikit-learn contract, like the analytical ones).
 
-``make_estimator("learned")`` / ``make_estimator("auto", model_dir=DIR)``: ``fit`` is a no-op
-(the regressors are trained by ``roofcast train`` / ``predictor.learned.training`` and loaded
-from ``model_dir``, default the shipped ``predictor/learned/default``); ``predict(X)`` seconds
-per row; ``explain(X)`` the analytical explain columns plus ``predictor`` (which predictor
-produced each row), ``ood``/``ood_reason``, ``bound_s``, ``learned_s`` and ``analytical_s``
-(see ``predictor.learned.predictor``). The model folder: ``model_dir``, else
-``$ROOFCAST_LEARNED_MODEL``, else the shipped default. ``learned`` uses the learned time wherever a model
-exists; ``auto`` only where the row is in distribution, the analytical ``fallback`` otherwise.
-Loaded models are cached per folder and modification time.
+``make_estimator("learned")`` / ``make_estimator("auto", model_dir=DIR)``: the estimator object
+holds its model (``model_``): ``fit(X, y)`` trains one on featurized rows ``X`` with measured
+seconds ``y`` (``predictor.learned.training.train``: grouped cross-validation, conformal
+intervals, OOD data); without ``fit`` the saved model of ``model_dir`` is loaded on first use
+(``model_folder``: ``model_dir``, else ``$ROOFCAST_LEARNED_MODEL``, else the default folder).
+``predict(X)`` seconds per row; ``explain(X)`` the analytical explain columns plus ``predictor``
+(which predictor produced each row), ``ood``/``ood_reason``, ``bound_s``, ``learned_s`` and
+``analytical_s`` (see ``predictor.learned.predictor``). ``learned`` uses the learned time wherever
+a model exists; ``auto`` only where the row is in distribution. Rows without a usable learned
+time are timed by ``fallback``, an estimator *object* (default ``TimeRoofline()``), so its
+parameters (``overhead=``, ``curves_path=``) reach it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 
-from roofcast.predictor.learned.predictor import DEFAULT_FALLBACK, LearnedModel
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators.base import Params
+from roofcast.predictor.estimators.roofline import TimeRoofline
+from roofcast.predictor.learned.data import TrainingSet
+from roofcast.predictor.learned.features import check_featurized
+from roofcast.predictor.learned.persistence import load
+from roofcast.predictor.learned.predictor import LearnedModel
+from roofcast.predictor.learned.training import train
 
-_CACHE: dict[tuple[str, float], LearnedModel] = {}
 #: environment variable naming the model folder used when no ``model_dir`` is given.
 MODEL_ENV = "ROOFCAST_LEARNED_MODEL"
+#: columns ``fit`` adds when X lacks them: CV group (default: the device), run id, end-to-end time
+FIT_DEFAULTS: tuple[str, ...] = ("_group", "_run", "_e2e_s")
 
 
 def model_folder(model_dir: str | Path | None = None) -> Path:
@@ -38,42 +48,72 @@ def model_folder(model_dir: str | Path | None = None) -> Path:
     return Path(env) if env else DEFAULT_DIR
 
 
-def load_cached(model_dir: str | Path | None = None) -> LearnedModel:
-    """``persistence.load`` with a cache keyed by folder and metadata mtime."""
-    from roofcast.predictor.learned.persistence import METADATA, load
+class LearnedEstimator(Params):
+    """Per-family efficiency regressors on top of the roofline bound (module docstring).
 
-    folder = model_folder(model_dir)
-    meta = folder / METADATA
-    key = (str(folder.resolve()), meta.stat().st_mtime if meta.is_file() else -1.0)
-    if key not in _CACHE:
-        _CACHE[key] = load(folder)
-    return _CACHE[key]
-
-
-class LearnedEstimator(BaseEstimator):
-    """Per-family efficiency regressors on top of the roofline bound (module docstring)."""
+    ``model_dir``: folder of a saved model (None: ``model_folder()``); ``fallback``: the
+    analytical estimator object for rows without a usable learned time (None: TimeRoofline()).
+    """
 
     name = "learned"
     mode = "learned"
 
-    def __init__(self, model_dir: str | None = None, fallback: str = DEFAULT_FALLBACK) -> None:
+    def __init__(self, model_dir: str | Path | None = None, fallback: Any = None) -> None:
         self.model_dir = model_dir
         self.fallback = fallback
 
+    def fallback_estimator(self) -> Any:
+        """The fallback estimator object (``TimeRoofline()`` when none was given)."""
+        if self.fallback is None:
+            return TimeRoofline()
+        if not hasattr(self.fallback, "explain"):
+            raise PredictionError(
+                f"fallback must be an estimator object (e.g. make_estimator('roofline')), got "
+                f"{self.fallback!r}")
+        return self.fallback
+
     def model(self) -> LearnedModel:
-        return load_cached(self.model_dir)
+        """The fitted model: the one ``fit`` trained, else the saved one (loaded once)."""
+        if getattr(self, "model_", None) is None:
+            self.model_ = load(model_folder(self.model_dir))
+        return self.model_
 
-    def fit(self, X: pd.DataFrame, y: object = None) -> LearnedEstimator:
-        from roofcast.predictor.learned.features import check_featurized
-
+    def fit(self, X: pd.DataFrame, y: Any, groups: Any = None,
+            **train_options: Any) -> LearnedEstimator:
+        """Train on featurized rows ``X`` (``predictor.features.featurize``) with measured
+        seconds ``y`` per row. ``groups``: cross-validation group per row (default: the
+        device); ``train_options`` go to ``training.train`` (``quick=True``, ``alpha``, ...).
+        The training result (validation tables, notes) is kept in ``training_``."""
         check_featurized(X)
+        y_s = np.asarray(y, dtype=float)
+        if y_s.shape != (len(X),):
+            raise PredictionError(f"y must hold one measured time (s) per row of X: {len(X)} "
+                                  f"rows, y has shape {y_s.shape}")
+        if not np.isfinite(y_s).all() or (y_s <= 0).any():
+            raise PredictionError("measured times y must be finite and > 0 seconds")
+        rows = X.reset_index(drop=True)
+        if groups is not None:
+            rows = rows.assign(_group=np.asarray(groups).astype(str))
+        defaults = {"_group": rows["device"].astype(str), "_run": "",
+                    "_e2e_s": np.nan}
+        rows = rows.assign(**{c: v for c, v in defaults.items() if c not in rows.columns})
+        digest = hashlib.sha256(pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()
+                                + y_s.tobytes()).hexdigest()
+        result = train(TrainingSet(rows, y_s, "fit(X, y)", digest), **train_options)
+        self.model_ = result.model
+        self.training_ = result
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         return self.explain(X)["time_s"].to_numpy(float)
 
     def explain(self, X: pd.DataFrame) -> pd.DataFrame:
-        return self.model().explain(X, mode=self.mode, fallback=self.fallback)
+        return self.model().explain(X, mode=self.mode, fallback=self.fallback_estimator())
+
+    def summarize(self, explained: pd.DataFrame, device_kind: str) -> dict[str, Any]:
+        """End-to-end prediction, interval and model-level OOD flag of one graph's rows
+        explained by this estimator (``LearnedModel.summarize``)."""
+        return self.model().summarize(explained, device_kind)
 
 
 class AutoEstimator(LearnedEstimator):
@@ -90,6 +130,6 @@ LEARNED_ESTIMATORS: dict[str, type[LearnedEstimator]] = {
 
 def graph_summary(per_op: pd.DataFrame, device_kind: str,
                   model_dir: str | Path | None = None) -> dict[str, Any]:
-    """End-to-end learned prediction, interval and model-level OOD flag of a graph's per-op table
-    explained by a learned estimator (``LearnedModel.summarize``)."""
-    return load_cached(model_dir).summarize(per_op, device_kind)
+    """``LearnedEstimator(model_dir).summarize``: the saved model's end-to-end prediction,
+    interval and OOD flag of a graph's per-op table explained by a learned estimator."""
+    return LearnedEstimator(model_dir).summarize(per_op, device_kind)

@@ -12,7 +12,8 @@ they turn a featurized table into per-op times.
 4. ``mode="learned"``: the learned time wherever a model exists, the analytical fallback
    estimator elsewhere; ``mode="auto"``: the learned time only where the row is in distribution.
    Column ``predictor`` says which one produced each row's time (``learned:<key>:<candidate>``
-   or ``analytical:<estimator>``), ``ood_reason`` why a row was flagged.
+   or ``analytical:<estimator>``), ``ood_reason`` why a row was flagged. The fallback is an
+   estimator object (default ``TimeRoofline()``), so its parameters reach it.
 
 ``compute_s``/``memory_s`` are the roofline terms of the bound; ``overhead_s`` the device's
 launch overhead; ``bound`` for a learned row is ``compute`` or ``memory`` when that roofline
@@ -23,12 +24,14 @@ the roofline bound (launch/dispatch cost and inefficiency the regressor learned)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators.base import base_terms, bound_label
+from roofcast.predictor.estimators.roofline import TimeRoofline
 from roofcast.predictor.learned.features import learned_features, model_keys, roofline_terms
 from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum
 from roofcast.predictor.learned.model import FamilyModel
@@ -38,7 +41,14 @@ MODES: tuple[str, ...] = ("learned", "auto")
 #: the end-to-end calibration applies only when learned rows hold this share of the time (and
 #: the graph is not flagged): it was fitted on sums of learned per-op times.
 E2E_MIN_LEARNED_SHARE = 0.9
-DEFAULT_FALLBACK = "time-roofline"
+
+
+class Explainer(Protocol):
+    """What a fallback estimator must offer: ``name`` and ``explain(X) -> DataFrame``."""
+
+    name: str
+
+    def explain(self, X: pd.DataFrame) -> pd.DataFrame: ...
 
 
 @dataclass
@@ -53,17 +63,18 @@ class LearnedModel:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def explain(self, X: pd.DataFrame, mode: str = "learned",
-                fallback: str = DEFAULT_FALLBACK) -> pd.DataFrame:
-        from roofcast.predictor.estimators import make_estimator
-        from roofcast.predictor.estimators.base import base_terms, bound_label
-
+                fallback: Explainer | None = None) -> pd.DataFrame:
+        """Per-row times (module docstring); ``fallback``: the analytical estimator *object*
+        timing the rows without a (usable) learned model (default ``TimeRoofline()``)."""
+        fallback = TimeRoofline() if fallback is None else fallback
+        fallback_name = getattr(fallback, "name", type(fallback).__name__)
         if mode not in MODES:
             raise PredictionError(f"learned mode {mode!r} unknown; choose one of {MODES}")
         F = learned_features(X)
         keys = model_keys(X)
         c, m, bound = roofline_terms(X)
         _, _, overhead = base_terms(X)
-        ana = make_estimator(fallback).explain(X)
+        ana = fallback.explain(X)
         ana_t = ana["time_s"].to_numpy(float)
         n = len(X)
         work = bound > 0
@@ -72,7 +83,7 @@ class LearnedModel:
         upper = ana["upper_s"].to_numpy(float).copy()
         lo_l, hi_l = np.full(n, np.nan), np.full(n, np.nan)
         has_model = np.zeros(n, dtype=bool)
-        label = np.full(n, f"analytical:{fallback}", dtype=object)
+        label = np.full(n, f"analytical:{fallback_name}", dtype=object)
         ood = np.zeros(n, dtype=bool)
         reasons = np.full(n, "", dtype=object)
         for key in np.unique(keys[work]):
@@ -104,7 +115,7 @@ class LearnedModel:
                     reasons[i]]))
             ood[rows] |= far
         use = has_model & (~ood if mode == "auto" else True)
-        label[has_model & ~use] = f"analytical:{fallback}"
+        label[has_model & ~use] = f"analytical:{fallback_name}"
         time = np.where(use, learned_t, ana_t)
         time = np.where(work | (ana_t > 0), time, 0.0)
         lower = np.where(use, lo_l, lower)

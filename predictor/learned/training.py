@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.estimators.roofline import TimeRoofline
 from roofcast.predictor.learned.data import TrainingSet
 from roofcast.predictor.learned.features import learned_features, model_keys, roofline_terms
 from roofcast.predictor.learned.intervals import (
@@ -62,7 +63,7 @@ from roofcast.predictor.learned.stats import weighted_median
 MIN_ROWS = 30
 MAX_FOLDS = 8
 RANDOM_FOLDS = 5
-BASELINE = "time-roofline"
+BASELINE = TimeRoofline.name  # the analytical baseline of the tables (and the fallback)
 IMPLAUSIBLE_FRACTION = 0.25
 WEIGHT_POWER = 0.5
 QUICK_XGB = {"n_estimators": 60, "max_depth": 4}
@@ -149,8 +150,6 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
           alpha: float = ALPHA, progress: Callable[[str], None] | None = None,
           meta: dict[str, Any] | None = None, weight_power: float = WEIGHT_POWER) -> TrainResult:
     """Fit, cross-validate and calibrate (module docstring)."""
-    from roofcast.predictor.estimators import make_estimator
-
     say = progress or (lambda _msg: None)
     xgb_params = QUICK_XGB if quick else None
     X = ts.X
@@ -160,7 +159,7 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     _, _, bound = roofline_terms(X)
     meas = ts.y_s
     groups = X["_group"].astype(str).to_numpy()
-    baseline = make_estimator(BASELINE).predict(X)
+    baseline = TimeRoofline().predict(X)
     oof_all = baseline.copy()
     usable = (bound > 0) & (meas > 0)
     implausible = usable & (meas < IMPLAUSIBLE_FRACTION * bound)
@@ -339,7 +338,7 @@ def evaluate_holdout(model: LearnedModel, ts: TrainingSet) -> dict[str, pd.DataF
     end (learned vs the analytical baseline; interval coverage)."""
     X = ts.X
     meas = ts.y_s
-    ex = model.explain(X, mode="learned", fallback=BASELINE)
+    ex = model.explain(X, mode="learned", fallback=TimeRoofline())
     keys = model_keys(X)
     pred, base = ex["time_s"].to_numpy(float), ex["analytical_s"].to_numpy(float)
     cov = (ex["lower_s"].to_numpy() <= meas) & (meas <= ex["upper_s"].to_numpy())

@@ -14,8 +14,8 @@ from roofcast.graph_import.types import Engine
 from roofcast.training_data import zoo
 
 
-def _tiny_model(path):
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])
+def _tiny_model(path, dim="batch"):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim, 64])
     w = helper.make_tensor("w", TensorProto.FLOAT, [64, 32], [0.0] * (64 * 32))
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Relu", ["y"], ["z"])]
     out = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
@@ -52,12 +52,12 @@ def test_table_top_and_csv(tmp_path, capsys):
 
 
 def test_unbound_dim_is_named_with_a_hint(tmp_path, capsys):
-    path = _tiny_model(tmp_path / "tiny.onnx")
+    path = _tiny_model(tmp_path / "tiny.onnx", dim="rows")  # batch is bound to 1 by default
     assert main(["inspect", str(path)]) == 0
     captured = capsys.readouterr()
     assert "unresolved node" in captured.out
-    assert "symbolic dims not bound: batch" in captured.err
-    assert "--dim batch=N" in captured.err
+    assert "symbolic dims not bound: rows" in captured.err
+    assert "--dim rows=N" in captured.err
 
 
 @pytest.mark.parametrize(

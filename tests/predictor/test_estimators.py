@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -203,3 +205,27 @@ def test_warm_l2_serves_resident_activations_from_l2(tmp_path):
     assert approx(warm.memory_s, 2**22 / (2.5 * V100_BW))
     assert approx(cold.memory_s, 2**22 / (V100_BW * 0.8))
     assert warm.dram_bytes == 0
+
+
+def test_parameters_follow_the_scikit_learn_protocol_without_importing_it():
+    """get_params/set_params/repr from the constructor signature (nested: ``fallback__x``);
+    scikit-learn's clone still rebuilds an estimator from them."""
+    from sklearn.base import clone
+
+    est = make_estimator("auto", model_dir="m")
+    assert est.get_params()["fallback__overhead"] == "floor"
+    est.set_params(fallback__overhead="additive")
+    assert est.fallback.overhead == "additive"
+    assert repr(est) == "AutoEstimator(fallback=TimeRoofline(overhead='additive'), model_dir='m')"
+    copy = clone(est)
+    assert copy is not est
+    assert copy.get_params()["fallback__overhead"] == "additive"
+    with pytest.raises(PredictionError, match="no parameter 'speed'"):
+        make_estimator("roofline").set_params(speed=2)
+
+
+def test_the_prediction_path_does_not_import_scikit_learn():
+    code = ("import sys; from roofcast.predictor.simulate import predict_graph; "
+            "print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

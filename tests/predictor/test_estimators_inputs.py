@@ -11,12 +11,13 @@ import pytest
 from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.types import Engine, OpCost, OpNode, TensorInfo
 from roofcast.hw_catalog.catalog import get_device
-from roofcast.predictor.config import RunConfig
+from roofcast.predictor.config import RunConfig, run_config
 from roofcast.predictor.efficiency import EfficiencyCurves, default_curves
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.features import bw_saturation_threads, thread_factors
 from roofcast.predictor.precision import compute_dtype, peak_dtype, rescale_bytes, rescale_cost
 from tests.predictor.estimator_helpers import features, gemm_row
+from tests.predictor.graph_helpers import batched_chain
 
 
 def t(name: str, *shape: int, dtype: str = "float") -> TensorInfo:
@@ -45,6 +46,30 @@ def test_runconfig_is_hashable_and_replaceable():
     assert dataclasses.replace(c, mode="train").mode == "train"
     assert hash(c) == hash(RunConfig(dims={"batch": 4}, precision="bf16"))
     assert c.batch == 4
+
+
+def test_runconfig_dims_are_immutable_and_the_dataclass_hash_covers_them():
+    a = RunConfig(dims={"batch": 4, "sequence": 128})
+    b = RunConfig(dims={"sequence": 128, "batch": 4})
+    assert a == b
+    assert hash(a) == hash(b)
+    assert len({a, b}) == 1
+    assert a != RunConfig(dims={"batch": 4, "sequence": 64})
+    assert hash(a) != hash(RunConfig(dims={"batch": 8, "sequence": 128}))
+    assert a.dims == {"batch": 4, "sequence": 128}
+    assert dict(a.dims)["sequence"] == 128
+    with pytest.raises(TypeError):
+        a.dims["batch"] = 8  # type: ignore[index]
+
+
+def test_run_config_takes_the_dims_the_import_bound():
+    graph = batched_chain(8)
+    cfg = run_config(graph, precision="fp16")
+    assert cfg.dims == graph.dims
+    assert cfg.batch == 8
+    assert cfg.precision == "fp16"
+    with pytest.raises(PredictionError, match="bound when the model is imported"):
+        run_config(graph, dims={"batch": 2})
 
 
 # ---------------------------------------------------------------------------- precision

@@ -24,7 +24,7 @@ from roofcast.predictor.learned.intervals import (
 )
 from roofcast.predictor.learned.stats import weighted_median
 from roofcast.predictor.learned.training import cv_score, fold_ids, train
-from tests.predictor.learned_helpers import synthetic_set, workload
+from tests.predictor.learned_helpers import synthetic_set, true_inefficiency, workload
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -314,17 +314,50 @@ def test_missing_model_folder_says_how_to_train(tmp_path):
         persistence.load(tmp_path / "nothing")
 
 
-def test_estimators_registered_and_follow_the_contract(saved, monkeypatch):
-    monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(saved))
+def test_estimators_registered_and_follow_the_contract(saved):
     X = fresh_rows()
     for name in ("learned", "auto"):
-        est = make_estimator(name).fit(X)
+        est = make_estimator(name, model_dir=str(saved))
         e = est.explain(X)
         assert set(EXPLAIN_COLUMNS) <= set(e.columns)
         assert (e["estimator"] == name).all()
         assert np.isfinite(e["time_s"]).all()
         assert (e["time_s"] > 0).all()
         assert np.array_equal(est.predict(X), e["time_s"].to_numpy())
+
+
+def test_fit_trains_on_featurized_rows_and_the_object_holds_its_model(trained):
+    """fit(X, y) trains (same result as training.train on the same rows); the estimator then
+    predicts with the model it holds, never a saved one."""
+    ts = synthetic_set()
+    est = make_estimator("learned", model_dir="/nonexistent/folder").fit(ts.X, ts.y_s, quick=True)
+    assert set(est.model_.models) == set(trained.model.models)
+    X = fresh_rows()
+    assert np.allclose(est.predict(X), trained.model.explain(X)["time_s"].to_numpy(), rtol=1e-9)
+    truth = roofline_terms(X)[2] * 10.0 ** true_inefficiency(X)
+    assert np.median(np.abs(est.predict(X) / truth - 1)) < 0.1
+
+
+def test_fit_refuses_times_that_do_not_match_the_rows():
+    X = fresh_rows()
+    with pytest.raises(PredictionError, match="one measured time"):
+        make_estimator("auto").fit(X, np.ones(len(X) - 1))
+    with pytest.raises(PredictionError, match="> 0"):
+        make_estimator("auto").fit(X, np.zeros(len(X)))
+
+
+def test_fallback_is_an_estimator_object_whose_parameters_reach_it(saved):
+    """Rows without a learned model (no CPU model here) are timed by the fallback object."""
+    X = fresh_rows(device="xeon-8480plus")
+    floor = make_estimator("learned", model_dir=str(saved),
+                           fallback=make_estimator("time-roofline", overhead="floor"))
+    additive = make_estimator("learned", model_dir=str(saved),
+                              fallback=make_estimator("time-roofline", overhead="additive"))
+    t_floor, t_add = floor.predict(X), additive.predict(X)
+    assert np.array_equal(t_floor, make_estimator("time-roofline").predict(X))
+    assert (t_add > t_floor).all()
+    with pytest.raises(PredictionError, match="estimator object"):
+        make_estimator("learned", model_dir=str(saved), fallback="roofline").predict(X)
 
 
 def test_free_rows_take_no_time(trained):

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
-from roofcast.predictor.config import RunConfig
+from roofcast.predictor.config import RunConfig, run_config
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import memory_footprint
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.sweep import sweep
+from roofcast.predictor.workload import workload_table
 from tests.predictor.graph_helpers import batched_chain, priced_devices
 
 DEVICES = priced_devices()
@@ -51,6 +54,19 @@ def test_speedup_throughput_and_efficiency_columns():
     assert not by["noprice"]["fits"]
     assert by["slow"]["fits"]
     assert set(df["dominant_bound"]) <= {"compute", "memory", "overhead"}
+
+
+def test_featurize_over_devices_stacks_the_one_device_tables():
+    """One vectorised featurize over D devices = the D one-device tables, device-major."""
+    graph = batched_chain(4)
+    cfg = run_config(graph, threads=2)
+    work = workload_table(graph, cfg)
+    many = featurize(work, DEVICES, cfg)
+    one = pd.concat([featurize(work, hw, cfg) for hw in DEVICES], ignore_index=True)
+    pd.testing.assert_frame_equal(many, one, check_exact=True)
+    assert list(featurize(work, DEVICES[0], cfg).index) == list(work.index)
+    with pytest.raises(PredictionError, match="HardwareSpec"):
+        featurize(work, ["h100-sxm"], cfg)
 
 
 def test_bad_sweep_arguments():

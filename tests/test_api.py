@@ -1,0 +1,169 @@
+"""The Python API (``roofcast/__init__`` -> ``roofcast.api``), starting with the README example."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import roofcast
+from roofcast.graph_import import import_model
+from roofcast.graph_import.errors import ModelImportError
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.simulate import predict_graph
+from roofcast.training_data import zoo
+from tests.predictor.learned_helpers import synthetic_set
+
+#: the README's example, run as is by ``test_readme_example``.
+README_EXAMPLE = '''
+import roofcast
+
+model = roofcast.load_model("resnet50", batch=8)   # a zoo name, an .onnx path or bytes
+p = roofcast.predict(model, "a100-40gb-pcie", precision="fp16")
+print(f"{p.total_ms:.3g} ms ({p.lower_s * 1e3:.3g} to {p.upper_s * 1e3:.3g} ms), {p.estimator}")
+print(p.by_bound[["bound", "time_s", "share"]])
+print(f"memory {p.memory.total_bytes / 2**30:.2f} GiB")
+
+# what-if: the same GPU with twice the memory bandwidth, side by side with the real one
+df = roofcast.compare(model, ["a100-40gb-pcie", "a100-40gb-pcie:mem_bw_scale=2"],
+                      precision="fp16")
+print(df[["device", "time_s", "speedup"]])
+'''
+
+
+def test_readme_example(capsys):
+    exec(compile(README_EXAMPLE, "README example", "exec"), {})
+    out = capsys.readouterr().out
+    assert "ms (" in out
+    assert "time-roofline" in out
+    assert "speedup" in out
+    assert "GiB" in out
+
+
+def test_acceptance_one_liner_equals_the_library_pipeline():
+    """``roofcast.predict('resnet50', 'a100-40gb-pcie', batch=8).total_ms`` is predict_graph of
+    the model imported at batch 8 with the default config, in milliseconds."""
+    got = roofcast.predict("resnet50", "a100-40gb-pcie", batch=8)
+    graph = import_model(zoo.model_path("resnet50"), dims={"batch": 8})
+    want = predict_graph(graph, "a100-40gb-pcie", RunConfig(dims={"batch": 8}))
+    assert got.total_ms == want.total_s * 1e3
+    assert got.config == want.config
+    assert got.config.batch == 8
+    assert got.estimator == "time-roofline"
+
+
+def test_import_roofcast_is_cheap():
+    """``import roofcast`` loads no numpy/pandas: the API is imported on first attribute use."""
+    code = "import sys, roofcast; print(sorted({'numpy', 'pandas', 'onnx'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_load_model_binds_dims_once_with_batch_1_by_default():
+    m = roofcast.load_model("resnet50")
+    assert m.batch == 1
+    assert m.graph.unbound_dims == ()
+    m8 = m.at(batch=8)
+    assert m8.batch == 8
+    assert m.at(batch=1) is m
+    raw = zoo.model_path("resnet50").read_bytes()
+    assert roofcast.load_model(raw, batch=8).graph.dims == m8.graph.dims
+    p = roofcast.predict(m, "h100-sxm", batch=8)  # re-binds the loaded model
+    assert p.config.dims == {"batch": 8}
+
+
+def test_dims_by_mapping_for_names_that_are_not_identifiers():
+    m = roofcast.load_model("gpt2", {"input_ids:1": 32})
+    assert m.graph.unbound_dims == ()
+    assert m.dims["input_ids:1"] == 32
+
+
+def test_estimator_objects_carry_their_parameters():
+    floor = roofcast.predict("resnet50", "h100-sxm")
+    additive = roofcast.predict("resnet50", "h100-sxm",
+                                estimator=roofcast.make_estimator("time-roofline",
+                                                                  overhead="additive"))
+    assert additive.total_s > floor.total_s
+    assert additive.estimator == floor.estimator == "time-roofline"
+
+
+def test_learned_prediction_exposes_ood_flags_and_the_end_to_end_summary():
+    p = roofcast.predict("resnet50", "xeon-8480plus", estimator="auto")
+    assert p.estimator == "auto"
+    assert isinstance(p.ood, bool)
+    assert 0 <= p.ood_ops <= len(p.per_op)
+    assert p.summary["sum_ops_s"] == pytest.approx(p.total_s)
+
+
+def test_sweep_and_compare_agree_with_predict():
+    devices = ["a100-40gb-pcie", "h100-sxm", "xeon-8480plus"]
+    sw = roofcast.sweep("resnet50", devices, [1, 4], precisions=["fp32"])
+    cmp = roofcast.compare("resnet50", devices, batch=4)
+    for hw in devices:
+        want = roofcast.predict("resnet50", hw, batch=4).total_s
+        row = sw[(sw["device"] == hw) & (sw["batch"] == 4)]
+        assert np.isclose(float(row["time_s"].iloc[0]), want, rtol=1e-12)
+        assert np.isclose(float(cmp.loc[cmp["device"] == hw, "time_s"].iloc[0]), want, rtol=1e-12)
+
+
+def test_advise_returns_ranked_settings():
+    a = roofcast.advise("mobilenet_v2", "h100-sxm", estimator="time-roofline")
+    assert a.estimator == "time-roofline"
+    assert a.device == "h100-sxm"
+    assert a.table["recommended"].sum() == 1
+    assert a.reasons
+
+
+def test_device_accepts_ids_what_ifs_and_specs():
+    hw = roofcast.device("h100-sxm")
+    fast = roofcast.device("h100-sxm:mem_bw_scale=2")
+    assert fast.mem_bw_Bps == 2 * hw.mem_bw_Bps
+    assert roofcast.device(hw) is hw
+
+
+def test_an_unknown_setting_is_an_error_that_lists_the_known_ones():
+    with pytest.raises(PredictionError, match="precision"):
+        roofcast.predict("resnet50", "h100-sxm", precison="fp16")
+
+
+def test_unknown_attribute():
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        roofcast.nope  # noqa: B018
+
+
+def test_train_returns_a_fitted_estimator_that_predict_uses(tmp_path):
+    """``roofcast.train`` on a small measurement file: the returned estimator holds the model
+    (no environment variable, no saved folder needed) and the saved folder reloads the same."""
+    ts = synthetic_set(n_gemm=40, n_vec=40, devices=("v100-pcie-32gb", "t4", "p100-pcie-16gb"))
+    X = ts.X
+    rows = pd.DataFrame({
+        "op_type": X["op_type"], "family": X["family"], "node": X["node"] + "_" + X["device"],
+        "dtype": X["dtype"], "flops": X["flops"], "bytes_read": X["bytes_read"],
+        "bytes_written": X["bytes_written"], "weight_bytes": X["weight_bytes"],
+        "gemm_batch": X["gemm_batch"], "gemm_m": X["gemm_m"], "gemm_n": X["gemm_n"],
+        "gemm_k": X["gemm_k"], "device_id": X["device"], "latency_s": ts.y_s,
+        "source": "test:synthetic",
+    })
+    csv = tmp_path / "measurements.csv"
+    rows.to_csv(csv, index=False)
+    est = roofcast.train([str(csv)], output=tmp_path / "model", quick=True, mode="learned")
+    assert set(est.model_.models) == {"gpu/matmul", "gpu/elementwise"}
+    p = roofcast.predict("resnet50", "v100-pcie-32gb", estimator=est)
+    saved = roofcast.predict("resnet50", "v100-pcie-32gb",
+                             estimator=roofcast.make_estimator("learned",
+                                                               model_dir=tmp_path / "model"))
+    assert p.estimator == "learned"
+    assert p.per_op["predictor"].str.startswith("learned:gpu/matmul").any()
+    assert p.total_s == pytest.approx(saved.total_s, rel=1e-9)
+
+
+def test_an_imported_graph_is_used_as_is():
+    graph = import_model(zoo.model_path("resnet50"), dims={"batch": 2})
+    assert roofcast.predict(graph, "h100-sxm").config.batch == 2
+    assert roofcast.predict(graph, "h100-sxm", batch=2).total_s > 0
+    with pytest.raises(ModelImportError, match="cannot be re-bound"):
+        roofcast.predict(graph, "h100-sxm", batch=4)

@@ -2,8 +2,9 @@
 
 Sources (``roofcast train --from``):
 
-* ``public``: the public GPU kernels (``training_data.public_kernels``: NeuSight, DeepBench),
-  GPU devices only by default, at most ``cap`` rows per (family, device) drawn at random with a
+* ``public``: the public GPU kernels (``training_data.public_kernels``: NeuSight, DeepBench; the
+  full files when ``$ROOFCAST_SHARED_DATA`` or ``../shared/data`` holds them, else their
+  packaged copy, the same rows), GPU devices only by default, at most ``cap`` rows per (family, device) drawn at random with a
   fixed seed (the full tables hold 270k rows; the cap keeps training within minutes on 2 cores);
 * ``bundled``: the bundled CPU dataset (``training_data/bundled/cpu_measurements.csv.gz``),
   featurized on the device recorded in its ``cpu_metadata.json`` calibration (the machine it was
@@ -18,6 +19,9 @@ FLOPs, else ``vector``; ``phase`` = backward for ``bwd*`` directions; compute dt
 dtype when it is a precision, else the run's precision. Rows without costs (NaN FLOPs/bytes) or
 without a positive latency are dropped and counted. Each (device, threads) is featurized with
 ``RunConfig(threads=threads_intra)``.
+
+``TrainingSet.used`` records per source the rows it gave and where they were read
+(``roofcast train`` prints it and keeps it in the model's metadata).
 
 CV groups: the device for GPU/accelerator rows (leave-one-device-out), the model for CPU rows
 (leave-one-model-out; microbenchmarks are group ``micro``). ``data_hash`` = sha256 over the

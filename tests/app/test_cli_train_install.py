@@ -28,7 +28,7 @@ def test_train_without_flags_uses_the_packaged_kernels_and_installs(capsys, monk
     monkeypatch.delenv(public_kernels.ENV_VAR, raising=False)
     monkeypatch.setattr(public_kernels, "full_files_dir", lambda data_dir=None: None)
     # --quick keeps the test short; the sources and saving are those of a bare `roofcast train`
-    doc = _json(capsys, ["train", "--quick"])
+    doc = _json(capsys, ["train", "--quick", "--cap", "50"])
     assert doc["sources"] == "bundled,public"
     assert doc["rows public"].endswith(f"from {PACKED_DIR / TABLE_FILE}")
     rows = {k: int(v.split()[0]) for k, v in doc.items() if k.startswith("rows ")}

@@ -17,8 +17,8 @@ from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.predictor.errors import PredictionError
 from roofcast.training_data.errors import MeasurementError
 
-COMMAND_MODULES = ("inspect", "hw", "predict", "compare", "measure", "data", "train", "app",
-                   "advise")
+COMMAND_MODULES = ("inspect", "hw", "predict", "compare", "measure", "data", "train", "models",
+                   "app", "advise")
 
 # Each package's user-facing error type; add a package's here when it gains one.
 USER_ERRORS: tuple[type[BaseException], ...] = (ModelImportError, PredictionError,

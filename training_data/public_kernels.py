@@ -1,4 +1,5 @@
-"""Public GPU kernel timings (``../shared/data/gpu_kernels/*.csv.gz``) as tidy tables.
+"""Public GPU kernel timings (``../shared/data/gpu_kernels/*.csv.gz``, or their packaged copy
+``training_data/public/kernels.parquet``) as tidy tables.
 
 Sources (third-party, see the data README; keep source and licence with anything derived):
 NeuSight (MIT, sitar-lab/NeuSight) fp32 ``bmm``/``linear``/``conv2d`` and vector ops on P4, P100,
@@ -29,10 +30,10 @@ and fp32 compute. Conv bwd rows are costed from the forward conv: same FLOPs; bw
 and W and writes dX; bwd_filter reads X and dY and writes dW; their GEMM views are
 (M, N, K) = (N·H·W, C, K_out·R·S) and (K_out, C·R·S, N·Ho·Wo).
 
-``kernel_workload(kernels)`` -> the workload table (``predictor.workload_schema``) of those rows,
+``kernel_workload(kernels)`` -> the workload table (``graph_import.workload_schema``) of those rows,
 same index, with FLOPs/bytes from the project's own cost rules (``graph_import.costs``), GEMM
-dims from ``predictor.gemm_dims`` and ``inner_elems`` (vector rows: H; conv: R·S) from
-``predictor.inner_dims`` — so estimators run on exactly what they see on graphs.
+dims from ``graph_import.costs.gemm_dims`` and ``inner_elems`` (vector rows: H; conv: R·S) from
+``graph_import.costs.inner_dims`` — so estimators run on exactly what they see on graphs.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
 from roofcast.graph_import.types import OpNode, TensorInfo
 from roofcast.graph_import.workload_schema import WORKLOAD_COLUMN_NAMES
+from roofcast.training_data.packed_kernels import (
+    PACKED_DIR,
+    TABLE_FILE,
+    PackedDataError,
+    read_packed,
+)
 
 ENV_VAR = "ROOFCAST_SHARED_DATA"
 KERNEL_FILES = ("neusight_gemm_kernels.csv.gz", "neusight_conv_kernels.csv.gz",
@@ -93,6 +100,8 @@ class KernelTable:
     kernels: pd.DataFrame
     skipped: dict[str, int] = field(default_factory=dict)
     unmapped: dict[str, int] = field(default_factory=dict)
+    origin: str = ""
+    """Where the rows were read: the full files' folder or the packaged table's path."""
 
 
 def shared_data_dir(path: str | Path | None = None) -> Path:
@@ -104,6 +113,17 @@ def shared_data_dir(path: str | Path | None = None) -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def full_files_dir(data_dir: str | Path | None = None) -> Path | None:
+    """The folder ``load_kernels`` reads the full public files from, or None for the packaged
+    copy (``training_data.packed_kernels``): ``data_dir`` or ``$ROOFCAST_SHARED_DATA`` when
+    given (they must hold the files), else ``../shared/data`` beside the checkout when it holds
+    ``gpu_kernels/``, else None. Both give the same rows (the copy is a test-checked snapshot)."""
+    if data_dir is not None or os.environ.get(ENV_VAR):
+        return shared_data_dir(data_dir)
+    beside = shared_data_dir()
+    return beside if (beside / "gpu_kernels").is_dir() else None
 
 
 def _read(folder: Path, name: str) -> pd.DataFrame:
@@ -174,8 +194,11 @@ def _tidy(df: pd.DataFrame, dataset: str) -> pd.DataFrame:
 
 
 def load_kernels(data_dir: str | Path | None = None) -> KernelTable:
-    """All modelled public kernel rows with catalog device ids (see module docstring)."""
-    folder = shared_data_dir(data_dir)
+    """All modelled public kernel rows with catalog device ids (see module docstring), from the
+    full files or the packaged copy (``full_files_dir``)."""
+    folder = full_files_dir(data_dir)
+    if folder is None:
+        return packed_table()
     parts = []
     skipped: dict[str, int] = {}
     for name, dataset in zip(KERNEL_FILES, ("neusight-gemm", "neusight-conv", "neusight-vec",
@@ -198,7 +221,16 @@ def load_kernels(data_dir: str | Path | None = None) -> KernelTable:
         skipped["non-positive or missing latency"] = int(bad_latency.sum())
     kernels = kernels.loc[kernels["device"].notna() & ~bad_latency].reset_index(drop=True)
     kernels["op_type"] = _op_types(kernels)
-    return KernelTable(kernels, skipped, unmapped)
+    return KernelTable(kernels, skipped, unmapped, str(folder))
+
+
+def packed_table() -> KernelTable:
+    """The packaged copy of ``load_kernels``'s table (``training_data.packed_kernels``)."""
+    try:
+        kernels, meta = read_packed()
+    except PackedDataError as exc:
+        raise PublicDataError(str(exc)) from exc
+    return KernelTable(kernels, meta["skipped"], meta["unmapped"], str(PACKED_DIR / TABLE_FILE))
 
 
 def load_unmodelled(data_dir: str | Path | None = None) -> pd.DataFrame:
@@ -357,7 +389,7 @@ def kernel_nodes(kernels: pd.DataFrame) -> pd.Series:
 
 
 def kernel_workload(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Workload rows (``predictor.workload_schema``) for ``kernels``, same index.
+    """Workload rows (``graph_import.workload_schema``) for ``kernels``, same index.
 
     Each distinct shape is costed once by the project's cost rules and reused for every device.
     """

@@ -1,39 +1,33 @@
 """``roofcast train``: fit the learned per-family predictors, validate them, save them.
 
-Sources (``--from``, comma-separated or repeated): ``bundled`` (the bundled CPU dataset),
-``public`` (public GPU kernels: NeuSight, DeepBench), ``store`` (the measurement store,
-``--store PATH``), or a CSV/Parquet FILE of measurement rows. Validation is grouped
-cross-validation: leave-one-device-out for GPU rows, leave-one-model-out for CPU rows. Printed:
-per-family errors (median, p90 and time-weighted median APE) beside the analytical baseline,
-interval coverage, end-to-end errors of whole-model runs, and with ``--holdout-device`` /
-``--holdout-model`` the errors of the final model on the rows kept out of training.
+Sources (``--from``, comma-separated or repeated; default ``bundled,public``): ``bundled`` (the
+bundled CPU dataset), ``public`` (public GPU kernels: NeuSight, DeepBench; their packaged copy
+unless ``$ROOFCAST_SHARED_DATA`` or ``../shared/data`` holds the full files, same rows), ``store``
+(the measurement store, ``--store PATH``), or a CSV/Parquet FILE of measurement rows. Each
+source's row count and where it was read are printed. Validation is grouped cross-validation:
+leave-one-device-out for GPU rows, leave-one-model-out for CPU rows. Printed: per-family errors
+(median, p90 and time-weighted median APE) beside the analytical baseline, interval coverage,
+end-to-end errors of whole-model runs, and with ``--holdout-device`` / ``--holdout-model`` the
+errors of the final model on the rows kept out of training.
 
-The model folder (``--output``, default ``<data dir>/roofcast/learned``) holds XGBoost UBJ
-files plus ``metadata.json``; use it with ``ROOFCAST_LEARNED_MODEL=DIR roofcast predict ...
---estimator learned|auto``.
+Saving: the model is installed as ``--install NAME`` (default ``latest``) in the user's model
+folder and made the active one, which ``predict``/``compare``/``advise --estimator
+learned|auto``, the app and the Python API use from then on (``roofcast models list|use|remove``
+manage them; ``roofcast models use default`` returns to the shipped model). ``--output DIR``
+writes the model folder there instead (plus installs it when ``--install`` is also given); use
+such a folder with ``ROOFCAST_LEARNED_MODEL=DIR``. A model folder holds XGBoost UBJ files plus
+``metadata.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from pathlib import Path
-
-import pandas as pd
 
 from roofcast.app.output import add_format_arg, emit
-from roofcast.predictor.errors import PredictionError
 
-
-def default_output() -> Path:
-    """``$ROOFCAST_DATA_DIR/learned``, else ``$XDG_DATA_HOME`` (or ~/.local/share)/roofcast/learned."""
-    env = os.environ.get("ROOFCAST_DATA_DIR")
-    if env:
-        return Path(env) / "learned"
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "roofcast" / "learned"
+DEFAULT_INSTALL_NAME = "latest"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep this device out of training and report errors on it (repeatable)")
     p.add_argument("--holdout-model", action="append", default=[], metavar="NAME",
                    help="keep this model out of training and report errors on it (repeatable)")
-    p.add_argument("--output", metavar="DIR", help=f"model folder (default {default_output()})")
+    p.add_argument("--install", metavar="NAME",
+                   help=f"install the model under NAME and make it the active one (default "
+                        f"{DEFAULT_INSTALL_NAME!r} unless --output is given)")
+    p.add_argument("--output", metavar="DIR", help="write the model folder to DIR")
     p.add_argument("--no-save", action="store_true", help="validate only, save nothing")
     p.add_argument("--store", metavar="PATH", help="measurement store file for --from store")
     p.add_argument("--cap", type=int, default=None, metavar="N",
@@ -63,7 +60,11 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
+    from roofcast.predictor.learned.installed import check_name, install
     from roofcast.predictor.learned.persistence import save
     from roofcast.predictor.learned.training import (
         evaluate_holdout,
@@ -77,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"roofcast train: {msg}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
+    if args.no_save and (args.install or args.output):
+        raise PredictionError("--no-save saves nothing: drop it, or drop --install/--output")
+    install_name = None if args.no_save else (
+        args.install or (None if args.output else DEFAULT_INSTALL_NAME))
+    if install_name is not None:
+        check_name(install_name)
     sources = _split(args.sources) or ["bundled", "public"]
     devices = _split([args.devices]) if args.devices else None
     cap = args.cap if args.cap is not None else (DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)
@@ -88,25 +95,31 @@ def run(args: argparse.Namespace) -> int:
     result = train(train_ts, quick=args.quick, progress=say,
                    meta={"sources": sources, "command": command, "cap": cap,
                          "holdout_devices": _split(args.holdout_device),
-                         "holdout_models": _split(args.holdout_model)})
+                         "holdout_models": _split(args.holdout_model),
+                         "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                         "source_rows": {u.name: u.rows for u in ts.used},
+                         "source_origins": {u.name: u.origin for u in ts.used}})
     tables = validation_tables(result)
     if not args.per_group:
         tables.pop("per_group", None)
     if held is not None:
         tables.update(evaluate_holdout(result.model, held))
-    extra: dict = {"sources": ",".join(sources), "training_rows": len(train_ts),
+    extra: dict = {"sources": ",".join(sources),
+                   **{f"rows {u.name}": f"{u.rows} from {u.origin}" for u in ts.used},
+                   "training_rows": len(train_ts),
                    "held_out_rows": 0 if held is None else len(held),
                    "data_hash": ts.data_hash[:16], "models": ",".join(sorted(result.model.models))}
-    if not args.no_save:
-        out = save(result.model, args.output or default_output())
-        extra["saved_to"] = str(out)
-        extra["use_with"] = f"ROOFCAST_LEARNED_MODEL={out} roofcast predict ... --estimator auto"
+    if args.output:
+        extra["saved_to"] = str(save(result.model, args.output))
+        extra["use_with"] = (f"ROOFCAST_LEARNED_MODEL={extra['saved_to']} roofcast predict ... "
+                             "--estimator auto")
+    if install_name is not None:
+        extra["installed_as"] = f"{install_name} ({install(result.model, install_name)}), active"
+        extra["use_with"] = ("roofcast predict ... --estimator learned|auto; back to the shipped "
+                             "model: roofcast models use default")
     for i, note in enumerate(result.notes):
         extra[f"note {i + 1}"] = note
     extra["elapsed_s"] = round(time.perf_counter() - t0, 1)
-    emit({k: _round(v) for k, v in tables.items()}, args.format, extra=extra)
+    emit({k: df.round(2) if len(df) else df for k, df in tables.items()}, args.format,
+         extra=extra)
     return 0
-
-
-def _round(df: pd.DataFrame) -> pd.DataFrame:
-    return df.round(2) if len(df) else df

@@ -2,8 +2,9 @@
 
 Sources (``roofcast train --from``):
 
-* ``public``: the public GPU kernels (``training_data.public_kernels``: NeuSight, DeepBench),
-  GPU devices only by default, at most ``cap`` rows per (family, device) drawn at random with a
+* ``public``: the public GPU kernels (``training_data.public_kernels``: NeuSight, DeepBench; the
+  full files when ``$ROOFCAST_SHARED_DATA`` or ``../shared/data`` holds them, else their
+  packaged copy, the same rows), GPU devices only by default, at most ``cap`` rows per (family, device) drawn at random with a
   fixed seed (the full tables hold 270k rows; the cap keeps training within minutes on 2 cores);
 * ``bundled``: the bundled CPU dataset (``training_data/bundled/cpu_measurements.csv.gz``),
   featurized on the device recorded in its ``cpu_metadata.json`` calibration (the machine it was
@@ -19,6 +20,9 @@ dtype when it is a precision, else the run's precision. Rows without costs (NaN 
 without a positive latency are dropped and counted. Each (device, threads) is featurized with
 ``RunConfig(threads=threads_intra)``.
 
+``TrainingSet.used`` records per source the rows it gave and where they were read
+(``roofcast train`` prints it and keeps it in the model's metadata).
+
 CV groups: the device for GPU/accelerator rows (leave-one-device-out), the model for CPU rows
 (leave-one-model-out; microbenchmarks are group ``micro``). ``data_hash`` = sha256 over the
 identity and latency of every row used.
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -46,22 +50,33 @@ DEFAULT_CAP = 1500
 
 
 @dataclass(frozen=True)
+class SourceUse:
+    """One training source as loaded: its name, the rows it gave, where they were read."""
+
+    name: str
+    rows: int
+    origin: str
+
+
+@dataclass(frozen=True)
 class TrainingSet:
     """Featurized rows ``X`` with measured ``y_s``; ``X`` carries ``_group`` (CV group),
-    ``_run`` (run id) and ``_e2e_s`` (end-to-end latency of the run, NaN if unknown)."""
+    ``_run`` (run id) and ``_e2e_s`` (end-to-end latency of the run, NaN if unknown);
+    ``used``: the sources it was loaded from (``load_sources``)."""
 
     X: pd.DataFrame
     y_s: np.ndarray
     source: str
     data_hash: str
     dropped: dict[str, int] = field(default_factory=dict)
+    used: tuple[SourceUse, ...] = ()
 
     def __len__(self) -> int:
         return len(self.X)
 
     def subset(self, mask: np.ndarray) -> TrainingSet:
         return TrainingSet(self.X.loc[mask].copy(), self.y_s[mask], self.source, self.data_hash,
-                           self.dropped)
+                           self.dropped, self.used)
 
 
 def combine(sets: list[TrainingSet]) -> TrainingSet:
@@ -73,7 +88,8 @@ def combine(sets: list[TrainingSet]) -> TrainingSet:
     for s in sets:
         for k, v in s.dropped.items():
             dropped[k] = dropped.get(k, 0) + v
-    return TrainingSet(X, y, "+".join(s.source for s in sets), h, dropped)
+    return TrainingSet(X, y, "+".join(s.source for s in sets), h, dropped,
+                       tuple(u for s in sets for u in s.used))
 
 
 def _hash(frame: pd.DataFrame) -> str:
@@ -96,9 +112,10 @@ def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, 
     from roofcast.training_data.public_kernels import PublicDataError, kernel_workload, load_kernels
 
     try:
-        kernels = load_kernels(data_dir).kernels
+        table = load_kernels(data_dir)
     except PublicDataError as exc:
         raise PredictionError(str(exc)) from exc
+    kernels = table.kernels
     specs = {d: get_device(d) for d in kernels["device"].unique()}
     if devices:
         wanted = {get_device(d).id for d in devices}
@@ -121,7 +138,7 @@ def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, 
     X = pd.concat(parts).loc[kernels.index].reset_index(drop=True)
     y = kernels["latency_s"].to_numpy(float)
     key = kernels[["dataset", "workload", "device", "precision", "direction", "latency_s"]]
-    return TrainingSet(X, y, "public", _hash(key))
+    return TrainingSet(X, y, "public", _hash(key), used=(SourceUse("public", len(y), table.origin),))
 
 
 # ----------------------------------------------------------------------------- tidy rows
@@ -176,9 +193,11 @@ def measurement_workload(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, in
     return out, dropped
 
 
-def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None) -> TrainingSet:
+def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None,
+                    origin: str = "") -> TrainingSet:
     """Tidy measurement rows -> training set; ``specs``: device id -> HardwareSpec overrides
-    (e.g. ``local`` = the calibration recorded with the data)."""
+    (e.g. ``local`` = the calibration recorded with the data); ``origin``: where the rows
+    were read."""
     from roofcast.hw_catalog.catalog import get_device
     from roofcast.predictor.features import featurize
 
@@ -197,7 +216,8 @@ def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None) 
     y = X.pop("_latency_s").to_numpy(float)
     key = rows.loc[work.index, [c for c in ("op_type", "model", "node", "device_id", "run_id",
                                             "threads_intra", "latency_s") if c in rows.columns]]
-    return TrainingSet(X, y, source, _hash(key.astype(str)), dropped)
+    return TrainingSet(X, y, source, _hash(key.astype(str)), dropped,
+                       (SourceUse(source, len(y), origin),))
 
 
 def bundled_spec(meta_path: Path):
@@ -220,7 +240,7 @@ def bundled_set(folder: str | Path | None = None) -> TrainingSet:
         raise PredictionError(f"bundled CPU data not found in {folder} ({BUNDLED_ROWS}, "
                               f"{BUNDLED_META}); build it with python -m roofcast.training_data.bundled.build_dataset")
     rows = pd.read_csv(rows_path, low_memory=False)
-    return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)})
+    return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)}, str(rows_path))
 
 
 def file_set(path: str | Path) -> TrainingSet:
@@ -233,18 +253,19 @@ def file_set(path: str | Path) -> TrainingSet:
     checked = normalize(raw)
     if checked.problems:
         raise PredictionError(format_problems(checked.problems, Path(path).name))
-    return measurement_set(checked.frame, f"file:{Path(path).name}")
+    return measurement_set(checked.frame, f"file:{Path(path).name}", origin=str(path))
 
 
 def store_set(path: str | Path | None = None, devices: list[str] | None = None) -> TrainingSet:
     """Rows of the measurement store (optionally only ``devices``)."""
     from roofcast.training_data.store import Store
 
-    rows = Store(path).read(device=devices) if devices else Store(path).read()
+    store = Store(path)
+    rows = store.read(device=devices) if devices else store.read()
     if rows.empty:
         raise PredictionError("the measurement store holds no rows; add some with `roofcast measure` "
                               "or `roofcast data import`")
-    return measurement_set(rows, "store")
+    return measurement_set(rows, "store", origin=str(store.path))
 
 
 SOURCES: tuple[str, ...] = ("bundled", "public", "store")
@@ -272,8 +293,11 @@ def load_sources(sources: list[str], *, devices: list[str] | None = None,
 
             wanted = {get_device(d).id for d in devices}
             ts = ts.subset(ts.X["device"].isin(wanted).to_numpy())
+            ts = replace(ts, used=tuple(replace(u, rows=len(ts)) for u in ts.used))
         if say:
-            say(f"{src}: {len(ts)} rows" + (f" (dropped {ts.dropped})" if ts.dropped else ""))
+            origin = ts.used[0].origin if ts.used else ""
+            say(f"{src}: {len(ts)} rows from {origin}"
+                + (f" (dropped {ts.dropped})" if ts.dropped else ""))
         sets.append(ts)
     out = sets[0] if len(sets) == 1 else combine(sets)
     if len(out) == 0:

@@ -39,13 +39,18 @@ FIT_DEFAULTS: tuple[str, ...] = ("_group", "_run", "_e2e_s")
 
 
 def model_folder(model_dir: str | Path | None = None) -> Path:
-    """``model_dir``, else ``$ROOFCAST_LEARNED_MODEL``, else the shipped default model."""
+    """``model_dir``, else ``$ROOFCAST_LEARNED_MODEL``, else the active installed model
+    (``installed``: ``roofcast train --install`` / ``roofcast models use``), else the shipped
+    default model."""
+    from roofcast.predictor.learned.installed import active_folder
     from roofcast.predictor.learned.persistence import DEFAULT_DIR
 
     if model_dir is not None:
         return Path(model_dir)
     env = os.environ.get(MODEL_ENV)
-    return Path(env) if env else DEFAULT_DIR
+    if env:
+        return Path(env)
+    return active_folder() or DEFAULT_DIR
 
 
 class LearnedEstimator(Params):

@@ -1,7 +1,9 @@
 """Resolve the MODEL argument of every command: a path to an ONNX file or a zoo model name.
 
 ``--batch N`` is shorthand for ``--dim batch=N`` (the zoo's and the common exporters' name for
-the batch dim); a model that names it otherwise is bound with ``--dim NAME=N``.
+the batch dim); a model that names it otherwise is bound with ``--dim NAME=N``. Without either,
+a model with a ``batch`` dim runs at batch 1. A ``--dim`` name that is none of the model's dims
+is an error listing them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from roofcast.graph_import import import_model
-from roofcast.graph_import.dims import parse_dim_specs
+from roofcast.graph_import.dims import check_dim_names, parse_dim_specs, with_default_batch
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
 from roofcast.training_data import zoo
@@ -45,7 +47,10 @@ def bind_dims(dim_specs: Sequence[str] = (), batch: int | None = None) -> dict[s
 
 
 def load_graph(model: str, dim_specs: Sequence[str] = (), batch: int | None = None) -> Graph:
-    """Import MODEL (path or zoo name) with the user's dim bindings."""
-    dims = bind_dims(dim_specs, batch)
+    """Import MODEL (path or zoo name) with the user's ``dim_specs`` (each name must be one of
+    the model's dims) and ``batch`` (bound where the model has a dim named batch; default 1)."""
     path = resolve_model_path(model)
-    return import_model(path, dims=dims, name=path.stem)
+    graph = import_model(path, dims=with_default_batch(bind_dims(dim_specs, batch)),
+                         name=path.stem)
+    check_dim_names(parse_dim_specs(dim_specs), graph)
+    return graph

@@ -20,11 +20,13 @@ import os
 import sys
 import time
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from roofcast.app.output import add_format_arg, emit
 from roofcast.predictor.errors import PredictionError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def default_output() -> Path:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from roofcast.graph_import.types import Graph
+    from roofcast.predictor.config import RunConfig
     from roofcast.predictor.simulate import Prediction
 
 GIB = 2.0**30
@@ -102,7 +103,7 @@ def graph_source(args: argparse.Namespace, graph: Graph, batch: int):
     return lambda b: graph if b == batch else load_graph(args.model, dims, b)
 
 
-def run_config(args: argparse.Namespace, batch: int):
+def run_config(args: argparse.Namespace, batch: int) -> RunConfig:
     from roofcast.graph_import.dims import parse_dim_specs
     from roofcast.predictor.config import RunConfig
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 
 def _int_at_least(text: str, low: int) -> int:
@@ -42,3 +44,21 @@ def name_list(text: str) -> list[str]:
 def positive_int_list(text: str) -> list[int]:
     """Comma-separated integers >= 1 (``1,8,32``)."""
     return [positive_int(t) for t in comma_items(text, "integers", "1,8,32")]
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """argparse ``type=`` for a name out of a list that lives in a heavy module: ``names()``
+    is called only when a value is given (never while the parser is built or its help printed,
+    which argparse's ``choices=`` would do), and an unknown value is an error listing the
+    names, e.g. ``OneOf(estimator_names, "estimator")``."""
+
+    names: Callable[[], Iterable[str]]
+    what: str
+
+    def __call__(self, text: str) -> str:
+        known = tuple(self.names())
+        if text not in known:
+            raise argparse.ArgumentTypeError(
+                f"unknown {self.what} {text!r}; choose one of: {', '.join(known)}")
+        return text

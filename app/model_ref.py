@@ -2,7 +2,9 @@
 ``roofcast.models.load_model`` (the one place dims are bound).
 
 ``--batch N`` is shorthand for ``--dim batch=N`` (the zoo's and the common exporters' name for
-the batch dim); a model that names it otherwise is bound with ``--dim NAME=N``.
+the batch dim); a model that names it otherwise is bound with ``--dim NAME=N``. Without either,
+a model with a ``batch`` dim runs at batch 1. A ``--dim`` name that is none of the model's dims
+is an error listing them.
 """
 
 from __future__ import annotations

@@ -3,16 +3,28 @@
 A binding key is either a symbolic dim name as written in the model (``batch``) or
 ``input_name:axis`` (axis counted from 0, negative axes count from the end). Values are
 positive integers no larger than ``MAX_DIM``.
+
+``import_model`` ignores a name binding that matches no dim of the model (one ``{"batch": 8,
+"sequence": 128}`` serves every zoo model). Where the names come from a user, call
+``check_dim_names`` on the imported graph: a name that is none of the model's dims (``seq`` for
+``sequence``) is then an error that lists them. ``with_default_batch`` adds the batch size 1
+that a user who binds no batch gets.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from roofcast.graph_import.errors import ModelImportError
 
+if TYPE_CHECKING:
+    from roofcast.graph_import.types import Graph
+
 MAX_DIM = 2**31 - 1  # one dim beyond int32 range is surely a typo
+BATCH_DIM = "batch"  # the zoo's and the common exporters' name of the batch dim
+DEFAULT_BATCH = 1
 
 
 def parse_dim_specs(specs: Iterable[str]) -> dict[str, int]:
@@ -51,6 +63,46 @@ def check_dims(dims: Mapping[str, int]) -> dict[str, int]:
             )
         out[key.strip()] = value
     return out
+
+
+def with_default_batch(dims: Mapping[str, int]) -> dict[str, int]:
+    """``dims`` plus ``batch=DEFAULT_BATCH`` when they bind neither ``batch`` nor any
+    ``INPUT:AXIS`` (which may be the batch axis: a default there would contradict it). A model
+    without a dim named ``batch`` ignores the default."""
+    out = dict(dims)
+    if BATCH_DIM not in out and not any(split_input_axis(k) for k in out):
+        out[BATCH_DIM] = DEFAULT_BATCH
+    return out
+
+
+def model_dim_names(graph: Graph) -> tuple[str, ...]:
+    """The symbolic dim names of an imported model's inputs: those bound at import
+    (``graph.dims``) and those left unbound (``graph.unbound_dims``), ``INPUT:AXIS`` labels of
+    unnamed axes left out."""
+    names = [*graph.dims, *graph.unbound_dims]
+    return tuple(dict.fromkeys(n for n in names if split_input_axis(n) is None
+                               and not n.endswith(":*")))
+
+
+def check_dim_names(dims: Mapping[str, int] | Iterable[str], graph: Graph) -> None:
+    """ModelImportError when a dim name given by the user (``INPUT:AXIS`` keys aside: the import
+    checks those) is none of ``graph``'s symbolic dims; the message lists the model's dims."""
+    known = model_dim_names(graph)
+    values = dims if isinstance(dims, Mapping) else dict.fromkeys(dims)
+    unknown = [k for k in values if split_input_axis(k) is None and k not in known]
+    if not unknown:
+        return
+    given = ", ".join(k if values[k] is None else f"{k}={values[k]}" for k in unknown)
+    if known:
+        what = f"its symbolic dims are: {', '.join(known)}"
+        hint = f"; bind those, e.g. --dim {known[-1]}=N"
+    else:
+        what = "it has no symbolic dims (every input shape is fixed)"
+        hint = ""
+    raise ModelImportError(
+        f"model {graph.name!r} has no dim named {', '.join(map(repr, unknown))} (--dim "
+        f"{given}); {what}{hint}"
+    )
 
 
 def split_input_axis(key: str) -> tuple[str, int] | None:

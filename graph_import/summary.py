@@ -2,20 +2,53 @@
 
 Units in column names: ``gflop`` = 1e9 FLOPs (1 multiply-add = 2 FLOPs), ``mb`` = 1e6 bytes
 (unfused reads + writes), ``intensity_flop_per_byte`` = FLOPs / bytes moved.
+
+Each table is computed as plain rows (``op_rows``, ``op_type_rows``, ``problem_rows``: lists of
+dicts, no pandas, so ``roofcast inspect`` prints without importing it); ``op_table``,
+``by_op_type`` and ``problems_table`` are the same rows as DataFrames.
 """
 
 from __future__ import annotations
 
-import pandas as pd
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from roofcast.graph_import.types import Engine, Graph
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 OP_COLUMNS = ("node", "op_type", "output_shape", "gflop", "mb_moved", "mb_weights",
               "intensity_flop_per_byte", "engine")
+OP_TYPE_COLUMNS = ("op_type", "count", "gflop", "mb_moved", "flop_share")
+PROBLEM_COLUMNS = ("kind", "what", "detail")
 
 
 def op_table(graph: Graph, include_free: bool = False) -> pd.DataFrame:
-    """One row per costed node in topological order (free view ops only if asked)."""
+    """``op_rows`` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(op_rows(graph, include_free), columns=list(OP_COLUMNS))
+
+
+def by_op_type(ops: pd.DataFrame) -> pd.DataFrame:
+    """``op_type_rows`` of an ``op_table`` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(op_type_rows(ops.to_dict("records")), columns=list(OP_TYPE_COLUMNS))
+
+
+def problems_table(graph: Graph, max_unresolved: int | None = None) -> pd.DataFrame:
+    """``problem_rows`` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(problem_rows(graph, max_unresolved), columns=list(PROBLEM_COLUMNS))
+
+
+def op_rows(graph: Graph, include_free: bool = False) -> list[dict[str, Any]]:
+    """One row (``OP_COLUMNS``) per costed node in topological order (free view ops only if
+    asked)."""
     rows = []
     for op in graph.ops():
         if op.cost is None or (op.cost.engine is Engine.FREE and not include_free):
@@ -31,18 +64,24 @@ def op_table(graph: Graph, include_free: bool = False) -> pd.DataFrame:
             "intensity_flop_per_byte": op.cost.intensity_flop_per_byte,
             "engine": str(op.cost.engine),
         })
-    return pd.DataFrame(rows, columns=list(OP_COLUMNS))
+    return rows
 
 
-def by_op_type(ops: pd.DataFrame) -> pd.DataFrame:
-    """Totals per op type, sorted by FLOPs then bytes, with each type's share of the FLOPs."""
-    if ops.empty:
-        return pd.DataFrame(columns=["op_type", "count", "gflop", "mb_moved", "flop_share"])
-    grouped = ops.groupby("op_type", as_index=False).agg(
-        count=("node", "size"), gflop=("gflop", "sum"), mb_moved=("mb_moved", "sum"))
-    total = grouped["gflop"].sum()
-    grouped["flop_share"] = grouped["gflop"] / total if total > 0 else 0.0
-    return grouped.sort_values(["gflop", "mb_moved"], ascending=False, ignore_index=True)
+def op_type_rows(ops: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Totals per op type (``OP_TYPE_COLUMNS``) of ``op_rows``, sorted by FLOPs then bytes (ties
+    by name), with each type's share of the FLOPs: ``flop_share = gflop / sum(gflop)`` (0 when
+    the model does no FLOPs)."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in ops:
+        groups.setdefault(row["op_type"], []).append(row)
+    rows = [{"op_type": op_type, "count": len(members),
+             "gflop": math.fsum(r["gflop"] for r in members),
+             "mb_moved": math.fsum(r["mb_moved"] for r in members)}
+            for op_type, members in sorted(groups.items())]
+    total = math.fsum(r["gflop"] for r in rows)
+    for r in rows:
+        r["flop_share"] = r["gflop"] / total if total > 0 else 0.0
+    return sorted(rows, key=lambda r: (-r["gflop"], -r["mb_moved"]))
 
 
 def totals(graph: Graph) -> dict[str, float | int]:
@@ -77,9 +116,9 @@ def totals(graph: Graph) -> dict[str, float | int]:
     }
 
 
-def problems_table(graph: Graph, max_unresolved: int | None = None) -> pd.DataFrame:
-    """What could not be costed: unsupported op types (with counts) and unresolved nodes
-    (the first ``max_unresolved`` of them, then one row counting the rest)."""
+def problem_rows(graph: Graph, max_unresolved: int | None = None) -> list[dict[str, Any]]:
+    """What could not be costed (``PROBLEM_COLUMNS``): unsupported op types (with counts) and
+    unresolved nodes (the first ``max_unresolved`` of them, then one row counting the rest)."""
     rows = [{"kind": "unsupported op type", "what": op_type, "detail": f"{n} node(s)"}
             for op_type, n in sorted(graph.unsupported.items())]
     unresolved = list(graph.unresolved.items())
@@ -89,4 +128,4 @@ def problems_table(graph: Graph, max_unresolved: int | None = None) -> pd.DataFr
     if len(shown) < len(unresolved):
         rows.append({"kind": "unresolved node", "what": f"... {len(unresolved) - len(shown)} more",
                      "detail": "use --format csv or json for the full list"})
-    return pd.DataFrame(rows, columns=["kind", "what", "detail"])
+    return rows

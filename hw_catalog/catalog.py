@@ -8,8 +8,10 @@
   without vendor words (``"NVIDIA A100-PCIE-40GB"`` has the tokens of ``a100-40gb-pcie``) when
   exactly one device matches. ``get_device`` also takes inline what-if specs
   (``"h100-sxm:mem_bw_GBps=6700"``).
-- An id or name defined twice (anywhere) is an error naming both files. A miss suggests the
-  closest ids. The catalog is cached and reloaded when a device file changes.
+- An id or name defined twice (anywhere) is an error naming both files. A miss suggests ids:
+  first those of the same family (same first name token: ``h100`` -> ``h100-pcie``,
+  ``h100-sxm``), the most similar first, then the closest other ids and names. The catalog is
+  cached and reloaded when a device file changes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ VENDOR_WORDS: frozenset[str] = frozenset({
     "google", "cloud", "apple", "gpu",
 })
 """Tokens ignored by the token-set fallback of name resolution."""
+MAX_SUGGESTIONS = 4  # ids named by an unknown-device error (more when one family has more)
 
 
 def user_dir() -> Path:
@@ -54,6 +57,12 @@ def user_dir() -> Path:
 def normalize_name(name: str) -> str:
     """Lowercase alphanumerics only: ``'Tesla V100-PCIE-32GB'`` -> ``'teslav100pcie32gb'``."""
     return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def family(name: str) -> str:
+    """The first name token that is not a vendor word: ``'NVIDIA H100 PCIe'`` -> ``'h100'``."""
+    tokens = [t for t in re.split(r"[^a-z0-9]+", name.lower()) if t and t not in VENDOR_WORDS]
+    return tokens[0] if tokens else ""
 
 
 def name_tokens(name: str) -> frozenset[str]:
@@ -88,13 +97,15 @@ class Catalog:
 
     def _suggestion(self, name: str) -> str:
         ids = list(self.devices)
-        close = difflib.get_close_matches(name.lower(), ids, n=3, cutoff=0.5)
+        query = name.lower()
+        kin = sorted((i for i in ids if family(i) == family(name)),
+                     key=lambda i: -difflib.SequenceMatcher(None, query, i).ratio())
+        close = difflib.get_close_matches(query, ids, n=3, cutoff=0.5)
         by_name = difflib.get_close_matches(normalize_name(name), list(self.names), n=3,
                                             cutoff=0.6)
-        for n in by_name:
-            if self.names[n] not in close:
-                close.append(self.names[n])
-        hint = f"closest ids: {', '.join(close[:4])}" if close else "no close match"
+        ranked = list(dict.fromkeys([*kin, *close, *(self.names[n] for n in by_name)]))
+        shown = ranked[:max(MAX_SUGGESTIONS, len(kin))]
+        hint = f"closest ids: {', '.join(shown)}" if shown else "no close match"
         return (f"{hint}. `roofcast hw list` shows all {len(ids)} ids; a what-if device is "
                 f"written 'BASE:key=value', e.g. 'h100-sxm:mem_bw_GBps=6700'")
 

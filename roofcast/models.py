@@ -8,8 +8,9 @@ and ``predictor.config.run_config`` takes the run's dims from the imported graph
   of that name wins), the model's bytes, a ``Model`` (re-bound with the given dims) or an
   imported ``Graph`` (used as is: its dims cannot be re-bound);
 * dims: by name (``batch=8``, ``sequence=128``) or, for names that are not Python identifiers,
-  in the positional mapping (``{"input_ids:1": 128}``). ``batch`` defaults to 1; a model with
-  no dim of that name ignores it (``Graph.dims`` lists what the import bound).
+  in the positional mapping (``{"input_ids:1": 128}``). ``batch`` defaults to 1 where the model
+  has a dim of that name; a dim the caller names that the model lacks is an error listing the
+  model's dims (``graph_import.dims.check_dim_names``).
 
 ``Model.at(batch=16)`` re-imports the same source at other dims (the graph source of a sweep,
 a comparison or the advisor).
@@ -23,14 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from roofcast.graph_import import import_model
-from roofcast.graph_import.dims import check_dims
+from roofcast.graph_import.dims import check_dim_names, check_dims, with_default_batch
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
 from roofcast.training_data import zoo
-
-#: dims bound unless the caller gives them (a model without such a dim ignores them).
-DEFAULT_DIMS: Mapping[str, int] = {"batch": 1}
-
 
 @dataclass(frozen=True, eq=False)
 class Model:
@@ -94,14 +91,17 @@ def load_model(source: Any, dims: Mapping[str, int] | None = None, /,
     if isinstance(source, Graph):
         return Model(graph=source, source=None, requested=dict(source.dims),
                      name=source.name).at(given)
-    wanted = {**DEFAULT_DIMS, **given}
+    wanted = with_default_batch(given)
     if isinstance(source, bytes | bytearray):
-        return _import(bytes(source), wanted, "model")
-    if isinstance(source, str | Path):
+        model = _import(bytes(source), wanted, "model")
+    elif isinstance(source, str | Path):
         path = resolve_model_path(source)
-        return _import(path, wanted, path.stem)
-    raise ModelImportError(f"cannot load a model from a {type(source).__name__}: give an .onnx "
-                           "path, a zoo name (roofcast.zoo_models()) or the model's bytes")
+        model = _import(path, wanted, path.stem)
+    else:
+            raise ModelImportError(f"cannot load a model from a {type(source).__name__}: give an "
+                               ".onnx path, a zoo name (roofcast.zoo_models()) or the model's bytes")
+    check_dim_names(given, model.graph)  # a dim the caller named must be one of the model's
+    return model
 
 
 def _import(source: Path | bytes, dims: Mapping[str, int], name: str) -> Model:

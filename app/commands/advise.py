@@ -13,15 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pandas as pd
-
-from roofcast.app.argtypes import name_list, positive_int
-from roofcast.app.model_ref import bind_dims, load_graph, resolve_model_path
-from roofcast.app.output import add_format_arg, emit
-from roofcast.hw_catalog.catalog import get_device
-from roofcast.predictor.advisor import OBJECTIVES, advise, public_table
-from roofcast.predictor.advisor_verify import check_local, verify
+from roofcast.app.argtypes import OneOf, name_list, positive_int
+from roofcast.app.commands.predict import graph_source, load_user_graph
+from roofcast.app.output import add_format_arg, add_top_arg, emit, top_rows
 from roofcast.predictor.config import MODES
+
+
+def objectives() -> tuple[str, ...]:
+    from roofcast.predictor.advisor import OBJECTIVES
+
+    return OBJECTIVES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,10 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
     p.add_argument("--hw", required=True, metavar="ID",
                    help="device id (roofcast hw list); 'local' after `roofcast hw calibrate`")
-    p.add_argument("--objective", choices=OBJECTIVES, default="latency",
-                   help="latency (batch fixed) or throughput (samples/s; batch searched)")
-    p.add_argument("--batch", type=positive_int, default=1, metavar="N",
-                   help="your batch size: the default setting's (and the latency objective's)")
+    p.add_argument("--objective", type=OneOf(objectives, "objective"), default="latency",
+                   metavar="GOAL",
+                   help="latency (batch fixed; the default) or throughput (samples/s; batch "
+                        "searched)")
+    p.add_argument("--batch", type=positive_int, metavar="N",
+                   help="your batch size: the default setting's (and the latency objective's); "
+                        "default 1")
     p.add_argument("--max-batch", type=positive_int, default=64, metavar="N",
                    help="largest batch tried for --objective throughput (default 64)")
     p.add_argument("--precisions", type=name_list, default=None, metavar="P[,P...]",
@@ -45,8 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="bind a symbolic dim other than the batch, e.g. sequence=128")
     p.add_argument("--estimator", default="auto", metavar="NAME",
                    help="predictor (default auto: learned where trained, else time-roofline)")
-    p.add_argument("--top", type=positive_int, default=10, metavar="N",
-                   help="settings to list (the default and the recommendation always shown)")
+    add_top_arg(p, "settings (the default and the recommendation always shown)", default=10)
     p.add_argument("--verify", action="store_true",
                    help="measure the recommended and default settings with ONNX Runtime "
                         "(--hw local only)")
@@ -59,15 +62,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from roofcast.app.model_ref import resolve_model_path
+    from roofcast.hw_catalog.catalog import get_device
+    from roofcast.predictor.advisor import advise, public_table
+    from roofcast.predictor.advisor_verify import check_local, verify
+
     hw = get_device(args.hw)
     if args.verify:
         check_local(hw.id)  # fail before any work
-    dims = {k: v for k, v in bind_dims(args.dim).items() if k != "batch"}
-    dim_specs = [f"{k}={v}" for k, v in dims.items()]
-    advice = advise(lambda b: load_graph(args.model, dim_specs, b), hw, args.objective,
-                    batch=args.batch, max_batch=args.max_batch, precisions=args.precisions,
+    graph, batch = load_user_graph(args)
+    advice = advise(graph_source(args, graph, batch), hw, args.objective,
+                    batch=batch, max_batch=args.max_batch, precisions=args.precisions,
                     modes=(args.mode,), estimator=args.estimator)
-    tables = {"settings": public_table(advice, args.top if args.format == "table" else None),
+    tables = {"settings": public_table(advice, top_rows(args)),
               "reasons": pd.DataFrame({"reason": list(advice.reasons)})}
     extra = {"model": advice.model, "device": advice.device, "objective": advice.objective,
              "estimator": advice.estimator, "default": advice.default.label(),

@@ -10,24 +10,16 @@ devices; the app's Compare page calls the same function).
 from __future__ import annotations
 
 import argparse
-import functools
 import math
-
-import pandas as pd
 
 from roofcast.app.commands.predict import (
     GIB,
     add_run_args,
-    check_estimator,
-    dim_specs_without_batch,
-    run_batch,
+    graph_source,
+    load_user_graph,
     run_config,
 )
-from roofcast.app.model_ref import load_graph
 from roofcast.app.output import add_format_arg, emit
-from roofcast.predictor.compare import compare_devices
-from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.sweep import NOTE_SEP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,18 +46,24 @@ def split_devices(text: str) -> list[str]:
         else:
             out.append(part)
     if not out:
+        from roofcast.predictor.errors import PredictionError
+
         raise PredictionError("--hw lists no device; give ids like --hw a100-40gb-sxm,h100-sxm")
     return out
 
 
 def run(args: argparse.Namespace) -> int:
-    estimator = check_estimator(args.estimator)
-    batch = run_batch(args)
-    dims = dim_specs_without_batch(args)
-    graph_at = functools.cache(lambda b: load_graph(args.model, dims, b))
-    config = run_config(args, graph_at(batch))
-    df = compare_devices(graph_at, split_devices(args.hw), config, estimator, baseline=args.baseline,
-                         allow_incomplete=args.allow_incomplete)
+    import pandas as pd
+
+    from roofcast.predictor.compare import compare_devices
+    from roofcast.predictor.sweep import NOTE_SEP
+
+    devices = split_devices(args.hw)
+    estimator = args.estimator
+    graph, batch = load_user_graph(args)
+    config = run_config(args, graph)
+    df = compare_devices(graph_source(args, graph, batch), devices, config, estimator,
+                         baseline=args.baseline, allow_incomplete=args.allow_incomplete)
     table = pd.DataFrame({
         "device": df["device"], "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
         "throughput_per_s": df["throughput_samples_per_s"],

@@ -7,11 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+from roofcast.app.argtypes import OneOf
+from roofcast.app.output import Table, add_format_arg, emit
 
-from roofcast.app.output import add_format_arg, emit
-from roofcast.training_data.importers import PUBLIC_DATASETS, import_file, import_public
-from roofcast.training_data.store import Store, default_path
+
+def public_datasets() -> tuple[str, ...]:
+    from roofcast.training_data.importers import PUBLIC_DATASETS
+
+    return tuple(PUBLIC_DATASETS)
 
 LIST_COLUMNS = ("device_id", "op_type", "family", "dtype", "direction", "input_shapes", "batch",
                 "threads_intra", "latency_s", "run_id", "source")
@@ -50,8 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(rows counted as duplicates).")
     what = p_imp.add_mutually_exclusive_group(required=True)
     what.add_argument("file", nargs="?", type=Path, metavar="FILE", help="CSV or Parquet file")
-    what.add_argument("--public", choices=list(PUBLIC_DATASETS), metavar="NAME",
-                      help=f"public dataset: {' | '.join(PUBLIC_DATASETS)}")
+    what.add_argument("--public", type=OneOf(public_datasets, "public dataset"),
+                      metavar="NAME",
+                      help="public dataset: neusight, deepbench or all (an unknown name lists "
+                           "them)")
     p_imp.add_argument("--data-dir", type=Path, metavar="DIR",
                        help="folder holding gpu_kernels/ (default: $ROOFCAST_SHARED_DATA or "
                             "../shared/data beside the checkout)")
@@ -62,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, metavar="PATH",
-                   help=f"store file (default: {default_path()})")
+                   help="store file (default: $ROOFCAST_DATA_DIR/measurements.sqlite, else "
+                        "<XDG data dir>/roofcast/measurements.sqlite; `roofcast data stats` "
+                        "prints it)")
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -80,6 +87,8 @@ def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from roofcast.training_data.store import Store
+
     store = Store(args.store)
     limit = None if args.limit <= 0 else args.limit
     df = store.read(**_filter_kwargs(args), limit=limit)
@@ -90,6 +99,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
+    from roofcast.training_data.store import Store
+
     store = Store(args.store)
     stats = store.stats()
     emit({"stats": stats}, args.format, extra={"store": str(store.path), "rows": store.count()})
@@ -97,6 +108,8 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from roofcast.training_data.store import Store
+
     store = Store(args.store)
     n = store.export(args.file, **_filter_kwargs(args))
     print(f"wrote {n} rows to {args.file}")
@@ -104,6 +117,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from roofcast.training_data.importers import import_file, import_public
+    from roofcast.training_data.store import Store
+
     store = Store(args.store)
     if args.public:
         print(f"importing public dataset {args.public} (1-2 minutes for 'all')...",
@@ -111,12 +127,12 @@ def run_import(args: argparse.Namespace) -> int:
         report = import_public(args.public, store, args.data_dir)
     else:
         report = import_file(args.file, store)
-    lost = pd.DataFrame(sorted(report.not_imported.items()), columns=["reason", "rows"])
+    lost = Table(("reason", "rows"), tuple(sorted(report.not_imported.items())))
     tables = {"rows_per_device": report.per_device}
-    if len(lost):
+    if lost.rows:
         tables["not_imported"] = lost
     emit(tables, args.format, extra={
         "imported": report.name, "store": str(store.path), "rows_read": report.rows_read,
         "added": report.added, "duplicates": report.duplicates,
-        "not_imported": int(lost["rows"].sum()) if len(lost) else 0})
+        "not_imported": sum(int(n) for _, n in lost.rows)})
     return 0

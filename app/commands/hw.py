@@ -7,9 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from roofcast.app.output import add_format_arg, emit
+from roofcast.app.output import Table, add_format_arg, emit
 from roofcast.hw_catalog import HardwareSpec, get_device, list_devices, user_dir
 from roofcast.hw_catalog.schema import FIELDS, KINDS, get_path, spec_to_doc
 
@@ -48,7 +46,11 @@ def _tera(spec: HardwareSpec, engine: str, dtype: str) -> float | None:
     return None if value is None else value / 1e12
 
 
-def list_table(specs: list[HardwareSpec]) -> pd.DataFrame:
+LIST_COLUMNS = ("id", "name", "kind", "matrix_fp16_TFLOPs", "matrix_bf16_TFLOPs",
+                "vector_fp32_TFLOPs", "mem_GB", "bw_GBps", "l2_MB", "tdp_W", "price_USD", "source")
+
+
+def list_table(specs: list[HardwareSpec]) -> Table:
     """One row per device; peaks are exact entries (blank when the device lacks the unit)."""
     rows = [{
         "id": s.id, "name": s.name, "kind": s.kind,
@@ -59,9 +61,7 @@ def list_table(specs: list[HardwareSpec]) -> pd.DataFrame:
         "l2_MB": s.l2_bytes / 2**20, "tdp_W": s.tdp_W, "price_USD": s.price_usd,
         "source": s.origin,
     } for s in specs]
-    return pd.DataFrame(rows, columns=[
-        "id", "name", "kind", "matrix_fp16_TFLOPs", "matrix_bf16_TFLOPs", "vector_fp32_TFLOPs",
-        "mem_GB", "bw_GBps", "l2_MB", "tdp_W", "price_USD", "source"])
+    return Table.from_records(rows, LIST_COLUMNS)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -71,7 +71,7 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def show_tables(spec: HardwareSpec) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+def show_tables(spec: HardwareSpec) -> tuple[dict[str, Table], dict[str, Any]]:
     """Tables of ``hw show``: figures (key, value, unit), peaks, sources; extra scalars."""
     doc = spec_to_doc(spec)
     fields = [{"key": f.dotted, "value": get_path(doc, f.path), "unit": f.unit}
@@ -82,10 +82,11 @@ def show_tables(spec: HardwareSpec) -> tuple[dict[str, pd.DataFrame], dict[str, 
               "ridge_flop_per_byte": v / spec.mem_bw_Bps}
              for (e, d), v in spec.peak_flops.items()]
     tables = {
-        "figures": pd.DataFrame(fields, columns=["key", "value", "unit"]).astype({"value": str}),
-        "peaks": pd.DataFrame(peaks, columns=["engine", "dtype", "peak_TOPS",
-                                              "ridge_flop_per_byte"]),
-        "sources": pd.DataFrame({"source": list(spec.sources)}),
+        "figures": Table.from_records([{**f, "value": str(f["value"])} for f in fields],
+                                      ("key", "value", "unit")),
+        "peaks": Table.from_records(peaks, ("engine", "dtype", "peak_TOPS",
+                                            "ridge_flop_per_byte")),
+        "sources": Table(("source",), tuple((src,) for src in spec.sources)),
     }
     extra: dict[str, Any] = {"id": spec.id, "name": spec.name, "origin": spec.origin}
     if spec.aliases:
@@ -99,15 +100,15 @@ def show_tables(spec: HardwareSpec) -> tuple[dict[str, pd.DataFrame], dict[str, 
     bw = spec.calibration.get("bandwidth") if spec.calibration else None
     if bw:
         curve_key = next(k for k in bw if k.startswith("GBps_") and k != "GBps_1thread")
-        tables["bandwidth_curve"] = pd.DataFrame({
-            "working_set_KiB": list(bw["working_set_KiB"]),
-            "GBps_1thread": list(bw["GBps_1thread"]), curve_key: list(bw[curve_key])})
+        tables["bandwidth_curve"] = Table(
+            ("working_set_KiB", "GBps_1thread", curve_key),
+            tuple(zip(bw["working_set_KiB"], bw["GBps_1thread"], bw[curve_key], strict=True)))
         tables["gemm_curve"] = gemm_table(spec.calibration["gemm"])
         extra["calibrated"] = spec.calibration.get("date", "")
     return tables, extra
 
 
-def gemm_table(gemm: Any) -> pd.DataFrame:
+def gemm_table(gemm: Any) -> Table:
     """threads x dtype achieved GFLOP/s (GOP/s for int8) from a ``[calibration.gemm]`` table."""
     rows = []
     for dtype, g in gemm.items():
@@ -117,7 +118,7 @@ def gemm_table(gemm: Any) -> pd.DataFrame:
             continue
         for t, v in zip(g["threads"], g["GFLOPs"], strict=True):
             rows.append({"dtype": dtype, "threads": t, "GFLOPs": v, "note": ""})
-    return pd.DataFrame(rows, columns=["dtype", "threads", "GFLOPs", "note"])
+    return Table.from_records(rows, ("dtype", "threads", "GFLOPs", "note"))
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -137,7 +138,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     doc = run_calibration(quick=args.quick, progress=progress)
     path = write_local(doc, out)
     cal = doc["calibration"]
-    summary = pd.DataFrame([
+    summary = Table.from_records([
         {"figure": "fp32 GEMM (best over 1..N threads)",
          "value": doc["peak_TOPS"]["matrix"]["fp32"] * 1e3,
          "unit": "GFLOP/s"},
@@ -150,7 +151,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         *([{"figure": "CPU share used by other processes meanwhile",
             "value": cal["other_processes_cpu_share"], "unit": "fraction"}]
           if "other_processes_cpu_share" in cal else []),
-    ])
+    ], ("figure", "value", "unit"))
     emit({"summary": summary, "gemm": gemm_table(cal["gemm"])}, args.format,
          extra={"cpu": cal["cpu_model"], "written": str(path), "duration_s": cal["duration_s"]})
     return 0

@@ -1,14 +1,18 @@
-"""``roofcast inspect MODEL``: the per-operator account of the work a model does."""
+"""``roofcast inspect MODEL``: the per-operator account of the work a model does.
+
+Batch 1 unless told (``--batch N``) where the model has a ``batch`` dim; other symbolic dims are
+bound with ``--dim NAME=N``. The per-op table lists the 15 largest ops by default (``--top N``;
+``--top 0``: all).
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from roofcast.app.argtypes import positive_int
-from roofcast.app.model_ref import load_graph
-from roofcast.app.output import add_format_arg, emit
-from roofcast.graph_import import summary
+from roofcast.app.output import Table, add_format_arg, add_top_arg, emit, top_rows
 
 SORT_KEYS = {"order": None, "flops": "gflop", "bytes": "mb_moved", "intensity":
              "intensity_flop_per_byte"}
@@ -19,9 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="bind a symbolic dim: batch=8, or INPUT:AXIS=N (repeatable)")
-    p.add_argument("--batch", type=positive_int, help="shorthand for --dim batch=N")
-    p.add_argument("--top", type=positive_int, metavar="N", help="show only the N largest ops")
+                   help="bind a symbolic dim of the model: sequence=128, or INPUT:AXIS=N "
+                        "(repeatable; a name the model lacks is an error listing its dims)")
+    p.add_argument("--batch", type=positive_int, metavar="N",
+                   help="batch size (shorthand for --dim batch=N; default 1)")
+    add_top_arg(p, "ops (in --sort order)")
     p.add_argument("--sort", choices=tuple(SORT_KEYS), default="flops",
                    help="order of the per-op table (default: flops)")
     add_format_arg(p)
@@ -29,19 +35,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_graph(args.model, args.dim, args.batch)
-    all_ops = summary.op_table(graph)
+    from roofcast.app.commands.predict import user_dim_specs
+    from roofcast.app.model_ref import load_graph
+    from roofcast.graph_import import summary
+
+    graph = load_graph(args.model, user_dim_specs(args))
+    all_ops = summary.op_rows(graph)
     ops = all_ops
     key = SORT_KEYS[args.sort]
     if key is not None:
-        ops = ops.sort_values(key, ascending=False, kind="stable", ignore_index=True)
-    if args.top:
-        ops = ops.head(args.top)
-    tables = {"ops": ops, "by_op_type": summary.by_op_type(all_ops)}
-    problems = summary.problems_table(
-        graph, max_unresolved=10 if args.format == "table" else None)
-    if not problems.empty:
-        tables["problems"] = problems
+        ops = sorted(ops, key=lambda r: _descending(r[key]))
+    tables = {
+        "ops": Table.from_records(ops, summary.OP_COLUMNS).head(top_rows(args)),
+        "by_op_type": Table.from_records(summary.op_type_rows(all_ops), summary.OP_TYPE_COLUMNS),
+    }
+    problems = summary.problem_rows(graph, max_unresolved=10 if args.format == "table" else None)
+    if problems:
+        tables["problems"] = Table.from_records(problems, summary.PROBLEM_COLUMNS)
     extra = {"model": graph.name, "dims": dict(graph.dims), **summary.totals(graph)}
     if graph.unbound_dims:
         extra["unbound_dims"] = list(graph.unbound_dims)
@@ -51,3 +61,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"roofcast inspect: note: symbolic dims not bound: {', '.join(graph.unbound_dims)}; "
               f"their nodes are unresolved. Bind them, e.g. {hint}", file=sys.stderr)
     return 0
+
+
+def _descending(value: float) -> tuple[bool, float]:
+    """Sort key: largest first, NaN last (as pandas' sort_values)."""
+    return (math.isnan(value), -value if not math.isnan(value) else 0.0)

@@ -2,7 +2,7 @@
 
 Runs the model with ONNX Runtime on random inputs (random weights in place of a weightless
 model's absent data), profiler on, for every combination of ``--batch``, ``--threads`` and
-``--inter-op-threads``; maps fused kernels back to the graph nodes they cover; prints a summary
+``--inter-op-threads`` (batch 1 unless told, where the model has a ``batch`` dim); maps fused kernels back to the graph nodes they cover; prints a summary
 per config (end-to-end median, sum of per-op times, joined fraction) and the slowest ops; and
 saves the tidy rows to the measurement store (``--store PATH``; default: the user's store) or a
 file (``--output rows.csv|.csv.gz|.parquet``). ``--no-save`` only prints.
@@ -14,13 +14,14 @@ import argparse
 import itertools
 import sys
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from roofcast.app.argtypes import nonnegative_int, positive_int, positive_int_list
-from roofcast.app.model_ref import bind_dims, resolve_model_path
-from roofcast.app.output import add_format_arg, emit
+from roofcast.app.output import Table, add_format_arg, add_top_arg, emit, top_rows
 from roofcast.training_data.errors import MeasurementError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 DEVICES = ("cpu", "cuda")
@@ -41,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim: sequence=128, or INPUT:AXIS=N (repeatable)")
     p.add_argument("--batch", type=positive_int_list, default=None, metavar="B[,B...]",
-                   help="batch sizes to measure, e.g. 1,8,32 (binds the dim named batch)")
+                   help="batch sizes to measure, e.g. 1,8,32 (binds the dim named batch; "
+                        "default 1)")
     p.add_argument("--threads", type=positive_int_list, default=[1], metavar="T[,T...]",
                    help="intra-op thread counts (default 1)")
     p.add_argument("--inter-op-threads", type=positive_int_list, default=[1], metavar="T[,T...]",
@@ -60,8 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     save.add_argument("--output", type=Path, metavar="FILE",
                       help="write the rows to FILE (.csv, .csv.gz or .parquet) instead")
     save.add_argument("--no-save", action="store_true", help="print only, save nothing")
-    p.add_argument("--top", type=positive_int, default=15, metavar="N",
-                   help="slowest ops to list (table format; default 15)")
+    add_top_arg(p, "ops")
     add_format_arg(p)
     p.set_defaults(func=run)
 
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     saved = _save(args, rows)
     tables = {"summary": summary}
     if len(rows):
-        tables["slowest_ops"] = _ops_table(rows, args.top if args.format == "table" else None)
+        tables["slowest_ops"] = Table.of(_ops_table(rows, None)).head(top_rows(args))
     emit(tables, args.format, extra={"rows": len(rows), **({"saved": saved} if saved else {})})
     if saved:
         print(f"roofcast measure: {saved}", file=sys.stderr)
@@ -96,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _model(args: argparse.Namespace, configs, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
+    import pandas as pd
+
+    from roofcast.app.model_ref import bind_dims, resolve_model_path
+    from roofcast.graph_import.dims import check_dim_names, with_default_batch
     from roofcast.training_data.collectors.ort_cpu import measure_prepared, prepare
 
     path = resolve_model_path(args.model)
@@ -104,7 +109,8 @@ def _model(args: argparse.Namespace, configs, progress) -> tuple[pd.DataFrame, p
     frames, summaries = [], []
     for batch in batches:
         dims = bind_dims(args.dim, batch)
-        prep = prepare(path, dims, name=name, seed=args.seed)
+        prep = prepare(path, with_default_batch(dims), name=name, seed=args.seed)
+        check_dim_names(dims, prep.graph)
         for cfg in configs:
             m = _measure(prep, cfg, measure_prepared)
             frames.append(m.rows)
@@ -143,6 +149,8 @@ def _micro(args: argparse.Namespace, configs, progress) -> tuple[pd.DataFrame, p
 
 
 def _ops_table(rows: pd.DataFrame, top: int | None) -> pd.DataFrame:
+    import pandas as pd
+
     ops = rows.sort_values("latency_s", ascending=False, kind="stable")
     if top:
         ops = ops.head(top)

@@ -11,32 +11,30 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-
-import pandas as pd
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from roofcast.app.argtypes import positive_int
-from roofcast.app.model_ref import load_graph
-from roofcast.app.output import add_format_arg, emit
-from roofcast.graph_import.dims import parse_dim_specs
-from roofcast.graph_import.types import Graph
-from roofcast.hw_catalog.catalog import get_device
-from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS, RunConfig
-from roofcast.predictor.config import run_config as config_for
-from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import ESTIMATORS, LEARNED_NAMES
-from roofcast.predictor.memory import max_batch_that_fits
-from roofcast.predictor.simulate import Prediction, predict_graph
+from roofcast.app.output import Table, add_format_arg, add_top_arg, emit, top_rows
+from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 
-#: estimator names that belong to the learned predictors (issue 6, predictor.learned).
-LEARNED_ESTIMATORS: tuple[str, ...] = LEARNED_NAMES
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from roofcast.graph_import.types import Graph
+    from roofcast.predictor.config import RunConfig
+    from roofcast.predictor.simulate import Prediction
+
 GIB = 2.0**30
+DEFAULT_ESTIMATOR = "time-roofline"
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
     """Options shared by predict and compare: dims, precision, mode, threads, ..."""
     p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="bind a symbolic dim: seq=128, or INPUT:AXIS=N (repeatable)")
+                   help="bind a symbolic dim of the model: sequence=128, or INPUT:AXIS=N "
+                        "(repeatable; a name the model lacks is an error listing its dims)")
     p.add_argument("--batch", type=positive_int, metavar="N",
                    help="batch size (shorthand for --dim batch=N; default 1)")
     p.add_argument("--precision", default="fp32", metavar="P",
@@ -51,8 +49,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="let independent ops run concurrently (critical-path time)")
     p.add_argument("--fusion", action="store_true",
                    help="fuse elementwise/activation/normalisation chains into their producer")
-    p.add_argument("--estimator", default="time-roofline", metavar="NAME",
-                   help=f"{'|'.join((*ESTIMATORS, *LEARNED_ESTIMATORS))} (default time-roofline)")
+    p.add_argument("--estimator", default=DEFAULT_ESTIMATOR, metavar="NAME",
+                   help=f"per-op estimator: analytical ({DEFAULT_ESTIMATOR}, the default, "
+                        "roofline, ...) or learned/auto (an unknown name lists them all)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="predict even when some ops have no cost (their time is left out)")
 
@@ -63,26 +62,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_args(p)
     p.add_argument("--hw", required=True, metavar="ID",
                    help="device id, name or what-if spec BASE:key=value,... (roofcast hw list)")
-    p.add_argument("--top", type=positive_int, metavar="N", help="show only the N slowest kernels")
+    add_top_arg(p, "kernels")
     p.add_argument("--max-batch", action="store_true",
                    help="also find the largest batch that fits the device memory (re-imports)")
     add_format_arg(p)
     p.set_defaults(func=run)
 
 
-def check_estimator(name: str) -> str:
-    """The estimator name, or PredictionError for an unknown one."""
-    if name not in ESTIMATORS and name not in LEARNED_ESTIMATORS:
-        raise PredictionError(f"unknown estimator {name!r}; choose one of: "
-                              f"{', '.join((*ESTIMATORS, *LEARNED_ESTIMATORS))}")
-    return name
+def user_dim_specs(args: argparse.Namespace) -> list[str]:
+    """The --dim specs plus ``batch=N`` for an explicit --batch: the bindings the user asked
+    for, each of which must name a dim of the model."""
+    from roofcast.app.model_ref import bind_dims
 
-
-def run_batch(args: argparse.Namespace) -> int:
-    """--batch, else the batch of --dim batch=N, else 1."""
-    if args.batch is not None:
-        return args.batch
-    return int(parse_dim_specs(args.dim).get("batch", 1))
+    bind_dims(args.dim, args.batch)  # --batch against --dim batch=: one value
+    batch = [] if args.batch is None else [f"batch={args.batch}"]
+    return [*args.dim, *batch]
 
 
 def dim_specs_without_batch(args: argparse.Namespace) -> list[str]:
@@ -90,13 +84,37 @@ def dim_specs_without_batch(args: argparse.Namespace) -> list[str]:
     return [s for s in args.dim if s.split("=", 1)[0].strip() != "batch"]
 
 
+def load_user_graph(args: argparse.Namespace) -> tuple[Graph, int]:
+    """The model with the user's dims (batch 1 unless told), and its batch: the bound
+    ``batch`` dim, 1 for a model without one."""
+    from roofcast.app.model_ref import load_graph
+    from roofcast.graph_import.dims import BATCH_DIM, DEFAULT_BATCH
+
+    graph = load_graph(args.model, user_dim_specs(args))
+    return graph, int(graph.dims.get(BATCH_DIM, DEFAULT_BATCH))
+
+
+def graph_source(args: argparse.Namespace, graph: Graph, batch: int):
+    """``batch -> Graph`` for the library's batch searches: ``graph`` itself at its own batch,
+    else the model re-imported at the asked batch."""
+    from roofcast.app.model_ref import load_graph
+
+    dims = dim_specs_without_batch(args)
+    return lambda b: graph if b == batch else load_graph(args.model, dims, b)
+
+
 def run_config(args: argparse.Namespace, graph: Graph) -> RunConfig:
     """The run's RunConfig: dims from the imported graph (``predictor.config.run_config``)."""
+    from roofcast.predictor.config import run_config as config_for
+
     return config_for(graph, precision=args.precision, mode=args.mode, threads=args.threads,
                       inter_op=args.inter_op, fusion=args.fusion, optimizer=args.optimizer)
 
 
 def op_table(pred: Prediction, top: int | None) -> pd.DataFrame:
+    """One row per kernel, slowest first; ``top``: only the N slowest."""
+    import pandas as pd
+
     df = pred.per_op
     total = pred.total_s
     out = pd.DataFrame({
@@ -118,6 +136,8 @@ def op_table(pred: Prediction, top: int | None) -> pd.DataFrame:
 
 
 def breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame({
         df.columns[0]: df.iloc[:, 0], "time_ms": df["time_s"] * 1e3, "share": df["share"],
         "kernels": df["kernels"], "gflop": df["flops"] / 1e9, "mb_moved": df["bytes"] / 1e6,
@@ -126,6 +146,8 @@ def breakdown_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def critical_path_table(pred: Prediction, top: int | None) -> pd.DataFrame:
     """The kernels on the critical path (inter-op), in execution order; ``top``: the slowest N."""
+    import pandas as pd
+
     df = pred.per_op
     phase_of = {"F": "forward", "B": "backward", "U": "update"}
     time_of = df.groupby(["phase", "node"])["time_s"].sum()
@@ -142,6 +164,8 @@ def critical_path_table(pred: Prediction, top: int | None) -> pd.DataFrame:
 
 
 def memory_table(pred: Prediction, hw) -> pd.DataFrame:
+    import pandas as pd
+
     m = pred.memory
     parts = [("weights", m.weights_bytes), ("activations (peak)", m.peak_activation_bytes),
              ("gradients", m.gradient_bytes), ("optimizer state", m.optimizer_state_bytes),
@@ -152,22 +176,28 @@ def memory_table(pred: Prediction, hw) -> pd.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
-    estimator = check_estimator(args.estimator)
-    batch = run_batch(args)
+    from roofcast.hw_catalog.catalog import get_device
+    from roofcast.predictor.estimators import LEARNED_NAMES
+    from roofcast.predictor.memory import max_batch_that_fits
+    from roofcast.predictor.simulate import predict_graph
+
     hw = get_device(args.hw)
-    dims = dim_specs_without_batch(args)
-    graph = load_graph(args.model, dims, batch)
+    graph, batch = load_user_graph(args)
     config = run_config(args, graph)
+    estimator = args.estimator
     pred = predict_graph(graph, hw, config, estimator, allow_incomplete=args.allow_incomplete)
+    top = top_rows(args)
     tables = {
-        "ops": op_table(pred, args.top),
+        "ops": Table.of(op_table(pred, None)).head(top),
         "by_op_type": breakdown_table(pred.by_op_type),
         "by_bound": breakdown_table(pred.by_bound),
         "by_phase": breakdown_table(pred.by_phase),
         "memory": memory_table(pred, hw),
     }
     if pred.critical_path:
-        tables["critical_path"] = critical_path_table(pred, args.top)
+        full, shown = critical_path_table(pred, None), Table.of(critical_path_table(pred, top))
+        tables["critical_path"] = (replace(shown, total_rows=len(full))
+                                   if len(shown.rows) < len(full) else shown)
     extra: dict = {
         "model": graph.name, "device": hw.id, "dims": dict(graph.dims), "batch": batch,
         "precision": config.precision, "mode": config.mode, "estimator": estimator,
@@ -181,15 +211,15 @@ def run(args: argparse.Namespace) -> int:
     }
     if config.mode == "train":
         extra["optimizer"] = config.optimizer
-    if estimator in LEARNED_ESTIMATORS:
+    if estimator in LEARNED_NAMES:
         s = pred.summary  # the learned estimator's end-to-end summary (same model as the ops)
         extra.update({"e2e_estimate_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,
                       "e2e_upper_ms": s["e2e_upper_s"] * 1e3, "interval": s["interval_method"],
                       "ops_learned": s["ops_learned"], "ops_analytical": s["ops_analytical"],
                       "out_of_distribution": s["ood"], "ood_reason": s["ood_reason"]})
     if args.max_batch:
-        mb = max_batch_that_fits(lambda b: load_graph(args.model, dims, b), hw, config)
-        extra["max_batch_that_fits"] = mb
+        extra["max_batch_that_fits"] = max_batch_that_fits(graph_source(args, graph, batch), hw,
+                                                           config)
     if args.format != "table":
         extra["notes"] = list(pred.notes)
     emit(tables, args.format, extra={k: _plain(v) for k, v in extra.items()})

@@ -24,10 +24,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from roofcast.app.output import add_format_arg, emit
 
 DEFAULT_INSTALL_NAME = "latest"
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -14,8 +14,8 @@ from roofcast.graph_import.types import Engine
 from roofcast.training_data import zoo
 
 
-def _tiny_model(path, dim="batch"):
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim, 64])
+def _tiny_model(path, batch_dim="batch"):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch_dim, 64])
     w = helper.make_tensor("w", TensorProto.FLOAT, [64, 32], [0.0] * (64 * 32))
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Relu", ["y"], ["z"])]
     out = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
@@ -52,12 +52,47 @@ def test_table_top_and_csv(tmp_path, capsys):
 
 
 def test_unbound_dim_is_named_with_a_hint(tmp_path, capsys):
-    path = _tiny_model(tmp_path / "tiny.onnx", dim="rows")  # batch is bound to 1 by default
+    path = _tiny_model(tmp_path / "tiny.onnx", batch_dim="n")
     assert main(["inspect", str(path)]) == 0
     captured = capsys.readouterr()
     assert "unresolved node" in captured.out
-    assert "symbolic dims not bound: rows" in captured.err
-    assert "--dim rows=N" in captured.err
+    assert "symbolic dims not bound: n" in captured.err
+    assert "--dim n=N" in captured.err
+
+
+def test_batch_defaults_to_1(capsys):
+    """Without --batch a model with a batch dim is inspected at batch 1, nothing unresolved."""
+    assert main(["inspect", "resnet50", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["dims"] == {"batch": 1}
+    assert doc["unresolved_nodes"] == 0
+    one = totals(import_model(zoo.model_path("resnet50"), dims={"batch": 1}))
+    assert doc["gflop"] == pytest.approx(one["gflop"])
+
+
+def test_table_shows_15_largest_ops_by_default(capsys):
+    assert main(["inspect", "resnet50"]) == 0
+    out = capsys.readouterr().out
+    ops = out.split("== ops ==\n")[1].split("\n\n")[0].splitlines()
+    assert len(ops) == 1 + 15 + 1  # header, 15 rows, the count line
+    assert ops[-1] == "(15 of 121 rows; --top 0 shows all)"
+    assert main(["inspect", "resnet50", "--top", "0"]) == 0
+    ops = capsys.readouterr().out.split("== ops ==\n")[1].split("\n\n")[0].splitlines()
+    assert len(ops) == 1 + 121
+
+
+def test_dim_name_the_model_lacks_is_an_error_listing_its_dims(tmp_path, capsys):
+    assert main(["inspect", "gpt2", "--dim", "seq=128"]) == 2
+    err = capsys.readouterr().err
+    assert "has no dim named 'seq'" in err
+    assert "its symbolic dims are: batch, sequence" in err
+    assert err.count("\n") == 1
+    # an explicit --batch on a model whose batch dim has another name is an error too
+    path = _tiny_model(tmp_path / "tiny.onnx", batch_dim="n")
+    assert main(["inspect", str(path), "--batch", "4"]) == 2
+    assert "its symbolic dims are: n" in capsys.readouterr().err
+    assert main(["inspect", str(path), "--dim", "n=4"]) == 0  # no batch dim: no default
+    assert "'n': 4" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,17 @@
-"""--dim spec parsing."""
+"""--dim spec parsing, the default batch, and dim names checked against the model."""
 
 import pytest
+from onnx import TensorProto, helper
 
-from roofcast.graph_import.dims import MAX_DIM, parse_dim_specs, split_input_axis
+from roofcast.graph_import import import_model
+from roofcast.graph_import.dims import (
+    MAX_DIM,
+    check_dim_names,
+    model_dim_names,
+    parse_dim_specs,
+    split_input_axis,
+    with_default_batch,
+)
 from roofcast.graph_import.errors import ModelImportError
 
 
@@ -40,3 +49,49 @@ def test_same_key_twice_with_other_value():
     with pytest.raises(ModelImportError, match=r"--dim batch given twice \(1 and 2\)"):
         parse_dim_specs(["batch=1", "batch=2"])
     assert parse_dim_specs(["batch=1", "batch=1"]) == {"batch": 1}
+
+
+def test_default_batch_only_when_no_batch_and_no_input_axis_binding():
+    assert with_default_batch({}) == {"batch": 1}
+    assert with_default_batch({"sequence": 128}) == {"sequence": 128, "batch": 1}
+    assert with_default_batch({"batch": 8}) == {"batch": 8}
+    # an INPUT:AXIS binding may be the batch axis: a default there would contradict it
+    assert with_default_batch({"input_ids:0": 8}) == {"input_ids:0": 8}
+
+
+def _tiny_graph(dims):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "tiny", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    return import_model(model.SerializeToString(), dims=dims, name="tiny")
+
+
+def test_model_dim_names_bound_and_unbound():
+    assert model_dim_names(_tiny_graph({"batch": 2})) == ("batch", "sequence")
+    assert model_dim_names(_tiny_graph({"x:1": 4, "batch": 2})) == ("batch", "sequence")
+
+
+def test_check_dim_names_lists_the_models_dims():
+    graph = _tiny_graph({"batch": 2, "seq": 128})  # the import ignores 'seq'
+    check_dim_names({"batch": 2, "x:1": 3}, graph)  # INPUT:AXIS keys: checked at import
+    with pytest.raises(ModelImportError) as err:
+        check_dim_names({"batch": 2, "seq": 128}, graph)
+    assert str(err.value) == (
+        "model 'tiny' has no dim named 'seq' (--dim seq=128); its symbolic dims are: batch, "
+        "sequence; bind those, e.g. --dim sequence=N")
+
+
+def test_check_dim_names_on_a_model_with_fixed_shapes():
+    from onnx import TensorProto, helper
+
+    from roofcast.graph_import import import_model
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "fixed", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    graph = import_model(model.SerializeToString(), dims={"batch": 4}, name="fixed")
+    with pytest.raises(ModelImportError, match="it has no symbolic dims"):
+        check_dim_names(["batch"], graph)

@@ -60,6 +60,21 @@ def test_miss_suggests_closest_ids(user_folder: Path):
     assert "roofcast hw list" in msg
 
 
+@pytest.mark.parametrize(("name", "family_ids"), [
+    ("h100", ["h100-pcie", "h100-sxm"]),
+    ("NVIDIA H100", ["h100-pcie", "h100-sxm"]),
+    ("a100", ["a100-40gb-pcie", "a100-40gb-sxm", "a100-80gb-pcie", "a100-80gb-sxm"]),
+    ("rtx", ["rtx-2080-ti", "rtx-3090", "rtx-4090", "rtx-6000-ada", "rtx-a6000"]),
+])
+def test_miss_suggests_the_whole_family_first(user_folder: Path, name: str,
+                                              family_ids: list[str]):
+    with pytest.raises(HardwareSpecError) as err:
+        get_device(name)
+    suggested = str(err.value).split("closest ids: ")[1].split(". ")[0].split(", ")
+    assert sorted(suggested[:len(family_ids)]) == family_ids
+    assert len(suggested) >= 4 or len(suggested) == len(family_ids)
+
+
 def test_local_not_calibrated_message(user_folder: Path):
     with pytest.raises(HardwareSpecError) as err:
         get_device("local")

@@ -66,11 +66,13 @@ def check_dims(dims: Mapping[str, int]) -> dict[str, int]:
 
 
 def with_default_batch(dims: Mapping[str, int]) -> dict[str, int]:
-    """``dims`` plus ``batch=DEFAULT_BATCH`` when they bind neither ``batch`` nor any
-    ``INPUT:AXIS`` (which may be the batch axis: a default there would contradict it). A model
-    without a dim named ``batch`` ignores the default."""
+    """``dims`` plus ``batch=DEFAULT_BATCH`` when they bind neither ``batch`` nor an axis 0 by
+    position (``INPUT:0``, where exporters put the batch: a default there could contradict it;
+    ``input_ids:1=128`` binds a sequence axis and keeps the default). A model without a dim
+    named ``batch`` ignores the default."""
     out = dict(dims)
-    if BATCH_DIM not in out and not any(split_input_axis(k) for k in out):
+    axes = [split_input_axis(k) for k in out]
+    if BATCH_DIM not in out and not any(a is not None and a[1] == 0 for a in axes):
         out[BATCH_DIM] = DEFAULT_BATCH
     return out
 

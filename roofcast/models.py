@@ -29,6 +29,7 @@ from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
 from roofcast.training_data import zoo
 
+
 @dataclass(frozen=True, eq=False)
 class Model:
     """An imported model: ``graph`` (costed ``Graph``), the ``source`` it came from (a path,

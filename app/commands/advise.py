@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         check_local(hw.id)  # fail before any work
     graph, batch = load_user_graph(args)
+    dims = {k: v for k, v in graph.dims.items() if k != "batch"}  # bound once, at import
     advice = advise(graph_source(args, graph, batch), hw, args.objective,
                     batch=batch, max_batch=args.max_batch, precisions=args.precisions,
                     modes=(args.mode,), estimator=args.estimator)

@@ -31,7 +31,7 @@ from roofcast.app.output import add_format_arg, emit
 DEFAULT_INSTALL_NAME = "latest"
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 def register(sub: argparse._SubParsersAction) -> None:

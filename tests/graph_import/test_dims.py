@@ -51,12 +51,13 @@ def test_same_key_twice_with_other_value():
     assert parse_dim_specs(["batch=1", "batch=1"]) == {"batch": 1}
 
 
-def test_default_batch_only_when_no_batch_and_no_input_axis_binding():
+def test_default_batch_only_when_no_batch_and_no_axis_0_binding():
     assert with_default_batch({}) == {"batch": 1}
     assert with_default_batch({"sequence": 128}) == {"sequence": 128, "batch": 1}
     assert with_default_batch({"batch": 8}) == {"batch": 8}
-    # an INPUT:AXIS binding may be the batch axis: a default there would contradict it
+    # an INPUT:0 binding may be the batch axis: a default there could contradict it
     assert with_default_batch({"input_ids:0": 8}) == {"input_ids:0": 8}
+    assert with_default_batch({"input_ids:1": 32}) == {"input_ids:1": 32, "batch": 1}
 
 
 def _tiny_graph(dims):

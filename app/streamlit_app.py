@@ -1,6 +1,6 @@
 """roofcast's Streamlit app: the entry script (``roofcast app`` runs it).
 
-Pages are thin scripts in ``app/pages/`` that call the library; shared state and caching live in
+Pages are thin scripts in ``app/views/`` that call the library; shared state and caching live in
 ``app/state.py``, figures in ``app/charts.py``. A new page is one more ``st.Page`` in ``PAGES``.
 """
 
@@ -14,17 +14,17 @@ st.set_page_config(page_title="roofcast", page_icon=":material/speed:", layout="
 
 PAGES = {
     "Workload": [
-        st.Page("pages/model.py", title="Model", icon=":material/schema:", default=True),
-        st.Page("pages/predict.py", title="Predict", icon=":material/timer:"),
-        st.Page("pages/roofline.py", title="Roofline", icon=":material/show_chart:"),
-        st.Page("pages/advisor.py", title="Advisor", icon=":material/explore:"),
+        st.Page("views/model.py", title="Model", icon=":material/schema:", default=True),
+        st.Page("views/predict.py", title="Predict", icon=":material/timer:"),
+        st.Page("views/roofline.py", title="Roofline", icon=":material/show_chart:"),
+        st.Page("views/advisor.py", title="Advisor", icon=":material/explore:"),
     ],
     "Hardware": [
-        st.Page("pages/compare.py", title="Compare hardware", icon=":material/compare_arrows:"),
-        st.Page("pages/whatif.py", title="What-if device", icon=":material/tune:"),
+        st.Page("views/compare.py", title="Compare hardware", icon=":material/compare_arrows:"),
+        st.Page("views/whatif.py", title="What-if device", icon=":material/tune:"),
     ],
     "Data": [
-        st.Page("pages/measurements.py", title="Measurements & retrain", icon=":material/science:"),
+        st.Page("views/measurements.py", title="Measurements & retrain", icon=":material/science:"),
     ],
 }
 

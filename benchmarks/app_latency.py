@@ -40,7 +40,7 @@ def _timed(at) -> float:
 def main() -> int:
     from streamlit.testing.v1 import AppTest
 
-    from roofcast.app.pages.whatif import FACTORS, KNOBS
+    from roofcast.app.views.whatif import FACTORS, KNOBS
 
     tmp = tempfile.mkdtemp(prefix="roofcast-bench-")
     os.environ["ROOFCAST_HW_DIR"] = str(Path(tmp) / "devices")
@@ -48,7 +48,7 @@ def main() -> int:
     t0 = time.perf_counter()
     at.run()
     first = time.perf_counter() - t0
-    at.switch_page("pages/whatif.py")
+    at.switch_page("views/whatif.py")
     t0 = time.perf_counter()
     at.run()
     whatif_open = time.perf_counter() - t0
@@ -67,7 +67,7 @@ def main() -> int:
         at.select_slider(key=f"whatif_{key}").set_value(1.5)
         times.append(_timed(at))
     rows.append(("what-if: each of 5 sliders to 1.5x (cold)", times))
-    at.switch_page("pages/predict.py")
+    at.switch_page("views/predict.py")
     _timed(at)
     times = []
     for b in (2, 4, 8, 16, 32):

@@ -27,7 +27,7 @@ def test_advisor_page_matches_the_library():
     at.session_state["device"] = "xeon-8480plus"
     at.session_state["model_ref"] = "zoo:mobilenet_v2"
     at.run()
-    at.switch_page("pages/advisor.py")
+    at.switch_page("views/advisor.py")
     at.run()
     at.radio(key="adv_objective").set_value("throughput").run()
     at.selectbox(key="adv_max_b").set_value(8).run()
@@ -55,7 +55,7 @@ def test_advisor_on_a_gpu_says_nothing_of_threads():
     at = AppTest.from_file(str(APP), default_timeout=180)
     at.session_state["device"] = "h100-sxm"
     at.run()
-    at.switch_page("pages/advisor.py")
+    at.switch_page("views/advisor.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]

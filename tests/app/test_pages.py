@@ -47,7 +47,7 @@ def start(page: str | None = None, **state) -> AppTest:
         at.session_state[key] = value
     at.run()
     if page:
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"views/{page}.py")
         at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -146,7 +146,7 @@ def test_upload_with_unbound_dims_then_bound_and_predicted():
     with pytest.raises(PredictionError, match="--dim"):
         predict_graph(import_model(data, name="tiny"), "h100-sxm", RunConfig(dims={"batch": 1}))
     for page in ("predict", "roofline", "compare", "whatif", "advisor"):
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"views/{page}.py").run()
         assert not at.exception, page
         shown = [e.value for e in at.error]
         assert len(shown) == 1, (page, shown)
@@ -154,10 +154,10 @@ def test_upload_with_unbound_dims_then_bound_and_predicted():
         assert "Model page" in shown[0], shown
         assert cli_flags(shown[0]) == [], shown
     # bind N = 32 on the Model page, then predict
-    at.switch_page("pages/model.py").run()
+    at.switch_page("views/model.py").run()
     at.number_input(key="_w_dim_N").set_value(32).run()
     assert not any("not bound" in w.value for w in at.warning)
-    at.switch_page("pages/predict.py").run()
+    at.switch_page("views/predict.py").run()
     assert not at.error
     want = predict_graph(import_model(data, dims={"N": 32}, name="tiny"), "h100-sxm",
                          RunConfig(dims={"N": 32, "batch": 1}))
@@ -352,7 +352,7 @@ def test_measurements_vs_prediction_and_retrain(monkeypatch):
     assert_clean(at)
     folder = Path(os.environ["ROOFCAST_LEARNED_MODEL"])
     assert (folder / "metadata.json").is_file()
-    at.switch_page("pages/predict.py").run()
+    at.switch_page("views/predict.py").run()
     at.selectbox(key="_w_predict_estimator").set_value("learned").run()
     assert_clean(at)
     want = predict_graph(load_graph("resnet50", (), 1), "h100-sxm", RunConfig(dims={"batch": 1}),
@@ -405,12 +405,12 @@ def test_device_and_batch_carry_across_pages():
     at.selectbox(key="_w_predict_device").set_value("a100-80gb-sxm")
     at.number_input(key="_w_predict_batch").set_value(4).run()
     for page in ("roofline", "whatif", "predict"):
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"views/{page}.py").run()
         assert_clean(at)
         assert at.session_state["device"] == "a100-80gb-sxm"
         assert at.session_state["batch"] == 4
         assert at.selectbox(key=f"_w_{page}_device").value == "a100-80gb-sxm"
-    at.switch_page("pages/model.py").run()
+    at.switch_page("views/model.py").run()
     assert at.number_input(key="_w_model_batch").value == 4
 
 
@@ -427,7 +427,7 @@ def test_sequence_beyond_the_position_table_is_a_message_on_every_page():
         predict_graph(graph, "h100-sxm", RunConfig(dims={"sequence": 4096, "batch": 1}))
     node = sorted(graph.unresolved)[0]
     for page in ("predict", "roofline", "compare", "whatif", "advisor"):
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"views/{page}.py").run()
         assert not at.exception, page
         shown = " ".join(e.value for e in at.error)
         assert node in shown, (page, shown)

@@ -379,13 +379,6 @@ def learned_model(folder: str, stamp: str):
     return load(folder)
 
 
-def adopted_model_dir() -> Path:
-    """Where the app saves a retrained model the user adopts (beside the measurement store)."""
-    from roofcast.training_data.store import default_path
-
-    return default_path().parent / "learned-model"
-
-
 def show_error(exc: BaseException) -> None:
     """A user error as a message on the page (never a traceback), in the app's words: the
     library's advice that names command-line flags names the app's controls instead."""

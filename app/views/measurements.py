@@ -35,6 +35,8 @@ from roofcast.training_data.store import Store, format_problems
 SOURCES = ("measurement store", "file")
 #: most store rows compared at once (a random, seeded sample beyond it; the page says so)
 MAX_STORE_ROWS = 20_000
+#: the name under which "Adopt the new model" installs the retrained model (roofcast models list)
+ADOPTED_NAME = "app"
 
 
 def store_stamp(path: Path) -> str:
@@ -187,12 +189,15 @@ def _retrain(ts) -> None:
     st.markdown(f"**Held-out error:** {verdict}")
     if st.button("Adopt the new model", key="adopt"):
         from roofcast.predictor.learned.estimator import MODEL_ENV
-        from roofcast.predictor.learned.persistence import save
+        from roofcast.predictor.learned.installed import install
 
-        folder = save(res.model, state.adopted_model_dir())
-        os.environ[MODEL_ENV] = str(folder)
-        st.success(f"Adopted: saved to {folder}; the learned and auto estimators of this app "
-                   f"now use it. Outside the app: export {MODEL_ENV}={folder}")
+        folder = install(res.model, ADOPTED_NAME)  # atomic; becomes the active model
+        st.success(f"Adopted: installed as model '{ADOPTED_NAME}' ({folder}) and made active: "
+                   "the learned and auto estimators here, `roofcast predict` and the Python "
+                   f"API use it. `roofcast models use default` returns to the shipped model.")
+        if os.environ.get(MODEL_ENV):
+            st.warning(f"${MODEL_ENV}={os.environ[MODEL_ENV]} is set for this server and "
+                       "overrides the active model; unset it to use the adopted one.")
 
 
 def _from_store():

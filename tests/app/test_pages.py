@@ -5,7 +5,6 @@ outputs compared with what the library returns for the same inputs, user errors 
 from __future__ import annotations
 
 import base64
-import os
 import re
 from pathlib import Path
 
@@ -347,11 +346,14 @@ def test_measurements_vs_prediction_and_retrain(monkeypatch):
         want = float(np.median(100 * np.abs(current[rows] - ts.y_s[rows]) / ts.y_s[rows]))
         got = table.set_index("key").loc["gpu/matmul", "current model median APE %"]
         assert got == pytest.approx(want, rel=1e-12)
-    # adopt it: the learned estimator of the app now uses it, as predict_graph does
+    # adopt it: installed and made active, so the app's learned estimator uses it, as
+    # predict_graph (and roofcast predict) do without any environment variable
     at.button(key="adopt").click().run()
     assert_clean(at)
-    folder = Path(os.environ["ROOFCAST_LEARNED_MODEL"])
-    assert (folder / "metadata.json").is_file()
+    from roofcast.predictor.learned import installed
+
+    assert installed.active_name() == "app"
+    assert (installed.active_folder() / "metadata.json").is_file()
     at.switch_page("views/predict.py").run()
     at.selectbox(key="_w_predict_estimator").set_value("learned").run()
     assert_clean(at)

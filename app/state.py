@@ -228,7 +228,7 @@ def config_key(config: RunConfig) -> tuple:
 
 def estimator_choices() -> tuple[str, ...]:
     """Every estimator the predictor accepts (analytical, then learned when present)."""
-    from roofcast.predictor import estimators
+    from roofcast.predictor import estimator_registry as estimators
 
     names = getattr(estimators, "estimator_names", None)
     return tuple(names()) if names else tuple(estimators.ESTIMATORS)
@@ -236,7 +236,7 @@ def estimator_choices() -> tuple[str, ...]:
 
 def learned_version(estimator: str) -> str:
     """Cache-key part for learned estimators: the model folder and its metadata time."""
-    from roofcast.predictor import estimators
+    from roofcast.predictor import estimator_registry as estimators
 
     if estimator in estimators.ESTIMATORS:
         return ""

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from roofcast.app.output import add_format_arg, emit
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.estimators import ESTIMATORS, make_estimator
+from roofcast.predictor.estimator_registry import ESTIMATORS, make_estimator
 from roofcast.predictor.features import featurize
 from roofcast.training_data.public_kernels import kernel_workload, load_kernels
 

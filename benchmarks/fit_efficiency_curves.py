@@ -37,7 +37,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.analytical_accuracy import apply_harness, featurize_all, host_floor_s
-from roofcast.predictor.estimators import make_estimator
+from roofcast.predictor.estimator_registry import make_estimator
 from roofcast.training_data.public_kernels import kernel_workload, load_kernels
 
 CURVES_FILE = Path(__file__).resolve().parents[1] / "predictor" / "data" / "efficiency_curves.toml"

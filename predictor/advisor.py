@@ -63,7 +63,7 @@ from roofcast.predictor.advisor_cells import (
 from roofcast.predictor.advisor_reasons import reasons_for
 from roofcast.predictor.config import MODES, PRECISIONS, RunConfig, run_config
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import DEFAULT_ESTIMATOR, as_estimator, is_learned
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator, is_learned
 from roofcast.predictor.precision import peak_dtype
 
 OBJECTIVES: tuple[str, ...] = ("latency", "throughput")

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.estimators import DEFAULT_ESTIMATOR
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
 from roofcast.predictor.memory import GraphSource
 from roofcast.predictor.sweep import BOUNDS, sweep
 

@@ -38,7 +38,7 @@ from roofcast.graph_import.types import Graph
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import MemoryFootprint, memory_footprint
 from roofcast.predictor.workload import workload_table

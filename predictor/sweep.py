@@ -34,7 +34,7 @@ import pandas as pd
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.simulate import critical_path_times, step_dag

@@ -33,7 +33,7 @@ from roofcast.predictor.advisor import advise as _advise
 from roofcast.predictor.compare import compare_devices
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import DEFAULT_ESTIMATOR, as_estimator, make_estimator
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator, make_estimator
 from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
 from roofcast.predictor.learned.estimator import AutoEstimator, LearnedEstimator
 from roofcast.predictor.learned.persistence import save

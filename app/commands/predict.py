@@ -177,7 +177,7 @@ def memory_table(pred: Prediction, hw) -> pd.DataFrame:
 
 def run(args: argparse.Namespace) -> int:
     from roofcast.hw_catalog.catalog import get_device
-    from roofcast.predictor.estimators import LEARNED_NAMES
+    from roofcast.predictor.estimator_registry import LEARNED_NAMES
     from roofcast.predictor.memory import max_batch_that_fits
     from roofcast.predictor.simulate import predict_graph
 

@@ -26,7 +26,7 @@ import streamlit as st
 
 from roofcast.app import charts, controls, state, wording
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import ESTIMATORS, make_estimator
+from roofcast.predictor.estimator_registry import ESTIMATORS, make_estimator
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.importers import read_measurement_file
 from roofcast.training_data.schema import normalize

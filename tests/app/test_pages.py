@@ -319,7 +319,7 @@ def test_measurements_vs_prediction_and_retrain(monkeypatch):
     at = start("measurements")
     at.file_uploader(key="meas_upload").set_value(("m.csv", data, "text/csv")).run()
     assert_clean(at)
-    from roofcast.predictor.estimators import make_estimator
+    from roofcast.predictor.estimator_registry import make_estimator
     from roofcast.predictor.learned.data import file_set
 
     ts = file_set(DATA / "measurements_h100.csv")

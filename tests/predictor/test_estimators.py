@@ -13,7 +13,7 @@ import pytest
 
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import ESTIMATORS, EXPLAIN_COLUMNS, make_estimator
+from roofcast.predictor.estimator_registry import ESTIMATORS, EXPLAIN_COLUMNS, make_estimator
 from tests.predictor.estimator_helpers import approx, features, flat_curves, gemm_row, row
 
 # Tesla V100 PCIe 32GB catalog figures: vector fp32 14 TFLOP/s (no fp32 matrix unit), matrix fp16

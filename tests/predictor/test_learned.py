@@ -13,7 +13,7 @@ import pytest
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import EXPLAIN_COLUMNS, make_estimator
+from roofcast.predictor.estimator_registry import EXPLAIN_COLUMNS, make_estimator
 from roofcast.predictor.features import featurize
 from roofcast.predictor.learned import persistence
 from roofcast.predictor.learned.features import FEATURES, roofline_terms

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,25 +19,19 @@ from roofcast.predictor.simulate import predict_graph
 from roofcast.training_data import zoo
 from tests.predictor.learned_helpers import synthetic_set
 
-#: the README's example, run as is by ``test_readme_example``.
-README_EXAMPLE = '''
-import roofcast
+README = Path(__file__).resolve().parents[1] / "README.md"
 
-model = roofcast.load_model("resnet50", batch=8)   # a zoo name, an .onnx path or bytes
-p = roofcast.predict(model, "a100-40gb-pcie", precision="fp16")
-print(f"{p.total_ms:.3g} ms ({p.lower_s * 1e3:.3g} to {p.upper_s * 1e3:.3g} ms), {p.estimator}")
-print(p.by_bound[["bound", "time_s", "share"]])
-print(f"memory {p.memory.total_bytes / 2**30:.2f} GiB")
 
-# what-if: the same GPU with twice the memory bandwidth, side by side with the real one
-df = roofcast.compare(model, ["a100-40gb-pcie", "a100-40gb-pcie:mem_bw_scale=2"],
-                      precision="fp16")
-print(df[["device", "time_s", "speedup"]])
-'''
+def readme_example() -> str:
+    """The python block of the README's "Python API" section, as written there."""
+    section = README.read_text().split("## Python API", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_readme_example(capsys):
-    exec(compile(README_EXAMPLE, "README example", "exec"), {})
+    example = readme_example()
+    assert "roofcast.predict(" in example
+    exec(compile(example, "README example", "exec"), {})
     out = capsys.readouterr().out
     assert "ms (" in out
     assert "time-roofline" in out

@@ -3,7 +3,7 @@
 The one feature table of every prediction (``predict_graph``, ``compare``, ``sweep``,
 ``advise``) and of training. Vectorised over devices: for ``D`` devices the output holds the
 ``R`` workload rows ``D`` times, device-major (one device is the 1-element case, and keeps the
-workload's index). Output = the workload columns (``predictor.workload_schema``) plus, per row:
+workload's index). Output = the workload columns (``graph_import.workload_schema``) plus, per row:
 
 * ``peak_flops_per_s``: ``hw.peak(engine, peak_dtype(engine, dtype)).flops_per_s`` (``inf`` for
   ``data``/``free`` ops, so compute time is 0), times the CPU thread factor below;

@@ -12,7 +12,7 @@ Sources (``roofcast train --from``):
 * ``store``: rows of the measurement store (``training_data.store.Store``);
 * a CSV/Parquet FILE of tidy measurement rows (``training_data.schema``).
 
-Tidy measurement rows become workload rows (``predictor.workload_schema``): the recorded FLOPs,
+Tidy measurement rows become workload rows (``graph_import.workload_schema``): the recorded FLOPs,
 bytes, GEMM dims and ``inner_elems`` (NaN when the rows do not record it: the bundled CPU data
 does not); ``engine`` = ``matrix`` for rows with GEMM dims, ``data`` for rows without
 FLOPs, else ``vector``; ``phase`` = backward for ``bwd*`` directions; compute dtype = the row's

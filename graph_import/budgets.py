@@ -170,7 +170,7 @@ def check_nesting(model: ModelProto) -> None:
                     f"the model nests functions/subgraphs {depth + height} levels deep"
                 )
             if total > max_nodes:
-                raise NODES.refuse(f"the model has over {total} nodes once functions are inlined")
+                raise NODES.refuse(f"the model has at least {total} nodes once functions are inlined")
         return total, height
 
     def call(key: tuple[str, str], depth: int) -> tuple[int, int]:

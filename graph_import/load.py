@@ -81,7 +81,7 @@ def read_source(source: Any, max_bytes: int) -> bytes:
     elif isinstance(source, str | os.PathLike):
         data = _read_path(Path(source), max_bytes)
     elif hasattr(source, "read"):
-        data = source.read(max_bytes + 1)
+        data = _read_capped(source, max_bytes)
         if not isinstance(data, bytes | bytearray):
             raise ModelImportError(
                 "the file object returned text, not bytes: open the model in binary mode ('rb')"
@@ -117,9 +117,28 @@ def _read_path(path: Path, max_bytes: int) -> bytes:
         raise ModelImportError(_too_big(st.st_size, max_bytes))
     try:
         with open(path, "rb") as fh:
-            return fh.read(max_bytes + 1)
+            return _read_capped(fh, max_bytes)
     except OSError as exc:
         raise ModelImportError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+
+
+_READ_CHUNK_BYTES = 1 << 20
+
+
+def _read_capped(fh: Any, max_bytes: int) -> bytes | str:
+    """At most ``max_bytes + 1`` bytes of ``fh``, read in chunks: ``read(max_bytes + 1)`` would
+    allocate a 2 GB buffer up front whatever the file's size."""
+    chunks: list[Any] = []
+    size = 0
+    while size <= max_bytes:
+        chunk = fh.read(min(_READ_CHUNK_BYTES, max_bytes + 1 - size))
+        if not chunk:
+            break
+        if not isinstance(chunk, bytes | bytearray):
+            return chunk  # text mode: the caller refuses it
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _too_big(n_bytes: int, max_bytes: int) -> str:

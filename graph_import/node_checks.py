@@ -3,6 +3,8 @@
 - Required inputs: every formal input an ONNX schema marks required (``Single``, or the first
   of a ``Variadic`` list) must be given a non-empty tensor name; a ``Cast`` with input ``""`` or
   a ``Shape`` without inputs cannot run, and its outputs would be silently untyped.
+- Initializer types: an initializer read where the op's schema does not allow its element type
+  (a string tensor as ``Reshape``'s shape).
 - Attribute ranges (``ATTRIBUTE_RULES``): values the cost rules would otherwise misread, e.g.
   ``Conv group=0`` (costed as ``group=1``).
 
@@ -23,12 +25,15 @@ _ONNX_DOMAINS = ("", "ai.onnx")
 
 
 def check_nodes(graph: GraphProto, opsets: dict[str, int]) -> None:
-    """Required inputs present and attributes in range for every top-level node."""
+    """Required inputs present, initializer inputs of a type the op accepts, and attributes in
+    range for every top-level node."""
+    init_types = {t.name: t.data_type for t in graph.initializer}
     for index, node in enumerate(graph.node):
         domain = "" if node.domain == "ai.onnx" else node.domain
         schema = _schema(node.op_type, domain, opsets.get(domain, 1))
         if schema is not None:
             _check_required_inputs(node, index, schema)
+            _check_initializer_types(node, index, schema, init_types)
         if domain in _ONNX_DOMAINS:
             rule = ATTRIBUTE_RULES.get(node.op_type)
             if rule is not None:
@@ -57,6 +62,27 @@ def _check_required_inputs(node: NodeProto, index: int, schema: OpSchema) -> Non
             )
 
 
+def _check_initializer_types(
+    node: NodeProto, index: int, schema: OpSchema, init_types: dict[str, int]
+) -> None:
+    """An initializer read where the schema does not allow its element type (a string tensor
+    as Reshape's shape) would be typed ``undefined`` downstream, or read as numbers."""
+    formals = list(schema.inputs)
+    allowed_by_param = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    for position, name in enumerate(node.input):
+        if name not in init_types or not formals:
+            continue
+        formal = formals[min(position, len(formals) - 1)]
+        allowed = allowed_by_param.get(formal.type_str, {formal.type_str})
+        found = f"tensor({onnx.TensorProto.DataType.Name(init_types[name]).lower()})"
+        if found not in allowed:
+            raise ModelImportError(
+                f"{_label(node, index)} reads initializer {name!r} of type {found} as its input "
+                f"{position} ({formal.name!r}), which accepts {', '.join(sorted(allowed))}: the "
+                "file is corrupt; re-export it"
+            )
+
+
 def _label(node: NodeProto, index: int) -> str:
     return f"node {node.name or f'#{index}'!r} ({node.op_type})"
 
@@ -79,6 +105,6 @@ def _group_at_least_one(node: NodeProto, index: int) -> None:
 
 
 #: op_type -> check(node, index) raising ModelImportError
-ATTRIBUTE_RULES: dict[str, Callable[[NodeProto, int], None]] = {
-    op: _group_at_least_one for op in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv")
-}
+ATTRIBUTE_RULES: dict[str, Callable[[NodeProto, int], None]] = dict.fromkeys(
+    ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv"), _group_at_least_one
+)

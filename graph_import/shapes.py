@@ -109,6 +109,7 @@ def infer_concrete(
         edits = _replace_folded(work.graph, values, new, state)
         if not edits and not typed:
             break  # the graph did not change: another inference round would learn nothing
+    check_described_shapes(work.graph)  # the last round's contrib-op types included
     folded_nodes = len(state.folded)
     tensors = collect_shapes(work.graph)
     for name, value in values.items():

@@ -56,6 +56,39 @@ def huge_range_constant() -> bytes:
     return model_bytes(nodes, [], [_vi("y", TensorProto.INT64)], inits)
 
 
+def _generator_read_by_add(generator: onnx.NodeProto, inits) -> bytes:
+    nodes = [generator, helper.make_node("Add", ["g", "one"], ["y"])]
+    return model_bytes(nodes, [], [_vi("y", TensorProto.INT64)], [*inits, _i64("one", 1)])
+
+
+def huge_constant_of_shape() -> bytes:
+    """ConstantOfShape([2**33]) of int64 read by Add."""
+    node = helper.make_node(
+        "ConstantOfShape", ["shape"], ["g"], value=numpy_helper.from_array(np.array([7]))
+    )
+    return _generator_read_by_add(node, [_i64("shape", [2**33])])
+
+
+def huge_expand() -> bytes:
+    """Expand([1], [2**33]) read by Add."""
+    node = helper.make_node("Expand", ["v", "shape"], ["g"])
+    return _generator_read_by_add(node, [_i64("v", [1]), _i64("shape", [2**33])])
+
+
+def huge_tile() -> bytes:
+    """Tile([1, 2], [2**32]) read by Add."""
+    node = helper.make_node("Tile", ["v", "repeats"], ["g"])
+    return _generator_read_by_add(node, [_i64("v", [1, 2]), _i64("repeats", [2**32])])
+
+
+def long_vector_input() -> bytes:
+    """A 1-D int64 input of 2**30 elements read by Add: ONNX data propagation writes one
+    symbolic dim per element of it (~150 GB)."""
+    nodes = [helper.make_node("Add", ["x", "one"], ["y"])]
+    x = _vi("x", TensorProto.INT64, [2**30])
+    return model_bytes(nodes, [x], [_vi("y", TensorProto.INT64)], [_i64("one", 1)])
+
+
 def nested_functions(depth: int = 30) -> bytes:
     """f0 calls f1 twice, f1 calls f2 twice, ...: 2**depth nodes once inlined."""
     functions = []
@@ -189,6 +222,10 @@ def conv_group_zero() -> bytes:
 HOSTILE: dict[str, tuple[Callable[[], bytes], tuple[str, ...]]] = {
     "huge_range": (huge_range, ()),
     "huge_range_constant": (huge_range_constant, ()),
+    "huge_constant_of_shape": (huge_constant_of_shape, ()),
+    "huge_expand": (huge_expand, ()),
+    "huge_tile": (huge_tile, ()),
+    "long_vector_input": (long_vector_input, ()),
     "nested_functions_30": (nested_functions, ()),
     "nested_subgraphs_24": (nested_subgraphs, ()),
     "inferred_2_120_elements": (inferred_2_120, ()),

@@ -153,7 +153,7 @@ def check_nesting(model: ModelProto) -> None:
     def walk(nodes, depth: int) -> tuple[int, int]:
         """(nodes once inlined, nesting levels below) of a node list at ``depth``."""
         if depth > max_depth:
-            raise NESTING.refuse(f"the model nests functions/subgraphs over {max_depth} levels deep")
+            raise NESTING.refuse(f"the model nests functions/subgraphs {depth} levels deep")
         total, height = 0, 0
         for node in nodes:
             inner = [walk(sub.node, depth + 1) for sub in _subgraphs(node)]

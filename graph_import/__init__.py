@@ -26,7 +26,9 @@ def import_model(
     ``dims`` (``{"batch": 8, "input_ids:1": 128}``), and cost every node.
 
     Never raises for unbound symbolic dims: they are listed in ``Graph.unbound_dims`` and the
-    nodes depending on them in ``Graph.unresolved``. Raises ModelImportError for bad input.
+    nodes depending on them in ``Graph.unresolved``. Raises ModelImportError for bad input,
+    and for input over a budget (tensor elements, graph bytes, --dim values, nesting, nodes;
+    ``graph_import.budgets``, raised with ``ROOFCAST_MAX_*`` environment variables).
     """
     from roofcast.graph_import.build import build_graph
     from roofcast.graph_import.load import DEFAULT_MAX_BYTES, load_model

@@ -5,8 +5,8 @@ What "safe" means here:
 - Only the bytes the user gave are read: the model file itself (or the upload). External-data
   references are *never* followed, whatever their location; a location that leaves the model's
   folder (``../../etc/passwd``, an absolute path, a drive letter) is refused outright.
-- Input size is capped (``max_bytes``) before parsing; declared tensor sizes are capped at
-  ``MAX_TENSOR_ELEMENTS`` elements.
+- Input size is capped (``max_bytes``) before parsing; declared tensor sizes, function/subgraph
+  nesting and the inlined node count are capped before any work (``graph_import.budgets``).
 - The graph must be a well-formed DAG: one producer per tensor, every input defined, no cycle.
   Nodes stored out of topological order are re-ordered (ONNX requires the order; some tools
   break it).
@@ -27,10 +27,12 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto
 
+from roofcast.graph_import.budgets import TENSOR_ELEMS, check_nesting, check_tensor_elems
 from roofcast.graph_import.errors import ModelImportError
+from roofcast.graph_import.node_checks import check_nodes
 
 DEFAULT_MAX_BYTES = 2**31 - 1  # protobuf's own hard limit for one message
-MAX_TENSOR_ELEMENTS = 2**40  # ~1.1e12 elements: beyond any real model's tensor
+MAX_TENSOR_ELEMENTS = TENSOR_ELEMS.default  # the default; ROOFCAST_MAX_TENSOR_ELEMS raises it
 CHECKED_DATA_ELEMENTS = 1 << 16  # tensors up to this size may be read (folding, const inputs)
 MIN_IR_VERSION = 3  # first IR version with opset imports
 MAX_IR_VERSION = onnx.IR_VERSION
@@ -49,6 +51,7 @@ def load_model(source: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> ModelProto:
     """
     data = read_source(source, max_bytes)
     model = parse_model(data)
+    check_nesting(model)  # before validation walks subgraphs and before inlining expands them
     validate_model(model)
     if model.functions:
         model = inline_functions(model)
@@ -78,7 +81,7 @@ def read_source(source: Any, max_bytes: int) -> bytes:
     elif isinstance(source, str | os.PathLike):
         data = _read_path(Path(source), max_bytes)
     elif hasattr(source, "read"):
-        data = source.read(max_bytes + 1)
+        data = _read_capped(source, max_bytes)
         if not isinstance(data, bytes | bytearray):
             raise ModelImportError(
                 "the file object returned text, not bytes: open the model in binary mode ('rb')"
@@ -114,9 +117,28 @@ def _read_path(path: Path, max_bytes: int) -> bytes:
         raise ModelImportError(_too_big(st.st_size, max_bytes))
     try:
         with open(path, "rb") as fh:
-            return fh.read(max_bytes + 1)
+            return _read_capped(fh, max_bytes)
     except OSError as exc:
         raise ModelImportError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+
+
+_READ_CHUNK_BYTES = 1 << 20
+
+
+def _read_capped(fh: Any, max_bytes: int) -> bytes | str:
+    """At most ``max_bytes + 1`` bytes of ``fh``, read in chunks: ``read(max_bytes + 1)`` would
+    allocate a 2 GB buffer up front whatever the file's size."""
+    chunks: list[Any] = []
+    size = 0
+    while size <= max_bytes:
+        chunk = fh.read(min(_READ_CHUNK_BYTES, max_bytes + 1 - size))
+        if not chunk:
+            break
+        if not isinstance(chunk, bytes | bytearray):
+            return chunk  # text mode: the caller refuses it
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _too_big(n_bytes: int, max_bytes: int) -> str:
@@ -162,6 +184,8 @@ def validate_model(model: ModelProto) -> None:
     for vi in (*graph.input, *graph.output, *graph.value_info):
         _check_value_info(vi)
     _check_names_and_order(graph)
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    check_nodes(graph, opsets)
 
 
 def _check_text(graph: onnx.GraphProto) -> None:
@@ -269,11 +293,7 @@ def _check_tensor(tensor: TensorProto) -> None:
                 f"{label} has a negative dim ({list(tensor.dims)}): the file is corrupt; re-export it"
             )
         numel *= d
-    if numel > MAX_TENSOR_ELEMENTS:
-        raise ModelImportError(
-            f"{label} declares {numel} elements (dims {list(tensor.dims)}), over the limit of "
-            f"{MAX_TENSOR_ELEMENTS}: the file is corrupt or hostile; re-export it"
-        )
+    check_tensor_elems(label, numel, tensor.dims)
     if tensor.data_location == TensorProto.EXTERNAL:
         _check_external_location(tensor, label)
     elif (
@@ -287,6 +307,22 @@ def _check_tensor(tensor: TensorProto) -> None:
                 f"{label} holds {len(tensor.raw_data)} bytes of data but its dims "
                 f"{list(tensor.dims)} and dtype need {expected}: the file is corrupt; re-export it"
             )
+    elif numel <= CHECKED_DATA_ELEMENTS and tensor_has_inline_data(tensor):
+        _check_typed_data(tensor, label)
+
+
+def _check_typed_data(tensor: TensorProto, label: str) -> None:
+    """Values in the typed fields (``float_data``, ``int64_data``, ``string_data``...) must fill
+    the dims exactly: decode the (small) tensor as the folding will."""
+    from onnx import numpy_helper
+
+    try:
+        numpy_helper.to_array(tensor)
+    except Exception as exc:  # onnx raises ValueError/TypeError/KeyError variants
+        raise ModelImportError(
+            f"the data of {label} does not match its dims {list(tensor.dims)} and element type "
+            f"({type(exc).__name__}: {str(exc).strip()[:120]}): the file is corrupt; re-export it"
+        ) from None
 
 
 _VARIABLE_SIZE_DTYPES = (TensorProto.STRING, TensorProto.UNDEFINED)
@@ -346,11 +382,7 @@ def _check_value_info(vi: onnx.ValueInfoProto) -> None:
                     "corrupt; re-export it (use a named dim such as 'batch' for dynamic axes)"
                 )
             numel *= d.dim_value
-    if numel > MAX_TENSOR_ELEMENTS:
-        raise ModelImportError(
-            f"tensor {vi.name!r} declares {numel} elements, over the limit of "
-            f"{MAX_TENSOR_ELEMENTS}: the file is corrupt or hostile; re-export it"
-        )
+    check_tensor_elems(f"tensor {vi.name!r}", numel)
 
 
 def _check_names_and_order(graph: onnx.GraphProto) -> None:

@@ -32,6 +32,11 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
+from roofcast.graph_import.budgets import (
+    TENSOR_ELEMS,
+    check_described_shapes,
+    check_user_dims,
+)
 from roofcast.graph_import.dims import check_dims, dim_expr_names, eval_dim_expr, split_input_axis
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.fold import (
@@ -40,6 +45,11 @@ from roofcast.graph_import.fold import (
     FoldError,
     attribute_values,
     fold_split,
+)
+from roofcast.graph_import.generators import (
+    DATA_PROP_MAX_VECTOR_ELEMS,
+    hide_large_generators,
+    long_vector_elems,
 )
 from roofcast.graph_import.load import tensor_has_inline_data
 from roofcast.graph_import.propagate import explain_failure, propagate_pass
@@ -74,6 +84,7 @@ def infer_concrete(
 ) -> ShapeResult:
     """Bind ``dims``, infer and fold until shapes stop improving. ``model`` is not modified."""
     dims = check_dims(dims or {})
+    check_user_dims(dims)
     state = _FoldState.of(model.graph)
     recomputed = state.recomputed
     work, values = _working_copy(model, recomputed)
@@ -81,16 +92,24 @@ def infer_concrete(
     unbound = _unbound_dims(work.graph, set(bound))
     iterations = 0
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    inferred_vectors = 0  # long 1-D tensors the previous round inferred
     for iterations in range(1, max_iterations + 1):
         if iterations > 1:
+            inferred_vectors = long_vector_elems(work.graph)
             _forget_inferred(work.graph, recomputed)
-        work = _infer(work)
+        # fold what the bound inputs already give, so generators (Range...) are sized first
+        known = _fold_pass(work.graph, LazyShapes(work.graph), values, state)
+        hide_large_generators(work.graph, values, LazyShapes(work.graph))
+        vectors = max(inferred_vectors, long_vector_elems(work.graph))
+        work = _infer(work, data_prop=vectors <= DATA_PROP_MAX_VECTOR_ELEMS)
+        check_described_shapes(work.graph)
         lazy = LazyShapes(work.graph)
-        new = _fold_pass(work.graph, lazy, values, state)
+        new = _fold_pass(work.graph, lazy, values, state) | known
         typed = propagate_pass(work.graph, lazy, values, opsets)
         edits = _replace_folded(work.graph, values, new, state)
         if not edits and not typed:
             break  # the graph did not change: another inference round would learn nothing
+    check_described_shapes(work.graph)  # the last round's contrib-op types included
     folded_nodes = len(state.folded)
     tensors = collect_shapes(work.graph)
     for name, value in values.items():
@@ -236,6 +255,10 @@ def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
                 applied[d.dim_param] = by_name[d.dim_param]
                 d.dim_value = by_name[d.dim_param]
             elif by_name and (value := eval_dim_expr(d.dim_param, by_name)) is not None:
+                if value > TENSOR_ELEMS.value():
+                    raise TENSOR_ELEMS.refuse(
+                        f"dim {d.dim_param!r} of tensor {vi.name!r} is {value} with the bound dims"
+                    )
                 d.dim_value = value  # a derived axis: 'past_sequence + sequence', '2*s0'
     for d, value in unnamed:
         d.dim_value = value
@@ -274,9 +297,11 @@ def _unbound_dims(graph: GraphProto, bound: set[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _infer(work: ModelProto) -> ModelProto:
+def _infer(work: ModelProto, data_prop: bool = True) -> ModelProto:
+    """ONNX shape inference; ``data_prop`` off when long 1-D tensors would make ONNX write one
+    symbolic dim per element (``generators.DATA_PROP_MAX_VECTOR_ELEMS``)."""
     try:
-        return onnx.shape_inference.infer_shapes(work, strict_mode=False, data_prop=True)
+        return onnx.shape_inference.infer_shapes(work, strict_mode=False, data_prop=data_prop)
     except Exception as exc:  # onnx raises InferenceError, ValidationError, RuntimeError...
         raise ModelImportError(
             f"ONNX shape inference failed ({type(exc).__name__}: {str(exc).strip()[:300]}): the "

@@ -16,7 +16,7 @@ can be unusable, before any of its bytes are interpreted:
 - TOML syntax, nesting deeper than the parser's recursion limit, and integers too long to
   convert are reported as syntax problems of that file.
 
-:func:`fingerprint` stats the files for the catalog cache without following links and without
+:func:`fingerprint` stats the entries (and a link's target) for the catalog cache without ever
 raising (a broken link or a file removed meanwhile is just a different fingerprint).
 :class:`SkippedFiles` is the loader's policy for a file with a problem: a built-in file raises, a
 user file is skipped with a ``DeviceFileWarning`` and the other files still load.

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -189,6 +190,16 @@ def test_bad_device_file_is_skipped_with_a_warning(folder: Path, case: str):
     for message in messages:
         assert "root:" not in message
         assert "PATH=" not in message
+
+
+def test_symlink_inside_the_folder_is_followed(folder: Path, tmp_path: Path):
+    (folder / "real.toml.txt").write_text('id = "via-link"\nbase = "h100-sxm"\npeak_scale = 2\n')
+    os.symlink("real.toml.txt", folder / "via-link.toml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeviceFileWarning)
+        catalog = load_catalog(BUILTIN_DIR, folder)
+    assert catalog.devices["via-link"].base == "h100-sxm"
+    assert not catalog.skipped
 
 
 def _cli(args: list[str], folder: Path, timeout: int = 120) -> subprocess.CompletedProcess:

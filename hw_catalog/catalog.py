@@ -106,12 +106,6 @@ class Catalog:
                 f"written 'BASE:key=value', e.g. 'h100-sxm:mem_bw_GBps=6700'")
 
     def get(self, name: str) -> HardwareSpec:
-        """The device named ``name``; a name whose user file was skipped raises its problem."""
-        stem = name.strip().lower()
-        if normalize_name(name) not in self.names:
-            for path, problem in self.skipped.items():
-                if Path(path).stem == stem:
-                    raise HardwareSpecError(f"device {name!r} was not loaded: {problem}")
         return self.devices[self.resolve(name)]
 
     def of_kind(self, kind: str | None = None) -> list[HardwareSpec]:
@@ -263,6 +257,15 @@ def _build(dev_id: str, raw: Raw, names: Mapping[str, str], devices: dict[str, H
     return devices.get(dev_id)
 
 
+def _get(catalog: Catalog, name: str) -> HardwareSpec:
+    """``catalog.get(name)``; a name whose user file was skipped raises that file's problem."""
+    if normalize_name(name) not in catalog.names:
+        for path, problem in catalog.skipped.items():
+            if Path(path).stem == name.strip().lower():
+                raise HardwareSpecError(f"device {name!r} was not loaded: {problem}")
+    return catalog.get(name)
+
+
 # ---------------------------------------------------------------------------- public API
 def get_device(name: str | HardwareSpec) -> HardwareSpec:
     """A device by id, name, alias, ``local``, or inline what-if spec ``BASE:key=value,...``."""
@@ -270,8 +273,8 @@ def get_device(name: str | HardwareSpec) -> HardwareSpec:
         return name
     if ":" in name:
         base, changes = parse_inline(name)
-        return derive(load_catalog().get(base), **changes)
-    return load_catalog().get(name)
+        return derive(_get(load_catalog(), base), **changes)
+    return _get(load_catalog(), name)
 
 
 def resolve_name(name: str) -> str:

@@ -173,7 +173,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "ridge indicator out of range": (_linear("indicators", [999]), r"indicators\[0\] must be an "
                                                                    r"integer in \[0, \d+\]"),
     "ridge intercept 1e300": (_linear("intercept", 1e300), r"intercept must be a finite number"),
-    "median constant NaN-ish": (_edit(lambda m: m["models"][RIDGE_KEY].update(
+    "median constant null": (_edit(lambda m: m["models"][RIDGE_KEY].update(
         candidate="median", linear={"constant": None})), r"constant must be a number"),
     "intervals q_lo short": (_set("intervals", XGB_KEY, "q_lo", [0.0]), r"q_lo must have 3 numbers"),
     "intervals edges unsorted": (_set("intervals", XGB_KEY, "edges", [1.0, -1.0]),

@@ -19,12 +19,13 @@ from roofcast.hw_catalog.catalog import (
     user_dir,
 )
 from roofcast.hw_catalog.derive import derive, parse_inline
-from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.errors import DeviceFileWarning, HardwareSpecError
 from roofcast.hw_catalog.spec import HardwareSpec, PeakLookup
 
 __all__ = [
     "BUILTIN_DIR",
     "Catalog",
+    "DeviceFileWarning",
     "HardwareSpec",
     "HardwareSpecError",
     "PeakLookup",

@@ -20,13 +20,18 @@ import difflib
 import functools
 import os
 import re
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from roofcast.hw_catalog.derive import derive, derive_from_file_doc, parse_inline
+from roofcast.hw_catalog.device_files import (
+    SkippedFiles,
+    device_files,
+    fingerprint,
+    read_device_file,
+)
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.schema import KINDS, doc_to_spec
 from roofcast.hw_catalog.spec import HardwareSpec
@@ -80,6 +85,8 @@ class Catalog:
     names: Mapping[str, str]
     tokens: Mapping[frozenset[str], str]
     user_dir: str
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    """user device files not loaded: path -> problem (each also a ``DeviceFileWarning``)"""
 
     def resolve(self, name: str) -> str:
         """The id of a device named by id, name or alias; ``HardwareSpecError`` on a miss."""
@@ -117,89 +124,91 @@ class Catalog:
 
 
 # ---------------------------------------------------------------------------- loading
+MAX_BASE_DEPTH = 16
+"""Most ``base = ...`` links from a derived device down to a datasheet device."""
+
+
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse one TOML file; syntax errors become ``HardwareSpecError`` naming the file."""
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise HardwareSpecError(f"{path}: TOML syntax error: {exc}") from None
-    except OSError as exc:
-        raise HardwareSpecError(f"{path}: cannot read device file: {exc}") from None
-
-
-def _device_files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.toml")) if folder.is_dir() else []
-
-
-def _fingerprint(folders: tuple[Path, ...]) -> tuple[tuple[str, int, int], ...]:
-    out = []
-    for folder in folders:
-        for p in _device_files(folder):
-            st = p.stat()
-            out.append((str(p), st.st_mtime_ns, st.st_size))
-    return tuple(out)
+    """Parse one device file of its folder (``device_files``); problems are
+    ``HardwareSpecError`` naming the file."""
+    return read_device_file(path, path.parent)
 
 
 def load_catalog(builtin_dir: Path | None = None, user_folder: Path | None = None) -> Catalog:
-    """The catalog of ``builtin_dir`` + ``user_folder`` (defaults: package data, user_dir())."""
+    """The catalog of ``builtin_dir`` + ``user_folder`` (defaults: package data, user_dir()).
+
+    A problem in a built-in file raises ``HardwareSpecError``; a user file with a problem (or
+    deriving from one) is skipped with a ``DeviceFileWarning`` naming it, and listed in
+    ``Catalog.skipped``."""
     builtin = Path(builtin_dir or BUILTIN_DIR)
     user = Path(user_folder or user_dir())
-    return _load_cached(builtin, user, _fingerprint((builtin, user)))
+    return _load_cached(builtin, user, fingerprint((builtin, user)))
+
+
+Raw = dict[str, tuple[dict[str, Any], Path, str]]
+"""device id -> (document, file, origin)"""
 
 
 @functools.lru_cache(maxsize=16)
 def _load_cached(builtin: Path, user: Path, fingerprint: tuple[Any, ...]) -> Catalog:
     del fingerprint  # only part of the cache key: a changed file reloads
-    raw: dict[str, tuple[dict[str, Any], Path, str]] = {}
+    skipped = SkippedFiles()
+    raw: Raw = {}
     for folder, origin in ((builtin, "builtin"), (user, "user")):
         if builtin == user and origin == "user":
             continue
-        for path in _device_files(folder):
-            doc = read_toml(path)
-            validate_document(doc, str(path), derived="base" in doc)
-            dev_id = doc["id"]
-            if path.stem != dev_id:
-                raise HardwareSpecError(
-                    f"{path}: file name must be '{dev_id}.toml' to match its id {dev_id!r}; "
-                    f"rename the file or fix the id")
-            if dev_id in raw:
-                raise HardwareSpecError(
-                    f"device id {dev_id!r} is defined twice: {raw[dev_id][1]} and {path}; "
-                    f"ids must be unique across built-in and user device files")
-            file_origin = "local" if (origin == "user" and dev_id == LOCAL_ID) else origin
-            raw[dev_id] = (doc, path, file_origin)
-    names = _name_index(raw)
+        for path in device_files(folder):
+            with skipped.guard(path, origin):
+                doc = read_device_file(path, folder)
+                validate_document(doc, str(path), derived="base" in doc)
+                dev_id = doc["id"]
+                if path.stem != dev_id:
+                    raise HardwareSpecError(
+                        f"{path}: file name must be '{dev_id}.toml' to match its id {dev_id!r}; "
+                        f"rename the file or fix the id")
+                if dev_id in raw:
+                    raise HardwareSpecError(
+                        f"device id {dev_id!r} is defined twice: {raw[dev_id][1]} and {path}; "
+                        f"ids must be unique across built-in and user device files")
+                file_origin = "local" if (origin == "user" and dev_id == LOCAL_ID) else origin
+                raw[dev_id] = (doc, path, file_origin)
+    names = _name_index(raw, skipped)
+    raw = {i: v for i, v in raw.items() if i not in skipped.ids}
     devices: dict[str, HardwareSpec] = {}
     for dev_id in raw:
-        _build(dev_id, raw, names, devices, ())
-    ordered = {i: devices[i] for i in raw}
-    return Catalog(devices=ordered, files={i: str(raw[i][1]) for i in raw}, names=names,
-                   tokens=_token_index(raw), user_dir=str(user))
+        _build(dev_id, raw, names, devices, skipped)
+    raw = {i: v for i, v in raw.items() if i in devices}
+    skipped.warn()
+    return Catalog(devices={i: devices[i] for i in raw}, files={i: str(raw[i][1]) for i in raw},
+                   names={k: i for k, i in names.items() if i in devices},
+                   tokens=_token_index(raw), user_dir=str(user),
+                   skipped=dict(skipped.problems))
 
 
 def _doc_names(dev_id: str, doc: Mapping[str, Any]) -> list[str]:
     return [dev_id, *([doc["name"]] if "name" in doc else []), *doc.get("aliases", [])]
 
 
-def _name_index(raw: Mapping[str, tuple[dict[str, Any], Path, str]]) -> dict[str, str]:
+def _name_index(raw: Raw, skipped: SkippedFiles) -> dict[str, str]:
+    """normalized name -> id; a device with a name taken by an earlier one is skipped."""
     names: dict[str, str] = {}
     where: dict[str, str] = {}
-    for dev_id, (doc, path, _) in raw.items():
-        for name in _doc_names(dev_id, doc):
-            key = normalize_name(name)
-            if key in names and names[key] != dev_id:
-                raise HardwareSpecError(
-                    f"{path}: name {name!r} of device {dev_id!r} collides with {where[key]!r} "
-                    f"of device {names[key]!r} in {raw[names[key]][1]} (names compare "
-                    f"case- and punctuation-insensitively); make the alias unique")
-            names[key] = dev_id
-            where[key] = name
+    for dev_id, (doc, path, origin) in raw.items():
+        own = {normalize_name(n): n for n in _doc_names(dev_id, doc)}
+        with skipped.guard(path, origin, dev_id):
+            for key, name in own.items():
+                if key in names and names[key] != dev_id:
+                    raise HardwareSpecError(
+                        f"{path}: name {name!r} of device {dev_id!r} collides with "
+                        f"{where[key]!r} of device {names[key]!r} in {raw[names[key]][1]} (names "
+                        f"compare case- and punctuation-insensitively); make the alias unique")
+            for key, name in own.items():
+                names[key] = dev_id
+                where[key] = name
     return names
 
 
-def _token_index(raw: Mapping[str, tuple[dict[str, Any], Path, str]]
-                 ) -> dict[frozenset[str], str]:
+def _token_index(raw: Raw) -> dict[frozenset[str], str]:
     owners: dict[frozenset[str], set[str]] = {}
     for dev_id, (doc, _, _) in raw.items():
         for name in _doc_names(dev_id, doc):
@@ -209,27 +218,63 @@ def _token_index(raw: Mapping[str, tuple[dict[str, Any], Path, str]]
     return {t: next(iter(ids)) for t, ids in owners.items() if len(ids) == 1}
 
 
-def _build(dev_id: str, raw: Mapping[str, tuple[dict[str, Any], Path, str]],
-           names: Mapping[str, str], devices: dict[str, HardwareSpec],
-           stack: tuple[str, ...]) -> HardwareSpec:
-    if dev_id in devices:
-        return devices[dev_id]
+def _base_chain(dev_id: str, raw: Raw, names: Mapping[str, str], skipped: SkippedFiles
+                ) -> list[str]:
+    """``[dev_id, its base, its base's base, ...]`` down to a datasheet device; raises for an
+    unknown base, a loop, or more than ``MAX_BASE_DEPTH`` links."""
+    chain = [dev_id]
+    while "base" in raw[chain[-1]][0]:
+        doc, path, _ = raw[chain[-1]]
+        base_id = names.get(normalize_name(doc["base"]))
+        if base_id is None or base_id not in raw:
+            raise HardwareSpecError(f"{path}: base {doc['base']!r} is not a known device"
+                                    f"{_missing_base_hint(doc['base'], raw, skipped)}")
+        if base_id in chain:
+            raise HardwareSpecError(f"{raw[dev_id][1]}: base chain loops: "
+                                    f"{' -> '.join((*chain, base_id))}")
+        chain.append(base_id)
+        if len(chain) > MAX_BASE_DEPTH + 1:
+            raise HardwareSpecError(
+                f"{raw[dev_id][1]}: derived from a derived device more than {MAX_BASE_DEPTH} "
+                f"times ({' -> '.join(chain[:3])} -> ... -> {chain[-1]} -> ...); derive it "
+                f"from a device nearer the datasheet device instead")
+    return chain
+
+
+def _missing_base_hint(base: str, raw: Raw, skipped: SkippedFiles) -> str:
+    if base in skipped.stems:
+        return f" (its file {skipped.stems[base]} was skipped: see the warning about it)"
+    close = difflib.get_close_matches(base, list(raw), n=3, cutoff=0.5)
+    return f"; closest ids: {', '.join(close)}" if close else ""
+
+
+def _build(dev_id: str, raw: Raw, names: Mapping[str, str], devices: dict[str, HardwareSpec],
+           skipped: SkippedFiles) -> HardwareSpec | None:
+    """The spec of ``dev_id`` (its bases first); None when it or a base was skipped."""
+    if dev_id in devices or dev_id in skipped.ids:
+        return devices.get(dev_id)
     doc, path, origin = raw[dev_id]
-    if "base" not in doc:
-        devices[dev_id] = doc_to_spec(doc, origin=origin, path=str(path))
-        return devices[dev_id]
-    if dev_id in stack:
-        chain = " -> ".join((*stack, dev_id))
-        raise HardwareSpecError(f"{path}: base chain loops: {chain}")
-    base_id = names.get(normalize_name(doc["base"]))
-    if base_id is None:
-        close = difflib.get_close_matches(doc["base"], list(raw), n=3, cutoff=0.5)
-        hint = f"; closest ids: {', '.join(close)}" if close else ""
-        raise HardwareSpecError(f"{path}: base {doc['base']!r} is not a known device{hint}")
-    base = _build(base_id, raw, names, devices, (*stack, dev_id))
-    devices[dev_id] = derive_from_file_doc(base, doc, label=str(path), origin=origin,
-                                           path=str(path))
-    return devices[dev_id]
+    with skipped.guard(path, origin, dev_id):
+        if "base" not in doc:
+            devices[dev_id] = doc_to_spec(doc, origin=origin, path=str(path))
+            return devices[dev_id]
+        base_id = _base_chain(dev_id, raw, names, skipped)[1]
+        base = _build(base_id, raw, names, devices, skipped)
+        if base is None:
+            raise HardwareSpecError(f"{path}: its base {doc['base']!r} was skipped "
+                                    f"({raw[base_id][1]}: see the warning about it)")
+        devices[dev_id] = derive_from_file_doc(base, doc, label=str(path), origin=origin,
+                                               path=str(path))
+    return devices.get(dev_id)
+
+
+def _get(catalog: Catalog, name: str) -> HardwareSpec:
+    """``catalog.get(name)``; a name whose user file was skipped raises that file's problem."""
+    if normalize_name(name) not in catalog.names:
+        for path, problem in catalog.skipped.items():
+            if Path(path).stem == name.strip().lower():
+                raise HardwareSpecError(f"device {name!r} was not loaded: {problem}")
+    return catalog.get(name)
 
 
 # ---------------------------------------------------------------------------- public API
@@ -239,8 +284,8 @@ def get_device(name: str | HardwareSpec) -> HardwareSpec:
         return name
     if ":" in name:
         base, changes = parse_inline(name)
-        return derive(load_catalog().get(base), **changes)
-    return load_catalog().get(name)
+        return derive(_get(load_catalog(), base), **changes)
+    return _get(load_catalog(), name)
 
 
 def resolve_name(name: str) -> str:

@@ -12,8 +12,11 @@ Keys are the TOML keys (flat names such as ``mem_bw_GBps``, ``l2_MB``, ``units``
 (``mem_bw_scale``, ``peak_scale``, ``matrix_peak_scale``, ``vector_peak_scale``, ``l2_scale``,
 ``units_scale``, ``launch_overhead_scale``). Explicit values are applied first, then scales
 multiply. ``units_scale`` changes the unit count only, not the peaks. Explicit values are checked
-for plausible magnitudes like a device file (a unit slip is still an error); scaled values only
-need to stay positive, so a 10x what-if beyond today's hardware is allowed.
+for plausible magnitudes like a device file (a unit slip is still an error). Every value must be
+a finite number; a scale factor must lie in ``validate.SCALE_RANGE`` (1/1000 .. 1000) and a
+scaled value within ``validate.WHATIF_HEADROOM`` (1000x) of the plausible range, so a 10x what-if
+beyond today's hardware is allowed but ``peak_scale=1e-320`` (peaks of ~0: NaN times) or chains
+of ``1e300`` (inf) are refused.
 
 A derived device records ``base``, and its overrides in ``notes`` and ``sources``; its default
 id is the inline form ``<base id>:<key>=<value>,...``.
@@ -22,6 +25,7 @@ id is the inline form ``<base id>:<key>=<value>,...``.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +42,7 @@ from roofcast.hw_catalog.schema import (
     spec_to_doc,
 )
 from roofcast.hw_catalog.spec import HardwareSpec
-from roofcast.hw_catalog.validate import validate_document
+from roofcast.hw_catalog.validate import scale_problem, validate_document
 
 _IDENTITY_KEYS = ("id", "base", "name", "aliases", "sources", "notes")
 
@@ -65,8 +69,10 @@ def _coerce(key: str, field_type: str, value: Any) -> Any:
         return [v.strip() for v in value.split(";")] if isinstance(value, str) else list(value)
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise HardwareSpecError(f"value of {key!r} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise HardwareSpecError(f"value of {key!r} must be a finite number, got {value!r}")
     if field_type == "int":
         if not number.is_integer():
             raise HardwareSpecError(f"value of {key!r} must be an integer, got {value!r}")
@@ -82,6 +88,9 @@ def split_changes(changes: Mapping[str, Any]
     for key, value in changes.items():
         if key in SCALES:
             scales[key] = _coerce(key, "number", value)
+            problem = scale_problem(key, scales[key])
+            if problem:
+                raise HardwareSpecError(problem)
         elif key in FLAT_NAMES:
             path = FLAT_NAMES[key]
             if path == ("id",) or path == ("base",):

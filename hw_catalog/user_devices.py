@@ -12,8 +12,12 @@ The file is the derived-device form of ``devices/SCHEMA.md`` (``base`` plus over
 factors in TOML key names), so it stays a what-if on top of its base: later corrections of the
 base's figures carry over. Before writing, the document is validated and derived in memory (the
 same checks as loading the file); the id must be new unless ``overwrite`` and the existing file is
-in the user folder. The write is atomic (temp file + ``os.replace``) and the catalog is reloaded to
-check the file loads; if it does not, the file is removed and the error raised.
+in the user folder, no file of that name may exist otherwise (a user file that does not load is
+not overwritten either), and the name must not be another device's name or alias. The write is
+atomic (temp file + ``os.replace``); an overwritten file is first hard-linked to a backup. The
+catalog is then reloaded: if the new file, or any other file (a device derived from the
+overwritten one), no longer loads, the previous file is restored (or the new one removed) and the
+error raised. A failed save never deletes a file the user had.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from roofcast.hw_catalog.catalog import load_catalog, user_dir
+from roofcast.hw_catalog.catalog import Catalog, load_catalog, normalize_name, user_dir
 from roofcast.hw_catalog.derive import derive_from_file_doc, split_changes
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.schema import SCALES, set_path
@@ -56,8 +60,9 @@ def save_user_device(base: str | HardwareSpec, changes: Mapping[str, Any], dev_i
     docstring); ``folder`` defaults to :func:`~hw_catalog.catalog.user_dir`. Returns the path.
 
     Raises ``HardwareSpecError`` for an empty change set, a bad id, an id already in the catalog
-    (unless ``overwrite`` and that device is a file of the user folder), or values the catalog
-    would refuse.
+    or a file of that name already in the folder (unless ``overwrite`` and that device is a file
+    of the user folder), a name or alias another device already has, or values the catalog
+    would refuse. On any failure the folder is left as it was: an overwritten file is restored.
     """
     if not changes:
         raise HardwareSpecError("a saved device needs at least one change from its base "
@@ -72,27 +77,72 @@ def save_user_device(base: str | HardwareSpec, changes: Mapping[str, Any], dev_i
     doc = derived_document(base_spec.id, changes, dev_id, name)
     target = folder / f"{dev_id}.toml"
     validate_document(doc, str(target), derived=True)
+    _check_free(catalog, dev_id, doc, target, overwrite)
+    derive_from_file_doc(base_spec, doc, label=str(target), origin="user", path=str(target))
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (f"# What-if device derived from '{base_spec.id}' (saved by roofcast).\n"
+            + dumps(doc))
+    backup = _backup(target, dev_id)
+    try:
+        _write_atomic(target, text, dev_id)
+        after = load_catalog(user_folder=folder)
+        broken = {p: m for p, m in after.skipped.items() if p not in catalog.skipped}
+        if broken:
+            raise HardwareSpecError(
+                f"saving {target} would leave device files unusable, so nothing was saved: "
+                + "; ".join(broken.values()))
+    except BaseException:
+        if backup is not None:
+            os.replace(backup, target)
+        else:
+            target.unlink(missing_ok=True)
+        raise
+    if backup is not None:
+        backup.unlink(missing_ok=True)
+    return target
+
+
+def _check_free(catalog: Catalog, dev_id: str, doc: Mapping[str, Any], target: Path,
+                overwrite: bool) -> None:
+    """Refuse an id, file or name that belongs to something else (module docstring)."""
     if dev_id in catalog.devices:
         existing = Path(catalog.files[dev_id]).resolve()
         if not (overwrite and existing == target.resolve()):
-            where = "the user folder" if existing.parent == folder.resolve() else "the catalog"
+            where = ("the user folder" if existing.parent == target.parent.resolve()
+                     else "the catalog")
             raise HardwareSpecError(
                 f"device id {dev_id!r} already exists in {where} ({existing}); choose another id"
                 + (" or allow overwriting" if where == "the user folder" else ""))
-    derive_from_file_doc(base_spec, doc, label=str(target), origin="user", path=str(target))
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dev_id}-", suffix=".toml.tmp", dir=folder)
+    elif os.path.lexists(target):
+        problem = catalog.skipped.get(str(target))
+        raise HardwareSpecError(
+            f"{target} already exists" + (f" but does not load ({problem})" if problem else "")
+            + "; choose another id, or fix or remove that file first")
+    for label in (dev_id, doc.get("name"), *doc.get("aliases", ())):
+        owner = catalog.names.get(normalize_name(label)) if label else None
+        if owner is not None and owner != dev_id:
+            raise HardwareSpecError(
+                f"name {label!r} is already used by device {owner!r} ({catalog.files[owner]}); "
+                "choose another name")
+
+
+def _backup(target: Path, dev_id: str) -> Path | None:
+    """A hard link to the file about to be overwritten (restored if the save fails)."""
+    if not os.path.lexists(target):
+        return None
+    backup = target.with_name(f".{dev_id}.toml.{os.getpid()}.bak")
+    backup.unlink(missing_ok=True)
+    os.link(target, backup, follow_symlinks=False)
+    return backup
+
+
+def _write_atomic(target: Path, text: str, dev_id: str) -> None:
+    """Write ``text`` to a temp file in the folder and rename it over ``target``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{dev_id}-", suffix=".toml.tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(f"# What-if device derived from '{base_spec.id}' (saved by roofcast).\n")
-            fh.write(dumps(doc))
+            fh.write(text)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    try:
-        load_catalog(user_folder=folder)
-    except HardwareSpecError:
-        target.unlink(missing_ok=True)
-        raise
-    return target

@@ -55,6 +55,25 @@ RANGES: Mapping[str, Mapping[str, tuple[float, float]]] = {
     "release_year": _same(2000, 2035),
 }
 
+SCALE_RANGE: tuple[float, float] = (1e-3, 1e3)
+"""Allowed what-if scale factors (``mem_bw_scale``, ``peak_scale``, ...): a factor beyond 1000x
+describes no hardware, and chains of such factors overflow to inf or underflow to 0."""
+WHATIF_HEADROOM = 1e3
+"""A scaled value of a derived device may lie this factor beyond ``RANGES`` (an explicit value
+must lie within, like a datasheet figure)."""
+
+
+def scale_problem(key: str, value: float) -> str | None:
+    """Why ``value`` is not a usable scale factor ``key`` (None when it is)."""
+    lo, hi = SCALE_RANGE
+    if value <= 0:
+        return f"scale '{key}' must be positive, got {value!r}"
+    if not lo <= value <= hi:
+        return (f"scale '{key}' = {value!r} is outside {_range_text(lo, hi)}; a what-if scales "
+                f"a figure by at most {hi:g}x either way")
+    return None
+
+
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DATE_PATTERN = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 _TYPE_WORDS = {"str": "a string", "int": "an integer", "number": "a number",
@@ -174,17 +193,26 @@ def validate_document(
             errors.append(f"key '{f.dotted}' must be positive, got {value!r}")
             continue
         bounds = RANGES.get(f.range_key, {}).get(kind) if kind_ok else None
-        if bounds is None or derived or (range_set is not None and path not in range_set):
+        if bounds is None or derived:
             continue
         lo, hi = bounds
+        if range_set is not None and path not in range_set:
+            if not lo / WHATIF_HEADROOM <= value <= hi * WHATIF_HEADROOM:
+                errors.append(
+                    f"{f.dotted} = {value!r} after scaling is more than {WHATIF_HEADROOM:g}x "
+                    f"outside the plausible range of a {kind} ({_range_text(lo, hi)} {f.unit}); "
+                    f"use smaller scale factors")
+            continue
         if not lo <= value <= hi:
             errors.append(
                 f"{f.dotted} = {value!r} is implausible for a {kind} (expected "
                 f"{_range_text(lo, hi)} {f.unit}); check the unit: the key is in {f.unit}")
     for key in EXTRA_TOP_KEYS:
         value = doc.get(key)
-        if key != "base" and _type_ok(value, "number") and value <= 0:
-            errors.append(f"scale '{key}' must be positive, got {value!r}")
+        problem = (scale_problem(key, value)
+                   if key != "base" and _type_ok(value, "number") else None)
+        if problem:
+            errors.append(problem)
     if not derived and any(k in doc for k in EXTRA_TOP_KEYS if k != "base") and "base" not in doc:
         errors.append("scale factors (e.g. mem_bw_scale) are only allowed with 'base'")
 

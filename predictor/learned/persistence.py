@@ -13,6 +13,8 @@ A model folder holds:
 Loading checks the format and that the saved feature list equals the code's
 ``features.FEATURES`` (same names, same order); any difference raises ``PredictionError``
 telling the user to retrain — a model is never applied to features it was not trained on.
+Before that, ``metadata_schema`` reads the metadata safely and checks it against its schema
+(types, finite sane numbers, booster files confined to the folder).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.learned.features import FEATURES
 from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd
+from roofcast.predictor.learned.metadata_schema import check_metadata, read_metadata
 from roofcast.predictor.learned.model import FamilyModel
 from roofcast.predictor.learned.ood import DeviceSet, Ranges
 from roofcast.predictor.learned.predictor import LearnedModel
@@ -73,13 +76,11 @@ def load(folder: str | Path | None = None) -> LearnedModel:
     if not path.is_file():
         raise PredictionError(f"no learned model at {folder} ({METADATA} missing); "
                               "train one with `roofcast train --output DIR`")
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise PredictionError(f"cannot read {path}: {exc}") from exc
+    meta = read_metadata(path)
     if meta.get("format") != FORMAT:
         raise PredictionError(f"{path}: format {meta.get('format')!r} is not {FORMAT!r}; retrain "
                               "with `roofcast train`")
+    check_metadata(meta, folder)
     saved = list(meta.get("features", []))
     if saved != list(FEATURES):
         missing = [f for f in FEATURES if f not in saved]

@@ -1,4 +1,5 @@
-"""Catalog loading: user folder, name resolution, duplicates, misses, 'local'."""
+"""Catalog loading: user folder, name resolution, duplicates (a bad user file is skipped with a
+warning, a bad built-in file raises), misses, 'local'."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from roofcast.hw_catalog import (
     user_dir,
 )
 from roofcast.hw_catalog.catalog import name_tokens, normalize_name
+from roofcast.hw_catalog.errors import DeviceFileWarning
 
 
 def _copy(src: Path, folder: Path, dev_id: str | None = None, **replace: str) -> Path:
@@ -107,37 +109,62 @@ def test_catalog_reloads_when_a_user_file_changes(fixture_dir: Path, user_folder
     assert get_device("fixture-gpu").mem_bw_Bps == 3351e9
 
 
-def test_duplicate_id_across_folders_names_both_files(fixture_dir: Path, tmp_path: Path):
+def _skipped(builtin: Path, user: Path) -> tuple[object, str]:
+    """Load with a user folder holding one bad file: (catalog, the one warning's text)."""
+    with pytest.warns(DeviceFileWarning) as caught:
+        catalog = load_catalog(builtin, user)
+    assert len(caught) == 1
+    return catalog, str(caught[0].message)
+
+
+def test_duplicate_id_in_user_folder_is_skipped_naming_both_files(fixture_dir: Path,
+                                                                   tmp_path: Path):
     user = tmp_path / "user"
     user.mkdir()
     _copy(fixture_dir / "fixture-gpu.toml", user)
-    with pytest.raises(HardwareSpecError) as err:
-        load_catalog(fixture_dir, user)
-    msg = str(err.value)
+    catalog, msg = _skipped(fixture_dir, user)
     assert "device id 'fixture-gpu' is defined twice" in msg
     assert str(fixture_dir / "fixture-gpu.toml") in msg
     assert str(user / "fixture-gpu.toml") in msg
+    assert catalog.files["fixture-gpu"] == str(fixture_dir / "fixture-gpu.toml")
+    assert list(catalog.skipped) == [str(user / "fixture-gpu.toml")]
 
 
-def test_duplicate_alias_across_files_names_both_files(fixture_dir: Path, tmp_path: Path):
+def test_duplicate_alias_in_user_folder_is_skipped_naming_both_files(fixture_dir: Path,
+                                                                      tmp_path: Path):
     user = tmp_path / "user"
     user.mkdir()
     _copy(fixture_dir / "fixture-gpu.toml", user, "my-gpu",
           **{'id = "fixture-gpu"': 'id = "my-gpu"', 'name = "Fixture GPU 80GB"': 'name = "Mine"',
              '"FIXTURE-GPU-SXM"': '"other"'})
-    with pytest.raises(HardwareSpecError) as err:
-        load_catalog(fixture_dir, user)
-    msg = str(err.value)
+    catalog, msg = _skipped(fixture_dir, user)
     assert "name 'Fixture GPU 80GB HBM3' of device" in msg
     assert "collides with" in msg
     assert "fixture-gpu.toml" in msg
     assert "my-gpu.toml" in msg
+    assert "my-gpu" not in catalog.devices
+    assert "mine" not in catalog.names  # none of the skipped device's names resolve
+    assert catalog.resolve("Fixture GPU 80GB HBM3") == "fixture-gpu"
 
 
-def test_broken_user_file_is_reported_not_ignored(user_folder: Path):
+def test_duplicate_in_builtin_folder_still_raises(fixture_dir: Path, tmp_path: Path):
+    builtin = tmp_path / "builtin"
+    builtin.mkdir()
+    _copy(fixture_dir / "fixture-gpu.toml", builtin)
+    _copy(fixture_dir / "fixture-gpu.toml", builtin, "fixture-gpu-b",
+          **{'id = "fixture-gpu"': 'id = "fixture-gpu-b"'})
+    with pytest.raises(HardwareSpecError, match=r"fixture-gpu.toml: name .* collides with .*fixture-gpu-b.toml"):
+        load_catalog(builtin, tmp_path / "no-user-folder")
+
+
+def test_broken_user_file_is_reported_and_skipped(user_folder: Path):
     (user_folder / "broken.toml").write_text("id = 'broken'\nname = \n")
-    with pytest.raises(HardwareSpecError, match=r"broken.toml: TOML syntax error"):
-        list_devices()
+    with pytest.warns(DeviceFileWarning, match=r"broken.toml: TOML syntax error"):
+        devices = list_devices()
+    assert "h100-sxm" in {d.id for d in devices}
+    with pytest.raises(HardwareSpecError, match=r"device 'broken' was not loaded: .*broken.toml: "
+                                                r"TOML syntax error"):
+        get_device("broken")
 
 
 def test_user_dir_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

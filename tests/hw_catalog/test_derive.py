@@ -1,12 +1,16 @@
-"""Hypothetical devices: derive(), derived files, inline specs."""
+"""Hypothetical devices: derive(), derived files (a bad one is skipped with a warning), inline
+specs; what-if values must be finite and within sane bounds."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from roofcast.hw_catalog import HardwareSpecError, derive, get_device, load_catalog, parse_inline
+from roofcast.hw_catalog.catalog import MAX_BASE_DEPTH
+from roofcast.hw_catalog.errors import DeviceFileWarning
 
 
 @pytest.fixture
@@ -111,25 +115,80 @@ def _derived_file(folder: Path, dev_id: str, body: str) -> None:
     (folder / f"{dev_id}.toml").write_text(f'id = "{dev_id}"\n{body}')
 
 
-def test_derived_file_errors(fixture_dir: Path, tmp_path: Path):
+def _load_warned(builtin: Path, user: Path, match: str):
+    """load_catalog, asserting one of its DeviceFileWarnings matches ``match``."""
+    with pytest.warns(DeviceFileWarning) as caught:
+        catalog = load_catalog(builtin, user)
+    messages = [str(w.message) for w in caught]
+    assert any(re.search(match, m) for m in messages), messages
+    return catalog
+
+
+@pytest.mark.parametrize(("files", "skipped", "match"), [
+    ({"typo-base": 'base = "fixture-gpx"\nmem_bw_scale = 2\n'}, ["typo-base"],
+     r"typo-base.toml: base 'fixture-gpx' is not a known device; closest ids: fixture-gpu"),
+    ({"loop-a": 'base = "loop-b"\npeak_scale = 2\n', "loop-b": 'base = "loop-a"\npeak_scale = 2\n'},
+     ["loop-a", "loop-b"], r"base chain loops: loop-a -> loop-b -> loop-a"),
+    ({"slip": 'base = "fixture-gpu"\n[memory]\nbandwidth_GBps = 6.7e6\n'}, ["slip"],
+     r"slip.toml: memory.bandwidth_GBps .* implausible"),
+    ({"nobase-scale": 'base = "fixture-gpu"\nmem_bw_scael = 2\n'}, ["nobase-scale"],
+     r"unknown key 'mem_bw_scael'; did you mean 'mem_bw_scale'"),
+    ({"huge": 'base = "fixture-gpu"\npeak_scale = 1e300\n'}, ["huge"],
+     r"huge.toml: scale 'peak_scale' = 1e\+300 is outside 0.001..1000"),
+    ({"tiny": 'base = "fixture-gpu"\npeak_scale = 1e-320\n'}, ["tiny"],
+     r"scale 'peak_scale' = 1e-320 is outside"),
+    # bad base: the dependent is skipped too, saying why
+    ({"a-bad": 'base = "fixture-gpu"\nl2_scale = 0\n', "b-child": 'base = "a-bad"\nl2_scale = 2\n'},
+     ["a-bad", "b-child"], r"b-child.toml: base 'a-bad' is not a known device \(its file "),
+])
+def test_bad_derived_user_files_are_skipped(fixture_dir: Path, tmp_path: Path, files, skipped,
+                                            match):
     folder = tmp_path / "user"
     folder.mkdir()
-    _derived_file(folder, "typo-base", 'base = "fixture-gpx"\nmem_bw_scale = 2\n')
-    with pytest.raises(HardwareSpecError, match=r"typo-base.toml: base 'fixture-gpx' is not a "
-                                                r"known device; closest ids: fixture-gpu"):
-        load_catalog(fixture_dir, folder)
-    (folder / "typo-base.toml").unlink()
-    _derived_file(folder, "loop-a", 'base = "loop-b"\npeak_scale = 2\n')
-    _derived_file(folder, "loop-b", 'base = "loop-a"\npeak_scale = 2\n')
-    with pytest.raises(HardwareSpecError, match=r"base chain loops: loop-a -> loop-b -> loop-a"):
-        load_catalog(fixture_dir, folder)
-    for p in folder.glob("loop-*"):
-        p.unlink()
-    _derived_file(folder, "slip", 'base = "fixture-gpu"\n[memory]\nbandwidth_GBps = 6.7e6\n')
-    with pytest.raises(HardwareSpecError, match=r"slip.toml: memory.bandwidth_GBps .* implausible"):
-        load_catalog(fixture_dir, folder)
-    (folder / "slip.toml").unlink()
-    _derived_file(folder, "nobase-scale", 'base = "fixture-gpu"\nmem_bw_scael = 2\n')
-    with pytest.raises(HardwareSpecError, match=r"unknown key 'mem_bw_scael'; did you mean "
-                                                r"'mem_bw_scale'"):
-        load_catalog(fixture_dir, folder)
+    for dev_id, body in files.items():
+        _derived_file(folder, dev_id, body)
+    _derived_file(folder, "fine", 'base = "fixture-gpu"\nmem_bw_scale = 3\n')
+    catalog = _load_warned(fixture_dir, folder, match)
+    assert sorted(Path(p).stem for p in catalog.skipped) == sorted(skipped)
+    assert catalog.devices["fine"].mem_bw_Bps == pytest.approx(3 * 3350e9)
+
+
+def test_chained_scales_must_stay_within_headroom(fixture_dir: Path, tmp_path: Path):
+    folder = tmp_path / "user"
+    folder.mkdir()
+    prev = "fixture-gpu"
+    for i in range(4):  # 1000 x 1000 x ...: each factor is allowed, the product is not
+        _derived_file(folder, f"x{i}", f'base = "{prev}"\nmem_bw_scale = 1000\n')
+        prev = f"x{i}"
+    catalog = _load_warned(fixture_dir, folder, r"x1.toml: memory.bandwidth_GBps = .* after "
+                                                r"scaling is more than 1000x outside")
+    assert "x0" in catalog.devices
+    assert sorted(Path(p).stem for p in catalog.skipped) == ["x1", "x2", "x3"]
+
+
+def test_derivation_depth_is_capped(fixture_dir: Path, tmp_path: Path):
+    folder = tmp_path / "user"
+    folder.mkdir()
+    prev = "fixture-gpu"
+    for i in range(1, MAX_BASE_DEPTH + 3):
+        _derived_file(folder, f"d{i:02d}", f'base = "{prev}"\nmem_bw_scale = 1.01\n')
+        prev = f"d{i:02d}"
+    catalog = _load_warned(fixture_dir, folder, rf"d{MAX_BASE_DEPTH + 1}.toml: derived from a "
+                                                rf"derived device more than {MAX_BASE_DEPTH} times")
+    assert f"d{MAX_BASE_DEPTH:02d}" in catalog.devices
+    assert sorted(Path(p).stem for p in catalog.skipped) == [f"d{MAX_BASE_DEPTH + 1}",
+                                                             f"d{MAX_BASE_DEPTH + 2}"]
+
+
+@pytest.mark.parametrize(("changes", "match"), [
+    ({"peak_scale": "1e-320"}, r"scale 'peak_scale' = 1e-320 is outside 0.001..1000"),
+    ({"mem_bw_scale": 1e300}, r"scale 'mem_bw_scale' = 1e\+300 is outside"),
+    ({"mem_bw_scale": "nan"}, r"'mem_bw_scale' must be a finite number"),
+    ({"mem_bw_GBps": "inf"}, r"'mem_bw_GBps' must be a finite number"),
+    ({"units": "1e400"}, r"'units' must be a finite number"),
+    ({"units": 10**400}, r"'units' must be a number"),
+    ({"launch_overhead_us": 1e-320}, r"launch_overhead_us = 1e-320 is implausible"),
+])
+def test_what_if_values_must_be_finite_and_sane(gpu, changes, match):
+    with pytest.raises(HardwareSpecError, match=match):
+        derive(gpu, **changes)

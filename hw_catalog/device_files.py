@@ -1,0 +1,152 @@
+"""Reading device files without trusting them: which files are read, and how.
+
+A device folder (built-in or the user's) is listed as its ``*.toml`` entries; each is read by
+:func:`read_device_file`, which raises ``HardwareSpecError`` naming the file for every way a file
+can be unusable, before any of its bytes are interpreted:
+
+- it must be a **regular file inside the folder** (``confined``: no FIFO, device or folder, no
+  broken symlink or symlink out of the folder, so a device file cannot hang every command or
+  make roofcast read ``/etc/passwd``);
+- at most ``MAX_FILE_BYTES`` are read (a device file is ~3 KB; ``local.toml`` with calibration
+  curves ~10 KB);
+- the bytes must be **UTF-8** (TOML is UTF-8 by definition; a binary file is refused as such);
+- no dotted key may have more than ``MAX_KEY_PARTS`` parts: Python's ``tomllib`` keeps every
+  prefix of a dotted key while parsing, so memory grows with the square of the key's length
+  (a 200 KB line ``a.a.a...a = 1`` takes gigabytes); the schema's deepest key has 3 parts;
+- TOML syntax, nesting deeper than the parser's recursion limit, and integers too long to
+  convert are reported as syntax problems of that file.
+
+:func:`fingerprint` stats the entries (and a link's target) for the catalog cache without ever
+raising (a broken link or a file removed meanwhile is just a different fingerprint).
+:class:`SkippedFiles` is the loader's policy for a file with a problem: a built-in file raises, a
+user file is skipped with a ``DeviceFileWarning`` and the other files still load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tomllib
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from roofcast.hw_catalog.confined import read_confined
+from roofcast.hw_catalog.errors import DeviceFileWarning, HardwareSpecError
+
+MAX_FILE_BYTES = 256 * 1024
+"""Largest device file read (bytes)."""
+MAX_KEY_PARTS = 32
+"""Most parts a dotted key (``a.b.c``) may have (quadratic parse cost; module docstring)."""
+
+# One dotted-key part (bare, "basic" with escapes, or 'literal') followed by a dot; a run of
+# MAX_KEY_PARTS of them is a key too deep. A run starts only where a key can start (line start,
+# after whitespace, '[', '{' or ','); with possessive quantifiers the scan stays linear.
+_PART = r"""(?:"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+'|[A-Za-z0-9_-]++)"""
+_DEEP_KEY = re.compile(rf"(?:^|(?<=[\s\[{{,]))(?:{_PART}[ \t]*+\.[ \t]*+){{{MAX_KEY_PARTS}}}",
+                       re.MULTILINE)
+
+
+def device_files(folder: Path) -> list[Path]:
+    """The ``*.toml`` entries of ``folder`` (any file type; sorted), ``[]`` if it is no folder."""
+    try:
+        return sorted(folder.glob("*.toml")) if folder.is_dir() else []
+    except OSError:
+        return []
+
+
+def fingerprint(folders: tuple[Path, ...]) -> tuple[tuple[str, int, int, int], ...]:
+    """(path, inode, mtime_ns, size) of every device file entry; never raises.
+
+    A followed link's target is stat-ed too, so editing the target reloads the catalog."""
+    out = []
+    for folder in folders:
+        for p in device_files(folder):
+            for follow in (False, True):
+                try:
+                    st = os.stat(p, follow_symlinks=follow)
+                except OSError:
+                    out.append((str(p), -1, -1, -1))
+                    break
+                out.append((str(p), st.st_ino, st.st_mtime_ns, st.st_size))
+                if not stat.S_ISLNK(st.st_mode):
+                    break
+    return tuple(out)
+
+
+def read_bytes(path: Path, folder: Path) -> bytes:
+    """The bytes of a regular device file inside ``folder`` (``confined``), at most
+    ``MAX_FILE_BYTES``; ``HardwareSpecError`` naming the file otherwise."""
+    return read_confined(path, folder, max_bytes=MAX_FILE_BYTES, what="device file",
+                         error=HardwareSpecError)
+
+
+def parse_toml(data: bytes, label: str) -> dict[str, Any]:
+    """Decode UTF-8 and parse TOML; every problem is a ``HardwareSpecError`` naming ``label``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HardwareSpecError(
+            f"{label}: not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); a device "
+            "file is a TOML text file — is this a binary file?") from None
+    deep = _DEEP_KEY.search(text)
+    if deep:
+        line = text.count("\n", 0, deep.start()) + 1
+        raise HardwareSpecError(f"{label}: line {line}: a dotted key with more than "
+                                f"{MAX_KEY_PARTS} parts; device-file keys have at most 3")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise HardwareSpecError(f"{label}: TOML syntax error: {exc}") from None
+    except RecursionError:
+        raise HardwareSpecError(f"{label}: TOML nested too deeply to parse") from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts
+        raise HardwareSpecError(f"{label}: TOML value cannot be read: {exc}") from None
+
+
+def read_device_file(path: Path, folder: Path) -> dict[str, Any]:
+    """The parsed document of one device file of ``folder`` (module docstring)."""
+    return parse_toml(read_bytes(path, folder), str(path))
+
+
+MAX_WARNINGS = 10
+"""Skipped files reported one by one; more are summarised in one line."""
+
+
+class SkippedFiles:
+    """Problems of the files being loaded: a built-in file's problem is raised (a packaging bug
+    the test suite catches), a user file's is recorded and the file skipped, so one bad file
+    does not break every command (:meth:`guard`); :meth:`warn` reports them."""
+
+    def __init__(self) -> None:
+        self.problems: dict[str, str] = {}  # path -> message
+        self.ids: set[str] = set()  # device ids whose file was skipped
+        self.stems: dict[str, str] = {}  # file stem -> path, to explain a miss
+
+    @contextlib.contextmanager
+    def guard(self, path: Path, origin: str, dev_id: str | None = None) -> Iterator[None]:
+        """Run the block; a ``HardwareSpecError`` skips ``path`` unless it is built in."""
+        try:
+            yield
+        except HardwareSpecError as exc:
+            if origin == "builtin":
+                raise
+            self.problems.setdefault(str(path), str(exc))
+            self.stems.setdefault(path.stem, str(path))
+            if dev_id is not None:
+                self.ids.add(dev_id)
+
+    def warn(self) -> None:
+        """One ``DeviceFileWarning`` per skipped file (``MAX_WARNINGS``, then a summary)."""
+        items = list(self.problems.items())
+        for path, message in items[:MAX_WARNINGS]:
+            text = message if message.startswith(path) else f"{path}: {message}"
+            warnings.warn(f"skipped device file: {text}", DeviceFileWarning, stacklevel=2)
+        if len(items) > MAX_WARNINGS:
+            warnings.warn(f"skipped {len(items) - MAX_WARNINGS} more device files: "
+                          f"{', '.join(p for p, _ in items[MAX_WARNINGS:MAX_WARNINGS + 5])}"
+                          f"{', ...' if len(items) > MAX_WARNINGS + 5 else ''}",
+                          DeviceFileWarning, stacklevel=2)

@@ -217,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
                       "e2e_upper_ms": s["e2e_upper_s"] * 1e3, "interval": s["interval_method"],
                       "ops_learned": s["ops_learned"], "ops_analytical": s["ops_analytical"],
                       "out_of_distribution": s["ood"], "ood_reason": s["ood_reason"]})
+        from roofcast.predictor.learned.estimator import model_folder
+
+        extra["learned_model"] = str(model_folder())  # which trained model answered
     if args.max_batch:
         extra["max_batch_that_fits"] = max_batch_that_fits(graph_source(args, graph, batch), hw,
                                                            config)

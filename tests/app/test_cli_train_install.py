@@ -49,6 +49,8 @@ def test_installed_model_is_used_by_predict_without_environment(measurement_csv,
     folder = doc["installed_as"].split("(")[1].split(")")[0]
     mine_ms = _learned_ms(capsys, mlp_path)
     assert mine_ms != pytest.approx(shipped_ms, rel=1e-3)
+    said = _json(capsys, ["predict", mlp_path, "--hw", "t4", "--estimator", "learned"])
+    assert said["learned_model"] == folder  # the output names the model that answered
     monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", folder)
     assert _learned_ms(capsys, mlp_path) == mine_ms
     monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(DEFAULT_DIR))  # the override still wins

@@ -11,9 +11,12 @@ Columns (``WORKLOAD_COLUMNS``, name -> meaning):
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from roofcast.graph_import.errors import WorkloadSchemaError
+
+if TYPE_CHECKING:  # pandas only where a table is checked or made: the cost registry
+    import pandas as pd  # reads FAMILIES from here, and `roofcast inspect` needs no pandas
 
 FAMILIES: tuple[str, ...] = (
     "matmul", "conv", "elementwise", "normalization", "softmax", "reduction", "pooling",
@@ -56,6 +59,8 @@ def check_workload(df: pd.DataFrame) -> None:
     Checks: every column present; numeric columns non-negative (NaN allowed only in gemm_* and
     inner_elems); family/phase/engine values from their vocabularies.
     """
+    import pandas as pd
+
     missing = [c for c in WORKLOAD_COLUMN_NAMES if c not in df.columns]
     if missing:
         raise WorkloadSchemaError(f"workload table lacks columns {missing}; see "
@@ -75,5 +80,7 @@ def check_workload(df: pd.DataFrame) -> None:
 
 def empty_workload() -> pd.DataFrame:
     """An empty table with the contract columns (for graphs with no costed ops)."""
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(dtype=float if c in _NUMERIC else object)
                          for c in WORKLOAD_COLUMN_NAMES})

@@ -45,3 +45,23 @@ def heavy_modules_after(*argv: str) -> list[str]:
 ])
 def test_parsing_imports_nothing_heavy(argv):
     assert heavy_modules_after(*argv) == []
+
+
+RUN_PROBE = """
+import contextlib, io, json, sys
+from roofcast.app.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps([code, sorted(m for m in {heavy} if m in sys.modules)]))
+"""
+
+
+def test_inspect_runs_without_table_or_learning_libraries():
+    """``roofcast inspect`` needs onnx (and numpy under it) but neither pandas nor the learned
+    side: each of those costs a large part of its half-second budget."""
+    proc = subprocess.run([sys.executable, "-c", RUN_PROBE.format(heavy=HEAVY), "inspect",
+                           "resnet50"], capture_output=True, text=True, check=True)
+    code, heavy = json.loads(proc.stdout)
+    assert code == 0
+    assert "onnx" in heavy  # the probe sees imports: inspecting does import the model
+    assert not {"pandas", "sklearn", "scipy", "xgboost", "streamlit", "plotly"} & set(heavy)

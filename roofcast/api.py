@@ -84,7 +84,7 @@ def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None 
             **settings: Any) -> pd.DataFrame:
     """One row per device of ``hws`` (``predictor.compare.COMPARE_COLUMNS``): ``time_s`` with
     its interval ``lower_s``..``upper_s``, ``speedup`` over ``baseline`` (default: the first
-    device) with ``speedup_lo``..``speedup_hi``, throughput (samples/s), cost and power per
+    device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper bound), throughput (samples/s), cost and power per
     throughput, memory (bytes) and whether it fits. Keywords as for ``predict``."""
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))

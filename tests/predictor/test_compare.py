@@ -31,9 +31,11 @@ def test_each_row_equals_predict_graph(config):
         assert rec["lower_s"] == pytest.approx(per_op["lower_s"].sum(), rel=1e-12)
         assert rec["upper_s"] == pytest.approx(per_op["upper_s"].sum(), rel=1e-12)
         assert rec["speedup"] == pytest.approx(base_s / p.time_s, rel=1e-12)
-        assert rec["speedup_lo"] == pytest.approx(base_s / rec["upper_s"], rel=1e-12)
-        assert rec["speedup_hi"] == pytest.approx(base_s / rec["lower_s"], rel=1e-12)
-        assert rec["speedup_lo"] <= rec["speedup"] <= rec["speedup_hi"]
+        base = preds["fast"].per_op  # like over like: both devices at the same bound
+        assert rec["speedup_at_lower"] == pytest.approx(
+            base["lower_s"].sum() / per_op["lower_s"].sum(), rel=1e-12)
+        assert rec["speedup_at_upper"] == pytest.approx(
+            base["upper_s"].sum() / per_op["upper_s"].sum(), rel=1e-12)
         assert rec["throughput_samples_per_s"] == pytest.approx(config.batch / p.time_s)
         assert rec["fits"] == p.memory.fits(hw)
         by_bound = per_op.groupby("bound")["time_s"].sum()

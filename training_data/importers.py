@@ -13,12 +13,12 @@ JSON (``input_shapes = [[1,64],[64,64]]``), ``attrs`` as a JSON object, ``thread
 whole file with a message listing the bad lines (header = line 1) and their reasons, and nothing
 is written.
 
-The file is streamed: read ``CHUNK_ROWS`` rows at a time, each chunk checked as it is read and
+The file is streamed: read ``CHUNK_ROWS`` rows (at most ``CHUNK_BYTES``) at a time, each chunk checked as it is read and
 appended inside one store transaction, so memory stays bounded by the chunk, and a bad row stops
 the import as soon as ``MAX_LISTED`` problems are known (nothing written). Limits per file,
 checked while reading: ``ROOFCAST_MAX_IMPORT_BYTES`` bytes as read after gzip decompression
-(default ``MAX_BYTES`` = 256 MiB), ``ROOFCAST_MAX_IMPORT_ROWS`` rows (default ``MAX_ROWS`` =
-1,000,000), ``MAX_LINE_CHARS`` characters per line. A text cell written as ``'=...`` (the
+(default ``MAX_BYTES`` = 128 MiB), ``ROOFCAST_MAX_IMPORT_ROWS`` rows (default ``MAX_ROWS`` =
+500,000), ``MAX_LINE_CHARS`` bytes per line. A text cell written as ``'=...`` (the
 spreadsheet guard of ``roofcast data export``, ``training_data.csv_cells``) is read as ``=...``.
 
 Public kernels (``import_public``)
@@ -58,12 +58,14 @@ from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import COLUMN_NAMES, normalize
 from roofcast.training_data.store import MAX_LISTED, Store, format_problems
 
-MAX_ROWS = 1_000_000
-MAX_BYTES = 256 * 2**20
+MAX_ROWS = 500_000
+MAX_BYTES = 128 * 2**20
 """Default limits per imported file: rows, and bytes as read (after gzip decompression)."""
 ROWS_ENV = "ROOFCAST_MAX_IMPORT_ROWS"
 BYTES_ENV = "ROOFCAST_MAX_IMPORT_BYTES"
 CHUNK_ROWS = 20_000
+CHUNK_BYTES = 4 * 2**20
+"""A chunk is CHUNK_ROWS rows or CHUNK_BYTES bytes of the file, whichever comes first."""
 MAX_LINE_CHARS = 2**20
 SNIFF_BYTES = 65536
 PUBLIC_DATASETS: dict[str, tuple[str, ...]] = {
@@ -233,10 +235,10 @@ def _csv_chunks(path: Path, max_bytes: int, chunk_rows: int) -> Iterator[pd.Data
         gz = path.suffix.lower() == ".gz" and fh.read(2) == b"\x1f\x8b"
         fh.seek(0)
         raw = gzip.GzipFile(fileobj=fh) if gz else fh
-        capped = io.BufferedReader(_CappedBytes(raw, path.name, max_bytes))
-        reader = csv.reader(_lines(capped, path.name))
+        counter = _CappedBytes(raw, path.name, max_bytes)
+        reader = csv.reader(_lines(io.BufferedReader(counter), path.name))
         try:
-            yield from _csv_records(reader, path.name, chunk_rows)
+            yield from _csv_records(reader, path.name, chunk_rows, lambda: counter.count)
         except csv.Error as exc:
             raise MeasurementError(f"{path.name}: not a well-formed CSV (line {reader.line_num}: "
                                    f"{exc})") from exc
@@ -244,7 +246,9 @@ def _csv_chunks(path: Path, max_bytes: int, chunk_rows: int) -> Iterator[pd.Data
             raise MeasurementError(f"{path.name}: not a readable gzip file ({exc})") from exc
 
 
-def _csv_records(reader: Any, name: str, chunk_rows: int) -> Iterator[pd.DataFrame]:
+def _csv_records(reader: Any, name: str, chunk_rows: int,
+                 bytes_read: Callable[[], int]) -> Iterator[pd.DataFrame]:
+    """Chunks of ``chunk_rows`` rows or ``CHUNK_BYTES`` bytes of the file, whichever comes first."""
     header = next(reader, None)
     while header is not None and not any(cell.strip() for cell in header):
         header = next(reader, None)
@@ -254,6 +258,7 @@ def _csv_records(reader: Any, name: str, chunk_rows: int) -> Iterator[pd.DataFra
     lines: list[int] = []
     problems: list[tuple[int, str]] = []
     any_rows = False
+    chunk_start = bytes_read()
     for rec in reader:
         if not any(cell.strip() for cell in rec):
             continue  # blank line
@@ -265,10 +270,11 @@ def _csv_records(reader: Any, name: str, chunk_rows: int) -> Iterator[pd.DataFra
             continue
         records.append(rec)
         lines.append(reader.line_num)
-        if len(records) == chunk_rows and not problems:
+        full = len(records) == chunk_rows or bytes_read() - chunk_start > CHUNK_BYTES
+        if full and not problems:
             any_rows = True
             yield _text_frame(records, header, lines)
-            records, lines = [], []
+            records, lines, chunk_start = [], [], bytes_read()
     if problems:
         raise MeasurementError(format_problems(problems, f"{name}: not a well-formed CSV"))
     if records:

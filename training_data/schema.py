@@ -136,8 +136,9 @@ MAX_DIM = 2**31 - 1
 MAX_RANK = 64
 MAX_ELEMENTS = 2**48
 """Shape limits per tensor: each dim in [0, MAX_DIM], at most MAX_RANK dims, MAX_ELEMENTS elements."""
-OP_TYPE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
-"""An op type is a name (ONNX style: ``MatMul``, ``com.microsoft.FusedConv``), not free text."""
+OP_TYPE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.+:-]{0,127}")
+"""An op type is a name (``MatMul``, ``com.microsoft.FusedConv``, a fused ``Conv+Relu``), not free
+text: it starts with a letter or '_' (never a spreadsheet formula)."""
 
 Problem = tuple[int, str]
 
@@ -373,8 +374,8 @@ def _check_values(out: pd.DataFrame, lines: np.ndarray) -> list[Problem]:
     op = out["op_type"]
     problems += _report(op.ne("") & ~op.map(lambda t: OP_TYPE_PATTERN.fullmatch(t) is not None),
                         lines, lambda i: (
-        f"op_type {op.iloc[i][:60]!r} is not an op name (letters, digits, '_' and '.', at most "
-        "128 characters, e.g. MatMul)"))
+        f"op_type {op.iloc[i][:60]!r} is not an op name (a letter or '_', then letters, digits "
+        "or _ . + : -, at most 128 characters; e.g. MatMul, Conv+Relu)"))
     for name in AT_LEAST_ONE:
         problems += _report(out[name].fillna(1) < 1, lines, lambda i, n=name: (
             f"{n} = {out[n].iloc[i]} must be >= 1"))

@@ -199,4 +199,11 @@ def _json_value(value: Any) -> Any:
 
 
 def _csv_value(value: Any) -> Any:
-    return "" if _is_missing(value) else value
+    """A cell: "" for missing, numbers as they are, text guarded against spreadsheet formulas
+    (``training_data.csv_cells``)."""
+    from roofcast.training_data.csv_cells import guard
+
+    value = _native(value)
+    if _is_missing(value):
+        return ""
+    return guard(value) if isinstance(value, str) else value

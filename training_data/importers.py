@@ -11,7 +11,15 @@ JSON (``input_shapes = [[1,64],[64,64]]``), ``attrs`` as a JSON object, ``thread
 ``batch``, ``flops``, ``run_id`` (give repeated measurements of the same op distinct ids) ...
 ``source`` defaults to ``user:<file name>``. Every row is checked first; one bad row rejects the
 whole file with a message listing the bad lines (header = line 1) and their reasons, and nothing
-is written. Limits: ``MAX_ROWS`` rows and ``MAX_BYTES`` bytes per file (split larger files).
+is written.
+
+The file is streamed: read ``CHUNK_ROWS`` rows (at most ``CHUNK_BYTES``) at a time, each chunk checked as it is read and
+appended inside one store transaction, so memory stays bounded by the chunk, and a bad row stops
+the import as soon as ``MAX_LISTED`` problems are known (nothing written). Limits per file,
+checked while reading: ``ROOFCAST_MAX_IMPORT_BYTES`` bytes as read after gzip decompression
+(default ``MAX_BYTES`` = 128 MiB), ``ROOFCAST_MAX_IMPORT_ROWS`` rows (default ``MAX_ROWS`` =
+500,000), ``MAX_LINE_CHARS`` bytes per line. A text cell written as ``'=...`` (the
+spreadsheet guard of ``roofcast data export``, ``training_data.csv_cells``) is read as ``=...``.
 
 Public kernels (``import_public``)
 ----------------------------------
@@ -29,12 +37,15 @@ the reason, never dropped silently.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
 import json
+import os
 import re
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,12 +53,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from roofcast.training_data.csv_cells import unguard
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import COLUMN_NAMES, normalize
-from roofcast.training_data.store import Store, format_problems
+from roofcast.training_data.store import MAX_LISTED, Store, format_problems
 
-MAX_ROWS = 2_000_000
-MAX_BYTES = 512 * 2**20
+MAX_ROWS = 500_000
+MAX_BYTES = 128 * 2**20
+"""Default limits per imported file: rows, and bytes as read (after gzip decompression)."""
+ROWS_ENV = "ROOFCAST_MAX_IMPORT_ROWS"
+BYTES_ENV = "ROOFCAST_MAX_IMPORT_BYTES"
+CHUNK_ROWS = 20_000
+CHUNK_BYTES = 4 * 2**20
+"""A chunk is CHUNK_ROWS rows or CHUNK_BYTES bytes of the file, whichever comes first."""
+MAX_LINE_CHARS = 2**20
+SNIFF_BYTES = 65536
 PUBLIC_DATASETS: dict[str, tuple[str, ...]] = {
     "neusight": ("neusight-gemm", "neusight-conv", "neusight-vec"),
     "deepbench": ("deepbench",),
@@ -75,96 +95,281 @@ class ImportReport:
 
 
 # --------------------------------------------------------------------------- user files
-def read_measurement_file(path: str | Path, *, max_rows: int = MAX_ROWS,
-                          max_bytes: int = MAX_BYTES) -> pd.DataFrame:
-    """The raw table of a user's CSV (all cells as text) or Parquet file; MeasurementError with
-    what to do for a missing, empty, huge, binary or non-UTF-8 file."""
+def import_limits() -> tuple[int, int]:
+    """(max decompressed bytes, max rows) per imported file: ``ROOFCAST_MAX_IMPORT_BYTES`` and
+    ``ROOFCAST_MAX_IMPORT_ROWS`` when set, else ``MAX_BYTES`` and ``MAX_ROWS``."""
+    return _env_limit(BYTES_ENV, MAX_BYTES), _env_limit(ROWS_ENV, MAX_ROWS)
+
+
+def _env_limit(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(float(text)) if re.fullmatch(r"\d+(\.\d*)?(e\d+)?", text, re.I) else -1
+    except OverflowError:
+        value = -1
+    if value < 1:
+        raise MeasurementError(f"{name}={text!r} is not a positive whole number; unset it to use "
+                               f"the default {default}")
+    return value
+
+
+def _too_big(name: str, what: str, limit: int, env: str) -> MeasurementError:
+    return MeasurementError(f"{name}: over the limit of {limit} {what} per import (refused while "
+                            f"reading); split the file, or raise the limit with {env}=N")
+
+
+class _CappedBytes(io.RawIOBase):
+    """Bytes of ``raw`` (a file, or a decompressing gzip stream) that refuses to read past
+    ``limit`` bytes (decompressed) and a NUL byte in the first 64 KiB (a binary file)."""
+
+    def __init__(self, raw: Any, name: str, limit: int) -> None:
+        self._raw, self._name, self._limit, self.count = raw, name, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        n = self._raw.readinto(buf)
+        if self.count < SNIFF_BYTES and b"\x00" in bytes(memoryview(buf)[:n]):
+            raise MeasurementError(f"{self._name}: this is a binary file, not a CSV text file; "
+                                   "export your measurements as CSV (UTF-8) or Parquet")
+        self.count += n
+        if self.count > self._limit:
+            raise _too_big(self._name, "bytes (decompressed)", self._limit, BYTES_ENV)
+        return n
+
+
+def _lines(data: io.BufferedIOBase, name: str) -> Iterator[str]:
+    """Physical lines of ``data`` decoded as UTF-8 (a leading BOM dropped), each at most
+    ``MAX_LINE_CHARS`` bytes (nothing past a longer one is read)."""
+    number = 0
+    while line := data.readline(MAX_LINE_CHARS + 1):
+        number += 1
+        if len(line) > MAX_LINE_CHARS and not line.endswith(b"\n"):
+            raise MeasurementError(f"{name}: line {number} is longer than {MAX_LINE_CHARS} "
+                                   "bytes; is this a measurement CSV?")
+        if number == 1 and line.startswith(codecs.BOM_UTF8):
+            line = line[len(codecs.BOM_UTF8):]
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MeasurementError(
+                f"{name}: not UTF-8 text (byte 0x{line[exc.start]:02x} on line {number}); save the "
+                "file as UTF-8 CSV") from exc
+
+
+def raw_chunks(path: str | Path, *, max_rows: int | None = None, max_bytes: int | None = None,
+               chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+    """The user's CSV (all cells as text) or Parquet file, ``chunk_rows`` rows at a time; the index
+    is each row's line number (header = line 1). The byte limit (decompressed) and the row limit
+    (default: :func:`import_limits`) are checked while reading; MeasurementError with what to do
+    for a missing, empty, huge, binary or non-UTF-8 file."""
     path = Path(path)
+    env_bytes, env_rows = import_limits()
+    max_bytes = env_bytes if max_bytes is None else max_bytes
+    max_rows = env_rows if max_rows is None else max_rows
     if not path.is_file():
         raise MeasurementError(f"{path}: no such file")
-    size = path.stat().st_size
-    if size == 0:
+    if path.stat().st_size == 0:
         raise MeasurementError(f"{path.name}: the file is empty; expected a header line with at "
                                "least op_type, device_id, dtype, latency_s and one row per measurement")
-    if size > max_bytes:
-        raise MeasurementError(f"{path.name}: the file is {size / 2**20:.1f} MiB, over the limit of "
-                               f"{max_bytes / 2**20:.0f} MiB per import; split it into smaller files")
-    df = _read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else _read_csv(path)
-    if len(df) > max_rows:
-        raise MeasurementError(f"{path.name}: {len(df)} rows, over the limit of {max_rows} rows per "
-                               "import; split it into smaller files")
-    return df
+    parquet = path.suffix.lower() in (".parquet", ".pq")
+    chunks = _parquet_chunks if parquet else _csv_chunks
+    rows = 0
+    for chunk in chunks(path, max_bytes, min(chunk_rows, max_rows + 1)):
+        rows += len(chunk)
+        if rows > max_rows:
+            raise _too_big(path.name, "rows", max_rows, ROWS_ENV)
+        yield chunk
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
+def read_measurement_file(path: str | Path, *, max_rows: int | None = None,
+                          max_bytes: int | None = None) -> pd.DataFrame:
+    """The whole raw table of :func:`raw_chunks` (within the same limits)."""
+    parts = list(raw_chunks(path, max_rows=max_rows, max_bytes=max_bytes))
+    return pd.concat(parts) if len(parts) > 1 else parts[0]
+
+
+def _parquet_chunks(path: Path, max_bytes: int, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
-        df = pd.read_parquet(path)
+        pf = pq.ParquetFile(path)
+        declared = sum(pf.metadata.row_group(i).total_byte_size
+                       for i in range(pf.metadata.num_row_groups))
     except Exception as exc:  # pyarrow raises several types for a corrupt file
         raise MeasurementError(f"{path.name}: not a readable Parquet file ({exc}); give a .csv or "
                                ".parquet file") from exc
-    return df.set_axis(pd.RangeIndex(2, 2 + len(df)))  # "line" = row + 2, as in a CSV
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    """All cells as text; the index is each row's line number in the file (header = line 1)."""
-    data = path.read_bytes()
-    if path.suffix.lower() == ".gz" and data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise MeasurementError(f"{path.name}: not a readable gzip file ({exc})") from exc
-    if b"\x00" in data[:65536]:
-        raise MeasurementError(f"{path.name}: this is a binary file, not a CSV text file; export "
-                               "your measurements as CSV (UTF-8) or Parquet")
+    if declared > max_bytes:
+        raise _too_big(path.name, "bytes (decompressed)", max_bytes, BYTES_ENV)
+    bad = [f"{f.name} ({f.type})" for f in pf.schema_arrow
+           if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                   or pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                   or pa.types.is_boolean(f.type) or pa.types.is_null(f.type))]
+    if bad:
+        raise MeasurementError(f"{path.name}: column(s) {', '.join(bad)} are not text or numbers; "
+                               "store shapes and attrs as JSON text (e.g. '[[1,64],[64,64]]')")
+    line, seen_bytes = 2, 0
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise MeasurementError(
-            f"{path.name}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); save the "
-            "file as UTF-8 CSV") from exc
-    if not text.strip():
-        raise MeasurementError(f"{path.name}: the file is empty (only blank lines)")
-    reader = csv.reader(io.StringIO(text, newline=""))
+        for batch in pf.iter_batches(batch_size=chunk_rows):
+            seen_bytes += batch.nbytes
+            if seen_bytes > max_bytes:
+                raise _too_big(path.name, "bytes (decompressed)", max_bytes, BYTES_ENV)
+            df = batch.to_pandas()
+            yield df.set_axis(pd.RangeIndex(line, line + len(df)))  # "line" = row + 2, as a CSV
+            line += len(df)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        if isinstance(exc, MeasurementError):
+            raise
+        raise MeasurementError(f"{path.name}: not a readable Parquet file ({exc})") from exc
+    if line == 2:
+        raise MeasurementError(f"{path.name}: a header but no data rows")
+
+
+def _csv_chunks(path: Path, max_bytes: int, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """Text cells; the index is each row's line number in the file (header = line 1)."""
+    with path.open("rb") as fh:
+        gz = path.suffix.lower() == ".gz" and fh.read(2) == b"\x1f\x8b"
+        fh.seek(0)
+        raw = gzip.GzipFile(fileobj=fh) if gz else fh
+        counter = _CappedBytes(raw, path.name, max_bytes)
+        reader = csv.reader(_lines(io.BufferedReader(counter), path.name))
+        try:
+            yield from _csv_records(reader, path.name, chunk_rows, lambda: counter.count)
+        except csv.Error as exc:
+            raise MeasurementError(f"{path.name}: not a well-formed CSV (line {reader.line_num}: "
+                                   f"{exc})") from exc
+        except (OSError, EOFError, zlib.error) as exc:
+            raise MeasurementError(f"{path.name}: not a readable gzip file ({exc})") from exc
+
+
+def _csv_records(reader: Any, name: str, chunk_rows: int,
+                 bytes_read: Callable[[], int]) -> Iterator[pd.DataFrame]:
+    """Chunks of ``chunk_rows`` rows or ``CHUNK_BYTES`` bytes of the file, whichever comes first."""
+    header = next(reader, None)
+    while header is not None and not any(cell.strip() for cell in header):
+        header = next(reader, None)
+    if header is None:
+        raise MeasurementError(f"{name}: the file is empty (only blank lines)")
     records: list[list[str]] = []
     lines: list[int] = []
     problems: list[tuple[int, str]] = []
-    try:
-        header = next(reader)
-        for rec in reader:
-            if not any(cell.strip() for cell in rec):
-                continue  # blank line
-            if len(rec) != len(header):
-                problems.append((reader.line_num, f"{len(rec)} cells but the header has "
-                                                  f"{len(header)} (quote values that contain commas)"))
-            records.append(rec)
-            lines.append(reader.line_num)
-    except csv.Error as exc:
-        raise MeasurementError(f"{path.name}: not a well-formed CSV (line {reader.line_num}: "
-                               f"{exc})") from exc
+    any_rows = False
+    chunk_start = bytes_read()
+    for rec in reader:
+        if not any(cell.strip() for cell in rec):
+            continue  # blank line
+        if len(rec) != len(header):
+            problems.append((reader.line_num, f"{len(rec)} cells but the header has "
+                                              f"{len(header)} (quote values that contain commas)"))
+            if len(problems) >= MAX_LISTED:
+                break
+            continue
+        records.append(rec)
+        lines.append(reader.line_num)
+        full = len(records) == chunk_rows or bytes_read() - chunk_start > CHUNK_BYTES
+        if full and not problems:
+            any_rows = True
+            yield _text_frame(records, header, lines)
+            records, lines, chunk_start = [], [], bytes_read()
     if problems:
-        raise MeasurementError(format_problems(problems, f"{path.name}: not a well-formed CSV"))
-    if not records:
-        raise MeasurementError(f"{path.name}: a header line but no data rows")
+        raise MeasurementError(format_problems(problems, f"{name}: not a well-formed CSV"))
+    if records:
+        yield _text_frame(records, header, lines)
+    elif not any_rows:
+        raise MeasurementError(f"{name}: a header line but no data rows")
+
+
+def _text_frame(records: list[list[str]], header: list[str], lines: list[int]) -> pd.DataFrame:
+    """Cells as text ("" -> None), spreadsheet guards (``csv_cells``) removed."""
     df = pd.DataFrame(records, columns=header, index=lines, dtype=object)
+    for col in range(df.shape[1]):
+        s = df.iloc[:, col]
+        guarded = s.str.startswith("'", na=False)
+        if guarded.any():
+            df.iloc[:, col] = s.where(~guarded, s[guarded].map(unguard))
     return df.replace("", None)
 
 
-def import_file(path: str | Path, store: Store | None = None, *, max_rows: int = MAX_ROWS,
-                max_bytes: int = MAX_BYTES) -> ImportReport:
-    """Validate every row of the user's file, then append them all to ``store`` (or nothing)."""
+def checked_chunks(path: str | Path, *, source: str | None = None, max_rows: int | None = None,
+                   max_bytes: int | None = None) -> Iterator[pd.DataFrame]:
+    """Normalized chunks (``schema.normalize``) of the user's file; an empty ``source`` cell
+    becomes ``source``. Raises MeasurementError listing the bad rows as soon as they reach
+    ``MAX_LISTED`` (or at the end, or at once for problems with the columns); no chunk is yielded
+    after the first bad row, so a consumer that writes in one transaction writes nothing."""
+    path = Path(path)
+    seen: dict[bytes, int] = {}  # row_key (128 bits) -> first line, across chunks
+    problems: list[tuple[int, str]] = []
+    last_line = 1
+    for raw in raw_chunks(path, max_rows=max_rows, max_bytes=max_bytes):
+        if source is not None:
+            raw = _default_source(raw, source)
+        checked = normalize(raw, lines=raw.index.to_numpy())
+        if any(line == 1 for line, _ in checked.problems):
+            raise MeasurementError(format_problems(checked.problems, path.name))
+        problems += checked.problems + _repeats(checked.frame["row_key"], raw.index, seen)
+        last_line = int(raw.index[-1])
+        if len(problems) >= MAX_LISTED:
+            raise MeasurementError(format_problems(sorted(problems), path.name) +
+                                   f"\n  (stopped reading at line {last_line})")
+        if not problems:
+            yield checked.frame
+    if problems:
+        raise MeasurementError(format_problems(sorted(problems), path.name))
+
+
+def read_checked(path: str | Path, *, source: str | None = None) -> pd.DataFrame:
+    """All rows of :func:`checked_chunks` in one frame (within the import limits)."""
+    parts = list(checked_chunks(path, source=source))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def _default_source(raw: pd.DataFrame, source: str) -> pd.DataFrame:
+    src = next((c for c in raw.columns if str(c).strip().lower() == "source"), None)
+    if src is None:
+        return raw.assign(source=source)
+    blank = raw[src].isna() | raw[src].astype(str).str.strip().eq("")
+    raw[src] = raw[src].where(~blank, source)
+    return raw
+
+
+def _repeats(keys: pd.Series, lines: Any, seen: dict[bytes, int]) -> list[tuple[int, str]]:
+    """Rows whose key an earlier chunk already had (within a chunk ``normalize`` reports them)."""
+    out = []
+    for key, line in zip(keys, lines, strict=True):
+        k = bytes.fromhex(key)[:16]
+        first = seen.setdefault(k, int(line))
+        if first != line and first < int(lines[0]):
+            out.append((int(line), f"duplicate of line {first} (same op, shapes, device, config, "
+                                   "source and run_id); give repeated measurements distinct run_id "
+                                   "values"))
+    return out
+
+
+def import_file(path: str | Path, store: Store | None = None, *, max_rows: int | None = None,
+                max_bytes: int | None = None) -> ImportReport:
+    """Read, check and append the user's file chunk by chunk in one store transaction: every row
+    lands, or (one bad row, a limit passed) none."""
     path = Path(path)
     store = store or Store()
-    df = read_measurement_file(path, max_rows=max_rows, max_bytes=max_bytes)
-    src = next((c for c in df.columns if str(c).strip().lower() == "source"), "source")
-    blank = df[src].isna() | df[src].astype(str).str.strip().eq("") if src in df.columns else True
-    df[src] = df[src].where(~blank, f"user:{path.name}") if src in df.columns else f"user:{path.name}"
-    checked = normalize(df, lines=df.index.to_numpy())
-    if checked.problems:
-        raise MeasurementError(format_problems(checked.problems, path.name))
-    frame = checked.frame
-    result = store.insert_normalized(frame)
-    return ImportReport(path.name, len(df), result.added, result.duplicates, _per_device(frame))
+    tally: list[pd.DataFrame] = []
+    rows = 0
+
+    def counted() -> Iterator[pd.DataFrame]:
+        nonlocal rows
+        for frame in checked_chunks(path, source=f"user:{path.name}", max_rows=max_rows,
+                                    max_bytes=max_bytes):
+            rows += len(frame)
+            tally.append(_per_device(frame))
+            yield frame
+
+    result = store.insert_batches(counted())
+    per_device = (pd.concat(tally).groupby(["device_id", "dataset"], as_index=False)["rows"].sum()
+                  if tally else pd.DataFrame(columns=["device_id", "dataset", "rows"]))
+    return ImportReport(path.name, rows, result.added, result.duplicates, per_device)
 
 
 def _per_device(frame: pd.DataFrame) -> pd.DataFrame:

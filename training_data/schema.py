@@ -28,6 +28,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -126,6 +128,17 @@ LOCAL_DEVICE = "local"
 NONNEGATIVE = ("flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
                "gemm_n", "gemm_k")
 AT_LEAST_ONE = ("threads_intra", "threads_inter", "batch", "repeats")
+MAX_INT = 2**53
+"""Largest whole number an int column holds (exact in a float and in SQLite)."""
+MAX_WORK = 1e21
+"""Largest FLOPs / bytes / GEMM size of one op: an hour at 1e17 FLOP/s is 3.6e20."""
+MAX_DIM = 2**31 - 1
+MAX_RANK = 64
+MAX_ELEMENTS = 2**48
+"""Shape limits per tensor: each dim in [0, MAX_DIM], at most MAX_RANK dims, MAX_ELEMENTS elements."""
+OP_TYPE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.+:-]{0,127}")
+"""An op type is a name (``MatMul``, ``com.microsoft.FusedConv``, a fused ``Conv+Relu``), not free
+text: it starts with a letter or '_' (never a spreadsheet formula)."""
 
 Problem = tuple[int, str]
 
@@ -273,6 +286,11 @@ def _check_int(col: Column, s: pd.Series, lines: np.ndarray) -> tuple[pd.Series,
     num = pd.to_numeric(s.where(~blank), errors="coerce")
     problems = _report(~blank & num.isna(), lines,
                        lambda i: f"{col.name}: {s.iloc[i]!r} is not a whole number")
+    num = num.astype(float)
+    huge = num.abs() > MAX_INT
+    problems += _report(huge, lines, lambda i: (
+        f"{col.name}: {s.iloc[i]!r} is out of range (at most {MAX_INT})"))
+    num = num.where(~huge)
     frac = num.notna() & (num.fillna(0) % 1 != 0)
     problems += _report(frac, lines, lambda i: f"{col.name}: {s.iloc[i]!r} is not a whole number")
     if col.required:
@@ -296,7 +314,18 @@ def _canonical_json(text: str, want: type) -> str:
                     isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape)):
                 raise ValueError(f"each shape must be a list of whole numbers or dim names (null for "
                              f"an omitted input), e.g. [[1,64],[64,64]]; got {text[:60]!r}")
+            if shape is not None:
+                _check_shape(shape, text)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _check_shape(shape: list[int | str], text: str) -> None:
+    """Dims in [0, MAX_DIM], rank <= MAX_RANK, elements <= MAX_ELEMENTS (module constants)."""
+    dims = [d for d in shape if isinstance(d, int)]
+    if len(shape) > MAX_RANK or any(d < 0 or d > MAX_DIM for d in dims) or (
+            math.prod(dims) > MAX_ELEMENTS):
+        raise ValueError(f"shape out of range (dims 0..{MAX_DIM}, at most {MAX_RANK} dims and "
+                         f"{MAX_ELEMENTS} elements per tensor); got {text[:60]!r}")
 
 
 def _check_json(col: Column, s: pd.Series, lines: np.ndarray) -> tuple[pd.Series, list[Problem]]:
@@ -340,6 +369,13 @@ def _check_values(out: pd.DataFrame, lines: np.ndarray) -> list[Problem]:
     for name in NONNEGATIVE:
         problems += _report(out[name] < 0, lines, lambda i, n=name: (
             f"{n} = {out[n].iloc[i]:g} must be >= 0"))
+        problems += _report(out[name] > MAX_WORK, lines, lambda i, n=name: (
+            f"{n} = {out[n].iloc[i]:g} is over {MAX_WORK:g} for one op: wrong units?"))
+    op = out["op_type"]
+    problems += _report(op.ne("") & ~op.map(lambda t: OP_TYPE_PATTERN.fullmatch(t) is not None),
+                        lines, lambda i: (
+        f"op_type {op.iloc[i][:60]!r} is not an op name (a letter or '_', then letters, digits "
+        "or _ . + : -, at most 128 characters; e.g. MatMul, Conv+Relu)"))
     for name in AT_LEAST_ONE:
         problems += _report(out[name].fillna(1) < 1, lines, lambda i, n=name: (
             f"{n} = {out[n].iloc[i]} must be >= 1"))

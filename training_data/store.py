@@ -14,6 +14,7 @@ Default file: ``$ROOFCAST_DATA_DIR/measurements.sqlite``, else
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import time
@@ -158,23 +159,35 @@ class Store:
     def insert_normalized(self, frame: pd.DataFrame) -> AppendResult:
         """Write a frame that ``schema.normalize`` returned without problems, in one transaction;
         rows whose ``row_key`` is already stored are skipped and counted as duplicates."""
+        return self.insert_batches([frame])
+
+    def insert_batches(self, frames: Iterable[pd.DataFrame]) -> AppendResult:
+        """Write normalized frames as they come, all in one transaction: when the iterable raises
+        (a bad row further on, a size limit), the transaction is rolled back and nothing is
+        written. The store is not opened until the first frame arrives."""
+        it = iter(frames)
+        first = next(it, None)
+        if first is None:
+            return AppendResult(added=0, duplicates=0)
         now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         cols = [*COLUMN_NAMES, "row_key"]
-        rows = _records(frame[cols])
         names = ", ".join(f'"{c}"' for c in (*cols, "imported_at"))
         marks = ", ".join("?" * (len(cols) + 1))
         sql = f"INSERT OR IGNORE INTO measurements ({names}) VALUES ({marks})"
+        rows = 0
         with self._connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
                 before = con.total_changes
-                con.executemany(sql, ((*r, now) for r in rows))
+                for frame in itertools.chain([first], it):
+                    con.executemany(sql, ((*r, now) for r in _records(frame[cols])))
+                    rows += len(frame)
                 added = con.total_changes - before
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        return AppendResult(added=added, duplicates=len(frame) - added)
+        return AppendResult(added=added, duplicates=rows - added)
 
     # ----------------------------------------------------------------- reading
     def read(self, *, device: str | Iterable[str] | None = None,
@@ -239,9 +252,11 @@ class Store:
 
     def export(self, path: str | Path, **filters: object) -> int:
         """Write the stored rows (``read(**filters)``) to ``path`` (.csv or .parquet), in the
-        import format (schema columns only), and return the row count."""
+        import format (schema columns only), and return the row count. In a CSV, text cells that
+        a spreadsheet would run as a formula are guarded (``training_data.csv_cells``; the
+        importer reads them back unchanged)."""
         path = Path(path)
-        writers = {".csv": lambda d: d.to_csv(path, index=False),
+        writers = {".csv": lambda d: _guard_text(d).to_csv(path, index=False),
                    ".parquet": lambda d: d.to_parquet(path, index=False),
                    ".pq": lambda d: d.to_parquet(path, index=False)}
         suffix = path.suffix.lower()
@@ -251,6 +266,15 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         writers[suffix](df)
         return len(df)
+
+
+def _guard_text(df: pd.DataFrame) -> pd.DataFrame:
+    """Text columns with ``csv_cells.guard`` applied; number columns unchanged."""
+    from roofcast.training_data.csv_cells import guard
+
+    text = [c for c in df.columns if BY_NAME[c].kind in ("str", "json")]
+    return df.assign(**{c: df[c].map(lambda v: guard(v) if isinstance(v, str) else v)
+                        for c in text})
 
 
 # --------------------------------------------------------------------- helpers

@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p_stats.set_defaults(func=run_stats)
 
     p_exp = data_sub.add_parser("export", help="write stored rows to a .csv or .parquet file "
-                                               "(the import format)")
+                                               "(the import format; CSV text cells starting "
+                                               "with = + - @ get a leading ')")
     p_exp.add_argument("file", type=Path, metavar="FILE")
     _filters(p_exp)
     _store_arg(p_exp)
@@ -50,7 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Import the user's measurements (columns: training_data/README.md; every "
                     "row is checked and one bad row rejects the file, nothing half-written) or "
                     "a public kernel dataset from ../shared/data. Re-importing is a no-op "
-                    "(rows counted as duplicates).")
+                    "(rows counted as duplicates). The file is read in chunks; limits per file, "
+                    "checked while reading: $ROOFCAST_MAX_IMPORT_BYTES bytes after gzip "
+                    "decompression (default 128 MiB) and $ROOFCAST_MAX_IMPORT_ROWS rows "
+                    "(default 500000).")
     what = p_imp.add_mutually_exclusive_group(required=True)
     what.add_argument("file", nargs="?", type=Path, metavar="FILE", help="CSV or Parquet file")
     what.add_argument("--public", type=OneOf(public_datasets, "public dataset"),

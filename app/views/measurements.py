@@ -28,9 +28,8 @@ from roofcast.app import charts, controls, state, wording
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import ESTIMATORS, make_estimator
 from roofcast.training_data.errors import MeasurementError
-from roofcast.training_data.importers import read_measurement_file
-from roofcast.training_data.schema import normalize
-from roofcast.training_data.store import Store, format_problems
+from roofcast.training_data.importers import read_checked
+from roofcast.training_data.store import Store
 
 SOURCES = ("measurement store", "file")
 #: most store rows compared at once (a random, seeded sample beyond it; the page says so)
@@ -86,12 +85,11 @@ def load_measurements(name: str, digest: str, _data: bytes):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / safe
         path.write_bytes(_data)
-        raw = read_measurement_file(path)
-    checked = normalize(raw, lines=raw.index.to_numpy())
-    if checked.problems:
-        raise MeasurementError(format_problems(checked.problems, safe).replace(
-            "nothing was written", "nothing was used"))
-    return checked.frame, measurement_set(checked.frame, f"file:{safe}")
+        try:
+            frame = read_checked(path)
+        except MeasurementError as exc:
+            raise MeasurementError(str(exc).replace("nothing was written", "nothing was used")) from None
+    return frame, measurement_set(frame, f"file:{safe}")
 
 
 def ape_pct(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:

@@ -245,15 +245,10 @@ def bundled_set(folder: str | Path | None = None) -> TrainingSet:
 
 def file_set(path: str | Path) -> TrainingSet:
     """A user's CSV/Parquet of tidy rows, validated by ``training_data.schema`` first."""
-    from roofcast.training_data.importers import read_measurement_file
-    from roofcast.training_data.schema import normalize
-    from roofcast.training_data.store import format_problems
+    from roofcast.training_data.importers import read_checked
 
-    raw = read_measurement_file(path)
-    checked = normalize(raw)
-    if checked.problems:
-        raise PredictionError(format_problems(checked.problems, Path(path).name))
-    return measurement_set(checked.frame, f"file:{Path(path).name}", origin=str(path))
+    frame = read_checked(path)  # streamed, within the import limits; MeasurementError if bad
+    return measurement_set(frame, f"file:{Path(path).name}", origin=str(path))
 
 
 def store_set(path: str | Path | None = None, devices: list[str] | None = None) -> TrainingSet:

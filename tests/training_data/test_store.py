@@ -218,3 +218,22 @@ def test_killed_import_leaves_the_store_as_it_was(tmp_path):
     assert integrity(path) == "ok"
     assert Store(path).count() == 10
     assert Store(path).append(rows(3, "after")).added == 3
+
+
+def test_insert_batches_is_one_transaction_rolled_back_when_the_source_fails(tmp_path):
+    from roofcast.training_data.schema import normalize
+
+    store = Store(tmp_path / "s.sqlite")
+    store.append(rows(2, "old"))
+
+    def batches():
+        yield normalize(rows(3, "x")).frame
+        yield normalize(rows(3, "y")).frame
+        raise MeasurementError("bad row further on")
+
+    with pytest.raises(MeasurementError, match="further on"):
+        store.insert_batches(batches())
+    assert store.count() == 2
+    assert store.insert_batches(iter(())).added == 0
+    result = store.insert_batches(normalize(rows(3, t)).frame for t in ("x", "y", "old"))
+    assert (result.added, result.duplicates) == (7, 2)  # 2 of rows(3, "old") are stored

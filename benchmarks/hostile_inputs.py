@@ -19,7 +19,8 @@ current folder is an empty folder of it. Outcomes (first that applies):
 ``outside``    a file appeared outside the sandbox: in a sentinel folder beside it, the current
                folder, the repository root, or ``/dev/null-*`` (SQLite's journal of a store
                given as ``/dev/null``)
-``silent_wrong`` exit 0 but NaN/inf on stdout, or a ``total_ms`` that is not finite or > 1e9 ms
+``silent_wrong`` exit 0 with JSON output holding a time (``*_ms``/``*_s``) that is NaN/inf,
+               negative or absurd (> 1e9 ms)
 ``other_exit`` an exit code other than 0 and 2 (e.g. 1: an unexpected error, logged)
 ``clean``      exit 0 (sane output) or exit 2 with no traceback (the CLI's one-line refusal)
 
@@ -34,7 +35,6 @@ import argparse
 import json
 import math
 import os
-import re
 import resource
 import shutil
 import signal
@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +55,6 @@ OUTCOMES = ("clean", "traceback", "hang", "memory", "silent_wrong", "data_lost",
             "other_exit")
 WATCHED = (Path("/dev/null-journal"), Path("/dev/null-wal"), Path("/dev/null-shm"))
 KEEP_DEVICE = 'id = "keep-me"\nbase = "h100-sxm"\nmem_bw_scale = 2\n'
-_NONFINITE = re.compile(r"\b(nan|NaN|inf|Infinity)\b")
 _MEMORY = ("MemoryError", "bad_alloc", "Cannot allocate memory", "std::length_error")
 
 
@@ -87,18 +86,31 @@ def _snapshot(folder: Path) -> dict[str, bytes | None]:
     return out
 
 
+def _times(doc, path: str = "") -> list[tuple[str, float]]:
+    """Every number under a key ending in ``_ms`` or ``_s`` in a JSON document."""
+    if isinstance(doc, dict):
+        out = []
+        for key, value in doc.items():
+            if isinstance(value, (int, float)) and str(key).endswith(("_ms", "_s")):
+                out.append((f"{path}{key}", float(value)))
+            else:
+                out += _times(value, f"{path}{key}.")
+        return out
+    if isinstance(doc, list):
+        return [t for item in doc for t in _times(item, path)]
+    return []
+
+
 def _silent_wrong(stdout: str) -> str:
-    if _NONFINITE.search(stdout):
-        return f"non-finite value on stdout: {_NONFINITE.search(stdout).group(0)}"
+    """For JSON output: a time that is NaN/inf, negative, or over 1e9 ms (11 days)."""
     try:
         doc = json.loads(stdout)
     except ValueError:
-        return ""
-    docs = doc if isinstance(doc, list) else [doc]
-    for d in docs:
-        total = d.get("total_ms") if isinstance(d, dict) else None
-        if isinstance(total, (int, float)) and (not math.isfinite(total) or total > 1e9 or total < 0):
-            return f"total_ms = {total}"
+        return ""  # tables show NaN for a missing catalog figure; the corpus asks JSON of predict
+    for key, value in _times(doc):
+        limit = 1e9 if key.endswith("_ms") else 1e6
+        if not math.isfinite(value) or value < 0 or value > limit:
+            return f"{key} = {value}"
     return ""
 
 
@@ -224,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(corpus)} cases")
         return 0
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # the work is in the subprocesses
         futures = [pool.submit(run_case, c, args.mem_gib, args.timeout) for c in corpus]
         results = []
         for i, fut in enumerate(futures, 1):

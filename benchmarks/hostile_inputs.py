@@ -173,9 +173,10 @@ def _run_in(root: Path, case: Case, mem_gib: float, timeout_s: float) -> Result:
     def result(outcome: str, detail: str = last) -> Result:
         return Result(case.surface, case.name, outcome, rc, seconds, peak_mib, detail)
 
-    new_outside = [str(p) for p in WATCHED if p.exists() and p not in watched_before]
-    for p in new_outside:  # made by this case: take it away again
+    made = [p for p in WATCHED if p.exists() and p not in watched_before]
+    for p in made:  # made by this case: take it away again
         p.unlink(missing_ok=True)
+    new_outside = [str(p) for p in made]
     new_outside += [str(REPO / n) for n in set(os.listdir(REPO)) - repo_before]
     new_outside += [str(cwd / n) for n in os.listdir(cwd)]
     lost = [f"{where}/{rel}" for where, folder in (("data", sb.data), ("hw", sb.hw))

@@ -28,7 +28,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, target
+import pytest
+from hypothesis import HealthCheck, example, given, seed, settings, target
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
@@ -146,22 +147,24 @@ def test_corrupted_onnx_bytes_import_or_are_refused(case, noise, where):
 
 def test_targeted_import_run():
     """Coverage-guided in Hypothesis's way: ``target()`` pushes toward bigger graphs and larger
-    declared tensors (where budgets bite); the run stops after a fixed time budget."""
+    imported graphs (where the budgets bite), in batches of 20 examples with a new seed each,
+    until a fixed time budget is spent (Hypothesis itself has no time budget)."""
     budget_s = float(os.environ.get("ROOFCAST_FUZZ_SECONDS", "15"))
-    stop = time.monotonic() + budget_s
 
-    @settings(max_examples=10_000, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=20, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(onnx_models())
     def run(case):
-        if time.monotonic() > stop:
-            return
         graph = _import(*case)
         target(float(len(case[0])), label="model bytes")
         if graph is not None:
             target(float(graph.nx_graph.number_of_nodes()), label="nodes imported")
 
-    run()
+    stop, batches = time.monotonic() + budget_s, 0
+    while time.monotonic() < stop:
+        seed(batches)(run)()
+        batches += 1
+    assert batches >= 1
 
 
 # ----------------------------------------------------------------------------- (b) devices
@@ -259,29 +262,29 @@ COLUMNS = ["op_type", "device_id", "dtype", "latency_s", "input_shapes", "flops"
            "threads_intra", "attrs", "run_id"]
 
 
+INT_COLUMNS = ("batch", "threads_intra", "run_id")
+
+
 @st.composite
-def csv_rows(draw) -> list[dict[str, str]]:
+def csv_rows(draw, optional: tuple[str, ...]) -> list[dict[str, str]]:
     rows = []
     for _ in range(draw(st.integers(1, 4))):
         row = {"op_type": draw(st.sampled_from(["MatMul", "Conv", "Relu"]) | cells),
                "device_id": draw(st.sampled_from(["h100-sxm", "a100-40gb-pcie"]) | cells),
                "dtype": draw(st.sampled_from(["fp32", "fp16"]) | cells),
                "latency_s": draw(st.sampled_from(["0.001", "2e-5"]) | cells)}
-        for col in draw(st.lists(st.sampled_from(COLUMNS[4:]), max_size=3, unique=True)):
+        for col in draw(st.lists(st.sampled_from(optional), max_size=3, unique=True)):
             row[col] = draw(cells)
         rows.append(row)
     return rows
 
 
-@FUZZ
-@given(csv_rows())
-def test_csv_rows_land_or_are_refused(tmp_path_factory, rows):
+def _rows_land_or_are_refused(folder: Path, rows: list[dict[str, str]]) -> None:
     import csv
 
     from roofcast.training_data.importers import import_file
     from roofcast.training_data.store import Store
 
-    folder = tmp_path_factory.mktemp("csv")
     path = folder / "m.csv"
     header = sorted({k for r in rows for k in r}, key=COLUMNS.index)
     with path.open("w", newline="", encoding="utf-8", errors="surrogatepass") as fh:
@@ -296,3 +299,21 @@ def test_csv_rows_land_or_are_refused(tmp_path_factory, rows):
         assert message.strip(), "a MeasurementError needs a message"
         return
     assert report.added + report.duplicates == len(rows) == report.rows_read
+
+
+@FUZZ
+@given(csv_rows(tuple(c for c in COLUMNS[4:] if c not in INT_COLUMNS)))
+def test_csv_rows_land_or_are_refused(tmp_path_factory, rows):
+    _rows_land_or_are_refused(tmp_path_factory.mktemp("csv"), rows)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
+    "integer cells beyond int64 ('batch=1e19', '9.2e18') raise pandas' TypeError 'cannot safely "
+    "cast non-equivalent float64 to int64' in training_data/schema.py _check_int; the "
+    "measurement-imports helper of issue 17 is fixing it (remove this mark after the merge)"))
+@FUZZ
+@given(csv_rows(INT_COLUMNS))
+@example(rows=[{"op_type": "MatMul", "device_id": "h100-sxm", "dtype": "fp32",
+                "latency_s": "0.001", "batch": "1e19"}])
+def test_csv_integer_cells_land_or_are_refused(tmp_path_factory, rows):
+    _rows_land_or_are_refused(tmp_path_factory.mktemp("csv"), rows)

@@ -254,6 +254,23 @@ def test_cli_argument_lists_end_in_0_or_2_without_traceback(head, tail):
     assert "Traceback" not in err.getvalue()
 
 
+@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=(
+    "a model whose input has a 0 dim predicts 0 s and app/commands/predict.py divides the batch "
+    "by it for throughput_samples_per_s (CLI code, outside this helper's files)"))
+def test_cli_predicts_a_model_with_a_zero_dim_without_traceback(tmp_path):
+    from roofcast.app.cli import main
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "zero.onnx"
+    path.write_bytes(model.SerializeToString())
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["predict", str(path), "--hw", "h100-sxm", "--format", "json"])
+    assert code in (0, 2)
+
+
 # ----------------------------------------------------------------------------- (d) CSV rows
 cells = st.one_of(st.text(max_size=10), numbers.map(str),
                   st.sampled_from(["=cmd|' /C calc'!A0", "1e19", "[[64,64],[64,64]]", "[[-1]]",

@@ -205,7 +205,8 @@ def run(args: argparse.Namespace) -> int:
         "total_ms": pred.total_s * 1e3,
         "critical_path_ms": None if pred.critical_path_s is None else pred.critical_path_s * 1e3,
         "time_ms": pred.time_s * 1e3,
-        "throughput_samples_per_s": batch / pred.time_s,
+        # an all-empty model (a 0-size dim) does no work: 0 s, and no throughput to speak of
+        "throughput_samples_per_s": batch / pred.time_s if pred.time_s > 0 else None,
         "memory_GiB": pred.memory.total_bytes / GIB, "fits": pred.memory.fits(hw),
         "complete": not (graph.unresolved or graph.unsupported),
     }

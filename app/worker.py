@@ -2,10 +2,11 @@
 
 The app imports and predicts uploaded models through :func:`run_limited`, so one hostile upload
 (a graph that describes terabytes, functions nested deep, a shape inference that never ends)
-costs a child process, not the server every user shares. The child is started fresh
-(``spawn``: no copy of the server's threads or sessions), sets ``RLIMIT_AS`` to the memory limit
-before it imports anything heavy, runs the call and sends back its result or error. The parent
-waits at most the time limit, then kills the child.
+costs a child process, not the server every user shares. The child is a fresh interpreter
+(``python -m roofcast.app.worker``: no copy of the server's threads or sessions); it sets
+``RLIMIT_AS`` to the memory limit before it imports anything heavy, reads the call from stdin,
+runs it and writes back its result or error. The parent waits at most the time limit, then
+kills the child.
 
 Limits (environment variables, read on each call):
 
@@ -24,8 +25,10 @@ with the child's traceback as its message.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
+import pickle
+import subprocess
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -62,25 +65,22 @@ def run_limited(func: Callable[..., Any], *args: Any) -> Any:
     from roofcast.graph_import.errors import ModelImportError
 
     memory_mb, timeout_s = limits()
-    ctx = multiprocessing.get_context("spawn")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, memory_mb, func, args), daemon=True)
-    child.start()
-    send.close()
+    # `python -m roofcast.app.worker`, not multiprocessing: its spawn would run the server's
+    # __main__ again in the child, which inside Streamlit is the app script itself
+    child = subprocess.Popen([sys.executable, "-m", "roofcast.app.worker", str(memory_mb)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
     try:
-        if not receive.poll(timeout_s):
-            outcome: tuple[str, Any] = ("timeout", None)
-        else:
-            try:
-                outcome = receive.recv()
-            except (EOFError, OSError):  # the child died before it answered
-                outcome = ("killed", None)
+        out, _ = child.communicate(pickle.dumps((func, args)), timeout=timeout_s)
+        kind, value = pickle.loads(out) if out else ("killed", None)  # our own child's answer
+    except subprocess.TimeoutExpired:
+        kind, value = "timeout", None
+    except (pickle.UnpicklingError, EOFError, ValueError):
+        kind, value = "killed", None
     finally:
-        receive.close()
-        if child.is_alive():
+        if child.poll() is None:
             child.kill()
-        child.join(5)
-    kind, value = outcome
+        child.wait()
     if kind == "ok":
         return value
     if kind == "user":
@@ -90,18 +90,21 @@ def run_limited(func: Callable[..., Any], *args: Any) -> Any:
         raise RuntimeError(f"the model worker failed:\n{value}")
     what = {"timeout": f"did not finish within {timeout_s:g} s",
             "memory": f"needed more than {memory_mb} MB of memory",
-            "killed": f"stopped the worker process (exit code {child.exitcode}; the memory limit "
-                      f"is {memory_mb} MB)"}[kind]
+            "killed": f"stopped the worker process (exit code {child.returncode}; the memory "
+                      f"limit is {memory_mb} MB)"}[kind]
     raise ModelImportError(
         f"the uploaded model {what} and was given up; the server is unaffected. If the model is "
         f"genuine, start the app with a larger ${MEMORY_ENV} / ${TIMEOUT_ENV}, or use "
         "`roofcast predict FILE` on the command line")
 
 
-def _child(send: Any, memory_mb: int, func: Callable[..., Any], args: tuple) -> None:
-    """The child's body: limit the address space, run, send ``(kind, value)`` back."""
+def _child(memory_mb: int) -> None:
+    """The child's body: limit the address space, read ``(func, args)`` from stdin, write
+    ``(kind, value)`` to stdout (pickled; anything the call prints goes to stderr)."""
     import resource
 
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
     # few threads, few malloc arenas: each reserves address space the limit counts
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
@@ -112,6 +115,7 @@ def _child(send: Any, memory_mb: int, func: Callable[..., Any], args: tuple) -> 
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     try:
+        func, args = pickle.loads(sys.stdin.buffer.read())  # from the parent, never a user file
         outcome: tuple[str, Any] = ("ok", func(*args))
     except MemoryError:
         outcome = ("memory", None)
@@ -121,13 +125,13 @@ def _child(send: Any, memory_mb: int, func: Callable[..., Any], args: tuple) -> 
         outcome = (("user", (type(exc), str(exc))) if isinstance(exc, user_errors())
                    else ("error", traceback.format_exc()))
     try:
-        send.send(outcome)
+        data = pickle.dumps(outcome)
     except MemoryError:
-        send.send(("memory", None))
+        data = pickle.dumps(("memory", None))
     except Exception:  # an unpicklable result or error
-        send.send(("error", traceback.format_exc()))
-    finally:
-        send.close()
+        data = pickle.dumps(("error", traceback.format_exc()))
+    answer.write(data)
+    answer.close()
 
 
 def _limit_malloc_arenas() -> None:
@@ -168,3 +172,7 @@ def _device(device: str, changes: tuple[tuple[str, float], ...]):
 
     base = get_device(device)
     return derive(base, **dict(changes)) if changes else base
+
+
+if __name__ == "__main__":
+    _child(int(sys.argv[1]))

@@ -11,6 +11,11 @@ an upload is its bytes' sha256, so the bytes are hashed once, not on every rerun
 ``st.cache_data`` keyed by (model, dims, device, config, estimator, learned-model version), device
 comparisons likewise by the device list and baseline; the catalog table with ``st.cache_data``;
 trained learned models with ``st.cache_resource``. ``controls.page_header`` opens every page.
+
+Uploads: importing and predicting an uploaded model runs in a child process with a memory and
+a time limit (``app.worker``: 2048 MB and 60 s unless ``$ROOFCAST_APP_WORKER_MEMORY_MB`` /
+``$ROOFCAST_APP_WORKER_TIMEOUT_S`` say otherwise), so one hostile upload cannot take the server
+down; a limit reached shows as an error on the page. The bundled zoo models run in-process.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import wording
+from roofcast.app import wording, worker
+from roofcast.app.worker import run_limited
 from roofcast.graph_import import import_model
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
@@ -138,8 +144,10 @@ def set_upload(name: str, data: bytes) -> str:
 @st.cache_data(max_entries=64, show_spinner="Importing the model…")
 def _import_cached(ref: str, dims: tuple[tuple[str, int], ...], name: str,
                    _data: bytes | None) -> Graph:
-    source: Any = _data if ref.startswith("upload:") else zoo.model_path(ref.removeprefix("zoo:"))
-    return import_model(source, dims=dict(dims), name=name, max_bytes=MAX_UPLOAD_BYTES)
+    if ref.startswith("upload:"):
+        return run_limited(worker.import_upload, _data, dict(dims), name, MAX_UPLOAD_BYTES)
+    return import_model(zoo.model_path(ref.removeprefix("zoo:")), dims=dict(dims), name=name,
+                        max_bytes=MAX_UPLOAD_BYTES)
 
 
 def upload_bytes(ref: str) -> bytes | None:
@@ -265,6 +273,8 @@ def _predict_cached(ref: str, dims: tuple, name: str, device: str, changes: tupl
     del learned, devices  # part of the cache key only
     graph = _import_cached(ref, dims, name, _data)
     config = _config_from_key(cfg)
+    if ref.startswith("upload:"):
+        return run_limited(worker.predict_upload, graph, device, changes, config, estimator)
     return predict_graph(graph, device_spec(device, changes), config, estimator)
 
 
@@ -275,6 +285,9 @@ def _compare_cached(ref: str, dims: tuple, name: str, devices: tuple[str, ...], 
 
     del learned, stamp  # part of the cache key only
     graph = _import_cached(ref, dims, name, _data)
+    if ref.startswith("upload:"):
+        return run_limited(worker.compare_upload, graph, list(devices), _config_from_key(cfg),
+                           estimator, baseline)
     return compare_devices(lambda _batch: graph, list(devices), _config_from_key(cfg), estimator,
                            baseline=baseline)
 

@@ -105,6 +105,10 @@ class Store:
     # ----------------------------------------------------------------- connection
     @contextmanager
     def _connect(self, create: bool = True) -> Iterator[sqlite3.Connection]:
+        if self.path.exists() and not self.path.is_file():
+            # a folder, /dev/null, a FIFO: SQLite would fail, or write a -journal/-wal beside it
+            raise MeasurementError(f"{self.path} is not a file: give the measurement store's "
+                                   "file path with --store (e.g. DIR/measurements.sqlite)")
         if not create and not self.path.exists():
             raise MeasurementError(f"no measurement store at {self.path}; import or measure "
                                    "something first (`roofcast data import FILE`)")

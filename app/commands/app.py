@@ -1,4 +1,9 @@
-"""``roofcast app [--port N]``: start the Streamlit app (headless server; open the printed URL).
+"""``roofcast app [--port N] [--address HOST]``: start the Streamlit app (headless server; open
+the printed URL).
+
+It listens on 127.0.0.1 (this machine only) unless ``--address`` says otherwise. Uploaded models
+are imported and predicted in a worker process limited to 2048 MB and 60 s per call
+(``$ROOFCAST_APP_WORKER_MEMORY_MB``, ``$ROOFCAST_APP_WORKER_TIMEOUT_S``; ``app.worker``).
 
 Runs ``python -m streamlit run app/streamlit_app.py --server.headless true`` with the upload
 limit of the app (``app.state.MAX_UPLOAD_MB``) and usage statistics off; extra ``--server.*``
@@ -16,13 +21,16 @@ from pathlib import Path
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "streamlit_app.py"
 MAX_UPLOAD_MB = 200  # = app.state.MAX_UPLOAD_MB (not imported: keeps `roofcast --help` light)
 PRIMARY_COLOR = "#3B6EA8"  # the charts' blue
+DEFAULT_ADDRESS = "127.0.0.1"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("app", help="start the Streamlit what-if app", description=__doc__)
     p.add_argument("--port", type=_port, metavar="N", help="port to listen on (default 8501)")
-    p.add_argument("--address", metavar="HOST",
-                   help="address to listen on (default: Streamlit's, all interfaces)")
+    p.add_argument("--address", metavar="HOST", default=DEFAULT_ADDRESS,
+                   help=f"address to listen on (default {DEFAULT_ADDRESS}: this machine only; "
+                        "0.0.0.0 for every interface, which lets anyone who can reach this "
+                        "machine use the app)")
     p.set_defaults(func=run)
 
 
@@ -36,7 +44,7 @@ def _port(text: str) -> int:
     return value
 
 
-def streamlit_command(port: int | None = None, address: str | None = None) -> list[str]:
+def streamlit_command(port: int | None = None, address: str = DEFAULT_ADDRESS) -> list[str]:
     """The command line that starts the app."""
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP_SCRIPT),
            "--server.headless", "true", "--server.maxUploadSize", str(MAX_UPLOAD_MB),
@@ -44,8 +52,7 @@ def streamlit_command(port: int | None = None, address: str | None = None) -> li
            "--theme.primaryColor", PRIMARY_COLOR]
     if port is not None:
         cmd += ["--server.port", str(port)]
-    if address is not None:
-        cmd += ["--server.address", address]
+    cmd += ["--server.address", address]
     return cmd
 
 

@@ -16,7 +16,9 @@ learned|auto``, the app and the Python API use from then on (``roofcast models l
 manage them; ``roofcast models use default`` returns to the shipped model). ``--output DIR``
 writes the model folder there instead (plus installs it when ``--install`` is also given); use
 such a folder with ``ROOFCAST_LEARNED_MODEL=DIR``. A model folder holds XGBoost UBJ files plus
-``metadata.json``.
+``metadata.json``. Saving never loses a file: the new model is written beside the folder and
+swapped in by renames; only the old model's own files (those its metadata lists) are deleted, any
+other file in the folder stays. An ``--output`` that cannot be written is refused before training.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
     from roofcast.predictor.learned.installed import check_name, install
-    from roofcast.predictor.learned.persistence import save
+    from roofcast.predictor.learned.persistence import check_output, save
     from roofcast.predictor.learned.training import (
         evaluate_holdout,
         split_holdout,
@@ -88,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         args.install or (None if args.output else DEFAULT_INSTALL_NAME))
     if install_name is not None:
         check_name(install_name)
+    if args.output:
+        check_output(args.output)  # before training, not after it
     sources = _split(args.sources) or ["bundled", "public"]
     devices = _split([args.devices]) if args.devices else None
     cap = args.cap if args.cap is not None else (DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)

@@ -7,8 +7,8 @@ names the model ``predict``, the app and the API use when neither ``model_dir`` 
 ``$ROOFCAST_LEARNED_MODEL`` is given (``estimator.model_folder``); without it, the shipped
 default. ``default`` is the shipped model's name and cannot be installed or removed.
 
-Writes are atomic: ``install`` saves into a hidden temporary folder beside the others and renames
-it to ``NAME`` (a model already installed under that name is renamed aside first, then deleted);
+Writes are atomic: ``install`` is ``persistence.save`` into ``NAME`` (written into a hidden
+folder beside, then swapped in by renames; the old model's own files deleted afterwards);
 ``use`` writes ``active`` beside and renames it. ``remove`` deletes only the files the model's
 ``metadata.json`` lists (itself and its model files), then the folder if nothing else is left.
 """
@@ -18,15 +18,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.learned.persistence import DEFAULT_DIR, METADATA, save
+from roofcast.predictor.learned.persistence import (
+    DEFAULT_DIR,
+    METADATA,
+    delete_model,
+    listed_files,
+    save,
+)
 from roofcast.predictor.learned.predictor import LearnedModel
 
 DEFAULT_NAME = "default"
@@ -94,21 +98,7 @@ def install(model: LearnedModel, name: str, activate: bool = True) -> Path:
     ``activate``, make it the active one. Returns its folder."""
     root = models_dir()
     root.mkdir(parents=True, exist_ok=True)
-    target = root / check_name(name)
-    tag = uuid.uuid4().hex[:12]
-    tmp, aside = root / f".{name}.new-{tag}", root / f".{name}.old-{tag}"
-    try:
-        save(model, tmp)
-        if target.exists():
-            os.replace(target, aside)
-        os.replace(tmp, target)
-    except BaseException:
-        if aside.exists() and not target.exists():
-            os.replace(aside, target)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if aside.exists():
-        _delete(aside)
+    target = save(model, root / check_name(name))
     if activate:
         use(name)
     return target
@@ -128,35 +118,21 @@ def use(name: str) -> Path:
 
 
 def model_files(folder: Path) -> list[Path]:
-    """The files a model folder's metadata lists: ``metadata.json`` and its model files."""
-    meta = _metadata(folder)
-    files = [str(d["file"]) for d in meta.get("models", {}).values() if d.get("file")]
-    if any(Path(f).name != f for f in files):
-        raise PredictionError(f"{folder / METADATA} lists model files outside its folder: {files}")
-    return [folder / f for f in files] + [folder / METADATA]
+    """The files a model folder's metadata lists: its model files and ``metadata.json``
+    (``persistence.listed_files``)."""
+    return listed_files(folder)
 
 
 def remove(name: str) -> list[Path]:
-    """Delete installed model ``name`` (``_delete``). If it was active, the shipped default
+    """Delete installed model ``name`` (``persistence.delete_model``). If it was active, the shipped default
     becomes active. Returns the files deleted."""
     if name == DEFAULT_NAME:
         raise PredictionError(f"the shipped model {DEFAULT_NAME!r} cannot be removed")
     folder = folder_of(name)
     was_active = active_name() == name
-    files = _delete(folder)
+    files = delete_model(folder)
     if was_active:
         (models_dir() / ACTIVE_FILE).unlink(missing_ok=True)
-    return files
-
-
-def _delete(folder: Path) -> list[Path]:
-    """Delete the files ``folder``'s metadata lists, then the folder if nothing else is in it
-    (files the user put there are left alone). Returns the files deleted."""
-    files = [f for f in model_files(folder) if f.is_file()]
-    for f in files:
-        f.unlink()
-    if not any(folder.iterdir()):
-        folder.rmdir()
     return files
 
 

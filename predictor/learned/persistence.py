@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +50,65 @@ def library_versions() -> dict[str, str]:
             "numpy": numpy.__version__, "python": platform.python_version()}
 
 
+def check_output(folder: str | Path) -> Path:
+    """The folder ``save`` will write for ``folder`` (resolved), after checking it can be written:
+    it is a folder or does not exist yet, and its nearest existing ancestor (the folder the new
+    one is created and renamed in) and the folder itself are writable. Call it before training,
+    so a bad ``--output`` is refused at once. Raises ``PredictionError``."""
+    target = Path(folder).expanduser().resolve()
+    problem = None
+    if target.parent == target:
+        problem = "it is the file system's root"
+    elif target.exists() and not target.is_dir():
+        problem = "it exists and is not a folder"
+    else:
+        ancestor = next(p for p in target.parents if p.exists())
+        if target.parent.exists() and not target.parent.is_dir():
+            problem = f"{target.parent} is not a folder"
+        elif not ancestor.is_dir():
+            problem = f"{ancestor} is not a folder"
+        elif not os.access(ancestor, os.W_OK | os.X_OK):
+            problem = f"{ancestor} is not writable"
+        elif target.exists() and not os.access(target, os.W_OK | os.X_OK):
+            problem = "it is not writable"
+    if problem:
+        raise PredictionError(f"cannot save a learned model to {folder}: {problem}; give a "
+                              "writable folder (new or holding a model) instead")
+    return target
+
+
 def save(model: LearnedModel, folder: str | Path) -> Path:
-    """Write ``model`` to ``folder`` (created; existing model files replaced)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.ubj"):
-        old.unlink()
+    """Write ``model`` to ``folder`` (resolved; returned) atomically, never losing a user's file.
+
+    The model is written into a new hidden folder beside ``folder`` (``.NAME.new-TAG``); then an
+    existing ``folder`` is renamed aside (``.NAME.old-TAG``) and the new folder renamed to
+    ``folder``: at every moment ``folder`` is the old model or the new one, never half of one.
+    Nothing is deleted on failure (the old folder is renamed back). Afterwards the old folder's
+    entries are settled (``_settle``): the files its metadata lists are deleted, every other
+    entry (the user's) moves into the new folder.
+    """
+    target = check_output(folder)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex[:12]
+    tmp = target.parent / f".{target.name}.new-{tag}"
+    aside = target.parent / f".{target.name}.old-{tag}"
+    try:
+        tmp.mkdir()
+        _write(model, tmp)
+        if target.exists():
+            os.replace(target, aside)
+        os.replace(tmp, target)
+    except BaseException:
+        if aside.exists() and not target.exists():
+            os.replace(aside, target)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if aside.exists():
+        _settle(aside, target)
+    return target
+
+
+def _write(model: LearnedModel, folder: Path) -> None:
     meta: dict[str, Any] = {
         "format": FORMAT, "features": list(FEATURES), "versions": library_versions(),
         **{k: v for k, v in model.meta.items() if k not in ("format", "features")},
@@ -63,10 +118,48 @@ def save(model: LearnedModel, folder: str | Path) -> Path:
         "devices": {k: d.to_json() for k, d in sorted(model.devices.items())},
         "e2e": {k: e.to_json() for k, e in sorted(model.e2e.items())},
     }
-    tmp = folder / (METADATA + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=1, sort_keys=False, allow_nan=False))
-    os.replace(tmp, folder / METADATA)
-    return folder
+    (folder / METADATA).write_text(json.dumps(meta, indent=1, sort_keys=False, allow_nan=False))
+
+
+def listed_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` that are a model's own: ``metadata.json`` (when it is a roofcast
+    model's, ``format`` = ``FORMAT``) and the model files it lists by plain name. Lenient: an
+    unreadable or foreign ``metadata.json`` lists nothing, a path with a separator is skipped."""
+    try:
+        meta = json.loads((folder / METADATA).read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return []
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return []
+    models = meta.get("models")
+    descs = models.values() if isinstance(models, dict) else []
+    names = [d.get("file") for d in descs if isinstance(d, dict)]
+    plain = [n for n in names if isinstance(n, str) and n and Path(n).name == n and n != ".."]
+    return [folder / n for n in plain] + [folder / METADATA]
+
+
+def delete_model(folder: Path) -> list[Path]:
+    """Delete the files ``folder``'s metadata lists (``listed_files``; links are removed, not
+    followed), then the folder if nothing else is in it. Returns the files deleted."""
+    files = [f for f in listed_files(folder) if f.is_symlink() or f.is_file()]
+    for f in files:
+        f.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+    return files
+
+
+def _settle(old: Path, new: Path) -> None:
+    """After a swap: delete the old model's own files, move the user's other entries from
+    ``old`` into ``new``. An entry whose name the new model took stays in ``old``, which is then
+    renamed to a visible ``NAME.kept-TAG`` beside ``new`` instead of being deleted."""
+    own = {f.name for f in listed_files(old)}
+    for entry in list(old.iterdir()):
+        if entry.name not in own and not (new / entry.name).exists():
+            os.replace(entry, new / entry.name)
+    delete_model(old)
+    if old.exists():
+        os.replace(old, new.parent / f"{new.name}.kept-{old.name.rsplit('-', 1)[-1]}")
 
 
 def load(folder: str | Path | None = None) -> LearnedModel:

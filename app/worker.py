@@ -1,0 +1,178 @@
+"""Run a call on an uploaded model in a child process with a memory and a time limit.
+
+The app imports and predicts uploaded models through :func:`run_limited`, so one hostile upload
+(a graph that describes terabytes, functions nested deep, a shape inference that never ends)
+costs a child process, not the server every user shares. The child is a fresh interpreter
+(``python -m roofcast.app.worker``: no copy of the server's threads or sessions); it sets
+``RLIMIT_AS`` to the memory limit before it imports anything heavy, reads the call from stdin,
+runs it and writes back its result or error. The parent waits at most the time limit, then
+kills the child.
+
+Limits (environment variables, read on each call):
+
+* ``ROOFCAST_APP_WORKER_MEMORY_MB``: address space of the child, default 2048 MB;
+* ``ROOFCAST_APP_WORKER_TIMEOUT_S``: wall time of one call, default 60 s.
+
+What crosses the process boundary is pickled by the standard library both ways: the call's
+arguments (bytes, dicts, the project's own frozen dataclasses) and its result, produced by our
+own child. Nothing from the user's file is unpickled: the child parses it with ONNX. An error of
+the project's own types (``USER_ERRORS``) is raised again in the parent as the same type; a child
+that runs out of memory, is killed or runs out of time raises ``ModelImportError`` naming the
+limit and the variable that raises it; any other error in the child raises ``RuntimeError``
+with the child's traceback as its message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+MEMORY_ENV = "ROOFCAST_APP_WORKER_MEMORY_MB"
+TIMEOUT_ENV = "ROOFCAST_APP_WORKER_TIMEOUT_S"
+DEFAULT_MEMORY_MB = 2048
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def limits() -> tuple[int, float]:
+    """(memory MB, timeout s) from the environment (module docstring); raises
+    ``ModelImportError`` on a value that is not a positive number."""
+    from roofcast.graph_import.errors import ModelImportError
+
+    def read(name: str, default: float) -> float:
+        text = os.environ.get(name, "").strip()
+        if not text:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not value > 0 or value == float("inf"):
+            raise ModelImportError(f"${name}={text!r} is not a positive number")
+        return value
+
+    return int(read(MEMORY_ENV, DEFAULT_MEMORY_MB)), read(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+
+
+def run_limited(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)`` in a fresh child process under :func:`limits` (module docstring).
+    ``func`` must be a module-level function (the child imports it by name)."""
+    from roofcast.graph_import.errors import ModelImportError
+
+    memory_mb, timeout_s = limits()
+    # `python -m roofcast.app.worker`, not multiprocessing: its spawn would run the server's
+    # __main__ again in the child, which inside Streamlit is the app script itself
+    child = subprocess.Popen([sys.executable, "-m", "roofcast.app.worker", str(memory_mb)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+    try:
+        out, _ = child.communicate(pickle.dumps((func, args)), timeout=timeout_s)
+        kind, value = pickle.loads(out) if out else ("killed", None)  # our own child's answer
+    except subprocess.TimeoutExpired:
+        kind, value = "timeout", None
+    except (pickle.UnpicklingError, EOFError, ValueError):
+        kind, value = "killed", None
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+    if kind == "ok":
+        return value
+    if kind == "user":
+        error_type, message = value
+        raise error_type(message)
+    if kind == "error":
+        raise RuntimeError(f"the model worker failed:\n{value}")
+    what = {"timeout": f"did not finish within {timeout_s:g} s",
+            "memory": f"needed more than {memory_mb} MB of memory",
+            "killed": f"stopped the worker process (exit code {child.returncode}; the memory "
+                      f"limit is {memory_mb} MB)"}[kind]
+    raise ModelImportError(
+        f"the uploaded model {what} and was given up; the server is unaffected. If the model is "
+        f"genuine, start the app with a larger ${MEMORY_ENV} / ${TIMEOUT_ENV}, or use "
+        "`roofcast predict FILE` on the command line")
+
+
+def _child(memory_mb: int) -> None:
+    """The child's body: limit the address space, read ``(func, args)`` from stdin, write
+    ``(kind, value)`` to stdout (pickled; anything the call prints goes to stderr)."""
+    import resource
+
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    # few threads, few malloc arenas: each reserves address space the limit counts
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    _limit_malloc_arenas()
+    limit = memory_mb * 2**20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        func, args = pickle.loads(sys.stdin.buffer.read())  # from the parent, never a user file
+        outcome: tuple[str, Any] = ("ok", func(*args))
+    except MemoryError:
+        outcome = ("memory", None)
+    except Exception as exc:
+        from roofcast.app.cli import user_errors
+
+        outcome = (("user", (type(exc), str(exc))) if isinstance(exc, user_errors())
+                   else ("error", traceback.format_exc()))
+    try:
+        data = pickle.dumps(outcome)
+    except MemoryError:
+        data = pickle.dumps(("memory", None))
+    except Exception:  # an unpicklable result or error
+        data = pickle.dumps(("error", traceback.format_exc()))
+    answer.write(data)
+    answer.close()
+
+
+def _limit_malloc_arenas() -> None:
+    """glibc: at most 2 malloc arenas (``M_ARENA_MAX``); elsewhere nothing."""
+    import ctypes
+    import ctypes.util
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(-8, 2)
+
+
+# ----------------------------------------------------------------------------- the app's calls
+def import_upload(data: bytes, dims: dict[str, int], name: str, max_bytes: int):
+    """``graph_import.import_model`` of uploaded bytes (run in the worker)."""
+    from roofcast.graph_import import import_model
+
+    return import_model(data, dims=dims, name=name, max_bytes=max_bytes)
+
+
+def predict_upload(graph: Any, device: str, changes: tuple[tuple[str, float], ...],
+                   config: Any, estimator: str):
+    """``predictor.simulate.predict_graph`` of an uploaded model's graph on catalog ``device``
+    (a what-if device with ``changes``) (run in the worker)."""
+    from roofcast.predictor.simulate import predict_graph
+
+    return predict_graph(graph, _device(device, changes), config, estimator)
+
+
+def compare_upload(graph: Any, devices: list[str], config: Any, estimator: str, baseline: str):
+    """``predictor.compare.compare_devices`` of an uploaded model's graph (run in the worker)."""
+    from roofcast.predictor.compare import compare_devices
+
+    return compare_devices(lambda _batch: graph, devices, config, estimator, baseline=baseline)
+
+
+def _device(device: str, changes: tuple[tuple[str, float], ...]):
+    from roofcast.hw_catalog import derive, get_device
+
+    base = get_device(device)
+    return derive(base, **dict(changes)) if changes else base
+
+
+if __name__ == "__main__":
+    _child(int(sys.argv[1]))

@@ -55,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         command = f"roofcast {args.command}"
+        _one_line_warnings(command)
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
@@ -74,6 +75,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{command}: failed unexpectedly ({type(exc).__name__}); this is a bug in roofcast, "
               f"not in your input: the traceback is in {log}", file=sys.stderr)
         return 1
+
+
+def _one_line_warnings(command: str) -> None:
+    """Warnings meant for the user (a skipped device file, ...) as ``roofcast X: warning: ...``,
+    one line each, instead of Python's file:line report with a source line."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"{command}: warning: {message}", file=file or sys.stderr)
+
+    warnings.showwarning = show
 
 
 def write_crash_log() -> str:

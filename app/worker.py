@@ -145,10 +145,26 @@ def _limit_malloc_arenas() -> None:
 
 # ----------------------------------------------------------------------------- the app's calls
 def import_upload(data: bytes, dims: dict[str, int], name: str, max_bytes: int):
-    """``graph_import.import_model`` of uploaded bytes (run in the worker)."""
+    """``graph_import.import_model`` of uploaded bytes (run in the worker). Protobuf reports a
+    parse that ran out of memory as a malformed file: when the child cannot allocate twice the
+    file's size either, the failure is the memory limit's (a ``MemoryError``), not the file's."""
     from roofcast.graph_import import import_model
+    from roofcast.graph_import.errors import ModelImportError
 
-    return import_model(data, dims=dims, name=name, max_bytes=max_bytes)
+    try:
+        return import_model(data, dims=dims, name=name, max_bytes=max_bytes)
+    except ModelImportError as exc:
+        if "protobuf parse failed" in str(exc) and not _can_allocate(2 * len(data)):
+            raise MemoryError("the ONNX parse ran out of the worker's memory") from exc
+        raise
+
+
+def _can_allocate(n_bytes: int) -> bool:
+    try:
+        bytearray(n_bytes)
+    except MemoryError:
+        return False
+    return True
 
 
 def predict_upload(graph: Any, device: str, changes: tuple[tuple[str, float], ...],

@@ -66,6 +66,10 @@ BYTES_ENV = "ROOFCAST_MAX_IMPORT_BYTES"
 CHUNK_ROWS = 20_000
 CHUNK_BYTES = 4 * 2**20
 """A chunk is CHUNK_ROWS rows or CHUNK_BYTES bytes of the file, whichever comes first."""
+#: blank lines a CSV may hold (each is skipped, but at a loop step each: a gzip of newlines is a bomb)
+MAX_BLANK_LINES = 100_000
+#: columns a measurement file may have (the schema has about 30; a row is checked per column)
+MAX_COLUMNS = 256
 MAX_LINE_CHARS = 2**20
 SNIFF_BYTES = 65536
 PUBLIC_DATASETS: dict[str, tuple[str, ...]] = {
@@ -205,6 +209,7 @@ def _parquet_chunks(path: Path, max_bytes: int, chunk_rows: int) -> Iterator[pd.
                                ".parquet file") from exc
     if declared > max_bytes:
         raise _too_big(path.name, "bytes (decompressed)", max_bytes, BYTES_ENV)
+    check_columns(path.name, len(pf.schema_arrow))
     bad = [f"{f.name} ({f.type})" for f in pf.schema_arrow
            if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                    or pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
@@ -254,14 +259,21 @@ def _csv_records(reader: Any, name: str, chunk_rows: int,
         header = next(reader, None)
     if header is None:
         raise MeasurementError(f"{name}: the file is empty (only blank lines)")
+    check_columns(name, len(header))
     records: list[list[str]] = []
     lines: list[int] = []
     problems: list[tuple[int, str]] = []
     any_rows = False
+    blank = 0
     chunk_start = bytes_read()
     for rec in reader:
         if not any(cell.strip() for cell in rec):
-            continue  # blank line
+            blank += 1  # skipped, but each costs a step of this loop: a file of newlines is a bomb
+            if blank > MAX_BLANK_LINES:
+                raise MeasurementError(f"{name}: more than {MAX_BLANK_LINES} blank lines (line "
+                                       f"{reader.line_num}); a measurement file holds one row "
+                                       "per line")
+            continue
         if len(rec) != len(header):
             problems.append((reader.line_num, f"{len(rec)} cells but the header has "
                                               f"{len(header)} (quote values that contain commas)"))
@@ -281,6 +293,15 @@ def _csv_records(reader: Any, name: str, chunk_rows: int,
         yield _text_frame(records, header, lines)
     elif not any_rows:
         raise MeasurementError(f"{name}: a header line but no data rows")
+
+
+def check_columns(name: str, n_columns: int) -> None:
+    """MeasurementError when a file has more columns than a measurement row can use (the
+    schema's columns plus room for extras): each column costs a pass of every check."""
+    if n_columns > MAX_COLUMNS:
+        raise MeasurementError(f"{name}: {n_columns} columns; a measurement file has at most "
+                               f"{MAX_COLUMNS} (the columns of training_data/schema.py plus "
+                               "extras): remove the columns roofcast does not read")
 
 
 def _text_frame(records: list[list[str]], header: list[str], lines: list[int]) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 import zlib
 
 import pandas as pd
@@ -95,6 +96,28 @@ def test_gzip_bomb_of_repeated_rows_stops_at_the_first_duplicates(tmp_path):
     path = tmp_path / "repeats.csv.gz"
     path.write_bytes(head + member * 200)
     refused(tmp_path, path, r"(?s)line 102: duplicate of line 2 .*stopped reading at line \d+")
+
+
+def test_gzip_of_newlines_is_refused_at_the_blank_line_limit(tmp_path):
+    """1 GiB of blank lines in 1 MB: each is skipped, but one loop step each would run for
+    minutes under the byte limit alone; the blank-line limit stops it at once."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9) as gz:
+        gz.write((HEADER + "\n" + "MatMul,t4,fp16,0.001,r0\n").encode())
+        for _ in range(1024):
+            gz.write(b"\n" * 2**20)
+    path = tmp_path / "newlines.csv.gz"
+    path.write_bytes(buf.getvalue())
+    start = time.perf_counter()
+    refused(tmp_path, path, r"more than 100000 blank lines")
+    assert time.perf_counter() - start < 20
+
+
+def test_too_many_columns_are_refused_before_the_rows(tmp_path):
+    path = tmp_path / "wide.csv"
+    path.write_text(HEADER + "".join(f",c{i}" for i in range(10_000)) + "\n"
+                    + "MatMul,t4,fp16,0.001,r0" + ",x" * 10_000 + "\n")
+    refused(tmp_path, path, r"10005 columns; a measurement file has at most 256")
 
 
 def test_byte_limit_is_a_documented_setting(tmp_path):

@@ -7,6 +7,7 @@ sandbox. A failure lists each case that did not end clean and how it ended."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,6 +17,7 @@ BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_inputs
 def _runner():
     spec = importlib.util.spec_from_file_location("hostile_inputs", BENCHMARK)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

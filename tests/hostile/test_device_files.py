@@ -15,12 +15,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,23 +29,9 @@ from roofcast.hw_catalog.catalog import BUILTIN_DIR, MAX_BASE_DEPTH
 from roofcast.hw_catalog.device_files import MAX_FILE_BYTES, MAX_WARNINGS
 from roofcast.hw_catalog.errors import DeviceFileWarning
 from roofcast.hw_catalog.user_devices import save_user_device
+from tests.hostile.helpers import deadline
 
 GOOD = 'id = "good-dev"\nbase = "h100-sxm"\nmem_bw_scale = 2\n'
-
-
-@contextlib.contextmanager
-def deadline(seconds: int) -> Iterator[None]:
-    """Fail (instead of hanging the suite) when the block takes longer than ``seconds``."""
-    def _timeout(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s (a hang)")
-
-    old = signal.signal(signal.SIGALRM, _timeout)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _file(name: str, content: str | bytes) -> Callable[[Path], None]:

@@ -11,14 +11,12 @@ path: exit code 2, one line, no traceback.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +25,10 @@ import pytest
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.learned import persistence
 from roofcast.predictor.learned.metadata_schema import MAX_METADATA_BYTES
+from tests.hostile.helpers import deadline
 
 XGB_KEY = "gpu/matmul"
 RIDGE_KEY = "cpu/softmax"  # the shipped model's ridge candidate
-
-
-@contextlib.contextmanager
-def deadline(seconds: int) -> Iterator[None]:
-    """Fail (instead of hanging the suite) when the block takes longer than ``seconds``."""
-    def _timeout(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s (a hang)")
-
-    old = signal.signal(signal.SIGALRM, _timeout)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 # ---------------------------------------------------------------------------- damage

@@ -176,6 +176,23 @@ def predict_upload(graph: Any, device: str, changes: tuple[tuple[str, float], ..
     return predict_graph(graph, _device(device, changes), config, estimator)
 
 
+def advise_upload(data: bytes, dims: dict[str, int], name: str, max_bytes: int,
+                  batch_dim: str | None, hw: Any, objective: str, settings: dict[str, Any]):
+    """``predictor.advisor.advise`` of an uploaded model (run in the worker): the graph at each
+    batch the search asks for is imported here, once per batch, under the worker's limits."""
+    import functools
+
+    from roofcast.graph_import import import_model
+    from roofcast.predictor.advisor import advise
+
+    @functools.cache
+    def loader(b: int):
+        full = dict(dims) if batch_dim is None else {**dims, batch_dim: b}
+        return import_model(data, dims=full, name=name, max_bytes=max_bytes)
+
+    return advise(loader, hw, objective, **settings)
+
+
 def compare_upload(graph: Any, devices: list[str], config: Any, estimator: str, baseline: str):
     """``predictor.compare.compare_devices`` of an uploaded model's graph (run in the worker)."""
     from roofcast.predictor.compare import compare_devices

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from roofcast.app import charts, controls, state
+from roofcast.app import charts, controls, state, worker
 from roofcast.app.controls import MODE_LABELS
+from roofcast.app.worker import run_limited
 from roofcast.predictor.advisor import OBJECTIVES, Setting, advise, public_table
 
 MAX_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -21,6 +22,11 @@ def _advice(ref: str, dims: tuple, name: str, device: str, objective: str, batch
             _data: bytes | None):
     del learned  # cache key only
     bdim = state.batch_dim(ref)
+    settings = {"batch": batch, "max_batch": max_batch, "precisions": list(precisions),
+                "estimator": estimator}
+    if ref.startswith("upload:"):  # the user's file: imported and searched in the worker
+        return run_limited(worker.advise_upload, _data, dict(dims), name, state.MAX_UPLOAD_BYTES,
+                           bdim, state.device_spec(device), objective, settings)
 
     def loader(b: int):
         full = dict(dims)
@@ -28,8 +34,7 @@ def _advice(ref: str, dims: tuple, name: str, device: str, objective: str, batch
             full[bdim] = b
         return state._import_cached(ref, tuple(sorted(full.items())), name, _data)
 
-    return advise(loader, state.device_spec(device), objective, batch=batch,
-                  max_batch=max_batch, precisions=list(precisions), estimator=estimator)
+    return advise(loader, state.device_spec(device), objective, **settings)
 
 
 def _frames(advice, setting: str) -> list[tuple[int, pd.DataFrame]]:

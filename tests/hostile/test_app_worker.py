@@ -100,3 +100,36 @@ def test_upload_over_a_small_time_limit_shows_an_error(monkeypatch):
                                                     "application/octet-stream")).run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("did not finish within 0.01 s" in e.value for e in at.error), at.error
+
+
+def test_advisor_on_an_upload_searches_in_the_worker(monkeypatch):
+    """The Advisor's search of an uploaded model runs in the worker: its figures equal the
+    library's, and under a time limit too small for it the page shows the limit instead."""
+    from roofcast.graph_import import import_model
+    from roofcast.predictor.advisor import advise
+
+    model = onnx.load_from_string(tiny_onnx("batch"))  # bytes no other test uploads (the page
+    model.graph.initializer.append(  # caches by upload): an unused initializer of its own
+        numpy_helper.from_array(np.zeros(3, np.float32), "advisor_test"))
+    data = model.SerializeToString()
+    at = start()
+    at.session_state["device"] = "xeon-8480plus"
+    at.file_uploader(key="onnx_upload").set_value(("tiny.onnx", data,
+                                                    "application/octet-stream")).run()
+    assert not at.error, [e.value for e in at.error]
+    at.switch_page("views/advisor.py").run()
+    at.radio(key="adv_objective").set_value("throughput").run()
+    at.selectbox(key="adv_max_b").set_value(8).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    expected = advise(lambda b: import_model(data, dims={"batch": b}, name="tiny"),
+                      "xeon-8480plus", "throughput", batch=1, max_batch=8,
+                      precisions=["fp32", "fp16", "bf16"], estimator="auto")
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Predicted throughput gain"] == f"{expected.predicted_gain:.3g}×"
+    # a new search whose graphs are all imported already (latency: batch 1 only), under a time
+    # limit no search can meet: only a search run in the worker can hit it
+    monkeypatch.setenv(worker.TIMEOUT_ENV, "0.01")
+    at.radio(key="adv_objective").set_value("latency").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("did not finish within 0.01 s" in e.value for e in at.error), at.error

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import roofcast
@@ -17,7 +16,7 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.simulate import predict_graph
 from roofcast.training_data import zoo
-from tests.predictor.learned_helpers import synthetic_set
+from tests.predictor.learned_helpers import measurement_csv_file
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -133,18 +132,7 @@ def test_unknown_attribute():
 def test_train_returns_a_fitted_estimator_that_predict_uses(tmp_path):
     """``roofcast.train`` on a small measurement file: the returned estimator holds the model
     (no environment variable, no saved folder needed) and the saved folder reloads the same."""
-    ts = synthetic_set(n_gemm=40, n_vec=40, devices=("v100-pcie-32gb", "t4", "p100-pcie-16gb"))
-    X = ts.X
-    rows = pd.DataFrame({
-        "op_type": X["op_type"], "family": X["family"], "node": X["node"] + "_" + X["device"],
-        "dtype": X["dtype"], "flops": X["flops"], "bytes_read": X["bytes_read"],
-        "bytes_written": X["bytes_written"], "weight_bytes": X["weight_bytes"],
-        "gemm_batch": X["gemm_batch"], "gemm_m": X["gemm_m"], "gemm_n": X["gemm_n"],
-        "gemm_k": X["gemm_k"], "device_id": X["device"], "latency_s": ts.y_s,
-        "source": "test:synthetic",
-    })
-    csv = tmp_path / "measurements.csv"
-    rows.to_csv(csv, index=False)
+    csv = measurement_csv_file(tmp_path / "measurements.csv")
     est = roofcast.train([str(csv)], output=tmp_path / "model", quick=True, mode="learned")
     assert set(est.model_.models) == {"gpu/matmul", "gpu/elementwise"}
     p = roofcast.predict("resnet50", "v100-pcie-32gb", estimator=est)

@@ -9,6 +9,8 @@ transfers across devices (what leave-one-device-out can learn).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -64,3 +66,19 @@ def synthetic_set(seed: int = 0, n_gemm: int = 120, n_vec: int = 80,
     _, _, bound = roofline_terms(X)
     y = bound * 10.0 ** (true_inefficiency(X) + rng.normal(0.0, NOISE, len(X)))
     return TrainingSet(X, y, "synthetic", f"synthetic-{seed}")
+
+
+def measurement_csv_file(path: Path) -> Path:
+    """Tidy measurement rows (``training_data.schema`` columns) of a small synthetic set of
+    GEMMs and adds on three GPUs, written as a CSV at ``path`` (returned)."""
+    ts = synthetic_set(n_gemm=40, n_vec=40, devices=("v100-pcie-32gb", "t4", "p100-pcie-16gb"))
+    X = ts.X
+    pd.DataFrame({
+        "op_type": X["op_type"], "family": X["family"], "node": X["node"] + "_" + X["device"],
+        "dtype": X["dtype"], "flops": X["flops"], "bytes_read": X["bytes_read"],
+        "bytes_written": X["bytes_written"], "weight_bytes": X["weight_bytes"],
+        "gemm_batch": X["gemm_batch"], "gemm_m": X["gemm_m"], "gemm_n": X["gemm_n"],
+        "gemm_k": X["gemm_k"], "device_id": X["device"], "latency_s": ts.y_s,
+        "source": "test:synthetic",
+    }).to_csv(path, index=False)
+    return path

@@ -8,31 +8,17 @@ import json
 
 import numpy as np
 import onnx
-import pandas as pd
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from roofcast.app.cli import main
-from tests.predictor.learned_helpers import synthetic_set
+from tests.predictor.learned_helpers import measurement_csv_file
 
 
 @pytest.fixture(scope="module")
 def measurement_csv(tmp_path_factory):
-    """Tidy measurement rows (training_data.schema columns) of synthetic GEMMs and adds on
-    two GPUs."""
-    ts = synthetic_set(n_gemm=40, n_vec=40, devices=("v100-pcie-32gb", "t4", "p100-pcie-16gb"))
-    X = ts.X
-    df = pd.DataFrame({
-        "op_type": X["op_type"], "family": X["family"], "node": X["node"] + "_" + X["device"],
-        "dtype": X["dtype"], "flops": X["flops"], "bytes_read": X["bytes_read"],
-        "bytes_written": X["bytes_written"], "weight_bytes": X["weight_bytes"],
-        "gemm_batch": X["gemm_batch"], "gemm_m": X["gemm_m"], "gemm_n": X["gemm_n"],
-        "gemm_k": X["gemm_k"], "device_id": X["device"], "latency_s": ts.y_s,
-        "source": "test:synthetic",
-    })
-    path = tmp_path_factory.mktemp("data") / "measurements.csv"
-    df.to_csv(path, index=False)
-    return path
+    """``learned_helpers.measurement_csv_file``, once for the module."""
+    return measurement_csv_file(tmp_path_factory.mktemp("data") / "measurements.csv")
 
 
 @pytest.fixture(scope="module")

@@ -189,13 +189,6 @@ def raw_chunks(path: str | Path, *, max_rows: int | None = None, max_bytes: int 
         yield chunk
 
 
-def read_measurement_file(path: str | Path, *, max_rows: int | None = None,
-                          max_bytes: int | None = None) -> pd.DataFrame:
-    """The whole raw table of :func:`raw_chunks` (within the same limits)."""
-    parts = list(raw_chunks(path, max_rows=max_rows, max_bytes=max_bytes))
-    return pd.concat(parts) if len(parts) > 1 else parts[0]
-
-
 def _parquet_chunks(path: Path, max_bytes: int, chunk_rows: int) -> Iterator[pd.DataFrame]:
     import pyarrow as pa
     import pyarrow.parquet as pq

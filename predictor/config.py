@@ -88,7 +88,11 @@ class RunConfig:
     mode: ``infer`` (forward only) or ``train`` (forward + backward + optimizer update).
     threads: CPU threads (None = all units of the device); ignored for GPUs/accelerators.
     inter_op: allow independent ops to run concurrently (critical-path timing).
-    fusion: fuse elementwise/activation/normalisation chains into their producer.
+    fusion: apply the runtime's graph-optimiser fusions (``ExecutionProfile.fusion_patterns``);
+        None: the runtime's default (``fusion_default``: on for ONNX Runtime, whose default
+        optimisation level fuses).
+    runtime: the execution profile's name (``predictor.runtimes``); None: the device kind's
+        default (``onnxruntime-cpu`` on CPUs, ``pytorch-eager`` on GPUs).
     optimizer: optimizer of a training step (``OPTIMIZERS``).
     overlap: compute/memory overlap model (``OVERLAP_MODELS``).
     """
@@ -98,9 +102,10 @@ class RunConfig:
     mode: str = "infer"
     threads: int | None = None
     inter_op: bool = False
-    fusion: bool = False
+    fusion: bool | None = None
     optimizer: str = "adam"
     overlap: str = "max"
+    runtime: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.dims, Dims):
@@ -115,9 +120,15 @@ class RunConfig:
             raise PredictionError(
                 f"threads must be a positive integer or None (all cores), got {self.threads!r}"
             )
-        for flag in ("inter_op", "fusion"):
-            if not isinstance(getattr(self, flag), bool):
-                raise PredictionError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
+        if not isinstance(self.inter_op, bool):
+            raise PredictionError(f"inter_op must be true or false, got {self.inter_op!r}")
+        if self.fusion is not None and not isinstance(self.fusion, bool):
+            raise PredictionError(f"fusion must be true, false or None (the runtime's default), "
+                                  f"got {self.fusion!r}")
+        if self.runtime is not None:
+            from roofcast.predictor.runtimes import get_runtime
+
+            get_runtime(self.runtime)  # unknown names: PredictionError listing the runtimes
 
     @property
     def batch(self) -> int | None:

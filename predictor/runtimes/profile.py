@@ -1,0 +1,163 @@
+"""``ExecutionProfile``: how a runtime executes a graph — the third input beside the workload and
+the hardware.
+
+A profile is data (one TOML per runtime in ``profiles/``, user profiles in the user's runtime
+folder, see ``catalog``). It says
+
+* ``device_kinds``: the device kinds the runtime runs on (``gpu``, ``cpu``, ``accelerator``);
+* ``patterns``: the kernel-mapping rules the runtime always applies, by name, in order (registered
+  pattern functions of ``patterns``: node patterns that become one kernel, nodes that launch no
+  kernel, kernels the runtime adds); ``fusion_patterns``: the graph optimiser's fusions, applied
+  when the run's ``fusion`` setting is on (``fusion_default`` when the run does not say);
+* ``dispatch_floor_us``: per device kind, the time one kernel costs at least (host dispatch +
+  launch, µs); a kind missing here uses the device's own ``launch_overhead_us``;
+  ``overhead_mode``: ``floor`` (``max(T, L)``: launches overlap running kernels) or ``additive``
+  (``T + L``); ``graph_capture``: launches are replayed from a captured graph, so the floor is
+  the device's own launch overhead only;
+* math defaults: ``tf32_families`` (op families whose fp32 math runs as TF32 on a device with
+  TF32 matrix units), ``attention`` (``eager``: score matrix materialised, ``fused``: one
+  flash-style kernel), ``attention_score_passes`` (extra elementwise passes an eager
+  implementation makes over the score matrix: scale, mask);
+* ``precisions``: the compute precisions the runtime runs;
+* ``learned_from``: the runtime whose measured kernels train the learned efficiencies this
+  profile uses until it has its own measurements (itself when it has them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofcast.predictor.errors import PredictionError
+
+DEVICE_KINDS: tuple[str, ...] = ("gpu", "cpu", "accelerator")
+OVERHEAD_MODES: tuple[str, ...] = ("floor", "additive")
+ATTENTION_IMPLEMENTATIONS: tuple[str, ...] = ("eager", "fused")
+KNOWN_KEYS: frozenset[str] = frozenset({
+    "name", "description", "device_kinds", "patterns", "fusion_patterns", "fusion_default",
+    "dispatch_floor_us", "overhead_mode", "graph_capture", "tf32_families", "attention",
+    "attention_score_passes", "precisions", "learned_from", "notes", "sources",
+})
+MAX_FLOOR_US = 1e5
+
+
+@dataclass(frozen=True)
+class ExecutionProfile:
+    """One runtime's execution model (module docstring). ``source``: the file it came from."""
+
+    name: str
+    description: str
+    device_kinds: tuple[str, ...]
+    patterns: tuple[str, ...] = ()
+    fusion_patterns: tuple[str, ...] = ()
+    fusion_default: bool = False
+    dispatch_floor_us: Mapping[str, float] = field(default_factory=dict)
+    overhead_mode: str = "floor"
+    graph_capture: bool = False
+    tf32_families: tuple[str, ...] = ()
+    attention: str = "eager"
+    attention_score_passes: int = 0
+    precisions: tuple[str, ...] = ("fp32",)
+    learned_from: str = ""
+    notes: str = ""
+    source: str = ""
+
+    def runs_on(self, kind: str) -> bool:
+        """Whether the runtime runs on devices of ``kind``."""
+        return kind in self.device_kinds
+
+    def dispatch_floor_s(self, kind: str, device_launch_s: float) -> float:
+        """Per-kernel floor (s) on a device of ``kind`` whose own launch overhead is
+        ``device_launch_s``: the profile's figure for the kind (µs x 1e-6), else the device's;
+        with ``graph_capture`` the device's launch overhead only (no host dispatch)."""
+        if self.graph_capture or kind not in self.dispatch_floor_us:
+            return float(device_launch_s)
+        return float(self.dispatch_floor_us[kind]) * 1e-6
+
+    def patterns_for(self, fusion: bool | None) -> tuple[str, ...]:
+        """The pattern names applied for a run with ``fusion`` (None: ``fusion_default``)."""
+        on = self.fusion_default if fusion is None else fusion
+        return self.patterns + (self.fusion_patterns if on else ())
+
+
+def _strings(doc: Mapping[str, Any], key: str, where: str, default: tuple = ()) -> tuple[str, ...]:
+    value = doc.get(key, list(default))
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise PredictionError(f"{where}: {key} must be a list of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
+def _choice(doc: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str,
+            where: str) -> str:
+    value = doc.get(key, default)
+    if value not in allowed:
+        raise PredictionError(f"{where}: {key} = {value!r}; choose one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _flag(doc: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
+    value = doc.get(key, default)
+    if not isinstance(value, bool):
+        raise PredictionError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
+
+
+def profile_from_document(doc: Mapping[str, Any], where: str, *, known_patterns: frozenset[str],
+                          precisions: tuple[str, ...]) -> ExecutionProfile:
+    """Validate one profile document (a parsed TOML) and build the profile; every problem is a
+    ``PredictionError`` naming ``where``, the key and what is allowed."""
+    unknown = sorted(set(doc) - KNOWN_KEYS)
+    if unknown:
+        raise PredictionError(f"{where}: unknown keys {unknown}; allowed: {sorted(KNOWN_KEYS)}")
+    name = doc.get("name")
+    if not isinstance(name, str) or not name or len(name) > 64 or not all(
+            c.isalnum() or c in "-_." for c in name):
+        raise PredictionError(f"{where}: name must be 1-64 letters, digits, '-', '_' or '.', "
+                              f"got {name!r}")
+    description = doc.get("description", "")
+    if not isinstance(description, str) or not description.strip() or "\n" in description.strip():
+        raise PredictionError(f"{where}: description must be one non-empty line")
+    kinds = _strings(doc, "device_kinds", where)
+    bad = [k for k in kinds if k not in DEVICE_KINDS]
+    if not kinds or bad:
+        raise PredictionError(f"{where}: device_kinds must name some of {', '.join(DEVICE_KINDS)}"
+                              f"{f'; unknown {bad}' if bad else ''}")
+    patterns = _strings(doc, "patterns", where)
+    fusion_patterns = _strings(doc, "fusion_patterns", where)
+    missing = [p for p in patterns + fusion_patterns if p not in known_patterns]
+    if missing:
+        raise PredictionError(f"{where}: unknown patterns {missing}; registered patterns: "
+                              f"{', '.join(sorted(known_patterns))}")
+    floors = doc.get("dispatch_floor_us", {})
+    if not isinstance(floors, Mapping) or any(
+            k not in DEVICE_KINDS or isinstance(v, bool) or not isinstance(v, int | float)
+            or not 0 <= v <= MAX_FLOOR_US for k, v in floors.items()):
+        raise PredictionError(f"{where}: dispatch_floor_us must map device kinds "
+                              f"({', '.join(DEVICE_KINDS)}) to microseconds in 0..{MAX_FLOOR_US:g}")
+    passes = doc.get("attention_score_passes", 0)
+    if isinstance(passes, bool) or not isinstance(passes, int) or not 0 <= passes <= 8:
+        raise PredictionError(f"{where}: attention_score_passes must be an integer 0..8")
+    precs = _strings(doc, "precisions", where, ("fp32",))
+    bad_p = [p for p in precs if p not in precisions]
+    if not precs or bad_p:
+        raise PredictionError(f"{where}: precisions must name some of {', '.join(precisions)}"
+                              f"{f'; unknown {bad_p}' if bad_p else ''}")
+    learned_from = doc.get("learned_from", name)
+    if not isinstance(learned_from, str) or not learned_from:
+        raise PredictionError(f"{where}: learned_from must be a runtime name")
+    notes = doc.get("notes", "")
+    if not isinstance(notes, str):
+        raise PredictionError(f"{where}: notes must be a string")
+    return ExecutionProfile(
+        name=name, description=description.strip(), device_kinds=kinds, patterns=patterns,
+        fusion_patterns=fusion_patterns,
+        fusion_default=_flag(doc, "fusion_default", False, where),
+        dispatch_floor_us={str(k): float(v) for k, v in floors.items()},
+        overhead_mode=_choice(doc, "overhead_mode", OVERHEAD_MODES, "floor", where),
+        graph_capture=_flag(doc, "graph_capture", False, where),
+        tf32_families=_strings(doc, "tf32_families", where),
+        attention=_choice(doc, "attention", ATTENTION_IMPLEMENTATIONS, "eager", where),
+        attention_score_passes=int(passes), precisions=precs, learned_from=learned_from,
+        notes=notes, source=where,
+    )

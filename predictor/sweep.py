@@ -94,13 +94,12 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
         prof = resolve_runtime(runtime, hw.kind)
         by_profile.setdefault(prof.name, (prof, []))[1].append(hw)
     graphs = {b: graph_source(b) for b in dict.fromkeys(batches)}
-    run_name = runtime.name if isinstance(runtime, ExecutionProfile) else runtime
     frames = []
     for precision in precisions:
         for mode in modes:
             configs = {b: run_config(g, precision=precision, mode=mode, threads=threads,
                                      inter_op=inter_op, fusion=fusion, optimizer=optimizer,
-                                     runtime=run_name)
+                                     runtime=runtime)
                        for b, g in graphs.items()}
             for prof, group in by_profile.values():
                 frames.append(_profile_cells(graphs, configs, prof, group, est, inter_op,

@@ -105,3 +105,14 @@ def test_featurize_runtime_columns_and_the_learned_inputs_stay():
 def test_fusion_on_a_runtime_without_fusions_says_so():
     p = predict_graph(graphs.linear_bias(), A100, RunConfig(fusion=True), "roofline")
     assert any("changes nothing" in n for n in p.notes)
+
+
+def test_a_profile_object_runs_through_a_sweep_like_a_name():
+    from tests.predictor.graph_helpers import AS_WRITTEN, batched_chain, priced_devices
+
+    df = sweep(batched_chain, priced_devices(), [2], estimator="time-roofline",
+               runtime=AS_WRITTEN)
+    assert set(df["runtime"]) == {"as-written"}
+    one = predict_graph(batched_chain(2), priced_devices()[1],
+                        RunConfig(dims={"batch": 2}, runtime=AS_WRITTEN), "time-roofline")
+    assert df.loc[df["device"] == "fast", "time_s"].iloc[0] == pytest.approx(one.time_s)

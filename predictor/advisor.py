@@ -338,11 +338,11 @@ def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
 def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
            max_batch: int = 64, precisions: Sequence[str] | None = None,
            modes: Sequence[str] = ("infer",), estimator: Any = "auto",
-           fusions: Sequence[bool] = (True, False)) -> Advice:
+           fusions: Sequence[bool] = (True, False), runtime: str | None = None) -> Advice:
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
     docstring). ``graph_loader(batch)`` imports the model at that batch, its other dims bound
     by the import; ``hw``: catalog id, what-if spec or HardwareSpec; ``estimator``: a name or
-    an estimator object."""
+    an estimator object; ``runtime``: the execution profile (None: the device kind's default)."""
     hw = get_device(hw)
     if objective not in OBJECTIVES:
         raise PredictionError(f"objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
@@ -370,7 +370,7 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
     notes += pnotes
     modes = list(dict.fromkeys(modes))
     cells = predict_cells(graphs, hw, precs, modes, list(dict.fromkeys(fusions)) or [True],
-                          thread_candidates(hw), est)
+                          thread_candidates(hw), est, runtime=runtime)
     settings = settings_of(cells, hw)
     if len(modes) > 1:
         notes.append("training-step settings are ranked with inference ones; compare gains "

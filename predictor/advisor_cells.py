@@ -53,7 +53,8 @@ class Cell:
 
 def predict_cells(graphs: Mapping[int, Graph], hw, precisions: Sequence[str],
                   modes: Sequence[str], fusions: Sequence[bool],
-                  threads: Sequence[int | None], estimator: Any) -> dict[tuple, Cell]:
+                  threads: Sequence[int | None], estimator: Any,
+                  runtime: str | None = None) -> dict[tuple, Cell]:
     """Every (batch, precision, mode, fusion, threads) cell of ``graphs`` (batch -> the model
     imported at that batch) on ``hw``: the workload and the step DAG are built once per
     (batch, precision, mode, fusion); only featurize + explain run per thread count.
@@ -63,7 +64,8 @@ def predict_cells(graphs: Mapping[int, Graph], hw, precisions: Sequence[str],
         for precision in precisions:
             for mode in modes:
                 for fusion in fusions:
-                    base = run_config(graph, precision=precision, mode=mode, fusion=fusion)
+                    base = run_config(graph, precision=precision, mode=mode, fusion=fusion,
+                                      runtime=runtime)
                     work = workload_table(graph, base)
                     if work.empty:
                         raise PredictionError(f"model {graph.name!r} has no op that does work")

@@ -66,14 +66,16 @@ def _resolve_devices(devices: Sequence) -> list:
 def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
           precisions: Sequence[str] = ("fp32",), modes: Sequence[str] = ("infer",),
           estimator: Any = DEFAULT_ESTIMATOR, *, baseline=None,
-          fusion: bool = False, inter_op: bool = False, optimizer: str = "adam",
-          threads: int | None = None, allow_incomplete: bool = False) -> pd.DataFrame:
+          fusion: bool | None = None, inter_op: bool = False, optimizer: str = "adam",
+          threads: int | None = None, allow_incomplete: bool = False,
+          runtime: str | None = None) -> pd.DataFrame:
     """Predict every (device, batch, precision, mode) cell (see module docstring).
 
     ``graph_source(batch)``: the model imported at that batch (its other dims bound by the
     import, e.g. ``roofcast.load_model(path, sequence=128).at``); ``devices``: ids / inline
     what-if specs / HardwareSpec objects; ``estimator``: a name or an estimator object;
-    ``baseline``: the device id speedups are relative to (default: the first device).
+    ``baseline``: the device id speedups are relative to (default: the first device);
+    ``runtime``: the execution profile (None: each device kind's default).
     """
     specs = _resolve_devices(devices)
     if not batches:
@@ -86,7 +88,8 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
     for precision in precisions:
         for mode in modes:
             configs = {b: run_config(g, precision=precision, mode=mode, threads=threads,
-                                     inter_op=inter_op, fusion=fusion, optimizer=optimizer)
+                                     inter_op=inter_op, fusion=fusion, optimizer=optimizer,
+                                     runtime=runtime)
                        for b, g in graphs.items()}
             works = []
             for cell, (b, graph) in enumerate(graphs.items()):

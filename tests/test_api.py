@@ -211,5 +211,5 @@ def test_a_runtime_that_does_not_run_on_the_device_is_refused(call):
 
 
 def test_an_unknown_runtime_lists_the_runtimes():
-    with pytest.raises(PredictionError, match="unknown runtime 'eager'.*pytorch-eager"):
+    with pytest.raises(PredictionError, match=r"unknown runtime 'eager'.*pytorch-eager"):
         roofcast.predict("resnet50", "h100-sxm", runtime="eager")

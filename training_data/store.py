@@ -8,6 +8,10 @@ insert itself is one transaction: a process killed mid-append leaves the store a
 Rows whose ``row_key`` is already stored are skipped and counted as duplicates, so importing
 the same file twice is a no-op.
 
+A store written before a schema column existed (``runtime``) gets the column on first open
+(``ALTER TABLE ... ADD COLUMN``, empty in the old rows); reading fills an empty ``runtime`` with
+the device kind's default (``schema.with_default_runtimes``), which is what those rows measured.
+
 Default file: ``$ROOFCAST_DATA_DIR/measurements.sqlite``, else
 ``$XDG_DATA_HOME/roofcast/measurements.sqlite``, else ``~/.local/share/roofcast/measurements.sqlite``.
 """
@@ -28,7 +32,14 @@ import numpy as np
 import pandas as pd
 
 from roofcast.training_data.errors import MeasurementError
-from roofcast.training_data.schema import BY_NAME, COLUMN_NAMES, Problem, normalize, resolve_devices
+from roofcast.training_data.schema import (
+    BY_NAME,
+    COLUMN_NAMES,
+    Problem,
+    normalize,
+    resolve_devices,
+    with_default_runtimes,
+)
 
 ENV_VAR = "ROOFCAST_DATA_DIR"
 FILE_NAME = "measurements.sqlite"
@@ -136,6 +147,11 @@ class Store:
             con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             con.execute(f"CREATE TABLE IF NOT EXISTS measurements (id INTEGER PRIMARY KEY, {cols},"
                         " row_key TEXT NOT NULL UNIQUE, imported_at TEXT NOT NULL)")
+            have = {row[1] for row in con.execute("PRAGMA table_info(measurements)")}
+            for c in BY_NAME.values():
+                if c.name not in have:  # a column added to the schema since the store was made
+                    con.execute(f'ALTER TABLE measurements ADD COLUMN "{c.name}" '
+                                f"{_SQL_TYPES[c.kind]}")
             for col in ("device_id", "family", "op_type"):
                 con.execute(f"CREATE INDEX IF NOT EXISTS ix_{col} ON measurements ({col})")
             version = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
@@ -229,7 +245,7 @@ class Store:
             return _typed(pd.DataFrame(columns=list(STORED_COLUMNS)))
         with self._connect() as con:
             df = pd.read_sql_query(sql, con, params=params)
-        return _typed(df)
+        return with_default_runtimes(_typed(df))
 
     def count(self) -> int:
         """Number of stored rows (0 when the file does not exist yet)."""

@@ -41,7 +41,8 @@ def test_runtime_selector_defaults_by_device_kind_with_its_description():
                                  else n for n in runs_on("gpu")]
     text = captions(at)
     assert get_runtime(box.value).description in text
-    assert f"runtime **{box.value}**" in text and "estimator **time-roofline**" in text
+    assert f"runtime **{box.value}**" in text
+    assert "estimator **time-roofline**" in text
     at.selectbox(key="_w_predict_device").set_value("xeon-8480plus").run()
     assert_clean(at)
     box = at.selectbox(key="_w_predict_runtime")
@@ -61,7 +62,8 @@ def test_a_chosen_runtime_reaches_the_prediction_and_the_captions():
     want = predict_graph(load_graph("resnet50", (), 1), "h100-sxm", cfg, "roofline")
     assert shown_seconds(at) == want.time_s
     text = captions(at)
-    assert "runtime **tensorrt**" in text and "estimator **roofline**" in text
+    assert "runtime **tensorrt**" in text
+    assert "estimator **roofline**" in text
     assert get_runtime("tensorrt").description in text
     at.switch_page("views/roofline.py").run()  # the choice carries across pages
     assert_clean(at)
@@ -77,7 +79,8 @@ def test_compare_names_each_devices_runtime():
     assert dict(zip(shown["device"], shown["runtime"], strict=True)) == {
         "h100-sxm": default_runtime_name("gpu"), "xeon-8480plus": default_runtime_name("cpu")}
     text = captions(at)
-    assert "each device's default runtime" in text and "estimator **time-roofline**" in text
+    assert "each device's default runtime" in text
+    assert "estimator **time-roofline**" in text
     at = start("compare", runtime="torch-compile")
     at.multiselect(key="compare_devices").set_value(["h100-sxm", "xeon-8480plus"]).run()
     assert_clean(at)

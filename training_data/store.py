@@ -255,17 +255,22 @@ class Store:
             return int(con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0])
 
     def stats(self) -> pd.DataFrame:
-        """Rows per device, dataset (``source`` before ':') and family, with the median latency."""
-        cols = ["device_id", "dataset", "family", "rows", "op_types", "median_latency_s"]
+        """Rows per device, runtime, dataset (``source`` before ':') and family, with the median
+        latency."""
+        cols = ["device_id", "runtime", "dataset", "family", "rows", "op_types",
+                "median_latency_s"]
         if not self.path.exists():
             return pd.DataFrame(columns=cols)
         with self._connect() as con:
             df = pd.read_sql_query(
-                "SELECT device_id, source, family, op_type, latency_s FROM measurements", con)
+                "SELECT device_id, runtime, source, family, op_type, latency_s FROM measurements",
+                con)
         if df.empty:
             return pd.DataFrame(columns=cols)
+        df["runtime"] = df["runtime"].fillna("")
+        with_default_runtimes(df)
         df["dataset"] = df["source"].str.split(":", n=1).str[0]
-        g = df.groupby(["device_id", "dataset", "family"], sort=True)
+        g = df.groupby(["device_id", "runtime", "dataset", "family"], sort=True)
         out = g.agg(rows=("latency_s", "size"), op_types=("op_type", "nunique"),
                     median_latency_s=("latency_s", "median")).reset_index()
         return out[cols]

@@ -145,3 +145,13 @@ def test_roofcast_measure_records_the_runtime_in_the_store_and_the_file(tmp_path
     assert set(saved["runtime"]) == {"onnxruntime-cpu"}
     assert main(["measure", *common, "--store", str(tmp_path / "m.sqlite")]) == 0
     assert set(Store(tmp_path / "m.sqlite").read()["runtime"]) == {"onnxruntime-cpu"}
+
+
+def test_stats_count_rows_per_runtime(tmp_path):
+    path = tmp_path / "old.sqlite"
+    old_store(path)  # one t4 row without a runtime: pytorch-eager
+    store = Store(path)
+    store.append(rows(runtime=["torch-compile", "torch-compile"], run_id=["a", "b"]))
+    st = store.stats().set_index(["device_id", "runtime"])
+    assert st.loc[("t4", DEFAULT_RUNTIMES["gpu"]), "rows"] == 1
+    assert st.loc[("t4", "torch-compile"), "rows"] == 2

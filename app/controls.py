@@ -127,9 +127,9 @@ def config_summary(device_id: str | None = None) -> str:
     return " · ".join(parts)
 
 
-def modelled_caption(device_kind: str, estimator: str) -> None:
-    """What the numbers on the page model: the runtime on a device of ``device_kind`` (with
-    its one-line description) and the estimator."""
-    name = state.runtime_for(device_kind)
+def modelled_caption(kind: str, estimator: str) -> None:
+    """What the numbers on the page model: the runtime on a device of ``kind`` (with its
+    one-line description) and the estimator."""
+    name = state.runtime_for(kind)
     st.caption(f"Modelled: runtime **{name}** ({state.runtime_description(name)}) · estimator "
                f"**{estimator}**")

@@ -62,6 +62,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def check_measured_runtime(runtime: str) -> None:
+    """``--verify`` measures with ONNX Runtime's CPU provider: a prediction for another runtime
+    cannot be checked against it (PredictionError saying what to change)."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.training_data.collectors.rows import RUNTIME_OF_PROVIDER
+
+    measured = RUNTIME_OF_PROVIDER["CPUExecutionProvider"]
+    if runtime != measured:
+        raise PredictionError(f"--verify measures the run with {measured}, not {runtime}: drop "
+                              f"--runtime {runtime} (or --verify) to check the advice")
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -75,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     runtime = resolve_runtime(args.runtime, hw.kind).name  # refused here, before any work
     if args.verify:
         check_local(hw.id)  # fail before any work
+        check_measured_runtime(runtime)
     graph, batch = load_user_graph(args)
     dims = {k: v for k, v in graph.dims.items() if k != "batch"}  # bound once, at import
     advice = advise(graph_source(args, graph, batch), hw, args.objective,

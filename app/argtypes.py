@@ -96,9 +96,16 @@ def runtime_name(text: str) -> str:
     folder). Only the file names are read for a known name; an unknown one is an error listing
     every runtime with its device kinds and one-line description. Whether the runtime runs on
     the chosen device is checked when the device is known
-    (``predictor.runtimes.resolve_runtime``)."""
+    (``predictor.runtimes.resolve_runtime``). A broken user folder (a profile shadowing a
+    built-in, too many files) is reported with its own message, not argparse's "invalid
+    value"."""
+    from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.runtimes import runtime_names
 
-    if text in runtime_names():
+    try:
+        names = runtime_names()
+    except PredictionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if text in names:
         return text
     raise argparse.ArgumentTypeError(f"unknown runtime {text!r}; choose one of:\n{runtime_menu()}")

@@ -270,3 +270,13 @@ def test_a_user_profile_may_not_shadow_a_built_in(capsys, empty_user_runtimes):
         USER_PROFILE.replace("my-rt", "tensorrt"))
     err = user_error(capsys, "runtimes")
     assert "runtime 'tensorrt' is already defined" in err
+
+
+def test_a_broken_user_folder_is_named_when_parsing_runtime(capsys, empty_user_runtimes):
+    """argparse turns a ValueError in a type= converter into "invalid value": the folder's own
+    message must come through instead."""
+    (empty_user_runtimes / "tensorrt.toml").write_text(
+        USER_PROFILE.replace("my-rt", "tensorrt"))
+    err = run_error(capsys, "predict", "resnet50", "--hw", GPU, "--runtime", "tensorrt")
+    assert "runtime 'tensorrt' is already defined" in err
+    assert "invalid" not in err

@@ -62,3 +62,50 @@ class OneOf:
             raise argparse.ArgumentTypeError(
                 f"unknown {self.what} {text!r}; choose one of: {', '.join(known)}")
         return text
+
+
+def runtime_help() -> str:
+    """The ``--runtime`` help: where the list is and each device kind's default (from the
+    catalog's table, so the text cannot drift from what runs)."""
+    from roofcast.predictor.runtimes.catalog import DEFAULTS
+
+    defaults = ", ".join(f"{name} on {kind}s" for kind, name in DEFAULTS.items())
+    return (f"execution runtime whose kernels, dispatch floor and math defaults are modelled "
+            f"(`roofcast runtimes` lists them; default: {defaults})")
+
+
+def runtime_menu() -> str:
+    """Every runtime, one line each: ``name (device kinds): description``; a user profile that
+    cannot be loaded says why instead."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.predictor.runtimes import get_runtime, runtime_names
+
+    lines = []
+    for name in runtime_names():
+        try:
+            prof = get_runtime(name)
+        except PredictionError as exc:
+            lines.append(f"  {name}: unusable ({exc})")
+            continue
+        lines.append(f"  {name} ({', '.join(prof.device_kinds)}): {prof.description}")
+    return "\n".join(lines)
+
+
+def runtime_name(text: str) -> str:
+    """argparse ``type=`` for ``--runtime``: a runtime of the catalog (built-in or the user's
+    folder). Only the file names are read for a known name; an unknown one is an error listing
+    every runtime with its device kinds and one-line description. Whether the runtime runs on
+    the chosen device is checked when the device is known
+    (``predictor.runtimes.resolve_runtime``). A broken user folder (a profile shadowing a
+    built-in, too many files) is reported with its own message, not argparse's "invalid
+    value"."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.predictor.runtimes import runtime_names
+
+    try:
+        names = runtime_names()
+    except PredictionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if text in names:
+        return text
+    raise argparse.ArgumentTypeError(f"unknown runtime {text!r}; choose one of:\n{runtime_menu()}")

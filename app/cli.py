@@ -21,8 +21,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES = ("inspect", "hw", "predict", "compare", "measure", "data", "train", "models",
-                   "app", "advise")
+COMMAND_MODULES = ("inspect", "hw", "runtimes", "predict", "compare", "sweep", "measure", "data",
+                   "train", "models", "app", "advise")
 
 
 def user_errors() -> tuple[type[BaseException], ...]:

@@ -207,3 +207,10 @@ def _csv_value(value: Any) -> Any:
     if _is_missing(value):
         return ""
     return guard(value) if isinstance(value, str) else value
+
+
+def context_columns(df: Any, fmt: str, **context: Any) -> Any:
+    """``df`` (a DataFrame) with one column per ``context`` value (runtime, estimator) when
+    ``fmt`` is csv: a CSV has no header lines, so the run's context goes into every row. The
+    table and json formats state it once, above the tables (``emit``'s ``extra``)."""
+    return df.assign(**context) if fmt == "csv" else df

@@ -62,6 +62,7 @@ DEFAULTS: dict[str, Any] = {
     "inter_op": False,
     "estimator": "time-roofline",
     "threads": None,
+    "runtime": None,     # None: each device kind's default runtime; else a runtime name
 }
 
 
@@ -224,14 +225,14 @@ def run_config(**changes: Any) -> RunConfig:
     batch = int(changes.pop("batch", s["batch"]))
     dims = {k: v for k, v in s["dims"].items() if v is not None and ":" not in k}
     fields = {"precision": s["precision"], "mode": s["mode"], "optimizer": s["optimizer"],
-              "fusion": bool(s["fusion"]), "inter_op": bool(s["inter_op"]),
-              "threads": s["threads"], **changes}
+              "fusion": s["fusion"], "inter_op": bool(s["inter_op"]),
+              "threads": s["threads"], "runtime": s["runtime"], **changes}
     return RunConfig(dims={**dims, "batch": batch}, **fields)
 
 
 def config_key(config: RunConfig) -> tuple:
     return (tuple(sorted(config.dims.items())), config.precision, config.mode, config.threads,
-            config.inter_op, config.fusion, config.optimizer, config.overlap)
+            config.inter_op, config.fusion, config.optimizer, config.overlap, config.runtime)
 
 
 def estimator_choices() -> tuple[str, ...]:
@@ -293,9 +294,10 @@ def _compare_cached(ref: str, dims: tuple, name: str, devices: tuple[str, ...], 
 
 
 def _config_from_key(cfg: tuple) -> RunConfig:
-    dims, precision, mode, threads, inter_op, fusion, optimizer, overlap = cfg
+    dims, precision, mode, threads, inter_op, fusion, optimizer, overlap, runtime = cfg
     return RunConfig(dims=dict(dims), precision=precision, mode=mode, threads=threads,
-                     inter_op=inter_op, fusion=fusion, optimizer=optimizer, overlap=overlap)
+                     inter_op=inter_op, fusion=fusion, optimizer=optimizer, overlap=overlap,
+                     runtime=runtime)
 
 
 def _model_key(config: RunConfig) -> tuple[str, tuple, str, bytes | None]:
@@ -321,9 +323,14 @@ def predict(device: str | None = None, *, changes: Mapping[str, float] | None = 
 
 def compare(devices: list[str], baseline: str):
     """``predictor.compare.compare_devices`` for the session's model, config and estimator on
-    catalog ``devices`` (cached): one row per device."""
+    catalog ``devices`` (cached): one row per device. The session's runtime (None: each
+    device's default) must run on every device."""
+    from roofcast.predictor.runtimes import resolve_runtime
+
     config = run_config()
     require_complete(config)
+    for device in devices:  # a chosen runtime is refused on a device kind it does not run on
+        resolve_runtime(config.runtime, device_spec(device).kind)
     ref, dims, name, data = _model_key(config)
     est = st.session_state["estimator"]
     return _compare_cached(ref, dims, name, tuple(devices), baseline, config_key(config), est,
@@ -354,10 +361,14 @@ def user_folder_stamp() -> str:
     or newly saved device is never served from a stale cache)."""
     from roofcast.hw_catalog import user_dir
 
-    folder = user_dir()
+    return folder_stamp(user_dir())
+
+
+def folder_stamp(folder: Path) -> str:
+    """Names, modification times and sizes of the TOML files in ``folder`` (a cache-key part)."""
     if not folder.is_dir():
         return str(folder)
-    return f"{folder}|" + ";".join(f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}"
+    return f"{folder}|" + ";".join(f"{p.name}:{p.lstat().st_mtime_ns}:{p.lstat().st_size}"
                                    for p in sorted(folder.glob("*.toml")))
 
 
@@ -380,6 +391,47 @@ def device_select(label: str, key: str = "device", **kwargs: Any) -> str:
         st.session_state.pop(widget_key(key), None)
     return persistent(st.selectbox, label, key, options=ids, format_func=labels.__getitem__,
                       **kwargs)
+
+
+# ----------------------------------------------------------------------------- runtimes
+@st.cache_data(show_spinner=False)
+def _runtimes(folder: str, stamp: str) -> tuple[tuple[tuple[str, tuple[str, ...], str], ...],
+                                                tuple[str, ...]]:
+    from roofcast.predictor.runtimes import get_runtime, runtime_names
+
+    del folder, stamp  # cache key only
+    good, bad = [], []
+    for name in runtime_names():
+        try:
+            prof = get_runtime(name)
+        except PredictionError as exc:
+            bad.append(str(exc))
+            continue
+        good.append((prof.name, prof.device_kinds, prof.description))
+    return tuple(good), tuple(bad)
+
+
+def runtimes() -> tuple[tuple[tuple[str, tuple[str, ...], str], ...], tuple[str, ...]]:
+    """((name, device kinds, description) of every usable runtime profile, the problems of the
+    user profiles that cannot be used); cached, keyed by the user runtime folder's files so an
+    edited profile shows at once. A broken user folder (a profile shadowing a built-in) raises
+    PredictionError."""
+    from roofcast.predictor.runtimes import user_dir
+
+    return _runtimes(str(user_dir()), folder_stamp(user_dir()))
+
+
+def runtime_for(device_kind: str) -> str:
+    """The runtime a prediction on a device of ``device_kind`` models: the session's choice,
+    or the kind's default when it made none."""
+    from roofcast.predictor.runtimes import default_runtime_name
+
+    return st.session_state["runtime"] or default_runtime_name(device_kind)
+
+
+def runtime_description(name: str) -> str:
+    """The one-line description of runtime ``name`` ("" when it is not among the usable ones)."""
+    return next((d for n, _, d in runtimes()[0] if n == name), "")
 
 
 # ----------------------------------------------------------------------------- learned

@@ -12,6 +12,7 @@ roofcast`` stays cheap):
 * ``predict(model, hw, **config)`` -> ``Prediction`` (``total_ms``, ``per_op``, ``by_bound``, ...);
 * ``compare(model, hws, **config)``, ``sweep(model, hws, batches, ...)`` -> DataFrames;
 * ``advise(model, hw, objective)`` -> ``Advice``; ``train(sources)`` -> a fitted estimator;
+* ``runtimes()`` -> the execution profiles (``runtime=NAME`` on predict/compare/sweep/advise);
 * ``make_estimator(name, **params)`` -> an estimator object for ``estimator=``.
 """
 
@@ -22,8 +23,9 @@ from typing import Any
 __version__ = "0.1.0"
 
 #: the API's names, all defined in ``roofcast.api``.
-API: tuple[str, ...] = ("Model", "Prediction", "advise", "compare", "device", "load_model",
-                        "make_estimator", "predict", "sweep", "train", "zoo_models")
+API: tuple[str, ...] = ("ExecutionProfile", "Model", "Prediction", "advise", "compare", "device",
+                        "load_model", "make_estimator", "predict", "runtimes", "sweep", "train",
+                        "zoo_models")
 __all__ = [*API, "__version__"]
 
 

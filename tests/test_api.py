@@ -150,3 +150,66 @@ def test_an_imported_graph_is_used_as_is():
     assert roofcast.predict(graph, "h100-sxm", batch=2).total_s > 0
     with pytest.raises(ModelImportError, match="cannot be re-bound"):
         roofcast.predict(graph, "h100-sxm", batch=4)
+
+
+# ----------------------------------------------------------------------------- runtimes
+def test_runtimes_are_the_catalog_profiles():
+    from roofcast.predictor.runtimes import get_runtime, runtime_names
+
+    profiles = roofcast.runtimes()
+    assert [p.name for p in profiles] == list(runtime_names())
+    assert all(isinstance(p, roofcast.ExecutionProfile) for p in profiles)
+    assert profiles[0] == get_runtime(profiles[0].name)
+    assert all(p.description and p.device_kinds and p.source for p in profiles)
+
+
+def test_runtime_reaches_the_run_config_of_predict_sweep_and_advise(monkeypatch):
+    """``runtime=`` is a setting like precision: it lands in every RunConfig the call builds."""
+    import roofcast.api as api
+    import roofcast.predictor.advisor as advisor
+    import roofcast.predictor.sweep as sweep_module
+
+    seen: list[str | None] = []
+    real_predict, real_workload, real_cells = (api.predict_graph, sweep_module.workload_table,
+                                               advisor.predict_cells)
+    monkeypatch.setattr(api, "predict_graph", lambda g, hw, config, *a, **k: (
+        seen.append(config.runtime), real_predict(g, hw, config, *a, **k))[1])
+    monkeypatch.setattr(sweep_module, "workload_table", lambda g, config, **k: (
+        seen.append(config.runtime), real_workload(g, config, **k))[1])
+    monkeypatch.setattr(advisor, "predict_cells", lambda *a, runtime=None, **k: (
+        seen.append(runtime), real_cells(*a, runtime=runtime, **k))[1])
+    roofcast.predict("resnet50", "h100-sxm", runtime="tensorrt")
+    roofcast.sweep("resnet50", ["h100-sxm"], [1, 2], runtime="torch-compile")
+    roofcast.compare("resnet50", ["h100-sxm"], runtime="tensorrt")
+    roofcast.advise("mobilenet_v2", "xeon-8480plus", estimator="time-roofline",
+                    runtime="torch-compile")
+    roofcast.predict("resnet50", "h100-sxm")
+    assert seen == ["tensorrt", "torch-compile", "torch-compile", "tensorrt", "torch-compile",
+                    None]
+
+
+def test_compare_and_sweep_name_the_runtime_of_each_device():
+    from roofcast.predictor.runtimes import default_runtime_name
+
+    df = roofcast.compare("resnet50", ["h100-sxm", "xeon-8480plus"])
+    assert list(df["runtime"]) == [default_runtime_name("gpu"), default_runtime_name("cpu")]
+    sw = roofcast.sweep("resnet50", ["h100-sxm", "xeon-8480plus"], [1, 2],
+                        runtime="torch-compile")
+    assert set(sw["runtime"]) == {"torch-compile"}
+    assert len(sw) == 4
+
+
+@pytest.mark.parametrize("call", [
+    lambda: roofcast.predict("resnet50", "h100-sxm", runtime="onnxruntime-cpu"),
+    lambda: roofcast.compare("resnet50", ["xeon-8480plus", "h100-sxm"], runtime="onnxruntime-cpu"),
+    lambda: roofcast.sweep("resnet50", ["h100-sxm"], [1], runtime="onnxruntime-cpu"),
+    lambda: roofcast.advise("resnet50", "h100-sxm", runtime="onnxruntime-cpu"),
+])
+def test_a_runtime_that_does_not_run_on_the_device_is_refused(call):
+    with pytest.raises(PredictionError, match="runs on cpu devices, not gpu; for a gpu choose"):
+        call()
+
+
+def test_an_unknown_runtime_lists_the_runtimes():
+    with pytest.raises(PredictionError, match=r"unknown runtime 'eager'.*pytorch-eager"):
+        roofcast.predict("resnet50", "h100-sxm", runtime="eager")

@@ -78,6 +78,9 @@ PUBLIC_DATASETS: dict[str, tuple[str, ...]] = {
 }
 PUBLIC_DATASETS["all"] = tuple(d for v in PUBLIC_DATASETS.values() for d in v)
 _PROVIDER = {"neusight": "pytorch-cuda", "deepbench": "vendor-libs"}
+#: the runtime each public dataset timed (NeuSight's harness: PyTorch eager modules); a dataset
+#: not listed keeps ``runtime`` empty, read as its device kind's default
+_RUNTIME = {"neusight": "pytorch-eager"}
 _STORAGE_DTYPE = {4: "fp32", 2: "fp16", 1: "int8"}
 _ONNX_DTYPE_NAME = {"float": "fp32", "float16": "fp16", "int8": "int8", "int32": "int32"}
 _METRIC_DIRECTION = {"time": "fwd", "latency": "fwd", "time_fwd": "fwd",
@@ -462,6 +465,7 @@ def _base(k: pd.DataFrame) -> pd.DataFrame:
     out["precision"] = k["precision"]
     out["device_id"] = k["device"]
     out["provider"] = k["dataset"].str.split("-", n=1).str[0].map(_PROVIDER)
+    out["runtime"] = k["dataset"].str.split("-", n=1).str[0].map(_RUNTIME).fillna("")
     out["latency_s"] = k["latency_s"]
     out["source"] = _source(k)
     out["notes"] = _notes(k)

@@ -16,9 +16,15 @@ FLOPs count one multiply-add as 2 FLOPs; bytes are unfused kernel traffic (``gra
 as the user sees them in a CSV: the header is line 1, the first data row line 2 (for a DataFrame:
 its positional row + 2); file-wide problems (missing columns) are reported on line 1.
 
+``runtime`` names the execution runtime that ran the op (a runtime profile name:
+``onnxruntime-cpu``, ``pytorch-eager``, ...; any well-formed name is kept, the catalog of profiles
+lives with the predictor). A row without one is read as its device kind's default runtime
+(``DEFAULT_RUNTIMES``: what every row meant before the column existed).
+
 ``row_key`` = sha256 of the identity (op, shapes, attributes, dtype, direction), the where/how
-(device, CPU model, machine, threads, batch, precision, opt level, mode, provider) and the
-provenance (``source``, ``run_id``) — not the result columns. Two rows with the same key are the
+(device, CPU model, machine, threads, batch, precision, opt level, mode, provider, and the
+runtime where it is not the device kind's default — so the keys of rows stored before the column
+existed do not move) and the provenance (``source``, ``run_id``) — not the result columns. Two rows with the same key are the
 same measurement: within one batch that is an error (give repeated runs distinct ``run_id``s),
 across batches the store skips the second one and counts it as a duplicate.
 """
@@ -98,6 +104,8 @@ COLUMNS: tuple[Column, ...] = (
     _c("mode", "str", "", "infer | train", default="infer", key=True),
     _c("provider", "str", "", "execution provider / library (CPUExecutionProvider, cuda, ...)",
        key=True),
+    _c("runtime", "str", "", "execution runtime that ran the op (onnxruntime-cpu, pytorch-eager, "
+       "...); empty: the device kind's default"),
     # result
     _c("latency_s", "float", "s", "median per-op kernel time", required=True),
     _c("latency_p10_s", "float", "s", "10th percentile of the per-op time"),
@@ -136,6 +144,14 @@ MAX_DIM = 2**31 - 1
 MAX_RANK = 64
 MAX_ELEMENTS = 2**48
 """Shape limits per tensor: each dim in [0, MAX_DIM], at most MAX_RANK dims, MAX_ELEMENTS elements."""
+RUNTIME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A runtime is a name as the runtime profiles spell theirs: 1-64 letters, digits, '.', '_', '-'
+(starting with a letter or digit)."""
+DEFAULT_RUNTIMES: dict[str, str] = {"cpu": "onnxruntime-cpu", "gpu": "pytorch-eager",
+                                    "accelerator": "pytorch-eager"}
+"""Device kind -> the runtime a row of that kind means when it names none: the predictor's
+defaults (``predictor.runtimes.catalog.DEFAULTS``, equal by test), kept here as data because the
+data side never imports the predictor."""
 OP_TYPE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.+:-]{0,127}")
 """An op type is a name (``MatMul``, ``com.microsoft.FusedConv``, a fused ``Conv+Relu``), not free
 text: it starts with a letter or '_' (never a spreadsheet formula)."""
@@ -386,6 +402,50 @@ def _check_values(out: pd.DataFrame, lines: np.ndarray) -> list[Problem]:
         problems += _report(~out[name].isin(allowed), lines, lambda i, n=name, a=allowed: (
             f"unknown {n} {out[n].iloc[i]!r}; expected one of {', '.join(a)}"))
     problems += _check_timestamps(out, lines)
+    problems += _check_runtimes(out, lines)
+    return problems
+
+
+def device_kinds(device_ids: Iterable[str]) -> dict[str, str]:
+    """Catalog device id -> its kind (``cpu``, ``gpu``, ``accelerator``); ``local`` is this
+    machine's CPU; an id the catalog does not know is left out."""
+    from roofcast.hw_catalog.catalog import get_device
+    from roofcast.hw_catalog.errors import HardwareSpecError
+
+    out: dict[str, str] = {}
+    for device in set(device_ids):
+        if device == LOCAL_DEVICE:
+            out[device] = "cpu"
+            continue
+        try:
+            out[device] = get_device(device).kind
+        except HardwareSpecError:
+            continue
+    return out
+
+
+def default_runtimes(device_ids: pd.Series) -> pd.Series:
+    """The default runtime of each row's device kind (``DEFAULT_RUNTIMES``; "" for a device
+    the catalog does not know)."""
+    kinds = device_kinds(device_ids.unique())
+    return device_ids.map(lambda d: DEFAULT_RUNTIMES.get(kinds.get(d, ""), "")).astype(object)
+
+
+def with_default_runtimes(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with an empty ``runtime`` read as its device kind's default (in place)."""
+    empty = frame["runtime"].eq("")
+    if empty.any():
+        frame.loc[empty, "runtime"] = default_runtimes(frame.loc[empty, "device_id"])
+    return frame
+
+
+def _check_runtimes(out: pd.DataFrame, lines: np.ndarray) -> list[Problem]:
+    rt = out["runtime"]
+    bad = rt.ne("") & ~rt.map(lambda t: RUNTIME_PATTERN.fullmatch(t) is not None)
+    problems = _report(bad, lines, lambda i: (
+        f"runtime {rt.iloc[i][:60]!r} is not a runtime name (1-64 letters, digits, '.', '_' or "
+        "'-', e.g. onnxruntime-cpu, pytorch-eager; `roofcast runtimes` lists the known ones)"))
+    with_default_runtimes(out)
     return problems
 
 
@@ -455,10 +515,20 @@ def _key_part(s: pd.Series) -> list[str]:
     return [v if isinstance(v, str) else str(v) for v in s.astype(object).where(s.notna(), "")]
 
 
+def _runtime_key(frame: pd.DataFrame) -> list[str]:
+    """The runtime's part of the key: nothing for the device kind's default runtime (the rows
+    stored before the column existed mean it), else ``\x1fruntime=NAME``."""
+    default = default_runtimes(frame["device_id"])
+    return ["" if rt == d else f"\x1fruntime={rt}"
+            for rt, d in zip(frame["runtime"], default, strict=True)]
+
+
 def row_keys(frame: pd.DataFrame) -> pd.Series:
     """sha256 hex of the key columns (module docstring), one per row."""
     parts = [_key_part(frame[c]) for c in KEY_COLUMNS]
-    keys = [hashlib.sha256("\x1f".join(t).encode("utf-8")).hexdigest() for t in zip(*parts, strict=True)]
+    runtime = _runtime_key(frame)
+    keys = [hashlib.sha256(("\x1f".join(t) + r).encode("utf-8")).hexdigest()
+            for *t, r in zip(*parts, runtime, strict=True)]
     return pd.Series(keys, index=frame.index, dtype=object)
 
 

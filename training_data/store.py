@@ -8,6 +8,10 @@ insert itself is one transaction: a process killed mid-append leaves the store a
 Rows whose ``row_key`` is already stored are skipped and counted as duplicates, so importing
 the same file twice is a no-op.
 
+A store written before a schema column existed (``runtime``) gets the column on first open
+(``ALTER TABLE ... ADD COLUMN``, empty in the old rows); reading fills an empty ``runtime`` with
+the device kind's default (``schema.with_default_runtimes``), which is what those rows measured.
+
 Default file: ``$ROOFCAST_DATA_DIR/measurements.sqlite``, else
 ``$XDG_DATA_HOME/roofcast/measurements.sqlite``, else ``~/.local/share/roofcast/measurements.sqlite``.
 """
@@ -28,7 +32,14 @@ import numpy as np
 import pandas as pd
 
 from roofcast.training_data.errors import MeasurementError
-from roofcast.training_data.schema import BY_NAME, COLUMN_NAMES, Problem, normalize, resolve_devices
+from roofcast.training_data.schema import (
+    BY_NAME,
+    COLUMN_NAMES,
+    Problem,
+    normalize,
+    resolve_devices,
+    with_default_runtimes,
+)
 
 ENV_VAR = "ROOFCAST_DATA_DIR"
 FILE_NAME = "measurements.sqlite"
@@ -136,6 +147,11 @@ class Store:
             con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             con.execute(f"CREATE TABLE IF NOT EXISTS measurements (id INTEGER PRIMARY KEY, {cols},"
                         " row_key TEXT NOT NULL UNIQUE, imported_at TEXT NOT NULL)")
+            have = {row[1] for row in con.execute("PRAGMA table_info(measurements)")}
+            for c in BY_NAME.values():
+                if c.name not in have:  # a column added to the schema since the store was made
+                    con.execute(f'ALTER TABLE measurements ADD COLUMN "{c.name}" '
+                                f"{_SQL_TYPES[c.kind]}")
             for col in ("device_id", "family", "op_type"):
                 con.execute(f"CREATE INDEX IF NOT EXISTS ix_{col} ON measurements ({col})")
             version = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
@@ -229,7 +245,7 @@ class Store:
             return _typed(pd.DataFrame(columns=list(STORED_COLUMNS)))
         with self._connect() as con:
             df = pd.read_sql_query(sql, con, params=params)
-        return _typed(df)
+        return with_default_runtimes(_typed(df))
 
     def count(self) -> int:
         """Number of stored rows (0 when the file does not exist yet)."""
@@ -239,17 +255,22 @@ class Store:
             return int(con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0])
 
     def stats(self) -> pd.DataFrame:
-        """Rows per device, dataset (``source`` before ':') and family, with the median latency."""
-        cols = ["device_id", "dataset", "family", "rows", "op_types", "median_latency_s"]
+        """Rows per device, runtime, dataset (``source`` before ':') and family, with the median
+        latency."""
+        cols = ["device_id", "runtime", "dataset", "family", "rows", "op_types",
+                "median_latency_s"]
         if not self.path.exists():
             return pd.DataFrame(columns=cols)
         with self._connect() as con:
             df = pd.read_sql_query(
-                "SELECT device_id, source, family, op_type, latency_s FROM measurements", con)
+                "SELECT device_id, runtime, source, family, op_type, latency_s FROM measurements",
+                con)
         if df.empty:
             return pd.DataFrame(columns=cols)
+        df["runtime"] = df["runtime"].fillna("")
+        with_default_runtimes(df)
         df["dataset"] = df["source"].str.split(":", n=1).str[0]
-        g = df.groupby(["device_id", "dataset", "family"], sort=True)
+        g = df.groupby(["device_id", "runtime", "dataset", "family"], sort=True)
         out = g.agg(rows=("latency_s", "size"), op_types=("op_type", "nunique"),
                     median_latency_s=("latency_s", "median")).reset_index()
         return out[cols]

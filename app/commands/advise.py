@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofcast.app.argtypes import OneOf, name_list, positive_int
+from roofcast.app.argtypes import OneOf, name_list, positive_int, runtime_help, runtime_name
 from roofcast.app.commands.predict import graph_source, load_user_graph
-from roofcast.app.output import add_format_arg, add_top_arg, emit, top_rows
+from roofcast.app.output import add_format_arg, add_top_arg, context_columns, emit, top_rows
 from roofcast.predictor.config import MODES
 
 
@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="bind a symbolic dim other than the batch, e.g. sequence=128")
     p.add_argument("--estimator", default="auto", metavar="NAME",
                    help="predictor (default auto: learned where trained, else time-roofline)")
+    p.add_argument("--runtime", type=runtime_name, metavar="NAME", help=runtime_help())
     add_top_arg(p, "settings (the default and the recommendation always shown)", default=10)
     p.add_argument("--verify", action="store_true",
                    help="measure the recommended and default settings with ONNX Runtime "
@@ -61,6 +62,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def check_measured_runtime(runtime: str) -> None:
+    """``--verify`` measures with ONNX Runtime's CPU provider: a prediction for another runtime
+    cannot be checked against it (PredictionError saying what to change)."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.training_data.collectors.rows import RUNTIME_OF_PROVIDER
+
+    measured = RUNTIME_OF_PROVIDER["CPUExecutionProvider"]
+    if runtime != measured:
+        raise PredictionError(f"--verify measures the run with {measured}, not {runtime}: drop "
+                              f"--runtime {runtime} (or --verify) to check the advice")
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -68,19 +81,23 @@ def run(args: argparse.Namespace) -> int:
     from roofcast.hw_catalog.catalog import get_device
     from roofcast.predictor.advisor import advise, public_table
     from roofcast.predictor.advisor_verify import check_local, verify
+    from roofcast.predictor.runtimes import resolve_runtime
 
     hw = get_device(args.hw)
+    runtime = resolve_runtime(args.runtime, hw.kind).name  # refused here, before any work
     if args.verify:
         check_local(hw.id)  # fail before any work
+        check_measured_runtime(runtime)
     graph, batch = load_user_graph(args)
     dims = {k: v for k, v in graph.dims.items() if k != "batch"}  # bound once, at import
     advice = advise(graph_source(args, graph, batch), hw, args.objective,
                     batch=batch, max_batch=args.max_batch, precisions=args.precisions,
-                    modes=(args.mode,), estimator=args.estimator)
-    tables = {"settings": public_table(advice, top_rows(args)),
+                    modes=(args.mode,), estimator=args.estimator, runtime=args.runtime)
+    tables = {"settings": context_columns(public_table(advice, top_rows(args)), args.format,
+                                          runtime=runtime, estimator=advice.estimator),
               "reasons": pd.DataFrame({"reason": list(advice.reasons)})}
     extra = {"model": advice.model, "device": advice.device, "objective": advice.objective,
-             "estimator": advice.estimator, "default": advice.default.label(),
+             "runtime": runtime, "estimator": advice.estimator, "default": advice.default.label(),
              "recommended": advice.recommended.label(),
              "predicted_gain": advice.predicted_gain}
     if advice.notes:

@@ -1,6 +1,7 @@
 """``roofcast compare MODEL --hw A,B,C``: the same run predicted on several devices.
 
-One row per device: predicted step time, speedup over the baseline device (default: the first),
+One row per device: the runtime modelled on it (``--runtime``, else the device kind's default),
+predicted step time, speedup over the baseline device (default: the first),
 throughput (samples/s = batch / time), memory footprint and whether it fits, list price and TDP
 per unit of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and
 the dominant bound. Uses ``predictor.compare.compare_devices`` (one vectorised evaluation for all
@@ -19,7 +20,7 @@ from roofcast.app.commands.predict import (
     load_user_graph,
     run_config,
 )
-from roofcast.app.output import add_format_arg, emit
+from roofcast.app.output import add_format_arg, context_columns, emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +53,36 @@ def split_devices(text: str) -> list[str]:
     return out
 
 
+def device_runtimes(devices: list, runtime: str | None) -> dict[str, str]:
+    """Device id -> the runtime modelled on it: ``runtime`` on every device (refused, naming
+    the runtimes that do run there, on a device of a kind it does not run on), or each device
+    kind's default when None."""
+    from roofcast.hw_catalog.catalog import get_device
+    from roofcast.predictor.runtimes import resolve_runtime
+
+    specs = [get_device(d) for d in devices]
+    return {s.id: resolve_runtime(runtime, s.kind).name for s in specs}
+
+
+def runtime_summary(names) -> str:
+    """The distinct runtimes of a comparison, in order, comma-separated."""
+    return ", ".join(dict.fromkeys(names))
+
+
+def fusion_summary(config, runtimes) -> bool | str:
+    """The fusion setting in force: the run's, else the runtimes' default when they share one,
+    else each runtime's (``"per runtime: onnxruntime-cpu on, pytorch-eager off"``)."""
+    from roofcast.predictor.runtimes import get_runtime
+
+    if config.fusion is not None:
+        return config.fusion
+    defaults = {name: get_runtime(name).fusion_default for name in dict.fromkeys(runtimes)}
+    if len(set(defaults.values())) == 1:
+        return next(iter(defaults.values()))
+    return "per runtime: " + ", ".join(f"{n} {'on' if on else 'off'}"
+                                       for n, on in defaults.items())
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -60,12 +91,13 @@ def run(args: argparse.Namespace) -> int:
 
     devices = split_devices(args.hw)
     estimator = args.estimator
+    runtimes = device_runtimes(devices, args.runtime)  # before any work
     graph, batch = load_user_graph(args)
     config = run_config(args, graph)
     df = compare_devices(graph_source(args, graph, batch), devices, config, estimator,
                          baseline=args.baseline, allow_incomplete=args.allow_incomplete)
     table = pd.DataFrame({
-        "device": df["device"], "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
+        "device": df["device"], "runtime": df["device"].map(runtimes), "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
         "throughput_per_s": df["throughput_samples_per_s"],
         "memory_GiB": df["memory_bytes"] / GIB, "capacity_GiB": df["mem_capacity_bytes"] / GIB,
         "fits": df["fits"], "price_usd": df["price_usd"], "tdp_W": df["tdp_W"],
@@ -75,13 +107,15 @@ def run(args: argparse.Namespace) -> int:
     notes = sorted({n for cell in df["peak_notes"] for n in cell.split(NOTE_SEP) if n})
     extra = {
         "model": str(df["model"].iloc[0]), "batch": batch, "precision": config.precision,
-        "mode": config.mode, "estimator": estimator, "fusion": config.fusion,
+        "mode": config.mode, "runtime": runtime_summary(runtimes.values()),
+        "estimator": estimator, "fusion": fusion_summary(config, runtimes.values()),
         "inter_op": config.inter_op, "baseline": str(df["baseline"].iloc[0]),
     }
     if args.format != "table":
         extra["notes"] = notes
     else:
         extra.update({f"note {i + 1}": n for i, n in enumerate(notes)})
+    table = context_columns(table, args.format, estimator=estimator)
     emit({"devices": table}, args.format,
          extra={k: (None if isinstance(v, float) and not math.isfinite(v) else v)
                 for k, v in extra.items()})

@@ -16,7 +16,7 @@ def public_datasets() -> tuple[str, ...]:
 
     return tuple(PUBLIC_DATASETS)
 
-LIST_COLUMNS = ("device_id", "op_type", "family", "dtype", "direction", "input_shapes", "batch",
+LIST_COLUMNS = ("device_id", "runtime", "op_type", "family", "dtype", "direction", "input_shapes", "batch",
                 "threads_intra", "latency_s", "run_id", "source")
 
 

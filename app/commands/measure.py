@@ -90,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
     tables = {"summary": summary}
     if len(rows):
         tables["slowest_ops"] = Table.of(_ops_table(rows, None)).head(top_rows(args))
-    emit(tables, args.format, extra={"rows": len(rows), **({"saved": saved} if saved else {})})
+    runtimes = ", ".join(sorted(set(rows["runtime"]))) if len(rows) else ""
+    emit(tables, args.format, extra={"rows": len(rows), "runtime": runtimes,
+                                     **({"saved": saved} if saved else {})})
     if saved:
         print(f"roofcast measure: {saved}", file=sys.stderr)
     return 0

@@ -14,8 +14,15 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from roofcast.app.argtypes import positive_int
-from roofcast.app.output import Table, add_format_arg, add_top_arg, emit, top_rows
+from roofcast.app.argtypes import positive_int, runtime_help, runtime_name
+from roofcast.app.output import (
+    Table,
+    add_format_arg,
+    add_top_arg,
+    context_columns,
+    emit,
+    top_rows,
+)
 from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 
 if TYPE_CHECKING:
@@ -47,13 +54,21 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="CPU threads (CPU devices only; default all cores)")
     p.add_argument("--inter-op", action="store_true",
                    help="let independent ops run concurrently (critical-path time)")
-    p.add_argument("--fusion", action="store_true",
-                   help="fuse elementwise/activation/normalisation chains into their producer")
+    add_runtime_args(p)
     p.add_argument("--estimator", default=DEFAULT_ESTIMATOR, metavar="NAME",
                    help=f"per-op estimator: analytical ({DEFAULT_ESTIMATOR}, the default, "
                         "roofline, ...) or learned/auto (an unknown name lists them all)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="predict even when some ops have no cost (their time is left out)")
+
+
+def add_runtime_args(p: argparse.ArgumentParser) -> None:
+    """``--runtime NAME`` and ``--fusion``/``--no-fusion`` (None when neither is given: the
+    runtime's own default)."""
+    p.add_argument("--runtime", type=runtime_name, metavar="NAME", help=runtime_help())
+    p.add_argument("--fusion", action=argparse.BooleanOptionalAction, default=None,
+                   help="apply (or not) the runtime's graph-optimiser fusions (default: the "
+                        "runtime's own, its fusion_default in `roofcast runtimes show NAME`)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -108,7 +123,20 @@ def run_config(args: argparse.Namespace, graph: Graph) -> RunConfig:
     from roofcast.predictor.config import run_config as config_for
 
     return config_for(graph, precision=args.precision, mode=args.mode, threads=args.threads,
-                      inter_op=args.inter_op, fusion=args.fusion, optimizer=args.optimizer)
+                      inter_op=args.inter_op, fusion=args.fusion, optimizer=args.optimizer,
+                      runtime=args.runtime)
+
+
+def execution(config: RunConfig, hw) -> dict:
+    """What the run modelled besides the estimator: the runtime resolved for ``hw``'s kind
+    (``predictor.runtimes.resolve_runtime``: a runtime that does not run there is refused,
+    naming those that do) and the fusion setting in force (the runtime's default when the
+    run gave none)."""
+    from roofcast.predictor.runtimes import resolve_runtime
+
+    prof = resolve_runtime(config.runtime, hw.kind)
+    return {"runtime": prof.name,
+            "fusion": prof.fusion_default if config.fusion is None else config.fusion}
 
 
 def op_table(pred: Prediction, top: int | None) -> pd.DataFrame:
@@ -185,10 +213,12 @@ def run(args: argparse.Namespace) -> int:
     graph, batch = load_user_graph(args)
     config = run_config(args, graph)
     estimator = args.estimator
+    run = execution(config, hw)  # refuses a runtime that does not run on hw before any work
     pred = predict_graph(graph, hw, config, estimator, allow_incomplete=args.allow_incomplete)
     top = top_rows(args)
     tables = {
-        "ops": Table.of(op_table(pred, None)).head(top),
+        "ops": Table.of(context_columns(op_table(pred, None), args.format,
+                                        runtime=run["runtime"], estimator=estimator)).head(top),
         "by_op_type": breakdown_table(pred.by_op_type),
         "by_bound": breakdown_table(pred.by_bound),
         "by_phase": breakdown_table(pred.by_phase),
@@ -200,8 +230,8 @@ def run(args: argparse.Namespace) -> int:
                                    if len(shown.rows) < len(full) else shown)
     extra: dict = {
         "model": graph.name, "device": hw.id, "dims": dict(graph.dims), "batch": batch,
-        "precision": config.precision, "mode": config.mode, "estimator": estimator,
-        "fusion": config.fusion, "inter_op": config.inter_op,
+        "precision": config.precision, "mode": config.mode, "runtime": run["runtime"],
+        "estimator": estimator, "fusion": run["fusion"], "inter_op": config.inter_op,
         "total_ms": pred.total_s * 1e3,
         "critical_path_ms": None if pred.critical_path_s is None else pred.critical_path_s * 1e3,
         "time_ms": pred.time_s * 1e3,

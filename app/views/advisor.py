@@ -19,11 +19,11 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 @st.cache_data(max_entries=32, show_spinner="Searching settings…")
 def _advice(ref: str, dims: tuple, name: str, device: str, objective: str, batch: int,
             max_batch: int, precisions: tuple, estimator: str, learned: str,
-            _data: bytes | None):
+            runtime: str | None, _data: bytes | None):
     del learned  # cache key only
     bdim = state.batch_dim(ref)
     settings = {"batch": batch, "max_batch": max_batch, "precisions": list(precisions),
-                "estimator": estimator}
+                "estimator": estimator, "runtime": runtime}
     if ref.startswith("upload:"):  # the user's file: imported and searched in the worker
         return run_limited(worker.advise_upload, _data, dict(dims), name, state.MAX_UPLOAD_BYTES,
                            bdim, state.device_spec(device), objective, settings)
@@ -92,6 +92,11 @@ def render() -> None:
     c1, c2, c3, c4 = st.columns(4)
     with c1:
         device = state.device_select("Device", key="device")
+        try:
+            controls.runtime_control(device)
+        except state.USER_ERRORS as exc:
+            state.show_error(exc)
+            return
     with c2:
         objective = st.radio("Objective", OBJECTIVES, horizontal=True, key="adv_objective",
                              help="latency: your batch; throughput: samples/s, batch searched")
@@ -111,10 +116,12 @@ def render() -> None:
         dims.pop(bdim, None)
         advice = _advice(ref, tuple(sorted(dims.items())), state.model_label(ref), device,
                          objective, int(s["batch"]), int(max_batch), tuple(precisions or ["fp32"]),
-                         s["estimator"], state.learned_version(s["estimator"]), data)
+                         s["estimator"], state.learned_version(s["estimator"]), s["runtime"],
+                         data)
     except state.USER_ERRORS as exc:
         state.show_error(exc)
         return
+    controls.modelled_caption(advice.device_kind, advice.estimator)
     _recommendation(advice)
     st.subheader("Why")
     st.markdown("\n".join(f"- {r}" for r in advice.reasons))

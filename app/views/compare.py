@@ -38,7 +38,9 @@ def compare_table(devices: list[str], baseline: str) -> pd.DataFrame:
     """One row per device (module docstring), times in ms and memory in GiB."""
     df = state.compare(devices, baseline)
     return pd.DataFrame({
-        "device": df["device"], "time_ms": df["time_s"] * 1e3, "lower_ms": df["lower_s"] * 1e3,
+        "device": df["device"],
+        "runtime": df["device"].map(lambda d: state.runtime_for(controls.device_kind(d))),
+        "time_ms": df["time_s"] * 1e3, "lower_ms": df["lower_s"] * 1e3,
         "upper_ms": df["upper_s"] * 1e3, "speedup": df["speedup"],
         "speedup_at_lower": df["speedup_at_lower"], "speedup_at_upper": df["speedup_at_upper"],
         "throughput_per_s": df["throughput_samples_per_s"],
@@ -53,7 +55,7 @@ def compare_table(devices: list[str], baseline: str) -> pd.DataFrame:
 def render() -> None:
     controls.page_header("compare", "Compare hardware",
                          "Model **{model}** · {config} (change the configuration on the Predict "
-                         "page)")
+                         "page)", devices=True)
     s = st.session_state
     ids = state.catalog()["id"].tolist()
     if "compare_devices" not in s:
@@ -85,7 +87,7 @@ def render() -> None:
     no_fit = df.loc[~df["fits"], "device"].tolist()
     if no_fit:
         st.warning(f"Does not fit in device memory: {', '.join(no_fit)}", icon=":material/warning:")
-    show = df[["device", "time_ms", "lower_ms", "upper_ms", "speedup", "speedup_at_lower",
+    show = df[["device", "runtime", "time_ms", "lower_ms", "upper_ms", "speedup", "speedup_at_lower",
                "speedup_at_upper", "throughput_per_s",
                "memory_GiB", "capacity_GiB", "fits", "price_usd", "tdp_W", "usd_per_throughput",
                "W_per_throughput", "dominant_bound"]]
@@ -94,6 +96,9 @@ def render() -> None:
                                 for c in show.columns if show[c].dtype.kind == "f"})
     st.download_button("Download comparison CSV", show.to_csv(index=False).encode(),
                        file_name="roofcast_compare.csv", mime="text/csv")
+    st.caption(f"Modelled: {controls.runtime_words()} ("
+               + ", ".join(f"{d}: {r}" for d, r in zip(df["device"], df["runtime"], strict=True))
+               + f") · estimator **{st.session_state['estimator']}**")
     st.caption(INTERVAL_NOTE)
     st.caption("Empty price or TDP: the catalog has no figure for that device (never invented).")
 

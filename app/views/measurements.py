@@ -46,7 +46,7 @@ def store_stamp(path: Path) -> str:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def store_stats(path: str, stamp: str) -> pd.DataFrame:
-    """Rows per device, dataset and family of the store at ``path`` (``Store.stats``)."""
+    """Rows per device, runtime, dataset and family of the store at ``path`` (``Store.stats``)."""
     del stamp  # cache key only
     return Store(path).stats()
 

@@ -29,6 +29,7 @@ def _totals(pred, hw) -> None:
                 delta=("fits" if fits else "does not fit") + f" in {hw.mem_capacity_bytes / GIB:.0f}"
                 " GiB", delta_color="normal" if fits else "inverse")
     c[3].metric("Kernels", f"{len(per_op)}")
+    controls.modelled_caption(hw.kind, pred.estimator)
     # machine-readable figure for tests and scripts (seconds, full precision)
     st.markdown(f'<span id="roofcast-time-s" data-seconds="{pred.time_s!r}" '
                 f'style="display:none">{pred.time_s!r}</span>', unsafe_allow_html=True)

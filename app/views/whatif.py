@@ -50,6 +50,7 @@ def render() -> None:
     controls.page_header("whatif", "What-if device", "Model **{model}** · {config}")
     try:
         base_id = state.device_select("Start from", key="device")
+        controls.runtime_control(base_id)
         hw = get_device(base_id)
     except state.USER_ERRORS as exc:
         state.show_error(exc)
@@ -78,6 +79,7 @@ def render() -> None:
     shares = new.per_op.groupby("bound")["time_s"].sum() / new.total_s
     c[3].metric("Now bound by", str(shares.idxmax()))
     c[3].caption(f"{shares.max():.0%} of the what-if device's time")
+    controls.modelled_caption(hw.kind, new.estimator)
     if not changes:
         st.info("Move a slider to define the what-if device.")
     left, right = st.columns([1, 1])

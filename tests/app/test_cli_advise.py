@@ -130,3 +130,12 @@ def test_verify_smoke_on_local(mlp_path, capsys, local_device):
     aa = (roles["default_again"] if "default_again" in roles else roles["recommended"])
     assert doc["session_noise"] == pytest.approx(abs(aa["measured_gain"] - 1), abs=1e-9)
     assert doc["measured_noise"] >= doc["session_noise"]
+
+
+def test_verify_refuses_a_runtime_it_does_not_measure(mlp_path, capsys, local_device):
+    """--verify times ONNX Runtime: advice for torch.compile cannot be checked by it."""
+    assert main(["advise", mlp_path, "--hw", "local", "--verify", "--runtime",
+                 "torch-compile"]) == 2
+    err = capsys.readouterr().err
+    assert "--verify measures the run with onnxruntime-cpu, not torch-compile" in err
+    assert "Traceback" not in err

@@ -41,6 +41,8 @@ def heavy_modules_after(*argv: str) -> list[str]:
     ("hw", "show", "--help"),
     ("data", "import", "--help"),
     ("predict", "resnet50", "--hw", "t4"),
+    ("predict", "resnet50", "--hw", "t4", "--runtime", "pytorch-eager", "--no-fusion"),
+    ("runtimes", "show", "--help"),
     ("inspect", "resnet50", "--top", "0", "--format", "csv"),
 ])
 def test_parsing_imports_nothing_heavy(argv):

@@ -191,7 +191,7 @@ def test_predict_training_step_with_options():
     at = start("predict")
     at.selectbox(key="_w_predict_mode").set_value("train")
     at.selectbox(key="_w_predict_precision").set_value("bf16")
-    at.toggle(key="_w_predict_fusion").set_value(True)
+    at.selectbox(key="_w_predict_fusion").set_value(True)
     at.selectbox(key="_w_predict_estimator").set_value("roofline").run()
     assert_clean(at)
     cfg = RunConfig(dims={"batch": 1}, precision="bf16", mode="train", fusion=True)

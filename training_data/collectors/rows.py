@@ -31,6 +31,11 @@ from roofcast.graph_import.types import Graph, OpNode
 
 SOURCE_ORT_CPU = "roofcast.ort_cpu"
 SOURCE_MICRO = "roofcast.microbench"
+#: the runtime a collector measures (``schema`` column ``runtime``, a runtime profile name) by
+#: the ONNX Runtime execution provider it ran; another provider records none (read as the device
+#: kind's default)
+RUNTIME_OF_PROVIDER: dict[str, str] = {"CPUExecutionProvider": "onnxruntime-cpu",
+                                       "CUDAExecutionProvider": "onnxruntime-cuda"}
 
 DTYPE_LABELS = {"float": "fp32", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
                 "double": "fp64", "float64": "fp64"}

@@ -163,29 +163,20 @@ def test_runtimes_are_the_catalog_profiles():
     assert all(p.description and p.device_kinds and p.source for p in profiles)
 
 
-def test_runtime_reaches_the_run_config_of_predict_sweep_and_advise(monkeypatch):
-    """``runtime=`` is a setting like precision: it lands in every RunConfig the call builds."""
-    import roofcast.api as api
-    import roofcast.predictor.advisor as advisor
-    import roofcast.predictor.sweep as sweep_module
+def test_runtime_reaches_predict_sweep_compare_and_advise():
+    """``runtime=`` is a setting like precision: every call models the runtime it was given,
+    and a call without one models the device kind's default."""
+    from roofcast.predictor.runtimes import default_runtime_name
 
-    seen: list[str | None] = []
-    real_predict, real_workload, real_cells = (api.predict_graph, sweep_module.workload_table,
-                                               advisor.predict_cells)
-    monkeypatch.setattr(api, "predict_graph", lambda g, hw, config, *a, **k: (
-        seen.append(config.runtime), real_predict(g, hw, config, *a, **k))[1])
-    monkeypatch.setattr(sweep_module, "workload_table", lambda g, config, **k: (
-        seen.append(config.runtime), real_workload(g, config, **k))[1])
-    monkeypatch.setattr(advisor, "predict_cells", lambda *a, runtime=None, **k: (
-        seen.append(runtime), real_cells(*a, runtime=runtime, **k))[1])
-    roofcast.predict("resnet50", "h100-sxm", runtime="tensorrt")
-    roofcast.sweep("resnet50", ["h100-sxm"], [1, 2], runtime="torch-compile")
-    roofcast.compare("resnet50", ["h100-sxm"], runtime="tensorrt")
-    roofcast.advise("mobilenet_v2", "xeon-8480plus", estimator="time-roofline",
-                    runtime="torch-compile")
-    roofcast.predict("resnet50", "h100-sxm")
-    assert seen == ["tensorrt", "torch-compile", "torch-compile", "tensorrt", "torch-compile",
-                    None]
+    assert roofcast.predict("resnet50", "h100-sxm", runtime="tensorrt").runtime == "tensorrt"
+    sw = roofcast.sweep("resnet50", ["h100-sxm"], [1, 2], runtime="torch-compile")
+    assert set(sw["runtime"]) == {"torch-compile"}
+    cmp = roofcast.compare("resnet50", ["h100-sxm"], runtime="tensorrt")
+    assert set(cmp["runtime"]) == {"tensorrt"}
+    advice = roofcast.advise("mobilenet_v2", "xeon-8480plus", estimator="time-roofline",
+                             runtime="torch-compile")
+    assert advice.runtime == "torch-compile"
+    assert roofcast.predict("resnet50", "h100-sxm").runtime == default_runtime_name("gpu")
 
 
 def test_compare_and_sweep_name_the_runtime_of_each_device():

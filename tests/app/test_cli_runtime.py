@@ -105,9 +105,6 @@ def test_fusion_is_tri_state(capsys):
     assert len(on["ops"]) < len(off["ops"])  # fused kernels: fewer rows
 
 
-@pytest.mark.xfail(strict=True, reason="the predictor applies the runtime's fusion_default for "
-                   "fusion=None once the core helper's runtime plumbing is merged (issue 14); "
-                   "remove this mark then")
 def test_no_fusion_flag_predicts_as_the_runtime_default(capsys):
     default = run_json(capsys, *FUSION_ARGV)
     forced = run_json(capsys, *FUSION_ARGV,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.precision import PRECISIONS
+from roofcast.predictor.runtimes.profile import PRECISIONS
 
 if TYPE_CHECKING:
     from roofcast.graph_import.types import Graph

@@ -56,11 +56,9 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _load(path: Path, folder: Path) -> ExecutionProfile:
-    from roofcast.predictor.precision import PRECISIONS
     from roofcast.predictor.runtimes.rules import known_patterns
 
-    prof = profile_from_document(_read(path, folder), str(path), known_patterns=known_patterns(),
-                                 precisions=PRECISIONS)
+    prof = profile_from_document(_read(path, folder), str(path), known_patterns=known_patterns())
     if prof.name != path.stem:
         raise PredictionError(f"{path}: file name must be '{prof.name}.toml' to match its name")
     return prof

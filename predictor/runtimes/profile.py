@@ -33,6 +33,10 @@ from typing import Any
 
 from roofcast.predictor.errors import PredictionError
 
+#: the compute precisions a run may ask for (``RunConfig.precision``, re-exported by
+#: ``predictor.config``) and a profile may list; defined here, in a module that imports
+#: nothing heavy, so that the catalog validates profiles without importing ``config``.
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 DEVICE_KINDS: tuple[str, ...] = ("gpu", "cpu", "accelerator")
 ATTENTION_IMPLEMENTATIONS: tuple[str, ...] = ("eager", "fused")
 KNOWN_KEYS: frozenset[str] = frozenset({
@@ -107,7 +111,7 @@ def _flag(doc: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
 
 
 def profile_from_document(doc: Mapping[str, Any], where: str, *, known_patterns: frozenset[str],
-                          precisions: tuple[str, ...]) -> ExecutionProfile:
+                          precisions: tuple[str, ...] = PRECISIONS) -> ExecutionProfile:
     """Validate one profile document (a parsed TOML) and build the profile; every problem is a
     ``PredictionError`` naming ``where``, the key and what is allowed."""
     unknown = sorted(set(doc) - KNOWN_KEYS)

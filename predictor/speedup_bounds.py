@@ -5,17 +5,18 @@ the workload, featurized on device ``d`` and on the baseline ``b`` at the run's 
 engines (``predictor.features``: the peak of the row's engine and dtype, the bandwidths, the
 per-kernel floors), the ratios are
 
-    ρ_c(r) = c_b / c_d                       (compute: FLOPs / peak of the row's unit)
-    ρ_m(r) = m_b / m_d,  ρ_l2(r) = ...       (DRAM bytes / mem_bw; L2-aware bytes / bw_eff)
+    ρ_c(r) = P_d / P_b                       (peak FLOP/s of the row's engine and dtype)
+    ρ_m(r) = BW_d / BW_b,  ρ_l2(r)           (DRAM bandwidth; the L2-aware bandwidth of the
+                                              row's bytes, ``learned.features.roofline_terms``)
     ρ_f(r) = f_b / f_d,  ρ_L(r) = L_b / L_d  (runtime dispatch floor; device launch overhead)
 
 and every estimator of roofcast times a row as ``E · g(c, m, f)`` with ``g`` a max or a sum of
-those terms (homogeneous, monotone) and ``E`` an efficiency. With the same efficiency on both
-devices (same road, same kernel) the row's speedup ``t_b / t_d`` lies in
-``[l(r), u(r)] = [min ρ(r), max ρ(r)]`` over the ratios above (a floor ratio is 1 when both
-devices have the same floor, so ``l <= 1 <= u`` then: a launch-bound row speeds up by nothing).
-Summed over rows with the baseline's own predicted times ``t_b(r)`` as weights, the model's
-speedup ``S = Σ t_b / Σ t_d`` is bounded by
+its compute, memory and floor terms (each the row's work over one of those rates) and ``E`` an
+efficiency. With the same efficiency and work on both devices (same road, same kernel) the
+row's speedup ``t_b / t_d`` lies in ``[l(r), u(r)] = [min ρ(r), max ρ(r)]`` (a floor ratio is 1
+when both devices have the same floor, so ``l <= 1 <= u`` then: a launch-bound row speeds up
+by nothing). Weighted by the baseline's own predicted times ``t_b(r)``, the model's speedup
+``S = Σ t_b / Σ t_d`` is bounded by
 
     S_min = Σ t_b / Σ (t_b / l(r))    <=   S   <=    S_max = Σ t_b / Σ (t_b / u(r))
 
@@ -23,8 +24,11 @@ speedup ``S = Σ t_b / Σ t_d`` is bounded by
 ``t_b / l``). A prediction outside ``[S_min, S_max]`` means the estimator gave the device a
 better (or worse) efficiency than the baseline for the same kernels — a learned model
 extrapolating, or two roads mixed — and is flagged (``within_bounds`` False, and a note).
-Reported beside it, time-weighted over the rows: ``compute_ratio = Σ c_b / Σ c_d`` (the speedup
-if every row were compute bound at peak) and ``bandwidth_ratio = Σ m_b / Σ m_d`` (DRAM). With
+Reported beside it, time-weighted the same way: ``compute_ratio = Σ t_b / Σ (t_b / ρ_c)`` over
+the rows with a compute unit (the speedup if every row were compute bound at peak) and
+``bandwidth_ratio = Σ t_b / Σ (t_b / ρ_m)`` (DRAM). Estimators whose memory traffic depends on
+the cache sizes (``traffic``) can legitimately exceed ``S_max`` on a device with a larger L2;
+that is flagged too, for a reader to judge. With
 ``inter_op`` the bounds are those of the sequential sums (a critical path is a sum over a
 subset of rows, bounded alike in practice but not proven).
 
@@ -68,10 +72,14 @@ def speedup_bounds(feats: pd.DataFrame, explained: pd.DataFrame, device_ids: lis
     workload on ``device_ids``); ``explained``: the estimator's explain of ``feats``."""
     n = len(feats) // len(device_ids)
     shape = (len(device_ids), n)
-    c, m_dram, _ = base_terms(feats)
+    _, m_dram, _ = base_terms(feats)
     _, m_eff, _ = roofline_terms(feats)
+    peak = feats["peak_flops_per_s"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_peak = np.where(np.isfinite(peak) & (peak > 0), 1.0 / peak, np.nan)
     floors = [feats[col].to_numpy(float) for col in ("dispatch_floor_s", "launch_overhead_s")]
-    terms = [np.asarray(t, float).reshape(shape) for t in (c, m_dram, m_eff, *floors)]
+    # per-row "time per unit of work" of each term: the ratio baseline / device is the speedup
+    terms = [np.asarray(t, float).reshape(shape) for t in (inv_peak, m_dram, m_eff, *floors)]
     time = explained["time_s"].to_numpy(float).reshape(shape)
     if "predictor" in explained.columns:
         family = _family(explained["predictor"]).reshape(shape)
@@ -81,26 +89,29 @@ def speedup_bounds(feats: pd.DataFrame, explained: pd.DataFrame, device_ids: lis
                       family.ravel()).reshape(shape)
     b = device_ids.index(base_id)
     t_b = time[b]
-    rows = t_b > 0
     out = {}
     for d, dev in enumerate(device_ids):
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.stack([np.where(t[d] > 0, t[b] / t[d], np.nan) for t in terms])
-        ratios[0] = np.where(terms[0][b] > 0, ratios[0], np.nan)  # rows without FLOPs
-        hi = np.nanmax(np.where(np.isfinite(ratios), ratios, np.nan), axis=0)
-        lo = np.nanmin(np.where(np.isfinite(ratios), ratios, np.nan), axis=0)
-        use = rows & np.isfinite(hi) & np.isfinite(lo)
-        w = t_b[use]
-        c_b, c_d = terms[0][b].sum(), terms[0][d].sum()
+            ratios = np.stack([t[b] / t[d] for t in terms])
+        ratios = np.where(np.isfinite(ratios) & (ratios > 0), ratios, np.nan)
+        lo, hi = np.nanmin(ratios, axis=0), np.nanmax(ratios, axis=0)
         out[dev] = {
-            "compute_ratio": c_b / c_d if c_d > 0 else np.nan,
-            "bandwidth_ratio": terms[1][b].sum() / terms[1][d].sum(),
-            "speedup_min": w.sum() / (w / lo[use]).sum() if use.any() else np.nan,
-            "speedup_max": w.sum() / (w / hi[use]).sum() if use.any() else np.nan,
+            "compute_ratio": _harmonic(t_b, ratios[0]),
+            "bandwidth_ratio": _harmonic(t_b, ratios[1]),
+            "speedup_min": _harmonic(t_b, lo),
+            "speedup_max": _harmonic(t_b, hi),
             "road": _road(family[d], time[d]),
             "same_road": bool((coarse[d] == coarse[b]).all()),
         }
     return pd.DataFrame.from_dict(out, orient="index")
+
+
+def _harmonic(weight: np.ndarray, ratio: np.ndarray) -> float:
+    """``Σ w / Σ (w / ρ)`` over the rows with a weight > 0 and a ratio (NaN when none)."""
+    use = (weight > 0) & np.isfinite(ratio)
+    if not use.any():
+        return float("nan")
+    return float(weight[use].sum() / (weight[use] / ratio[use]).sum())
 
 
 def within(speedup: pd.Series, lo: pd.Series, hi: pd.Series) -> pd.Series:

@@ -53,7 +53,7 @@ def test_old_model_without_runtimes_reads_as_the_shipped_runtimes(trained, tmp_p
     assert ex["predictor"].str.startswith("learned").all()
 
 
-@pytest.mark.parametrize("runtimes, problem", [
+@pytest.mark.parametrize(("runtimes", "problem"), [
     ({"gpu": 3}, "must be a runtime name"),
     ({"gpu": "pytorch eager!"}, "must be a runtime name"),
     ({"gpu/x": "pytorch-eager"}, "is not a road"),

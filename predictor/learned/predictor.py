@@ -5,14 +5,23 @@ they turn a featurized table into per-op times.
 
 1. ``t_bound`` = the physical roofline bound (``features.roofline_terms``); rows with no work
    (free ops) take 0 s and are never flagged;
-2. rows whose (device kind, family) has a model: ``time = max(t_bound, (t_bound + floor) · 10^ŷ)``
-   (``model.bounded_time``: the family's harness floor in the reference, never below the
-   physical bound) with the family's conformal interval (``intervals``);
-3. out-of-distribution flags (``ood``) per row;
-4. ``mode="learned"``: the learned time wherever a model exists, the analytical fallback
-   estimator elsewhere; ``mode="auto"``: the learned time only where the row is in distribution.
-   Column ``predictor`` says which one produced each row's time (``learned:<key>:<candidate>``
-   or ``analytical:<estimator>``), ``ood_reason`` why a row was flagged. The fallback is an
+2. the row's model key (``roads``): the road that learned the row's runtime on its device kind
+   (else the runtime it learns from, with the row's own ``dispatch_floor_s`` as floor), then
+   ``<road>/<family>``; a row whose runtime the model never learned gets no key (analytical,
+   with a note);
+3. rows with a model: ``time = max(t_bound, (t_bound + floor) · 10^ŷ)`` (``model.bounded_time``:
+   ``floor`` the family's learned harness floor, or the row's ``dispatch_floor_s`` for a
+   runtime borrowing another's efficiencies; never below the physical bound) with the family's
+   conformal interval (``intervals``);
+4. out-of-distribution flags (``ood``) per row;
+5. ``mode="learned"``: the learned time wherever a model exists (raw extrapolation out of
+   distribution); ``mode="auto"``: the same road — learned wherever a model exists, on every
+   device alike — but a flagged row's efficiency is *transferred* (``transfer``: clipped to
+   the family's training range, interval widened with the device distance) and labelled
+   ``learned (transferred)``. Rows without a model (family or runtime never learned) take the
+   fallback on every device. Column ``predictor`` says which one produced each row's time
+   (``learned:<key>:<candidate>``, ``learned (transferred):<key>:<candidate>`` or
+   ``analytical:<estimator>``), ``ood_reason`` why a row was flagged. The fallback is an
    estimator object (default ``TimeRoofline()``), so its parameters reach it.
 
 ``compute_s``/``memory_s`` are the roofline terms of the bound; ``overhead_s`` the device's
@@ -178,4 +187,5 @@ class LearnedModel:
         return {"sum_ops_s": total, "learned_share": share, "e2e_s": pred, "e2e_lower_s": lo, "e2e_upper_s": hi,
                 "interval_method": how, "ood": flag, "ood_reason": why,
                 "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
+                "ops_transferred": int(explained["predictor"].str.startswith(TRANSFERRED).sum()),
                 "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum())}

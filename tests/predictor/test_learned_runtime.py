@@ -160,3 +160,26 @@ def test_shipped_model_learned_pytorch_eager_on_gpus_and_ort_on_cpus(tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(persistence.DEFAULT_DIR, copy)
     assert persistence.load(copy).runtimes() == shipped.runtimes()
+
+
+def test_auto_transfers_to_an_unlike_device_on_the_same_road_and_says_so(trained):
+    import dataclasses
+
+    t4 = get_device("t4")
+    alien = dataclasses.replace(t4, id="alien", mem_bw_Bps=50 * t4.mem_bw_Bps,
+                                peak_flops={k: 50 * v for k, v in t4.peak_flops.items()})
+    near, far = rows(device="t4"), featurize(workload(np.random.default_rng(3), 20, 20), alien,
+                                             RunConfig())
+    ex_near, ex_far = (trained.model.explain(x, mode="auto") for x in (near, far))
+    families = [ex["predictor"].str.split(":").str[1] for ex in (ex_near, ex_far)]
+    assert (families[0] == families[1]).all()  # same model key per row on both devices
+    assert ex_far["predictor"].str.startswith("learned (transferred):").all()
+    summary = trained.model.summarize(ex_far, "gpu")
+    assert summary["ops_transferred"] == len(ex_far)
+    assert summary["ood"]
+    # clipped: never more efficient than the family ever was in training, never below the bound
+    for key, fm in trained.model.models.items():
+        sel = (far["family"] == key.split("/")[1]).to_numpy()
+        bound = ex_far["bound_s"][sel].to_numpy()
+        assert (ex_far["time_s"][sel].to_numpy() >= np.maximum(
+            bound, (bound + fm.floor_s) * 10.0 ** fm.y_range[0]) * (1 - 1e-9)).all()

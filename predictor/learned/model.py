@@ -9,6 +9,15 @@ inverse achieved fraction of that reference. A prediction is
 ``t = max(t_bound, t_ref · 10^ŷ)``: never faster than the physical bound (``bounded_time``).
 Rows with ``t_bound = 0`` (no work) are not trained on and predict 0.
 
+A runtime predicted with another runtime's efficiencies (torch.compile and TensorRT learn from
+PyTorch eager until measured: ``roads``) keeps ``ŷ`` and swaps the floor for its own
+per-kernel floor ``f`` (the profile's ``dispatch_floor_s`` on the row's device)::
+
+    t = max(t_bound, (t_bound + f) · 10^ŷ)        (``predict_time(F, t_bound, floor_s=f)``)
+
+``FamilyModel.y_range`` keeps the range of ``ŷ`` over the training rows (what ``transfer``
+clips an out-of-distribution row's efficiency to).
+
 Why a floor: tiny kernels take ``floor + kernel`` time; with ``y = log10(t / t_bound)`` their
 target grows without limit as the bound shrinks (a device faster than every training device
 leaves the trees' range: leave-one-device-out softmax on the A100 was 60 % off), while with the

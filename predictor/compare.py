@@ -61,6 +61,7 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     other dims bound by the import; ``estimator``: a name or an estimator object; ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device the
     speedups are relative to (default: the first device).
     """
+    estimator = as_estimator(estimator)  # one object (one loaded model) for sweep and bounds
     graphs: dict[int, Any] = {}
 
     def source(batch: int):  # imports once: the sweep and the bounds share the graph
@@ -93,7 +94,7 @@ def _bounds(graph, devices: Sequence, config: RunConfig, estimator: Any, base_id
     specs = [get_device(d) for d in devices]
     work = workload_table(graph, config, allow_incomplete=allow_incomplete)
     feats = featurize(work, specs, config)
-    explained = as_estimator(estimator).explain(feats)
+    explained = estimator.explain(feats)
     return speedup_bounds(feats, explained, [s.id for s in specs], base_id)
 
 

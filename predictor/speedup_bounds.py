@@ -24,9 +24,10 @@ by nothing). Weighted by the baseline's own predicted times ``t_b(r)``, the mode
 ``t_b / l``). A prediction outside ``[S_min, S_max]`` means the estimator gave the device a
 better (or worse) efficiency than the baseline for the same kernels — a learned model
 extrapolating, or two roads mixed — and is flagged (``within_bounds`` False, and a note).
-Reported beside it, time-weighted the same way: ``compute_ratio = Σ t_b / Σ (t_b / ρ_c)`` over
-the rows with a compute unit (the speedup if every row were compute bound at peak) and
-``bandwidth_ratio = Σ t_b / Σ (t_b / ρ_m)`` (DRAM). Estimators whose memory traffic depends on
+Reported beside it, weighted the same way by the baseline's compute and DRAM times
+``c_b = FLOPs / P_b``, ``m_b = bytes / BW_b``: ``compute_ratio = Σ c_b / Σ (c_b / ρ_c)`` (the
+speedup if every row were compute bound at peak) and ``bandwidth_ratio = Σ m_b / Σ (m_b / ρ_m)``
+(if every row were DRAM bound); rows without FLOPs (a toy GEMM) fall back to ``t_b`` weights. Estimators whose memory traffic depends on
 the cache sizes (``traffic``) can legitimately exceed ``S_max`` on a device with a larger L2;
 that is flagged too, for a reader to judge. With
 ``inter_op`` the bounds are those of the sequential sums (a critical path is a sum over a
@@ -72,7 +73,7 @@ def speedup_bounds(feats: pd.DataFrame, explained: pd.DataFrame, device_ids: lis
     workload on ``device_ids``); ``explained``: the estimator's explain of ``feats``."""
     n = len(feats) // len(device_ids)
     shape = (len(device_ids), n)
-    _, m_dram, _ = base_terms(feats)
+    c, m_dram, _ = base_terms(feats)
     _, m_eff, _ = roofline_terms(feats)
     peak = feats["peak_flops_per_s"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -89,6 +90,8 @@ def speedup_bounds(feats: pd.DataFrame, explained: pd.DataFrame, device_ids: lis
                       family.ravel()).reshape(shape)
     b = device_ids.index(base_id)
     t_b = time[b]
+    c_b = np.asarray(c, float).reshape(shape)[b]
+    m_b = np.asarray(m_dram, float).reshape(shape)[b]
     out = {}
     for d, dev in enumerate(device_ids):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -96,8 +99,8 @@ def speedup_bounds(feats: pd.DataFrame, explained: pd.DataFrame, device_ids: lis
         ratios = np.where(np.isfinite(ratios) & (ratios > 0), ratios, np.nan)
         lo, hi = np.nanmin(ratios, axis=0), np.nanmax(ratios, axis=0)
         out[dev] = {
-            "compute_ratio": _harmonic(t_b, ratios[0]),
-            "bandwidth_ratio": _harmonic(t_b, ratios[1]),
+            "compute_ratio": _harmonic(c_b if (c_b > 0).any() else t_b, ratios[0]),
+            "bandwidth_ratio": _harmonic(m_b if (m_b > 0).any() else t_b, ratios[1]),
             "speedup_min": _harmonic(t_b, lo),
             "speedup_max": _harmonic(t_b, hi),
             "road": _road(family[d], time[d]),

@@ -1,6 +1,6 @@
 """Where the GPU leave-one-device-out error comes from: spec-sheet transfer vs oracles.
 
-Run: ``/work/venv/bin/python benchmarks/gpu_transfer.py [--cap N] [--format table|csv|json]``
+Run: ``python benchmarks/gpu_transfer.py [--cap N] [--coverage DEVICE] [--format table|csv|json]``
 
 For every GPU op family and every NeuSight GPU held out, the learned family model
 (``predictor.learned.model.FamilyModel``, xgboost candidate, trained exactly as ``roofcast
@@ -31,6 +31,18 @@ achievable figures, only a map of where the error lives:
 
 Median APE in percent per (family, held-out device) and pooled over the rows of a family (as
 the acceptance table of ``learned_accuracy.py``).
+
+``auto`` is the one road of ``roofcast compare`` (``predictor.learned.transfer``): the same
+held-out model, with rows out of the training distribution (ranges or device distance fitted on
+the training GPUs) given the family's clipped efficiency. Table ``estimators`` puts it beside
+every analytical estimator on the same held-out rows (pooled median APE per family and over all
+rows): the input for choosing the default estimator.
+
+``--coverage DEVICE``: train the whole learned model as ``roofcast train`` does (grouped CV,
+conformal intervals) without DEVICE, and report on DEVICE's rows the median APE and the 90 %
+interval coverage of ``learned`` (in-distribution intervals) and ``auto`` (rows out of
+distribution transferred, intervals widened by ``transfer.widening``): table
+``transfer_coverage`` (several minutes).
 """
 
 from __future__ import annotations
@@ -48,14 +60,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.learned_accuracy import NEUSIGHT_GPUS
 from roofcast.app.output import add_format_arg, emit
+from roofcast.predictor.estimator_registry import make_estimator
 from roofcast.predictor.learned.data import DEFAULT_CAP, public_set
 from roofcast.predictor.learned.features import learned_features, roofline_terms
-from roofcast.predictor.learned.model import FamilyModel, harness_floor
+from roofcast.predictor.learned.model import FamilyModel, bounded_time, harness_floor
+from roofcast.predictor.learned.ood import DEVICE_DISTANCE, DeviceSet, Ranges
 from roofcast.predictor.learned.training import WEIGHT_POWER, ape, time_weights
+from roofcast.predictor.learned.transfer import clip_efficiency
 
 FAMILIES = ("conv", "elementwise", "matmul", "normalization", "softmax")
-VARIANTS = ("spec", "own_floor", "measured_peaks", "bias_removed", "same_shape_spec",
+VARIANTS = ("spec", "auto", "own_floor", "measured_peaks", "bias_removed", "same_shape_spec",
             "same_shape_oracle")
+#: analytical estimators compared with the learned ones on the held-out rows.
+ANALYTICAL = ("time-roofline", "roofline+eff", "traffic", "roofline")
 
 
 def measured_peaks(X: pd.DataFrame, meas: np.ndarray, device: str) -> tuple[float, float]:
@@ -135,6 +152,45 @@ def fit_without(t: Featurized, family: str, device: str) -> tuple[FamilyModel, n
     return fm, test
 
 
+def transferred_time(t: Featurized, fm: FamilyModel, family: str, test: np.ndarray
+                     ) -> np.ndarray:
+    """``auto``'s time of the ``test`` rows: rows outside the training ranges or far from the
+    training GPUs (fitted on the family's other rows) get the clipped efficiency."""
+    fam = ((t.X["family"] == family).to_numpy() & (t.X["device_kind"] == "gpu").to_numpy()
+           & (t.bound > 0))
+    train = fam & ~test
+    ranges = Ranges.fit(t.F[train])
+    devices = DeviceSet.fit(t.F[train], t.X["device"].to_numpy()[train])
+    flag = ranges.outside(t.F[test])[0] | (devices.distance(t.F[test])[0] > DEVICE_DISTANCE)
+    y = fm.predict_log(t.F[test])
+    y = np.where(flag, clip_efficiency(y, fm.y_range), y)
+    return bounded_time(t.bound[test], y, fm.floor_s)
+
+
+def transfer_coverage(ts, device: str) -> pd.DataFrame:
+    """``--coverage`` (module docstring)."""
+    from roofcast.predictor.learned.training import train
+
+    held = (ts.X["device"] == device).to_numpy()
+    if not held.any():
+        raise SystemExit(f"no public rows for {device}; choose one of {', '.join(NEUSIGHT_GPUS)}")
+    model = train(ts.subset(~held)).model
+    test = ts.subset(held)
+    out = []
+    for mode in ("learned", "auto"):
+        ex = model.explain(test.X, mode=mode)
+        cov = (ex["lower_s"] <= test.y_s) & (test.y_s <= ex["upper_s"])
+        moved = ex["predictor"].str.startswith("learned (transferred)").to_numpy()
+        out.append({"held_out_device": device, "mode": mode, "rows": len(ex),
+                    "median_ape_pct": 100 * float(np.median(ape(ex["time_s"].to_numpy(),
+                                                                test.y_s))),
+                    "coverage_pct": 100 * float(cov.mean()),
+                    "transferred_rows": int(moved.sum()),
+                    "median_log10_width": float(np.median(np.log10(ex["upper_s"]
+                                                                   / ex["lower_s"])))})
+    return pd.DataFrame(out)
+
+
 def held_out_ape(t: Featurized, fm: FamilyModel, test: np.ndarray) -> np.ndarray:
     """APE of ``fm`` on the rows of ``test``."""
     return ape(fm.predict_time(t.F[test], t.bound[test]), t.meas[test])
@@ -144,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cap", type=int, default=DEFAULT_CAP,
                         help="public rows per (family, device), as roofcast train")
+    parser.add_argument("--coverage", metavar="DEVICE",
+                        help="also train the whole model without DEVICE and report its interval "
+                             "coverage, learned vs auto (slow)")
     add_format_arg(parser)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
@@ -152,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, errors = [], {}
     shapes = same_shape()
     spec, calibrated = Featurized.of(X, meas), Featurized.of(with_measured_figures(X, meas), meas)
+    analytical = {name: make_estimator(name).predict(X) for name in ANALYTICAL}
+    est_errors: dict[tuple[str, str], list] = {}
     for device in NEUSIGHT_GPUS:
         for family in FAMILIES:
             if not ((X["family"] == family) & (X["device"] == device)).any():
@@ -160,7 +221,11 @@ def main(argv: list[str] | None = None) -> int:
             pred, m = fm.predict_time(spec.F[test], spec.bound[test]), meas[test]
             ratio = float(np.median(pred / m))
             own = replace(fm, floor_s=harness_floor(m, spec.bound[test], X["device"][test]))
-            e = {"spec": ape(pred, m),
+            auto = ape(transferred_time(spec, fm, family, test), m)
+            for name, err in (("learned", ape(pred, m)), ("auto", auto),
+                              *((n, ape(t[test], m)) for n, t in analytical.items())):
+                est_errors.setdefault((family, name), []).append(err)
+            e = {"spec": ape(pred, m), "auto": auto,
                  "own_floor": held_out_ape(spec, own, test),
                  "measured_peaks": held_out_ape(calibrated, *fit_without(calibrated, family,
                                                                          device)),
@@ -174,7 +239,16 @@ def main(argv: list[str] | None = None) -> int:
     per_device = pd.DataFrame(rows)
     pooled = pd.DataFrame([{"family": f, **{k: 100 * float(np.median(np.concatenate(
         errors[(f, k)]))) for k in VARIANTS}} for f in FAMILIES if (f, "spec") in errors])
-    emit({"pooled": pooled.round(1), "per_device": per_device.round(2)}, args.format,
+    names = ("learned", "auto", *ANALYTICAL)
+    estimators = pd.DataFrame([{"family": f, **{n: 100 * float(np.median(np.concatenate(
+        est_errors[(f, n)]))) for n in names}} for f in FAMILIES if (f, "learned") in est_errors]
+        + [{"family": "ALL rows", **{n: 100 * float(np.median(np.concatenate(
+            [e for (f, k), v in est_errors.items() if k == n for e in v]))) for n in names}}])
+    tables = {"pooled": pooled.round(1), "per_device": per_device.round(2),
+              "estimators": estimators.round(1)}
+    if args.coverage:
+        tables["transfer_coverage"] = transfer_coverage(ts, args.coverage).round(2)
+    emit(tables, args.format,
          extra={"cap_per_family_device": args.cap, "rows": len(X),
                 "elapsed_s": round(time.perf_counter() - t0, 1)})
     return 0

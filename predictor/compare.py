@@ -19,7 +19,13 @@
   NaN where the catalog has no price or TDP — never invented;
 * ``memory_bytes``, ``mem_capacity_bytes`` and ``fits`` (memory <= capacity);
 * the time split by bound (``compute_bound_s``, ``memory_bound_s``, ``overhead_bound_s``: the
-  summed time of the ops with that bound label), ``dominant_bound`` and ``peak_notes``.
+  summed time of the ops with that bound label), ``dominant_bound`` and ``peak_notes``;
+* the physical bounds of the speedup (``predictor.speedup_bounds``): ``compute_ratio`` and
+  ``bandwidth_ratio`` to the baseline (time-weighted over the rows, at the run's precision and
+  engines), ``speedup_min`` .. ``speedup_max`` (what equal efficiencies on both devices allow),
+  ``within_bounds`` (a speedup outside them also lands in ``peak_notes``: never silent),
+  ``road`` (the estimator families that timed the device, by share of its time) and
+  ``same_road`` (every op timed by the same family as on the baseline).
 """
 
 from __future__ import annotations
@@ -29,16 +35,20 @@ from typing import Any
 
 import pandas as pd
 
+from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import GraphSource
-from roofcast.predictor.sweep import BOUNDS, sweep
+from roofcast.predictor.speedup_bounds import BOUND_COLUMNS, speedup_bounds, within
+from roofcast.predictor.sweep import BOUNDS, NOTE_SEP, sweep
+from roofcast.predictor.workload import workload_table
 
 COMPARE_COLUMNS: tuple[str, ...] = (
     "model", "device", "baseline", "batch", "time_s", "lower_s", "upper_s", "speedup",
     "speedup_at_lower", "speedup_at_upper", "throughput_samples_per_s", "usd_per_throughput",
     "W_per_throughput", "memory_bytes", "mem_capacity_bytes", "fits", "price_usd", "tdp_W",
-    *(f"{b}_bound_s" for b in BOUNDS), "dominant_bound", "peak_notes",
+    *(f"{b}_bound_s" for b in BOUNDS), "dominant_bound", "peak_notes", *BOUND_COLUMNS,
 )
 
 
@@ -51,15 +61,50 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     other dims bound by the import; ``estimator``: a name or an estimator object; ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device the
     speedups are relative to (default: the first device).
     """
-    df = sweep(graph_source, devices, [config.batch or 1], precisions=[config.precision],
+    estimator = as_estimator(estimator)  # one object (one loaded model) for sweep and bounds
+    graphs: dict[int, Any] = {}
+
+    def source(batch: int):  # imports once: the sweep and the bounds share the graph
+        if batch not in graphs:
+            graphs[batch] = graph_source(batch)
+        return graphs[batch]
+
+    df = sweep(source, devices, [config.batch or 1], precisions=[config.precision],
                modes=[config.mode], estimator=estimator, baseline=baseline,
                fusion=config.fusion, inter_op=config.inter_op, optimizer=config.optimizer,
                threads=config.threads, allow_incomplete=allow_incomplete,
                runtime=config.runtime)
     base = df.loc[df["device"] == df["baseline"]].iloc[0]
+    bounds = _bounds(graphs[config.batch or 1], devices, config, estimator, str(base["device"]),
+                     allow_incomplete)
+    df = df.join(bounds, on="device")
+    df["within_bounds"] = within(df["speedup"], df["speedup_min"], df["speedup_max"])
+    df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r)]))
+                        for notes, (_, r) in zip(df["peak_notes"], df.iterrows(), strict=True)]
     return df.assign(
         speedup_at_lower=float(base["lower_s"]) / df["lower_s"],
         speedup_at_upper=float(base["upper_s"]) / df["upper_s"],
         usd_per_throughput=df["price_usd"] / df["throughput_samples_per_s"],
         W_per_throughput=df["tdp_W"] / df["throughput_samples_per_s"],
     )[list(COMPARE_COLUMNS)]
+
+
+def _bounds(graph, devices: Sequence, config: RunConfig, estimator: Any, base_id: str,
+            allow_incomplete: bool) -> pd.DataFrame:
+    """``speedup_bounds`` of the run's workload on ``devices`` (its own explain of the rows)."""
+    specs = [get_device(d) for d in devices]
+    work = workload_table(graph, config, allow_incomplete=allow_incomplete)
+    feats = featurize(work, specs, config)
+    explained = estimator.explain(feats)
+    return speedup_bounds(feats, explained, [s.id for s in specs], base_id)
+
+
+def _outside(row: pd.Series) -> str:
+    """The note of a speedup outside its physical bounds ('' when within)."""
+    if row["within_bounds"]:
+        return ""
+    return (f"{row['device']}: predicted speedup {row['speedup']:.2f}x is outside what its "
+            f"hardware allows over {row['baseline']} ({row['speedup_min']:.2f}-"
+            f"{row['speedup_max']:.2f}x; compute ratio {row['compute_ratio']:.2f}, bandwidth "
+            f"ratio {row['bandwidth_ratio']:.2f}): the estimator gave it another efficiency for "
+            f"the same kernels ({row['road']})")

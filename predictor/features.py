@@ -216,6 +216,14 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     data["ridge_flop_per_byte"] = data["peak_flops_per_s"] / data["mem_bw_Bps"]
     rows = workload.copy() if n_dev == 1 else pd.concat([workload] * n_dev, ignore_index=True)
     new = [c for c in FEATURE_COLUMNS if c not in workload.columns]
-    return pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
-                      pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
-                     axis=1)[[*workload.columns, *new]]
+    out = pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
+                     pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
+                    axis=1)[[*workload.columns, *new]]
+    # H3 stand-in for the core helper's runtime columns (issue 14): the lead keeps H1's version
+    from roofcast.predictor.runtimes import resolve_runtime
+    prof = [resolve_runtime(config.runtime, hw.kind) for hw in specs]
+    return out.assign(
+        runtime=np.repeat(np.array([p.name for p in prof], dtype=object), n),
+        learned_from=np.repeat(np.array([p.learned_from or p.name for p in prof], dtype=object), n),
+        dispatch_floor_s=np.repeat([p.dispatch_floor_s(hw.kind, hw.launch_overhead_s)
+                                    for p, hw in zip(prof, specs, strict=True)], n))

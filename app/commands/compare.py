@@ -103,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         "fits": df["fits"], "price_usd": df["price_usd"], "tdp_W": df["tdp_W"],
         "usd_per_throughput": df["usd_per_throughput"],
         "W_per_throughput": df["W_per_throughput"], "bound": df["dominant_bound"],
+        "compute_ratio": df["compute_ratio"], "bandwidth_ratio": df["bandwidth_ratio"],
+        "within_bounds": df["within_bounds"], "road": df["road"],
     })
     notes = sorted({n for cell in df["peak_notes"] for n in cell.split(NOTE_SEP) if n})
     extra = {

@@ -23,6 +23,11 @@ without a positive latency are dropped and counted. Each (device, threads) is fe
 ``TrainingSet.used`` records per source the rows it gave and where they were read
 (``roofcast train`` prints it and keeps it in the model's metadata).
 
+Runtime (``runtime`` column of ``X``, what ``training`` keys the models by): the public kernels
+are ``PUBLIC_RUNTIME`` (pytorch-eager), the bundled rows ``BUNDLED_RUNTIME``
+(onnxruntime-cpu), measurement rows their ``runtime`` column (``roofcast measure`` records
+it), else the device kind's default runtime.
+
 CV groups: the device for GPU/accelerator rows (leave-one-device-out), the model for CPU rows
 (leave-one-model-out; microbenchmarks are group ``micro``). ``data_hash`` = sha256 over the
 identity and latency of every row used.
@@ -47,6 +52,12 @@ BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
 BUNDLED_ROWS = "cpu_measurements.csv.gz"
 BUNDLED_META = "cpu_metadata.json"
 DEFAULT_CAP = 1500
+#: the runtime the public GPU kernels were timed under (NeuSight's PyTorch harness, DeepBench's
+#: cuDNN/cuBLAS calls through it) and the one the bundled CPU rows were measured with.
+PUBLIC_RUNTIME = "pytorch-eager"
+BUNDLED_RUNTIME = "onnxruntime-cpu"
+#: a measured runtime name: what ``predictor.runtimes`` profile names allow.
+RUNTIME_NAME = r"^[A-Za-z0-9_.-]{1,64}$"
 
 
 @dataclass(frozen=True)
@@ -136,6 +147,7 @@ def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, 
     parts = [featurize(work.loc[idx], specs[str(dev)], RunConfig())
              for dev, idx in kernels.groupby("device").groups.items()]
     X = pd.concat(parts).loc[kernels.index].reset_index(drop=True)
+    X["runtime"] = PUBLIC_RUNTIME
     y = kernels["latency_s"].to_numpy(float)
     key = kernels[["dataset", "workload", "device", "precision", "direction", "latency_s"]]
     return TrainingSet(X, y, "public", _hash(key), used=(SourceUse("public", len(y), table.origin),))
@@ -193,11 +205,27 @@ def measurement_workload(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, in
     return out, dropped
 
 
+def _measured_runtime(rows: pd.DataFrame, default: np.ndarray, runtime: str | None,
+                      source: str) -> np.ndarray:
+    """The runtime each row was measured under: its ``runtime`` column where set, else
+    ``runtime``, else ``default`` (the device kind's default runtime)."""
+    fill = default if runtime is None else np.full(len(rows), runtime, dtype=object)
+    if "runtime" not in rows.columns:
+        return fill
+    given = rows["runtime"].fillna("").astype(str).str.strip().to_numpy()
+    bad = sorted({g for g in given if g and not pd.Series([g]).str.match(RUNTIME_NAME).iloc[0]})
+    if bad:
+        raise PredictionError(f"{source}: runtime values {bad[:5]} are not runtime names (1-64 "
+                              "letters, digits, '-', '_' or '.'); see `roofcast runtimes`")
+    return np.where(given != "", given, fill).astype(object)
+
+
 def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None,
-                    origin: str = "") -> TrainingSet:
+                    origin: str = "", runtime: str | None = None) -> TrainingSet:
     """Tidy measurement rows -> training set; ``specs``: device id -> HardwareSpec overrides
     (e.g. ``local`` = the calibration recorded with the data); ``origin``: where the rows
-    were read."""
+    were read; ``runtime``: the runtime of rows whose ``runtime`` column is empty or missing
+    (None: the device kind's default runtime)."""
     from roofcast.hw_catalog.catalog import get_device
     from roofcast.predictor.features import featurize
 
@@ -211,6 +239,8 @@ def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None,
         f = featurize(part, hw, RunConfig(threads=t))
         parts.append(f)
     X = pd.concat(parts).loc[work.index].reset_index(drop=True)
+    X["runtime"] = _measured_runtime(rows.loc[work.index], X["runtime"].to_numpy(), runtime,
+                                     source)
     X["_group"] = _group(X["device_kind"].astype(str).to_numpy(), X["device"].to_numpy(),
                          X["_model"].to_numpy())
     y = X.pop("_latency_s").to_numpy(float)
@@ -240,7 +270,8 @@ def bundled_set(folder: str | Path | None = None) -> TrainingSet:
         raise PredictionError(f"bundled CPU data not found in {folder} ({BUNDLED_ROWS}, "
                               f"{BUNDLED_META}); build it with python -m roofcast.training_data.bundled.build_dataset")
     rows = pd.read_csv(rows_path, low_memory=False)
-    return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)}, str(rows_path))
+    return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)}, str(rows_path),
+                           runtime=BUNDLED_RUNTIME)
 
 
 def file_set(path: str | Path) -> TrainingSet:

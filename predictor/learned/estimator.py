@@ -7,10 +7,14 @@ intervals, OOD data); without ``fit`` the saved model of ``model_dir`` is loaded
 (``model_folder``: ``model_dir``, else ``$ROOFCAST_LEARNED_MODEL``, else the default folder).
 ``predict(X)`` seconds per row; ``explain(X)`` the analytical explain columns plus ``predictor``
 (which predictor produced each row), ``ood``/``ood_reason``, ``bound_s``, ``learned_s`` and
-``analytical_s`` (see ``predictor.learned.predictor``). ``learned`` uses the learned time wherever
-a model exists; ``auto`` only where the row is in distribution. Rows without a usable learned
-time are timed by ``fallback``, an estimator *object* (default ``TimeRoofline()``), so its
-parameters (``overhead=``, ``curves_path=``) reach it.
+``analytical_s`` (see ``predictor.learned.predictor``). Both give every device of a comparison
+the same road per row: the learned time wherever a model exists for the row's (runtime, device
+kind, family), the analytical fallback for every device where none does. ``learned`` keeps the
+raw extrapolation out of distribution; ``auto`` transfers the efficiency there (clipped to the
+family's training range, wider interval: ``predictor.learned.transfer``) and labels those rows
+``learned (transferred)``. Rows without a usable learned time are timed by ``fallback``, an
+estimator *object* (default ``TimeRoofline()``), so its parameters (``overhead=``,
+``curves_path=``) reach it.
 """
 
 from __future__ import annotations
@@ -122,7 +126,8 @@ class LearnedEstimator(Params):
 
 
 class AutoEstimator(LearnedEstimator):
-    """Learned where in distribution, the analytical fallback elsewhere."""
+    """One road for every device: learned where a model exists, its efficiency transferred
+    (bounded, wider interval) out of distribution; the analytical fallback where none exists."""
 
     name = "auto"
     mode = "auto"

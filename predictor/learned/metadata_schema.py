@@ -20,6 +20,10 @@ someone else, be edited by hand, or be damaged. Nothing in it is trusted:
   - ``ranges``: per feature ``[lo, hi]`` or ``[lo, hi, always]`` with lo <= hi;
   - ``devices``: ``features`` equal to ``ood.DEVICE_VECTOR``, vectors of that length, one id each;
   - ``e2e`` (optional): ``log_factor``, ``q_lo <= q_hi``, ``runs`` >= 1, ``alpha``;
+  - ``runtimes`` (optional: a model saved before it existed is read as gpu -> pytorch-eager,
+    cpu -> onnxruntime-cpu, ``roads.LEGACY_RUNTIMES``; when present it is checked): road ->
+    runtime name, one runtime per (kind, runtime), a road for every model key;
+  - ``models[*].y_range`` (optional): ``[lo, hi]`` log10, lo <= hi;
 
   log10 quantities (quantiles, edges, constants, factors) lie within ±``LOG10_LIMIT`` decades,
   other parameters within ±``PARAM_LIMIT``.
@@ -59,6 +63,8 @@ PARAM_LIMIT = 1e9
 MIN_RIDGE_SCALE = 1e-12
 """Smallest standardisation scale (training replaces smaller ones by 1)."""
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+ROAD_PATTERN = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_.-]+)?$")
+RUNTIME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 RETRAIN = "retrain with `roofcast train`"
 
 
@@ -114,6 +120,8 @@ def check_metadata(meta: Mapping[str, Any], folder: Path) -> None:
             _devices(d, f"devices[{kind!r}]")
         for kind, d in _obj(meta.get("e2e", {}), "e2e").items():
             _e2e(d, f"e2e[{kind!r}]")
+        if "runtimes" in meta:
+            _runtimes(_obj(meta["runtimes"], "runtimes", nonempty=True), models)
     except _SchemaError as bad:
         raise PredictionError(f"model folder {folder}: metadata field {bad.field} {bad.problem}; "
                               f"{RETRAIN}") from None
@@ -139,6 +147,10 @@ def _model(key: str, desc: Any, n_features: int, folder: Path, field: str) -> No
         raise _SchemaError(f"{field}.candidate", f"must be one of {', '.join(CANDIDATES)}, "
                                          f"got {candidate!r}")
     _number(desc.get("floor_s"), f"{field}.floor_s", 0.0, MAX_FLOOR_S)
+    if "y_range" in desc:
+        lo, hi = _numbers(desc["y_range"], f"{field}.y_range", LOG10_LIMIT, length=2)
+        if lo > hi:
+            raise _SchemaError(f"{field}.y_range", f"has min {lo!r} above max {hi!r}")
     if candidate == "xgboost":
         model_file(folder, desc.get("file"), f"{field}.file")
     elif candidate == "ridge":
@@ -190,6 +202,23 @@ def _ranges(key: str, d: Any, field: str) -> None:
             raise _SchemaError(f, f"has min {lo!r} above max {hi!r}")
         if len(v) == 3 and not isinstance(v[2], bool):
             raise _SchemaError(f, f"third item must be true or false, got {v[2]!r}")
+
+
+def _runtimes(runtimes: Mapping[str, Any], models: Mapping[str, Any]) -> None:
+    for road, name in runtimes.items():
+        if not ROAD_PATTERN.match(road):
+            raise _SchemaError(f"runtimes[{road!r}]", "is not a road (a device kind, or "
+                                                     "'kind.runtime')")
+        if not isinstance(name, str) or not RUNTIME_PATTERN.match(name):
+            raise _SchemaError(f"runtimes[{road!r}]", f"must be a runtime name (1-64 letters, "
+                                                     f"digits, '-', '_', '.'), got {_short(name)}")
+    pairs = [(road.split(".", 1)[0], name) for road, name in runtimes.items()]
+    if len(set(pairs)) != len(pairs):
+        raise _SchemaError("runtimes", "names one runtime twice for a device kind")
+    for key in models:
+        if key.split("/", 1)[0] not in runtimes:
+            raise _SchemaError("runtimes", f"has no runtime for model {key!r} (road "
+                                           f"{key.split('/', 1)[0]!r})")
 
 
 def _devices(d: Any, field: str) -> None:

@@ -9,6 +9,15 @@ inverse achieved fraction of that reference. A prediction is
 ``t = max(t_bound, t_ref · 10^ŷ)``: never faster than the physical bound (``bounded_time``).
 Rows with ``t_bound = 0`` (no work) are not trained on and predict 0.
 
+A runtime predicted with another runtime's efficiencies (torch.compile and TensorRT learn from
+PyTorch eager until measured: ``roads``) keeps ``ŷ`` and swaps the floor for its own
+per-kernel floor ``f`` (the profile's ``dispatch_floor_s`` on the row's device)::
+
+    t = max(t_bound, (t_bound + f) · 10^ŷ)        (``predict_time(F, t_bound, floor_s=f)``)
+
+``FamilyModel.y_range`` keeps the range of ``ŷ`` over the training rows (what ``transfer``
+clips an out-of-distribution row's efficiency to).
+
 Why a floor: tiny kernels take ``floor + kernel`` time; with ``y = log10(t / t_bound)`` their
 target grows without limit as the bound shrinks (a device faster than every training device
 leaves the trees' range: leave-one-device-out softmax on the A100 was 60 % off), while with the
@@ -86,6 +95,9 @@ class FamilyModel:
     booster: Any = None  # xgboost.Booster for "xgboost"
     linear: dict[str, Any] = field(default_factory=dict)  # ridge / median parameters
     floor_s: float = 0.0  # harness floor of the reference time (module docstring)
+    #: (min, max) of the in-sample ŷ over the training rows: the efficiency range a transferred
+    #: prediction is clipped to (``transfer``); None for a model saved before it was recorded.
+    y_range: tuple[float, float] | None = None
 
     # ------------------------------------------------------------------ fit / predict
     @classmethod
@@ -107,15 +119,23 @@ class FamilyModel:
             reg.fit(F.to_numpy(float), y, sample_weight=weight)
             booster = reg.get_booster()
             booster.feature_names = list(FEATURES)
-            return cls(key, candidate, booster=booster, floor_s=floor)
-        if candidate == "ridge":
-            return cls(key, candidate, linear=_fit_ridge(F.to_numpy(float), y, weight),
-                       floor_s=floor)
-        return cls(key, candidate, linear={"constant": weighted_median(y, weight)}, floor_s=floor)
+            fm = cls(key, candidate, booster=booster, floor_s=floor)
+        elif candidate == "ridge":
+            fm = cls(key, candidate, linear=_fit_ridge(F.to_numpy(float), y, weight),
+                     floor_s=floor)
+        else:
+            fm = cls(key, candidate, linear={"constant": weighted_median(y, weight)},
+                     floor_s=floor)
+        seen = fm.predict_log(F)
+        fm.y_range = (float(seen.min()), float(seen.max()))
+        return fm
 
-    def predict_time(self, F: pd.DataFrame, t_bound: np.ndarray) -> np.ndarray:
-        """Predicted seconds (``bounded_time``) for the rows of F with physical bounds t_bound."""
-        return bounded_time(t_bound, self.predict_log(F), self.floor_s)
+    def predict_time(self, F: pd.DataFrame, t_bound: np.ndarray,
+                     floor_s: float | np.ndarray | None = None) -> np.ndarray:
+        """Predicted seconds (``bounded_time``) for the rows of F with physical bounds t_bound;
+        ``floor_s``: per-kernel floor replacing the learned harness floor (None: keep it)."""
+        floor = self.floor_s if floor_s is None else floor_s
+        return bounded_time(t_bound, self.predict_log(F), floor)
 
     def predict_log(self, F: pd.DataFrame) -> np.ndarray:
         """ŷ (log10 of measured / bound) for the rows of F (columns ``FEATURES``)."""
@@ -135,6 +155,8 @@ class FamilyModel:
         """Write the booster (xgboost) as UBJ; return the JSON-able description."""
         desc: dict[str, Any] = {"key": self.key, "candidate": self.candidate,
                                 "floor_s": float(self.floor_s)}
+        if self.y_range is not None:
+            desc["y_range"] = [float(v) for v in self.y_range]
         if self.candidate == "xgboost":
             name = self.key.replace("/", "__") + ".ubj"
             self.booster.save_model(str(folder / name))
@@ -164,9 +186,14 @@ class FamilyModel:
                     f"model file {path} was trained on features {booster.feature_names}, which "
                     "differ from its metadata; retrain with `roofcast train`")
             return cls(desc["key"], candidate, features, booster=booster,
-                       floor_s=float(desc["floor_s"]))
+                       floor_s=float(desc["floor_s"]), y_range=_y_range(desc))
         return cls(desc["key"], candidate, features, linear=dict(desc["linear"]),
-                   floor_s=float(desc["floor_s"]))
+                   floor_s=float(desc["floor_s"]), y_range=_y_range(desc))
+
+
+def _y_range(desc: dict[str, Any]) -> tuple[float, float] | None:
+    y = desc.get("y_range")
+    return None if y is None else (float(y[0]), float(y[1]))
 
 
 def _fit_ridge(A: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> dict[str, Any]:

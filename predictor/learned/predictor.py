@@ -5,14 +5,23 @@ they turn a featurized table into per-op times.
 
 1. ``t_bound`` = the physical roofline bound (``features.roofline_terms``); rows with no work
    (free ops) take 0 s and are never flagged;
-2. rows whose (device kind, family) has a model: ``time = max(t_bound, (t_bound + floor) · 10^ŷ)``
-   (``model.bounded_time``: the family's harness floor in the reference, never below the
-   physical bound) with the family's conformal interval (``intervals``);
-3. out-of-distribution flags (``ood``) per row;
-4. ``mode="learned"``: the learned time wherever a model exists, the analytical fallback
-   estimator elsewhere; ``mode="auto"``: the learned time only where the row is in distribution.
-   Column ``predictor`` says which one produced each row's time (``learned:<key>:<candidate>``
-   or ``analytical:<estimator>``), ``ood_reason`` why a row was flagged. The fallback is an
+2. the row's model key (``roads``): the road that learned the row's runtime on its device kind
+   (else the runtime it learns from, with the row's own ``dispatch_floor_s`` as floor), then
+   ``<road>/<family>``; a row whose runtime the model never learned gets no key (analytical,
+   with a note);
+3. rows with a model: ``time = max(t_bound, (t_bound + floor) · 10^ŷ)`` (``model.bounded_time``:
+   ``floor`` the family's learned harness floor, or the row's ``dispatch_floor_s`` for a
+   runtime borrowing another's efficiencies; never below the physical bound) with the family's
+   conformal interval (``intervals``);
+4. out-of-distribution flags (``ood``) per row;
+5. ``mode="learned"``: the learned time wherever a model exists (raw extrapolation out of
+   distribution); ``mode="auto"``: the same road — learned wherever a model exists, on every
+   device alike — but a flagged row's efficiency is *transferred* (``transfer``: clipped to
+   the family's training range, interval widened with the device distance) and labelled
+   ``learned (transferred)``. Rows without a model (family or runtime never learned) take the
+   fallback on every device. Column ``predictor`` says which one produced each row's time
+   (``learned:<key>:<candidate>``, ``learned (transferred):<key>:<candidate>`` or
+   ``analytical:<estimator>``), ``ood_reason`` why a row was flagged. The fallback is an
    estimator object (default ``TimeRoofline()``), so its parameters reach it.
 
 ``compute_s``/``memory_s`` are the roofline terms of the bound; ``overhead_s`` the device's
@@ -32,10 +41,12 @@ import pandas as pd
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators.base import base_terms, bound_label
 from roofcast.predictor.estimators.roofline import TimeRoofline
-from roofcast.predictor.learned.features import learned_features, model_keys, roofline_terms
+from roofcast.predictor.learned.features import learned_features, roofline_terms
 from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum
-from roofcast.predictor.learned.model import FamilyModel
+from roofcast.predictor.learned.model import FamilyModel, bounded_time
 from roofcast.predictor.learned.ood import DEVICE_DISTANCE, DeviceSet, Ranges, model_flag
+from roofcast.predictor.learned.roads import model_runtimes, row_roads
+from roofcast.predictor.learned.transfer import TRANSFERRED, clip_efficiency, widen
 
 MODES: tuple[str, ...] = ("learned", "auto")
 #: the end-to-end calibration applies only when learned rows hold this share of the time (and
@@ -62,6 +73,17 @@ class LearnedModel:
     e2e: dict[str, EndToEnd] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def runtimes(self) -> dict[str, str]:
+        """Road -> runtime the model learned (``roads``; legacy models: gpu -> pytorch-eager,
+        cpu -> onnxruntime-cpu)."""
+        return model_runtimes(self.meta)
+
+    def row_keys(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(model key or '' per row, borrowed-runtime flag, note) — ``roads.row_roads``."""
+        roads, borrowed, notes = row_roads(X, self.runtimes())
+        keys = np.where(roads != "", roads + "/" + X["family"].astype(str).to_numpy(), "")
+        return keys.astype(object), borrowed, notes
+
     def explain(self, X: pd.DataFrame, mode: str = "learned",
                 fallback: Explainer | None = None) -> pd.DataFrame:
         """Per-row times (module docstring); ``fallback``: the analytical estimator *object*
@@ -71,22 +93,25 @@ class LearnedModel:
         if mode not in MODES:
             raise PredictionError(f"learned mode {mode!r} unknown; choose one of {MODES}")
         F = learned_features(X)
-        keys = model_keys(X)
+        keys, borrowed, road_notes = self.row_keys(X)
         c, m, bound = roofline_terms(X)
         _, _, overhead = base_terms(X)
         ana = fallback.explain(X)
         ana_t = ana["time_s"].to_numpy(float)
         n = len(X)
         work = bound > 0
+        dispatch = (X["dispatch_floor_s"].to_numpy(float) if borrowed.any() else np.zeros(n))
         learned_t = np.full(n, np.nan)
         lower = ana["lower_s"].to_numpy(float).copy()
         upper = ana["upper_s"].to_numpy(float).copy()
         lo_l, hi_l = np.full(n, np.nan), np.full(n, np.nan)
+        y_hat = np.full(n, np.nan)
         has_model = np.zeros(n, dtype=bool)
         label = np.full(n, f"analytical:{fallback_name}", dtype=object)
         ood = np.zeros(n, dtype=bool)
-        reasons = np.full(n, "", dtype=object)
-        for key in np.unique(keys[work]):
+        reasons = np.where(work, road_notes, "").astype(object)
+        distance = np.zeros(n)
+        for key in np.unique(keys[work & (keys != "")]):
             rows = np.flatnonzero(work & (keys == key))
             fm = self.models.get(key)
             if fm is None:
@@ -94,28 +119,38 @@ class LearnedModel:
                 reasons[rows] = f"no learned model for {key}"
                 continue
             has_model[rows] = True
-            t = fm.predict_time(F.iloc[rows], bound[rows])
-            learned_t[rows] = t
-            lo_l[rows], hi_l[rows] = self.intervals[key].interval(t, bound[rows])
+            y_hat[rows] = fm.predict_log(F.iloc[rows])
             label[rows] = f"learned:{key}:{fm.candidate}"
             flag, why = self.ranges[key].outside(F.iloc[rows])
             ood[rows] |= flag
             reasons[rows] = why
         kinds = X["device_kind"].astype(str).to_numpy()
-        for kind in np.unique(kinds[work]):
-            rows = np.flatnonzero(work & (kinds == kind))
+        for kind in np.unique(kinds[has_model]):
+            rows = np.flatnonzero(has_model & (kinds == kind))
             ds = self.devices.get(kind)
             if ds is None:
                 continue
             dist, near = ds.distance(F.iloc[rows])
+            distance[rows] = dist
             far = dist > DEVICE_DISTANCE
             for i, d, nb in zip(rows[far], dist[far], near[far], strict=True):
                 reasons[i] = "; ".join(filter(None, [
                     f"device distance {d:.2f} > {DEVICE_DISTANCE} (nearest training device {nb})",
                     reasons[i]]))
             ood[rows] |= far
-        use = has_model & (~ood if mode == "auto" else True)
-        label[has_model & ~use] = f"analytical:{fallback_name}"
+        transferred = has_model & ood & (mode == "auto")
+        for key in np.unique(keys[has_model]):
+            rows = np.flatnonzero(has_model & (keys == key))
+            fm = self.models[key]
+            y = np.where(transferred[rows], clip_efficiency(y_hat[rows], fm.y_range), y_hat[rows])
+            floor = np.where(borrowed[rows], dispatch[rows], fm.floor_s)
+            learned_t[rows] = bounded_time(bound[rows], y, floor)
+            lo_l[rows], hi_l[rows] = self.intervals[key].interval(learned_t[rows], bound[rows])
+        tr = np.flatnonzero(transferred)
+        lo_l[tr], hi_l[tr] = widen(learned_t[tr], lo_l[tr], hi_l[tr], bound[tr], distance[tr])
+        label[transferred] = [lab.replace("learned:", f"{TRANSFERRED}:", 1)
+                              for lab in label[transferred]]
+        use = has_model
         time = np.where(use, learned_t, ana_t)
         time = np.where(work | (ana_t > 0), time, 0.0)
         lower = np.where(use, lo_l, lower)
@@ -152,4 +187,5 @@ class LearnedModel:
         return {"sum_ops_s": total, "learned_share": share, "e2e_s": pred, "e2e_lower_s": lo, "e2e_upper_s": hi,
                 "interval_method": how, "ood": flag, "ood_reason": why,
                 "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
+                "ops_transferred": int(explained["predictor"].str.startswith(TRANSFERRED).sum()),
                 "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum())}

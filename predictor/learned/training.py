@@ -5,7 +5,9 @@
 0. rows measured faster than ``IMPLAUSIBLE_FRACTION`` x the physical bound are not used (a
    profiler that credited a fused kernel's time to the wrong node, or a wrong cost): counted
    in ``notes``;
-1. rows are split by model key (device kind / op family); keys with fewer than ``MIN_ROWS``
+1. rows are split by model key (road / op family: the road is the device kind for the kind's
+   primary runtime, ``<kind>.<runtime>`` for another runtime measured on it, see ``roads``;
+   the metadata's ``runtimes`` records road -> runtime); keys with fewer than ``MIN_ROWS``
    rows get no model (their ops fall back to the analytical estimator and are flagged);
 2. **grouped cross-validation** (``fold_ids``): groups are devices for GPU data
    (leave-one-device-out) and models for CPU data (leave-one-model-out); each of the
@@ -58,6 +60,7 @@ from roofcast.predictor.learned.intervals import (
 from roofcast.predictor.learned.model import CANDIDATES, FamilyModel
 from roofcast.predictor.learned.ood import DeviceSet, Ranges
 from roofcast.predictor.learned.predictor import LearnedModel
+from roofcast.predictor.learned.roads import primary_runtimes, runtime_column, training_roads
 from roofcast.predictor.learned.stats import weighted_median
 
 MIN_ROWS = 30
@@ -155,7 +158,11 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     X = ts.X
     notes: list[str] = []
     F = learned_features(X)
-    keys = model_keys(X)
+    kinds = X["device_kind"].astype(str).to_numpy()
+    measured_rt = runtime_column(X, "runtime")
+    roads, runtimes = training_roads(kinds, measured_rt, primary_runtimes(kinds, measured_rt))
+    keys = np.array([f"{r}/{f}" for r, f in zip(roads, X["family"].astype(str), strict=True)],
+                    dtype=object)
     _, _, bound = roofline_terms(X)
     meas = ts.y_s
     groups = X["_group"].astype(str).to_numpy()
@@ -199,12 +206,11 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
         cov = nested_group_coverage(lp, resid, folds, alpha)
         ranges[key] = Ranges.fit(Fk)
         results[key] = KeyResult(key, best, cv, rows, oof, cov, errs)
-    kinds = X["device_kind"].astype(str).to_numpy()
     devices = {k: DeviceSet.fit(F[kinds == k], X.loc[kinds == k, "device"].to_numpy())
                for k in sorted(set(kinds))}
     e2e_table, e2e_cal = _end_to_end(X, meas, oof_all, baseline, alpha)
     info = {"data_hash": ts.data_hash, "source": ts.source, "rows": len(ts), "alpha": alpha,
-            "dropped_rows": ts.dropped, "notes": notes, **(meta or {})}
+            "dropped_rows": ts.dropped, "notes": notes, "runtimes": runtimes, **(meta or {})}
     model = LearnedModel(models, intervals, ranges, devices, e2e_cal, info)
     result = TrainResult(model, ts, results, oof_all, baseline, e2e_table, notes)
     model.meta["validation"] = {name: t.to_dict(orient="records")
@@ -339,7 +345,7 @@ def evaluate_holdout(model: LearnedModel, ts: TrainingSet) -> dict[str, pd.DataF
     X = ts.X
     meas = ts.y_s
     ex = model.explain(X, mode="learned", fallback=TimeRoofline())
-    keys = model_keys(X)
+    keys = np.where(model.row_keys(X)[0] != "", model.row_keys(X)[0], model_keys(X))
     pred, base = ex["time_s"].to_numpy(float), ex["analytical_s"].to_numpy(float)
     cov = (ex["lower_s"].to_numpy() <= meas) & (meas <= ex["upper_s"].to_numpy())
     rows = []

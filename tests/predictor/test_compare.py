@@ -62,3 +62,79 @@ def test_baseline_not_among_the_devices_is_a_user_error():
     with pytest.raises(PredictionError, match="not among"):
         compare_devices(batched_chain, DEVICES[:2], RunConfig(dims={"batch": 1}),
                         baseline=toy_device("other"))
+
+
+# ------------------------------------------------------------------ physical speedup bounds
+class _Favouring:
+    """An estimator that gives one device a 100x better efficiency than the others: the kind
+    of prediction the bounds must catch."""
+
+    name = "favouring"
+
+    def __init__(self, device: str) -> None:
+        from roofcast.predictor.estimators.roofline import TimeRoofline
+
+        self.device, self.inner = device, TimeRoofline()
+
+    def explain(self, X):
+        ex = self.inner.explain(X)
+        fav = (X["device"] == self.device).to_numpy()
+        for c in ("time_s", "lower_s", "upper_s"):
+            ex.loc[fav, c] = ex.loc[fav, c] / 100.0
+        return ex
+
+
+@pytest.mark.parametrize("estimator", ["roofline", "time-roofline", "traffic"])
+def test_speedup_lies_within_the_physical_bounds_of_each_estimator(estimator):
+    df = compare_devices(batched_chain, DEVICES, RunConfig(dims={"batch": 8}), estimator,
+                         baseline="slow").set_index("device")
+    assert df["within_bounds"].all()
+    assert df["same_road"].all()
+    assert (df["speedup_min"] <= df["speedup"] * (1 + 1e-9)).all()
+    assert (df["speedup"] <= df["speedup_max"] * (1 + 1e-9)).all()
+    fast = df.loc["fast"]
+    # 'fast' has 3x the bandwidth and 4-5x the peaks of 'slow' (same dtype/engine per row)
+    assert fast["bandwidth_ratio"] == pytest.approx(3.0)
+    assert 4.0 <= fast["compute_ratio"] <= 5.0
+    # 'fast' launches in 2 us, 'slow' in 1: no row of 'fast' is faster than max(ratios)
+    assert fast["speedup_max"] <= 5.0 * (1 + 1e-9)
+    assert fast["speedup_min"] == pytest.approx(0.5, rel=0.5)
+    assert df.loc["slow", ["speedup_min", "speedup_max"]].tolist() == [1.0, 1.0]
+    assert df.loc["slow", "road"] == f"{estimator} 100%"
+
+
+def test_a_speedup_beyond_the_hardware_is_flagged_never_silent():
+    df = compare_devices(batched_chain, DEVICES, RunConfig(dims={"batch": 8}),
+                         _Favouring("fast"), baseline="slow").set_index("device")
+    fast = df.loc["fast"]
+    assert fast["speedup"] > fast["speedup_max"]
+    assert not fast["within_bounds"]
+    assert "fast: predicted speedup" in fast["peak_notes"]
+    assert "outside what its hardware allows over slow" in fast["peak_notes"]
+    assert df.loc["noprice", "within_bounds"]
+    assert "predicted speedup" not in df.loc["noprice", "peak_notes"]
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+@pytest.mark.parametrize("estimator", ["time-roofline", "auto"])
+def test_resnet50_training_comparison_is_one_road_within_bounds(batch, estimator):
+    """The issue's acceptance: `roofcast compare resnet50 --hw a100-40gb-pcie,h100-sxm,b200
+    --mode train --precision fp16` (batch 64 too): every ratio within the compute/bandwidth
+    bounds, all devices by the same road."""
+    import roofcast
+
+    model = roofcast.load_model("resnet50")
+    df = compare_devices(model.graph_at, ["a100-40gb-pcie", "h100-sxm", "b200"],
+                         RunConfig(dims={"batch": batch}, precision="fp16", mode="train"),
+                         estimator).set_index("device")
+    assert df["within_bounds"].all(), df[["speedup", "speedup_min", "speedup_max"]]
+    assert df["same_road"].all()
+    families = [{part.rsplit(" ", 1)[0].split(" (")[0] for part in road.split(" + ")}
+                for road in df["road"]]
+    assert all(f == families[0] for f in families)
+    b200 = df.loc["b200"]
+    assert b200["speedup"] <= max(b200["compute_ratio"], b200["bandwidth_ratio"])
+    assert b200["speedup"] >= 1.0
+    if estimator == "auto":  # learned on every device: the B200 by transfer, not a roofline
+        assert df["road"].str.startswith("learned").all()
+        assert "learned (transferred)" in b200["road"]

@@ -173,9 +173,15 @@ def test_ood_new_family_huge_shape_and_unlike_device(trained):
     assert "no learned model for gpu/pooling" in ex["ood_reason"].iloc[1]
     assert "outside" in ex["ood_reason"].iloc[2]
     assert ex["predictor"].iloc[0].startswith("learned:gpu/matmul")
-    assert list(ex["predictor"].iloc[1:]) == ["analytical:time-roofline"] * 2
+    # no model for the family: analytical; a model out of its range: its efficiency transferred
+    assert ex["predictor"].iloc[1] == "analytical:time-roofline"
+    assert ex["predictor"].iloc[2] == "learned (transferred):gpu/matmul:xgboost"
     ana = make_estimator("time-roofline").predict(rows)
-    assert ex["time_s"].iloc[1:].tolist() == pytest.approx(ana[1:].tolist())
+    assert ex["time_s"].iloc[1] == pytest.approx(ana[1])
+    fm = trained.model.models["gpu/matmul"]
+    bound = ex["bound_s"].iloc[2]
+    lo, hi = ((bound + fm.floor_s) * 10.0 ** y for y in fm.y_range)
+    assert max(bound, lo) * (1 - 1e-9) <= ex["time_s"].iloc[2] <= hi * (1 + 1e-9)
 
     v100 = get_device("v100-pcie-32gb")
     alien = dataclasses.replace(v100, id="alien", mem_bw_Bps=100 * v100.mem_bw_Bps,
@@ -183,10 +189,16 @@ def test_ood_new_family_huge_shape_and_unlike_device(trained):
     ex = trained.model.explain(fresh_rows(hw=alien), mode="auto")
     assert ex["ood"].all()
     assert ex["ood_reason"].str.contains("device distance").all()
-    assert (ex["predictor"] == "analytical:time-roofline").all()
+    assert ex["predictor"].str.startswith("learned (transferred):gpu/").all()
+    assert (ex["time_s"] >= ex["bound_s"] * (1 - 1e-12)).all()
     learned = trained.model.explain(fresh_rows(hw=alien), mode="learned")
-    assert learned["predictor"].str.startswith("learned").all()  # flagged, but still learned
+    assert learned["predictor"].str.startswith("learned:").all()  # flagged, raw extrapolation
     assert learned["ood"].all()
+    # transferred intervals are wider than the in-distribution ones around the same times
+    width = np.log10(ex["upper_s"] / ex["lower_s"])
+    width_raw = np.log10(learned["upper_s"] / learned["lower_s"])
+    assert (width[ex["time_s"] > ex["bound_s"] * 1.5] >
+            width_raw[ex["time_s"] > ex["bound_s"] * 1.5]).all()
 
 
 def test_model_level_flag(trained):
@@ -226,7 +238,7 @@ def test_feature_missing_where_training_always_had_it_is_ood(trained, saved):
         ex = model.explain(row, mode="auto")
         assert bool(ex["ood"].iloc[0])
         assert "lg_gemm_m missing (every training row had it)" in ex["ood_reason"].iloc[0]
-        assert ex["predictor"].iloc[0] == "analytical:time-roofline"
+        assert ex["predictor"].iloc[0] == "learned (transferred):gpu/matmul:xgboost"
     vec = X[X["family"] == "elementwise"].iloc[[0]]  # inner_elems NaN in training and here
     assert not bool(trained.model.explain(vec, mode="auto")["ood"].iloc[0])
 

@@ -1,0 +1,132 @@
+"""Which runtime a learned model learned, and which of its models a featurized row may use.
+
+A learned efficiency is a property of a (device kind, runtime, op family): NeuSight's kernels
+were timed under PyTorch eager (~25-30 µs harness floor per op), the bundled CPU rows under ONNX
+Runtime. A model folder's metadata records it as ``runtimes``: *road* -> runtime, where a road is
+the first part of a model key ``<road>/<family>``:
+
+* the kind's primary runtime trains the keys ``<kind>/<family>`` (road = the kind): ``gpu`` ->
+  ``pytorch-eager``, ``cpu`` -> ``onnxruntime-cpu`` for the shipped model;
+* further runtimes measured on the same kind train ``<kind>.<runtime>/<family>`` (road
+  ``<kind>.<runtime>``), e.g. ``gpu.torch-compile/matmul`` once torch.compile kernels are
+  measured (``training_roads``).
+
+A model saved before runtimes were recorded has no ``runtimes`` key; it is read as
+``LEGACY_RUNTIMES`` (gpu -> pytorch-eager, cpu -> onnxruntime-cpu: what the shipped data
+measured). A user-supplied ``runtimes`` is validated strictly (``metadata_schema``).
+
+At prediction (``row_roads``), a row of device kind ``k`` whose run uses runtime ``R`` (feature
+column ``runtime``) learning from ``S`` (column ``learned_from``, the profile's
+``learned_from``) uses
+
+1. the road of ``(k, R)`` when the model learned ``R`` on ``k`` (its own efficiencies and its
+   own learned harness floor);
+2. else the road of ``(k, S)`` when the model learned ``S`` on ``k`` — the efficiencies of the
+   runtime it learns from, with its *own* per-kernel floor (``borrowed``: the learned harness
+   floor is replaced by the row's ``dispatch_floor_s``, see ``predictor``);
+3. else no learned model: the row is timed by the analytical fallback on every device alike,
+   with a note saying which runtime the model learned — never another runtime's efficiency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from roofcast.predictor.errors import PredictionError
+
+#: runtimes of a model saved without the ``runtimes`` key (what the shipped data measured).
+LEGACY_RUNTIMES: dict[str, str] = {"gpu": "pytorch-eager", "cpu": "onnxruntime-cpu",
+                                   "accelerator": "pytorch-eager"}
+#: featurized columns the runtime roads read (added by ``predictor.features.featurize``).
+RUNTIME_COLUMNS: tuple[str, ...] = ("runtime", "learned_from")
+#: separates the kind from a secondary runtime in a road (``gpu.torch-compile``).
+ROAD_SEP = "."
+
+
+def model_runtimes(meta: Mapping[str, Any]) -> dict[str, str]:
+    """Road -> runtime of a model's metadata (``LEGACY_RUNTIMES`` when it has none)."""
+    found = meta.get("runtimes")
+    return dict(LEGACY_RUNTIMES) if found is None else {str(k): str(v) for k, v in found.items()}
+
+
+def road_kind(road: str) -> str:
+    """The device kind of a road (``gpu.torch-compile`` -> ``gpu``)."""
+    return road.split(ROAD_SEP, 1)[0]
+
+
+def road_of(kind: str, runtime: str, runtimes: Mapping[str, str]) -> str | None:
+    """The road that learned ``runtime`` on ``kind`` (None when the model has none)."""
+    for road, rt in runtimes.items():
+        if rt == runtime and road_kind(road) == kind:
+            return road
+    return None
+
+
+def runtime_column(X: pd.DataFrame, column: str) -> np.ndarray:
+    """Column ``column`` (``runtime`` / ``learned_from``) of a featurized table as strings;
+    ``PredictionError`` when it is missing (a table not built by this version's featurize)."""
+    if column not in X.columns:
+        raise PredictionError(
+            f"feature table lacks column {column!r} (the run's execution profile); the learned "
+            "estimators need it to pick the efficiencies of the runtime modelled: build the "
+            "table with predictor.features.featurize")
+    return X[column].astype(str).to_numpy()
+
+
+def row_roads(X: pd.DataFrame, runtimes: Mapping[str, str]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(road or '' per row, borrowed flag per row, note per row) — module docstring."""
+    kinds = X["device_kind"].astype(str).to_numpy()
+    own_rt = runtime_column(X, "runtime")
+    from_rt = runtime_column(X, "learned_from")
+    n = len(X)
+    roads = np.full(n, "", dtype=object)
+    borrowed = np.zeros(n, dtype=bool)
+    notes = np.full(n, "", dtype=object)
+    combos = pd.DataFrame({"k": kinds, "r": own_rt, "s": from_rt})
+    for (k, r, s), idx in combos.groupby(["k", "r", "s"], sort=False).indices.items():
+        own = road_of(k, r, runtimes)
+        if own is not None:
+            roads[idx] = own
+            continue
+        base = road_of(k, s, runtimes)
+        if base is not None:
+            roads[idx], borrowed[idx] = base, True
+            continue
+        learned = sorted(rt for road, rt in runtimes.items() if road_kind(road) == k)
+        notes[idx] = (f"no learned efficiencies for runtime {r} (learns from {s}) on {k}: the "
+                      f"model learned {', '.join(learned) or 'no runtime'} there; analytical "
+                      "for every device alike")
+    return roads, borrowed, notes
+
+
+def training_roads(kinds: np.ndarray, runtimes: np.ndarray,
+                   primary: Mapping[str, str]) -> tuple[np.ndarray, dict[str, str]]:
+    """(road per training row, road -> runtime): a kind's ``primary`` runtime (its default
+    runtime when the data has it, else its most measured one) trains road ``<kind>``, any other
+    runtime road ``<kind>.<runtime>`` (module docstring)."""
+    kinds = np.asarray(kinds, dtype=str)
+    runtimes = np.asarray(runtimes, dtype=str)
+    roads = np.where(runtimes == np.array([primary[k] for k in kinds], dtype=str), kinds,
+                     np.char.add(np.char.add(kinds, ROAD_SEP), runtimes)).astype(object)
+    mapping = {str(road): str(rt) for road, rt in
+               pd.DataFrame({"road": roads, "rt": runtimes}).drop_duplicates().to_numpy()}
+    return roads, dict(sorted(mapping.items()))
+
+
+def primary_runtimes(kinds: np.ndarray, runtimes: np.ndarray) -> dict[str, str]:
+    """Per kind of the training rows: its default runtime (``runtimes.default_runtime_name``)
+    when some rows measured it, else the runtime with the most rows."""
+    from roofcast.predictor.runtimes import default_runtime_name
+
+    frame = pd.DataFrame({"k": np.asarray(kinds, dtype=str), "r": np.asarray(runtimes, dtype=str)})
+    out = {}
+    for k, g in frame.groupby("k"):
+        default = default_runtime_name(str(k))
+        counts = g["r"].value_counts()
+        out[str(k)] = default if default in counts.index else str(counts.index[0])
+    return out

@@ -65,6 +65,7 @@ from roofcast.predictor.config import MODES, PRECISIONS, RunConfig, run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator, is_learned
 from roofcast.predictor.precision import peak_dtype
+from roofcast.predictor.runtimes import resolve_runtime
 
 OBJECTIVES: tuple[str, ...] = ("latency", "throughput")
 #: settings within this relative gain of the best count as ties (the simplest one is chosen).
@@ -142,6 +143,7 @@ class Advice:
     reasons: tuple[str, ...]
     notes: tuple[str, ...] = ()
     cells: Mapping[tuple, Cell] = field(default_factory=dict, repr=False)
+    runtime: str = ""
 
     @property
     def predicted_gain(self) -> float:
@@ -338,12 +340,14 @@ def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
 def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
            max_batch: int = 64, precisions: Sequence[str] | None = None,
            modes: Sequence[str] = ("infer",), estimator: Any = "auto",
-           fusions: Sequence[bool] = (True, False)) -> Advice:
+           fusions: Sequence[bool] = (True, False), runtime: str | None = None) -> Advice:
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
     docstring). ``graph_loader(batch)`` imports the model at that batch, its other dims bound
     by the import; ``hw``: catalog id, what-if spec or HardwareSpec; ``estimator``: a name or
-    an estimator object."""
+    an estimator object; ``runtime``: the execution profile (None: the device kind's
+    default); precisions it does not run are left out with a note."""
     hw = get_device(hw)
+    profile = resolve_runtime(runtime, hw.kind)
     if objective not in OBJECTIVES:
         raise PredictionError(f"objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
     bad_modes = [m for m in modes if m not in MODES]
@@ -368,9 +372,16 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
                       mode=modes[0])
     precs, pnotes = runnable_precisions(g0, hw, requested, default.precision)
     notes += pnotes
+    skipped = [p for p in precs if p not in profile.precisions]
+    if skipped:
+        notes.append(f"{', '.join(skipped)} left out: runtime {profile.name} does not run it")
+        precs = [p for p in precs if p in profile.precisions]
+        if not precs:
+            raise PredictionError(f"runtime {profile.name!r} runs none of the precisions "
+                                  f"searched; it runs {', '.join(profile.precisions)}")
     modes = list(dict.fromkeys(modes))
     cells = predict_cells(graphs, hw, precs, modes, list(dict.fromkeys(fusions)) or [True],
-                          thread_candidates(hw), est)
+                          thread_candidates(hw), est, profile)
     settings = settings_of(cells, hw)
     if len(modes) > 1:
         notes.append("training-step settings are ranked with inference ones; compare gains "
@@ -379,7 +390,8 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
     recommended = table.loc[table["recommended"], "_setting"].iloc[0]
     advice = Advice(model=g0.name, device=hw.id, device_kind=hw.kind, units=int(hw.units),
                     objective=objective, estimator=est.name, table=table, default=default,
-                    recommended=recommended, reasons=(), notes=tuple(notes), cells=cells)
+                    recommended=recommended, reasons=(), notes=tuple(notes), cells=cells,
+                    runtime=profile.name)
     return replace(advice, reasons=tuple(reasons_for(advice, hw)))
 
 

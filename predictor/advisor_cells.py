@@ -17,12 +17,14 @@ import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.types import Graph
+from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.features import thread_factors
 from roofcast.predictor.memory import memory_footprint
+from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.simulate import critical_path_times, evaluate, step_dag
-from roofcast.predictor.workload import workload_table
+from roofcast.predictor.workload import kernel_plan, workload_table
 
 #: a recommendation must be predicted at least this much better than the default (gain).
 MIN_GAIN = 1.02
@@ -53,24 +55,29 @@ class Cell:
 
 def predict_cells(graphs: Mapping[int, Graph], hw, precisions: Sequence[str],
                   modes: Sequence[str], fusions: Sequence[bool],
-                  threads: Sequence[int | None], estimator: Any) -> dict[tuple, Cell]:
+                  threads: Sequence[int | None], estimator: Any,
+                  profile: ExecutionProfile | None = None) -> dict[tuple, Cell]:
     """Every (batch, precision, mode, fusion, threads) cell of ``graphs`` (batch -> the model
     imported at that batch) on ``hw``: the workload and the step DAG are built once per
     (batch, precision, mode, fusion); only featurize + explain run per thread count.
-    ``estimator``: an estimator object (or name)."""
+    ``estimator``: an estimator object (or name); ``profile``: the execution profile (None: the
+    device kind's default)."""
+    profile = resolve_runtime(profile, get_device(hw).kind)
     cells: dict[tuple, Cell] = {}
     for batch, graph in graphs.items():
         for precision in precisions:
             for mode in modes:
                 for fusion in fusions:
                     base = run_config(graph, precision=precision, mode=mode, fusion=fusion)
-                    work = workload_table(graph, base)
+                    plan = kernel_plan(graph, base, profile)
+                    work = workload_table(graph, base, profile, plan=plan)
                     if work.empty:
                         raise PredictionError(f"model {graph.name!r} has no op that does work")
                     dag = step_dag(graph, work)
-                    mem = memory_footprint(graph, base).total_bytes
+                    mem = memory_footprint(graph, base, plan).total_bytes
                     for t in threads:
-                        per_op = evaluate(work, hw, replace(base, threads=t), estimator)
+                        per_op = evaluate(work, hw, replace(base, threads=t), estimator,
+                                          profile)
                         times = per_op["time_s"].to_numpy(float)
                         lengths, path = critical_path_times(dag, times)
                         cols = [c for c in PER_OP_COLUMNS if c in per_op.columns]

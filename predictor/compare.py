@@ -54,7 +54,8 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     df = sweep(graph_source, devices, [config.batch or 1], precisions=[config.precision],
                modes=[config.mode], estimator=estimator, baseline=baseline,
                fusion=config.fusion, inter_op=config.inter_op, optimizer=config.optimizer,
-               threads=config.threads, allow_incomplete=allow_incomplete)
+               threads=config.threads, allow_incomplete=allow_incomplete,
+               runtime=config.runtime)
     base = df.loc[df["device"] == df["baseline"]].iloc[0]
     return df.assign(
         speedup_at_lower=float(base["lower_s"]) / df["lower_s"],

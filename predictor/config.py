@@ -19,6 +19,7 @@ from roofcast.predictor.errors import PredictionError
 
 if TYPE_CHECKING:
     from roofcast.graph_import.types import Graph
+    from roofcast.predictor.runtimes import ExecutionProfile
 
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 MODES: tuple[str, ...] = ("infer", "train")
@@ -91,8 +92,9 @@ class RunConfig:
     fusion: apply the runtime's graph-optimiser fusions (``ExecutionProfile.fusion_patterns``);
         None: the runtime's default (``fusion_default``: on for ONNX Runtime, whose default
         optimisation level fuses).
-    runtime: the execution profile's name (``predictor.runtimes``); None: the device kind's
-        default (``onnxruntime-cpu`` on CPUs, ``pytorch-eager`` on GPUs).
+    runtime: the execution profile's name (``predictor.runtimes``) or an ``ExecutionProfile``
+        object; None: the device kind's default (``onnxruntime-cpu`` on CPUs,
+        ``pytorch-eager`` on GPUs).
     optimizer: optimizer of a training step (``OPTIMIZERS``).
     overlap: compute/memory overlap model (``OVERLAP_MODELS``).
     """
@@ -105,7 +107,7 @@ class RunConfig:
     fusion: bool | None = None
     optimizer: str = "adam"
     overlap: str = "max"
-    runtime: str | None = None
+    runtime: str | ExecutionProfile | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.dims, Dims):

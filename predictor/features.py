@@ -1,4 +1,5 @@
-"""``featurize(workload, devices, config)``: the workload table joined with device figures.
+"""``featurize(workload, devices, config, profile=...)``: the workload table joined with device
+figures and the execution profile's.
 
 The one feature table of every prediction (``predict_graph``, ``compare``, ``sweep``,
 ``advise``) and of training. Vectorised over devices: for ``D`` devices the output holds the
@@ -9,6 +10,15 @@ workload's index). Output = the workload columns (``graph_import.workload_schema
   ``data``/``free`` ops, so compute time is 0), times the CPU thread factor below;
   ``peak_engine``/``peak_dtype`` the unit actually used; ``peak_note`` the device's fallback note
   ("" when the exact unit exists).
+* ``runtime`` (the profile's name), ``learned_from`` (the runtime whose measurements train its
+  learned efficiencies) and ``dispatch_floor_s`` = ``profile.dispatch_floor_s(kind, device
+  launch overhead)``: the per-kernel floor the runtime pays on that device (analytical
+  estimators use it as their overhead); ``launch_overhead_s`` stays the device's own figure.
+  Without a profile (training rows measured as they are): ``runtime`` and ``learned_from``
+  are "" and ``dispatch_floor_s`` = ``launch_overhead_s``.
+* **TF32**: an fp32 row of a family in ``profile.tf32_families`` on the matrix engine of a
+  device with a TF32 matrix peak uses that peak (``peak_dtype`` = ``tf32``): PyTorch runs
+  fp32 convolutions as TF32 on Ampere and later by default, TensorRT GEMMs too.
 * ``mem_bw_Bps`` (after CPU thread scaling), ``l2_bytes``, ``l2_bw_Bps`` (NaN if unpublished),
   ``units`` (effective: CPU threads), ``clock_Hz``, ``launch_overhead_s``,
   ``smem_per_unit_bytes`` (NaN if unpublished), ``device`` (id), ``device_kind``,
@@ -47,11 +57,13 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.precision import STORAGE_BYTES, peak_dtype
+from roofcast.predictor.runtimes import ExecutionProfile
 
 FEATURE_COLUMNS: tuple[str, ...] = (
     "peak_flops_per_s", "peak_engine", "peak_dtype", "peak_note", "mem_bw_Bps", "l2_bytes",
     "l2_bw_Bps", "units", "clock_Hz", "launch_overhead_s", "smem_per_unit_bytes", "device",
-    "device_kind", "elem_bytes", "intensity_flop_per_byte", "ridge_flop_per_byte",
+    "device_kind", "elem_bytes", "intensity_flop_per_byte", "ridge_flop_per_byte", "runtime",
+    "learned_from", "dispatch_floor_s",
 )
 #: the columns looked up per (device, engine, dtype) pair.
 PAIR_COLUMNS: tuple[str, ...] = ("peak_flops_per_s", "peak_engine", "peak_dtype", "peak_note")
@@ -106,13 +118,17 @@ def as_devices(devices: HardwareSpec | Sequence[HardwareSpec]) -> list[HardwareS
     return specs
 
 
-def _pair_columns(hw: HardwareSpec, pairs: Sequence[tuple[str, str]],
+def _pair_columns(hw: HardwareSpec, pairs: Sequence[tuple[str, str, bool]],
                   compute_f: float) -> dict[str, list]:
-    """Peak columns of ``hw`` for each (engine, dtype) pair (``hw.peak`` once per pair)."""
+    """Peak columns of ``hw`` for each (engine, dtype, runs-as-TF32) triple (``hw.peak`` once
+    per triple); a TF32 row uses the device's TF32 matrix peak when it has one."""
     cols: dict[str, list] = {c: [] for c in PAIR_COLUMNS}
-    for eng, dt in pairs:
+    for eng, dt, tf32 in pairs:
+        wanted = peak_dtype(eng, dt)
+        if tf32 and hw.peak_flops_or_none(eng, "tf32") is not None:
+            wanted = "tf32"
         try:
-            look = hw.peak(eng, peak_dtype(eng, dt))
+            look = hw.peak(eng, wanted)
         except HardwareSpecError as exc:  # the device cannot run this dtype at all
             raise PredictionError(f"device {hw.id!r}: {exc}") from exc
         cols["peak_flops_per_s"].append(look.flops_per_s * compute_f)
@@ -134,8 +150,17 @@ def _device_scalars(hw: HardwareSpec, bw_f: float, units: int) -> dict[str, obje
     }
 
 
+def _tf32_rows(workload: pd.DataFrame, profile: ExecutionProfile | None) -> np.ndarray:
+    """Rows whose fp32 math the runtime runs as TF32 (on a device with TF32 matrix units)."""
+    if profile is None or not profile.tf32_families:
+        return np.zeros(len(workload), dtype=bool)
+    return ((workload["dtype"].astype(str).to_numpy() == "fp32")
+            & (workload["engine"].astype(str).to_numpy() == "matrix")
+            & workload["family"].astype(str).isin(profile.tf32_families).to_numpy())
+
+
 def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareSpec],
-              config: RunConfig) -> pd.DataFrame:
+              config: RunConfig, profile: ExecutionProfile | None = None) -> pd.DataFrame:
     """Workload rows + device columns (module docstring) for every device, device-major.
 
     ``devices``: one HardwareSpec or a sequence of them. The result has ``len(devices) x
@@ -145,15 +170,20 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     """
     check_workload(workload)
     specs = as_devices(devices)
+    bad_kind = [hw.id for hw in specs if profile is not None and not profile.runs_on(hw.kind)]
+    if bad_kind:
+        raise PredictionError(f"runtime {profile.name!r} does not run on {', '.join(bad_kind)} "
+                              f"(it runs on {', '.join(profile.device_kinds)} devices)")
     n, n_dev = len(workload), len(specs)
     engines = workload["engine"].astype(str).to_numpy()
     dtypes = workload["dtype"].astype(str).to_numpy()
     bad = sorted(set(dtypes) - set(STORAGE_BYTES))
     if bad:
         raise PredictionError(f"workload dtype values {bad} are not precisions {tuple(STORAGE_BYTES)}")
-    pairs = sorted(set(zip(engines, dtypes, strict=True)))
+    tf32 = _tf32_rows(workload, profile)
+    pairs = sorted(set(zip(engines, dtypes, tf32, strict=True)))
     pair_index = {p: i for i, p in enumerate(pairs)}
-    pidx = np.fromiter((pair_index[p] for p in zip(engines, dtypes, strict=True)),
+    pidx = np.fromiter((pair_index[p] for p in zip(engines, dtypes, tf32, strict=True)),
                        dtype=np.int64, count=n)
     data: dict[str, np.ndarray] = {}
     per_pair: dict[str, list] = {c: [] for c in PAIR_COLUMNS}
@@ -164,12 +194,18 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
             per_pair[c].append(values)
         for c, value in _device_scalars(hw, bw_f, units).items():
             scalars.setdefault(c, []).append(value)
+        scalars.setdefault("dispatch_floor_s", []).append(
+            float(hw.launch_overhead_s) if profile is None
+            else profile.dispatch_floor_s(hw.kind, float(hw.launch_overhead_s)))
     for c, table in per_pair.items():
         arr = np.array(table, dtype=float if c == "peak_flops_per_s" else object)
         data[c] = arr.reshape(n_dev, len(pairs))[:, pidx].reshape(-1)
     for c, values in scalars.items():
         data[c] = np.repeat(np.array(values, dtype=object if c in ("device", "device_kind")
                                      else float), n)
+    data["runtime"] = np.full(n * n_dev, "" if profile is None else profile.name, dtype=object)
+    data["learned_from"] = np.full(n * n_dev, "" if profile is None else profile.learned_from,
+                                   dtype=object)
     elem = pd.Series(dtypes).map(STORAGE_BYTES).to_numpy(float)
     moved = workload["bytes_read"].to_numpy(float) + workload["bytes_written"].to_numpy(float)
     flops = workload["flops"].to_numpy(float)

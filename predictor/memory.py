@@ -12,8 +12,9 @@ keep their width):
   view op (Reshape, Flatten, Squeeze, ... on the ``free`` engine) whose output has the byte size
   of its first input aliases that buffer instead of allocating (ORT reuses the buffer); it only
   extends the buffer's lifetime (a view of a weight is not an activation). At step i the live set holds the node's inputs and outputs;
-  ``peak_activation_bytes`` = max over steps of the live bytes. With ``config.fusion`` the
-  intermediate tensors inside fused groups are never materialised and are left out.
+  ``peak_activation_bytes`` = max over steps of the live bytes. The intermediate tensors
+  inside the groups of the runtime's kernel plan (fused groups) are never materialised and are
+  left out.
 * **Training** (all forward activations are kept for the backward pass, no recomputation):
   ``saved_activation_bytes`` = every activation buffer (model inputs included);
   ``peak_activation_bytes`` = saved + the largest backward working set of one node
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from roofcast.graph_import.types import Engine, Graph, TensorInfo
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.precision import rescale_bytes
+from roofcast.predictor.runtimes.patterns import KernelPlan
 from roofcast.predictor.training import (
     OPTIMIZERS,
     is_float,
@@ -158,18 +160,19 @@ def _weights_bytes(graph: Graph, precision: str, trainable: set[str], train_prec
     return sum(seen.values())
 
 
-def memory_footprint(graph: Graph, config: RunConfig) -> MemoryFootprint:
-    """The footprint of one run of ``graph`` under ``config`` (see module docstring)."""
-    from roofcast.predictor.fusion import fusion_groups
-
+def memory_footprint(graph: Graph, config: RunConfig, plan: KernelPlan | None = None
+                     ) -> MemoryFootprint:
+    """The footprint of one run of ``graph`` under ``config`` (see module docstring); ``plan``:
+    the runtime's kernel plan (``predictor.workload.kernel_plan``), whose groups' intermediate
+    tensors are never materialised (None: every node's output is)."""
     precision = config.precision
     if config.mode != "train":
         skip: set[str] = set()
         step_of: dict[str, int] = {}
-        if config.fusion:
+        if plan is not None and plan.groups:
             g = graph.nx_graph
             index = {node.name: i for i, node in enumerate(graph.ops())}
-            for members in fusion_groups(graph).values():
+            for members in plan.groups.values():
                 for name in members[:-1]:
                     skip.update(t.name for t in g.nodes[name]["op"].outputs)
                 step_of.update((name, index[members[-1]]) for name in members)

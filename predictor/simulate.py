@@ -2,9 +2,13 @@
 
 ``predict_graph(graph, hw, config, estimator)``:
 
-1. ``workload_table(graph, config)`` (forward [+ fusion] [+ backward + update rows]);
-2. ``featurize(workload, hw, config)`` and the estimator's ``explain`` -> per-row times (the
-   estimator is a name or an object: ``estimators.as_estimator``);
+0. the execution profile: ``resolve_runtime(config.runtime, hw.kind)`` (None: the device
+   kind's default, ``onnxruntime-cpu`` on CPUs, ``pytorch-eager`` on GPUs; a runtime that does
+   not run on that kind is a ``PredictionError``);
+1. ``workload_table(graph, config, profile)`` (forward rows mapped to the runtime's kernels
+   [+ backward + update rows]);
+2. ``featurize(workload, hw, config, profile)`` and the estimator's ``explain`` -> per-row
+   times (the estimator is a name or an object: ``estimators.as_estimator``);
 3. **sequential time** ``total_s`` = sum of the rows' ``time_s`` (one stream, kernels back to
    back, each paying its own launch overhead as the time-roofline estimator models it);
 4. **critical path** (``config.inter_op``): ops on independent branches may run concurrently.
@@ -41,7 +45,9 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import MemoryFootprint, memory_footprint
-from roofcast.predictor.workload import workload_table
+from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
+from roofcast.predictor.runtimes.patterns import KernelPlan, plan_summary
+from roofcast.predictor.workload import kernel_plan, workload_table
 
 LOSS = ("loss", "")
 
@@ -56,7 +62,8 @@ class Prediction:
     ``by_op_type`` / ``by_bound`` / ``by_phase``: ``breakdown`` tables (time_s, kernels, flops,
     bytes, share). ``memory``: the footprint (bytes). ``estimator``: the estimator's name.
     ``summary``: a learned estimator's end-to-end estimate, interval and model-level OOD flag
-    (``LearnedModel.summarize``; empty for analytical estimators).
+    (``LearnedModel.summarize``; empty for analytical estimators). ``runtime``: the name of
+    the execution profile the kernels were mapped for (``predictor.runtimes``).
     """
 
     graph_name: str
@@ -73,6 +80,7 @@ class Prediction:
     memory: MemoryFootprint
     notes: tuple[str, ...] = field(default_factory=tuple)
     summary: Mapping[str, Any] = field(default_factory=dict)
+    runtime: str = ""
 
     @property
     def time_s(self) -> float:
@@ -115,11 +123,12 @@ class Prediction:
         return other.time_s / self.time_s
 
 
-def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: Any) -> pd.DataFrame:
-    """Workload rows + device features + the estimator's explain columns. ``hw``: one
-    HardwareSpec or a sequence (``featurize``'s device-major stack); ``estimator``: a name or
-    an estimator object (``as_estimator``)."""
-    feats = featurize(workload, hw, config)
+def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: Any,
+             profile: ExecutionProfile | None = None) -> pd.DataFrame:
+    """Workload rows + device and runtime features + the estimator's explain columns. ``hw``:
+    one HardwareSpec or a sequence (``featurize``'s device-major stack); ``estimator``: a name
+    or an estimator object (``as_estimator``); ``profile``: the execution profile."""
+    feats = featurize(workload, hw, config, profile)
     expl = as_estimator(estimator).explain(feats)
     return pd.concat([feats, expl.drop(columns=[c for c in expl.columns if c in feats.columns])],
                      axis=1)
@@ -213,6 +222,17 @@ def breakdown(per_op: pd.DataFrame, by: str) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def runtime_notes(profile: ExecutionProfile, plan: KernelPlan, config: RunConfig
+                  ) -> tuple[str, ...]:
+    """The runtime's kernel mapping in one line, and a word when ``fusion`` asks for nothing
+    the runtime has."""
+    notes = [plan_summary(profile.name, plan)]
+    if config.fusion and not profile.fusion_patterns:
+        notes.append(f"fusion on: {profile.name} has no graph-optimiser fusions beyond its "
+                     "kernel mapping, so it changes nothing")
+    return tuple(notes)
+
+
 def _notes(per_op: pd.DataFrame, config: RunConfig) -> tuple[str, ...]:
     notes = []
     if "peak_note" in per_op:
@@ -235,13 +255,16 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
     under ``config`` (see module docstring). ``estimator``: a name or an estimator object."""
     hw = get_device(hw)
     est = as_estimator(estimator)
-    workload = workload_table(graph, config, allow_incomplete=allow_incomplete)
+    profile = resolve_runtime(config.runtime, hw.kind)
+    plan = kernel_plan(graph, config, profile)
+    workload = workload_table(graph, config, profile, allow_incomplete=allow_incomplete,
+                              plan=plan)
     if workload.empty:
         raise PredictionError(
             f"model {graph.name!r} has no op that does work (every node is a free view op); "
             "nothing to predict"
         )
-    per_op = evaluate(workload, hw, config, est)
+    per_op = evaluate(workload, hw, config, est, profile)
     times = per_op["time_s"].to_numpy(float)
     crit_s: float | None = None
     crit_path: tuple[str, ...] = ()
@@ -255,9 +278,11 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
         graph_name=graph.name, device=hw.id, config=config, estimator=est.name, per_op=per_op,
         total_s=float(times.sum()), critical_path_s=crit_s, critical_path=crit_path,
         by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
-        by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config),
-        notes=_incomplete_notes(graph) + _notes(per_op, config),
+        by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config, plan),
+        notes=(_incomplete_notes(graph) + runtime_notes(profile, plan, config)
+               + _notes(per_op, config)),
         summary=est.summarize(per_op, hw.kind) if hasattr(est, "summarize") else {},
+        runtime=profile.name,
     )
 
 

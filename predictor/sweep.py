@@ -2,8 +2,12 @@
 
 ``sweep(graph_source, devices, batches, precisions, modes, estimator)``:
 
+* every device runs under its execution profile: ``resolve_runtime(runtime, device kind)``
+  (``runtime`` None: each kind's default — a compare of a CPU and a GPU gets onnxruntime-cpu
+  and pytorch-eager; a named runtime that does not run on a device's kind is a
+  ``PredictionError``). Devices are grouped by profile;
 * the model is imported once per batch (``graph_source(batch)``) and its workload built once per
-  (batch, precision, mode) — device-independent;
+  (batch, precision, mode, profile) — device-independent within a profile;
 * for each (precision, mode) the workloads of all batches are stacked into one table, and
   ``predictor.features.featurize`` (vectorised over devices: the device columns are looked up
   once per device and (engine, dtype) pair) builds the table of rows x devices; **one**
@@ -12,7 +16,8 @@
   critical path is one dynamic programme over the step DAG with a (nodes x devices) time matrix.
   No per-cell ``predict_graph`` loop.
 
-Output: one row per (device, batch, precision, mode) with ``time_s`` (critical path with
+Output: one row per (device, batch, precision, mode) with ``runtime`` (the profile's name),
+``time_s`` (critical path with
 ``inter_op``, else the sequential sum), ``speedup`` over the baseline device in the same
 (batch, precision, mode) cell (= baseline time / time), ``throughput_samples_per_s`` = batch /
 time_s, memory total and whether it fits, ``throughput_per_usd`` = throughput / list price and
@@ -37,14 +42,15 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import GraphSource, memory_footprint
+from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.simulate import critical_path_times, step_dag
-from roofcast.predictor.workload import workload_table
+from roofcast.predictor.workload import kernel_plan, workload_table
 
 BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
 NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
 
 SWEEP_COLUMNS: tuple[str, ...] = (
-    "model", "device", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",
+    "model", "device", "runtime", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",
     "speedup", "baseline", "throughput_samples_per_s", "memory_bytes", "mem_capacity_bytes",
     "fits", "price_usd", "tdp_W", "throughput_per_usd", "throughput_per_W", "dominant_bound",
     "compute_s", "memory_s", "overhead_s", "kernels", "peak_notes", "lower_s", "upper_s",
@@ -66,42 +72,68 @@ def _resolve_devices(devices: Sequence) -> list:
 def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
           precisions: Sequence[str] = ("fp32",), modes: Sequence[str] = ("infer",),
           estimator: Any = DEFAULT_ESTIMATOR, *, baseline=None,
-          fusion: bool = False, inter_op: bool = False, optimizer: str = "adam",
-          threads: int | None = None, allow_incomplete: bool = False) -> pd.DataFrame:
+          fusion: bool | None = None, inter_op: bool = False, optimizer: str = "adam",
+          threads: int | None = None, allow_incomplete: bool = False,
+          runtime: str | ExecutionProfile | None = None) -> pd.DataFrame:
     """Predict every (device, batch, precision, mode) cell (see module docstring).
 
     ``graph_source(batch)``: the model imported at that batch (its other dims bound by the
     import, e.g. ``roofcast.load_model(path, sequence=128).at``); ``devices``: ids / inline
     what-if specs / HardwareSpec objects; ``estimator``: a name or an estimator object;
-    ``baseline``: the device id speedups are relative to (default: the first device).
+    ``baseline``: the device id speedups are relative to (default: the first device);
+    ``runtime``: the execution profile (None: each device kind's default); ``fusion``: the
+    runtime's fusion patterns on/off (None: its default).
     """
     specs = _resolve_devices(devices)
     if not batches:
         raise PredictionError("no batch sizes to sweep; give at least one batch size")
     base_id = specs[0].id if baseline is None else _baseline_id(baseline, specs)
     est = as_estimator(estimator)
+    by_profile: dict[str, tuple[ExecutionProfile, list]] = {}
+    for hw in specs:
+        prof = resolve_runtime(runtime, hw.kind)
+        by_profile.setdefault(prof.name, (prof, []))[1].append(hw)
     graphs = {b: graph_source(b) for b in dict.fromkeys(batches)}
-    n_dev = len(specs)
+    run_name = runtime.name if isinstance(runtime, ExecutionProfile) else runtime
     frames = []
     for precision in precisions:
         for mode in modes:
             configs = {b: run_config(g, precision=precision, mode=mode, threads=threads,
-                                     inter_op=inter_op, fusion=fusion, optimizer=optimizer)
+                                     inter_op=inter_op, fusion=fusion, optimizer=optimizer,
+                                     runtime=run_name)
                        for b, g in graphs.items()}
-            works = []
-            for cell, (b, graph) in enumerate(graphs.items()):
-                w = workload_table(graph, configs[b], allow_incomplete=allow_incomplete)
-                if w.empty:
-                    raise PredictionError(f"model {graph.name!r} has no op that does work")
-                works.append(w.assign(_cell=cell))
-            stack = pd.concat(works, ignore_index=True)
-            cfg0 = next(iter(configs.values()))
-            feats = featurize(stack, specs, cfg0)
-            expl = est.explain(feats)
-            frames.append(_cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op,
-                                 precision, mode))
+            for prof, group in by_profile.values():
+                frames.append(_profile_cells(graphs, configs, prof, group, est, inter_op,
+                                             precision, mode, allow_incomplete))
     out = pd.concat(frames, ignore_index=True)
+    order = {hw.id: i for i, hw in enumerate(specs)}
+    out = out.assign(_p=out["precision"].map({p: i for i, p in enumerate(precisions)}),
+                     _m=out["mode"].map({m: i for i, m in enumerate(modes)}),
+                     _b=out["batch"].map({b: i for i, b in enumerate(graphs)}),
+                     _d=out["device"].map(order))
+    out = out.sort_values(["_p", "_m", "_b", "_d"], kind="stable").drop(
+        columns=["_p", "_m", "_b", "_d"]).reset_index(drop=True)
     return _finish(out, base_id)
+
+
+def _profile_cells(graphs, configs, profile: ExecutionProfile, specs: list, est, inter_op: bool,
+                   precision: str, mode: str, allow_incomplete: bool) -> pd.DataFrame:
+    """The cells of the devices running under ``profile`` for one (precision, mode)."""
+    works, plans = [], {}
+    for cell, (b, graph) in enumerate(graphs.items()):
+        plans[b] = kernel_plan(graph, configs[b], profile)
+        w = workload_table(graph, configs[b], profile, allow_incomplete=allow_incomplete,
+                           plan=plans[b])
+        if w.empty:
+            raise PredictionError(f"model {graph.name!r} has no op that does work")
+        works.append(w.assign(_cell=cell))
+    stack = pd.concat(works, ignore_index=True)
+    cfg0 = next(iter(configs.values()))
+    feats = featurize(stack, specs, cfg0, profile)
+    expl = est.explain(feats)
+    out = _cells(stack, feats, expl, graphs, configs, plans, specs, len(specs), inter_op,
+                 precision, mode)
+    return out.assign(runtime=profile.name)
 
 
 def _baseline_id(baseline, specs: list) -> str:
@@ -116,7 +148,7 @@ def _baseline_id(baseline, specs: list) -> str:
     return wanted
 
 
-def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precision, mode):
+def _cells(stack, feats, expl, graphs, configs, plans, specs, n_dev, inter_op, precision, mode):
     n_cell = len(graphs)
     dev = np.repeat(np.arange(n_dev), len(stack))  # featurize is device-major
     idx = feats["_cell"].to_numpy() * n_dev + dev
@@ -146,7 +178,7 @@ def _cells(stack, feats, expl, graphs, configs, specs, n_dev, inter_op, precisio
             crit[cell * n_dev + np.arange(n_dev)] = lengths
     records = []
     for cell, (b, graph) in enumerate(graphs.items()):
-        mem = memory_footprint(graph, configs[b]).total_bytes
+        mem = memory_footprint(graph, configs[b], plans[b]).total_bytes
         for d, hw in enumerate(specs):
             i = cell * n_dev + d
             records.append({

@@ -2,7 +2,8 @@
 
 Contract: ``graph_import.workload_schema`` (plus ``predictor.workload_rows.EXTRA_COLUMNS``).
 
-``workload_table(graph, config)`` builds:
+``workload_table(graph, config, profile)`` builds, for the execution profile ``profile`` (an
+``ExecutionProfile`` or a runtime name, ``predictor.runtimes``):
 
 1. **forward rows**, one per costed OpNode in topological order. Ops on the ``free`` engine
    (shape/view ops in ``graph_import.costs.FREE_OPS``) do zero work and launch no kernel, so
@@ -10,7 +11,11 @@ Contract: ``graph_import.workload_schema`` (plus ``predictor.workload_rows.EXTRA
    ``config.dims`` entry that contradicts the graph's bound dims is an error, never ignored.
    Bytes are rescaled to ``config.precision`` by ``predictor.precision.rescale_cost`` (float
    tensors at the precision's width, integer tensors kept); FLOPs never change with precision.
-2. with ``config.fusion``: forward rows merged into fused groups (``predictor.fusion``);
+2. the rows the runtime launches: the profile's kernel plan (``runtimes.build_plan``: its
+   ``patterns``, plus its ``fusion_patterns`` when ``config.fusion`` is on — None: the
+   profile's ``fusion_default``) applied by ``predictor.fusion.apply_plan`` (views dropped,
+   groups merged, replacing and extra kernels). A precision the profile does not run is a
+   ``PredictionError`` naming the runtimes that run it;
 3. with ``config.mode == "train"``: backward and optimizer-update rows
    (``predictor.training``).
 
@@ -29,8 +34,10 @@ from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.types import Engine, Graph
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.fusion import fuse_rows
+from roofcast.predictor.fusion import apply_plan
 from roofcast.predictor.precision import compute_dtype, rescale_cost
+from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
+from roofcast.predictor.runtimes.patterns import KernelPlan, build_plan
 from roofcast.predictor.training import training_rows
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS, frame
 
@@ -100,11 +107,33 @@ def forward_rows(graph: Graph, config: RunConfig, allow_incomplete: bool = False
     return frame(cols)
 
 
-def workload_table(graph: Graph, config: RunConfig, allow_incomplete: bool = False) -> pd.DataFrame:
-    """The workload of one run of ``graph`` under ``config`` (forward [+ fused] [+ training])."""
+def check_precision(profile: ExecutionProfile, precision: str) -> None:
+    """PredictionError when ``profile`` does not run ``precision``, naming the runtimes that do."""
+    if precision in profile.precisions:
+        return
+    others = [n for n in runtime_names() if precision in get_runtime(n).precisions]
+    raise PredictionError(
+        f"runtime {profile.name!r} does not run {precision} (it runs "
+        f"{', '.join(profile.precisions)}); runtimes that run {precision}: "
+        f"{', '.join(others) or 'none'}")
+
+
+def kernel_plan(graph: Graph, config: RunConfig, profile: ExecutionProfile | str) -> KernelPlan:
+    """The kernel plan of ``graph`` under ``profile`` for ``config`` (precision checked)."""
+    prof = get_runtime(profile)
+    check_precision(prof, config.precision)
+    return build_plan(graph, prof, config.fusion)
+
+
+def workload_table(graph: Graph, config: RunConfig, profile: ExecutionProfile | str,
+                   allow_incomplete: bool = False, plan: KernelPlan | None = None
+                   ) -> pd.DataFrame:
+    """The workload of one run of ``graph`` under ``config`` as ``profile`` runs it (forward
+    rows mapped to the runtime's kernels [+ training]). ``plan``: the ``kernel_plan`` when the
+    caller already built it."""
     rows = forward_rows(graph, config, allow_incomplete=allow_incomplete)
-    if config.fusion:
-        rows = fuse_rows(graph, rows, config)
+    plan = kernel_plan(graph, config, profile) if plan is None else plan
+    rows = apply_plan(graph, rows, plan, config.precision)
     if config.mode == "train":
         rows = pd.concat([rows, training_rows(graph, config)], ignore_index=True)
     return rows

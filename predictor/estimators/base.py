@@ -5,8 +5,9 @@ seconds. Common terms (vectorised):
 
 * ``compute_s = flops / peak_flops_per_s`` (0 for data/free ops, whose peak is ``inf``);
 * ``memory_s = (bytes_read + bytes_written) / mem_bw_Bps`` (unfused, compulsory DRAM traffic);
-* ``overhead_s = launch_overhead_s`` per kernel (0 for ``free`` ops and for rows that neither
-  compute nor move bytes: no kernel is launched).
+* ``overhead_s = dispatch_floor_s`` per kernel — the execution profile's per-kernel floor on
+  that device (``featurize``), ``launch_overhead_s`` (the device's own) in a table without it —
+  0 for ``free`` ops and for rows that neither compute nor move bytes: no kernel is launched.
 
 Launch overhead ``L`` combines with the kernel's own time ``T`` in one of ``OVERHEAD_MODES``:
 ``floor`` — ``max(T, L)``, the time-based roofline of Yang et al. 2020: in a stream of kernels the
@@ -53,6 +54,12 @@ def check_features(X: pd.DataFrame, extra: tuple[str, ...] = ()) -> None:
         )
 
 
+def overhead_column(X: pd.DataFrame) -> str:
+    """``dispatch_floor_s`` when the table has it (the runtime's floor), else
+    ``launch_overhead_s``."""
+    return "dispatch_floor_s" if "dispatch_floor_s" in X.columns else "launch_overhead_s"
+
+
 def base_terms(X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(compute_s, memory_s, overhead_s) arrays of the plain roofline terms."""
     flops = X["flops"].to_numpy(float)
@@ -63,7 +70,7 @@ def base_terms(X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         compute = np.where(flops > 0, flops / peak, 0.0)
     memory = moved / bw
     launches = (X["engine"].astype(str).to_numpy() != "free") & ((flops > 0) | (moved > 0))
-    overhead = np.where(launches, X["launch_overhead_s"].to_numpy(float), 0.0)
+    overhead = np.where(launches, X[overhead_column(X)].to_numpy(float), 0.0)
     return compute, memory, overhead
 
 

@@ -11,13 +11,14 @@ folder, see ``catalog``). It says
   when the run's ``fusion`` setting is on (``fusion_default`` when the run does not say);
 * ``dispatch_floor_us``: per device kind, the time one kernel costs at least (host dispatch +
   launch, µs); a kind missing here uses the device's own ``launch_overhead_us``;
-  ``overhead_mode``: ``floor`` (``max(T, L)``: launches overlap running kernels) or ``additive``
-  (``T + L``); ``graph_capture``: launches are replayed from a captured graph, so the floor is
-  the device's own launch overhead only;
+  ``graph_capture``: launches are replayed from a captured graph (CUDA graphs, a TensorRT
+  engine), so the floor is the device's own launch overhead only. How the floor combines with
+  a kernel's time (``max(T, L)`` or ``T + L``) is the estimator's ``overhead`` setting;
 * math defaults: ``tf32_families`` (op families whose fp32 math runs as TF32 on a device with
   TF32 matrix units), ``attention`` (``eager``: score matrix materialised, ``fused``: one
-  flash-style kernel), ``attention_score_passes`` (extra elementwise passes an eager
-  implementation makes over the score matrix: scale, mask);
+  flash-style kernel; requires the ``fused-attention`` pattern), ``attention_score_passes``
+  (elementwise passes an eager implementation makes over the score matrix: scale, mask;
+  requires the ``attention-score-passes`` pattern when > 0);
 * ``precisions``: the compute precisions the runtime runs;
 * ``learned_from``: the runtime whose measured kernels train the learned efficiencies this
   profile uses until it has its own measurements (itself when it has them).
@@ -32,14 +33,15 @@ from typing import Any
 from roofcast.predictor.errors import PredictionError
 
 DEVICE_KINDS: tuple[str, ...] = ("gpu", "cpu", "accelerator")
-OVERHEAD_MODES: tuple[str, ...] = ("floor", "additive")
 ATTENTION_IMPLEMENTATIONS: tuple[str, ...] = ("eager", "fused")
 KNOWN_KEYS: frozenset[str] = frozenset({
     "name", "description", "device_kinds", "patterns", "fusion_patterns", "fusion_default",
-    "dispatch_floor_us", "overhead_mode", "graph_capture", "tf32_families", "attention",
+    "dispatch_floor_us", "graph_capture", "tf32_families", "attention",
     "attention_score_passes", "precisions", "learned_from", "notes", "sources",
 })
 MAX_FLOOR_US = 1e5
+#: op families whose fp32 math a runtime may run as TF32 (matrix-unit families only).
+TF32_FAMILIES: tuple[str, ...] = ("conv", "matmul", "attention")
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,7 @@ class ExecutionProfile:
     patterns: tuple[str, ...] = ()
     fusion_patterns: tuple[str, ...] = ()
     fusion_default: bool = False
-    dispatch_floor_us: Mapping[str, float] = field(default_factory=dict)
-    overhead_mode: str = "floor"
+    dispatch_floor_us: Mapping[str, float] = field(default_factory=dict, hash=False)
     graph_capture: bool = False
     tf32_families: tuple[str, ...] = ()
     attention: str = "eager"
@@ -149,15 +150,32 @@ def profile_from_document(doc: Mapping[str, Any], where: str, *, known_patterns:
     notes = doc.get("notes", "")
     if not isinstance(notes, str):
         raise PredictionError(f"{where}: notes must be a string")
+    attention = _choice(doc, "attention", ATTENTION_IMPLEMENTATIONS, "eager", where)
+    _check_attention(attention, int(passes), patterns + fusion_patterns, where)
+    families = _strings(doc, "tf32_families", where)
+    bad_f = [f for f in families if f not in TF32_FAMILIES]
+    if bad_f:
+        raise PredictionError(f"{where}: tf32_families {bad_f} unknown; choose among "
+                              f"{', '.join(TF32_FAMILIES)}")
     return ExecutionProfile(
         name=name, description=description.strip(), device_kinds=kinds, patterns=patterns,
         fusion_patterns=fusion_patterns,
         fusion_default=_flag(doc, "fusion_default", False, where),
         dispatch_floor_us={str(k): float(v) for k, v in floors.items()},
-        overhead_mode=_choice(doc, "overhead_mode", OVERHEAD_MODES, "floor", where),
         graph_capture=_flag(doc, "graph_capture", False, where),
-        tf32_families=_strings(doc, "tf32_families", where),
-        attention=_choice(doc, "attention", ATTENTION_IMPLEMENTATIONS, "eager", where),
+        tf32_families=families, attention=attention,
         attention_score_passes=int(passes), precisions=precs, learned_from=learned_from,
         notes=notes, source=where,
     )
+
+
+def _check_attention(attention: str, passes: int, patterns: tuple[str, ...], where: str) -> None:
+    """The attention settings and the patterns that implement them must agree."""
+    if attention == "fused" and "fused-attention" not in patterns:
+        raise PredictionError(f"{where}: attention = 'fused' needs the 'fused-attention' pattern "
+                              "in patterns")
+    if attention == "eager" and "fused-attention" in patterns:
+        raise PredictionError(f"{where}: the 'fused-attention' pattern needs attention = 'fused'")
+    if passes and (attention != "eager" or "attention-score-passes" not in patterns):
+        raise PredictionError(f"{where}: attention_score_passes = {passes} needs attention = "
+                              "'eager' and the 'attention-score-passes' pattern")

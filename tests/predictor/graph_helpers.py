@@ -96,3 +96,19 @@ def batched_chain(batch: int):
     x, w, h, y = t("x", batch, 1000), t("w", 1000, 1000), t("h", batch, 1000), t("y", batch, 1000)
     return graph([op("mm", "MatMul", [x, w], [h], engine=Engine.MATRIX, weights=["w"]),
                   op("relu", "Relu", [h], [y])], [x], [y], dims={"batch": batch})
+
+
+def _as_written():
+    from roofcast.predictor.config import PRECISIONS
+    from roofcast.predictor.runtimes import ExecutionProfile
+
+    return ExecutionProfile(
+        name="as-written", description="one kernel per costed node; epilogue fusion when on",
+        device_kinds=("gpu", "cpu", "accelerator"), fusion_patterns=("epilogue",),
+        precisions=PRECISIONS)
+
+
+#: A test profile: the graph as written (one kernel per costed node, the device's own launch
+#: overhead), the ``epilogue`` fusion when the run's ``fusion`` is on: what the workload meant
+#: before execution profiles, so tests of the cost arithmetic keep their expected values.
+AS_WRITTEN = _as_written()

@@ -9,8 +9,8 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.fusion import fusion_groups
 from roofcast.predictor.memory import memory_footprint
 from roofcast.predictor.simulate import predict_graph
-from roofcast.predictor.workload import workload_table
-from tests.predictor.graph_helpers import branched_graph, graph, op, t, toy_device
+from roofcast.predictor.workload import kernel_plan, workload_table
+from tests.predictor.graph_helpers import AS_WRITTEN, branched_graph, graph, op, t, toy_device
 
 
 def linear_relu():
@@ -29,7 +29,7 @@ def linear_relu():
 def test_bias_and_activation_fuse_into_the_matmul_without_round_trips():
     g = linear_relu()
     assert fusion_groups(g) == {"mm": ["mm", "bias", "relu"]}
-    w = workload_table(g, RunConfig(fusion=True))
+    w = workload_table(g, RunConfig(fusion=True), AS_WRITTEN)
     assert len(w) == 1
     row = w.iloc[0]
     assert row["fused_nodes"] == "mm+bias+relu"
@@ -43,7 +43,7 @@ def test_bias_and_activation_fuse_into_the_matmul_without_round_trips():
 
 
 def test_fused_bytes_scale_with_precision():
-    w = workload_table(linear_relu(), RunConfig(fusion=True, precision="fp16"))
+    w = workload_table(linear_relu(), RunConfig(fusion=True, precision="fp16"), AS_WRITTEN)
     assert w.iloc[0]["bytes_read"] == 2 * (8 * 64 + 64 * 32 + 32)
     assert w.iloc[0]["bytes_written"] == 2 * (8 * 32)
 
@@ -53,7 +53,7 @@ def test_two_producers_or_two_consumers_block_fusion():
     # a has two consumers (b, c); d (Add) has two producers; b and c are fusible into a only
     # if a's output had a single consumer -> nothing fuses
     assert fusion_groups(g) == {}
-    assert len(workload_table(g, RunConfig(fusion=True))) == 4
+    assert len(workload_table(g, RunConfig(fusion=True), AS_WRITTEN)) == 4
 
 
 def test_model_output_is_not_fused_away():
@@ -66,13 +66,17 @@ def test_model_output_is_not_fused_away():
 def test_fusion_saves_launches_and_traffic_and_is_never_slower():
     g = linear_relu()
     hw = toy_device(matrix_flops=1e10, overhead_s=5e-6)
+    # the graph as written, epilogue fusion on or off (a GPU's default runtime, pytorch-eager,
+    # puts the bias in addmm either way)
+    plain_cfg = RunConfig(runtime=AS_WRITTEN)
+    fused_cfg = RunConfig(fusion=True, runtime=AS_WRITTEN)
     for est in ("roofline", "no-overlap", "time-roofline", "traffic"):
-        plain = predict_graph(g, hw, RunConfig(), est)
-        fused = predict_graph(g, hw, RunConfig(fusion=True), est)
+        plain = predict_graph(g, hw, plain_cfg, est)
+        fused = predict_graph(g, hw, fused_cfg, est)
         assert fused.total_s <= plain.total_s * (1 + 1e-12), est
     # time-roofline: 3 kernels each floored at 5 µs -> 1 kernel
-    plain = predict_graph(g, hw, RunConfig(), "time-roofline")
-    fused = predict_graph(g, hw, RunConfig(fusion=True), "time-roofline")
+    plain = predict_graph(g, hw, plain_cfg, "time-roofline")
+    fused = predict_graph(g, hw, fused_cfg, "time-roofline")
     assert len(fused.per_op) == 1
     assert fused.per_op["overhead_s"].sum() == pytest.approx(plain.per_op["overhead_s"].sum() / 3)
 
@@ -80,7 +84,8 @@ def test_fusion_saves_launches_and_traffic_and_is_never_slower():
 def test_fused_group_keeps_its_inputs_and_outputs_live_together():
     g = linear_relu()
     plain = memory_footprint(g, RunConfig())
-    fused = memory_footprint(g, RunConfig(fusion=True))
+    fused = memory_footprint(g, RunConfig(fusion=True),
+                             kernel_plan(g, RunConfig(fusion=True), AS_WRITTEN))
     # unfused peak: x + y0 at the matmul (2048 + 1024 B), then y0 + y1, y1 + y;
     # fused: y0, y1 never exist, x and y are live together at the group's step
     assert plain.peak_activation_bytes == 4 * (8 * 64 + 8 * 32)
@@ -89,7 +94,7 @@ def test_fused_group_keeps_its_inputs_and_outputs_live_together():
 
 
 def test_training_keeps_backward_unfused():
-    w = workload_table(linear_relu(), RunConfig(fusion=True, mode="train"))
+    w = workload_table(linear_relu(), RunConfig(fusion=True, mode="train"), AS_WRITTEN)
     assert (w["phase"] == "forward").sum() == 1
     assert set(w.loc[w["phase"] == "backward", "node"]) == {"mm", "bias", "relu"}
 
@@ -131,7 +136,7 @@ def test_residual_add_fuses_into_a_conv_epilogue_and_reads_the_skip_tensor():
     g = residual_block("Conv")
     # relu1's output h has two consumers (head2, add): it stays the end of conv1's group
     assert fusion_groups(g) == {"conv1": ["conv1", "relu1"], "head2": ["head2", "add", "relu"]}
-    w = workload_table(g, RunConfig(fusion=True)).set_index("node")
+    w = workload_table(g, RunConfig(fusion=True), AS_WRITTEN).set_index("node")
     tensor = 4 * 8 * 16
     # reads h (conv input), w2, h again (the skip input); c2 and s never touch memory
     assert w.loc["head2", "bytes_read"] == tensor + 4 * 64 + tensor
@@ -152,7 +157,7 @@ def test_measured_fused_rows_count_traffic_like_predicted_ones():
     g = linear_relu()
     nodes = [g.nx_graph.nodes[n]["op"] for n in ("mm", "bias", "relu")]
     measured = group_work(nodes, g)
-    predicted = workload_table(g, RunConfig(fusion=True)).iloc[0]
+    predicted = workload_table(g, RunConfig(fusion=True), AS_WRITTEN).iloc[0]
     assert measured["bytes_read"] == predicted["bytes_read"] == 4 * (8 * 64 + 64 * 32 + 32)
     assert measured["bytes_written"] == predicted["bytes_written"] == 4 * 8 * 32
     # without the graph: the members' unfused sums (y0 and y1 each written once, read once)
@@ -210,7 +215,7 @@ def silu_after(head: str):
 def test_silu_diamond_fuses_into_a_conv_epilogue():
     g = silu_after("Conv")
     assert fusion_groups(g) == {"head": ["head", "sig", "mul"]}
-    row = workload_table(g, RunConfig(fusion=True)).iloc[0]
+    row = workload_table(g, RunConfig(fusion=True), AS_WRITTEN).iloc[0]
     tensor = 4 * 8 * 16
     # reads x and w; c and s never touch memory; y written once
     assert row["bytes_read"] == tensor + 4 * 64

@@ -11,7 +11,7 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.workload import workload_table
-from tests.predictor.graph_helpers import branched_graph, graph, op, t, toy_device
+from tests.predictor.graph_helpers import AS_WRITTEN, branched_graph, graph, op, t, toy_device
 
 N = 1000
 US = 1e-6
@@ -68,7 +68,7 @@ def test_free_view_ops_get_no_row_and_no_time():
     g = graph([op("reshape", "Reshape", [x], [r], engine=Engine.FREE,
                   cost=FREE_COST),
                op("relu", "Relu", [r], [y], flops=1000)], [x], [y])
-    w = workload_table(g, RunConfig())
+    w = workload_table(g, RunConfig(), AS_WRITTEN)
     assert list(w["node"]) == ["relu"]
     p = predict_graph(g, toy_device(), RunConfig(inter_op=True), "roofline")
     assert p.total_s == pytest.approx(8000 / 1e9) == p.critical_path_s
@@ -76,8 +76,8 @@ def test_free_view_ops_get_no_row_and_no_time():
 
 def test_fp16_halves_float_bytes_and_keeps_flops():
     g = branched_graph(N)
-    w32 = workload_table(g, RunConfig())
-    w16 = workload_table(g, RunConfig(precision="fp16"))
+    w32 = workload_table(g, RunConfig(), AS_WRITTEN)
+    w16 = workload_table(g, RunConfig(precision="fp16"), AS_WRITTEN)
     assert (w16["bytes_read"] * 2 == w32["bytes_read"]).all()
     assert (w16["flops"] == w32["flops"]).all()
     assert set(w16["dtype"]) == {"fp16"}
@@ -96,8 +96,8 @@ def test_config_dims_must_match_the_import():
     g = branched_graph(N)
     g.dims = {"batch": 4}
     with pytest.raises(PredictionError, match="imported with batch=4"):
-        workload_table(g, RunConfig(dims={"batch": 8}))
-    assert len(workload_table(g, RunConfig(dims={"batch": 4}))) == 4
+        workload_table(g, RunConfig(dims={"batch": 8}), AS_WRITTEN)
+    assert len(workload_table(g, RunConfig(dims={"batch": 4}), AS_WRITTEN)) == 4
 
 
 def test_unknown_estimator_lists_the_known_ones():

@@ -14,7 +14,7 @@ from roofcast.predictor.memory import memory_footprint
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.sweep import sweep
 from roofcast.predictor.workload import workload_table
-from tests.predictor.graph_helpers import batched_chain, priced_devices
+from tests.predictor.graph_helpers import AS_WRITTEN, batched_chain, priced_devices
 
 DEVICES = priced_devices()
 
@@ -60,7 +60,7 @@ def test_featurize_over_devices_stacks_the_one_device_tables():
     """One vectorised featurize over D devices = the D one-device tables, device-major."""
     graph = batched_chain(4)
     cfg = run_config(graph, threads=2)
-    work = workload_table(graph, cfg)
+    work = workload_table(graph, cfg, AS_WRITTEN)
     many = featurize(work, DEVICES, cfg)
     one = pd.concat([featurize(work, hw, cfg) for hw in DEVICES], ignore_index=True)
     pd.testing.assert_frame_equal(many, one, check_exact=True)

@@ -9,7 +9,7 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.training import requires_grad_tensors, trainable_params
 from roofcast.predictor.workload import workload_table
-from tests.predictor.graph_helpers import graph, op, t, toy_device
+from tests.predictor.graph_helpers import AS_WRITTEN, graph, op, t, toy_device
 
 B, D, H = 8, 64, 32  # batch, in features, hidden
 
@@ -29,7 +29,7 @@ def mlp():
 
 
 def rows(cfg=None):
-    w = workload_table(mlp(), cfg or RunConfig(mode="train"))
+    w = workload_table(mlp(), cfg or RunConfig(mode="train"), AS_WRITTEN)
     return dict(zip(w["key"], w.to_dict("records"), strict=True))
 
 
@@ -117,7 +117,7 @@ def test_batchnorm_running_stats_are_not_trained():
     g = graph([op("bn", "BatchNormalization", [x, s, bias, mean, var], [y], flops=4 * 72,
                   weights=["s", "bb", "m", "v"])], [x], [y])
     assert set(trainable_params(g)) == {"s", "bb"}
-    w = workload_table(g, RunConfig(mode="train"))
+    w = workload_table(g, RunConfig(mode="train"), AS_WRITTEN)
     bwd = w[w["phase"] == "backward"].iloc[0]
     assert bwd["flops"] == 2 * 4 * 72
     # reads dY + the forward's reads (x, scale, bias, mean, var); writes dscale + dbias only
@@ -129,5 +129,5 @@ def test_no_gradient_flows_through_non_float_outputs():
     x, w, a, m = t("x", 10), t("w", 10), t("a", 10), t("m", 10, dtype="bool")
     g = graph([op("mul", "Mul", [x, w], [a], flops=10, weights=["w"]),
                op("cmp", "Greater", [a, x], [m], flops=10)], [x], [m])
-    w_rows = workload_table(g, RunConfig(mode="train"))
+    w_rows = workload_table(g, RunConfig(mode="train"), AS_WRITTEN)
     assert "backward:grad:cmp" not in set(w_rows["key"])

@@ -12,7 +12,7 @@ from roofcast.graph_import.types import OpNode, TensorInfo
 from roofcast.graph_import.workload_schema import check_workload
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.workload import workload_table
-from tests.predictor.graph_helpers import graph, op
+from tests.predictor.graph_helpers import AS_WRITTEN, graph, op
 
 
 def t(name: str, *shape: int, dtype: str = "float") -> TensorInfo:
@@ -62,12 +62,12 @@ def test_workload_table_carries_inner_elems():
     g = graph([op("mm", "MatMul", [x, w], [z], flops=2 * 4 * 16 * 32, weights=("w",)),
                op("sm", "Softmax", [z], [h], flops=5 * 128), op("act", "Relu", [h], [y], flops=128)],
               [x], [y])
-    w = workload_table(g, RunConfig())
+    w = workload_table(g, RunConfig(), AS_WRITTEN)
     check_workload(w)
     by = w.set_index("node")["inner_elems"]
     assert by["sm"] == 32
     assert math.isnan(by["act"])
-    train = workload_table(g, RunConfig(mode="train"))
+    train = workload_table(g, RunConfig(mode="train"), AS_WRITTEN)
     bwd = train[(train["phase"] == "backward") & (train["node"] == "sm")]
     assert len(bwd) > 0
     assert np.all(bwd["inner_elems"] == 32)

@@ -1,0 +1,84 @@
+"""``inductor-chains``: torch.compile's Inductor fuses chains of pointwise, reduction and
+normalisation ops into one generated (Triton) kernel with their neighbours.
+
+Rule (Inductor's vertical fusion, default ``mode``, simplified):
+
+* a *fusible* node launches a kernel, is not a matmul/conv and has family ``elementwise``,
+  ``normalization``, ``softmax``, ``reduction`` or ``data_movement`` (Inductor lowers copies,
+  casts, concat and embedding gathers to the same loop nests as pointwise ops);
+* each fusible node joins the groups of its fusible producers (looking through free views);
+* a group holds at most one reduction-class node (normalisation, softmax, reduction): a second
+  reduction over the output of the first needs another kernel;
+* nothing fuses into a cuBLAS GEMM or convolution: by default Inductor calls them as extern
+  kernels (``torch._inductor.config.max_autotune`` off, so no Triton GEMM templates with
+  epilogues), so a bias add already in ``addmm`` stays there and a GELU after it is its own
+  kernel; groups holding a matmul (``bias-into-gemm``) or a fused attention (locked) are not
+  joined.
+
+The group's bytes are its external inputs and outputs (``KernelPlan`` group pricing); an
+intermediate still read outside the group keeps its write.
+"""
+
+from __future__ import annotations
+
+from roofcast.graph_import.types import Engine, Graph, OpNode
+from roofcast.predictor.runtimes.patterns import KernelPlan, register_pattern
+from roofcast.predictor.runtimes.rules_graph import (
+    family,
+    launches,
+    node,
+    source_through_views,
+    topo_order,
+)
+
+FUSIBLE_FAMILIES: frozenset[str] = frozenset(
+    {"elementwise", "normalization", "softmax", "reduction", "data_movement"})
+REDUCTION_FAMILIES: frozenset[str] = frozenset({"normalization", "softmax", "reduction"})
+
+
+def fusible(n: OpNode) -> bool:
+    return (launches(n) and n.cost.engine in (Engine.VECTOR, Engine.DATA)
+            and family(n) in FUSIBLE_FAMILIES)
+
+
+def _reductions(graph: Graph, names: set[str]) -> int:
+    return sum(1 for m in names if family(node(graph, m)) in REDUCTION_FAMILIES)
+
+
+@register_pattern("inductor-chains")
+def inductor_chains(graph: Graph, plan: KernelPlan) -> KernelPlan:
+    """Fuse pointwise/reduction chains as Inductor does (module docstring)."""
+    order = topo_order(graph)
+    locked = plan.locked()
+    before = len(_kernels(graph, plan))
+
+    def members(name: str) -> set[str]:
+        head = plan.group_of(name)
+        return set(plan.groups[head]) if head else {name}
+
+    for n in graph.ops():
+        if not fusible(n) or n.name in locked or n.name in plan.free:
+            continue
+        group = members(n.name)
+        if not all(fusible(node(graph, m)) for m in group):
+            continue
+        for t in n.inputs:
+            p = source_through_views(graph, n, t)
+            if p is None or p.name in locked or p.name in plan.free or p.name in group:
+                continue
+            theirs = members(p.name)
+            if not all(fusible(node(graph, m)) for m in theirs):
+                continue
+            if _reductions(graph, group | theirs) <= 1:
+                group |= theirs
+        if len(group) > 1:
+            plan = plan.merged(group, order)
+    fused = before - len(_kernels(graph, plan))
+    return plan.with_note(f"{fused} pointwise/reduction kernels fused into Inductor chains") \
+        if fused else plan
+
+
+def _kernels(graph: Graph, plan: KernelPlan) -> set[str]:
+    """Kernel identities (group heads or lone nodes) of the plan."""
+    return {plan.group_of(n.name) or n.name for n in graph.ops()
+            if launches(n) and n.name not in plan.free}

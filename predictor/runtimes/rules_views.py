@@ -1,0 +1,95 @@
+"""``views-free``: data-movement nodes PyTorch runs as views launch no kernel.
+
+Calibrated on NeuSight's per-op traces of HF GPT-2-style models under PyTorch eager
+(``shared/data/gpu_models/neusight_model_op_traces.csv.gz``): ``view``, ``permute``,
+``transpose``, ``split`` + ``getitem``, ``expand``, ``to``/``type`` to the same dtype all read
+6-10 µs on the A100 host (the dispatch floor of an op that launches nothing; a tiny kernel such
+as ``full`` reads 15 µs, a copy of the same tensors 90-210 µs), while ``contiguous`` after the
+merge-heads ``permute`` is a real copy (90 µs for 2x2048x3072 fp32). So:
+
+* ``Transpose`` whose every reader is a matmul (``MatMul``/``Gemm``, any op of family
+  ``matmul``): free — cuBLAS takes the operand transposed or strided-batched. A ``Transpose``
+  read by anything else (the merge-heads ``Transpose -> Reshape``: ``permute().contiguous()``)
+  stays one copy. A ``Transpose`` that only moves size-1 dims leaves the layout unchanged: free.
+* ``Split``: free (``torch.split``/``chunk`` return views whatever the axis; the trace's QKV
+  split of the last dim launches nothing).
+* ``Slice`` with positive steps: free (basic indexing / ``narrow`` is a view); a negative step
+  (a flip) stays a copy.
+* ``Expand``: free (a stride-0 view).
+* ``Cast`` to the dtype it already has: free (``.to(dtype)`` returns the tensor itself).
+
+Reshape/Flatten/Squeeze/Unsqueeze/Identity/Dropout are free in the graph as written already
+(``graph_import.costs.FREE_OPS``); only nodes that launched a kernel there are counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from roofcast.graph_import.types import Graph, OpNode
+from roofcast.predictor.runtimes.patterns import KernelPlan, register_pattern
+from roofcast.predictor.runtimes.rules_graph import consumers, family, launches
+
+ViewRule = Callable[[Graph, OpNode], bool]
+VIEW_RULES: dict[str, ViewRule] = {}
+
+
+def view_rule(op_type: str) -> Callable[[ViewRule], ViewRule]:
+    """Register the rule deciding whether a node of ``op_type`` is a view."""
+    def deco(fn: ViewRule) -> ViewRule:
+        VIEW_RULES[op_type] = fn
+        return fn
+    return deco
+
+
+@view_rule("Transpose")
+def _transpose(graph: Graph, n: OpNode) -> bool:
+    readers = consumers(graph, n.name)
+    if readers and all(family(r) == "matmul" for r in readers):
+        return True
+    src = n.input(0)
+    perm = n.attrs.get("perm")
+    if src is None or perm is None:
+        return False
+    moved = [p for p in perm if src.shape[p] != 1]
+    return moved == sorted(moved)
+
+
+@view_rule("Split")
+def _split(graph: Graph, n: OpNode) -> bool:
+    return True
+
+
+@view_rule("Slice")
+def _slice(graph: Graph, n: OpNode) -> bool:
+    steps = n.input(4)
+    if steps is None:
+        return True
+    value = n.const_inputs.get(steps.name)
+    return value is not None and bool(np.all(np.asarray(value) > 0))
+
+
+@view_rule("Expand")
+def _expand(graph: Graph, n: OpNode) -> bool:
+    return True
+
+
+@view_rule("Cast")
+def _cast(graph: Graph, n: OpNode) -> bool:
+    src = n.input(0)
+    return src is not None and bool(n.outputs) and src.dtype == n.outputs[0].dtype
+
+
+@register_pattern("views-free")
+def views_free(graph: Graph, plan: KernelPlan) -> KernelPlan:
+    """Mark as free the nodes PyTorch runs as views (module docstring)."""
+    locked = plan.locked()
+    names = [n.name for n in graph.ops()
+             if n.op_type in VIEW_RULES and launches(n) and n.name not in locked
+             and plan.group_of(n.name) is None and VIEW_RULES[n.op_type](graph, n)]
+    if not names:
+        return plan
+    return plan.with_free(names).with_note(f"{len(names)} data-movement nodes run as views "
+                                           "(no kernel)")

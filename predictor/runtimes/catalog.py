@@ -57,7 +57,7 @@ def _files(folder: Path) -> list[Path]:
 
 def _load(path: Path, folder: Path) -> ExecutionProfile:
     from roofcast.predictor.config import PRECISIONS
-    from roofcast.predictor.runtimes import rules  # noqa: F401  (registers the patterns)
+    from roofcast.predictor.runtimes import ort_plan, rules  # noqa: F401  (register patterns)
     from roofcast.predictor.runtimes.patterns import known_patterns
 
     prof = profile_from_document(_read(path, folder), str(path), known_patterns=known_patterns(),

@@ -1,0 +1,161 @@
+"""What ONNX Runtime's CPU provider does to a graph at optimisation level ``all``, as rules: the
+fallback of ``ort-optimized`` (``ort_plan``) when ONNX Runtime cannot be asked. The shared
+rules complete it (``gelu-erf``: ORT's ``GeluFusion``; ``epilogue``: Conv + activation
+(``FusedConv``), Conv + residual ``Add`` (NCHWc ``Conv`` with ``Sum``)).
+
+* ``ort-pad-into-conv`` (ORT's ``PadFusion``, level basic): a ``Pad`` in constant mode with a
+  zero (or absent) pad value, constant non-negative pads on the spatial axes only, whose one
+  reader is a ``Conv`` or ``MaxPool`` (explicit pads, no ``auto_pad``), is folded into that
+  reader's ``pads``: it launches no kernel. The HF MobileNetV2 export (TF padding) has 52 such
+  ``Pad`` nodes; ORT's optimised graph has none.
+* ``ort-nchwc-reorders`` (ORT's ``NchwcTransformer``, level all): convolutions whose output
+  channels are a multiple of the NCHWc block (``NCHWC_BLOCK`` = 8 channels on AVX2; 16 on
+  AVX-512 machines gives the same boundaries for these channel counts) run in the blocked
+  layout, together with the layout-agnostic ops between them (``NCHWC_OPS``). Where a tensor
+  crosses from that region to any other reader (or is a model output), ORT inserts a
+  ``ReorderOutput``; where a blocked convolution with at least one block of input channels
+  reads a tensor from outside the region, a ``ReorderInput``. Both are real copy kernels: each
+  is an extra kernel reading and writing its tensor once (ShuffleNetV2: 18 + 14, between its
+  channel shuffles; ResNet-50: 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofcast.graph_import.types import Graph, OpNode
+from roofcast.predictor.runtimes.patterns import (
+    ExtraKernel,
+    Kernel,
+    KernelPlan,
+    register_pattern,
+)
+from roofcast.predictor.runtimes.rules_graph import consumers, is_model_output, launches, producer
+
+PAD_READERS: frozenset[str] = frozenset({"Conv", "MaxPool"})
+NCHWC_BLOCK = 8
+#: ops that stay in the NCHWc layout between blocked convolutions (ORT's NCHWc transformer).
+NCHWC_OPS: frozenset[str] = frozenset({
+    "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Relu", "Clip", "Sigmoid",
+    "HardSigmoid", "LeakyRelu", "Tanh", "Add", "Sum", "Mul", "BatchNormalization", "Concat",
+    "Resize", "Upsample", "HardSwish",
+})
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pad_values(n: OpNode) -> np.ndarray | None:
+    """The constant ``pads`` of a Pad node (input 1, or the attribute before opset 11)."""
+    if "pads" in n.attrs:
+        return np.asarray(n.attrs["pads"])
+    pads = n.input(1)
+    if pads is None or pads.name not in n.const_inputs:
+        return None
+    return np.asarray(n.const_inputs[pads.name])
+
+
+def foldable_pad(graph: Graph, n: OpNode) -> bool:
+    """Whether ORT folds Pad node ``n`` into its reader (module docstring)."""
+    if n.op_type != "Pad" or not launches(n) or _text(n.attrs.get("mode", "constant")) != "constant":
+        return False
+    value = n.input(2)
+    if value is not None and (value.name not in n.const_inputs
+                              or np.any(np.asarray(n.const_inputs[value.name]) != 0)):
+        return False
+    if float(n.attrs.get("value", 0.0)) != 0.0 or n.input(3) is not None:  # opset<11 / axes
+        return False
+    pads = _pad_values(n)
+    if pads is None or pads.size < 4 or pads.size % 2 or np.any(pads < 0):
+        return False
+    rank = pads.size // 2
+    if np.any(pads[[0, 1, rank, rank + 1]] != 0):
+        return False
+    readers = consumers(graph, n.name)
+    return (len(readers) == 1 and not is_model_output(graph, n)
+            and readers[0].op_type in PAD_READERS
+            and _text(readers[0].attrs.get("auto_pad", "NOTSET")) == "NOTSET")
+
+
+@register_pattern("ort-pad-into-conv")
+def pad_into_conv(graph: Graph, plan: KernelPlan) -> KernelPlan:
+    """Constant zero Pads folded into the Conv / MaxPool reading them (module docstring)."""
+    names = [n.name for n in graph.ops() if foldable_pad(graph, n)]
+    if not names:
+        return plan
+    return plan.with_free(names).with_note(f"{len(names)} Pads folded into the next Conv")
+
+
+def _channels(n: OpNode, i: int, out: bool = False) -> int | None:
+    t = n.outputs[i] if out else n.input(i)
+    if t is None or len(t.shape) != 4 or not t.is_concrete:
+        return None
+    return int(t.shape[1])
+
+
+def blocked_conv(n: OpNode) -> bool:
+    """A 2-D Conv ORT runs in NCHWc: output channels a whole number of blocks, and either a
+    plain conv or a depthwise one over whole blocks."""
+    if n.op_type != "Conv" or not launches(n):
+        return False
+    cin, cout = _channels(n, 0), _channels(n, 0, out=True)
+    if cin is None or cout is None or cout % NCHWC_BLOCK:
+        return False
+    group = int(n.attrs.get("group", 1))
+    return group == 1 or (group == cin == cout)
+
+
+def _source(graph: Graph, n: OpNode, t, free: frozenset[str]) -> OpNode | None:
+    """The producer of input ``t`` of ``n``, looking back through nodes launching no kernel
+    (a Pad folded into its conv)."""
+    p = producer(graph, n, t)
+    while p is not None and p.name in free:
+        p = producer(graph, p, p.input(0))
+    return p
+
+
+def nchwc_region(graph: Graph, free: frozenset[str] = frozenset()) -> set[str]:
+    """Blocked convs plus the NCHWc-capable 4-D ops fed only from inside the region
+    (``free`` nodes are looked through)."""
+    region: set[str] = set()
+    for n in graph.ops():
+        if blocked_conv(n):
+            region.add(n.name)
+            continue
+        if n.op_type not in NCHWC_OPS or not launches(n) or not n.outputs:
+            continue
+        if len(n.outputs[0].shape) != 4:
+            continue
+        srcs = [_source(graph, n, t, free) for t in n.inputs
+                if t is not None and len(t.shape) == 4]
+        if srcs and all(s is not None and s.name in region for s in srcs):
+            region.add(n.name)
+    return region
+
+
+def _copy(after: str, label: str, t) -> ExtraKernel:
+    size = float(t.nbytes)
+    return ExtraKernel(after=after, label=label, kernel=Kernel(
+        op_type=label.split(".")[0], family="data_movement", engine="data", flops=0.0,
+        bytes_read=size, bytes_written=size, dtype=t.dtype))
+
+
+@register_pattern("ort-nchwc-reorders")
+def nchwc_reorders(graph: Graph, plan: KernelPlan) -> KernelPlan:
+    """ReorderInput / ReorderOutput copies at the NCHWc region's borders (module docstring)."""
+    region = nchwc_region(graph, plan.free)
+    extra: list[ExtraKernel] = []
+    for n in graph.ops():
+        if n.name in region:
+            outside = [c for c in consumers(graph, n.name)
+                       if c.name not in region and c.name not in plan.free]
+            if (outside or is_model_output(graph, n)) and n.outputs[0].is_concrete:
+                extra.append(_copy(n.name, f"ReorderOutput.{n.name}", n.outputs[0]))
+            if blocked_conv(n) and (_channels(n, 0) or 0) >= NCHWC_BLOCK:
+                src = _source(graph, n, n.input(0), plan.free)
+                if src is None or src.name not in region:
+                    extra.append(_copy(n.name, f"ReorderInput.{n.name}", n.input(0)))
+    if not extra:
+        return plan
+    return plan.with_extra(extra).with_note(f"{len(extra)} NCHWc layout reorders")

@@ -65,8 +65,8 @@ DEFAULT_BUDGET_BYTES = 1 << 30
 CACHE_SIZE = 16
 LAYOUT_KERNELS: frozenset[str] = frozenset({"ReorderInput", "ReorderOutput"})
 #: what runs when ONNX Runtime cannot be asked (``rules_ort`` and the shared rules).
-FALLBACK_PATTERNS: tuple[str, ...] = ("ort-pad-into-conv", "gelu-erf", "epilogue",
-                                      "ort-nchwc-reorders")
+FALLBACK_PATTERNS: tuple[str, ...] = ("ort-pad-into-conv", "ort-layernorm", "gelu-erf",
+                                      "epilogue", "ort-nchwc-reorders")
 
 
 class OrtPlanUnavailableError(Exception):

@@ -8,6 +8,10 @@ rules complete it (``gelu-erf``: ORT's ``GeluFusion``; ``epilogue``: Conv + acti
   reader is a ``Conv`` or ``MaxPool`` (explicit pads, no ``auto_pad``), is folded into that
   reader's ``pads``: it launches no kernel. The HF MobileNetV2 export (TF padding) has 52 such
   ``Pad`` nodes; ORT's optimised graph has none.
+* ``ort-layernorm`` (ORT's ``LayerNormFusion``, level extended): the decomposed layer norm of
+  exports before opset 17 — ``ReduceMean(x)``, ``Sub(x, mean)``, ``Pow(d, 2)`` (or
+  ``Mul(d, d)``), ``ReduceMean``, ``Add(eps)``, ``Sqrt``, ``Div(d, std)``, then optionally
+  ``Mul(gamma)`` and ``Add(beta)`` — runs as one ``LayerNormalization`` kernel.
 * ``ort-nchwc-reorders`` (ORT's ``NchwcTransformer``, level all): convolutions whose output
   channels are a multiple of the NCHWc block (``NCHWC_BLOCK`` = 8 channels on AVX2; 16 on
   AVX-512 machines gives the same boundaries for these channel counts) run in the blocked
@@ -76,6 +80,67 @@ def foldable_pad(graph: Graph, n: OpNode) -> bool:
     return (len(readers) == 1 and not is_model_output(graph, n)
             and readers[0].op_type in PAD_READERS
             and _text(readers[0].attrs.get("auto_pad", "NOTSET")) == "NOTSET")
+
+
+def _only_reader(graph: Graph, n: OpNode, op_types: tuple[str, ...]) -> OpNode | None:
+    readers = consumers(graph, n.name)
+    if len(readers) != 1 or is_model_output(graph, n) or readers[0].op_type not in op_types:
+        return None
+    return readers[0]
+
+
+def _reads(n: OpNode, t) -> bool:
+    return any(i is not None and i.name == t.name for i in n.inputs)
+
+
+def decomposed_layernorm(graph: Graph, mean: OpNode) -> list[str] | None:
+    """Member names of the decomposed layer norm starting at ReduceMean ``mean``, or None."""
+    if mean.op_type != "ReduceMean" or not launches(mean) or mean.input(0) is None:
+        return None
+    x = mean.input(0)
+    subs = [c for c in consumers(graph, mean.name) if c.op_type == "Sub" and _reads(c, x)]
+    if len(subs) != 1 or len(consumers(graph, mean.name)) != 1 or is_model_output(graph, mean):
+        return None
+    sub = subs[0]
+    d = sub.outputs[0]
+    readers = consumers(graph, sub.name)
+    square = next((r for r in readers if r.op_type == "Pow"
+                   or (r.op_type == "Mul" and r.input(0) is not None and r.input(1) is not None
+                       and r.input(0).name == r.input(1).name == d.name)), None)
+    div = next((r for r in readers if r.op_type == "Div"), None)
+    if square is None or div is None or len(readers) != 2:
+        return None
+    chain = [square]
+    for op_types in (("ReduceMean",), ("Add",), ("Sqrt",), ("Div",)):
+        nxt = _only_reader(graph, chain[-1], op_types)
+        if nxt is None:
+            return None
+        chain.append(nxt)
+    if chain[-1] is not div:
+        return None
+    members = [mean, sub, *chain]
+    scale = _only_reader(graph, div, ("Mul",))
+    if scale is not None:
+        members.append(scale)
+        shift = _only_reader(graph, scale, ("Add",))
+        if shift is not None:
+            members.append(shift)
+    if not all(launches(m) for m in members):
+        return None
+    return [m.name for m in members]
+
+
+@register_pattern("ort-layernorm")
+def layernorm(graph: Graph, plan: KernelPlan) -> KernelPlan:
+    """Each decomposed layer norm as one kernel (module docstring)."""
+    order = {n.name: i for i, n in enumerate(graph.ops())}
+    count = 0
+    for n in graph.ops():
+        members = decomposed_layernorm(graph, n) if n.op_type == "ReduceMean" else None
+        if members:
+            plan = plan.merged(members, order)
+            count += 1
+    return plan.with_note(f"{count} decomposed layer norms as one kernel") if count else plan
 
 
 @register_pattern("ort-pad-into-conv")

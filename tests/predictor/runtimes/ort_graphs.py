@@ -82,3 +82,22 @@ def custom_op() -> Graph:
     from roofcast.graph_import import import_model
 
     return import_model(m.SerializeToString(), name="custom")
+
+
+def decomposed_layernorm(m: int = 16, n: int = 64, affine: bool = True) -> Graph:
+    """x[m,n] -Relu-> the layer norm as exported before opset 17 (ReduceMean, Sub, Pow,
+    ReduceMean, Add eps, Sqrt, Div[, Mul gamma, Add beta]) -> y."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("ReduceMean", ["r"], ["mu"], axes=[-1], name="mean"),
+             helper.make_node("Sub", ["r", "mu"], ["d"], name="sub"),
+             helper.make_node("Pow", ["d", "two"], ["d2"], name="pow"),
+             helper.make_node("ReduceMean", ["d2"], ["var"], axes=[-1], name="var"),
+             helper.make_node("Add", ["var", "eps"], ["ve"], name="eps"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+             helper.make_node("Div", ["d", "sd"], ["z" if affine else "y"], name="div")]
+    inits = [const("two", 2.0), const("eps", 1e-5)]
+    if affine:
+        nodes += [helper.make_node("Mul", ["z", "g"], ["zg"], name="gamma"),
+                  helper.make_node("Add", ["zg", "b"], ["y"], name="beta")]
+        inits += [const("g", np.full(n, 1.5)), const("b", np.full(n, 0.25))]
+    return build(nodes, [vi("x", m, n)], [vi("y", m, n)], inits, opset=13)

@@ -17,6 +17,7 @@ from roofcast.predictor.workload import workload_table
 from tests.predictor.runtimes.ort_graphs import (
     conv_block,
     custom_op,
+    decomposed_layernorm,
     external,
     folded_transpose,
     pad_conv,
@@ -170,3 +171,11 @@ def test_the_default_cpu_runtime_prices_ort_kernels():
     assert list(kernels["fused_nodes"]) == ["conv+pad+relu"]
     written = workload_table(graph, RunConfig(threads=1, fusion=False), "onnxruntime-cpu")
     assert list(written["node"]) == ["pad", "conv", "relu"]
+
+
+def test_rules_and_onnx_runtime_agree_on_a_decomposed_layernorm():
+    graph = decomposed_layernorm()
+    asked = plan_of(graph)
+    ruled = ort_plan.fallback(graph, KernelPlan(), "test")
+    assert asked.notes[0].startswith(ORT_NOTE)
+    assert [sorted(g) for g in asked.groups.values()] == [sorted(g) for g in ruled.groups.values()]

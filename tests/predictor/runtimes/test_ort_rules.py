@@ -9,7 +9,7 @@ from roofcast.predictor.runtimes import get_runtime
 from roofcast.predictor.runtimes.ort_plan import FALLBACK_PATTERNS, fallback
 from roofcast.predictor.runtimes.patterns import PATTERNS, KernelPlan
 from roofcast.predictor.workload import workload_table
-from tests.predictor.runtimes.ort_graphs import conv_block, pad_conv
+from tests.predictor.runtimes.ort_graphs import conv_block, decomposed_layernorm, pad_conv
 
 
 def pad_into_conv(graph):
@@ -84,3 +84,19 @@ def test_profile_names_only_registered_patterns():
     assert prof.fusion_patterns == ("ort-optimized",)
     assert prof.patterns == ()
     assert all(p in PATTERNS for p in FALLBACK_PATTERNS)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_decomposed_layernorm_is_one_kernel(affine):
+    plan = PATTERNS["ort-layernorm"](decomposed_layernorm(affine=affine), KernelPlan())
+    members = ["mean", "sub", "pow", "var", "eps", "sqrt", "div"]
+    members += ["gamma", "beta"] if affine else []
+    assert [sorted(g) for g in plan.groups.values()] == [sorted(members)]
+    assert plan.notes == ("1 decomposed layer norms as one kernel",)
+
+
+def test_layernorm_with_a_second_reader_of_the_mean_is_left_alone():
+    graph = decomposed_layernorm()
+    graph.outputs = (*graph.outputs, next(t for n in graph.ops() if n.name == "mean"
+                                          for t in n.outputs))
+    assert PATTERNS["ort-layernorm"](graph, KernelPlan()).groups == {}

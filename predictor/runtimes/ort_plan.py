@@ -8,9 +8,11 @@ Runtime itself (when it is installed).
    floats: not 0 or 1, so ONNX Runtime's no-op elimination of ``x + 0`` / ``x * 1`` does not fire
    on a weight it would never see as one; 0 for integers) through
    ``SessionOptions.add_external_initializers`` under the location ``roofcast-in-memory``. No
-   external-data path of the user's file is ever opened (they are hostile input). Above
-   ``byte_budget()`` bytes of such arrays (``ROOFCAST_ORT_PLAN_MAX_BYTES``, default 1 GiB) the
-   pattern does not ask and falls back to the rules.
+   external-data path of the user's file is ever opened (they are hostile input). When those
+   arrays plus the tensors ONNX Runtime would compute at load (``folded_bytes``: outputs of
+   nodes whose inputs are all constants, which its constant folding materialises) exceed
+   ``byte_budget()`` bytes (``ROOFCAST_ORT_PLAN_MAX_BYTES``, default 1 GiB), the pattern does
+   not ask and falls back to the rules.
 2. **ONNX Runtime's graph.** One CPU session at optimisation level ``all`` (the run's fusion is
    on: this pattern is a ``fusion_patterns`` entry), one thread, optimised model written to a
    private temporary folder (initializers beside it as external data, so writing is cheap) and
@@ -55,7 +57,7 @@ from roofcast.predictor.runtimes.patterns import (
     known_patterns,
     register_pattern,
 )
-from roofcast.predictor.runtimes.rules_graph import launches
+from roofcast.predictor.runtimes.rules_graph import is_constant, launches
 
 LEVEL = "all"
 FILL_VALUE = 0.5
@@ -105,9 +107,21 @@ def byte_budget() -> int:
     return value
 
 
-def runnable(skeleton: bytes, dims: Mapping[str, int], budget: int
+def folded_bytes(graph: Graph) -> int:
+    """Bytes of the tensors ONNX Runtime's constant folding computes at load: outputs of nodes
+    whose every input is a constant (a ``ConstantOfShape`` of a large constant shape, ...)."""
+    total = 0
+    for n in graph.ops():
+        inputs = [t for t in n.inputs if t is not None]
+        if inputs and all(is_constant(graph, n, t) for t in inputs):
+            total += sum(t.nbytes for t in n.outputs if t.is_concrete)
+    return total
+
+
+def runnable(skeleton: bytes, dims: Mapping[str, int], budget: int, folded: int = 0
              ) -> tuple[object, list[str], list[np.ndarray]]:
-    """The named, dims-bound model and its stand-in initializers (module docstring, step 1)."""
+    """The named, dims-bound model and its stand-in initializers (module docstring, step 1);
+    ``folded``: bytes ONNX Runtime computes at load, counted against ``budget`` too."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -120,7 +134,7 @@ def runnable(skeleton: bytes, dims: Mapping[str, int], budget: int
         bind_dims(model.graph, dict(dims))
     todo = [t for t in model.graph.initializer if not tensor_has_inline_data(t)]
     dtypes = []
-    total = 0
+    total = folded
     for t in todo:
         try:
             dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type))
@@ -130,8 +144,9 @@ def runnable(skeleton: bytes, dims: Mapping[str, int], budget: int
         dtypes.append(dtype)
         total += math.prod(t.dims) * dtype.itemsize
     if total > budget:
-        raise OrtPlanUnavailableError(f"its weights need {total / 2**20:.0f} MiB of stand-in values, "
-                                 f"over the {budget / 2**20:.0f} MiB budget ({BUDGET_ENV})")
+        raise OrtPlanUnavailableError(
+            f"its weights and load-time constants need {total / 2**20:.0f} MiB, over the "
+            f"{budget / 2**20:.0f} MiB budget ({BUDGET_ENV})")
     names, arrays = [], []
     for t, dtype in zip(todo, dtypes, strict=True):
         fill = FILL_VALUE if np.issubdtype(dtype, np.floating) else 0
@@ -177,8 +192,9 @@ def optimized_graph(model, names: list[str], arrays: list[np.ndarray], level: st
 
 
 def ort_kernels(skeleton: bytes, dims: Mapping[str, int], level: str = LEVEL,
-                budget: int | None = None) -> OrtKernels:
-    """ONNX Runtime's kernels of a model, in original node names (steps 1-3), cached."""
+                budget: int | None = None, folded: int = 0) -> OrtKernels:
+    """ONNX Runtime's kernels of a model, in original node names (steps 1-3), cached;
+    ``folded``: ``folded_bytes`` of its graph."""
     key = (hashlib.sha256(skeleton).hexdigest(), tuple(sorted(dims.items())), level)
     if key in _CACHE:
         _CACHE.move_to_end(key)
@@ -189,7 +205,8 @@ def ort_kernels(skeleton: bytes, dims: Mapping[str, int], level: str = LEVEL,
         raise OrtPlanUnavailableError("onnxruntime is not installed") from None
     from roofcast.training_data.collectors.node_mapping import map_optimized
 
-    model, names, arrays = runnable(skeleton, dims, byte_budget() if budget is None else budget)
+    model, names, arrays = runnable(skeleton, dims, byte_budget() if budget is None else budget,
+                                    folded)
     optimized = optimized_graph(model, names, arrays, level)
     mapping = map_optimized(model, optimized)
     kinds = {n.name: (n.op_type, (*n.input, *n.output)) for n in optimized.graph.node}
@@ -266,7 +283,7 @@ def ort_optimized(graph: Graph, plan: KernelPlan) -> KernelPlan:
     if not graph.skeleton:
         return fallback(graph, plan, "the graph was not imported from an ONNX model")
     try:
-        kernels = ort_kernels(graph.skeleton, graph.dims)
+        kernels = ort_kernels(graph.skeleton, graph.dims, folded=folded_bytes(graph))
         return plan_from_kernels(graph, kernels, plan)
     except OrtPlanUnavailableError as exc:
         return fallback(graph, plan, str(exc))

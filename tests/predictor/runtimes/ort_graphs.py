@@ -101,3 +101,11 @@ def decomposed_layernorm(m: int = 16, n: int = 64, affine: bool = True) -> Graph
                   helper.make_node("Add", ["zg", "b"], ["y"], name="beta")]
         inits += [const("g", np.full(n, 1.5)), const("b", np.full(n, 0.25))]
     return build(nodes, [vi("x", m, n)], [vi("y", m, n)], inits, opset=13)
+
+
+def big_constant(n: int = 1024) -> Graph:
+    """y = x + ConstantOfShape([n, n]): ONNX Runtime computes the n x n constant at load."""
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill",
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+             helper.make_node("Add", ["x", "c"], ["y"], name="add")]
+    return build(nodes, [vi("x", n, n)], [vi("y", n, n)], [const("shape", [n, n], np.int64)])

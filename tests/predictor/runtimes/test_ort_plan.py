@@ -15,6 +15,7 @@ from roofcast.predictor.runtimes import ort_plan
 from roofcast.predictor.runtimes.patterns import KernelPlan
 from roofcast.predictor.workload import workload_table
 from tests.predictor.runtimes.ort_graphs import (
+    big_constant,
     conv_block,
     custom_op,
     decomposed_layernorm,
@@ -179,3 +180,12 @@ def test_rules_and_onnx_runtime_agree_on_a_decomposed_layernorm():
     ruled = ort_plan.fallback(graph, KernelPlan(), "test")
     assert asked.notes[0].startswith(ORT_NOTE)
     assert [sorted(g) for g in asked.groups.values()] == [sorted(g) for g in ruled.groups.values()]
+
+
+def test_load_time_constants_count_against_the_budget(monkeypatch):
+    graph = big_constant(n=1024)  # a 4 MiB constant ORT would build at session creation
+    assert ort_plan.folded_bytes(graph) == 1024 * 1024 * 4
+    monkeypatch.setenv(ort_plan.BUDGET_ENV, str(2**20))
+    note = plan_of(graph).notes[0]
+    assert note.startswith("ONNX Runtime not asked (its weights and load-time constants need "
+                           "4 MiB, over the 1 MiB budget")

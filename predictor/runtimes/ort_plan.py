@@ -20,7 +20,8 @@ Runtime itself (when it is installed).
 3. **Kernels back to nodes** through tensor names (``training_data.collectors.node_mapping``,
    the mapping the bundled CPU measurements were taken with): each group of original nodes one
    ONNX Runtime kernel (or a split region of kernels) computes becomes one plan group, headed
-   by its dominant member (most FLOPs, then bytes: the row's family and GEMM dims are its);
+   by its dominant member (``collectors.rows.dominant``: most FLOPs, then bytes, as the
+   measured rows name their family; the row's family and GEMM dims are its);
    original nodes no kernel computes (constant-folded, eliminated) launch nothing (``free``);
    layout kernels with no original node (``ReorderInput`` / ``ReorderOutput`` around NCHWc
    convolutions) are ``extra`` kernels priced as copies of their tensor (read + write).
@@ -46,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from roofcast.graph_import.types import Graph, OpNode, TensorInfo
+from roofcast.graph_import.types import Graph, TensorInfo
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.runtimes import rules_ort  # noqa: F401  (registers the fallback rules)
 from roofcast.predictor.runtimes.patterns import (
@@ -219,10 +220,6 @@ def ort_kernels(skeleton: bytes, dims: Mapping[str, int], level: str = LEVEL,
     return result
 
 
-def _dominant(nodes: list[OpNode]) -> OpNode:
-    return max(nodes, key=lambda n: (n.cost.flops, n.cost.bytes_total))
-
-
 def _tensors(graph: Graph) -> dict[str, TensorInfo]:
     out = {t.name: t for t in graph.inputs}
     for n in graph.ops():
@@ -233,6 +230,8 @@ def _tensors(graph: Graph) -> dict[str, TensorInfo]:
 def plan_from_kernels(graph: Graph, kernels: OrtKernels, plan: KernelPlan) -> KernelPlan:
     """The plan ONNX Runtime's kernels make of ``graph`` (step 3); ``plan``'s own groups and
     free nodes are replaced, its other fields kept."""
+    from roofcast.training_data.collectors.rows import dominant
+
     nodes = graph.nx_graph.nodes
     named = {m for g in kernels.groups for m in g} | set(kernels.uncovered)
     missing = sorted(named - set(nodes))
@@ -243,7 +242,7 @@ def plan_from_kernels(graph: Graph, kernels: OrtKernels, plan: KernelPlan) -> Ke
     heads: list[str | None] = []
     for members in kernels.groups:
         ops = [nodes[m]["op"] for m in members if launches(nodes[m]["op"])]
-        head = _dominant(ops).name if ops else None
+        head = dominant(ops).name if ops else None
         heads.append(head)
         if len(ops) >= 2:
             groups[head] = (head, *(o.name for o in ops if o.name != head))

@@ -33,14 +33,14 @@ def pad_conv(c: int = 16, hw: int = 16, pads=(0, 0, 1, 1, 0, 0, 1, 1), value: fl
                  [w, const("pads", list(pads), np.int64), const("pv", value)])
 
 
-def conv_block(cin: int = 16, cout: int = 16, hw: int = 8) -> Graph:
+def conv_block(cin: int = 16, cout: int = 16, hw: int = 8, group: int = 1) -> Graph:
     """x[1,cin,hw,hw] -Conv 1x1-> -Relu-> -Transpose (NCHW -> NHWC)-> y: one NCHWc region
     between a model input and a reader outside it."""
-    nodes = [helper.make_node("Conv", ["x", "W"], ["h"], name="conv"),
+    nodes = [helper.make_node("Conv", ["x", "W"], ["h"], group=group, name="conv"),
              helper.make_node("Relu", ["h"], ["r"], name="relu"),
              helper.make_node("Transpose", ["r"], ["y"], perm=[0, 2, 3, 1], name="nhwc")]
     return build(nodes, [vi("x", 1, cin, hw, hw)], [vi("y", 1, hw, hw, cout)],
-                 [const("W", np.full((cout, cin, 1, 1), 0.1))])
+                 [const("W", np.full((cout, cin // group, 1, 1), 0.1))])
 
 
 def same_type_cast(n: int = 64) -> Graph:
@@ -109,3 +109,17 @@ def big_constant(n: int = 1024) -> Graph:
                               value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
              helper.make_node("Add", ["x", "c"], ["y"], name="add")]
     return build(nodes, [vi("x", n, n)], [vi("y", n, n)], [const("shape", [n, n], np.int64)])
+
+
+def se_block(c: int = 16, hw: int = 8) -> Graph:
+    """x -Conv-> -Relu-> h; gate = Sigmoid(Conv(GlobalAveragePool(h))); h * gate (a broadcast
+    multiply) -Conv-> y: a squeeze-and-excitation block."""
+    nodes = [helper.make_node("Conv", ["x", "W1"], ["h0"], name="conv1"),
+             helper.make_node("Relu", ["h0"], ["h"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["h"], ["s"], name="gap"),
+             helper.make_node("Conv", ["s", "W2"], ["s2"], name="squeeze"),
+             helper.make_node("Sigmoid", ["s2"], ["gate"], name="sig"),
+             helper.make_node("Mul", ["h", "gate"], ["m"], name="excite"),
+             helper.make_node("Conv", ["m", "W3"], ["y"], name="conv2")]
+    inits = [const(w, np.full((c, c, 1, 1), 0.1)) for w in ("W1", "W2", "W3")]
+    return build(nodes, [vi("x", 1, c, hw, hw)], [vi("y", 1, c, hw, hw)], inits)

@@ -8,8 +8,9 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.runtimes import get_runtime
 from roofcast.predictor.runtimes.ort_plan import FALLBACK_PATTERNS, fallback
 from roofcast.predictor.runtimes.patterns import PATTERNS, KernelPlan
+from roofcast.predictor.runtimes.rules_ort import nchwc_region
 from roofcast.predictor.workload import workload_table
-from tests.predictor.runtimes.ort_graphs import conv_block, decomposed_layernorm, pad_conv
+from tests.predictor.runtimes.ort_graphs import conv_block, decomposed_layernorm, pad_conv, se_block
 
 
 def pad_into_conv(graph):
@@ -62,8 +63,8 @@ def test_nchwc_reorders_at_the_region_borders():
 
 
 def test_no_reorder_without_a_blocked_conv():
-    # 12 output channels are not whole NCHWc blocks: the conv stays NCHW, nothing to reorder
-    plan = PATTERNS["ort-nchwc-reorders"](conv_block(cin=16, cout=12), KernelPlan())
+    # a grouped (not depthwise) conv stays NCHW: nothing to reorder
+    plan = PATTERNS["ort-nchwc-reorders"](conv_block(cin=16, cout=16, group=2), KernelPlan())
     assert plan.extra == ()
     # the first conv of an image model reads 3 channels in NCHW: a ReorderOutput only
     plan = PATTERNS["ort-nchwc-reorders"](conv_block(cin=3, cout=16), KernelPlan())
@@ -100,3 +101,11 @@ def test_layernorm_with_a_second_reader_of_the_mean_is_left_alone():
     graph.outputs = (*graph.outputs, next(t for n in graph.ops() if n.name == "mean"
                                           for t in n.outputs))
     assert PATTERNS["ort-layernorm"](graph, KernelPlan()).groups == {}
+
+
+def test_broadcast_multiply_leaves_the_nchwc_region():
+    graph = se_block()
+    assert nchwc_region(graph) == {"conv1", "relu", "gap", "squeeze", "sig", "conv2"}
+    labels = sorted(e.label for e in PATTERNS["ort-nchwc-reorders"](graph, KernelPlan()).extra)
+    assert labels == ["ReorderInput.conv1", "ReorderInput.conv2", "ReorderOutput.conv2",
+                      "ReorderOutput.relu", "ReorderOutput.sig"]

@@ -18,7 +18,10 @@ profiler off, random weights and inputs (``training_data.collectors.ort_cpu.prep
 ``WARMUP`` times untimed and ``--repeats`` times timed, so all configurations see the same
 load; the figure is the median of all timed runs (p10 beside it). The machine is shared: the
 load average is printed before and after; compare the variants (all predicted against the
-same measurement), not runs on different days. ``--measured FILE`` reuses a CSV of an earlier
+same measurement), not runs on different days. Beside the wall time, ``cpu_ms``: the median
+CPU time of the process per run (``time.process_time``); at one thread it is the run's time
+without the waits for a core that other processes cause, and the summary also scores the
+one-thread runs against it (``err_vs_cpu``; two threads spin-wait, so theirs is not a time). ``--measured FILE`` reuses a CSV of an earlier
 measurement when it exists, else writes it.
 
 **Predicted** on ``local`` with ``--threads`` of the run, by ``--estimator learned``
@@ -103,15 +106,18 @@ def measure(models: list[str], threads: list[int], rounds: int, repeats: int) ->
                                         providers=["CPUExecutionProvider"])
             sessions[(name, t)] = (sess, prep.feeds)
     times: dict[tuple[str, int], list[float]] = {k: [] for k in sessions}
+    cpu: dict[tuple[str, int], list[float]] = {k: [] for k in sessions}
     for _ in range(rounds):
         for key, (sess, feeds) in sessions.items():
             for i in range(WARMUP + repeats):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 sess.run(None, feeds)
                 if i >= WARMUP:
                     times[key].append(time.perf_counter() - t0)
+                    cpu[key].append(time.process_time() - c0)
     return pd.DataFrame([{"model": m, "threads": t, "measured_ms": float(np.median(v)) * 1e3,
-                          "measured_p10_ms": float(np.percentile(v, 10)) * 1e3, "runs": len(v)}
+                          "measured_p10_ms": float(np.percentile(v, 10)) * 1e3,
+                          "cpu_ms": float(np.median(cpu[(m, t)])) * 1e3, "runs": len(v)}
                          for (m, t), v in times.items()])
 
 
@@ -164,13 +170,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in models:
             graph = import_model(DATA_DIR / f"{name}.onnx", dims=MODELS[name], name=name)
             for r in measured[measured["model"] == name].itertuples():
-                row = {"model": name, "threads": r.threads, "measured_ms": r.measured_ms}
+                row = {"model": name, "threads": r.threads, "measured_ms": r.measured_ms,
+                       "cpu_ms": r.cpu_ms}
                 for plan in PLANS:
                     for est in ESTIMATORS:
                         t0 = time.perf_counter()
                         ms = predicted_ms(graph, int(r.threads), plan, est)
                         row[f"{plan}/{est}_ms"] = ms
                         row[f"{plan}/{est}_err_pct"] = (ms / r.measured_ms - 1) * 100
+                        row[f"{plan}/{est}_err_vs_cpu_pct"] = (
+                            (ms / r.cpu_ms - 1) * 100 if r.threads == 1 else np.nan)
                         row[f"{plan}/{est}_s"] = time.perf_counter() - t0
                 rows.append(row)
     table = pd.DataFrame(rows)
@@ -178,11 +187,17 @@ def main(argv: list[str] | None = None) -> int:
         {"plan": plan, "estimator": est,
          "median_abs_err_pct": float(table[f"{plan}/{est}_err_pct"].abs().median()),
          "worst_abs_err_pct": float(table[f"{plan}/{est}_err_pct"].abs().max()),
+         "median_abs_err_vs_cpu_1t_pct": float(
+             table[f"{plan}/{est}_err_vs_cpu_pct"].abs().median()),
+         "worst_abs_err_vs_cpu_1t_pct": float(table[f"{plan}/{est}_err_vs_cpu_pct"].abs().max()),
          "predict_s_max": float(table[f"{plan}/{est}_s"].max())}
         for plan in PLANS for est in ESTIMATORS])
-    show = table[["model", "threads", "measured_ms"]
-                 + [c for c in table.columns if c.endswith("_err_pct")]]
-    emit({"per_model": show, "summary": summary}, args.format)
+    show = table[["model", "threads", "measured_ms", "cpu_ms"]
+                 + [c for c in table.columns if c.endswith("_err_pct")
+                    and "vs_cpu" not in c]]
+    one = table[table["threads"] == 1]
+    vs_cpu = one[["model", "cpu_ms"] + [c for c in table.columns if "vs_cpu" in c]]
+    emit({"per_model": show, "one_thread_vs_cpu": vs_cpu, "summary": summary}, args.format)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``inductor-chains``: torch.compile's Inductor fuses chains of pointwise, reduction and
+"""``inductor-chains`` (alias ``pointwise-chains``): torch.compile's Inductor fuses chains of pointwise, reduction and
 normalisation ops into one generated (Triton) kernel with their neighbours.
 
 Rule (Inductor's vertical fusion, default ``mode``, simplified):
@@ -6,7 +6,11 @@ Rule (Inductor's vertical fusion, default ``mode``, simplified):
 * a *fusible* node launches a kernel, is not a matmul/conv and has family ``elementwise``,
   ``normalization``, ``softmax``, ``reduction`` or ``data_movement`` (Inductor lowers copies,
   casts, concat and embedding gathers to the same loop nests as pointwise ops);
-* each fusible node joins the groups of its fusible producers (looking through free views);
+* each fusible node joins the groups of its fusible producers (looking through free views) —
+  all of them at once when it can, else one by one — when every input of the resulting group
+  comes from a node before the group's first member in topological order: a kernel cannot
+  start before all its inputs exist, so a residual ``Add`` of a GEMM output and an earlier
+  LayerNorm output joins the *next* LayerNorm, not the earlier one;
 * a group holds at most one reduction-class node (normalisation, softmax, reduction): a second
   reduction over the output of the first needs another kernel;
 * nothing fuses into a cuBLAS GEMM or convolution: by default Inductor calls them as extern
@@ -56,26 +60,48 @@ def inductor_chains(graph: Graph, plan: KernelPlan) -> KernelPlan:
         head = plan.group_of(name)
         return set(plan.groups[head]) if head else {name}
 
+    def ready(group: set[str]) -> bool:
+        """Every input of the group comes from a node before its first member (no cycle)."""
+        first = min(order[m] for m in group)
+        for m in group:
+            op = node(graph, m)
+            for t in op.inputs:
+                q = source_through_views(graph, op, t)
+                if q is not None and q.name not in group and order[q.name] > first:
+                    return False
+        return True
+
     for n in graph.ops():
         if not fusible(n) or n.name in locked or n.name in plan.free:
             continue
         group = members(n.name)
         if not all(fusible(node(graph, m)) for m in group):
             continue
+        candidates = []
         for t in n.inputs:
             p = source_through_views(graph, n, t)
             if p is None or p.name in locked or p.name in plan.free or p.name in group:
                 continue
             theirs = members(p.name)
-            if not all(fusible(node(graph, m)) for m in theirs):
-                continue
-            if _reductions(graph, group | theirs) <= 1:
-                group |= theirs
+            if all(fusible(node(graph, m)) for m in theirs) and theirs not in candidates:
+                candidates.append(theirs)
+        union = group.union(*candidates)
+        if candidates and _reductions(graph, union) <= 1 and ready(union):
+            group = union
+        else:
+            for theirs in candidates:
+                trial = group | theirs
+                if _reductions(graph, trial) <= 1 and ready(trial):
+                    group = trial
         if len(group) > 1:
             plan = plan.merged(group, order)
     fused = before - len(_kernels(graph, plan))
-    return plan.with_note(f"{fused} pointwise/reduction kernels fused into Inductor chains") \
+    return plan.with_note(f"{fused} pointwise/reduction kernels fused into chains") \
         if fused else plan
+
+
+#: TensorRT's Myelin backend fuses pointwise and normalisation chains by the same rule.
+register_pattern("pointwise-chains")(inductor_chains)
 
 
 def _kernels(graph: Graph, plan: KernelPlan) -> set[str]:

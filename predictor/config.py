@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.precision import PRECISIONS
 
 if TYPE_CHECKING:
     from roofcast.graph_import.types import Graph
     from roofcast.predictor.runtimes import ExecutionProfile
 
-PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 MODES: tuple[str, ...] = ("infer", "train")
 OPTIMIZERS: tuple[str, ...] = ("adam", "sgd_momentum")
 # "max": compute and memory overlap perfectly (roofline); "sum": they serialise (no-overlap).

@@ -37,7 +37,8 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.fusion import apply_plan
 from roofcast.predictor.precision import compute_dtype, rescale_cost
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
-from roofcast.predictor.runtimes.patterns import KernelPlan, build_plan
+from roofcast.predictor.runtimes.patterns import KernelPlan
+from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.training import training_rows
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS, frame
 

@@ -5,7 +5,7 @@ A pattern is ``fn(graph, plan) -> plan``: it reads the imported ``Graph`` and th
 built by the patterns before it, and returns a new plan (plans are frozen). Profiles name
 patterns in their TOML (``patterns``, ``fusion_patterns``); ``register_pattern("name")`` adds
 one. A new runtime behaviour is a new registered function, never a branch in an existing one.
-``build_plan(graph, profile, fusion)`` runs a profile's patterns in order.
+``rules.build_plan(graph, profile, fusion)`` runs a profile's patterns in order.
 
 Groups are merged, never overwritten: ``KernelPlan.merged(members, order)`` joins every group
 that shares a node with ``members`` into one (head = the member first in topological order), so
@@ -17,12 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from roofcast.graph_import.types import Graph
-
-if TYPE_CHECKING:
-    from roofcast.predictor.runtimes.profile import ExecutionProfile
 
 
 @dataclass(frozen=True)
@@ -131,23 +127,6 @@ def register_pattern(name: str) -> Callable[[Pattern], Pattern]:
         PATTERNS[name] = fn
         return fn
     return deco
-
-
-def known_patterns() -> frozenset[str]:
-    """Names of every registered pattern."""
-    from roofcast.predictor.runtimes import rules  # noqa: F401  (registers the patterns)
-
-    return frozenset(PATTERNS)
-
-
-def build_plan(graph: Graph, profile: ExecutionProfile, fusion: bool | None) -> KernelPlan:
-    """The kernel plan of ``graph`` under ``profile``: its ``patterns`` then, when ``fusion``
-    (None: the profile's ``fusion_default``), its ``fusion_patterns``, in order."""
-    known_patterns()
-    plan = KernelPlan(attention_score_passes=profile.attention_score_passes)
-    for name in profile.patterns_for(fusion):
-        plan = PATTERNS[name](graph, plan)
-    return plan
 
 
 def plan_summary(profile_name: str, plan: KernelPlan) -> str:

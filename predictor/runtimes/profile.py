@@ -21,7 +21,8 @@ folder, see ``catalog``). It says
   requires the ``attention-score-passes`` pattern when > 0);
 * ``precisions``: the compute precisions the runtime runs;
 * ``learned_from``: the runtime whose measured kernels train the learned efficiencies this
-  profile uses until it has its own measurements (itself when it has them).
+  profile uses until it has its own measurements (itself when it has them);
+* ``notes`` (free text) and ``sources`` (a list of references for its figures).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class ExecutionProfile:
     precisions: tuple[str, ...] = ("fp32",)
     learned_from: str = ""
     notes: str = ""
+    sources: tuple[str, ...] = ()
     source: str = ""
 
     def runs_on(self, kind: str) -> bool:
@@ -165,7 +167,7 @@ def profile_from_document(doc: Mapping[str, Any], where: str, *, known_patterns:
         graph_capture=_flag(doc, "graph_capture", False, where),
         tf32_families=families, attention=attention,
         attention_score_passes=int(passes), precisions=precs, learned_from=learned_from,
-        notes=notes, source=where,
+        notes=notes, sources=_strings(doc, "sources", where), source=where,
     )
 
 

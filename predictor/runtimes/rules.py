@@ -3,38 +3,37 @@ registers them all; each lives in its own module with its rule and sources:
 
 * ``views-free`` (``rules_views``), ``bias-into-gemm`` (``rules_gemm``), ``gelu-erf``
   (``rules_gelu``), ``attention-score-passes`` and ``fused-attention`` (``rules_attention``),
-  ``inductor-chains`` (``rules_inductor``), ``epilogue`` (below).
+  ``inductor-chains`` / ``pointwise-chains`` (``rules_inductor``), ``epilogue``
+  (``rules_epilogue``).
+
+``build_plan(graph, profile, fusion)`` runs a profile's patterns in order; it lives here, above
+the pattern modules, so that the registry (``patterns``) imports none of them.
 """
 
 from __future__ import annotations
 
+# imported for their @register_pattern side effects (module imports, not the package's names,
+# so the runtimes package __init__ is not re-entered)
+import roofcast.predictor.runtimes.rules_attention
+import roofcast.predictor.runtimes.rules_epilogue
+import roofcast.predictor.runtimes.rules_gelu
+import roofcast.predictor.runtimes.rules_gemm
+import roofcast.predictor.runtimes.rules_inductor
+import roofcast.predictor.runtimes.rules_views  # noqa: F401
 from roofcast.graph_import.types import Graph
-from roofcast.predictor.runtimes import (  # noqa: F401  (imported for their registrations)
-    rules_attention,
-    rules_gelu,
-    rules_gemm,
-    rules_inductor,
-    rules_views,
-)
-from roofcast.predictor.runtimes.patterns import KernelPlan, register_pattern
-from roofcast.predictor.runtimes.rules_graph import topo_order
+from roofcast.predictor.runtimes.patterns import PATTERNS, KernelPlan
+from roofcast.predictor.runtimes.profile import ExecutionProfile
 
 
-@register_pattern("epilogue")
-def epilogue(graph: Graph, plan: KernelPlan) -> KernelPlan:
-    """Elementwise / activation / bias / normalisation chains merged into their producer
-    (``predictor.fusion.fusion_groups``: the rule and its measured basis are documented there).
-    Members already in a locked group (fused attention) are left out."""
-    from roofcast.predictor.fusion import fusion_groups
+def known_patterns() -> frozenset[str]:
+    """Names of every registered pattern."""
+    return frozenset(PATTERNS)
 
-    order = topo_order(graph)
-    locked = plan.locked()
-    count = 0
-    for members in fusion_groups(graph).values():
-        if members[0] in locked:
-            continue
-        kept = [m for m in members if m not in locked and m not in plan.free]
-        if len(kept) > 1:
-            plan = plan.merged(kept, order)
-            count += len(kept) - 1
-    return plan.with_note(f"{count} epilogue nodes fused into their producers") if count else plan
+
+def build_plan(graph: Graph, profile: ExecutionProfile, fusion: bool | None) -> KernelPlan:
+    """The kernel plan of ``graph`` under ``profile``: its ``patterns`` then, when ``fusion``
+    (None: the profile's ``fusion_default``), its ``fusion_patterns``, in order."""
+    plan = KernelPlan(attention_score_passes=profile.attention_score_passes)
+    for name in profile.patterns_for(fusion):
+        plan = PATTERNS[name](graph, plan)
+    return plan

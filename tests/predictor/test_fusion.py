@@ -6,8 +6,8 @@ import pytest
 
 from roofcast.graph_import.types import Engine
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.fusion import fusion_groups
 from roofcast.predictor.memory import memory_footprint
+from roofcast.predictor.runtimes.rules_epilogue import fusion_groups
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.workload import kernel_plan, workload_table
 from tests.predictor.graph_helpers import AS_WRITTEN, branched_graph, graph, op, t, toy_device

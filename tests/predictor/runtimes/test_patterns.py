@@ -10,7 +10,8 @@ import pytest
 
 from roofcast.predictor.config import PRECISIONS, RunConfig
 from roofcast.predictor.runtimes import ExecutionProfile
-from roofcast.predictor.runtimes.patterns import PATTERNS, KernelPlan, build_plan
+from roofcast.predictor.runtimes.patterns import PATTERNS, KernelPlan
+from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.workload import forward_rows, workload_table
 from tests.predictor.graph_helpers import AS_WRITTEN
 from tests.predictor.runtimes import onnx_graphs as G  # noqa: N812  (short: every test builds one)

@@ -204,8 +204,8 @@ def test_predict_cpu_threads_and_memory_that_does_not_fit():
     at = start("predict")
     at.selectbox(key="_w_predict_device").set_value("xeon-8480plus").run()
     at.number_input(key="_w_predict_threads").set_value(4).run()
-    want = predict_graph(load_graph("resnet50", (), 1), "xeon-8480plus",
-                         RunConfig(dims={"batch": 1}, threads=4))
+    want = predict_graph(load_graph("resnet50", (), 1), "xeon-8480plus",  # the page's fusion
+                         RunConfig(dims={"batch": 1}, threads=4, fusion=False))  # toggle: off
     assert shown_seconds(at) == want.time_s
     at.selectbox(key="_w_predict_device").set_value("l4")
     at.selectbox(key="_w_predict_mode").set_value("train")
@@ -445,7 +445,9 @@ def test_an_overwritten_user_device_is_predicted_afresh():
     at.selectbox(key="_w_predict_device").set_value("mine").run()
     g = load_graph("resnet50", (), 1)
     assert shown_seconds(at) == predict_graph(g, "mine", RunConfig(dims={"batch": 1})).time_s
-    save_user_device("h100-sxm", {"mem_bw_scale": 0.5}, "mine", overwrite=True)
+    # a twentieth of the bandwidth: resnet50 at batch 1 under pytorch-eager sits on its 15 µs
+    # per-kernel floor, which half the bandwidth does not lift
+    save_user_device("h100-sxm", {"mem_bw_scale": 0.05}, "mine", overwrite=True)
     at.run()
     want = predict_graph(g, "mine", RunConfig(dims={"batch": 1}))
     assert want.time_s > predict_graph(g, "h100-sxm", RunConfig(dims={"batch": 1})).time_s

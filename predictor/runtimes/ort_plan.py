@@ -47,15 +47,14 @@ from pathlib import Path
 
 import numpy as np
 
+import roofcast.predictor.runtimes.rules_ort  # noqa: F401  (registers the fallback rules)
 from roofcast.graph_import.types import Graph, TensorInfo
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.runtimes import rules_ort  # noqa: F401  (registers the fallback rules)
 from roofcast.predictor.runtimes.patterns import (
     PATTERNS,
     ExtraKernel,
     Kernel,
     KernelPlan,
-    known_patterns,
     register_pattern,
 )
 from roofcast.predictor.runtimes.rules_graph import is_constant, launches
@@ -268,6 +267,8 @@ def plan_from_kernels(graph: Graph, kernels: OrtKernels, plan: KernelPlan) -> Ke
 
 def fallback(graph: Graph, plan: KernelPlan, reason: str) -> KernelPlan:
     """The rules ONNX Runtime's CPU optimiser is known to follow (``FALLBACK_PATTERNS``)."""
+    from roofcast.predictor.runtimes.rules import known_patterns
+
     known_patterns()  # the shared rules (``rules``) registered too
     plan = plan.with_note(f"ONNX Runtime not asked ({reason}): its fusion rules instead")
     for name in FALLBACK_PATTERNS:

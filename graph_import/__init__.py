@@ -31,12 +31,14 @@ def import_model(
     ``graph_import.budgets``, raised with ``ROOFCAST_MAX_*`` environment variables).
     """
     from roofcast.graph_import.build import build_graph
-    from roofcast.graph_import.load import DEFAULT_MAX_BYTES, load_model
+    from roofcast.graph_import.load import DEFAULT_MAX_BYTES, load_model, skeleton
     from roofcast.graph_import.shapes import infer_concrete
 
     model = load_model(source, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
     shapes = infer_concrete(model, dims)
-    return build_graph(model, shapes, name=name or _default_name(source, model))
+    graph = build_graph(model, shapes, name=name or _default_name(source, model))
+    graph.skeleton = skeleton(model)
+    return graph
 
 
 def _default_name(source: Any, model: Any) -> str:

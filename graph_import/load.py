@@ -17,6 +17,7 @@ Weightless models (initializers whose external data is absent) load fine: only d
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Iterator
@@ -469,6 +470,27 @@ def _kahn(indegree: list[int], consumers: list[list[int]]) -> list[int]:
 def _node_label(graph: onnx.GraphProto, i: int) -> str:
     node = graph.node[i]
     return f"node {node.name or f'#{i}'!r} ({node.op_type})"
+
+
+def skeleton(model: ModelProto) -> bytes:
+    """``model`` serialised without the data of initializers over ``CHECKED_DATA_ELEMENTS``
+    elements (name, dtype and dims kept; no external-data entry, so nothing can point at a
+    file): the graph's structure at the size of its nodes, never its weights."""
+    out = ModelProto()
+    for name in ("ir_version", "producer_name", "domain", "model_version"):
+        setattr(out, name, getattr(model, name))
+    out.opset_import.extend(model.opset_import)
+    src, dst = model.graph, out.graph
+    dst.name = src.name
+    for name in ("node", "input", "output", "value_info"):
+        getattr(dst, name).extend(getattr(src, name))
+    for t in src.initializer:
+        small = tensor_has_inline_data(t) and math.prod(t.dims) <= CHECKED_DATA_ELEMENTS
+        if small:
+            dst.initializer.append(t)
+        else:
+            dst.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
+    return out.SerializeToString()
 
 
 def tensor_has_inline_data(tensor: TensorProto) -> bool:

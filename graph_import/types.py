@@ -140,6 +140,8 @@ class Graph:
     ``unsupported``: op type -> count of nodes without a cost rule.
     ``unresolved``: node name -> reason its shapes could not be made concrete.
     ``unbound_dims``: symbolic dim names the user did not bind.
+    ``skeleton``: the source model without its large initializers' data (``load.skeleton``),
+    for runtimes asked which kernels they would run (``predictor.runtimes.ort_plan``).
     """
 
     name: str
@@ -153,6 +155,7 @@ class Graph:
     unresolved: dict[str, str] = field(default_factory=dict)
     unbound_dims: tuple[str, ...] = ()
     dims: Mapping[str, int] = field(default_factory=dict)
+    skeleton: bytes = field(default=b"", repr=False)
 
     def ops(self) -> Iterator[OpNode]:
         """OpNodes in a topological order."""

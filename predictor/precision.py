@@ -18,8 +18,11 @@ Model (documented, applied identically everywhere):
 from __future__ import annotations
 
 from roofcast.graph_import.types import OpCost, OpNode, TensorInfo
-from roofcast.predictor.config import PRECISIONS
 from roofcast.predictor.errors import PredictionError
+
+#: the compute precisions a run may ask for (``RunConfig.precision``); defined here, below
+#: ``config`` and the runtime catalog, which both validate against it.
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 STORAGE_BYTES: dict[str, int] = {
     "fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1,

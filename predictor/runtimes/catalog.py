@@ -56,6 +56,7 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _load(path: Path, folder: Path) -> ExecutionProfile:
+    import roofcast.predictor.runtimes.ort_plan  # noqa: F401  (registers its patterns)
     from roofcast.predictor.runtimes.rules import known_patterns
 
     prof = profile_from_document(_read(path, folder), str(path), known_patterns=known_patterns())

@@ -40,12 +40,13 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.features import featurize
 from roofcast.predictor.memory import GraphSource
+from roofcast.predictor.runtimes import resolve_runtime
 from roofcast.predictor.speedup_bounds import BOUND_COLUMNS, speedup_bounds, within
 from roofcast.predictor.sweep import BOUNDS, NOTE_SEP, sweep
 from roofcast.predictor.workload import workload_table
 
 COMPARE_COLUMNS: tuple[str, ...] = (
-    "model", "device", "baseline", "batch", "time_s", "lower_s", "upper_s", "speedup",
+    "model", "device", "runtime", "baseline", "batch", "time_s", "lower_s", "upper_s", "speedup",
     "speedup_at_lower", "speedup_at_upper", "throughput_samples_per_s", "usd_per_throughput",
     "W_per_throughput", "memory_bytes", "mem_capacity_bytes", "fits", "price_usd", "tdp_W",
     *(f"{b}_bound_s" for b in BOUNDS), "dominant_bound", "peak_notes", *BOUND_COLUMNS,
@@ -78,7 +79,8 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     bounds = _bounds(graphs[config.batch or 1], devices, config, estimator, str(base["device"]),
                      allow_incomplete)
     df = df.join(bounds, on="device")
-    df["within_bounds"] = within(df["speedup"], df["speedup_min"], df["speedup_max"])
+    df["within_bounds"] = within(df["speedup"], df["speedup_min"], df["speedup_max"]).astype(
+        object).where(df["speedup_max"].notna(), None)
     df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r)]))
                         for notes, (_, r) in zip(df["peak_notes"], df.iterrows(), strict=True)]
     return df.assign(
@@ -91,16 +93,26 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
 
 def _bounds(graph, devices: Sequence, config: RunConfig, estimator: Any, base_id: str,
             allow_incomplete: bool) -> pd.DataFrame:
-    """``speedup_bounds`` of the run's workload on ``devices`` (its own explain of the rows)."""
+    """``speedup_bounds`` of the run's workload on the devices that run the baseline's runtime
+    (its own explain of the rows). A device under another runtime (a CPU beside GPUs) runs
+    other kernels, so no per-kernel bound exists: its bound columns are NaN and
+    ``within_bounds`` None (``_outside`` says why)."""
     specs = [get_device(d) for d in devices]
-    work = workload_table(graph, config, allow_incomplete=allow_incomplete)
-    feats = featurize(work, specs, config)
+    base = next(s for s in specs if s.id == base_id)
+    profile = resolve_runtime(config.runtime, base.kind)
+    same = [s for s in specs if resolve_runtime(config.runtime, s.kind).name == profile.name]
+    work = workload_table(graph, config, profile, allow_incomplete=allow_incomplete)
+    feats = featurize(work, same, config, profile)
     explained = estimator.explain(feats)
-    return speedup_bounds(feats, explained, [s.id for s in specs], base_id)
+    return speedup_bounds(feats, explained, [s.id for s in same], base_id).reindex(
+        [s.id for s in specs])
 
 
 def _outside(row: pd.Series) -> str:
     """The note of a speedup outside its physical bounds ('' when within)."""
+    if row["within_bounds"] is None:
+        return (f"{row['device']} runs {row['runtime']}, the baseline another runtime: their "
+                "kernels differ, so its speedup has no like-for-like hardware bound")
     if row["within_bounds"]:
         return ""
     return (f"{row['device']}: predicted speedup {row['speedup']:.2f}x is outside what its "

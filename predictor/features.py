@@ -57,7 +57,7 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.precision import STORAGE_BYTES, peak_dtype
-from roofcast.predictor.runtimes import ExecutionProfile
+from roofcast.predictor.runtimes import ExecutionProfile, get_runtime
 
 FEATURE_COLUMNS: tuple[str, ...] = (
     "peak_flops_per_s", "peak_engine", "peak_dtype", "peak_note", "mem_bw_Bps", "l2_bytes",
@@ -166,10 +166,14 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     ``devices``: one HardwareSpec or a sequence of them. The result has ``len(devices) x
     len(workload)`` rows: device ``d``'s copy of workload row ``r`` is row ``d * len(workload)
     + r``. With one device the workload's index is kept; with several the index is a range.
-    The input is not modified.
+    The input is not modified. ``profile``: the execution profile the rows were mapped for
+    (None: ``config.runtime``'s profile when the config names one, else no profile — rows
+    measured as they are).
     """
     check_workload(workload)
     specs = as_devices(devices)
+    if profile is None and config.runtime is not None:
+        profile = get_runtime(config.runtime)
     bad_kind = [hw.id for hw in specs if profile is not None and not profile.runs_on(hw.kind)]
     if bad_kind:
         raise PredictionError(f"runtime {profile.name!r} does not run on {', '.join(bad_kind)} "
@@ -216,14 +220,6 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     data["ridge_flop_per_byte"] = data["peak_flops_per_s"] / data["mem_bw_Bps"]
     rows = workload.copy() if n_dev == 1 else pd.concat([workload] * n_dev, ignore_index=True)
     new = [c for c in FEATURE_COLUMNS if c not in workload.columns]
-    out = pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
-                     pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
-                    axis=1)[[*workload.columns, *new]]
-    # H3 stand-in for the core helper's runtime columns (issue 14): the lead keeps H1's version
-    from roofcast.predictor.runtimes import resolve_runtime
-    prof = [resolve_runtime(config.runtime, hw.kind) for hw in specs]
-    return out.assign(
-        runtime=np.repeat(np.array([p.name for p in prof], dtype=object), n),
-        learned_from=np.repeat(np.array([p.learned_from or p.name for p in prof], dtype=object), n),
-        dispatch_floor_s=np.repeat([p.dispatch_floor_s(hw.kind, hw.launch_overhead_s)
-                                    for p, hw in zip(prof, specs, strict=True)], n))
+    return pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
+                      pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
+                     axis=1)[[*workload.columns, *new]]

@@ -46,6 +46,7 @@ import pandas as pd
 from roofcast.graph_import.workload_schema import FAMILIES, WORKLOAD_COLUMN_NAMES
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.learned.roads import runtime_column
 from roofcast.predictor.precision import STORAGE_BYTES
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
@@ -239,8 +240,8 @@ def measurement_set(rows: pd.DataFrame, source: str, specs: dict | None = None,
         f = featurize(part, hw, RunConfig(threads=t))
         parts.append(f)
     X = pd.concat(parts).loc[work.index].reset_index(drop=True)
-    X["runtime"] = _measured_runtime(rows.loc[work.index], X["runtime"].to_numpy(), runtime,
-                                     source)
+    X["runtime"] = _measured_runtime(rows.loc[work.index], runtime_column(X, "runtime"),
+                                     runtime, source)
     X["_group"] = _group(X["device_kind"].astype(str).to_numpy(), X["device"].to_numpy(),
                          X["_model"].to_numpy())
     y = X.pop("_latency_s").to_numpy(float)

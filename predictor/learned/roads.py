@@ -67,14 +67,23 @@ def road_of(kind: str, runtime: str, runtimes: Mapping[str, str]) -> str | None:
 
 
 def runtime_column(X: pd.DataFrame, column: str) -> np.ndarray:
-    """Column ``column`` (``runtime`` / ``learned_from``) of a featurized table as strings;
-    ``PredictionError`` when it is missing (a table not built by this version's featurize)."""
+    """Column ``column`` (``runtime`` / ``learned_from``) of a featurized table as strings, an
+    empty value (a table featurized without an execution profile: rows measured as they are)
+    read as the device kind's default runtime (``LEGACY_RUNTIMES``, the same table as
+    ``predictor.runtimes.default_runtime_name``); ``PredictionError`` when the column is missing
+    (a table not built by this version's featurize)."""
     if column not in X.columns:
         raise PredictionError(
             f"feature table lacks column {column!r} (the run's execution profile); the learned "
             "estimators need it to pick the efficiencies of the runtime modelled: build the "
             "table with predictor.features.featurize")
-    return X[column].astype(str).to_numpy()
+    values = X[column].fillna("").astype(str).to_numpy()
+    empty = values == ""
+    if empty.any():  # rows featurized without a profile: their kind's default runtime
+        kinds = X["device_kind"].astype(str).to_numpy()
+        values = values.copy()
+        values[empty] = [LEGACY_RUNTIMES.get(k, "") for k in kinds[empty]]
+    return values
 
 
 def row_roads(X: pd.DataFrame, runtimes: Mapping[str, str]

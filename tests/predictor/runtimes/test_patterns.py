@@ -166,13 +166,18 @@ def test_epilogue_composes_with_earlier_groups():
     assert len(rows(g, prof)) == 1
 
 
+#: patterns that add kernels by design: the eager score passes and ONNX Runtime's NCHWc reorders
+#: (its optimised graph may hold them too); their own tests check what they add.
+ADDS_KERNELS = frozenset({"attention-score-passes", "ort-nchwc-reorders", "ort-optimized"})
+
+
 def test_every_registered_pattern_keeps_flops_or_lowers_them_on_every_tiny_graph():
     graphs = [G.linear_bias(), G.residual_add(), G.erf_gelu(), G.tanh_gelu(), G.views(),
               G.attention(), G.norm_chain(), G.conv_relu()]
     for name in PATTERNS:
         kw = {"attention": "fused"} if name == "fused-attention" else {}
-        if name == "attention-score-passes":
-            continue  # adds kernels on purpose: checked above
+        if name in ADDS_KERNELS:
+            continue  # adds kernels on purpose: checked in their own tests
         for g in graphs:
             before, after = plain(g), rows(g, profile(name, **kw))
             assert len(after) <= len(before), (name, g.name)

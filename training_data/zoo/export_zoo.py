@@ -492,14 +492,16 @@ def _neusight_gpt(name: str, label: str) -> ZooModel:
     cfg = GPT2Config(**{k: v for k, v in raw.items() if k != "architectures"},
                      use_cache=False, attn_implementation="eager")
     d, layers, heads = cfg.n_embd, cfg.n_layer, cfg.n_head
-    spec = _hf(name, f"{label} as NeuSight timed it: HF GPT2LMHeadModel from its config "
-               f"({layers} layers, n_embd {d}, {heads} heads, FFN {4 * d} gelu_new, "
-               f"{cfg.n_positions} positions, vocab {cfg.vocab_size}, LM head tied to the token "
-               "embedding), input_ids only as the harness fed it", "GPT2LMHeadModel", cfg,
-               _text_inputs(cfg.vocab_size, mask=False),
-               (OutputSpec("logits", ("batch", "sequence", cfg.vocab_size)),), ("logits",))
+    with torch.device("meta"):  # ~11 GB of fp32 weights: backed by files in export_one
+        spec = _hf(name, f"{label} as NeuSight timed it: HF GPT2LMHeadModel from its config "
+                   f"({layers} layers, n_embd {d}, {heads} heads, FFN {4 * d} gelu_new, "
+                   f"{cfg.n_positions} positions, vocab {cfg.vocab_size}, LM head tied to the "
+                   "token embedding), input_ids only as the harness fed it", "GPT2LMHeadModel", cfg,
+                   _text_inputs(cfg.vocab_size, mask=False),
+                   (OutputSpec("logits", ("batch", "sequence", cfg.vocab_size)),), ("logits",))
     spec.source["neusight_config"] = f"{NEUSIGHT_MODELS_DIR}/configs/{name}.json"
     spec.module = _CausalLMHarness(spec.module.hf)
+    spec.on_disk = True
     return spec
 
 

@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import roofcast
 from roofcast.app.output import add_format_arg, emit
 from roofcast.hw_catalog.catalog import get_device, list_devices, resolve_name
+from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.precision import peak_dtype
 from roofcast.training_data import zoo
 from roofcast.training_data.public_kernels import shared_data_dir
@@ -328,6 +329,15 @@ def ratios(estimators: Sequence[str], baseline: str, devices: Sequence[str], run
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except PredictionError as exc:  # e.g. a roofcast without runtime=: say so, no traceback
+        print(f"runtime_validation: {exc}\n(--runtime none runs roofcast without runtime=, as "
+              "before execution profiles)", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="fewer estimators and rows, six devices for the ratios, small "

@@ -117,3 +117,25 @@ def test_speedup_bounds_are_the_compute_and_bandwidth_ratios(rv):
     assert (lo, hi) == (min(rc, rb), max(rc, rb))
     back = rv.bounds(h100, a100, "fp16")
     assert back[3] == pytest.approx(1 / lo)
+
+
+def test_ratio_checks_run_end_to_end(rv, capsys):
+    """The quick ratio part alone needs only the zoo: every non-baseline cell is counted."""
+    import json
+
+    rc = rv.main(["--quick", "--only", "ratios", "--runtime", "none", "--ratio-estimators",
+                  "time-roofline", "--format", "json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    (summary,) = doc["ratio_summary"]
+    cells = len(rv.RATIO_MODELS) * len(rv.RATIO_PRECISIONS) * len(rv.RATIO_MODES) * (
+        len(rv.QUICK_RATIO_DEVICES) - 1)
+    assert summary["cells"] == cells
+    assert summary["above_max"] + summary["below_min"] == len(doc["ratio_outside"])
+    for row in doc["ratio_outside"]:
+        assert not row["allowed_min"] <= row["speedup"] <= row["allowed_max"]
+
+
+def test_unknown_part_is_refused(rv):
+    with pytest.raises(SystemExit):
+        rv.main(["--only", "whole,nope"])

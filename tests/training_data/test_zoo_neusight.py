@@ -49,7 +49,8 @@ def test_export_has_the_configs_parameters(name):
     meta = zoo.model_meta(name)
     assert meta["params"] == params
     graph = import_model(zoo.model_path(name), dims={"batch": 2, "sequence": 2048}, name=name)
-    assert graph.unresolved == {} and graph.unsupported == {}
+    assert graph.unresolved == {}
+    assert graph.unsupported == {}
     # the tied LM head is stored once more, transposed, as the head's MatMul weight
     assert graph.params == params + head_copy
 
@@ -65,4 +66,5 @@ def test_export_is_full_depth_with_symbolic_batch_and_sequence(name):
     _, _, layers = EXPECTED[name]
     assert len(blocks) == layers, sorted(blocks)
     logits = [o for o in graph.outputs if o.name == "logits"]
-    assert logits and logits[0].shape[:2] == (1, 512)
+    assert len(logits) == 1
+    assert logits[0].shape[:2] == (1, 512)

@@ -10,6 +10,10 @@ them)::
     /work/venv-zoo/bin/python training_data/zoo/export_zoo.py --alt     # the other exporter's set
 
 No weights are downloaded: every model is built from a constructor / config with random init.
+``gpt3_xl``, ``gpt3_27`` and ``switchxl4`` (the models NeuSight timed on GPUs) read their HF
+configs from ``$ROOFCAST_SHARED_DATA/gpu_models/configs``; they are built on the meta device and
+their tensors backed by scratch files (``back_by_files``), so the 11-21 GB of fp32 weights need
+disk, not RAM (about 2x the weights free in ``$TMPDIR``; one model at a time).
 Before export every float parameter and buffer is re-drawn at random so that no two tensors are
 byte-identical (otherwise the TorchScript exporter deduplicates equal initializers such as
 all-ones LayerNorm weights, and the ONNX parameter count would no longer be comparable).

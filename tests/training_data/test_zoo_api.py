@@ -84,8 +84,9 @@ FILE_IDS = [f"{n}-{'alt' if p is zoo.alt_model_path else 'zoo'}" for n, p, _ in 
 @pytest.mark.parametrize(("name", "path_of", "meta_of"), ALL_FILES, ids=FILE_IDS)
 def test_file_is_weightless_small_and_keeps_initializer_dims(name, path_of, meta_of):
     path = path_of(name)
-    assert path.stat().st_size < 1_100_000
     model = _load(path)
+    # names and shape constants only: ~200-550 bytes a node (deep models exceed 1.1 MB in all)
+    assert path.stat().st_size < max(1_100_000, 1_000 * len(model.graph.node))
     external = [t for t in model.graph.initializer
                 if t.data_location == onnx.TensorProto.EXTERNAL]
     assert external, "large initializers are declared external"

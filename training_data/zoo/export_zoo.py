@@ -10,6 +10,10 @@ them)::
     /work/venv-zoo/bin/python training_data/zoo/export_zoo.py --alt     # the other exporter's set
 
 No weights are downloaded: every model is built from a constructor / config with random init.
+``gpt3_xl``, ``gpt3_27`` and ``switchxl4`` (the models NeuSight timed on GPUs) read their HF
+configs from ``$ROOFCAST_SHARED_DATA/gpu_models/configs``; they are built on the meta device and
+their tensors backed by scratch files (``back_by_files``), so the 11-21 GB of fp32 weights need
+disk, not RAM (about 2x the weights free in ``$TMPDIR``; one model at a time).
 Before export every float parameter and buffer is re-drawn at random so that no two tensors are
 byte-identical (otherwise the TorchScript exporter deduplicates equal initializers such as
 all-ones LayerNorm weights, and the ONNX parameter count would no longer be comparable).
@@ -108,6 +112,7 @@ class ZooModel:
     flop_dims: tuple[dict[str, int], ...]
     notes: dict[str, Any] = dataclasses.field(default_factory=dict)
     max_sequence: int | None = None  # longest 'sequence' the model accepts (position table size)
+    on_disk: bool = False  # built on the meta device; export_one backs its tensors by files
 
 
 BUILDERS: dict[str, Callable[[], ZooModel]] = {}
@@ -436,6 +441,184 @@ def _whisper_encoder() -> ZooModel:
     )
 
 
+# ------------------------------------------------- NeuSight's whole-model GPU latency models
+#
+# ``$ROOFCAST_SHARED_DATA/gpu_models`` (else ``../shared/data/gpu_models`` beside the repository)
+# holds the HF configs of the models NeuSight timed end to end on A100/V100 in PyTorch eager
+# (``neusight_model_latency.csv``). Its harness (sitar-lab/NeuSight ``neusight/Tracing/trace.py``)
+# builds ``AutoModelForCausalLM`` / ``AutoModelForSeq2SeqLM.from_config(config,
+# attn_implementation="eager")``, eval mode, ``torch.no_grad()``, inputs of ones:
+# GPT: ``model(input_ids)`` -> GPT2LMHeadModel with its (tied) LM head;
+# Switch: ``model(input_ids, input_ids, input_ids)``, i.e. positionally input_ids,
+# attention_mask and decoder_input_ids all ``[batch, sequence]``, whole model (``num_layer`` 0:
+# all 24 encoder + 24 decoder layers, not one layer scaled), with its sparse MLP replaced by
+# ``custom_switchtransmlp_forward``: every expert runs on a padded buffer of
+# ``batch * expert_capacity`` tokens whatever the routing. The exports below reproduce those
+# modules; ``use_cache=False`` (the harness's cache only returned the k/v tensors it had already
+# computed: no extra kernels).
+
+NEUSIGHT_MODELS_DIR = "gpu_models"
+
+
+def _neusight_config(stem: str) -> dict[str, Any]:
+    """The HF config JSON NeuSight built ``stem`` from (see the block comment above)."""
+    import os
+
+    base = os.environ.get("ROOFCAST_SHARED_DATA") or str(ZOO_DIR.parents[2] / "shared" / "data")
+    path = pathlib.Path(base) / NEUSIGHT_MODELS_DIR / "configs" / f"{stem}.json"
+    if not path.is_file():
+        raise SystemExit(f"{path} not found: set ROOFCAST_SHARED_DATA to the folder holding "
+                         f"{NEUSIGHT_MODELS_DIR}/configs/")
+    return json.loads(path.read_text())
+
+
+class _CausalLMHarness(nn.Module):
+    """``model(input_ids)`` -> logits, the mask an all-ones tensor built inside the graph.
+
+    The harness passed no mask (transformers 4.38 then masked with each layer's causal buffer);
+    transformers 5 without a mask traces a packed-sequence check (``torch.diff`` of the position
+    ids, no ONNX export), with an all-ones mask it builds the same causal mask once and adds it
+    in every layer: one pass over the scores per layer, as the harness's ``where``.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.hf = model
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.hf(input_ids=input_ids, attention_mask=torch.ones_like(input_ids)).logits
+
+
+def _neusight_gpt(name: str, label: str) -> ZooModel:
+    from transformers import GPT2Config
+
+    raw = _neusight_config(name)
+    cfg = GPT2Config(**{k: v for k, v in raw.items() if k != "architectures"},
+                     use_cache=False, attn_implementation="eager")
+    d, layers, heads = cfg.n_embd, cfg.n_layer, cfg.n_head
+    with torch.device("meta"):  # ~11 GB of fp32 weights: backed by files in export_one
+        spec = _hf(name, f"{label} as NeuSight timed it: HF GPT2LMHeadModel from its config "
+                   f"({layers} layers, n_embd {d}, {heads} heads, FFN {4 * d} gelu_new, "
+                   f"{cfg.n_positions} positions, vocab {cfg.vocab_size}, LM head tied to the "
+                   "token embedding), input_ids only as the harness fed it", "GPT2LMHeadModel", cfg,
+                   _text_inputs(cfg.vocab_size, mask=False),
+                   (OutputSpec("logits", ("batch", "sequence", cfg.vocab_size)),), ("logits",))
+    spec.source["neusight_config"] = f"{NEUSIGHT_MODELS_DIR}/configs/{name}.json"
+    spec.module = _CausalLMHarness(spec.module.hf)
+    spec.on_disk = True
+    return spec
+
+
+@zoo_model("gpt3_xl")
+def _gpt3_xl() -> ZooModel:
+    return _neusight_gpt("gpt3_xl", "GPT-3 XL (NeuSight's gpt3_xl config: n_embd 3072)")
+
+
+@zoo_model("gpt3_27")
+def _gpt3_27() -> ZooModel:
+    return _neusight_gpt("gpt3_27", "GPT-3 2.7B")
+
+
+class _PaddedExpertsMLP(nn.Module):
+    """Switch sparse MLP as NeuSight's harness ran it (``custom_switchtransmlp_forward``).
+
+    Harness: route (top-1 with the per-sequence capacity mask), then for each expert copy its
+    chosen tokens into a ``[batch * expert_capacity, d_model]`` buffer, run the expert on the
+    whole buffer, copy the chosen rows back; output ``router_probs * next_states``. Here the same
+    work with static shapes: the buffer's rows are the expert's chosen tokens first (``TopK`` of
+    ``chosen * (N - position)``, N = batch * sequence tokens; needs sequence >= expert_capacity),
+    gathered, run through the expert, and scattered back where chosen (unchosen rows keep their
+    input). Same expert GEMM shapes; small index copies instead of boolean-mask copies.
+    """
+
+    def __init__(self, sparse: nn.Module, capacity: int) -> None:
+        super().__init__()
+        self.router = sparse.router
+        self.experts = sparse.experts
+        self.capacity = capacity
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        batch, _, d_model = hidden.shape
+        router_mask, router_probs, _ = self.router(hidden)
+        flat = hidden.reshape(-1, d_model)
+        tokens = flat.shape[0]
+        rank = tokens - torch.arange(tokens, device=hidden.device)
+        slots = batch * self.capacity
+        out = flat
+        for idx, expert in enumerate(self.experts.values()):
+            chosen = router_mask[:, :, idx].reshape(-1)
+            rows = torch.topk(chosen * rank, slots).indices
+            keep = chosen.index_select(0, rows).unsqueeze(-1).bool()
+            taken = flat.index_select(0, rows)
+            result = torch.where(keep, expert(taken), out.index_select(0, rows))
+            out = out.index_put((rows,), result)
+        return router_probs * out.reshape(hidden.shape)
+
+
+class _SwitchHarness(nn.Module):
+    """``model(input_ids, attention_mask, decoder_input_ids)`` -> logits, as the harness called it."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.hf = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                decoder_input_ids: torch.Tensor) -> torch.Tensor:
+        return self.hf(input_ids=input_ids, attention_mask=attention_mask,
+                       decoder_input_ids=decoder_input_ids).logits
+
+
+@zoo_model("switchxl4")
+def _switchxl4() -> ZooModel:
+    import transformers
+
+    raw = _neusight_config("switchxl4")
+    cfg = transformers.SwitchTransformersConfig(
+        **{k: v for k, v in raw.items() if k not in ("architectures", "torch_dtype",
+                                                     "transformers_version", "use_cache")},
+        use_cache=False, attn_implementation="eager")
+    with torch.device("meta"):  # 5.3 G parameters: 21 GB in fp32, more than this machine
+        model = transformers.SwitchTransformersForConditionalGeneration(cfg)
+    sparse_cls = transformers.models.switch_transformers.modeling_switch_transformers \
+        .SwitchTransformersSparseMLP
+    for module in list(model.modules()):
+        for child_name, child in list(module.named_children()):
+            if isinstance(child, sparse_cls):
+                setattr(module, child_name, _PaddedExpertsMLP(child, cfg.expert_capacity))
+    config_diff = {k: v for k, v in cfg.to_diff_dict().items() if k != "transformers_version"}
+    ids = InputSpec("input_ids", torch.int64, ("batch", "sequence"), "randint", cfg.vocab_size)
+    return ZooModel(
+        name="switchxl4",
+        description=(
+            f"Switch Transformer (Fedus et al. 2022) as NeuSight timed it ('switchxl4'): HF "
+            f"SwitchTransformersForConditionalGeneration, d_model {cfg.d_model}, "
+            f"{cfg.num_layers} encoder + {cfg.num_decoder_layers} decoder layers, {cfg.num_heads} "
+            f"heads of {cfg.d_kv}, FFN {cfg.d_ff} ReLU, every 2nd layer a sparse MLP of "
+            f"{cfg.num_experts} experts with capacity {cfg.expert_capacity} per sequence, each "
+            "expert run on a padded batch*capacity buffer (the harness's MoE forward), LM head "
+            f"tied, vocab {cfg.vocab_size}; encoder and decoder inputs both [batch, sequence]"),
+        source={"library": "transformers",
+                "class": "transformers.SwitchTransformersForConditionalGeneration",
+                "config_class": "transformers.SwitchTransformersConfig",
+                "config_non_default": config_diff,
+                "neusight_config": f"{NEUSIGHT_MODELS_DIR}/configs/switchxl4.json",
+                "moe_forward": "_PaddedExpertsMLP (export_zoo.py), after NeuSight's "
+                               "custom_switchtransmlp_forward"},
+        module=_SwitchHarness(model),
+        inputs=(ids, InputSpec("attention_mask", torch.int64, ("batch", "sequence"), "ones"),
+                dataclasses.replace(ids, name="decoder_input_ids")),
+        outputs=(OutputSpec("logits", ("batch", "sequence", cfg.vocab_size)),),
+        export_dims=TEXT_EXPORT_DIMS,
+        flop_dims=TEXT_FLOP_DIMS,
+        notes={"min_sequence": f"sequence >= expert_capacity ({cfg.expert_capacity}): the "
+                               "padded expert buffer takes batch*capacity of the tokens",
+               "weights_on_disk": "built on the meta device, every tensor then backed by a "
+                                  "file-mapped (shared mmap) scratch file so the kernel can page "
+                                  "the 21 GB of fp32 weights out; same values, same export"},
+        on_disk=True,
+    )
+
+
 # --------------------------------------------------------------------------- export steps
 
 
@@ -474,6 +657,31 @@ def randomize_tensors(module: nn.Module) -> None:
             t.copy_(torch.rand(t.shape, generator=gen) + 0.5)
         else:
             t.copy_(torch.randn(t.shape, generator=gen) * 0.02)
+
+
+def back_by_files(module: nn.Module, folder: pathlib.Path) -> int:
+    """Give every meta-device parameter and buffer of ``module`` real storage: a shared memory
+    map of its own file under ``folder`` (zeros until ``randomize_tensors`` draws them). Pages
+    of a shared file mapping can be written back and evicted, so a model larger than the free
+    RAM can be traced and exported. Tied parameters stay tied. Returns the bytes mapped."""
+    new: dict[int, torch.Tensor] = {}
+    for owner in module.modules():
+        for table in (owner._parameters, owner._buffers):
+            for key, t in list(table.items()):
+                if t is None or not t.is_meta:
+                    continue
+                if id(t) not in new:
+                    path = folder / f"t{len(new)}.bin"
+                    data = torch.from_file(str(path), shared=True, size=max(t.numel(), 1),
+                                           dtype=t.dtype)[: t.numel()].view(t.shape)
+                    new[id(t)] = (nn.Parameter(data, requires_grad=t.requires_grad)
+                                  if isinstance(t, nn.Parameter) else data)
+                table[key] = new[id(t)]
+    persistent = module.state_dict(keep_vars=True).keys()
+    computed = [n for n, _ in module.named_buffers() if n not in persistent]
+    if computed:  # their values come from the config at construction: meta lost them
+        raise SystemExit(f"cannot back non-persistent buffers by files: {computed[:5]}")
+    return sum(t.numel() * t.element_size() for t in new.values())
 
 
 def count_flops(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> tuple[int, dict[str, int]]:
@@ -538,19 +746,43 @@ EXPORTERS: dict[str, Callable[[ZooModel, tuple[torch.Tensor, ...], pathlib.Path]
 }
 
 
-def _float_tensor_bytes(t: onnx.TensorProto) -> bytes | None:
+def _float_tensor_bytes(t: onnx.TensorProto, base_dir: pathlib.Path) -> bytes | None:
+    """float32 bytes of a float initializer (its external data read from ``base_dir`` into a
+    copy, one tensor at a time, so a multi-GB export never sits in memory twice)."""
     if t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                            onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE):
         return None
+    if onnx.external_data_helper.uses_external_data(t):
+        copy = onnx.TensorProto()
+        copy.CopyFrom(t)
+        onnx.external_data_helper.load_external_data_for_tensor(copy, str(base_dir))
+        copy.data_location = onnx.TensorProto.DEFAULT
+        del copy.external_data[:]
+        t = copy
     arr = onnx.numpy_helper.to_array(t)
     return arr.astype("float32").tobytes()
+
+
+def inline_small_external(model: onnx.ModelProto, base_dir: pathlib.Path) -> None:
+    """Read back the external data of initializers small enough to stay inline in the zoo.
+
+    The exporter writes a > 2 GB model's initializers to files beside it; the model is loaded
+    without them (``load_external_data=False``) and only these small ones are read;
+    ``make_weightless`` re-declares the large ones."""
+    for t in model.graph.initializer:
+        if (onnx.external_data_helper.uses_external_data(t)
+                and math.prod(t.dims) <= WEIGHTLESS_THRESHOLD_ELEMENTS):
+            onnx.external_data_helper.load_external_data_for_tensor(t, str(base_dir))
+            t.data_location = onnx.TensorProto.DEFAULT
+            del t.external_data[:]
 
 
 def _digest(b: bytes) -> str:
     return hashlib.blake2b(b, digest_size=16).hexdigest()
 
 
-def reconcile_params(module: nn.Module, model: onnx.ModelProto) -> dict[str, Any]:
+def reconcile_params(module: nn.Module, model: onnx.ModelProto,
+                     base_dir: pathlib.Path) -> dict[str, Any]:
     """Explain exactly how ONNX float-initializer elements relate to ``sum(p.numel())``.
 
     Every float initializer is matched by content (hash of its float32 bytes) against the torch
@@ -572,7 +804,7 @@ def reconcile_params(module: nn.Module, model: onnx.ModelProto) -> dict[str, Any
     derived: list[tuple[str, int]] = []
     total = 0
     for init in model.graph.initializer:
-        raw = _float_tensor_bytes(init)
+        raw = _float_tensor_bytes(init, base_dir)
         if raw is None:
             continue
         n = math.prod(init.dims)
@@ -711,8 +943,17 @@ def _strip_names(io: list[onnx.ValueInfoProto]) -> list[dict[str, Any]]:
 
 
 def export_one(name: str, exporter: str, out_dir: pathlib.Path) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"zoo-{name}-") as scratch:
+        spec = BUILDERS[name]()
+        if spec.on_disk:
+            mapped = back_by_files(spec.module, pathlib.Path(scratch))
+            print(f"{name}: {mapped / 1e9:.1f} GB of tensors mapped from files", flush=True)
+        return _export_built(spec, exporter, out_dir)
+
+
+def _export_built(spec: ZooModel, exporter: str, out_dir: pathlib.Path) -> dict[str, Any]:
     t0 = time.time()
-    spec = BUILDERS[name]()
+    name = spec.name
     module = spec.module.eval()
     randomize_tensors(module)
     flops_by_shape = []
@@ -723,8 +964,9 @@ def export_one(name: str, exporter: str, out_dir: pathlib.Path) -> dict[str, Any
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = pathlib.Path(tmp) / f"{name}.onnx"
         opset = EXPORTERS[exporter](spec, export_inputs, tmp_path)
-        model = onnx.load(str(tmp_path), load_external_data=True)
-    reconciliation = reconcile_params(module, model)
+        model = onnx.load(str(tmp_path), load_external_data=False)
+        inline_small_external(model, tmp_path.parent)
+        reconciliation = reconcile_params(module, model, tmp_path.parent)
     notes = dict(spec.notes)
     for key, note in (("bn_folded", batchnorm_note(module, model)), ("tied_parameters", tied_note(module))):
         if note is not None:

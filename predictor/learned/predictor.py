@@ -12,7 +12,9 @@ they turn a featurized table into per-op times.
 3. rows with a model: ``time = max(t_bound, (t_bound + floor) · 10^ŷ)`` (``model.bounded_time``:
    ``floor`` the family's learned harness floor, or the row's ``dispatch_floor_s`` for a
    runtime borrowing another's efficiencies; never below the physical bound) with the family's
-   conformal interval (``intervals``);
+   conformal interval (``intervals``; where the row's bin had too few calibration residuals
+   for an upper end, the fallback estimator's upper end — compute + memory + floor serialised —
+   at least the learned time);
 4. out-of-distribution flags (``ood``) per row;
 5. ``mode="learned"``: the learned time wherever a model exists (raw extrapolation out of
    distribution); ``mode="auto"``: the same road — learned wherever a model exists, on every
@@ -146,6 +148,11 @@ class LearnedModel:
             floor = np.where(borrowed[rows], dispatch[rows], fm.floor_s)
             learned_t[rows] = bounded_time(bound[rows], y, floor)
             lo_l[rows], hi_l[rows] = self.intervals[key].interval(learned_t[rows], bound[rows])
+        # a bin with too few calibration residuals has no conformal upper end (inf): the row
+        # takes the fallback's serialised upper end (compute + memory + floor), at least its
+        # learned time, so an interval is never unbounded
+        open_hi = has_model & ~np.isfinite(hi_l)
+        hi_l[open_hi] = np.maximum(upper[open_hi], learned_t[open_hi])
         tr = np.flatnonzero(transferred)
         lo_l[tr], hi_l[tr] = widen(learned_t[tr], lo_l[tr], hi_l[tr], bound[tr], distance[tr])
         label[transferred] = [lab.replace("learned:", f"{TRANSFERRED}:", 1)

@@ -183,3 +183,16 @@ def test_auto_transfers_to_an_unlike_device_on_the_same_road_and_says_so(trained
         bound = ex_far["bound_s"][sel].to_numpy()
         assert (ex_far["time_s"][sel].to_numpy() >= np.maximum(
             bound, (bound + fm.floor_s) * 10.0 ** fm.y_range[0]) * (1 - 1e-9)).all()
+
+
+def test_transferred_rows_of_an_uncalibrated_bin_have_a_finite_interval():
+    """bert_base under torch-compile on an H100 puts fused elementwise kernels of ~8 µs
+    (transferred: outside the training range) in interval bins without calibration residuals: their upper end must stay finite
+    (the fallback's serialised upper end), so the end-to-end interval is finite too."""
+    import roofcast
+
+    model = roofcast.load_model("bert_base", batch=1, sequence=128)
+    p = roofcast.predict(model, "h100-sxm", runtime="torch-compile", estimator="auto")
+    assert np.isfinite(p.per_op["upper_s"]).all()
+    assert (p.per_op["upper_s"] >= p.per_op["time_s"]).all()
+    assert np.isfinite(p.summary["e2e_upper_s"])

@@ -30,7 +30,13 @@ RUNNER = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
     from roofcast.app.cli import main
     code = main(sys.argv[1:])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # the child's own peak: VmHWM is per address space (reset by exec), while ru_maxrss keeps
+    # the forking parent's peak (pytest's, large late in a full run) across exec on Linux
+    try:
+        peak = next(int(x.split()[1]) for x in open("/proc/self/status")
+                    if x.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"PEAK_KIB {{peak}}", file=sys.stderr)
     sys.exit(code)
 """).format(limit=LIMIT_AS)

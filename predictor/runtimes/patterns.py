@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from roofcast.graph_import.types import Graph
+from roofcast.predictor.runtimes.rules_graph import topo_order
 
 
 @dataclass(frozen=True)
@@ -134,3 +135,19 @@ def plan_summary(profile_name: str, plan: KernelPlan) -> str:
     if not plan.notes:
         return f"{profile_name}: one kernel per costed node (no pattern changed the graph)"
     return f"{profile_name}: " + ", ".join(plan.notes)
+
+
+def merge_each(graph: Graph, plan: KernelPlan,
+               matches: Iterable[tuple[Iterable[str], Kernel | None]], note: str) -> KernelPlan:
+    """``plan`` with each match ``(members, kernel)`` merged into one group (``kernel``, when
+    not None, replaces its work), skipping a match that touches a locked node; with the note
+    ``"<count> <note>"`` when any merged. The loop every grouping pattern shares."""
+    order = topo_order(graph)
+    count = 0
+    for members, kernel in matches:
+        members = tuple(members)
+        if set(members) & plan.locked():
+            continue
+        plan = plan.merged(members, order, kernel=kernel)
+        count += 1
+    return plan.with_note(f"{count} {note}") if count else plan

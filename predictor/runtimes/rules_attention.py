@@ -20,14 +20,19 @@ import math
 from dataclasses import dataclass
 
 from roofcast.graph_import.types import Engine, Graph, OpNode
-from roofcast.predictor.runtimes.patterns import ExtraKernel, Kernel, KernelPlan, register_pattern
+from roofcast.predictor.runtimes.patterns import (
+    ExtraKernel,
+    Kernel,
+    KernelPlan,
+    merge_each,
+    register_pattern,
+)
 from roofcast.predictor.runtimes.rules_graph import (
     activation_inputs,
     consumers,
     family,
     launches,
     producer,
-    topo_order,
 )
 
 #: families a node between the score MatMul and the Softmax (or after it) may have.
@@ -141,18 +146,17 @@ def attention_score_passes(graph: Graph, plan: KernelPlan) -> KernelPlan:
 @register_pattern("fused-attention")
 def fused_attention(graph: Graph, plan: KernelPlan) -> KernelPlan:
     """Each score subgraph as one flash-style attention kernel (module docstring)."""
-    order = topo_order(graph)
-    count = 0
-    for sub in score_subgraphs(graph):
-        if set(sub.members()) & plan.locked():
-            continue
-        q, k = sub.qk.input(0), sub.qk.input(1)
-        v, o = sub.pv.input(1), sub.pv.outputs[0]
-        kernel = Kernel(
-            op_type="FusedAttention", family="attention", engine=Engine.MATRIX.value,
-            flops=float(sub.qk.cost.flops + sub.pv.cost.flops),
-            bytes_read=float(q.nbytes + k.nbytes + v.nbytes), bytes_written=float(o.nbytes),
-            dtype=o.dtype)
-        plan = plan.merged(sub.members(), order, kernel=kernel)
-        count += 1
-    return plan.with_note(f"{count} attentions as one fused kernel") if count else plan
+    return merge_each(graph, plan, ((sub.members(), _flash_kernel(sub))
+                                    for sub in score_subgraphs(graph)),
+                      "attentions as one fused kernel")
+
+
+def _flash_kernel(sub) -> Kernel:
+    """One flash-style kernel: the flops of both matmuls, the bytes of Q, K, V and O only."""
+    q, k = sub.qk.input(0), sub.qk.input(1)
+    v, o = sub.pv.input(1), sub.pv.outputs[0]
+    return Kernel(
+        op_type="FusedAttention", family="attention", engine=Engine.MATRIX.value,
+        flops=float(sub.qk.cost.flops + sub.pv.cost.flops),
+        bytes_read=float(q.nbytes + k.nbytes + v.nbytes), bytes_written=float(o.nbytes),
+        dtype=o.dtype)

@@ -12,14 +12,13 @@ fp32 on an A100), so eager prices it node by node; torch.compile fuses it (``ind
 from __future__ import annotations
 
 from roofcast.graph_import.types import Graph, OpNode
-from roofcast.predictor.runtimes.patterns import KernelPlan, register_pattern
+from roofcast.predictor.runtimes.patterns import KernelPlan, merge_each, register_pattern
 from roofcast.predictor.runtimes.rules_graph import (
     consumers,
     is_constant,
     is_model_output,
     launches,
     producer,
-    topo_order,
 )
 
 
@@ -83,15 +82,6 @@ def erf_gelu(graph: Graph, erf: OpNode) -> list[str] | None:
 @register_pattern("gelu-erf")
 def gelu_erf(graph: Graph, plan: KernelPlan) -> KernelPlan:
     """Group each erf-GELU chain into one elementwise kernel (module docstring)."""
-    order = topo_order(graph)
-    locked = plan.locked()
-    count = 0
-    for n in graph.ops():
-        if n.op_type != "Erf":
-            continue
-        members = erf_gelu(graph, n)
-        if members is None or set(members) & locked:
-            continue
-        plan = plan.merged(members, order)
-        count += 1
-    return plan.with_note(f"{count} erf-GELU chains as one kernel") if count else plan
+    chains = (erf_gelu(graph, n) for n in graph.ops() if n.op_type == "Erf")
+    return merge_each(graph, plan, ((m, None) for m in chains if m is not None),
+                      "erf-GELU chains as one kernel")

@@ -15,14 +15,13 @@ from __future__ import annotations
 import math
 
 from roofcast.graph_import.types import Graph, OpNode
-from roofcast.predictor.runtimes.patterns import KernelPlan, register_pattern
+from roofcast.predictor.runtimes.patterns import KernelPlan, merge_each, register_pattern
 from roofcast.predictor.runtimes.rules_graph import (
     consumers,
     is_constant,
     is_model_output,
     launches,
     producer,
-    topo_order,
 )
 
 
@@ -56,13 +55,6 @@ def _bias_matmul(graph: Graph, add: OpNode) -> OpNode | None:
 @register_pattern("bias-into-gemm")
 def bias_into_gemm(graph: Graph, plan: KernelPlan) -> KernelPlan:
     """Group each matmul with its bias add (module docstring)."""
-    order = topo_order(graph)
-    locked = plan.locked()
-    count = 0
-    for add in graph.ops():
-        mm = _bias_matmul(graph, add)
-        if mm is None or {mm.name, add.name} & locked:
-            continue
-        plan = plan.merged((mm.name, add.name), order)
-        count += 1
-    return plan.with_note(f"{count} bias adds in addmm") if count else plan
+    pairs = ((_bias_matmul(graph, add), add) for add in graph.ops())
+    return merge_each(graph, plan, (((mm.name, add.name), None) for mm, add in pairs
+                                    if mm is not None), "bias adds in addmm")

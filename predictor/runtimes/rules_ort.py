@@ -35,6 +35,7 @@ from roofcast.predictor.runtimes.patterns import (
     ExtraKernel,
     Kernel,
     KernelPlan,
+    merge_each,
     register_pattern,
 )
 from roofcast.predictor.runtimes.rules_graph import consumers, is_model_output, launches, producer
@@ -140,14 +141,9 @@ def decomposed_layernorm(graph: Graph, mean: OpNode) -> list[str] | None:
 @register_pattern("ort-layernorm")
 def layernorm(graph: Graph, plan: KernelPlan) -> KernelPlan:
     """Each decomposed layer norm as one kernel (module docstring)."""
-    order = {n.name: i for i, n in enumerate(graph.ops())}
-    count = 0
-    for n in graph.ops():
-        members = decomposed_layernorm(graph, n) if n.op_type == "ReduceMean" else None
-        if members:
-            plan = plan.merged(members, order)
-            count += 1
-    return plan.with_note(f"{count} decomposed layer norms as one kernel") if count else plan
+    norms = (decomposed_layernorm(graph, n) for n in graph.ops() if n.op_type == "ReduceMean")
+    return merge_each(graph, plan, ((m, None) for m in norms if m),
+                      "decomposed layer norms as one kernel")
 
 
 @register_pattern("ort-pad-into-conv")

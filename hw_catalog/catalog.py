@@ -49,14 +49,20 @@ VENDOR_WORDS: frozenset[str] = frozenset({
 MAX_SUGGESTIONS = 4  # ids named by an unknown-device error (more when one family has more)
 
 
-def user_dir() -> Path:
-    """The user's device folder (may not exist)."""
-    env = os.environ.get(ENV_VAR)
+def config_folder(env_var: str, name: str) -> Path:
+    """A user folder of roofcast (may not exist): ``$env_var``, else
+    ``$XDG_CONFIG_HOME/roofcast/NAME``, else ``~/.config/roofcast/NAME``."""
+    env = os.environ.get(env_var)
     if env:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CONFIG_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
-    return base / "roofcast" / "devices"
+    return base / "roofcast" / name
+
+
+def user_dir() -> Path:
+    """The user's device folder (may not exist): ``config_folder(ENV_VAR, "devices")``."""
+    return config_folder(ENV_VAR, "devices")
 
 
 def normalize_name(name: str) -> str:

@@ -9,7 +9,6 @@ reuse a built-in name. ``default_runtime_name(kind)``: ``onnxruntime-cpu`` on CP
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 
@@ -25,13 +24,10 @@ DEFAULTS: dict[str, str] = {"cpu": "onnxruntime-cpu", "gpu": "pytorch-eager",
 
 
 def user_dir() -> Path:
-    """The user's runtime folder (may not exist)."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
-    return base / "roofcast" / "runtimes"
+    """The user's runtime folder (may not exist), beside the user device folder."""
+    from roofcast.hw_catalog.catalog import config_folder
+
+    return config_folder(ENV_VAR, "runtimes")
 
 
 def _read(path: Path, folder: Path) -> dict:

@@ -37,7 +37,8 @@ DEFAULT_ESTIMATOR = "time-roofline"
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
-    """Options shared by predict and compare: dims, precision, mode, threads, ..."""
+    """Options shared by predict and compare: the model, dims, precision, mode, then
+    ``add_execution_args``."""
     p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim of the model: sequence=128, or INPUT:AXIS=N "
@@ -48,6 +49,12 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help=f"compute precision: {'|'.join(PRECISIONS)} (default fp32)")
     p.add_argument("--mode", default="infer", metavar="MODE",
                    help=f"{'|'.join(MODES)}: inference or one training step (default infer)")
+    add_execution_args(p)
+
+
+def add_execution_args(p: argparse.ArgumentParser) -> None:
+    """Options of how each cell runs, shared by predict, compare and sweep: optimizer, threads,
+    inter-op, runtime and fusion, estimator, allow-incomplete."""
     p.add_argument("--optimizer", default="adam", metavar="OPT",
                    help=f"optimizer of a training step: {'|'.join(OPTIMIZERS)} (default adam)")
     p.add_argument("--threads", type=positive_int, metavar="N",

@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import math
 
-from roofcast.app.argtypes import name_list, positive_int, positive_int_list
+from roofcast.app.argtypes import name_list, positive_int_list
 from roofcast.app.commands.compare import (
     device_runtimes,
     fusion_summary,
     runtime_summary,
     split_devices,
 )
-from roofcast.app.commands.predict import DEFAULT_ESTIMATOR, GIB, add_runtime_args
+from roofcast.app.commands.predict import GIB, add_execution_args
 from roofcast.app.output import add_format_arg, context_columns, emit
 
 
@@ -38,20 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="infer and/or train (default infer)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim other than the batch, e.g. sequence=128")
-    p.add_argument("--optimizer", default="adam", metavar="OPT",
-                   help="optimizer of a training step (default adam)")
-    p.add_argument("--threads", type=positive_int, metavar="N",
-                   help="CPU threads (CPU devices only; default all cores)")
-    p.add_argument("--inter-op", action="store_true",
-                   help="let independent ops run concurrently (critical-path time)")
-    add_runtime_args(p)
-    p.add_argument("--estimator", default=DEFAULT_ESTIMATOR, metavar="NAME",
-                   help=f"per-op estimator (default {DEFAULT_ESTIMATOR}; an unknown name lists "
-                        "them all)")
+    add_execution_args(p)
     p.add_argument("--baseline", metavar="ID", help="device the speedups are relative to "
                    "(default: the first of --hw)")
-    p.add_argument("--allow-incomplete", action="store_true",
-                   help="predict even when some ops have no cost (their time is left out)")
     add_format_arg(p)
     p.set_defaults(func=run)
 

@@ -50,6 +50,27 @@ TF32_FAMILIES: tuple[str, ...] = ("conv", "matmul", "attention")
 
 
 @dataclass(frozen=True)
+class ServingSpec:
+    """What an LLM serving engine does (the profile's optional ``[serving]`` table).
+
+    ``weights``/``kv_cache``: the weight and KV-cache dtypes it runs
+    (``predictor.llm.types.WEIGHT_DTYPES``/``KV_DTYPES``); ``batching``: ``continuous``
+    (requests join and leave the running batch every step) or ``static``;
+    ``memory_utilization``: the fraction of device memory the engine claims (vLLM's
+    ``gpu_memory_utilization``), the rest is reserve; ``max_prefill_tokens``: tokens of prompt
+    one scheduler step takes (chunked prefill budget; 0: whole prompts);
+    ``step_overhead_us``: host time per engine step before calibration (scheduling, sampling).
+    """
+
+    weights: tuple[str, ...] = ("fp16", "bf16")
+    kv_cache: tuple[str, ...] = ("fp16", "bf16")
+    batching: str = "continuous"
+    memory_utilization: float = 0.9
+    max_prefill_tokens: int = 0
+    step_overhead_us: float = 0.0
+
+
+@dataclass(frozen=True)
 class ExecutionProfile:
     """One runtime's execution model (module docstring). ``source``: the file it came from."""
 
@@ -69,6 +90,10 @@ class ExecutionProfile:
     notes: str = ""
     sources: tuple[str, ...] = ()
     source: str = ""
+    #: device vendors it runs on (``HardwareSpec.vendor`` prefixes, e.g. ``NVIDIA``); empty: any.
+    vendors: tuple[str, ...] = ()
+    #: the LLM serving engine's settings; None: not a serving engine.
+    serving: ServingSpec | None = None
 
     def runs_on(self, kind: str) -> bool:
         """Whether the runtime runs on devices of ``kind``."""

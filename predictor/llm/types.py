@@ -1,0 +1,107 @@
+"""Domain types of LLM serving predictions (frozen; SI units inside: seconds, bytes).
+
+JSON/CLI keys (``ServingPrediction.as_dict``) carry display units: ``ttft_ms``, ``tpot_ms``,
+``e2e_latency_ms``, ``output_tokens_per_s``, ``total_tokens_per_s``, ``max_batch``,
+``memory_GiB`` (and the ``*_lower``/``*_upper`` interval ends of each metric).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: weight dtypes (weight-only quantisation below 16 bits) and KV-cache dtypes a run may ask for;
+#: an engine lists the ones it runs (``ExecutionProfile.serving``).
+WEIGHT_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+KV_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8")
+ACTIVATION_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8")
+#: bits per element of each dtype above.
+DTYPE_BITS: dict[str, int] = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """One serving scenario.
+
+    ``input_tokens``/``output_tokens``: prompt and generated tokens per request.
+    Exactly one of ``batch`` (static batching: ``batch`` requests start together and finish
+    together) and ``concurrency`` (continuous batching in steady state: ``concurrency``
+    requests in flight, an int, or ``"max"``: as many as fit in memory); neither: batch 1.
+    ``weights``/``kv_cache``/``activations``: dtypes per tensor class (``kv_cache`` None: the
+    activations' dtype). ``runtime``: the serving engine (an ``ExecutionProfile`` with a
+    ``serving`` table; None: the device kind's default engine).
+    """
+
+    input_tokens: int = 512
+    output_tokens: int = 128
+    batch: int | None = None
+    concurrency: int | str | None = None
+    weights: str = "fp16"
+    kv_cache: str | None = None
+    activations: str = "fp16"
+    runtime: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Device memory of one model replica at a batch (bytes).
+
+    ``kv_cache_bytes`` = batch x (input + output tokens) x ``kv_bytes_per_token``;
+    ``reserve_bytes``: what the engine keeps for itself (CUDA context, workspace, the part of
+    memory it does not claim); ``capacity_bytes``: the device's memory;
+    ``fits``: weights + KV + activations + reserve <= capacity.
+    """
+
+    weights_bytes: float
+    kv_cache_bytes: float
+    activations_bytes: float
+    reserve_bytes: float
+    capacity_bytes: float
+    kv_bytes_per_token: float
+    batch: int
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.reserve_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+
+@dataclass(frozen=True)
+class ServingPrediction:
+    """Predicted serving metrics of one model on one device under one engine.
+
+    Seconds and tokens/s; every metric has an interval (``lower``/``upper``: dict metric ->
+    value). ``batch``: the batch (static) or concurrency (continuous) the metrics are for;
+    ``max_batch``: the largest that fits at these lengths (0: the model does not fit);
+    ``devices_needed``: devices of this kind the weights + one request's KV need (1 when it
+    fits); ``usd_per_million_tokens``/``tokens_per_joule``: None where the catalog has no
+    price / power. ``kernels``: per-kernel table of one prefill and one decode step (seconds).
+    """
+
+    model: str
+    device: str
+    runtime: str
+    estimator: str
+    config: ServingConfig
+    batch: int
+    ttft_s: float
+    tpot_s: float
+    e2e_latency_s: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    max_batch: int
+    memory: MemoryBreakdown
+    devices_needed: int
+    lower: dict[str, float] = field(default_factory=dict, hash=False)
+    upper: dict[str, float] = field(default_factory=dict, hash=False)
+    usd_per_million_tokens: float | None = None
+    tokens_per_joule: float | None = None
+    notes: tuple[str, ...] = ()
+    kernels: Any = field(default=None, repr=False, compare=False, hash=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON record (keys in the module docstring)."""
+        raise NotImplementedError  # contract: implemented by the serving work

@@ -20,6 +20,7 @@ from typing import Any
 from roofcast.graph_import.errors import LLMConfigError
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.families import known_model_types, read_family
+from roofcast.graph_import.llm.hf_fields import LIMITS
 
 #: A config.json is a few kB; anything over 1 MiB is not one.
 MAX_CONFIG_BYTES = 1 << 20
@@ -134,6 +135,12 @@ def arch_from_config(
             f"{', '.join(known)} (or give the model's ONNX export)"
         )
     family, fields = read_family(dict(config), model_type, where)
+    width = fields["n_heads"] * fields["head_dim"]
+    if width > LIMITS["width"]:
+        raise LLMConfigError(
+            f"{where}: {fields['n_heads']} heads of {fields['head_dim']} make attention "
+            f"{width} wide, over the plausible {LIMITS['width']}; check the head fields"
+        )
     return LLMArch(name=name or _default_name(config), family=family, source=source, **fields)
 
 

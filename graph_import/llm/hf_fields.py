@@ -69,9 +69,9 @@ class ConfigFields:
             if default is not None:
                 return default
             names = " or ".join(repr(k) for k in keys)
-            raise self.error(
-                f"lacks {names} (needed for {self.family} models); add it from the model's "
-                "Hugging Face config.json"
+            raise LLMConfigError(
+                f"{self.where} lacks {names} (needed for {self.family} models); add it from "
+                "the model's Hugging Face config.json"
             )
         value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -111,7 +111,9 @@ class ConfigFields:
         if key is None:
             if default is not None:
                 return default
-            raise self.error(f"lacks {keys[0]!r} (needed for {self.family} models)")
+            raise LLMConfigError(
+                f"{self.where} lacks {keys[0]!r} (needed for {self.family} models)"
+            )
         value = self.data[key]
         if not isinstance(value, str) or value not in HF_ACTIVATIONS:
             raise self.error(

@@ -48,7 +48,7 @@ def test_the_error_is_a_model_import_error():
 )  # fmt: skip
 def test_a_missing_field_is_named_with_the_family(field):
     message = refused(config_bytes(**{field: ...}))
-    assert f"lacks '{field}' (needed for llama models)" in message
+    assert f"config.json lacks '{field}' (needed for llama models)" in message
 
 
 @pytest.mark.parametrize(
@@ -116,6 +116,13 @@ def test_heads_must_divide_the_hidden_size_without_head_dim():
     message = refused(config_bytes(hidden_size=4095))
     assert "'num_attention_heads' (32) does not divide the hidden size (4095)" in message
     assert load_llm(config_bytes(hidden_size=4095, head_dim=128)).head_dim == 128
+
+
+def test_implausibly_wide_attention_is_refused():
+    message = refused(
+        config_bytes(num_attention_heads=16384, num_key_value_heads=..., head_dim=1024)
+    )
+    assert "16384 heads of 1024" in message
 
 
 def test_kv_heads_must_divide_heads():

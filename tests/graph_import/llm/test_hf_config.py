@@ -159,3 +159,10 @@ def test_activation_map_targets_known_activations():
 def test_reader_registry_refuses_a_second_reader_for_a_type():
     with pytest.raises(ValueError, match="two readers"):
         reader("llama")(lambda c: {})
+
+
+def test_every_family_but_decilm_has_a_bundled_model():
+    # DeciLM-7B varies its KV heads per layer and is refused; the deci reader is tested on bytes
+    families = {family for family, _ in READERS.values()}
+    bundled = {load_llm(name).family for name in bundled_llms()}
+    assert families - bundled == {"decilm"}

@@ -7,8 +7,11 @@ import json
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from roofcast.graph_import.errors import LLMConfigError, ModelImportError
+from roofcast.graph_import.llm.families import READERS
 from roofcast.graph_import.llm.hf_config import MAX_CONFIG_BYTES, arch_from_config, parse_config
 from roofcast.graph_import.llm.load import load_llm
 
@@ -23,6 +26,19 @@ LLAMA = {
     "max_position_embeddings": 4096,
     "hidden_act": "silu",
 }
+
+#: every field some reader reads
+FIELDS = (
+    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "vocab_size", "max_position_embeddings", "hidden_act", "head_dim",
+    "tie_word_embeddings", "attention_bias", "mlp_bias", "sliding_window", "num_local_experts",
+    "num_experts_per_tok", "use_sliding_window", "max_window_layers", "n_embd", "n_head",
+    "n_layer", "n_inner", "n_positions", "activation_function", "rotary_dim", "rotary_pct",
+    "use_parallel_residual", "ffn_dim", "word_embed_proj_dim", "enable_bias",
+    "new_decoder_architecture", "multi_query", "num_kv_heads", "parallel_attn", "alibi", "bias",
+    "ffn_hidden_size", "seq_length", "partial_rotary_factor", "kv_channels",
+    "num_key_value_heads_per_layer", "hidden_activation", "activation",
+)  # fmt: skip
 
 
 def refused(ref) -> str:
@@ -261,3 +277,33 @@ def test_odd_references():
     assert "empty model reference" in refused("  ")
     assert "cannot read an LLM from a int" in refused(7)  # type: ignore[arg-type]
     assert "no bundled LLM" in refused("bad\x00name")
+
+
+# ------------------------------------------------------------------ fuzz
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    model_type=st.sampled_from(sorted(READERS)),
+    changes=st.dictionaries(st.sampled_from(sorted(FIELDS)), JSON_VALUES, max_size=4),
+)
+def test_any_field_values_give_an_arch_or_a_config_error(model_type, changes):
+    config = {**LLAMA, "model_type": model_type, **changes}
+    message = ""
+    try:
+        arch = arch_from_config(config)
+    except LLMConfigError as exc:
+        message = str(exc)
+    if message:
+        assert message.startswith("config.json")
+    else:
+        assert arch.params > 0
+        assert arch.n_heads % arch.n_kv_heads == 0

@@ -40,13 +40,9 @@ from typing import Any
 import onnx
 from onnx import ModelProto, TensorProto
 
-from roofcast.graph_import import errors
+from roofcast.graph_import.errors import LLMConfigError
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.onnx_graph import DecoderGraph, Linear
-
-# LLMConfigError comes from the config reader's branch (graph_import.errors); until it is there
-# the import error type stands in (LLMConfigError subclasses it).
-LLMConfigError = getattr(errors, "LLMConfigError", errors.ModelImportError)
 
 #: ``max_context`` when the graph holds no position table or rotary cache: LlamaConfig's default
 DEFAULT_MAX_CONTEXT = 2048

@@ -93,7 +93,8 @@ class _B:
     def rope(self, x: str) -> str:
         if self.s.positions != "rope":
             return x
-        angle = self.c(np.linspace(0, 1, self.s.head_dim), np.float32)
+        angle = self.op("Constant", [], value=numpy_helper.from_array(  # not a weight
+            np.linspace(0, 1, self.s.head_dim).astype(np.float32)))
         cos, sin = self.op("Cos", [angle]), self.op("Sin", [angle])
         return self.op("Add", [self.op("Mul", [x, cos]), self.op("Mul", [self.op("Neg", [x]), sin])])
 

@@ -273,6 +273,7 @@ def layer_of(view: DecoderGraph, cores: list[Core], index: int, head: Linear, d_
     if not (tq.linears and tk.linears and tv.linears):
         raise LLMConfigError(f"{where}: the attention's Q/K/V come from no weight matmul; "
                              f"{CONFIG_ROAD}")
+    _refuse_cross_attention(view, tq, tk, where)
     qkv = tuple(sorted(tq.linears | tk.linears | tv.linears, key=lambda lin: lin.node))
     heads = _heads(view, core, tq, tk, tv, where)
     nxt = cores[index + 1].start if index + 1 < len(cores) else len(view.nodes)
@@ -315,6 +316,18 @@ def layer_of(view: DecoderGraph, cores: list[Core], index: int, head: Linear, d_
                  top_k=top_k if router else 1, parallel=parallel,
                  qkv_bias=any(lin.bias for lin in qkv), mlp_bias=any(lin.bias for lin in mlp),
                  mlp=mlp, kv_inputs=kv_in, kv_outputs=kv_out)
+
+
+def _refuse_cross_attention(view: DecoderGraph, tq: Trace, tk: Trace, where: str) -> None:
+    """K projected from a float graph input (encoder states), not from the decoder's stream."""
+    states = {vi.name for vi in view.inputs
+              if vi.type.tensor_type.elem_type in FLOATS and not is_kv_input(vi)}
+    for lin in tk.linears - tq.linears:
+        found = _trace(view, lin.input).inputs & states
+        if found:
+            raise LLMConfigError(
+                f"{where}: cross-attention (keys from the input {sorted(found)[0]!r}): the decoder "
+                f"of an encoder-decoder model; roofcast serves decoder-only LLMs; {CONFIG_ROAD}")
 
 
 def _kv_pair(view: DecoderGraph, core: Core, tk: Trace, tv: Trace) -> tuple[str, ...]:

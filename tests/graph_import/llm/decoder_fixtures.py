@@ -41,6 +41,7 @@ class Spec:
     parallel: bool = False
     nbits: bool = False  # 4-bit MatMulNBits linears (onnxruntime-genai style)
     rotary_cache: int = 0  # GroupQueryAttention cos/sin caches of this many positions
+    cross: bool = False  # K/V projected from an ``encoder_hidden_states`` input
 
 
 class _B:
@@ -155,7 +156,9 @@ class _B:
             qkv = self.linear(h, s.d_model, q_w + 2 * kv_w, s.qkv_bias)
             q, k, v = self.op("Split", [qkv, self.c([q_w, kv_w, kv_w])], n_out=3, axis=-1)
         else:
-            q, k, v = (self.linear(h, s.d_model, w, s.qkv_bias) for w in (q_w, kv_w, kv_w))
+            kv_src = "encoder_hidden_states" if s.cross else h
+            q = self.linear(h, s.d_model, q_w, s.qkv_bias)
+            k, v = (self.linear(kv_src, s.d_model, kv_w, s.qkv_bias) for _ in range(2))
         if s.attention != "eager":
             return self.fused(q, k, v, layer, graph_inputs, graph_outputs)
         q, k, v = self.rope(self.heads(q, s.heads)), self.rope(self.heads(k, s.kv_heads)), self.heads(v, s.kv_heads)
@@ -224,6 +227,9 @@ def tiny_decoder(**kw) -> bytes:
                                                     ["batch", "sequence"]))
         x = b.op("Add", [x, b.op("Gather", [b.w(s.max_positions, s.d_model, name="pos"), "position_ids"])])
     kv_outputs: list = []
+    if s.cross:
+        inputs.append(helper.make_tensor_value_info("encoder_hidden_states", TensorProto.FLOAT,
+                                                    ["batch", "encoder_sequence", s.d_model]))
     for layer in range(s.layers):
         h = b.norm(x)
         a = b.attention(h, layer, inputs, kv_outputs)

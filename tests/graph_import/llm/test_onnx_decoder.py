@@ -222,3 +222,8 @@ def test_onnxruntime_genai_layout_is_read():
     assert (arch.positions, arch.max_context) == ("rope", 512)
     assert not any(n.startswith("max_context") for n in info.notes)
     assert info.kv_inputs[:2] == ("past_key_values.0.key", "past_key_values.0.value")
+
+
+def test_cross_attention_decoder_is_refused():
+    with pytest.raises(LLMConfigError, match=r"cross-attention.*encoder_hidden_states"):
+        detect_decoder(tiny_decoder(cross=True))

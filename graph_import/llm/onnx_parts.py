@@ -395,7 +395,12 @@ def _heads(view: DecoderGraph, core: Core, tq: Trace, tk: Trace, tv: Trace, wher
         head_dim = q_w // n_heads
     if not n_heads and head_dim:
         n_heads = q_w // head_dim
-    if not head_dim or q_w != n_heads * head_dim or k_w % head_dim:
+    if (not head_dim or q_w != n_heads * head_dim or k_w <= 0 or k_w % head_dim
+            or (packed and q_w + 2 * k_w != width)):
         raise LLMConfigError(f"{where}: cannot read heads x head_dim from Q ({q_dims}) and the "
-                             f"projection width {q_w}; {CONFIG_ROAD}")
-    return Heads(n_heads, k_w // head_dim, head_dim)
+                             f"projection widths (q {q_w}, k/v {k_w}); {CONFIG_ROAD}")
+    n_kv = k_w // head_dim
+    if core.n_kv_heads and n_kv != core.n_kv_heads:
+        raise LLMConfigError(f"{where}: the attention op says {core.n_kv_heads} KV heads but the "
+                             f"K projection holds {n_kv} of {head_dim}; {CONFIG_ROAD}")
+    return Heads(n_heads, n_kv, head_dim)

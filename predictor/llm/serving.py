@@ -140,8 +140,7 @@ def check_device(profile: ExecutionProfile, hw: HardwareSpec) -> None:
         raise PredictionError(f"engine {profile.name!r} runs on "
                               f"{', '.join(profile.device_kinds)} devices, not on {hw.id} "
                               f"({hw.kind})")
-    if profile.vendors and not any(hw.vendor.lower().startswith(v.lower())
-                                   for v in profile.vendors):
+    if not profile.runs_on_vendor(hw.vendor):
         raise PredictionError(f"engine {profile.name!r} runs on {', '.join(profile.vendors)} "
                               f"devices, not on {hw.id} ({hw.vendor}); choose another runtime")
 
@@ -332,6 +331,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
             tpot = np.array(cal.apply("decode", np.array([dec]), cell.hw)).reshape(3)
             vals = _metrics(ttft, tpot, cell.batch, n, m, cell.continuous, cell.waves)
             notes.extend(sorted({str(x) for x in kernels["peak_note"] if x}))
+            notes.extend(cal.notes(cell.hw))
             results[i] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
     return [results[i] for i in range(len(cells))]
 

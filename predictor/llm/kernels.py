@@ -58,7 +58,7 @@ from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.llm.precision import TensorDtypes, weight_bytes_per_element
+from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes, weight_bytes_per_element
 from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS
 
@@ -67,7 +67,8 @@ LLM_COLUMNS: tuple[str, ...] = ("count", "step", "overlaps", "fallback_only", "s
 #: bytes per element of the graph_import tensors the nodes are built with ("float").
 _BUILD_BYTES = 4.0
 #: tensor-name prefixes -> tensor class: projection weights, small weights kept at the
-#: activation dtype (norms, biases, embedding, LM head), KV cache, integer indices.
+#: model dtype (norms, biases, router, embedding, LM head), KV cache, integer indices; other
+#: tensors are activations.
 _WEIGHT, _SMALL, _KV, _INDEX = "w.", "n.", "kv.", "i."
 _ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}), "gelu_tanh": ("Gelu", {"approximate": "tanh"}),
            "relu": ("Relu", {})}
@@ -129,6 +130,8 @@ class _Rows:
             return self.dtypes.kv_bytes
         if t.name.startswith(_INDEX):
             return 8.0
+        if t.name.startswith(_SMALL):
+            return dtype_bytes(self.dtypes.model_dtype)
         return self.dtypes.act_bytes
 
     def _scale(self, tensors, k: int) -> float:

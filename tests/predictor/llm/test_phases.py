@@ -68,7 +68,7 @@ def _table(dtype_used: str, gemm_s: float, deq_s: float, fallback_only: bool) ->
     ("fp16", False, 3.0),  # weight-only int4/int8: always charged
     ("fp8", False, 3.0),
 ])
-def testfold_dequant_takes_the_max_of_gemm_and_dequant(dtype_used, fallback_only, expected):
+def test_fold_dequant_takes_the_max_of_gemm_and_dequant(dtype_used, fallback_only, expected):
     out = fold_dequant(_table(dtype_used, 1.0, 3.0, fallback_only), 2, 1)
     assert out["time_s"][0, 0] == expected
     assert out["time_s"][0, 1] == 0.0

@@ -145,8 +145,7 @@ class _Rows:
 
     def add(self, name: str, op_type: str, inputs: Sequence[TensorInfo | None],
             outputs: Sequence[TensorInfo], *, count: int, dtype: str, attrs: dict | None = None,
-            flops_scale: float = 1.0, weight_elems: float | None = None,
-            gemm_override: tuple[float, float, float, float] | None = None) -> str:
+            flops_scale: float = 1.0, weight_elems: float | None = None) -> str:
         """Cost one node and append its row; returns the row key. ``weight_elems``: the
         weight elements the kernel reads when they differ from its weight tensors' (MoE)."""
         weights = frozenset(t.name for t in inputs if t is not None
@@ -163,7 +162,7 @@ class _Rows:
         if weight_elems is not None and w_in:
             w_bytes = weight_elems * self._bpe(w_in[0], k)
         act_read = max(cost.bytes_read - cost.weight_bytes, 0.0) * self._scale(a_in, k)
-        dims = gemm_override or gemm_dims(node)
+        dims = gemm_dims(node)
         key = f"{self.step}:{name}"
         values = {
             "node": name, "op_type": op_type, "family": op_family(node), "phase": "forward",
@@ -195,10 +194,10 @@ class _Rows:
                        dtype=dtype, weight_elems=weight_elems)
         if quantised and plan.dequant_flops_per_weight > 0:
             elems = float(k * n) if weight_elems is None else weight_elems
-            self.cols_dequant(name, key, plan.dequant_flops(elems, tokens), count,
+            self.dequant(name, key, plan.dequant_flops(elems, tokens), count,
                               plan.dequant_on_fallback_only)
 
-    def cols_dequant(self, name: str, key: str, flops: float, count: int,
+    def dequant(self, name: str, key: str, flops: float, count: int,
                      fallback_only: bool) -> None:
         """A ``Dequantize`` vector row (no traffic of its own) overlapping GEMM ``key``."""
         row = {c: v[-1] for c, v in self.cols.items()}

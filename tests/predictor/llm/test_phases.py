@@ -86,3 +86,22 @@ def test_devices_of_different_engines_are_grouped(archs):
     assert all(np.isfinite(p.tpot_s) for p in preds)
     cpu = next(p for p in preds if p.device == "epyc-9654")
     assert cpu.tpot_s > next(p for p in preds if p.device == "h100-sxm").tpot_s
+
+
+def test_one_evaluate_call_for_all_devices_and_batches(archs, engine, monkeypatch):
+    import roofcast.predictor.llm.phases as phases
+
+    calls = []
+    real = phases.evaluate
+
+    def counting(work, hws, *args, **kw):
+        calls.append((len(work), len(hws)))
+        return real(work, hws, *args, **kw)
+
+    monkeypatch.setattr(phases, "evaluate", counting)
+    hws = [get_device(d) for d in ("h100-sxm", "h200", "mi300x")]
+    preds = predict_many(archs["llama-3.1-70b"], hws,
+                         ServingConfig(2048, 256, weights="fp8", runtime=engine), [1, 4, 16])
+    assert len(preds) == 9
+    assert len(calls) == 1
+    assert calls[0][1] == 3

@@ -193,3 +193,16 @@ def test_fp8_kv_cache_notes(archs, engine):
     assert any("fp8 KV cache: attention reads half the bytes" in n for n in h100.notes)
     plain = predict_serving(a, get_device("h100-sxm"), replace(cfg, kv_cache=None))
     assert not any("KV cache:" in n for n in plain.notes)
+
+
+def test_prefill_bound_steady_state(archs, engine, h100):
+    a = archs["llama-2-7b"]
+    capped = replace(engine, serving=replace(engine.serving, max_prefill_tokens=256))
+    n, m, c = 2048, 16, 32  # needs 32 x 2048 / 16 = 4096 prompt tokens per step, gets 256
+    p = predict_serving(a, h100, ServingConfig(n, m, concurrency=c, runtime=capped))
+    decoding = 256 * m / n  # requests entering (and leaving) per step x M steps each
+    assert p.output_tokens_per_s == pytest.approx(decoding / p.tpot_s)
+    assert any("prefill-bound" in note for note in p.notes)
+    free = predict_serving(a, h100, ServingConfig(n, m, concurrency=c, runtime=engine))
+    assert free.output_tokens_per_s == pytest.approx(c / free.tpot_s)
+    assert not any("prefill-bound" in note for note in free.notes)

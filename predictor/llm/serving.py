@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -312,11 +312,19 @@ class _Times:
     ttft_s: float
     tpot_s: float
     requests: float
-    kernels: pd.DataFrame
+    kernels: pd.DataFrame | None
+    peak_notes: tuple[str, ...] = ()
+
+    @property
+    def notes(self) -> list[str]:
+        """The devices' fallback notes of the timed kernels."""
+        if self.kernels is None:
+            return list(self.peak_notes)
+        return sorted({str(x) for x in self.kernels["peak_note"] if x})
 
 
 def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
-                 estimator: str) -> dict[int, _Times]:
+                 estimator: str, with_kernels: bool = True) -> dict[int, _Times]:
     """``_Times`` of every predictable cell of ONE engine profile, all devices and steps
     timed in one ``time_steps`` call; keyed by the cell's index in ``cells``."""
     n, m = int(cfg.input_tokens), int(cfg.output_tokens)
@@ -345,23 +353,28 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
         dev = cells[i].hw.id
         d = devices.index(dev)
         if kind == "s":
-            r = collect_request_times(timed, cells[i].wave_batch, extra, n, m, d)
-            out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch,
-                            pd.concat([r.prefill_kernels.assign(phase_step="prefill"),
-                                       r.decode_kernels.assign(phase_step="decode")],
-                                      ignore_index=True))
+            b = cells[i].wave_batch
+            r = collect_request_times(timed, b, extra, n, m, d, with_kernels=False)
+            first, second = (f"b{b}:prefill", "prefill"), (f"b{b}:decode@{extra[0]}", "decode")
+            out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch, None)
         else:
-            tt, mx = extra.ttft.label, extra.mixed.label
-            out[i] = _Times(timed.of(tt)[0][d] * extra.ttft_steps, timed.of(mx)[0][d],
-                            extra.decoding,
-                            pd.concat([timed.kernels(tt, dev).assign(phase_step="ttft"),
-                                       timed.kernels(mx, dev).assign(phase_step="decode")],
-                                      ignore_index=True))
+            first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
+            out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
+                            timed.of(second[0])[0][d], extra.decoding, None)
+        if with_kernels:
+            kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
+                                 for lb, ph in (first, second)], ignore_index=True)
+            out[i] = replace(out[i], kernels=kernels)
+        else:
+            notes = [str(x) for lb, _ in (first, second)
+                     for x in timed.table["peak_note"].iloc[timed.rows_of[(lb, dev)]] if x]
+            out[i] = replace(out[i], peak_notes=tuple(sorted(set(notes))))
     return out
 
 
 def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
-             batches: Sequence[int | str], estimator: str) -> list[ServingPrediction]:
+             batches: Sequence[int | str], estimator: str,
+             with_kernels: bool = True) -> list[ServingPrediction]:
     """Predictions for every device x batch (module docstring), timed per engine profile."""
     if not hws:
         raise PredictionError("no devices to predict; give at least one device")
@@ -374,7 +387,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
     for idx in by_profile.values():
         group = [cells[i] for i in idx]
         profile = group[0].profile
-        times = _model_times(arch, group, cfg, estimator)
+        times = _model_times(arch, group, cfg, estimator, with_kernels)
         cal = engine_calibration(profile.name)
         for j, cell in enumerate(group):
             notes = _fit_notes(arch, cell, cfg) + _kv_notes(cell, cfg)
@@ -394,7 +407,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                              f"token prefill budget per step admits {cell.batch} x "
                              f"{n} / {m} prompt tokens too slowly; only about {t.requests:.3g} of "
                              f"the {cell.batch} requests decode in each step")
-            notes.extend(sorted({str(x) for x in kernels["peak_note"] if x}))
+            notes.extend(t.notes)
             notes.extend(cal.notes(cell.hw))
             results[idx[j]] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
     return [results[i] for i in range(len(cells))]
@@ -414,11 +427,13 @@ def predict_serving(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, *,
 
 def predict_many(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                  batches: Sequence[int | str] | None = None, *,
-                 estimator: str = DEFAULT_ESTIMATOR) -> list[ServingPrediction]:
+                 estimator: str = DEFAULT_ESTIMATOR,
+                 kernels: bool = True) -> list[ServingPrediction]:
     """``predict_serving`` for every device x batch (``batches`` None: the config's), timed
-    together; device-major order."""
+    together; device-major order. ``kernels`` False leaves ``ServingPrediction.kernels``
+    None (faster for wide sweeps)."""
     return _predict(arch, list(hws), cfg, list(batches) if batches else _batches(cfg),
-                    estimator)
+                    estimator, kernels)
 
 
 def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
@@ -428,7 +443,7 @@ def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig
     ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``),
     ``fits``, ``max_batch``, ``devices_needed``, for charts and device comparisons."""
     rows = []
-    for p in predict_many(arch, hws, cfg, batches, estimator=estimator):
+    for p in predict_many(arch, hws, cfg, batches, estimator=estimator, kernels=False):
         d = p.as_dict()
         mem = d.pop("memory_GiB")
         d.pop("notes")

@@ -206,3 +206,15 @@ def test_prefill_bound_steady_state(archs, engine, h100):
     free = predict_serving(a, h100, ServingConfig(n, m, concurrency=c, runtime=engine))
     assert free.output_tokens_per_s == pytest.approx(c / free.tpot_s)
     assert not any("prefill-bound" in note for note in free.notes)
+
+
+def test_table_without_kernel_tables_keeps_the_notes(archs, engine):
+    a = archs["llama-2-7b"]
+    devs = [get_device("a100-80gb-sxm"), get_device("h100-sxm")]
+    cfg = ServingConfig(256, 32, weights="fp8", runtime=engine)
+    df = serving_table(a, devs, cfg, [1, 4]).set_index(["device", "batch"])
+    assert "no fp8 matrix unit" in df.loc[("a100-80gb-sxm", 4), "notes"]
+    assert "no fp8 matrix unit" not in df.loc[("h100-sxm", 4), "notes"]
+    full = predict_serving(a, devs[0], replace(cfg, batch=4))
+    assert full.kernels is not None
+    assert df.loc[("a100-80gb-sxm", 4), "tpot_ms"] == pytest.approx(full.tpot_s * 1e3)

@@ -34,23 +34,22 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fit_llm_engines import fit_all, fit_rows  # noqa: E402
+from fit_llm_engines import fit_all, fit_rows
 
-from roofcast.graph_import.llm.load import load_llm  # noqa: E402
-from roofcast.hw_catalog import get_device  # noqa: E402
-from roofcast.predictor.llm.calibration import (  # noqa: E402
+from roofcast.graph_import.llm.load import load_llm
+from roofcast.hw_catalog import get_device
+from roofcast.predictor.llm.calibration import (
     calibration_document,
     engine_calibration,
 )
-from roofcast.predictor.llm.calibration_fit import (  # noqa: E402
+from roofcast.predictor.llm.calibration_fit import (
     abs_pct,
     loo,
     predict_calibrated,
     request_features,
-    target,
 )
-from roofcast.training_data.public.llm_serving import load_serving  # noqa: E402
-from roofcast.training_data.public_kernels import shared_data_dir  # noqa: E402
+from roofcast.training_data.public.llm_serving import load_serving
+from roofcast.training_data.public_kernels import shared_data_dir
 
 #: Vidur's device folders -> catalog ids (Vidur profiles DGX A100 80 GB and DGX H100 nodes and an
 #: A40 server: microsoft/vidur data/profiling/compute/{a100,h100,a40}).

@@ -11,19 +11,25 @@ Source: argonne-lcf/LLM-Inference-Bench ``Plots/*.csv`` (BSD-3-Clause; Chitty-Ve
   Fig 16), ``hardware`` (the publisher's label), ``device`` (catalog id, ``DEVICES``),
   ``n_devices``, ``engine_raw``, ``engine`` (runtime name, ``ENGINES``), ``model_ref`` (the
   Hugging Face id), ``model`` (the bundled config's name, from ``graph_import.llm.load``),
-  ``input_tokens``, ``output_tokens``, ``batch``, ``latency_s`` (the whole batch's request time:
-  prefill of ``batch`` prompts + ``output_tokens`` decode steps), ``throughput_tok_s`` (the
-  publisher's: batch x (input + output) / latency), ``weights``, ``kv_cache`` (dtypes: fp16
+  ``input_tokens``, ``output_tokens``, ``batch`` (the publisher's), ``requests`` (requests run
+  together: ``batch``, except llama.cpp rows, whose "batch" is llama.cpp's prompt batch
+  ``n_batch`` of one request: the latency falls as it grows, 1 -> 16 about 1.8x on every device,
+  and is flat from 16 to 64), ``latency_s`` (the whole batch's request time: prefill of the
+  prompts + ``output_tokens`` decode steps), ``throughput_tok_s`` = requests x (input + output) /
+  latency (the publisher's figure except on llama.cpp rows, where it multiplied by ``n_batch``),
+  ``weights``, ``kv_cache`` (dtypes: fp16
   unless Fig 3 says otherwise), ``ttft_s`` (Fig 22: the latency of the same batch with one
   output token), ``avg_power_W`` (Fig 16, published in mW: 222,122 for an A100 = 222 W).
 * ``excluded``: reason -> rows left out; every row read is either kept or counted here (the
   reasons name the label, the engine or the model), never dropped silently. Only single-device
-  rows are kept: multi-device rows (tensor/pipeline parallel) are counted as such.
+  rows are kept: multi-device rows (tensor/pipeline parallel) are counted as such. Rows whose
+  input + output exceed the model's maximum context are left out: the engine stops generating
+  (the 2048 + 2048 rows of the 2048-context models measure about one prefill).
 
 Semantics checked against the files: All_results' ``Input Output Length`` L is both the prompt
 and the generated length; Fig 22's ``end_latency`` is the All_results latency of the same
-configuration with L output tokens (``output_tokens`` = L there), its ``TTFT Latency`` is with
-one output token; Fig 3's ``kv_cache_dtype`` reads ``"Weight = fp16, KV Cache = fp8"``.
+configuration with L output tokens (``output_tokens`` = L there; missing on its GH200
+TensorRT-LLM rows, which keep their TTFT), its ``TTFT Latency`` is with one output token; Fig 3's ``kv_cache_dtype`` reads ``"Weight = fp16, KV Cache = fp8"``.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ FILES: dict[str, str] = {
 }
 COLUMNS: tuple[str, ...] = (
     "figure", "hardware", "device", "n_devices", "engine_raw", "engine", "model_ref", "model",
-    "input_tokens", "output_tokens", "batch", "latency_s", "throughput_tok_s", "weights",
+    "input_tokens", "output_tokens", "batch", "requests", "latency_s", "throughput_tok_s", "weights",
     "kv_cache", "ttft_s", "avg_power_W",
 )
 _QUANT = re.compile(r"^\s*Weight\s*=\s*(\w+)\s*,\s*KV Cache\s*=\s*(\w+)\s*$")
@@ -110,9 +116,6 @@ def _tidy(raw: pd.DataFrame, figure: str) -> pd.DataFrame:
     out["output_tokens"] = out["input_tokens"]
     lat = {"all": "Latency", "quant": "latency", "ttft": "end_latency", "power": "Latency"}[figure]
     out["latency_s"] = pd.to_numeric(raw[lat], errors="coerce")
-    thr = {"all": "Throughput", "quant": "throughput", "power": "Throughput"}.get(figure)
-    out["throughput_tok_s"] = pd.to_numeric(raw[thr], errors="coerce") if thr else (
-        out["batch"] * 2 * out["input_tokens"] / out["latency_s"])
     out["weights"], out["kv_cache"] = "fp16", "fp16"
     if figure == "quant":
         parsed = raw["kv_cache_dtype"].str.extract(_QUANT)
@@ -127,15 +130,15 @@ def _tidy(raw: pd.DataFrame, figure: str) -> pd.DataFrame:
     return out
 
 
-def _model_names(refs: list[str]) -> dict[str, str | None]:
-    """HF id -> bundled config name (None: no config, with the loader's reason kept apart)."""
+def _archs(refs: list[str]) -> dict[str, object | None]:
+    """HF id -> bundled config's ``LLMArch`` (None: no config)."""
     from roofcast.graph_import.errors import ModelImportError
     from roofcast.graph_import.llm.load import load_llm
 
-    out: dict[str, str | None] = {}
+    out: dict[str, object | None] = {}
     for ref in refs:
         try:
-            out[ref] = load_llm(ref).name
+            out[ref] = load_llm(ref)
         except ModelImportError:
             out[ref] = None
     return out
@@ -170,8 +173,8 @@ def load_serving(data_dir: str | Path | None = None) -> ServingTable:
 
     rows = drop(rows["n_devices"] != 1, lambda r: "multi-device (" + r["hardware"] + " x"
                 + r["n_devices"].astype(str) + "): parallel serving is not modelled here")
-    rows = drop(rows["latency_s"].isna() | (rows["latency_s"] <= 0),
-                lambda r: r["figure"] + ": no latency in the row")
+    measured = rows["ttft_s"].where(rows["figure"] == "ttft", rows["latency_s"])
+    rows = drop(measured.isna() | (measured <= 0), lambda r: r["figure"] + ": no time in the row")
     rows = drop(~rows["engine_raw"].isin(list(ENGINES)),
                 lambda r: "engine " + r["engine_raw"] + " has no runtime profile")
     rows["device"] = rows["hardware"].map(DEVICES)
@@ -179,8 +182,15 @@ def load_serving(data_dir: str | Path | None = None) -> ServingTable:
     rows = drop(~rows["device"].isin(known),
                 lambda r: "device " + r["hardware"] + " is not in the hardware catalog")
     rows["engine"] = rows["engine_raw"].map(ENGINES)
-    names = _model_names(sorted(rows["model_ref"].unique()))
-    rows["model"] = rows["model_ref"].map(names)
+    rows["requests"] = rows["batch"].where(rows["engine"] != "llama.cpp", 1)
+    rows["throughput_tok_s"] = (rows["requests"] * (rows["input_tokens"] + rows["output_tokens"])
+                                / rows["latency_s"])
+    archs = _archs(sorted(rows["model_ref"].unique()))
+    rows["model"] = rows["model_ref"].map({k: a.name for k, a in archs.items() if a})
     rows = drop(rows["model"].isna(), lambda r: "model " + r["model_ref"] + " has no bundled config")
+    limit = rows["model_ref"].map({k: a.max_context for k, a in archs.items() if a})
+    rows = drop(rows["input_tokens"] + rows["output_tokens"] > limit,
+                lambda r: "input + output beyond " + r["model"] + "'s maximum context: the "
+                "engine stops generating (the latency is about a prefill's)")
     rows = rows.loc[:, list(COLUMNS)].reset_index(drop=True)
     return ServingTable(rows=rows, excluded=dict(excluded), origin=str(folder))

@@ -1,0 +1,223 @@
+"""Fitting the engine calibration (``calibration``) on measured serving rows.
+
+``request_features(rows)``: per measured row (``training_data.public.llm_serving`` columns), the
+uncalibrated model times the calibration multiplies, from ``phases.request_model_times``:
+
+* static batching (vLLM, TensorRT-LLM, DeepSpeed-MII rows): ``batch`` requests of ``N`` in and
+  ``M`` out; when they do not all fit in memory (``memory.max_batch``) they run in
+  ``waves = ceil(batch / max_batch)`` waves of ``ceil(batch / waves)`` (Argonne's large-batch
+  A100 rows are KV-capacity-limited); per wave one prefill and ``M - 1`` decode steps:
+  ``prefill_s``/``decode_s`` = waves x the wave's model times, ``prefill_steps`` = waves,
+  ``decode_steps`` = waves x (M - 1);
+* llama.cpp rows: Argonne's "batch" is llama.cpp's prompt batch (``n_batch``), not concurrent
+  requests: the latency falls as it grows (1 -> 16: about 1.8x on every device) and stays flat
+  from 16 to 64, as one request whose prompt is processed ``n_batch`` tokens per step would.
+  One request; prefill = ``ceil(N / n_batch)`` steps of ``n_batch`` tokens (the model times one
+  chunk at its own length: the attention over the earlier chunks is left out, < 3 % of a 7B
+  layer at 2048 tokens), then ``M - 1`` decode steps.
+
+The measured request latency is then modelled as
+
+    y = f_vp a_p P + f_vd a_d D + c_p n_p + c_d n_d
+
+(``P``/``D``: the summed model prefill/decode seconds, ``n_p``/``n_d``: the steps, ``f_vp``,
+``f_vd``: the vendor's factors per phase, 1 for ``BASELINE_VENDOR``: ROCm's and SYCL's
+prefill and decode lag CUDA's by different factors); a Fig 22 TTFT row (one output token) is
+``f_vp a_p P + c_p n_p``. ``fit_engine`` fits ``log a_p, log a_d, log c_p, log c_d`` and the
+non-baseline vendors' ``log f_v`` per phase on log latency with a soft-L1 loss
+(scipy ``least_squares``; a few broken rows must not steer it); ``loo`` refits without each
+device in turn and predicts it (a vendor not left in the training rows gets the geometric mean
+of the fitted vendor factors, as ``unseen_vendor_factor`` does at prediction time).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: the vendor every engine's factor is relative to (most rows; TensorRT-LLM runs only there).
+BASELINE_VENDOR = "NVIDIA"
+#: the soft-L1 loss scale on log latency (0.2 ~ 22 %: rows further off weigh linearly).
+LOSS_SCALE = 0.2
+#: the TTFT rows' share of the fit's total weight (``fit_engine``).
+TTFT_SHARE = 0.25
+#: quantiles of measured / predicted (leave-one-device-out) that bound the interval.
+QUANTILES = (0.1, 0.9)
+#: a row whose latency is below this fraction of the uncalibrated model time is a failed run
+#: (the ones seen are 100x faster than the device's bandwidth allows); counted, not fitted.
+IMPLAUSIBLE_RATIO = 0.25
+FEATURES = ("prefill_s", "decode_s", "prefill_steps", "decode_steps", "waves", "wave_batch",
+            "max_batch", "vendor")
+
+
+def _cfg(row, n: int, m: int):
+    from roofcast.predictor.llm.types import ServingConfig
+
+    return ServingConfig(input_tokens=int(n), output_tokens=int(m), batch=None,
+                         weights=row.weights, kv_cache=row.kv_cache, runtime=row.engine)
+
+
+def _features(*values) -> dict:
+    return dict(zip(FEATURES, values, strict=True))
+
+
+def _row_features(row, arch, hw, times: Callable) -> dict:
+    """The features of one measured row (module docstring); ``times(arch, hw, cfg, batch)``
+    returns ``phases.RequestModelTimes``."""
+    from roofcast.predictor.llm.memory import max_batch
+    from roofcast.predictor.runtimes import get_runtime
+
+    n, b = int(row.input_tokens), int(row.batch)
+    m = 1 if row.figure == "ttft" else int(row.output_tokens)
+    cfg = _cfg(row, n, m)
+    if row.engine == "llama.cpp":
+        chunks = math.ceil(n / b)
+        pre = times(arch, hw, _cfg(row, b, 1), 1).prefill_s * chunks
+        dec = times(arch, hw, cfg, 1).decode_total_s if m > 1 else 0.0
+        return _features(pre, dec, chunks, m - 1, 1, 1, 1, hw.vendor)
+    mb = max_batch(arch, hw, cfg, get_runtime(row.engine))
+    if mb < 1:
+        return dict.fromkeys(FEATURES, np.nan) | {"max_batch": 0, "vendor": hw.vendor}
+    waves = math.ceil(b / mb)
+    wb = math.ceil(b / waves)
+    rt = times(arch, hw, cfg, wb)
+    dec = rt.decode_total_s if m > 1 else 0.0
+    return _features(waves * rt.prefill_s, waves * dec, waves, waves * (m - 1), waves, wb, mb,
+                     hw.vendor)
+
+
+def request_features(rows: pd.DataFrame, times: Callable | None = None) -> pd.DataFrame:
+    """``rows`` plus the ``FEATURES`` columns (``figure`` ``ttft`` rows are the Fig 22
+    TTFT measurements, target ``ttft_s``; others target ``latency_s``); a row that does not fit
+    in memory gets NaN features and ``max_batch`` 0."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.hw_catalog import get_device
+
+    if times is None:
+        from roofcast.predictor.llm.phases import request_model_times as times
+    archs = {name: load_llm(name) for name in rows["model"].unique()}
+    hws = {dev: get_device(dev) for dev in rows["device"].unique()}
+    cache: dict[tuple, dict] = {}
+    out = []
+    for row in rows.itertuples(index=False):
+        key = (row.figure, row.model, row.device, row.engine, row.input_tokens,
+               row.output_tokens, row.batch, row.weights, row.kv_cache)
+        if key not in cache:
+            cache[key] = _row_features(row, archs[row.model], hws[row.device], times)
+        out.append(cache[key])
+    feats = pd.DataFrame(out, index=rows.index, columns=list(FEATURES))
+    return pd.concat([rows, feats], axis=1)
+
+
+def target(frame: pd.DataFrame) -> np.ndarray:
+    """The measured seconds each row is fitted to: TTFT for ``ttft`` rows, else latency."""
+    return np.where(frame["figure"] == "ttft", frame["ttft_s"], frame["latency_s"])
+
+
+@dataclass(frozen=True)
+class EngineFit:
+    """Fitted parameters of one engine (module docstring): phase scales, overheads (s per
+    step) and vendor factors per phase (baseline 1); a vendor without fitted factors gets the
+    geometric mean of the phase's factors."""
+
+    a_prefill: float
+    a_decode: float
+    c_prefill_s: float
+    c_decode_s: float
+    prefill_factors: dict[str, float]
+    decode_factors: dict[str, float]
+
+    @staticmethod
+    def unseen(factors: dict[str, float]) -> float:
+        return float(np.exp(np.mean(np.log(list(factors.values()))))) if factors else 1.0
+
+    def factor(self, factors: dict[str, float], vendors: np.ndarray) -> np.ndarray:
+        return np.array([factors.get(v, self.unseen(factors)) for v in vendors], dtype=float)
+
+    def predict(self, frame: pd.DataFrame) -> np.ndarray:
+        """Modelled seconds of each row (its ``target``)."""
+        v = frame["vendor"].to_numpy()
+        return (self.factor(self.prefill_factors, v) * self.a_prefill * frame["prefill_s"]
+                + self.factor(self.decode_factors, v) * self.a_decode * frame["decode_s"]
+                + self.c_prefill_s * frame["prefill_steps"]
+                + self.c_decode_s * frame["decode_steps"]).to_numpy(float)
+
+
+def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
+               ttft_share: float | None = None) -> EngineFit:
+    """Fit one engine's rows (module docstring); ``vendor_factors`` False: one factor for all
+    devices (every vendor 1). ``ttft_share``: the TTFT rows' share of the total weight
+    (default ``TTFT_SHARE``; they are the only direct prefill measurements, a few dozen beside
+    hundreds of request rows, and would otherwise leave the prefill scale to the request rows,
+    where prefill is a small part)."""
+    from scipy.optimize import least_squares
+
+    present = sorted(set(frame["vendor"]))
+    base = BASELINE_VENDOR if BASELINE_VENDOR in present else present[0]
+    vendors = [v for v in present if v != base] if vendor_factors else []
+    k = len(vendors)
+    which = np.array([vendors.index(v) if v in vendors else -1 for v in frame["vendor"]])
+    cols = [frame[c].to_numpy(float) for c in ("prefill_s", "decode_s", "prefill_steps",
+                                                 "decode_steps")]
+    y = np.log(target(frame).astype(float))
+    is_ttft = (frame["figure"] == "ttft").to_numpy()
+    share = TTFT_SHARE if ttft_share is None else ttft_share
+    w = np.ones(len(frame))
+    if is_ttft.any() and (~is_ttft).any() and share > 0:
+        w[is_ttft] = share / (1 - share) * (~is_ttft).sum() / is_ttft.sum()
+    sw = np.sqrt(w)
+
+    def model(th: np.ndarray) -> np.ndarray:
+        ap, ad, cp, cd = np.exp(th[:4])
+        fp = np.exp(np.append(th[4:4 + k], 0.0)[which])  # which = -1 -> the appended 0
+        fd = np.exp(np.append(th[4 + k:], 0.0)[which])
+        return fp * ap * cols[0] + fd * ad * cols[1] + cp * cols[2] + cd * cols[3]
+
+    th0 = np.array([0.0, 0.0, np.log(1e-3), np.log(1e-3)] + [0.0] * (2 * k))
+    th = least_squares(lambda t: sw * (np.log(model(t)) - y), th0, loss="soft_l1", f_scale=LOSS_SCALE,
+                       bounds=(np.full(len(th0), -25.0), np.full(len(th0), 8.0))).x
+    pre = {base: 1.0} | {v: float(np.exp(th[4 + i])) for i, v in enumerate(vendors)}
+    dec = {base: 1.0} | {v: float(np.exp(th[4 + k + i])) for i, v in enumerate(vendors)}
+    if not vendor_factors:
+        pre = dec = dict.fromkeys(present, 1.0)
+    return EngineFit(*(float(v) for v in np.exp(th[:4])), prefill_factors=pre,
+                     decode_factors=dec)
+
+
+def abs_pct(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """|pred / measured - 1| x 100."""
+    return np.abs(np.asarray(pred, float) / np.asarray(measured, float) - 1.0) * 100.0
+
+
+def loo(frame: pd.DataFrame, *, vendor_factors: bool = True) -> pd.Series:
+    """Leave-one-device-out predictions of every row (NaN where the engine has one device)."""
+    pred = pd.Series(np.nan, index=frame.index)
+    devices = sorted(set(frame["device"]))
+    if len(devices) < 2:
+        return pred
+    for dev in devices:
+        held = frame["device"] == dev
+        fit = fit_engine(frame[~held], vendor_factors=vendor_factors)
+        pred[held] = fit.predict(frame[held])
+    return pred
+
+
+def predict_calibrated(cal, frame: pd.DataFrame, hws: dict) -> tuple[np.ndarray, ...]:
+    """(t, lo, hi) of each row under a shipped ``EngineCalibration`` ``cal``: the summed
+    features through ``cal``'s phases (the same formula as ``apply`` per step, with the
+    overheads counted per step); ``hws``: device id -> ``HardwareSpec``."""
+    out = []
+    for p_col, n_col, phase in (("prefill_s", "prefill_steps", "prefill"),
+                                ("decode_s", "decode_steps", "decode")):
+        ph = cal.phases[phase]
+        vendors = [hws[d].vendor for d in frame["device"]]
+        f = np.array([ph.vendor_factor(v)[0] for v in vendors])
+        q = np.array([ph.ratios(v) for v in vendors])
+        t = f * ph.scale * frame[p_col].to_numpy(float) + ph.overhead_s * frame[n_col].to_numpy(
+            float)
+        out.append((t, np.minimum(t, q[:, 0] * t), np.maximum(t, q[:, 1] * t)))
+    return tuple(out[0][i] + out[1][i] for i in range(3))

@@ -1,0 +1,455 @@
+"""Serving metrics of an LLM on devices: TTFT, TPOT, end-to-end latency, tokens/s, memory fit.
+
+``predict_serving(arch, hw, cfg)`` -> ``ServingPrediction``; ``serving_table(arch, hws, cfg,
+batches)`` -> one row per device x batch (every metric, the memory breakdown, ``fits``), all
+devices and batches timed in one ``evaluate`` call per engine (``phases.time_steps``).
+``N`` = input tokens, ``M`` = output tokens.
+
+**Static batching** (``cfg.batch = B``, or neither batch nor concurrency: B = 1): the B requests
+start and finish together.
+
+* TTFT = prefill(B, N) (its LM head emits the first token);
+* TPOT = mean decode step over the contexts ``N + 1 .. N + M - 1`` (``phases``);
+* e2e = TTFT + (M - 1) x TPOT; output tokens/s = B x M / e2e; total tokens/s = B x (N + M) /
+  e2e (input tokens counted, the convention of the measured LLM-Inference-Bench rows);
+* a batch larger than ``max_batch`` runs in ``W = ceil(B / max_batch)`` waves of
+  ``ceil(B / W)`` requests, one after the other (an engine admits what its KV cache holds and
+  queues the rest; LLM-Inference-Bench's A100 rows double in latency from batch 16 to 32 to
+  64): e2e = W x the wave's, TTFT = the wave's + ``(W - 1) / 2`` wave latencies (mean wait).
+
+**Continuous batching** (``cfg.concurrency = C`` or ``"max"`` = ``max_batch``; engines whose
+``serving.batching`` is ``continuous``), a steady-state scheduler model: C requests are in
+flight, one finishes and one enters every ``M / C`` steps, so each step
+
+* decodes the C requests at the mean context ``N + M/2`` and mixes in a prefill chunk of
+  ``C x N / M`` prompt tokens (the prompt work that keeps C in flight; capped by
+  ``max_prefill_tokens`` when the engine chunks prefill): TPOT = that step's time;
+* TTFT = ``ceil(N / chunk budget)`` steps that each carry the C - 1 other requests' decode and
+  one chunk of the new prompt (budget = ``max_prefill_tokens``, or the whole prompt);
+* output tokens/s = C / TPOT; total tokens/s = output x (N + M) / M; e2e as above;
+* prefill-bound: when the budget ``max_prefill_tokens`` is below ``C x N / M``, only
+  ``budget / N`` requests enter per step, so about ``budget x M / N`` of the C decode in each
+  step (the rest wait for their prompt) and output tokens/s = that number / TPOT (a note
+  says so).
+
+**Calibration**: ``engine_calibration(runtime).apply(phase, model_s, hw)`` maps the summed
+kernel times of the ``prefill`` (TTFT steps) and the ``decode`` (TPOT steps) phases to the
+engine's, with an interval; every metric's ``lower``/``upper`` follows from those intervals.
+
+**Cost and energy**: ``usd_per_million_tokens`` = the device's list price amortised over
+``AMORTISATION_YEARS`` = 3 years of continuous use (``price / (3 x 365 x 86400 s)``) divided
+by the output tokens/s, x 1e6 (no power, hosting or idle time; None without a price);
+``tokens_per_joule`` = output tokens/s / TDP (a lower bound on efficiency: the device drawn at
+its full rated power; None without a TDP).
+
+**Does not fit**: when the weights and one request exceed a device (``max_batch`` = 0) the
+metrics are NaN, ``devices_needed`` says how many devices of that kind the model needs at
+least (tensor parallel, ``memory.devices_needed``), and a note says so. A concurrency larger
+than ``max_batch`` likewise gets NaN metrics and a note (the queue would grow without bound).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.hw_catalog.spec import HardwareSpec
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.llm.calibration import engine_calibration
+from roofcast.predictor.llm.kernels import Segment
+from roofcast.predictor.llm.memory import devices_needed, max_batch, serving_memory
+from roofcast.predictor.llm.phases import (
+    DEFAULT_ESTIMATOR,
+    Step,
+    collect_request_times,
+    engine_profile,
+    request_steps,
+    time_steps,
+)
+from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes
+from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
+from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
+from roofcast.predictor.runtimes.profile import ServingSpec
+
+AMORTISATION_YEARS = 3.0
+SECONDS_PER_YEAR = 365.0 * 86400.0
+METRICS: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s",
+                            "total_tokens_per_s")
+#: the engine settings assumed for a runtime without a ``[serving]`` table.
+DEFAULT_SERVING = ServingSpec()
+
+
+def serving_spec(profile: ExecutionProfile) -> ServingSpec:
+    """The profile's ``[serving]`` table, else ``DEFAULT_SERVING`` (fp16/bf16 weights and KV,
+    continuous batching, 0.9 memory utilisation, whole-prompt prefill, no step overhead)."""
+    return profile.serving if profile.serving is not None else DEFAULT_SERVING
+
+
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise PredictionError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _engines_running(kind: str, dtype: str) -> str:
+    names = []
+    for n in runtime_names():
+        spec = get_runtime(n).serving
+        if spec is not None and dtype in getattr(spec, kind):
+            names.append(n)
+    return ", ".join(names) or "none of the installed runtimes"
+
+
+def check_request(arch: LLMArch, cfg: ServingConfig, profile: ExecutionProfile) -> None:
+    """``PredictionError`` for a request the model or the engine cannot serve: lengths not
+    positive or beyond ``arch.max_context``, an unknown dtype, a weight/KV dtype the engine
+    does not run (naming the engines that do), a bad batch/concurrency, or concurrency on an
+    engine that batches statically."""
+    n = _positive_int(cfg.input_tokens, "input tokens")
+    m = _positive_int(cfg.output_tokens, "output tokens")
+    if n + m > arch.max_context:
+        raise PredictionError(
+            f"{n} input + {m} output tokens = {n + m} exceed {arch.name}'s maximum context of "
+            f"{arch.max_context} tokens; shorten the prompt or the output")
+    dtypes = TensorDtypes.of(cfg)
+    spec = serving_spec(profile)
+    for kind, dtype, label in (("weights", dtypes.weights, "weights"),
+                               ("kv_cache", dtypes.kv, "KV cache")):
+        if dtype not in getattr(spec, kind):
+            raise PredictionError(
+                f"engine {profile.name!r} does not run {dtype} {label} (it runs "
+                f"{', '.join(getattr(spec, kind))}); engines that do: "
+                f"{_engines_running(kind, dtype)}")
+    if cfg.batch is not None and cfg.concurrency is not None:
+        raise PredictionError("give a batch (static batching) or a concurrency (continuous "
+                              "batching), not both")
+    if cfg.batch is not None:
+        _positive_int(cfg.batch, "batch")
+    if cfg.concurrency is not None:
+        if cfg.concurrency != "max":
+            _positive_int(cfg.concurrency, "concurrency")
+        if spec.batching != "continuous":
+            raise PredictionError(f"engine {profile.name!r} batches statically; give a batch "
+                                  "instead of a concurrency")
+
+
+def check_device(profile: ExecutionProfile, hw: HardwareSpec) -> None:
+    """``PredictionError`` when the engine does not run on ``hw`` (kind or vendor)."""
+    if not profile.runs_on(hw.kind):
+        raise PredictionError(f"engine {profile.name!r} runs on "
+                              f"{', '.join(profile.device_kinds)} devices, not on {hw.id} "
+                              f"({hw.kind})")
+    if not profile.runs_on_vendor(hw.vendor):
+        raise PredictionError(f"engine {profile.name!r} runs on {', '.join(profile.vendors)} "
+                              f"devices, not on {hw.id} ({hw.vendor}); choose another runtime")
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One (device, batch) to predict."""
+
+    hw: HardwareSpec
+    profile: ExecutionProfile
+    batch: int
+    continuous: bool
+    max_batch: int
+    devices_needed: int
+    memory: MemoryBreakdown
+
+    @property
+    def waves(self) -> int:
+        """Sequential waves a static batch runs in (1 when it fits; 0: not predicted)."""
+        if self.max_batch < 1 or self.batch < 1:
+            return 0
+        if self.batch <= self.max_batch:
+            return 1
+        return 0 if self.continuous else math.ceil(self.batch / self.max_batch)
+
+    @property
+    def wave_batch(self) -> int:
+        """Requests per wave: ``ceil(batch / waves)``."""
+        return math.ceil(self.batch / self.waves) if self.waves else 0
+
+
+@dataclass(frozen=True)
+class _Continuous:
+    """The steady state of concurrency C: the ``mixed`` step and one ``ttft`` step, the
+    ``ttft_steps`` a new prompt takes and the requests ``decoding`` in each step (a mean:
+    fractional when prefill-bound)."""
+
+    mixed: Step
+    ttft: Step
+    ttft_steps: int
+    decoding: float
+
+
+def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec) -> _Continuous:
+    """The steady state of concurrency ``c`` (module docstring). With a prefill budget
+    ``cap`` below the ``c x N / M`` prompt tokens a step needs, prefill limits the rate: only
+    ``cap / N`` requests enter per step, so ``cap x M / N`` of the ``c`` are decoding."""
+    ctx = n + max(m // 2, 1)
+    cap = int(spec.max_prefill_tokens)
+    need = max(1, round(c * n / m))
+    chunk = min(need, cap) if cap else need
+    decoding = float(c) if chunk == need else min(float(c), cap * m / n)
+    if chunk >= n:
+        prefill = Segment(max(1, round(chunk / n)), n, n)
+    else:
+        prefill = Segment(1, chunk, chunk + (n - chunk) // 2, emits=False)
+    budget = min(n, cap) if cap else n
+    first = Segment(1, budget, budget + (n - budget) // 2, emits=budget == n)
+    others = min(c - 1, max(1, round(decoding)))
+    ttft = (Segment(others, 1, ctx), first) if others > 0 else (first,)
+    in_step = max(1, round(decoding))
+    return _Continuous(Step(f"c{c}:mixed", (Segment(in_step, 1, ctx), prefill)),
+                       Step(f"c{c}:ttft", ttft), math.ceil(n / budget), decoding)
+
+
+def _cells(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+           batches: Sequence[int | str]) -> list[_Cell]:
+    cells = []
+    for hw in hws:
+        profile = engine_profile(cfg.runtime, hw)
+        check_request(arch, cfg, profile)
+        check_device(profile, hw)
+        mb = max_batch(arch, hw, cfg, profile)
+        dn = devices_needed(arch, hw, cfg, profile)
+        for b in batches:
+            batch = mb if b == "max" else _positive_int(b, "batch")
+            cells.append(_Cell(hw, profile, batch, cfg.concurrency is not None, mb, dn,
+                               serving_memory(arch, hw, cfg, max(batch, 1), profile)))
+    return cells
+
+
+def _metrics(ttft: np.ndarray, tpot: np.ndarray, b: float, n: int, m: int,
+             continuous: bool, waves: int = 1) -> dict[str, np.ndarray]:
+    """The metrics from (value, lower, upper) arrays of one wave's TTFT and TPOT; the
+    throughputs' lower end comes from the upper ends of the times. ``waves`` > 1 (static
+    batch larger than what fits): the waves run one after the other, a request's TTFT is its
+    wave's plus the mean wait ``(waves - 1) / 2`` wave latencies, e2e is the whole batch's."""
+    wave = ttft + (m - 1) * tpot
+    ttft = ttft + (waves - 1) / 2 * wave
+    e2e = waves * wave
+    swap = np.array([0, 2, 1])  # (value, lower, upper) of a rate from those of a time
+    out = b / tpot[swap] if continuous else b * m / e2e[swap]
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_latency_s": e2e, "output_tokens_per_s": out,
+            "total_tokens_per_s": out * (n + m) / m}
+
+
+def _prediction(arch: LLMArch, cell: _Cell, cfg: ServingConfig, estimator: str,
+                vals: dict[str, np.ndarray] | None, kernels: pd.DataFrame | None,
+                notes: list[str]) -> ServingPrediction:
+    hw = cell.hw
+    nan = float("nan")
+    v = {k: (float(a[0]) if vals else nan) for k, a in (vals or dict.fromkeys(METRICS)).items()}
+    lower = {k: float(a[1]) for k, a in vals.items()} if vals else dict.fromkeys(METRICS, nan)
+    upper = {k: float(a[2]) for k, a in vals.items()} if vals else dict.fromkeys(METRICS, nan)
+    out = v["output_tokens_per_s"]
+    usd = tpj = None
+    if vals and hw.price_usd:
+        usd = hw.price_usd / (AMORTISATION_YEARS * SECONDS_PER_YEAR) / out * 1e6
+        notes.append(f"$ per million output tokens: list price ${hw.price_usd:,.0f} amortised "
+                     f"over {AMORTISATION_YEARS:g} years of continuous use (no power, hosting "
+                     "or idle time)")
+    if vals and hw.tdp_W:
+        tpj = out / hw.tdp_W
+        notes.append(f"tokens per joule at the full TDP of {hw.tdp_W:g} W (a lower bound)")
+    return ServingPrediction(
+        model=arch.name, device=hw.id, runtime=cell.profile.name, estimator=estimator,
+        config=cfg, batch=cell.batch, ttft_s=v["ttft_s"], tpot_s=v["tpot_s"],
+        e2e_latency_s=v["e2e_latency_s"], output_tokens_per_s=out,
+        total_tokens_per_s=v["total_tokens_per_s"], max_batch=cell.max_batch,
+        memory=cell.memory, devices_needed=cell.devices_needed, lower=lower, upper=upper,
+        usd_per_million_tokens=usd, tokens_per_joule=tpj, notes=tuple(dict.fromkeys(notes)),
+        kernels=kernels)
+
+
+def _kv_notes(cell: _Cell, cfg: ServingConfig) -> list[str]:
+    """What the kernel model leaves out of a quantised KV cache."""
+    dtypes = TensorDtypes.of(cfg)
+    if dtypes.kv_bytes >= dtype_bytes(dtypes.model_dtype):
+        return []
+    notes = [f"{dtypes.kv} KV cache: attention reads half the bytes; the conversion to "
+             f"{dtypes.model_dtype} inside the attention kernel is not modelled beyond that"]
+    if dtypes.kv == "fp8" and cell.hw.peak_flops_or_none("matrix", "fp8") is None:
+        notes.append(f"{cell.hw.name} has no fp8 units: engines convert an fp8 KV cache in "
+                     "software, and measured decode steps on such devices are several times "
+                     "slower than with a 16-bit cache (LLM-Inference-Bench A100 rows); this "
+                     "prediction does not include that slowdown")
+    return notes
+
+
+def _fit_notes(arch: LLMArch, cell: _Cell, cfg: ServingConfig) -> list[str]:
+    hw = cell.hw
+    if cell.max_batch == 0:
+        return [f"{arch.name} does not fit on one {hw.name} "
+                f"({cell.memory.weights_bytes / 2**30:.1f} GiB of weights, "
+                f"{hw.mem_capacity_bytes / 2**30:.0f} GiB of memory): it needs at least "
+                f"{cell.devices_needed} of them (tensor parallel, a lower bound); metrics not "
+                "predicted"]
+    if cell.batch > cell.max_batch and cell.continuous:
+        return [f"concurrency {cell.batch} does not fit on {hw.name} at {cfg.input_tokens} + "
+                f"{cfg.output_tokens} tokens (at most {cell.max_batch} requests in flight); "
+                "metrics not predicted"]
+    if cell.waves > 1:
+        return [f"batch {cell.batch} does not fit on {hw.name} at {cfg.input_tokens} + "
+                f"{cfg.output_tokens} tokens (at most {cell.max_batch}): it runs in "
+                f"{cell.waves} waves of {cell.wave_batch}; TTFT includes the mean wait, e2e "
+                "is the whole batch's"]
+    return []
+
+
+@dataclass(frozen=True)
+class _Times:
+    """Uncalibrated TTFT and TPOT (s) of a cell, the requests its throughput counts (static:
+    the batch; continuous: those decoding each step) and its kernel table."""
+
+    ttft_s: float
+    tpot_s: float
+    requests: float
+    kernels: pd.DataFrame | None
+    peak_notes: tuple[str, ...] = ()
+
+    @property
+    def notes(self) -> list[str]:
+        """The devices' fallback notes of the timed kernels."""
+        if self.kernels is None:
+            return list(self.peak_notes)
+        return sorted({str(x) for x in self.kernels["peak_note"] if x})
+
+
+def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
+                 estimator: str, with_kernels: bool = True) -> dict[int, _Times]:
+    """``_Times`` of every predictable cell of ONE engine profile, all devices and steps
+    timed in one ``time_steps`` call; keyed by the cell's index in ``cells``."""
+    n, m = int(cfg.input_tokens), int(cfg.output_tokens)
+    spec = serving_spec(cells[0].profile)
+    steps: dict[str, Step] = {}
+    plan: dict[int, tuple] = {}
+    for i, cell in enumerate(cells):
+        if not cell.waves:
+            continue
+        if cell.continuous:
+            cont = _continuous_steps(cell.wave_batch, n, m, spec)
+            plan[i] = ("c", cont)
+            steps.update({cont.mixed.label: cont.mixed, cont.ttft.label: cont.ttft})
+        else:
+            st, ctx = request_steps(cell.wave_batch, n, m)
+            plan[i] = ("s", ctx)
+            steps.update({s.label: s for s in st})
+    if not plan:
+        return {}
+    hws = {cells[i].hw.id: cells[i].hw for i in plan}
+    devices = list(hws)
+    timed = time_steps(arch, list(hws.values()), list(steps.values()), TensorDtypes.of(cfg),
+                       cells[0].profile, estimator)
+    out = {}
+    for i, (kind, extra) in plan.items():
+        dev = cells[i].hw.id
+        d = devices.index(dev)
+        if kind == "s":
+            b = cells[i].wave_batch
+            r = collect_request_times(timed, b, extra, n, m, d, with_kernels=False)
+            first, second = (f"b{b}:prefill", "prefill"), (f"b{b}:decode@{extra[0]}", "decode")
+            out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch, None)
+        else:
+            first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
+            out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
+                            timed.of(second[0])[0][d], extra.decoding, None)
+        if with_kernels:
+            kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
+                                 for lb, ph in (first, second)], ignore_index=True)
+            out[i] = replace(out[i], kernels=kernels)
+        else:
+            notes = [str(x) for lb, _ in (first, second)
+                     for x in timed.table["peak_note"].iloc[timed.rows_of[(lb, dev)]] if x]
+            out[i] = replace(out[i], peak_notes=tuple(sorted(set(notes))))
+    return out
+
+
+def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+             batches: Sequence[int | str], estimator: str,
+             with_kernels: bool = True) -> list[ServingPrediction]:
+    """Predictions for every device x batch (module docstring), timed per engine profile."""
+    if not hws:
+        raise PredictionError("no devices to predict; give at least one device")
+    n, m = int(cfg.input_tokens), int(cfg.output_tokens)
+    cells = _cells(arch, hws, cfg, batches)
+    by_profile: dict[str, list[int]] = {}
+    for i, cell in enumerate(cells):
+        by_profile.setdefault(cell.profile.name, []).append(i)
+    results: dict[int, ServingPrediction] = {}
+    for idx in by_profile.values():
+        group = [cells[i] for i in idx]
+        profile = group[0].profile
+        times = _model_times(arch, group, cfg, estimator, with_kernels)
+        cal = engine_calibration(profile.name)
+        for j, cell in enumerate(group):
+            notes = _fit_notes(arch, cell, cfg) + _kv_notes(cell, cfg)
+            if profile.serving is None:
+                notes.append(f"runtime {profile.name!r} has no [serving] table: default engine "
+                             "settings (0.9 memory utilisation, no step overhead)")
+            if j not in times:
+                results[idx[j]] = _prediction(arch, cell, cfg, estimator, None, None, notes)
+                continue
+            t = times[j]
+            kernels = t.kernels
+            ttft = np.array(cal.apply("prefill", np.array([t.ttft_s]), cell.hw)).reshape(3)
+            tpot = np.array(cal.apply("decode", np.array([t.tpot_s]), cell.hw)).reshape(3)
+            vals = _metrics(ttft, tpot, t.requests, n, m, cell.continuous, cell.waves)
+            if cell.continuous and t.requests < cell.batch:
+                notes.append(f"prefill-bound: a {serving_spec(profile).max_prefill_tokens}-"
+                             f"token prefill budget per step admits {cell.batch} x "
+                             f"{n} / {m} prompt tokens too slowly; only about {t.requests:.3g} of "
+                             f"the {cell.batch} requests decode in each step")
+            notes.extend(t.notes)
+            notes.extend(cal.notes(cell.hw))
+            results[idx[j]] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
+    return [results[i] for i in range(len(cells))]
+
+
+def _batches(cfg: ServingConfig) -> list[int | str]:
+    if cfg.concurrency is not None:
+        return [cfg.concurrency]
+    return [1 if cfg.batch is None else cfg.batch]
+
+
+def predict_serving(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, *,
+                    estimator: str = DEFAULT_ESTIMATOR) -> ServingPrediction:
+    """The serving metrics of ``arch`` on ``hw`` for ``cfg`` (module docstring)."""
+    return _predict(arch, [hw], cfg, _batches(cfg), estimator)[0]
+
+
+def predict_many(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+                 batches: Sequence[int | str] | None = None, *,
+                 estimator: str = DEFAULT_ESTIMATOR,
+                 kernels: bool = True) -> list[ServingPrediction]:
+    """``predict_serving`` for every device x batch (``batches`` None: the config's), timed
+    together; device-major order. ``kernels`` False leaves ``ServingPrediction.kernels``
+    None (faster for wide sweeps)."""
+    return _predict(arch, list(hws), cfg, list(batches) if batches else _batches(cfg),
+                    estimator, kernels)
+
+
+def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+                  batches: Sequence[int | str] | None = None, *,
+                  estimator: str = DEFAULT_ESTIMATOR) -> pd.DataFrame:
+    """One row per device x batch (batches are concurrencies when ``cfg`` has one): the
+    ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``),
+    ``fits``, ``max_batch``, ``devices_needed``, for charts and device comparisons."""
+    rows = []
+    for p in predict_many(arch, hws, cfg, batches, estimator=estimator, kernels=False):
+        d = p.as_dict()
+        mem = d.pop("memory_GiB")
+        d.pop("notes")
+        d.pop("config")
+        d.update({f"mem_{k}_GiB": v for k, v in mem.items()})
+        d["fits"] = p.memory.fits and p.max_batch > 0
+        d["notes"] = "; ".join(p.notes)
+        rows.append(d)
+    return pd.DataFrame(rows)

@@ -19,6 +19,9 @@ PAGES = {
         st.Page("views/roofline.py", title="Roofline", icon=":material/show_chart:"),
         st.Page("views/advisor.py", title="Advisor", icon=":material/explore:"),
     ],
+    "LLM serving": [
+        st.Page("views/llm.py", title="LLM serving", icon=":material/chat:"),
+    ],
     "Hardware": [
         st.Page("views/compare.py", title="Compare hardware", icon=":material/compare_arrows:"),
         st.Page("views/whatif.py", title="What-if device", icon=":material/tune:"),

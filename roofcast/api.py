@@ -224,6 +224,21 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
     not fit), ``memory`` (bytes), ``devices_needed``, ``usd_per_million_tokens`` and
     ``tokens_per_joule`` (None where the catalog has no price / power), ``notes``;
     ``as_dict()`` gives the JSON record (milliseconds, GiB).
+
+    Example (run by ``tests/test_api_llm.py``):
+
+    >>> import roofcast
+    >>> p = roofcast.llm("llama-3.1-8b", "h100-sxm", input_tokens=1024, output_tokens=128)
+    >>> p.device, p.config.input_tokens, p.ttft_s < p.e2e_latency_s
+    ('h100-sxm', 1024, True)
+    >>> record = p.as_dict()             # milliseconds, tokens/s, GiB
+    >>> sorted(k for k in record if k.endswith(("_ms", "_per_s")))[:3]
+    ['e2e_latency_ms', 'output_tokens_per_s', 'total_tokens_per_s']
+    >>> df = roofcast.llm("llama-3.1-70b", ["h100-sxm", "h200", "mi300x"],
+    ...                   input_tokens=2048, output_tokens=256, weights="fp8")
+    >>> list(df["device"]), float(df["speedup"].iloc[0])
+    (['h100-sxm', 'h200', 'mi300x'], 1.0)
+    >>> df[["device", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch"]]  # doctest: +SKIP
     """
     from roofcast.predictor.llm.serving import predict_serving
 

@@ -4,7 +4,10 @@ User profiles live in ``$ROOFCAST_RUNTIME_DIR``, else ``$XDG_CONFIG_HOME/roofcas
 else ``~/.config/roofcast/runtimes`` (beside the user device folder). A user file with a problem
 raises ``PredictionError`` naming the file when that runtime is asked for; a user profile may not
 reuse a built-in name. ``default_runtime_name(kind)``: ``onnxruntime-cpu`` on CPUs,
-``pytorch-eager`` on GPUs and accelerators.
+``pytorch-eager`` on GPUs and accelerators. ``default_serving_engine(kind)``: the LLM serving
+engine a device of ``kind`` gets (``vllm`` on GPUs and accelerators, ``llama.cpp`` on CPUs);
+``resolve_engine(name, hw)``: a serving engine for a device, refused (naming the engines that do
+run there) when it is not one, or does not run on the device's kind or vendor.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ MAX_PROFILE_BYTES = 64 * 1024
 MAX_PROFILES = 256
 DEFAULTS: dict[str, str] = {"cpu": "onnxruntime-cpu", "gpu": "pytorch-eager",
                             "accelerator": "pytorch-eager"}
+SERVING_DEFAULTS: dict[str, str] = {"cpu": "llama.cpp", "gpu": "vllm", "accelerator": "vllm"}
 
 
 def user_dir() -> Path:
@@ -94,13 +98,49 @@ def default_runtime_name(kind: str) -> str:
     return DEFAULTS.get(kind, "pytorch-eager")
 
 
-def resolve_runtime(name: str | ExecutionProfile | None, kind: str) -> ExecutionProfile:
-    """The profile of a run on a device of ``kind``: ``name`` (None: the kind's default),
-    refused when the runtime does not run on that kind."""
-    prof = get_runtime(default_runtime_name(kind) if name is None else name)
+def default_serving_engine(kind: str) -> str:
+    """The LLM serving engine a device of ``kind`` gets when the run names none."""
+    return SERVING_DEFAULTS.get(kind, "vllm")
+
+
+def _runs_there(prof: ExecutionProfile, kind: str, vendor: str | None) -> bool:
+    return prof.runs_on(kind) and (vendor is None or prof.runs_on_vendor(vendor))
+
+
+def _refuse(prof: ExecutionProfile, kind: str, vendor: str | None, *, serving: bool) -> None:
+    """Raise unless ``prof`` runs on a ``vendor`` device of ``kind``; the message names the
+    runtimes (serving engines when ``serving``) that do."""
+    if _runs_there(prof, kind, vendor):
+        return
+    where = f"{kind} by {vendor}" if vendor else kind
     if not prof.runs_on(kind):
-        raise PredictionError(
-            f"runtime {prof.name!r} runs on {', '.join(prof.device_kinds)} devices, not {kind}; "
-            f"for a {kind} choose one of: "
-            f"{', '.join(n for n in runtime_names() if get_runtime(n).runs_on(kind))}")
+        what = f"runs on {', '.join(prof.device_kinds)} devices, not {kind}"
+    else:
+        what = f"runs on {', '.join(prof.vendors)} devices only, not {vendor}"
+    others = [n for n in runtime_names() if _runs_there(p := get_runtime(n), kind, vendor)
+              and (not serving or p.serving is not None)]
+    raise PredictionError(f"{'engine' if serving else 'runtime'} {prof.name!r} {what}; for a "
+                          f"{where} choose one of: {', '.join(others) or '(none)'}")
+
+
+def resolve_runtime(name: str | ExecutionProfile | None, kind: str,
+                    vendor: str | None = None) -> ExecutionProfile:
+    """The profile of a run on a device of ``kind`` (and ``vendor``, when known): ``name``
+    (None: the kind's default), refused when the runtime does not run on that kind or vendor."""
+    prof = get_runtime(default_runtime_name(kind) if name is None else name)
+    _refuse(prof, kind, vendor, serving=False)
+    return prof
+
+
+def resolve_engine(name: str | ExecutionProfile | None, hw) -> ExecutionProfile:
+    """The LLM serving engine of a run on device ``hw`` (a ``HardwareSpec``): ``name`` (None:
+    ``default_serving_engine(hw.kind)``), refused when it has no ``[serving]`` table or does not
+    run on the device's kind or vendor; the message names the engines that do."""
+    prof = get_runtime(default_serving_engine(hw.kind) if name is None else name)
+    if prof.serving is None:
+        engines = [n for n in runtime_names() if get_runtime(n).serving is not None
+                   and _runs_there(get_runtime(n), hw.kind, hw.vendor)]
+        raise PredictionError(f"runtime {prof.name!r} is not an LLM serving engine (no [serving] "
+                              f"table); for {hw.id} choose one of: {', '.join(engines) or '(none)'}")
+    _refuse(prof, hw.kind, hw.vendor, serving=True)
     return prof

@@ -22,6 +22,10 @@ folder, see ``catalog``). It says
 * ``precisions``: the compute precisions the runtime runs;
 * ``learned_from``: the runtime whose measured kernels train the learned efficiencies this
   profile uses until it has its own measurements (itself when it has them);
+* ``vendors``: the device vendors it runs on (``HardwareSpec.vendor``, matched as a
+  case-insensitive prefix: ``NVIDIA`` for TensorRT); empty: any vendor of its kinds;
+* ``[serving]`` (LLM serving engines only, ``ServingSpec``): the weight and KV-cache dtypes it
+  runs, its batching, the memory fraction it claims, its prefill chunk and per-step host time;
 * ``notes`` (free text) and ``sources`` (a list of references for its figures).
 """
 
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
 
 #: the compute precisions a run may ask for (``RunConfig.precision``, re-exported by
 #: ``predictor.config``) and a profile may list; defined here, in a module that imports
@@ -42,8 +47,16 @@ ATTENTION_IMPLEMENTATIONS: tuple[str, ...] = ("eager", "fused")
 KNOWN_KEYS: frozenset[str] = frozenset({
     "name", "description", "device_kinds", "patterns", "fusion_patterns", "fusion_default",
     "dispatch_floor_us", "graph_capture", "tf32_families", "attention",
-    "attention_score_passes", "precisions", "learned_from", "notes", "sources",
+    "attention_score_passes", "precisions", "learned_from", "notes", "sources", "vendors",
+    "serving",
 })
+SERVING_KEYS: frozenset[str] = frozenset({
+    "weights", "kv_cache", "batching", "memory_utilization", "max_prefill_tokens",
+    "step_overhead_us",
+})
+BATCHING: tuple[str, ...] = ("continuous", "static")
+MAX_PREFILL_TOKENS = 1 << 24
+MAX_STEP_OVERHEAD_US = 1e5
 MAX_FLOOR_US = 1e5
 #: op families whose fp32 math a runtime may run as TF32 (matrix-unit families only).
 TF32_FAMILIES: tuple[str, ...] = ("conv", "matmul", "attention")
@@ -98,6 +111,12 @@ class ExecutionProfile:
     def runs_on(self, kind: str) -> bool:
         """Whether the runtime runs on devices of ``kind``."""
         return kind in self.device_kinds
+
+    def runs_on_vendor(self, vendor: str) -> bool:
+        """Whether the runtime runs on ``vendor``'s devices (``vendors`` empty: any; else a
+        listed name is a case-insensitive prefix of ``vendor``)."""
+        v = vendor.strip().casefold()
+        return not self.vendors or any(v.startswith(x.casefold()) for x in self.vendors)
 
     def dispatch_floor_s(self, kind: str, device_launch_s: float) -> float:
         """Per-kernel floor (s) on a device of ``kind`` whose own launch overhead is
@@ -197,6 +216,51 @@ def profile_from_document(doc: Mapping[str, Any], where: str, *, known_patterns:
         tf32_families=families, attention=attention,
         attention_score_passes=int(passes), precisions=precs, learned_from=learned_from,
         notes=notes, sources=_strings(doc, "sources", where), source=where,
+        vendors=_strings(doc, "vendors", where),
+        serving=_serving(doc["serving"], f"{where}: [serving]") if "serving" in doc else None,
+    )
+
+
+def _number(doc: Mapping[str, Any], key: str, default: float, low: float, high: float,
+            where: str, *, integer: bool = False, open_low: bool = False) -> float:
+    value = doc.get(key, default)
+    kind = int if integer else int | float
+    ok = not isinstance(value, bool) and isinstance(value, kind) and (
+        low < value if open_low else low <= value) and value <= high
+    if not ok:
+        what = "an integer" if integer else "a number"
+        raise PredictionError(f"{where}: {key} must be {what} in {'(' if open_low else '['}"
+                              f"{low:g}, {high:g}], got {value!r}")
+    return value
+
+
+def _serving(doc: Any, where: str) -> ServingSpec:
+    """Validate a profile's ``[serving]`` table (``ServingSpec``): dtypes from
+    ``predictor.llm.types``, ``memory_utilization`` in (0, 1], ``max_prefill_tokens`` >= 0,
+    ``step_overhead_us`` >= 0."""
+    if not isinstance(doc, Mapping):
+        raise PredictionError(f"{where} must be a table, got {doc!r}")
+    unknown = sorted(set(doc) - SERVING_KEYS)
+    if unknown:
+        raise PredictionError(f"{where}: unknown keys {unknown}; allowed: {sorted(SERVING_KEYS)}")
+    default = ServingSpec()
+    dtypes = {}
+    for key, allowed in (("weights", WEIGHT_DTYPES), ("kv_cache", KV_DTYPES)):
+        got = _strings(doc, key, where, getattr(default, key))
+        bad = [d for d in got if d not in allowed]
+        if not got or bad:
+            raise PredictionError(f"{where}: {key} must name some of {', '.join(allowed)}"
+                                  f"{f'; unknown {bad}' if bad else ''}")
+        dtypes[key] = got
+    return ServingSpec(
+        weights=dtypes["weights"], kv_cache=dtypes["kv_cache"],
+        batching=_choice(doc, "batching", BATCHING, default.batching, where),
+        memory_utilization=float(_number(doc, "memory_utilization", default.memory_utilization,
+                                         0.0, 1.0, where, open_low=True)),
+        max_prefill_tokens=int(_number(doc, "max_prefill_tokens", default.max_prefill_tokens, 0,
+                                       MAX_PREFILL_TOKENS, where, integer=True)),
+        step_overhead_us=float(_number(doc, "step_overhead_us", default.step_overhead_us, 0.0,
+                                       MAX_STEP_OVERHEAD_US, where)),
     )
 
 

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import pytest
 
+from roofcast.hw_catalog import get_device
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.runtimes import get_runtime, resolve_runtime, runtime_names
+from roofcast.predictor.runtimes import (
+    default_serving_engine,
+    get_runtime,
+    resolve_engine,
+    resolve_runtime,
+    runtime_names,
+)
 
-BUILTINS = ("onnxruntime-cpu", "pytorch-eager", "torch-compile", "tensorrt")
+BUILTINS = ("onnxruntime-cpu", "pytorch-eager", "torch-compile", "tensorrt", "vllm",
+            "tensorrt-llm", "llama.cpp")
+ENGINES = ("vllm", "tensorrt-llm", "llama.cpp")
 GOOD = """name = "{name}"
 description = "a test runtime"
 device_kinds = ["gpu"]
@@ -96,3 +105,99 @@ def test_a_broken_toml_is_refused(user_dir):
 def test_unknown_runtime_lists_the_known_ones():
     with pytest.raises(PredictionError, match="pytorch-eager"):
         get_runtime("nope")
+
+
+SERVING = """
+[serving]
+weights = ["fp16", "int4"]
+kv_cache = ["fp16", "fp8"]
+batching = "static"
+memory_utilization = 0.85
+max_prefill_tokens = 512
+step_overhead_us = 30
+"""
+
+
+def test_the_serving_engines_say_what_they_run():
+    engines = {n for n in runtime_names() if get_runtime(n).serving is not None}
+    assert engines == set(ENGINES)
+    vllm, trt, cpp = (get_runtime(n) for n in ENGINES)
+    assert vllm.serving.memory_utilization == pytest.approx(0.9)
+    assert "fp8" in vllm.serving.kv_cache
+    assert "int8" not in vllm.serving.kv_cache
+    assert {"fp8", "int8"} <= set(trt.serving.kv_cache)
+    assert "fp8" not in cpp.serving.weights
+    assert "int4" in cpp.serving.weights
+    assert trt.vendors == ("NVIDIA",)
+    assert get_runtime("tensorrt").vendors == ("NVIDIA",)
+    assert vllm.attention == trt.attention == "fused"
+    assert vllm.graph_capture
+    assert default_serving_engine("gpu") == default_serving_engine("accelerator") == "vllm"
+    assert default_serving_engine("cpu") == "llama.cpp"
+
+
+def test_engines_are_refused_on_other_vendors_naming_those_that_run_there():
+    mi300x, h100 = get_device("mi300x"), get_device("h100-sxm")
+    assert resolve_engine("tensorrt-llm", h100).name == "tensorrt-llm"
+    assert resolve_engine(None, mi300x).name == "vllm"
+    with pytest.raises(PredictionError, match="NVIDIA devices only") as err:
+        resolve_engine("tensorrt-llm", mi300x)
+    assert "vllm" in str(err.value)
+    assert "tensorrt-llm," not in str(err.value)
+    with pytest.raises(PredictionError, match=r"not an LLM serving engine.*vllm"):
+        resolve_engine("pytorch-eager", h100)
+    with pytest.raises(PredictionError, match="runs on cpu, gpu devices, not accelerator"):
+        resolve_engine("llama.cpp", get_device("gaudi2"))
+    # the vendor check is case-insensitive and by prefix; without a vendor only the kind counts
+    assert resolve_runtime("tensorrt", "gpu", "nvidia corporation").name == "tensorrt"
+    assert resolve_runtime("tensorrt", "gpu").name == "tensorrt"
+    with pytest.raises(PredictionError, match="NVIDIA devices only"):
+        resolve_runtime("tensorrt", "gpu", "AMD")
+
+
+def test_a_user_serving_engine_is_parsed(user_dir):
+    write(user_dir, "my-eng", GOOD.format(name="my-eng") + 'vendors = ["AMD"]\n' + SERVING)
+    prof = get_runtime("my-eng")
+    assert prof.vendors == ("AMD",)
+    assert prof.serving.weights == ("fp16", "int4")
+    assert prof.serving.kv_cache == ("fp16", "fp8")
+    assert prof.serving.batching == "static"
+    assert prof.serving.max_prefill_tokens == 512
+    assert prof.serving.memory_utilization == pytest.approx(0.85)
+    assert prof.serving.step_overhead_us == pytest.approx(30.0)
+    assert prof.runs_on_vendor("amd")
+    assert not prof.runs_on_vendor("NVIDIA")
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('weights = ["fp16", "nf4"]', "weights must name some of.*unknown \\['nf4'\\]"),
+    ('weights = []', "weights must name some of"),
+    ('kv_cache = ["int4"]', "kv_cache must name some of"),
+    ('batching = "dynamic"', "batching = 'dynamic'; choose one of continuous, static"),
+    ('memory_utilization = 0', "memory_utilization must be a number in \\(0, 1\\]"),
+    ('memory_utilization = 1.2', "memory_utilization"),
+    ('memory_utilization = true', "memory_utilization"),
+    ('max_prefill_tokens = -1', "max_prefill_tokens must be an integer"),
+    ('max_prefill_tokens = 1.5', "max_prefill_tokens must be an integer"),
+    ('step_overhead_us = -3', "step_overhead_us"),
+    ('paged = true', "unknown keys \\['paged'\\]"),
+])
+def test_bad_serving_tables_are_refused_naming_the_key(user_dir, line, message):
+    key = line.split("=")[0].strip()
+    table = "\n".join(ln for ln in SERVING.splitlines() if not ln.startswith(key + " "))
+    write(user_dir, "bad", GOOD.format(name="bad") + table + "\n" + line + "\n")
+    with pytest.raises(PredictionError, match=message) as err:
+        get_runtime("bad")
+    assert "bad.toml" in str(err.value)
+    assert "[serving]" in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('vendors = "NVIDIA"\n', "vendors must be a list"),
+    ('vendors = [""]\n', "vendors must be a list of non-empty strings"),
+    ('serving = 3\n', "must be a table"),
+])
+def test_bad_vendor_lists_and_serving_values_are_refused(user_dir, text, message):
+    write(user_dir, "bad", text + GOOD.format(name="bad"))
+    with pytest.raises(PredictionError, match=message):
+        get_runtime("bad")

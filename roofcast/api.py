@@ -188,20 +188,21 @@ def train(sources: Sequence[str] = ("bundled", "public"), *, output: str | Path 
     return est
 
 
-#: the estimator of ``llm`` unless told (the serving model's default: roofline with the fitted
-#: per-kernel efficiencies, then the engine's calibration).
-LLM_ESTIMATOR = "roofline+eff"
-GIB = 2.0**30
-#: the metrics of a serving prediction, with their JSON key and interval keys (``as_dict``).
+#: the JSON keys of a serving prediction's metrics (``ServingPrediction.as_dict``), each with
+#: its ``_lower``/``_upper`` interval end.
 LLM_METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "e2e_latency_ms", "output_tokens_per_s",
                                 "total_tokens_per_s")
+#: the parts of ``as_dict()["memory_GiB"]`` -> the flat column of ``llm_row``.
+LLM_MEMORY: dict[str, str] = {"total": "memory_GiB", "weights": "weights_GiB",
+                              "kv_cache": "kv_cache_GiB", "activations": "activations_GiB",
+                              "reserve": "reserve_GiB", "capacity": "capacity_GiB"}
 
 
 def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
         input_tokens: int = 512, output_tokens: int = 128, batch: int | None = None,
         concurrency: int | str | None = None, weights: str = "fp16",
         kv_cache: str | None = None, activations: str = "fp16", runtime: str | None = None,
-        estimator: str = LLM_ESTIMATOR) -> ServingPrediction | pd.DataFrame:
+        estimator: str | None = None) -> ServingPrediction | pd.DataFrame:
     """LLM serving of ``model`` on ``hw``: time to first token, time per output token,
     end-to-end latency, tokens/s, memory fit.
 
@@ -216,7 +217,7 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
     ``int8``, ``int4``: weight-only quantisation below 16 bits), ``kv_cache`` (None: the
     activations' dtype), ``activations``: dtypes per tensor class. ``runtime``: the serving
     engine (``vllm``, ``tensorrt-llm``, ``llama.cpp``; None: the device kind's default
-    engine). ``estimator``: the kernel-time model.
+    engine). ``estimator``: the kernel-time estimator (None: the serving model's default).
 
     The prediction holds seconds (``ttft_s``, ``tpot_s``, ``e2e_latency_s``), tokens/s
     (``output_tokens_per_s``, ``total_tokens_per_s``) with intervals (``lower``/``upper``),
@@ -240,16 +241,18 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
     (['h100-sxm', 'h200', 'mi300x'], 1.0)
     >>> df[["device", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch"]]  # doctest: +SKIP
     """
-    from roofcast.predictor.llm.serving import predict_serving
+    from roofcast.predictor.llm.serving import predict_many, predict_serving
 
-    arch = llm_arch(model)
     cfg = serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                          concurrency=concurrency, weights=weights, kv_cache=kv_cache,
                          activations=activations, runtime=runtime)
-    if isinstance(hw, str | HardwareSpec):
-        return predict_serving(arch, device(hw), cfg, estimator=estimator)
-    specs = _devices(hw)
-    return llm_frame([predict_serving(arch, s, cfg, estimator=estimator) for s in specs])
+    one = isinstance(hw, str | HardwareSpec)
+    specs = [device(hw)] if one else _devices(hw)  # every device checked before any work
+    arch = llm_arch(model)
+    kw = {} if estimator is None else {"estimator": estimator}
+    if one:
+        return predict_serving(arch, specs[0], cfg, **kw)
+    return llm_frame(predict_many(arch, specs, cfg, **kw))  # all devices timed together
 
 
 def llm_configs() -> pd.DataFrame:
@@ -328,29 +331,23 @@ def llm_frame(preds: Sequence[ServingPrediction]) -> pd.DataFrame:
 
 
 def llm_row(pred: ServingPrediction) -> dict[str, Any]:
-    """A prediction as one flat record: ``as_dict()``'s keys (``ttft_ms``, ``tpot_ms``,
-    ``e2e_latency_ms``, ``output_tokens_per_s``, ``total_tokens_per_s`` each with its
-    ``_lower``/``_upper`` end, ``max_batch``, ``memory_GiB`` = the total) plus the device,
-    runtime, estimator, batch, the memory parts in GiB (``weights_GiB``, ``kv_cache_GiB``,
-    ``activations_GiB``, ``reserve_GiB``, ``capacity_GiB``), ``fits``, ``devices_needed``,
-    ``usd_per_million_tokens``, ``tokens_per_joule`` and the notes joined by "; "."""
-    m = pred.memory
+    """A prediction as one flat record: ``as_dict()``'s (``device``, ``runtime``,
+    ``estimator``, ``batch``, ``ttft_ms``, ``tpot_ms``, ``e2e_latency_ms``,
+    ``output_tokens_per_s``, ``total_tokens_per_s`` each with its ``_lower``/``_upper`` end —
+    NaN where not predicted —, ``max_batch``, ``devices_needed``, ``usd_per_million_tokens``,
+    ``tokens_per_joule``) with ``memory_GiB`` the total and the parts as ``weights_GiB``,
+    ``kv_cache_GiB``, ``activations_GiB``, ``reserve_GiB``, ``capacity_GiB``; ``fits`` (one
+    request at this batch fits the device) and the notes joined by "; "."""
     d = pred.as_dict()
-    row: dict[str, Any] = {"device": pred.device, "runtime": pred.runtime,
-                           "estimator": pred.estimator, "batch": pred.batch}
+    row: dict[str, Any] = {k: d[k] for k in ("device", "runtime", "estimator", "batch")}
     for key in LLM_METRICS:
-        row[key] = d[key]
-        row[f"{key}_lower"] = d[f"{key}_lower"]
-        row[f"{key}_upper"] = d[f"{key}_upper"]
-    row.update({
-        "max_batch": pred.max_batch, "devices_needed": pred.devices_needed,
-        "memory_GiB": m.total_bytes / GIB, "weights_GiB": m.weights_bytes / GIB,
-        "kv_cache_GiB": m.kv_cache_bytes / GIB, "activations_GiB": m.activations_bytes / GIB,
-        "reserve_GiB": m.reserve_bytes / GIB, "capacity_GiB": m.capacity_bytes / GIB,
-        "fits": m.fits, "kv_bytes_per_token": m.kv_bytes_per_token,
-        "usd_per_million_tokens": pred.usd_per_million_tokens,
-        "tokens_per_joule": pred.tokens_per_joule, "notes": "; ".join(pred.notes),
-    })
+        for k in (key, f"{key}_lower", f"{key}_upper"):
+            row[k] = float("nan") if d[k] is None else d[k]
+    row.update({"max_batch": d["max_batch"], "devices_needed": d["devices_needed"]})
+    row.update({col: d["memory_GiB"][part] for part, col in LLM_MEMORY.items()})
+    row.update({"fits": bool(pred.memory.fits and pred.max_batch > 0),
+                "usd_per_million_tokens": d["usd_per_million_tokens"],
+                "tokens_per_joule": d["tokens_per_joule"], "notes": "; ".join(pred.notes)})
     return row
 
 

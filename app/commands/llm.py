@@ -12,7 +12,9 @@ decode step), end-to-end latency of a request, output and total (input + output)
 the device, each with its interval; the memory breakdown (weights, KV cache, activations,
 engine reserve, against the device capacity, GiB); the largest batch that fits at these
 lengths; $ per million output tokens and output tokens per joule where the catalog has the
-device's price / power. Several devices print one row per device, ``speedup`` = output tokens/s
+device's price / power (a note states the assumption: the list price amortised over three years
+of continuous use, the full TDP); notes (fp8 emulated, does not fit: needs N devices, ...) on
+stderr. Several devices print one row per device, ``speedup`` = output tokens/s
 over the first device's. ``--output FILE`` writes the output there instead (atomically: the
 file is complete or untouched). ``roofcast.llm(...)`` is the same from Python.
 """
@@ -37,13 +39,18 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("end-to-end latency", "e2e_latency_ms", "ms"),
     ("output tokens/s", "output_tokens_per_s", "tokens/s"),
     ("total tokens/s", "total_tokens_per_s", "tokens/s"))
+#: the keys of one device's record in the JSON of several devices (``json_records``).
+JSON_COLUMNS: tuple[str, ...] = (
+    "device", "runtime", "estimator", "batch",
+    *(f"{k}{end}" for k in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "output_tokens_per_s",
+                            "total_tokens_per_s") for end in ("", "_lower", "_upper")),
+    "speedup", "max_batch", "devices_needed", "memory_GiB", "fits", "usd_per_million_tokens",
+    "tokens_per_joule")
 #: (label, column of ``api.llm_row``) of the memory breakdown.
 MEMORY: tuple[tuple[str, str], ...] = (
     ("weights", "weights_GiB"), ("KV cache", "kv_cache_GiB"),
     ("activations", "activations_GiB"), ("engine reserve", "reserve_GiB"),
     ("total", "memory_GiB"), ("device capacity", "capacity_GiB"))
-COST_BASIS = ("$ per million output tokens and output tokens per joule: the device's list price "
-              "and TDP from the catalog, at the predicted output tokens/s")
 
 
 def concurrency(text: str) -> int | str:
@@ -149,49 +156,46 @@ def header(arch, cfg, fmt: str) -> dict[str, Any]:
 
 
 def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One device: the header, then (table) the metrics with their intervals and the memory
+    breakdown, or (csv/json) the prediction's own record (``as_dict``)."""
     from roofcast import api
 
-    row = api.llm_row(pred)
     extra = header(arch, pred.config, fmt)
-    extra.update({"device": pred.device, "runtime": pred.runtime, "estimator": pred.estimator})
-    if fmt == "table":
-        extra.update({"served_batch": pred.batch, "max_batch": pred.max_batch,
-                      "fits": row["fits"], "devices_needed": pred.devices_needed,
-                      "usd_per_million_tokens": pred.usd_per_million_tokens,
-                      "tokens_per_joule": pred.tokens_per_joule})
-        if cost_known(row):
-            extra["cost_basis"] = COST_BASIS
-        metrics = Table.from_records(
-            [{"metric": label, "value": row[key], "lower": row[f"{key}_lower"],
-              "upper": row[f"{key}_upper"], "unit": unit} for label, key, unit in METRICS],
-            ("metric", "value", "lower", "upper", "unit"))
-        memory = Table.from_records([{"component": label, "GiB": row[col]}
-                                     for label, col in MEMORY], ("component", "GiB"))
-        extra["_notes"] = notes(pred)
-        return {"metrics": metrics, "memory": memory}, extra
-    doc = pred.as_dict()
-    extra.update({k: v for k, v in doc.items() if k not in extra})
-    extra.update({"served_batch": pred.batch, "devices_needed": pred.devices_needed,
-                  "memory_breakdown_GiB": {col.removesuffix("_GiB"): row[col]
-                                           for _, col in MEMORY},
-                  "fits": row["fits"],
+    if fmt != "table":
+        doc = pred.as_dict()
+        doc.pop("config")
+        extra.update(doc)
+        extra["fits"] = bool(pred.memory.fits and pred.max_batch > 0)
+        return {}, extra
+    row = api.llm_row(pred)
+    extra.update({"device": pred.device, "runtime": pred.runtime, "estimator": pred.estimator,
+                  "served_batch": pred.batch, "max_batch": pred.max_batch, "fits": row["fits"],
+                  "devices_needed": pred.devices_needed,
                   "usd_per_million_tokens": pred.usd_per_million_tokens,
-                  "tokens_per_joule": pred.tokens_per_joule,
-                  "cost_basis": COST_BASIS if cost_known(row) else None, "notes": notes(pred)})
-    return {}, extra
+                  "tokens_per_joule": pred.tokens_per_joule, "_notes": list(pred.notes)})
+    metrics = Table.from_records(
+        [{"metric": label, "value": row[key], "lower": row[f"{key}_lower"],
+          "upper": row[f"{key}_upper"], "unit": unit} for label, key, unit in METRICS],
+        ("metric", "value", "lower", "upper", "unit"))
+    memory = Table.from_records([{"component": label, "GiB": row[col]}
+                                 for label, col in MEMORY], ("component", "GiB"))
+    return {"metrics": metrics, "memory": memory}, extra
 
 
 def several_devices(df: pd.DataFrame, arch, cfg, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One row per device (``api.llm_frame``); the table format splits it into the metrics,
+    the memory and the intervals."""
     extra = header(arch, cfg, fmt)
     extra["estimator"] = str(df["estimator"].iloc[0])
     extra["baseline"] = str(df["device"].iloc[0])
     all_notes = [f"{d}: {n}" for d, cell in zip(df["device"], df["notes"], strict=True)
                  for n in cell.split("; ") if n]
-    if cost_known_any(df):
-        extra["cost_basis"] = COST_BASIS
-    if fmt != "table":
+    if fmt == "csv":
         extra["notes"] = all_notes
-        return {"devices": df}, extra
+        return {"devices": df.drop(columns=["notes"])}, extra
+    if fmt == "json":
+        extra["notes"] = all_notes
+        return {"devices": Table.from_records(json_records(df), JSON_COLUMNS)}, extra
     extra["_notes"] = all_notes
     devices = df[["device", "runtime", "batch", "ttft_ms", "tpot_ms", "e2e_latency_ms",
                   "output_tokens_per_s", "total_tokens_per_s", "speedup",
@@ -206,21 +210,16 @@ def several_devices(df: pd.DataFrame, arch, cfg, fmt: str) -> tuple[dict[str, An
     return {"devices": devices, "memory": memory, "intervals": intervals}, extra
 
 
-def notes(pred) -> list[str]:
-    """The prediction's notes, plus how many devices a model that does not fit needs."""
-    out = list(pred.notes)
-    if pred.max_batch == 0 and not any("devices" in n for n in out):
-        out.append(f"{pred.model} does not fit on one {pred.device} at these lengths: it needs "
-                   f"{pred.devices_needed} devices")
-    return out
+def json_records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of several devices as ``ServingPrediction.as_dict`` writes one device:
+    ``memory_GiB`` the breakdown {total, weights, kv_cache, activations, reserve, capacity}."""
+    from roofcast import api
 
-
-def cost_known(row: dict[str, Any]) -> bool:
-    return row["usd_per_million_tokens"] is not None or row["tokens_per_joule"] is not None
-
-
-def cost_known_any(df: pd.DataFrame) -> bool:
-    return bool(df["usd_per_million_tokens"].notna().any() or df["tokens_per_joule"].notna().any())
+    records = []
+    for row in df.drop(columns=["notes"]).to_dict("records"):
+        memory = {part: row.pop(col) for part, col in api.LLM_MEMORY.items()}
+        records.append({**row, "memory_GiB": memory})
+    return records
 
 
 # ----------------------------------------------------------------------------- --list

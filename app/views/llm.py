@@ -16,8 +16,6 @@ read in the app's limited worker process with the Model page's size limit
 from __future__ import annotations
 
 import hashlib
-import tempfile
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -26,6 +24,7 @@ from roofcast import api
 from roofcast.app import charts, controls, state, wording
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.predictor.llm.phases import DEFAULT_ESTIMATOR
 from roofcast.predictor.llm.types import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
 SOURCES = ("Bundled config", "Upload config.json", "Upload ONNX decoder")
@@ -53,10 +52,7 @@ def arch_from_config(digest: str, _data: bytes) -> LLMArch:
     if len(_data) > MAX_CONFIG_BYTES:
         raise ModelImportError(f"config.json is {len(_data) / 2**10:.0f} KiB, over the "
                                f"{MAX_CONFIG_BYTES // 2**10} KiB limit of a model config")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "config.json"
-        path.write_bytes(_data)
-        return api.llm_arch(str(path))
+    return api.llm_arch(_data)  # load_llm reads bytes that start with "{" as a config.json
 
 
 @st.cache_data(max_entries=16, show_spinner="Reading the ONNX decoder…")
@@ -167,8 +163,12 @@ def run_controls(arch: LLMArch) -> tuple[list[str], dict]:
                                    index=ACTIVATION_DTYPES.index("fp16"), key="llm_activations")
     with c4:
         engine = st.selectbox("Engine", (DEFAULT_ENGINE, *serving_engines()), key="llm_engine")
-        estimator = st.selectbox("Estimator", (api.LLM_ESTIMATOR, "roofline"),
-                                 key="llm_estimator")
+        choices = state.estimator_choices()
+        if s.get("llm_estimator") not in choices:
+            s["llm_estimator"] = DEFAULT_ESTIMATOR if DEFAULT_ESTIMATOR in choices else choices[0]
+        estimator = st.selectbox("Estimator", choices, key="llm_estimator",
+                                 help=f"kernel-time estimator ({DEFAULT_ESTIMATOR}: the "
+                                      "serving model's default)")
     options = {"input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
                "weights": weights, "kv_cache": kv, "activations": activations,
                "runtime": None if engine == DEFAULT_ENGINE else engine, "estimator": estimator}
@@ -227,9 +227,11 @@ def render() -> None:
     base = float(df["output_tokens_per_s"].iloc[0])
     df["speedup"] = df["output_tokens_per_s"] / base if base > 0 else float("nan")
     device_metrics(df)
-    for row in df.to_dict("records"):
-        for note in filter(None, row["notes"].split("; ")):
-            st.warning(f"{row['device']}: {note}", icon=":material/info:")
+    notes = [f"**{r['device']}**: {n}" for r in df.to_dict("records")
+             for n in r["notes"].split("; ") if n]
+    if notes:
+        with st.expander(f"Notes ({len(notes)})", expanded=not df["fits"].all()):
+            st.markdown("\n".join(f"- {n}" for n in notes))
     ok = [d for d in devices if d not in failed]
     try:
         table = sweep(arch, tuple(ok), key)

@@ -239,12 +239,12 @@ def render() -> None:
         state.show_error(exc)
         table = None
     if table is not None:
-        shown = table[table["fits"]] if "fits" in table else table
+        shown = table[table["fits"]]  # a batch that does not fit has no metrics
+        latency = st.radio("Frontier latency", tuple(charts.LLM_LATENCIES), horizontal=True,
+                           key="llm_frontier_latency",
+                           format_func=lambda c: "TPOT" if c == "tpot_ms" else "end-to-end")
         left, right = st.columns(2)
         left.plotly_chart(charts.llm_throughput_vs_batch(shown), width="stretch")
-        latency = right.radio("Frontier latency", tuple(charts.LLM_LATENCIES), horizontal=True,
-                              key="llm_frontier_latency",
-                              format_func=lambda c: "TPOT" if c == "tpot_ms" else "end-to-end")
         right.plotly_chart(charts.llm_frontier(shown, latency), width="stretch")
     st.plotly_chart(charts.llm_memory_bars(df), width="stretch")
     show = df.drop(columns=["notes"])

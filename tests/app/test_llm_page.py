@@ -55,13 +55,17 @@ def test_charts_hold_the_serving_table_and_the_memory_parts():
     devices = at.multiselect(key="llm_devices").value
     table = serving_table(arch, [get_device(d) for d in devices], cfg,
                           [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
-    shown = table[table["fits"]] if "fits" in table else table
+    shown = table[table["fits"]]
     h100 = shown[shown["device"] == "h100-sxm"]
     line = next(t for t in charts[0].data if t.name == "h100-sxm")
     assert values(line.x) == h100["batch"].tolist()
     assert values(line.y) == pytest.approx(h100["output_tokens_per_s"].tolist(), rel=1e-12)
     frontier = next(t for t in charts[1].data if t.name == "h100-sxm")
     assert values(frontier.y) == pytest.approx(h100["tpot_ms"].tolist(), rel=1e-12)
+    at.radio(key="llm_frontier_latency").set_value("e2e_latency_ms").run()
+    frontier = next(t for t in pio.from_json(at.get("plotly_chart")[1].proto.spec).data
+                    if t.name == "h100-sxm")
+    assert values(frontier.y) == pytest.approx(h100["e2e_latency_ms"].tolist(), rel=1e-12)
     memory = {t.name: values(t.x) for t in charts[2].data}
     rows = at.dataframe[0].value
     assert memory["weights"] == pytest.approx(rows["weights_GiB"].tolist(), rel=1e-12)

@@ -10,3 +10,9 @@ class ModelImportError(ValueError):
 
 class WorkloadSchemaError(ValueError):
     """A workload table breaks the column contract of ``graph_import.workload_schema``."""
+
+
+class LLMConfigError(ModelImportError):
+    """A Hugging Face ``config.json`` (or a bundled LLM name) cannot be turned into an
+    ``LLMArch``: unreadable, not a JSON object, an unknown ``model_type``, a missing or
+    implausible field, fields that contradict each other, an unknown bundled name."""

@@ -86,7 +86,11 @@ class LLMArch:
     def layer_params(self) -> int:
         """Parameters of one layer: attention + experts (+ router) + norms."""
         router = self.d_model * self.n_experts if self.n_experts > 1 else 0
-        norms = (1 if self.parallel_block else 2) * self.d_model * (2 if self.norm == "layernorm" else 1)
+        norms = (
+            (1 if self.parallel_block else 2)
+            * self.d_model
+            * (2 if self.norm == "layernorm" else 1)
+        )
         return self.attention_params + self.n_experts * self.expert_params + router + norms
 
     @property

@@ -1,28 +1,139 @@
 """Per-engine corrections of modelled step times, fitted on measured serving data.
 
-Contract (placeholder until the fit lands): ``engine_calibration(runtime)`` returns an
-``EngineCalibration`` whose ``apply(phase, model_s, hw)`` maps the summed kernel times of a
-``prefill`` or a ``decode`` step to the engine's time with an interval: arrays ``(t, lo, hi)``.
+``engine_calibration(runtime)`` -> ``EngineCalibration``; ``apply(phase, model_s, hw)`` maps the
+uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
+(``phases.request_model_times``) to the engine's time with an interval, arrays ``(t, lo, hi)``:
+
+    t  = f_vendor x a_phase x model_s + c_phase        (s)
+    lo = min(t, q_lo x t),  hi = max(t, q_hi x t)
+
+* ``a_phase`` (dimensionless): the engine's slowdown over the kernel model, one per phase;
+* ``c_phase`` (s): host time per prefill / per decode step (scheduling, sampling, launches the
+  model does not see);
+* ``f_vendor``: the engine's factor on one vendor's devices (its software stack on ROCm or
+  SYCL is slower than on CUDA by a factor that no device figure predicts); 1 for the baseline
+  vendor; a vendor without fitted data gets ``unseen_vendor_factor`` and a note;
+* ``q_lo``/``q_hi``: quantiles (10 % / 90 %) of measured / predicted over the leave-one-device-out
+  predictions of the fit: the interval of a device the fit has not seen.
+
+The figures live in ``predictor/data/llm_engines.json``, written by
+``benchmarks/fit_llm_engines.py`` from Argonne's LLM-Inference-Bench rows
+(``training_data.public.llm_serving``) together with the data hash, the rows per device and the
+leave-one-device-out errors. An engine without fitted data is returned uncalibrated (identity,
+``fitted`` False) with a note saying so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from roofcast.predictor.errors import PredictionError
+
+DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "llm_engines.json"
+PHASES: tuple[str, ...] = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class PhaseCorrection:
+    """``t = f x scale x model_s + overhead_s``; ``ratio_lo``/``ratio_hi``: quantiles of
+    measured / predicted (leave-one-device-out)."""
+
+    scale: float
+    overhead_s: float
+    ratio_lo: float
+    ratio_hi: float
 
 
 @dataclass(frozen=True)
 class EngineCalibration:
-    """Identity placeholder: t = model time, interval = the model time itself."""
+    """One engine's fitted correction (module docstring); ``fitted`` False: identity."""
 
     runtime: str
     fitted: bool = False
+    phases: Mapping[str, PhaseCorrection] = field(default_factory=dict, hash=False)
+    vendor_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
+    unseen_vendor_factor: float = 1.0
+    note: str = ""
 
-    def apply(self, phase: str, model_s: np.ndarray, hw: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        t = np.asarray(model_s, dtype=float)
-        return t, t, t
+    def vendor_factor(self, vendor: str) -> tuple[float, bool]:
+        """(factor, fitted) of a device vendor (``HardwareSpec.vendor``, case-insensitive): a
+        fitted vendor's factor, else ``unseen_vendor_factor`` and False."""
+        v = vendor.strip().casefold()
+        for name, f in self.vendor_factors.items():
+            if v == name.casefold():
+                return float(f), True
+        return float(self.unseen_vendor_factor), False
+
+    def apply(self, phase: str, model_s: Any, hw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Engine time (s) and its interval of a ``phase`` whose modelled time is ``model_s``
+        (s, array-like) on device ``hw`` (a ``HardwareSpec``); monotone in ``model_s``."""
+        if phase not in PHASES:
+            raise PredictionError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+        m = np.asarray(model_s, dtype=float)
+        if not self.fitted:
+            return m, m.copy(), m.copy()
+        p = self.phases[phase]
+        f, _ = self.vendor_factor(hw.vendor)
+        t = f * p.scale * m + p.overhead_s
+        return t, np.minimum(t, p.ratio_lo * t), np.maximum(t, p.ratio_hi * t)
+
+    def notes(self, hw: Any) -> tuple[str, ...]:
+        """What the correction is for ``hw``: uncalibrated, or fitted (and whether its vendor
+        was in the fit)."""
+        if not self.fitted:
+            return (self.note,)
+        f, seen = self.vendor_factor(hw.vendor)
+        out = [self.note]
+        if not seen:
+            out.append(f"{self.runtime} has no measurements on {hw.vendor} devices: the "
+                       f"vendor factor {f:.2f} is a guess (see the interval)")
+        return tuple(out)
+
+
+def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
+    try:
+        p = PhaseCorrection(*(float(doc[k]) for k in ("scale", "overhead_s", "ratio_lo",
+                                                        "ratio_hi")))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PredictionError(f"{DATA_FILE}: {where} is malformed ({exc}); rerun "
+                              "benchmarks/fit_llm_engines.py") from exc
+    if not (p.scale > 0 and p.overhead_s >= 0 and 0 < p.ratio_lo <= p.ratio_hi):
+        raise PredictionError(f"{DATA_FILE}: {where} has a non-positive scale, a negative "
+                              f"overhead or an inverted interval: {p}")
+    return p
+
+
+@lru_cache(maxsize=1)
+def calibration_document() -> dict[str, Any]:
+    """The parsed calibration file ({} when it is missing)."""
+    if not DATA_FILE.is_file():
+        return {}
+    return json.loads(DATA_FILE.read_text(encoding="utf-8"))
 
 
 def engine_calibration(runtime: str) -> EngineCalibration:
-    return EngineCalibration(runtime)
+    """The fitted correction of serving engine ``runtime`` (uncalibrated with a note when the
+    calibration file has no fit for it)."""
+    doc = calibration_document().get("engines", {}).get(runtime)
+    if not doc or not doc.get("fitted", True):
+        return EngineCalibration(runtime, note=(
+            f"{runtime}: no measured serving data to calibrate against; times are the "
+            "uncalibrated kernel model (expect larger errors)"))
+    phases = {ph: _phase(doc[ph], f"engines.{runtime}.{ph}") for ph in PHASES}
+    loo = doc.get("loo", {}).get("median_abs_pct")
+    devices = ", ".join(doc.get("rows_per_device", {}))
+    return EngineCalibration(
+        runtime, fitted=True, phases=phases,
+        vendor_factors={str(k): float(v) for k, v in doc.get("vendor_factors", {}).items()},
+        unseen_vendor_factor=float(doc.get("unseen_vendor_factor", 1.0)),
+        note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
+              f"median error {loo:.0f} %" if loo is not None else
+              f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
+              "leave-one-device-out figure"))

@@ -7,7 +7,8 @@ JSON/CLI keys (``ServingPrediction.as_dict``) carry display units: ``ttft_ms``, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: weight dtypes (weight-only quantisation below 16 bits) and KV-cache dtypes a run may ask for;
@@ -103,5 +104,43 @@ class ServingPrediction:
     kernels: Any = field(default=None, repr=False, compare=False, hash=False)
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON record (keys in the module docstring)."""
-        raise NotImplementedError  # contract: implemented by the serving work
+        """The JSON record (keys in the module docstring): times in ms, rates per second,
+        memory in GiB, NaN (not predicted) as None; ``<key>_lower``/``<key>_upper`` the
+        interval ends of each metric."""
+        rec: dict[str, Any] = {"model": self.model, "device": self.device,
+                               "runtime": self.runtime, "estimator": self.estimator,
+                               "batch": self.batch}
+        for attr, key, scale in _METRIC_KEYS:
+            rec[key] = _num(getattr(self, attr), scale)
+            rec[f"{key}_lower"] = _num(self.lower.get(attr), scale)
+            rec[f"{key}_upper"] = _num(self.upper.get(attr), scale)
+        m = self.memory
+        rec.update({
+            "max_batch": self.max_batch, "devices_needed": self.devices_needed,
+            "memory_GiB": {k: _num(v, 1 / GIB) for k, v in (
+                ("weights", m.weights_bytes), ("kv_cache", m.kv_cache_bytes),
+                ("activations", m.activations_bytes), ("reserve", m.reserve_bytes),
+                ("total", m.total_bytes), ("capacity", m.capacity_bytes))},
+            "usd_per_million_tokens": _num(self.usd_per_million_tokens, 1.0),
+            "tokens_per_joule": _num(self.tokens_per_joule, 1.0),
+            "notes": list(self.notes),
+            "config": asdict(self.config),
+        })
+        return rec
+
+
+GIB = float(2**30)
+#: (attribute, JSON key, scale) of each metric.
+_METRIC_KEYS: tuple[tuple[str, str, float], ...] = (
+    ("ttft_s", "ttft_ms", 1e3), ("tpot_s", "tpot_ms", 1e3),
+    ("e2e_latency_s", "e2e_latency_ms", 1e3),
+    ("output_tokens_per_s", "output_tokens_per_s", 1.0),
+    ("total_tokens_per_s", "total_tokens_per_s", 1.0),
+)
+
+
+def _num(value: float | None, scale: float) -> float | None:
+    """``value x scale`` as a plain float; None for None or NaN (JSON has no NaN)."""
+    if value is None or math.isnan(value):
+        return None
+    return float(value) * scale

@@ -1,0 +1,167 @@
+"""Fit the per-engine serving calibration (``predictor/llm/calibration.py``) on Argonne's
+LLM-Inference-Bench rows and write ``predictor/data/llm_engines.json``.
+
+    ROOFCAST_SHARED_DATA=../shared/data .venv/bin/python benchmarks/fit_llm_engines.py [--dry-run]
+
+Rows: single-device fp16 rows of ``All_results`` (request latency) and Fig 22's TTFT rows
+(``training_data.public.llm_serving``; every exclusion is printed with its count). Per engine
+(``predictor.llm.calibration_fit``): the plain fit (one factor for every device) and the fit with
+vendor factors are both scored leave-one-device-out; the one with the lower LOO median error is
+kept (no LOO, one device: the plain fit). Intervals: 10/90 % quantiles of measured / LOO
+predicted, per phase (prefill from the TTFT rows when an engine has at least
+``MIN_PHASE_ROWS`` of them, else from the request rows). Never fitted to vendor, MLPerf or
+Lambda figures: only the Argonne files are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from roofcast.predictor.llm.calibration import DATA_FILE
+from roofcast.predictor.llm.calibration_fit import (
+    IMPLAUSIBLE_RATIO,
+    QUANTILES,
+    abs_pct,
+    fit_engine,
+    loo,
+    request_features,
+    target,
+)
+from roofcast.predictor.runtimes import get_runtime, runtime_names
+from roofcast.training_data.public.llm_serving import load_serving
+
+MIN_PHASE_ROWS = 6
+FIT_FIGURES = ("all", "ttft")
+
+
+def fit_rows(table) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The rows the calibration is fitted on, with their features, and what was left out."""
+    engines = {n for n in runtime_names() if get_runtime(n).serving is not None}
+    rows = table.rows
+    excluded: dict[str, int] = {}
+
+    def drop(mask, why):
+        for key, n in rows[mask].groupby(why(rows[mask])).size().items():
+            excluded[str(key)] = excluded.get(str(key), 0) + int(n)
+        return rows[~mask]
+
+    rows = drop(~rows["figure"].isin(FIT_FIGURES),
+                lambda r: r["figure"] + " rows: benchmarked, not fitted (duplicates or dtype study)")
+    rows = drop(~rows["engine"].isin(engines), lambda r: "engine " + r["engine"] + " has no profile")
+    rows = drop((rows["weights"] != "fp16") | (rows["kv_cache"] != "fp16"),
+                lambda r: "quantised rows: benchmarked, not fitted")
+    rows = rows.reset_index(drop=True)
+    feats = request_features(rows)
+    rows = feats
+    rows = drop(rows["max_batch"] < 1, lambda r: "does not fit in one device's memory (" +
+                r["model"] + " on " + r["device"] + ")")
+    model = rows["prefill_s"] + rows["decode_s"]
+    rows = drop(target(rows) < IMPLAUSIBLE_RATIO * model,
+                lambda r: "implausible: faster than 1/4 of the kernel model (" + r["engine"]
+                + " on " + r["device"] + ")")
+    return rows.reset_index(drop=True), excluded
+
+
+def _quantiles(ratio: np.ndarray) -> list[float]:
+    ratio = ratio[np.isfinite(ratio)]
+    return [float(np.quantile(ratio, q)) for q in QUANTILES]
+
+
+def _errors(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
+    e = abs_pct(pred, meas)
+    e = e[np.isfinite(e)]
+    return {"n": int(len(e)), "median_abs_pct": float(np.median(e)),
+            "mean_abs_pct": float(np.mean(e)), "p90_abs_pct": float(np.quantile(e, 0.9))}
+
+
+def fit_all(rows: pd.DataFrame) -> dict:
+    """Per engine: the chosen fit, its LOO and in-distribution errors, intervals."""
+    out = {}
+    for engine, g in rows.groupby("engine"):
+        meas = target(g).astype(float)
+        variants = {}
+        for vf in (False, True):
+            pred = loo(g, vendor_factors=vf).to_numpy()
+            variants[vf] = (pred, _errors(pred, meas) if np.isfinite(pred).any() else None)
+        has_loo = variants[False][1] is not None
+        use_vf = has_loo and variants[True][1]["median_abs_pct"] < \
+            variants[False][1]["median_abs_pct"]
+        fit = fit_engine(g, vendor_factors=use_vf)
+        ins = fit.predict(g)
+        held = variants[use_vf][0] if has_loo else ins
+        ratio = meas / held
+        req = (g["figure"] != "ttft").to_numpy()
+        ttft = ~req
+        pre_q = _quantiles(ratio[ttft]) if ttft.sum() >= MIN_PHASE_ROWS else _quantiles(ratio[req])
+        dec_q = _quantiles(ratio[req])
+        out[engine] = {
+            "fitted": True,
+            "variant": "vendor factors" if use_vf else "one factor for all devices",
+            "prefill": {"scale": fit.a_prefill, "overhead_s": fit.c_prefill_s,
+                        "ratio_lo": min(pre_q[0], 1.0), "ratio_hi": max(pre_q[1], 1.0)},
+            "decode": {"scale": fit.a_decode, "overhead_s": fit.c_decode_s,
+                       "ratio_lo": min(dec_q[0], 1.0), "ratio_hi": max(dec_q[1], 1.0)},
+            "vendor_factors": fit.vendor_factors if use_vf else {},
+            "unseen_vendor_factor": fit.unseen_vendor_factor if use_vf else 1.0,
+            "interval_basis": "leave-one-device-out" if has_loo else "in-sample (one device)",
+            "rows_per_device": {d: int(n) for d, n in g.groupby("device").size().items()},
+            "in_distribution": _errors(ins[req], meas[req]),
+        }
+        if has_loo:
+            pred = variants[use_vf][0]
+            out[engine]["loo"] = _errors(pred[req], meas[req]) | {
+                "per_device": {d: _errors(pred[req & (g["device"] == d).to_numpy()],
+                                          meas[req & (g["device"] == d).to_numpy()])
+                               ["median_abs_pct"] for d in sorted(set(g["device"]))},
+                "plain_median_abs_pct": _errors(variants[False][0][req], meas[req])
+                ["median_abs_pct"],
+                "vendor_median_abs_pct": _errors(variants[True][0][req], meas[req])
+                ["median_abs_pct"]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dry-run", action="store_true", help="print, do not write the JSON")
+    ap.add_argument("--out", type=Path, default=DATA_FILE)
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    table = load_serving()
+    print(table.summary())
+    rows, excluded = fit_rows(table)
+    print(f"fit rows {len(rows)}; left out of the fit:")
+    for why, n in sorted(excluded.items(), key=lambda kv: -kv[1]):
+        print(f"  {n:5d}  {why}")
+    engines = fit_all(rows)
+    for e, d in engines.items():
+        loo_txt = (f"LOO median {d['loo']['median_abs_pct']:.1f} % (plain "
+                   f"{d['loo']['plain_median_abs_pct']:.1f}, vendor "
+                   f"{d['loo']['vendor_median_abs_pct']:.1f})" if "loo" in d else "no LOO")
+        print(f"{e:14s} {d['variant']:28s} in-dist median "
+              f"{d['in_distribution']['median_abs_pct']:.1f} %  {loo_txt}")
+    doc = {
+        "about": "Per-engine corrections of roofcast's uncalibrated LLM step times "
+                 "(predictor/llm/calibration.py); written by benchmarks/fit_llm_engines.py",
+        "source": "argonne-lcf/LLM-Inference-Bench Plots/*.csv (BSD-3-Clause), "
+                  "$ROOFCAST_SHARED_DATA/llm/argonne",
+        "data_hash": table.data_hash,
+        "model_times": "roofcast.predictor.llm.phases.request_model_times (roofline+eff)",
+        "quantiles": list(QUANTILES),
+        "excluded_from_fit": excluded,
+        "engines": engines,
+    }
+    print(f"fitted in {time.perf_counter() - t0:.0f} s")
+    if not args.dry_run:
+        args.out.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""Tensor-class dtypes of an LLM serving run: weights, KV cache, activations.
+
+``TensorDtypes(weights, kv_cache, activations)`` says how each class of tensor is stored; the
+GEMMs' compute dtype and the dequantisation work follow from it (``gemm_plan``).
+
+**Storage bytes per element** (``DTYPE_BITS`` / 8; int4 is 0.5 byte, not graph_import's
+1-byte itemsize):
+
+* weights of the layers' linear projections at ``weights``, plus their quantisation scales
+  (``weight_bytes_per_element``): int4 groups of ``INT4_GROUP`` = 128 elements along K carry an
+  fp16 scale and a 4-bit zero point (AWQ/GPTQ ``group_size=128``): ``0.5 + (2 + 0.5) / 128``
+  bytes per element; int8 and fp8 carry one fp16 scale per output channel (``2 / K`` per
+  element). The embedding, the LM head and the norms stay at the activation dtype (AWQ, GPTQ
+  and vLLM's fp8 leave them unquantised);
+* the KV cache at ``kv_cache`` (None: the activations' dtype);
+* activations at ``activations``.
+
+**GEMM compute dtype** (``gemm_plan``):
+
+* 16/32-bit weights: the activation dtype (fp8 activations with 16-bit weights: the weights'
+  dtype);
+* fp8 weights: W8A8, activations quantised per token on the fly (vLLM ``fp8``, TensorRT-LLM
+  fp8): the fp8 matrix peak. On a device without fp8 matrix units the catalog's documented
+  fallback (``HardwareSpec.peak``) computes at 16 bits and says so in its note, which the
+  prediction surfaces; the weights stay 8-bit in memory and traffic (Marlin-style W8A16), and
+  the dequantisation below is charged on those devices only (``dequant_on_fallback_only``);
+* int8/int4 weights: weight-only quantisation (W8A16/W4A16 as AWQ, GPTQ/Marlin and llama.cpp
+  run it): compute at the activation dtype plus dequantisation.
+
+**Dequantisation cost** (weight-only): ``DEQUANT_FLOPS_PER_WEIGHT[dtype]`` vector FLOPs per
+weight element per M-tile of ``DEQUANT_TILE_M`` = 128 tokens — the kernel converts each weight
+tile once per thread-block row of the output (int4: unpack shift+mask, convert, subtract zero,
+scale = 4; int8/fp8: convert, scale = 2). It runs in the GEMM kernel, overlapping the matrix
+work: the GEMM's time is ``max(its own time, dequant FLOPs / vector peak)`` (``phases``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.llm.types import ACTIVATION_DTYPES, DTYPE_BITS, KV_DTYPES, WEIGHT_DTYPES
+
+INT4_GROUP = 128
+#: bytes of an int4 group's fp16 scale and 4-bit zero point.
+INT4_GROUP_OVERHEAD_BYTES = 2.5
+#: bytes of a per-output-channel scale (int8, fp8).
+CHANNEL_SCALE_BYTES = 2.0
+DEQUANT_FLOPS_PER_WEIGHT: dict[str, float] = {"int4": 4.0, "int8": 2.0, "fp8": 2.0}
+DEQUANT_TILE_M = 128
+WIDE_FLOATS = ("fp32", "fp16", "bf16")
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Storage bytes per element of ``dtype`` (``DTYPE_BITS / 8``; int4 = 0.5)."""
+    return DTYPE_BITS[dtype] / 8.0
+
+
+def weight_bytes_per_element(dtype: str, k: int) -> float:
+    """Bytes per weight element of a K-input projection stored at ``dtype``, scales included
+    (module docstring)."""
+    base = dtype_bytes(dtype)
+    if dtype == "int4":
+        return base + INT4_GROUP_OVERHEAD_BYTES / INT4_GROUP
+    if dtype in ("int8", "fp8"):
+        return base + CHANNEL_SCALE_BYTES / max(int(k), 1)
+    return base
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """How a projection GEMM runs: ``compute`` dtype (a ``predictor.precision`` precision),
+    ``dequant_flops_per_weight`` per M-tile (0: none), ``dequant_on_fallback_only``: charge the
+    dequantisation only where the device lacks ``compute``'s matrix unit (fp8 weights)."""
+
+    compute: str
+    dequant_flops_per_weight: float
+    dequant_on_fallback_only: bool = False
+
+    def dequant_flops(self, weight_elems: float, tokens: float) -> float:
+        """Dequantisation FLOPs of one GEMM use over ``tokens`` rows (module docstring)."""
+        tiles = max(1, math.ceil(tokens / DEQUANT_TILE_M))
+        return self.dequant_flops_per_weight * weight_elems * tiles
+
+
+@dataclass(frozen=True)
+class TensorDtypes:
+    """Storage dtypes per tensor class (``kv_cache`` None: the activations')."""
+
+    weights: str = "fp16"
+    kv_cache: str | None = None
+    activations: str = "fp16"
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (("weights", self.weights, WEIGHT_DTYPES),
+                                     ("kv_cache", self.kv, KV_DTYPES),
+                                     ("activations", self.activations, ACTIVATION_DTYPES)):
+            if value not in allowed:
+                raise PredictionError(f"{name} dtype {value!r} is not supported; choose one of "
+                                      f"{', '.join(allowed)}")
+
+    @property
+    def kv(self) -> str:
+        return self.kv_cache or self.activations
+
+    @property
+    def act_bytes(self) -> float:
+        return dtype_bytes(self.activations)
+
+    @property
+    def kv_bytes(self) -> float:
+        return dtype_bytes(self.kv)
+
+    @property
+    def vector_dtype(self) -> str:
+        """Dtype of the vector kernels (norms, rotary, softmax): fp8 activations are
+        dequantised to 16 bits for them."""
+        return "fp16" if self.activations == "fp8" else self.activations
+
+    def gemm_plan(self) -> GemmPlan:
+        """The projection GEMMs' compute dtype and dequantisation (module docstring)."""
+        w, a = self.weights, self.activations
+        if w in WIDE_FLOATS:
+            return GemmPlan(w if a == "fp8" else a, 0.0)
+        if w == "fp8":
+            return GemmPlan("fp8", DEQUANT_FLOPS_PER_WEIGHT["fp8"], dequant_on_fallback_only=True)
+        return GemmPlan(self.vector_dtype, DEQUANT_FLOPS_PER_WEIGHT[w])
+
+    @classmethod
+    def of(cls, cfg) -> TensorDtypes:
+        """From a ``ServingConfig``."""
+        return cls(cfg.weights, cfg.kv_cache, cfg.activations)

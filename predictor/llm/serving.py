@@ -1,0 +1,376 @@
+"""Serving metrics of an LLM on devices: TTFT, TPOT, end-to-end latency, tokens/s, memory fit.
+
+``predict_serving(arch, hw, cfg)`` -> ``ServingPrediction``; ``serving_table(arch, hws, cfg,
+batches)`` -> one row per device x batch (every metric, the memory breakdown, ``fits``), all
+devices and batches timed in one ``evaluate`` call per engine (``phases.time_steps``).
+``N`` = input tokens, ``M`` = output tokens.
+
+**Static batching** (``cfg.batch = B``, or neither batch nor concurrency: B = 1): the B requests
+start and finish together.
+
+* TTFT = prefill(B, N) (its LM head emits the first token);
+* TPOT = mean decode step over the contexts ``N + 1 .. N + M - 1`` (``phases``);
+* e2e = TTFT + (M - 1) x TPOT; output tokens/s = B x M / e2e; total tokens/s = B x (N + M) /
+  e2e (input tokens counted, the convention of the measured LLM-Inference-Bench rows);
+* a batch larger than ``max_batch`` runs in ``W = ceil(B / max_batch)`` waves of
+  ``ceil(B / W)`` requests, one after the other (an engine admits what its KV cache holds and
+  queues the rest; LLM-Inference-Bench's A100 rows double in latency from batch 16 to 32 to
+  64): e2e = W x the wave's, TTFT = the wave's + ``(W - 1) / 2`` wave latencies (mean wait).
+
+**Continuous batching** (``cfg.concurrency = C`` or ``"max"`` = ``max_batch``; engines whose
+``serving.batching`` is ``continuous``), a steady-state scheduler model: C requests are in
+flight, one finishes and one enters every ``M / C`` steps, so each step
+
+* decodes the C requests at the mean context ``N + M/2`` and mixes in a prefill chunk of
+  ``C x N / M`` prompt tokens (the prompt work that keeps C in flight; capped by
+  ``max_prefill_tokens`` when the engine chunks prefill): TPOT = that step's time;
+* TTFT = ``ceil(N / chunk budget)`` steps that each carry the C - 1 other requests' decode and
+  one chunk of the new prompt (budget = ``max_prefill_tokens``, or the whole prompt);
+* output tokens/s = C / TPOT; total tokens/s = output x (N + M) / M; e2e as above.
+
+**Calibration**: ``engine_calibration(runtime).apply(phase, model_s, hw)`` maps the summed
+kernel times of the ``prefill`` (TTFT steps) and the ``decode`` (TPOT steps) phases to the
+engine's, with an interval; every metric's ``lower``/``upper`` follows from those intervals.
+
+**Cost and energy**: ``usd_per_million_tokens`` = the device's list price amortised over
+``AMORTISATION_YEARS`` = 3 years of continuous use (``price / (3 x 365 x 86400 s)``) divided
+by the output tokens/s, x 1e6 (no power, hosting or idle time; None without a price);
+``tokens_per_joule`` = output tokens/s / TDP (a lower bound on efficiency: the device drawn at
+its full rated power; None without a TDP).
+
+**Does not fit**: when the weights and one request exceed a device (``max_batch`` = 0) the
+metrics are NaN, ``devices_needed`` says how many devices of that kind the model needs at
+least (tensor parallel, ``memory.devices_needed``), and a note says so. A concurrency larger
+than ``max_batch`` likewise gets NaN metrics and a note (the queue would grow without bound).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.hw_catalog.spec import HardwareSpec
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.llm.calibration import engine_calibration
+from roofcast.predictor.llm.kernels import Segment
+from roofcast.predictor.llm.memory import devices_needed, max_batch, serving_memory
+from roofcast.predictor.llm.phases import (
+    DEFAULT_ESTIMATOR,
+    Step,
+    collect_request_times,
+    engine_profile,
+    request_steps,
+    time_steps,
+)
+from roofcast.predictor.llm.precision import TensorDtypes
+from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
+from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
+from roofcast.predictor.runtimes.profile import ServingSpec
+
+AMORTISATION_YEARS = 3.0
+SECONDS_PER_YEAR = 365.0 * 86400.0
+METRICS: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s",
+                            "total_tokens_per_s")
+#: the engine settings assumed for a runtime without a ``[serving]`` table.
+DEFAULT_SERVING = ServingSpec()
+
+
+def serving_spec(profile: ExecutionProfile) -> ServingSpec:
+    """The profile's ``[serving]`` table, else ``DEFAULT_SERVING`` (fp16/bf16 weights and KV,
+    continuous batching, 0.9 memory utilisation, whole-prompt prefill, no step overhead)."""
+    return profile.serving if profile.serving is not None else DEFAULT_SERVING
+
+
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise PredictionError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _engines_running(kind: str, dtype: str) -> str:
+    names = []
+    for n in runtime_names():
+        spec = get_runtime(n).serving
+        if spec is not None and dtype in getattr(spec, kind):
+            names.append(n)
+    return ", ".join(names) or "none of the installed runtimes"
+
+
+def check_request(arch: LLMArch, cfg: ServingConfig, profile: ExecutionProfile) -> None:
+    """``PredictionError`` for a request the model or the engine cannot serve: lengths not
+    positive or beyond ``arch.max_context``, an unknown dtype, a weight/KV dtype the engine
+    does not run (naming the engines that do), a bad batch/concurrency, or concurrency on an
+    engine that batches statically."""
+    n = _positive_int(cfg.input_tokens, "input tokens")
+    m = _positive_int(cfg.output_tokens, "output tokens")
+    if n + m > arch.max_context:
+        raise PredictionError(
+            f"{n} input + {m} output tokens = {n + m} exceed {arch.name}'s maximum context of "
+            f"{arch.max_context} tokens; shorten the prompt or the output")
+    dtypes = TensorDtypes.of(cfg)
+    spec = serving_spec(profile)
+    for kind, dtype, label in (("weights", dtypes.weights, "weights"),
+                               ("kv_cache", dtypes.kv, "KV cache")):
+        if dtype not in getattr(spec, kind):
+            raise PredictionError(
+                f"engine {profile.name!r} does not run {dtype} {label} (it runs "
+                f"{', '.join(getattr(spec, kind))}); engines that do: "
+                f"{_engines_running(kind, dtype)}")
+    if cfg.batch is not None and cfg.concurrency is not None:
+        raise PredictionError("give a batch (static batching) or a concurrency (continuous "
+                              "batching), not both")
+    if cfg.batch is not None:
+        _positive_int(cfg.batch, "batch")
+    if cfg.concurrency is not None:
+        if cfg.concurrency != "max":
+            _positive_int(cfg.concurrency, "concurrency")
+        if spec.batching != "continuous":
+            raise PredictionError(f"engine {profile.name!r} batches statically; give a batch "
+                                  "instead of a concurrency")
+
+
+def check_device(profile: ExecutionProfile, hw: HardwareSpec) -> None:
+    """``PredictionError`` when the engine does not run on ``hw`` (kind or vendor)."""
+    if not profile.runs_on(hw.kind):
+        raise PredictionError(f"engine {profile.name!r} runs on "
+                              f"{', '.join(profile.device_kinds)} devices, not on {hw.id} "
+                              f"({hw.kind})")
+    if not profile.runs_on_vendor(hw.vendor):
+        raise PredictionError(f"engine {profile.name!r} runs on {', '.join(profile.vendors)} "
+                              f"devices, not on {hw.id} ({hw.vendor}); choose another runtime")
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One (device, batch) to predict."""
+
+    hw: HardwareSpec
+    profile: ExecutionProfile
+    batch: int
+    continuous: bool
+    max_batch: int
+    devices_needed: int
+    memory: MemoryBreakdown
+
+    @property
+    def waves(self) -> int:
+        """Sequential waves a static batch runs in (1 when it fits; 0: not predicted)."""
+        if self.max_batch < 1 or self.batch < 1:
+            return 0
+        if self.batch <= self.max_batch:
+            return 1
+        return 0 if self.continuous else math.ceil(self.batch / self.max_batch)
+
+    @property
+    def wave_batch(self) -> int:
+        """Requests per wave: ``ceil(batch / waves)``."""
+        return math.ceil(self.batch / self.waves) if self.waves else 0
+
+
+def _continuous_steps(arch: LLMArch, c: int, n: int, m: int,
+                      spec: ServingSpec) -> tuple[list[Step], int]:
+    """The steady-state mixed step and one TTFT step of concurrency ``c``, and the number of
+    TTFT steps (module docstring)."""
+    ctx = n + max(m // 2, 1)
+    cap = int(spec.max_prefill_tokens)
+    chunk = max(1, round(c * n / m))
+    chunk = min(chunk, cap) if cap else chunk
+    if chunk >= n:
+        prefill = Segment(max(1, round(chunk / n)), n, n)
+    else:
+        prefill = Segment(1, chunk, chunk + (n - chunk) // 2, emits=False)
+    budget = min(n, cap) if cap else n
+    first = Segment(1, budget, budget + (n - budget) // 2, emits=budget == n)
+    ttft = (Segment(c - 1, 1, ctx), first) if c > 1 else (first,)
+    return ([Step(f"c{c}:mixed", (Segment(c, 1, ctx), prefill)), Step(f"c{c}:ttft", ttft)],
+            math.ceil(n / budget))
+
+
+def _cells(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+           batches: Sequence[int | str]) -> list[_Cell]:
+    cells = []
+    for hw in hws:
+        profile = engine_profile(cfg.runtime, hw)
+        check_request(arch, cfg, profile)
+        check_device(profile, hw)
+        mb = max_batch(arch, hw, cfg, profile)
+        dn = devices_needed(arch, hw, cfg, profile)
+        for b in batches:
+            batch = mb if b == "max" else _positive_int(b, "batch")
+            cells.append(_Cell(hw, profile, batch, cfg.concurrency is not None, mb, dn,
+                               serving_memory(arch, hw, cfg, max(batch, 1), profile)))
+    return cells
+
+
+def _metrics(ttft: np.ndarray, tpot: np.ndarray, b: int, n: int, m: int,
+             continuous: bool, waves: int = 1) -> dict[str, np.ndarray]:
+    """The metrics from (value, lower, upper) arrays of one wave's TTFT and TPOT; the
+    throughputs' lower end comes from the upper ends of the times. ``waves`` > 1 (static
+    batch larger than what fits): the waves run one after the other, a request's TTFT is its
+    wave's plus the mean wait ``(waves - 1) / 2`` wave latencies, e2e is the whole batch's."""
+    wave = ttft + (m - 1) * tpot
+    ttft = ttft + (waves - 1) / 2 * wave
+    e2e = waves * wave
+    swap = np.array([0, 2, 1])  # (value, lower, upper) of a rate from those of a time
+    out = b / tpot[swap] if continuous else b * m / e2e[swap]
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_latency_s": e2e, "output_tokens_per_s": out,
+            "total_tokens_per_s": out * (n + m) / m}
+
+
+def _prediction(arch: LLMArch, cell: _Cell, cfg: ServingConfig, estimator: str,
+                vals: dict[str, np.ndarray] | None, kernels: pd.DataFrame | None,
+                notes: list[str]) -> ServingPrediction:
+    hw = cell.hw
+    nan = float("nan")
+    v = {k: (float(a[0]) if vals else nan) for k, a in (vals or dict.fromkeys(METRICS)).items()}
+    lower = {k: float(a[1]) for k, a in vals.items()} if vals else dict.fromkeys(METRICS, nan)
+    upper = {k: float(a[2]) for k, a in vals.items()} if vals else dict.fromkeys(METRICS, nan)
+    out = v["output_tokens_per_s"]
+    usd = tpj = None
+    if vals and hw.price_usd:
+        usd = hw.price_usd / (AMORTISATION_YEARS * SECONDS_PER_YEAR) / out * 1e6
+        notes.append(f"$ per million output tokens: list price ${hw.price_usd:,.0f} amortised "
+                     f"over {AMORTISATION_YEARS:g} years of continuous use (no power, hosting "
+                     "or idle time)")
+    if vals and hw.tdp_W:
+        tpj = out / hw.tdp_W
+        notes.append(f"tokens per joule at the full TDP of {hw.tdp_W:g} W (a lower bound)")
+    return ServingPrediction(
+        model=arch.name, device=hw.id, runtime=cell.profile.name, estimator=estimator,
+        config=cfg, batch=cell.batch, ttft_s=v["ttft_s"], tpot_s=v["tpot_s"],
+        e2e_latency_s=v["e2e_latency_s"], output_tokens_per_s=out,
+        total_tokens_per_s=v["total_tokens_per_s"], max_batch=cell.max_batch,
+        memory=cell.memory, devices_needed=cell.devices_needed, lower=lower, upper=upper,
+        usd_per_million_tokens=usd, tokens_per_joule=tpj, notes=tuple(dict.fromkeys(notes)),
+        kernels=kernels)
+
+
+def _fit_notes(arch: LLMArch, cell: _Cell, cfg: ServingConfig) -> list[str]:
+    hw = cell.hw
+    if cell.max_batch == 0:
+        return [f"{arch.name} does not fit on one {hw.name} "
+                f"({cell.memory.weights_bytes / 2**30:.1f} GiB of weights, "
+                f"{hw.mem_capacity_bytes / 2**30:.0f} GiB of memory): it needs at least "
+                f"{cell.devices_needed} of them (tensor parallel, a lower bound); metrics not "
+                "predicted"]
+    if cell.batch > cell.max_batch and cell.continuous:
+        return [f"concurrency {cell.batch} does not fit on {hw.name} at {cfg.input_tokens} + "
+                f"{cfg.output_tokens} tokens (at most {cell.max_batch} requests in flight); "
+                "metrics not predicted"]
+    if cell.waves > 1:
+        return [f"batch {cell.batch} does not fit on {hw.name} at {cfg.input_tokens} + "
+                f"{cfg.output_tokens} tokens (at most {cell.max_batch}): it runs in "
+                f"{cell.waves} waves of {cell.wave_batch}; TTFT includes the mean wait, e2e "
+                "is the whole batch's"]
+    return []
+
+
+def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+             batches: Sequence[int | str], estimator: str) -> list[ServingPrediction]:
+    """Predictions for every device x batch (module docstring); one ``time_steps`` call per
+    engine profile."""
+    if not hws:
+        raise PredictionError("no devices to predict; give at least one device")
+    n, m = int(cfg.input_tokens), int(cfg.output_tokens)
+    cells = _cells(arch, hws, cfg, batches)
+    dtypes = TensorDtypes.of(cfg)
+    results: dict[int, ServingPrediction] = {}
+    by_profile: dict[str, list[int]] = {}
+    for i, cell in enumerate(cells):
+        by_profile.setdefault(cell.profile.name, []).append(i)
+    for idx in by_profile.values():
+        profile = cells[idx[0]].profile
+        spec = serving_spec(profile)
+        live = [i for i in idx if cells[i].waves]
+        steps: dict[str, Step] = {}
+        plan: dict[int, tuple] = {}
+        for i in live:
+            b = cells[i].wave_batch
+            if cells[i].continuous:
+                st, chunks = _continuous_steps(arch, b, n, m, spec)
+                plan[i] = ("c", st, chunks)
+            else:
+                st, ctx = request_steps(b, n, m)
+                plan[i] = ("s", st, ctx)
+            steps.update({s.label: s for s in st})
+        devices = list(dict.fromkeys(cells[i].hw.id for i in live))
+        hw_of = {cells[i].hw.id: cells[i].hw for i in live}
+        timed = (time_steps(arch, [hw_of[d] for d in devices], list(steps.values()), dtypes,
+                            profile, estimator) if live else None)
+        cal = engine_calibration(profile.name)
+        for i in idx:
+            cell = cells[i]
+            notes = _fit_notes(arch, cell, cfg)
+            if spec is DEFAULT_SERVING:
+                notes.append(f"runtime {profile.name!r} has no [serving] table: default engine "
+                             "settings (0.9 memory utilisation, no step overhead)")
+            if i not in plan:
+                results[i] = _prediction(arch, cell, cfg, estimator, None, None, notes)
+                continue
+            d = devices.index(cell.hw.id)
+            kind, st, extra = plan[i]
+            if kind == "s":
+                r = collect_request_times(timed, cell.wave_batch, extra, n, m, d)
+                pre, dec = r.prefill_s, r.decode_mean_s
+                kernels = pd.concat([r.prefill_kernels.assign(phase_step="prefill"),
+                                     r.decode_kernels.assign(phase_step="decode")],
+                                    ignore_index=True)
+            else:
+                pre = timed.of(st[1].label)[0][d] * extra
+                dec = timed.of(st[0].label)[0][d]
+                kernels = pd.concat([timed.kernels(st[1].label, cell.hw.id)
+                                     .assign(phase_step="ttft"),
+                                     timed.kernels(st[0].label, cell.hw.id)
+                                     .assign(phase_step="decode")], ignore_index=True)
+            ttft = np.array(cal.apply("prefill", np.array([pre]), cell.hw)).reshape(3)
+            tpot = np.array(cal.apply("decode", np.array([dec]), cell.hw)).reshape(3)
+            vals = _metrics(ttft, tpot, cell.batch, n, m, cell.continuous, cell.waves)
+            notes.extend(sorted({str(x) for x in kernels["peak_note"] if x}))
+            notes.extend(cal.notes(cell.hw))
+            results[i] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
+    return [results[i] for i in range(len(cells))]
+
+
+def _batches(cfg: ServingConfig) -> list[int | str]:
+    if cfg.concurrency is not None:
+        return [cfg.concurrency]
+    return [1 if cfg.batch is None else cfg.batch]
+
+
+def predict_serving(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, *,
+                    estimator: str = DEFAULT_ESTIMATOR) -> ServingPrediction:
+    """The serving metrics of ``arch`` on ``hw`` for ``cfg`` (module docstring)."""
+    return _predict(arch, [hw], cfg, _batches(cfg), estimator)[0]
+
+
+def predict_many(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+                 batches: Sequence[int | str] | None = None, *,
+                 estimator: str = DEFAULT_ESTIMATOR) -> list[ServingPrediction]:
+    """``predict_serving`` for every device x batch (``batches`` None: the config's), timed
+    together; device-major order."""
+    return _predict(arch, list(hws), cfg, list(batches) if batches else _batches(cfg),
+                    estimator)
+
+
+def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
+                  batches: Sequence[int | str] | None = None, *,
+                  estimator: str = DEFAULT_ESTIMATOR) -> pd.DataFrame:
+    """One row per device x batch (batches are concurrencies when ``cfg`` has one): the
+    ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``),
+    ``fits``, ``max_batch``, ``devices_needed``, for charts and device comparisons."""
+    rows = []
+    for p in predict_many(arch, hws, cfg, batches, estimator=estimator):
+        d = p.as_dict()
+        mem = d.pop("memory_GiB")
+        d.pop("notes")
+        d.pop("config")
+        d.update({f"mem_{k}_GiB": v for k, v in mem.items()})
+        d["fits"] = p.memory.fits and p.max_batch > 0
+        d["notes"] = "; ".join(p.notes)
+        rows.append(d)
+    return pd.DataFrame(rows)

@@ -138,33 +138,36 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
     if args.estimator is not None:
         options["estimator"] = args.estimator
     if len(specs) == 1:
-        return one_device(api.llm(arch, specs[0], **options), arch, args.format)
+        pred = api.llm(arch, specs[0], **options)
+        if args.format == "csv":  # a CSV is rows: the one device's row
+            return several_devices(api.llm_frame([pred]), arch, cfg, "csv")
+        return one_device(pred, arch, args.format)
     return several_devices(api.llm(arch, specs, **options), arch, cfg, args.format)
 
 
 def header(arch, cfg, fmt: str) -> dict[str, Any]:
-    """The scalars every serving output starts with: the model and the run's settings."""
+    """The scalars every serving output starts with: the model and the run's settings (the
+    table format spells them out; csv/json give the ``ServingConfig`` as ``as_dict`` does)."""
+    from dataclasses import asdict
+
+    head: dict[str, Any] = {"model": arch.name, "params_B": arch.params / 1e9}
+    if fmt != "table":
+        return {**head, "config": asdict(cfg)}
     batching = ({"concurrency": cfg.concurrency} if cfg.concurrency is not None
                 else {"batch": cfg.batch or 1})
-    config = {"input_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens, **batching,
-              "weights": cfg.weights, "kv_cache": cfg.kv_cache or cfg.activations,
-              "activations": cfg.activations}
-    head: dict[str, Any] = {"model": arch.name, "params_B": arch.params / 1e9}
-    if fmt == "table":
-        return {**head, **config}
-    return {**head, "config": config}
+    return {**head, "input_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens,
+            **batching, "weights": cfg.weights, "kv_cache": cfg.kv_cache or cfg.activations,
+            "activations": cfg.activations}
 
 
 def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """One device: the header, then (table) the metrics with their intervals and the memory
-    breakdown, or (csv/json) the prediction's own record (``as_dict``)."""
+    breakdown, or (json) the prediction's own record (``as_dict``) and ``fits``."""
     from roofcast import api
 
     extra = header(arch, pred.config, fmt)
     if fmt != "table":
-        doc = pred.as_dict()
-        doc.pop("config")
-        extra.update(doc)
+        extra.update(pred.as_dict())
         extra["fits"] = bool(pred.memory.fits and pred.max_batch > 0)
         return {}, extra
     row = api.llm_row(pred)

@@ -120,6 +120,16 @@ def test_csv_has_one_row_per_device_and_full_precision(capsys):
     assert float(rows[1]["tpot_ms"]) == doc["devices"][1]["tpot_ms"]
 
 
+def test_csv_of_one_device_is_its_row(capsys):
+    out, _ = run_out(capsys, "llm", "mistral-7b", "--hw", "l4", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 1
+    want = roofcast.llm("mistral-7b", "l4")
+    assert float(rows[0]["tpot_ms"]) == want.tpot_s * 1e3
+    assert float(rows[0]["memory_GiB"]) == want.memory.total_bytes / 2**30
+    assert rows[0]["device"] == "l4"
+
+
 def test_concurrency_max_serves_as_many_as_fit(capsys):
     doc = run_json(capsys, "llm", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "max")
     assert doc["config"]["concurrency"] == "max"

@@ -234,7 +234,7 @@ def list_output() -> tuple[dict[str, Any], dict[str, Any]]:
     table = df.assign(params_B=df["params"] / 1e9, active_params_B=df["active_params"] / 1e9)
     table = table[["name", "family", "params_B", "active_params_B", "layers", "d_model", "heads",
                    "kv_heads", "head_dim", "max_context", "kv_bytes_per_token_fp16"]]
-    return {"models": table}, {"models": len(table)}
+    return {"models": table}, {"bundled_models": len(table)}
 
 
 # ----------------------------------------------------------------------------- writing

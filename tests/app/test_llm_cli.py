@@ -148,6 +148,7 @@ def test_a_model_too_big_for_one_device_says_how_many_it_needs(capsys):
 def test_list_shows_every_bundled_config(capsys):
     doc = run_json(capsys, "llm", "--list")
     names = [r["name"] for r in doc["models"]]
+    assert doc["bundled_models"] == len(names) == len(roofcast.llm_configs())
     for name in ("llama-2-7b", "llama-3.1-70b", "mixtral-8x7b", "falcon-180b", "gpt-j-6b"):
         assert name in names
     l70 = next(r for r in doc["models"] if r["name"] == "llama-3.1-70b")

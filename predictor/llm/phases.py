@@ -86,7 +86,7 @@ def engine_profile(runtime: str | None, hw: HardwareSpec) -> ExecutionProfile:
     return get_runtime(default(hw.kind)) if default else resolve_runtime(None, hw.kind)
 
 
-def _fold(table: pd.DataFrame, n_rows: int, n_dev: int) -> dict[str, np.ndarray]:
+def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int) -> dict[str, np.ndarray]:
     """Per-row (devices, rows) arrays of time/lower/upper with dequant rows folded into their
     GEMMs (module docstring)."""
     out = {c: table[c].to_numpy(float).reshape(n_dev, n_rows).copy()
@@ -121,7 +121,7 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
     specs = list(hws)
     table = evaluate(work, specs, RunConfig(runtime=profile), as_estimator(estimator), profile)
     n_rows, n_dev = len(work), len(specs)
-    folded = _fold(table, n_rows, n_dev)
+    folded = fold_dequant(table, n_rows, n_dev)
     count = work["count"].to_numpy(float)
     step_idx = pd.Index(labels).get_indexer(work["step"])
     overhead = profile.serving.step_overhead_us * 1e-6 if profile.serving else 0.0

@@ -172,8 +172,7 @@ class _Cell:
         return math.ceil(self.batch / self.waves) if self.waves else 0
 
 
-def _continuous_steps(arch: LLMArch, c: int, n: int, m: int,
-                      spec: ServingSpec) -> tuple[list[Step], int]:
+def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec) -> tuple[list[Step], int]:
     """The steady-state mixed step and one TTFT step of concurrency ``c``, and the number of
     TTFT steps (module docstring)."""
     ctx = n + max(m // 2, 1)
@@ -270,69 +269,79 @@ def _fit_notes(arch: LLMArch, cell: _Cell, cfg: ServingConfig) -> list[str]:
     return []
 
 
+def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
+                 estimator: str) -> dict[int, tuple[float, float, pd.DataFrame]]:
+    """Uncalibrated (TTFT, TPOT, kernel table) of every predictable cell of ONE engine
+    profile, all devices and steps timed in one ``time_steps`` call; keyed by cell index."""
+    n, m = int(cfg.input_tokens), int(cfg.output_tokens)
+    spec = serving_spec(cells[0].profile)
+    steps: dict[str, Step] = {}
+    plan: dict[int, tuple] = {}
+    for i, cell in enumerate(cells):
+        if not cell.waves:
+            continue
+        if cell.continuous:
+            st, chunks = _continuous_steps(cell.wave_batch, n, m, spec)
+            plan[i] = ("c", st, chunks)
+        else:
+            st, ctx = request_steps(cell.wave_batch, n, m)
+            plan[i] = ("s", st, ctx)
+        steps.update({s.label: s for s in st})
+    if not plan:
+        return {}
+    hws = {cells[i].hw.id: cells[i].hw for i in plan}
+    devices = list(hws)
+    timed = time_steps(arch, list(hws.values()), list(steps.values()), TensorDtypes.of(cfg),
+                       cells[0].profile, estimator)
+    out = {}
+    for i, (kind, st, extra) in plan.items():
+        dev = cells[i].hw.id
+        d = devices.index(dev)
+        if kind == "s":
+            r = collect_request_times(timed, cells[i].wave_batch, extra, n, m, d)
+            out[i] = (r.prefill_s, r.decode_mean_s,
+                      pd.concat([r.prefill_kernels.assign(phase_step="prefill"),
+                                 r.decode_kernels.assign(phase_step="decode")],
+                                ignore_index=True))
+        else:
+            out[i] = (timed.of(st[1].label)[0][d] * extra, timed.of(st[0].label)[0][d],
+                      pd.concat([timed.kernels(st[1].label, dev).assign(phase_step="ttft"),
+                                 timed.kernels(st[0].label, dev).assign(phase_step="decode")],
+                                ignore_index=True))
+    return out
+
+
 def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
              batches: Sequence[int | str], estimator: str) -> list[ServingPrediction]:
-    """Predictions for every device x batch (module docstring); one ``time_steps`` call per
-    engine profile."""
+    """Predictions for every device x batch (module docstring), timed per engine profile."""
     if not hws:
         raise PredictionError("no devices to predict; give at least one device")
     n, m = int(cfg.input_tokens), int(cfg.output_tokens)
     cells = _cells(arch, hws, cfg, batches)
-    dtypes = TensorDtypes.of(cfg)
-    results: dict[int, ServingPrediction] = {}
     by_profile: dict[str, list[int]] = {}
     for i, cell in enumerate(cells):
         by_profile.setdefault(cell.profile.name, []).append(i)
+    results: dict[int, ServingPrediction] = {}
     for idx in by_profile.values():
-        profile = cells[idx[0]].profile
-        spec = serving_spec(profile)
-        live = [i for i in idx if cells[i].waves]
-        steps: dict[str, Step] = {}
-        plan: dict[int, tuple] = {}
-        for i in live:
-            b = cells[i].wave_batch
-            if cells[i].continuous:
-                st, chunks = _continuous_steps(arch, b, n, m, spec)
-                plan[i] = ("c", st, chunks)
-            else:
-                st, ctx = request_steps(b, n, m)
-                plan[i] = ("s", st, ctx)
-            steps.update({s.label: s for s in st})
-        devices = list(dict.fromkeys(cells[i].hw.id for i in live))
-        hw_of = {cells[i].hw.id: cells[i].hw for i in live}
-        timed = (time_steps(arch, [hw_of[d] for d in devices], list(steps.values()), dtypes,
-                            profile, estimator) if live else None)
+        group = [cells[i] for i in idx]
+        profile = group[0].profile
+        times = _model_times(arch, group, cfg, estimator)
         cal = engine_calibration(profile.name)
-        for i in idx:
-            cell = cells[i]
+        for j, cell in enumerate(group):
             notes = _fit_notes(arch, cell, cfg)
-            if spec is DEFAULT_SERVING:
+            if profile.serving is None:
                 notes.append(f"runtime {profile.name!r} has no [serving] table: default engine "
                              "settings (0.9 memory utilisation, no step overhead)")
-            if i not in plan:
-                results[i] = _prediction(arch, cell, cfg, estimator, None, None, notes)
+            if j not in times:
+                results[idx[j]] = _prediction(arch, cell, cfg, estimator, None, None, notes)
                 continue
-            d = devices.index(cell.hw.id)
-            kind, st, extra = plan[i]
-            if kind == "s":
-                r = collect_request_times(timed, cell.wave_batch, extra, n, m, d)
-                pre, dec = r.prefill_s, r.decode_mean_s
-                kernels = pd.concat([r.prefill_kernels.assign(phase_step="prefill"),
-                                     r.decode_kernels.assign(phase_step="decode")],
-                                    ignore_index=True)
-            else:
-                pre = timed.of(st[1].label)[0][d] * extra
-                dec = timed.of(st[0].label)[0][d]
-                kernels = pd.concat([timed.kernels(st[1].label, cell.hw.id)
-                                     .assign(phase_step="ttft"),
-                                     timed.kernels(st[0].label, cell.hw.id)
-                                     .assign(phase_step="decode")], ignore_index=True)
+            pre, dec, kernels = times[j]
             ttft = np.array(cal.apply("prefill", np.array([pre]), cell.hw)).reshape(3)
             tpot = np.array(cal.apply("decode", np.array([dec]), cell.hw)).reshape(3)
             vals = _metrics(ttft, tpot, cell.batch, n, m, cell.continuous, cell.waves)
             notes.extend(sorted({str(x) for x in kernels["peak_note"] if x}))
             notes.extend(cal.notes(cell.hw))
-            results[i] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
+            results[idx[j]] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
     return [results[i] for i in range(len(cells))]
 
 

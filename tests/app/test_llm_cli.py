@@ -13,6 +13,7 @@ import pytest
 import roofcast
 from roofcast.app.cli import main
 from tests.app.test_cli_imports import heavy_modules_after
+from tests.graph_import.llm.decoder_fixtures import tiny_decoder
 
 THREE = "h100-sxm,h200,mi300x"
 #: the issue's one command, and the same run through the API.
@@ -118,6 +119,28 @@ def test_csv_has_one_row_per_device_and_full_precision(capsys):
         assert key in rows[0]
     doc = run_json(capsys, *ONE_COMMAND)
     assert float(rows[1]["tpot_ms"]) == doc["devices"][1]["tpot_ms"]
+
+
+def test_onnx_decoder_and_config_json_paths_are_models(capsys, tmp_path):
+    onnx_path = tmp_path / "tiny.onnx"
+    onnx_path.write_bytes(tiny_decoder(kv_heads=1))
+    doc = run_json(capsys, "llm", str(onnx_path), "--hw", "h100-sxm", "--output-tokens", "16")
+    want = roofcast.llm(str(onnx_path), "h100-sxm", output_tokens=16)
+    assert doc["model"] == "tiny"
+    assert doc["tpot_ms"] == want.tpot_s * 1e3
+    folder = tmp_path / "downloaded"
+    folder.mkdir()
+    config = {"model_type": "mistral", "hidden_size": 1024, "intermediate_size": 4096,
+              "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 4,
+              "vocab_size": 32000, "max_position_embeddings": 4096}
+    (folder / "config.json").write_text(json.dumps(config))
+    doc = run_json(capsys, "llm", str(folder), "--hw", "h100-sxm")
+    assert doc["memory_GiB"]["kv_cache"] == pytest.approx(
+        (512 + 128) * 2 * 8 * 4 * 64 * 2 / 2**30, rel=1e-12)  # K and V, 8 layers, 4 x 64, fp16
+    del config["num_hidden_layers"]
+    (folder / "config.json").write_text(json.dumps(config))
+    err = user_error(capsys, "llm", str(folder), "--hw", "h100-sxm")
+    assert "lacks 'num_hidden_layers'" in err  # the missing field, named
 
 
 def test_csv_of_one_device_is_its_row(capsys):

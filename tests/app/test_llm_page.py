@@ -15,6 +15,7 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.llm.serving import serving_table
 from roofcast.predictor.llm.types import ServingConfig
 from tests.app.test_pages import assert_clean, isolated, start, values  # noqa: F401 (fixture)
+from tests.graph_import.llm.decoder_fixtures import tiny_decoder
 
 PAGE = "llm"
 
@@ -112,6 +113,18 @@ def test_uploaded_config_json_is_read_and_a_bad_one_names_the_problem():
         ("config.json", json.dumps(bad).encode(), "application/json")).run()
     assert not at.exception
     assert any("num_hidden_layers" in e.value for e in at.error)
+
+
+def test_onnx_decoder_upload_is_read_in_the_worker_and_predicted():
+    at = llm_page()
+    at.radio(key="llm_source").set_value("Upload ONNX decoder").run()
+    data = tiny_decoder()
+    at.file_uploader(key="llm_onnx_upload").set_value(
+        ("tiny.onnx", data, "application/octet-stream")).run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    want = roofcast.llm(data, table["device"].tolist())
+    assert table["tpot_ms"].tolist() == pytest.approx(want["tpot_ms"].tolist(), rel=1e-12)
 
 
 def test_onnx_upload_over_the_limit_or_broken_is_an_error_not_a_crash(monkeypatch):

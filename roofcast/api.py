@@ -242,10 +242,13 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
     >>> df[["device", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch"]]  # doctest: +SKIP
     """
     from roofcast.predictor.llm.serving import predict_many, predict_serving
+    from roofcast.predictor.llm.types import ServingConfig
 
-    cfg = serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
-                         concurrency=concurrency, weights=weights, kv_cache=kv_cache,
-                         activations=activations, runtime=runtime)
+    # checked by the serving model (positive lengths within the context, one of batch and
+    # concurrency, known dtypes the engine runs), which raises PredictionError naming the value
+    cfg = ServingConfig(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
+                        concurrency=concurrency, weights=weights, kv_cache=kv_cache,
+                        activations=activations, runtime=runtime)
     one = isinstance(hw, str | HardwareSpec)
     specs = [device(hw)] if one else _devices(hw)  # every device checked before any work
     arch = llm_arch(model)
@@ -279,43 +282,6 @@ def llm_arch(model: Any) -> LLMArch:
     from roofcast.graph_import.llm.load import load_llm
 
     return model if isinstance(model, LLMArch) else load_llm(model)
-
-
-def serving_config(*, input_tokens: int = 512, output_tokens: int = 128,
-                   batch: int | None = None, concurrency: int | str | None = None,
-                   weights: str = "fp16", kv_cache: str | None = None,
-                   activations: str = "fp16", runtime: str | None = None):
-    """A checked ``ServingConfig``: lengths and batch/concurrency positive integers
-    (``concurrency`` may be ``"max"``), at most one of batch and concurrency, dtypes from
-    ``WEIGHT_DTYPES``/``KV_DTYPES``/``ACTIVATION_DTYPES``; PredictionError saying which
-    value is wrong otherwise. (Lengths against the model's context and dtypes against the
-    engine are checked by the serving model, which knows both.)"""
-    from roofcast.predictor.llm.types import (
-        ACTIVATION_DTYPES,
-        KV_DTYPES,
-        WEIGHT_DTYPES,
-        ServingConfig,
-    )
-
-    for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
-                        ("batch", batch), ("concurrency", concurrency)):
-        if value is None or (name == "concurrency" and value == "max"):
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            also = " or 'max'" if name == "concurrency" else ""
-            raise PredictionError(f"{name} must be an integer >= 1{also}, got {value!r}")
-    if batch is not None and concurrency is not None:
-        raise PredictionError("give batch (static batching) or concurrency (continuous "
-                              "batching), not both")
-    for name, value, allowed in (("weights", weights, WEIGHT_DTYPES),
-                                 ("kv_cache", kv_cache, (None, *KV_DTYPES)),
-                                 ("activations", activations, ACTIVATION_DTYPES)):
-        if value not in allowed:
-            raise PredictionError(f"{name} {value!r} is not a dtype roofcast knows; choose one "
-                                  f"of: {', '.join(a for a in allowed if a)}")
-    return ServingConfig(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
-                         concurrency=concurrency, weights=weights, kv_cache=kv_cache,
-                         activations=activations, runtime=runtime)
 
 
 def llm_frame(preds: Sequence[ServingPrediction]) -> pd.DataFrame:

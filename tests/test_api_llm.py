@@ -87,13 +87,15 @@ def test_llm_configs_lists_the_bundled_ones():
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [
-    ({"batch": 0}, "batch must be an integer >= 1"),
-    ({"batch": True}, "batch must be an integer >= 1"),
-    ({"concurrency": "all"}, "or 'max'"),
+    ({"batch": 0}, "batch must be a positive integer"),
+    ({"batch": True}, "batch must be a positive integer"),
+    ({"concurrency": "all"}, "concurrency must be a positive integer"),
     ({"batch": 2, "concurrency": 4}, "not both"),
-    ({"input_tokens": 0}, "input_tokens must be"),
-    ({"weights": "int3"}, "weights 'int3'"),
-    ({"kv_cache": "int4"}, "kv_cache 'int4'"),
+    ({"input_tokens": 0}, "input tokens must be a positive integer"),
+    ({"input_tokens": 130000, "output_tokens": 2000}, "maximum context of 131072"),
+    ({"weights": "int3"}, "weights dtype 'int3'"),
+    ({"kv_cache": "int4"}, "kv_cache dtype 'int4'"),
+    ({"runtime": "llama.cpp", "kv_cache": "fp8"}, "does not run fp8 KV cache"),
 ])
 def test_bad_arguments_raise_prediction_error(kwargs, words):
     with pytest.raises(PredictionError, match=words):

@@ -127,13 +127,14 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
     """Tables and header scalars of a serving run (one device or several)."""
     from roofcast import api
     from roofcast.app.commands.compare import split_devices
+    from roofcast.predictor.llm.types import ServingConfig
 
     devices = split_devices(args.hw)
     specs = [api.device(d) for d in devices]  # every id checked before any work
     options = {"input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
                "batch": args.batch, "concurrency": args.concurrency, "weights": args.weights,
                "kv_cache": args.kv, "activations": args.activations, "runtime": args.runtime}
-    cfg = api.serving_config(**options)  # checked before the model is read
+    cfg = ServingConfig(**options)
     arch = api.llm_arch(args.model)
     if args.estimator is not None:
         options["estimator"] = args.estimator

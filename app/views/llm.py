@@ -25,7 +25,12 @@ from roofcast.app import charts, controls, state, wording
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.predictor.llm.phases import DEFAULT_ESTIMATOR
-from roofcast.predictor.llm.types import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES
+from roofcast.predictor.llm.types import (
+    ACTIVATION_DTYPES,
+    KV_DTYPES,
+    WEIGHT_DTYPES,
+    ServingConfig,
+)
 
 SOURCES = ("Bundled config", "Upload config.json", "Upload ONNX decoder")
 BATCHING = ("Static batch", "Concurrency", "As many as fit")
@@ -85,7 +90,7 @@ def sweep(arch: LLMArch, devices: tuple[str, ...], options: tuple) -> pd.DataFra
     opts = dict(options)
     estimator = opts.pop("estimator", None)
     opts.update(batch=None, concurrency=None)
-    cfg = api.serving_config(**opts)
+    cfg = ServingConfig(**opts)
     kwargs = {} if estimator is None else {"estimator": estimator}
     return serving_table(arch, [api.device(d) for d in devices], cfg, list(CHART_BATCHES),
                          **kwargs)

@@ -303,7 +303,7 @@ def llm_row(pred: ServingPrediction) -> dict[str, Any]:
     NaN where not predicted —, ``max_batch``, ``devices_needed``, ``usd_per_million_tokens``,
     ``tokens_per_joule``) with ``memory_GiB`` the total and the parts as ``weights_GiB``,
     ``kv_cache_GiB``, ``activations_GiB``, ``reserve_GiB``, ``capacity_GiB``; ``fits`` (one
-    request at this batch fits the device) and the notes joined by "; "."""
+    request at this batch fits the device) and ``notes`` (a tuple of sentences)."""
     d = pred.as_dict()
     row: dict[str, Any] = {k: d[k] for k in ("device", "runtime", "estimator", "batch")}
     for key in LLM_METRICS:
@@ -313,7 +313,7 @@ def llm_row(pred: ServingPrediction) -> dict[str, Any]:
     row.update({col: d["memory_GiB"][part] for part, col in LLM_MEMORY.items()})
     row.update({"fits": bool(pred.memory.fits and pred.max_batch > 0),
                 "usd_per_million_tokens": d["usd_per_million_tokens"],
-                "tokens_per_joule": d["tokens_per_joule"], "notes": "; ".join(pred.notes)})
+                "tokens_per_joule": d["tokens_per_joule"], "notes": tuple(pred.notes)})
     return row
 
 

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_atomically(args.output, text)
         print(f"roofcast llm: wrote {args.output}", file=sys.stderr)
-    if args.format == "table":
+    if args.format != "json":  # json holds its notes
         for note in extra.get("_notes", ()):
             print(f"roofcast llm: note: {note}", file=sys.stderr)
     return 0
@@ -192,10 +192,10 @@ def several_devices(df: pd.DataFrame, arch, cfg, fmt: str) -> tuple[dict[str, An
     extra = header(arch, cfg, fmt)
     extra["estimator"] = str(df["estimator"].iloc[0])
     extra["baseline"] = str(df["device"].iloc[0])
-    all_notes = [f"{d}: {n}" for d, cell in zip(df["device"], df["notes"], strict=True)
-                 for n in cell.split("; ") if n]
-    if fmt == "csv":
-        extra["notes"] = all_notes
+    all_notes = [f"{d}: {n}" for d, notes in zip(df["device"], df["notes"], strict=True)
+                 for n in notes]
+    if fmt == "csv":  # a CSV has rows only: the notes go to stderr as in the table format
+        extra["_notes"] = all_notes
         return {"devices": df.drop(columns=["notes"])}, extra
     if fmt == "json":
         extra["notes"] = all_notes

@@ -233,7 +233,7 @@ def render() -> None:
     df["speedup"] = df["output_tokens_per_s"] / base if base > 0 else float("nan")
     device_metrics(df)
     notes = [f"**{r['device']}**: {n}" for r in df.to_dict("records")
-             for n in r["notes"].split("; ") if n]
+             for n in r["notes"]]
     if notes:
         with st.expander(f"Notes ({len(notes)})", expanded=not df["fits"].all()):
             st.markdown("\n".join(f"- {n}" for n in notes))

@@ -408,23 +408,29 @@ LLM_LATENCIES = {"tpot_ms": "time per output token (ms)",
                  "e2e_latency_ms": "end-to-end latency of a request (ms)"}
 
 
-def llm_throughput_vs_batch(table: pd.DataFrame) -> go.Figure:
-    """Output tokens/s against the batch (log-2 axis), one line per device (rows of
-    ``predictor.llm.serving.serving_table``: device, batch, output_tokens_per_s)."""
+#: x-axis words of the serving charts: static batch or continuous-batching concurrency.
+LLM_BATCH_WORDS = {"batch": "batch (requests started together)",
+                   "concurrency": "concurrency (requests in flight)"}
+
+
+def llm_throughput_vs_batch(table: pd.DataFrame, what: str = "batch") -> go.Figure:
+    """Output tokens/s against the batch or concurrency (``what``; log-2 axis), one line per
+    device (rows of ``predictor.llm.serving.serving_table``: device, batch,
+    output_tokens_per_s)."""
     fig = go.Figure()
     for device, rows in table.groupby("device", sort=False):
         fig.add_trace(go.Scatter(
             x=rows["batch"], y=rows["output_tokens_per_s"], mode="lines+markers", name=device,
-            hovertemplate=f"{device}<br>batch %{{x}}: %{{y:,.4g}} tokens/s<extra></extra>"))
-    fig.update_xaxes(title="batch (requests served together)", type="log", dtick=math.log10(2))
+            hovertemplate=f"{device}<br>{what} %{{x}}: %{{y:,.4g}} tokens/s<extra></extra>"))
+    fig.update_xaxes(title=LLM_BATCH_WORDS[what], type="log", dtick=math.log10(2))
     fig.update_yaxes(title="output tokens/s", rangemode="tozero")
-    return _layout(fig, "Output tokens/s vs batch")
+    return _layout(fig, f"Output tokens/s vs {what}")
 
 
-def llm_frontier(table: pd.DataFrame, latency: str = "tpot_ms") -> go.Figure:
+def llm_frontier(table: pd.DataFrame, latency: str = "tpot_ms", what: str = "batch") -> go.Figure:
     """The latency-throughput frontier: per device, ``latency`` (a column of
-    ``LLM_LATENCIES``) against output tokens/s as the batch grows (each point labelled with its
-    batch); down and right is better."""
+    ``LLM_LATENCIES``) against output tokens/s as the batch (or concurrency: ``what``) grows,
+    each point labelled with it; down and right is better."""
     fig = go.Figure()
     for device, rows in table.groupby("device", sort=False):
         fig.add_trace(go.Scatter(
@@ -432,10 +438,10 @@ def llm_frontier(table: pd.DataFrame, latency: str = "tpot_ms") -> go.Figure:
             name=device, text=[f"{b}" for b in rows["batch"]], textposition="top center",
             textfont={"size": 10},
             hovertemplate=(f"{device}<br>%{{x:,.4g}} tokens/s, %{{y:.4g}} ms"
-                           "<br>batch %{text}<extra></extra>")))
+                           f"<br>{what} %{{text}}<extra></extra>")))
     fig.update_xaxes(title="output tokens/s", rangemode="tozero")
     fig.update_yaxes(title=LLM_LATENCIES[latency], rangemode="tozero")
-    return _layout(fig, "Latency-throughput frontier (labels: batch)")
+    return _layout(fig, f"Latency-throughput frontier (labels: {what})")
 
 
 def llm_memory_bars(df: pd.DataFrame) -> go.Figure:

@@ -84,12 +84,15 @@ def predict_rows(arch: LLMArch, device: str, options: tuple) -> pd.DataFrame:
 
 @st.cache_data(max_entries=64, show_spinner="Sweeping the batch…")
 def sweep(arch: LLMArch, devices: tuple[str, ...], options: tuple) -> pd.DataFrame:
-    """``serving_table`` over ``CHART_BATCHES`` for the charts."""
+    """``serving_table`` over ``CHART_BATCHES`` for the charts: static batches, or
+    concurrencies when the run is continuous batching (the table's batches replace the run's
+    own batch or concurrency)."""
     from roofcast.predictor.llm.serving import serving_table
 
     opts = dict(options)
     estimator = opts.pop("estimator", None)
-    opts.update(batch=None, concurrency=None)
+    continuous = opts.get("concurrency") is not None
+    opts.update(batch=None if continuous else 1, concurrency=1 if continuous else None)
     cfg = ServingConfig(**opts)
     kwargs = {} if estimator is None else {"estimator": estimator}
     return serving_table(arch, [api.device(d) for d in devices], cfg, list(CHART_BATCHES),
@@ -248,9 +251,10 @@ def render() -> None:
         latency = st.radio("Frontier latency", tuple(charts.LLM_LATENCIES), horizontal=True,
                            key="llm_frontier_latency",
                            format_func=lambda c: "TPOT" if c == "tpot_ms" else "end-to-end")
+        what = "concurrency" if "concurrency" in options else "batch"
         left, right = st.columns(2)
-        left.plotly_chart(charts.llm_throughput_vs_batch(shown), width="stretch")
-        right.plotly_chart(charts.llm_frontier(shown, latency), width="stretch")
+        left.plotly_chart(charts.llm_throughput_vs_batch(shown, what), width="stretch")
+        right.plotly_chart(charts.llm_frontier(shown, latency, what), width="stretch")
     st.plotly_chart(charts.llm_memory_bars(df), width="stretch")
     show = df.drop(columns=["notes"])
     st.dataframe(show, hide_index=True, width="stretch",

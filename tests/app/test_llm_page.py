@@ -84,6 +84,14 @@ def test_concurrency_max_and_engine_choice_reach_the_prediction():
     assert row["runtime"] == "tensorrt-llm"
     assert row["batch"] == want.batch == want.max_batch
     assert row["output_tokens_per_s"] == pytest.approx(want.output_tokens_per_s, rel=1e-12)
+    charts = [pio.from_json(c.proto.spec) for c in at.get("plotly_chart")]
+    assert charts[0].layout.title.text == "Output tokens/s vs concurrency"
+    cfg = ServingConfig(concurrency=1, runtime="tensorrt-llm")
+    table = serving_table(load_llm("llama-3.1-8b"), [get_device("h100-sxm")], cfg, [1, 8, 64])
+    line = charts[0].data[0]
+    got = dict(zip(values(line.x), values(line.y), strict=True))
+    for b, tps in zip(table["batch"], table["output_tokens_per_s"], strict=True):
+        assert got[b] == pytest.approx(tps, rel=1e-12)  # continuous batching at concurrency b
 
 
 def test_an_engine_that_does_not_run_on_a_device_is_an_error_for_that_device_only():

@@ -7,7 +7,8 @@ Rows: single-device fp16 rows of ``All_results`` (request latency) and Fig 22's 
 (``training_data.public.llm_serving``; every exclusion is printed with its count). Per engine
 (``predictor.llm.calibration_fit``): the plain fit (one factor for every device) and the fit with
 vendor factors are both scored leave-one-device-out; the one with the lower LOO median error is
-kept (no LOO, one device: the plain fit). Intervals: 10/90 % quantiles of measured / LOO
+kept (``_score``: the request rows' LOO median, averaged with the TTFT rows' where there
+are some; no LOO, one device: the plain fit). Intervals: 10/90 % quantiles of measured / LOO
 predicted, per phase (prefill from the TTFT rows when an engine has at least
 ``MIN_PHASE_ROWS`` of them, else from the request rows). Never fitted to vendor, MLPerf or
 Lambda figures: only the Argonne files are read.
@@ -27,6 +28,7 @@ from roofcast.predictor.llm.calibration import DATA_FILE
 from roofcast.predictor.llm.calibration_fit import (
     IMPLAUSIBLE_RATIO,
     QUANTILES,
+    EngineFit,
     abs_pct,
     fit_engine,
     loo,
@@ -47,7 +49,10 @@ def fit_rows(table) -> tuple[pd.DataFrame, dict[str, int]]:
     excluded: dict[str, int] = {}
 
     def drop(mask, why):
-        for key, n in rows[mask].groupby(why(rows[mask])).size().items():
+        reasons = why(rows[mask])
+        if isinstance(reasons, str):
+            reasons = pd.Series(reasons, index=rows.index[mask])
+        for key, n in rows[mask].groupby(reasons).size().items():
             excluded[str(key)] = excluded.get(str(key), 0) + int(n)
         return rows[~mask]
 
@@ -73,10 +78,25 @@ def _quantiles(ratio: np.ndarray) -> list[float]:
     return [float(np.quantile(ratio, q)) for q in QUANTILES]
 
 
+def _phase(scale: float, overhead_s: float, q: list[float], factors: dict[str, float]) -> dict:
+    return {"scale": scale, "overhead_s": overhead_s, "ratio_lo": min(q[0], 1.0),
+            "ratio_hi": max(q[1], 1.0), "vendor_factors": factors,
+            "unseen_vendor_factor": EngineFit.unseen(factors)}
+
+
+def _score(pred: np.ndarray, g: pd.DataFrame) -> float:
+    """The variant choice: LOO median error of the request rows, averaged with that of the
+    TTFT rows where the engine has some (a variant must not win on latency by wrecking TTFT)."""
+    e = abs_pct(pred, target(g).astype(float))
+    ttft = (g["figure"] == "ttft").to_numpy()
+    parts = [np.median(e[~ttft])] + ([np.median(e[ttft])] if ttft.any() else [])
+    return float(np.mean(parts))
+
+
 def _errors(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     e = abs_pct(pred, meas)
     e = e[np.isfinite(e)]
-    return {"n": int(len(e)), "median_abs_pct": float(np.median(e)),
+    return {"n": len(e), "median_abs_pct": float(np.median(e)),
             "mean_abs_pct": float(np.mean(e)), "p90_abs_pct": float(np.quantile(e, 0.9))}
 
 
@@ -90,8 +110,7 @@ def fit_all(rows: pd.DataFrame) -> dict:
             pred = loo(g, vendor_factors=vf).to_numpy()
             variants[vf] = (pred, _errors(pred, meas) if np.isfinite(pred).any() else None)
         has_loo = variants[False][1] is not None
-        use_vf = has_loo and variants[True][1]["median_abs_pct"] < \
-            variants[False][1]["median_abs_pct"]
+        use_vf = has_loo and _score(variants[True][0], g) < _score(variants[False][0], g)
         fit = fit_engine(g, vendor_factors=use_vf)
         ins = fit.predict(g)
         held = variants[use_vf][0] if has_loo else ins
@@ -103,12 +122,10 @@ def fit_all(rows: pd.DataFrame) -> dict:
         out[engine] = {
             "fitted": True,
             "variant": "vendor factors" if use_vf else "one factor for all devices",
-            "prefill": {"scale": fit.a_prefill, "overhead_s": fit.c_prefill_s,
-                        "ratio_lo": min(pre_q[0], 1.0), "ratio_hi": max(pre_q[1], 1.0)},
-            "decode": {"scale": fit.a_decode, "overhead_s": fit.c_decode_s,
-                       "ratio_lo": min(dec_q[0], 1.0), "ratio_hi": max(dec_q[1], 1.0)},
-            "vendor_factors": fit.vendor_factors if use_vf else {},
-            "unseen_vendor_factor": fit.unseen_vendor_factor if use_vf else 1.0,
+            "prefill": _phase(fit.a_prefill, fit.c_prefill_s, pre_q,
+                              fit.prefill_factors if use_vf else {}),
+            "decode": _phase(fit.a_decode, fit.c_decode_s, dec_q,
+                             fit.decode_factors if use_vf else {}),
             "interval_basis": "leave-one-device-out" if has_loo else "in-sample (one device)",
             "rows_per_device": {d: int(n) for d, n in g.groupby("device").size().items()},
             "in_distribution": _errors(ins[req], meas[req]),
@@ -123,6 +140,8 @@ def fit_all(rows: pd.DataFrame) -> dict:
                 ["median_abs_pct"],
                 "vendor_median_abs_pct": _errors(variants[True][0][req], meas[req])
                 ["median_abs_pct"]}
+            if ttft.any():
+                out[engine]["loo_ttft"] = _errors(pred[ttft], meas[ttft])
     return out
 
 

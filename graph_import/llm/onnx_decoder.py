@@ -43,6 +43,7 @@ from onnx import ModelProto, TensorProto
 from roofcast.graph_import.errors import LLMConfigError
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.onnx_graph import DecoderGraph, Linear
+from roofcast.graph_import.types import Graph
 
 #: ``max_context`` when the graph holds no position table or rotary cache: LlamaConfig's default
 DEFAULT_MAX_CONTEXT = 2048
@@ -656,6 +657,23 @@ def _default_context(found: Found) -> int:
 DETECTORS: tuple[Callable[[Found], dict[str, Any]], ...] = (_norm, _activation, _positions)
 
 
+def decoder_graph(source: Any, sequence: int, past: int = 0, batch: int = 1) -> Graph:
+    """``import_model`` of an ONNX decoder with its dims bound by ``decoder_dims``: a prefill of
+    ``sequence`` tokens (``past = 0``) or a step after ``past`` cached tokens. An export with
+    past KV inputs needs ``past >= 1`` (a zero-sized dim is refused by the import); the summed
+    node costs cross-check ``LLMArch``-based kernels."""
+    from roofcast.graph_import import import_model
+    from roofcast.graph_import.load import load_model
+
+    model = load_model(source)
+    if past < 1 and any(_is_kv_input(vi) for vi in model.graph.input):
+        raise LLMConfigError("this export takes past K/V inputs: give past >= 1 (the import "
+                             "cannot bind a zero-length past)")
+    ids = _token_embedding(DecoderGraph(model), _label(source, model)).ids_input
+    dims = decoder_dims(model, ids, batch=batch, sequence=sequence, past=past)
+    return import_model(model.SerializeToString(), dims=dims, name=_label(source, model))
+
+
 def onnx_weight_elements(source: Any) -> int:
     """Elements of the model's float initializers over 1-D scalars (what a runtime loads as
     weights; shape constants excluded): for checking ``LLMArch.params`` against a file."""
@@ -666,5 +684,5 @@ def onnx_weight_elements(source: Any) -> int:
                if t.data_type in _FLOATS and math.prod(t.dims) > 1)
 
 
-__all__ = ["DEFAULT_MAX_CONTEXT", "DecoderInfo", "arch_from_onnx", "decoder_dims",
+__all__ = ["DEFAULT_MAX_CONTEXT", "DecoderInfo", "arch_from_onnx", "decoder_dims", "decoder_graph",
            "detect_decoder", "onnx_weight_elements"]

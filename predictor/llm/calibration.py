@@ -4,15 +4,16 @@
 uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
 (``phases.request_model_times``) to the engine's time with an interval, arrays ``(t, lo, hi)``:
 
-    t  = f_vendor x a_phase x model_s + c_phase        (s)
+    t  = f_vendor,phase x a_phase x model_s + c_phase        (s)
     lo = min(t, q_lo x t),  hi = max(t, q_hi x t)
 
 * ``a_phase`` (dimensionless): the engine's slowdown over the kernel model, one per phase;
 * ``c_phase`` (s): host time per prefill / per decode step (scheduling, sampling, launches the
   model does not see);
-* ``f_vendor``: the engine's factor on one vendor's devices (its software stack on ROCm or
-  SYCL is slower than on CUDA by a factor that no device figure predicts); 1 for the baseline
-  vendor; a vendor without fitted data gets ``unseen_vendor_factor`` and a note;
+* ``f_vendor,phase``: the engine's factor on one vendor's devices, per phase (its software
+  stack on ROCm or SYCL is slower than on CUDA by a factor that no device figure predicts, and
+  not by the same factor in prefill and decode); 1 for the baseline vendor (NVIDIA); a vendor
+  without fitted data gets the geometric mean of the phase's fitted factors and a note;
 * ``q_lo``/``q_hi``: quantiles (10 % / 90 %) of measured / predicted over the leave-one-device-out
   predictions of the fit: the interval of a device the fit has not seen.
 
@@ -43,12 +44,24 @@ PHASES: tuple[str, ...] = ("prefill", "decode")
 @dataclass(frozen=True)
 class PhaseCorrection:
     """``t = f x scale x model_s + overhead_s``; ``ratio_lo``/``ratio_hi``: quantiles of
-    measured / predicted (leave-one-device-out)."""
+    measured / predicted (leave-one-device-out); ``vendor_factors``: ``f`` per vendor
+    (``HardwareSpec.vendor``), ``unseen_vendor_factor`` for the others."""
 
     scale: float
     overhead_s: float
     ratio_lo: float
     ratio_hi: float
+    vendor_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
+    unseen_vendor_factor: float = 1.0
+
+    def vendor_factor(self, vendor: str) -> tuple[float, bool]:
+        """(factor, fitted) of a device vendor (case-insensitive): a fitted vendor's factor,
+        else ``unseen_vendor_factor`` and False."""
+        v = vendor.strip().casefold()
+        for name, f in self.vendor_factors.items():
+            if v == name.casefold():
+                return float(f), True
+        return float(self.unseen_vendor_factor), False
 
 
 @dataclass(frozen=True)
@@ -58,18 +71,7 @@ class EngineCalibration:
     runtime: str
     fitted: bool = False
     phases: Mapping[str, PhaseCorrection] = field(default_factory=dict, hash=False)
-    vendor_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
-    unseen_vendor_factor: float = 1.0
     note: str = ""
-
-    def vendor_factor(self, vendor: str) -> tuple[float, bool]:
-        """(factor, fitted) of a device vendor (``HardwareSpec.vendor``, case-insensitive): a
-        fitted vendor's factor, else ``unseen_vendor_factor`` and False."""
-        v = vendor.strip().casefold()
-        for name, f in self.vendor_factors.items():
-            if v == name.casefold():
-                return float(f), True
-        return float(self.unseen_vendor_factor), False
 
     def apply(self, phase: str, model_s: Any, hw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Engine time (s) and its interval of a ``phase`` whose modelled time is ``model_s``
@@ -80,7 +82,7 @@ class EngineCalibration:
         if not self.fitted:
             return m, m.copy(), m.copy()
         p = self.phases[phase]
-        f, _ = self.vendor_factor(hw.vendor)
+        f, _ = p.vendor_factor(hw.vendor)
         t = f * p.scale * m + p.overhead_s
         return t, np.minimum(t, p.ratio_lo * t), np.maximum(t, p.ratio_hi * t)
 
@@ -89,24 +91,29 @@ class EngineCalibration:
         was in the fit)."""
         if not self.fitted:
             return (self.note,)
-        f, seen = self.vendor_factor(hw.vendor)
         out = [self.note]
+        (fp, seen), (fd, _) = (self.phases[ph].vendor_factor(hw.vendor) for ph in PHASES)
         if not seen:
-            out.append(f"{self.runtime} has no measurements on {hw.vendor} devices: the "
-                       f"vendor factor {f:.2f} is a guess (see the interval)")
+            out.append(f"{self.runtime} has no measurements on {hw.vendor} devices: its vendor "
+                       f"factors (prefill {fp:.2f}, decode {fd:.2f}) are the geometric mean of "
+                       "the fitted vendors' (a guess; see the interval)")
         return tuple(out)
 
 
 def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
     try:
-        p = PhaseCorrection(*(float(doc[k]) for k in ("scale", "overhead_s", "ratio_lo",
-                                                        "ratio_hi")))
-    except (KeyError, TypeError, ValueError) as exc:
+        p = PhaseCorrection(
+            *(float(doc[k]) for k in ("scale", "overhead_s", "ratio_lo", "ratio_hi")),
+            vendor_factors={str(k): float(v) for k, v in doc.get("vendor_factors", {}).items()},
+            unseen_vendor_factor=float(doc.get("unseen_vendor_factor", 1.0)))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PredictionError(f"{DATA_FILE}: {where} is malformed ({exc}); rerun "
                               "benchmarks/fit_llm_engines.py") from exc
-    if not (p.scale > 0 and p.overhead_s >= 0 and 0 < p.ratio_lo <= p.ratio_hi):
-        raise PredictionError(f"{DATA_FILE}: {where} has a non-positive scale, a negative "
-                              f"overhead or an inverted interval: {p}")
+    factors = [*p.vendor_factors.values(), p.unseen_vendor_factor]
+    if not (p.scale > 0 and p.overhead_s >= 0 and 0 < p.ratio_lo <= p.ratio_hi
+            and all(f > 0 for f in factors)):
+        raise PredictionError(f"{DATA_FILE}: {where} has a non-positive scale or factor, a "
+                              f"negative overhead or an inverted interval: {p}")
     return p
 
 
@@ -130,10 +137,7 @@ def engine_calibration(runtime: str) -> EngineCalibration:
     loo = doc.get("loo", {}).get("median_abs_pct")
     devices = ", ".join(doc.get("rows_per_device", {}))
     return EngineCalibration(
-        runtime, fitted=True, phases=phases,
-        vendor_factors={str(k): float(v) for k, v in doc.get("vendor_factors", {}).items()},
-        unseen_vendor_factor=float(doc.get("unseen_vendor_factor", 1.0)),
-        note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
+        runtime, fitted=True, phases=phases, note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
               f"median error {loo:.0f} %" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               "leave-one-device-out figure"))

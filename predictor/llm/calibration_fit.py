@@ -18,11 +18,13 @@ uncalibrated model times the calibration multiplies, from ``phases.request_model
 
 The measured request latency is then modelled as
 
-    y = f_v (a_p P + a_d D) + c_p n_p + c_d n_d
+    y = f_vp a_p P + f_vd a_d D + c_p n_p + c_d n_d
 
-(``P``/``D``: the summed model prefill/decode seconds, ``n_p``/``n_d``: the steps); a Fig 22
-TTFT row (one output token) is ``f_v a_p P + c_p n_p``. ``fit_engine`` fits ``log a_p, log a_d,
-log c_p, log c_d`` and the non-baseline vendors' ``log f_v`` on log latency with a soft-L1 loss
+(``P``/``D``: the summed model prefill/decode seconds, ``n_p``/``n_d``: the steps, ``f_vp``,
+``f_vd``: the vendor's factors per phase, 1 for ``BASELINE_VENDOR``: ROCm's and SYCL's
+prefill and decode lag CUDA's by different factors); a Fig 22 TTFT row (one output token) is
+``f_vp a_p P + c_p n_p``. ``fit_engine`` fits ``log a_p, log a_d, log c_p, log c_d`` and the
+non-baseline vendors' ``log f_v`` per phase on log latency with a soft-L1 loss
 (scipy ``least_squares``; a few broken rows must not steer it); ``loo`` refits without each
 device in turn and predicts it (a vendor not left in the training rows gets the geometric mean
 of the fitted vendor factors, as ``unseen_vendor_factor`` does at prediction time).
@@ -57,6 +59,10 @@ def _cfg(row, n: int, m: int):
                          weights=row.weights, kv_cache=row.kv_cache, runtime=row.engine)
 
 
+def _features(*values) -> dict:
+    return dict(zip(FEATURES, values, strict=True))
+
+
 def _row_features(row, arch, hw, times: Callable) -> dict:
     """The features of one measured row (module docstring); ``times(arch, hw, cfg, batch)``
     returns ``phases.RequestModelTimes``."""
@@ -70,8 +76,7 @@ def _row_features(row, arch, hw, times: Callable) -> dict:
         chunks = math.ceil(n / b)
         pre = times(arch, hw, _cfg(row, b, 1), 1).prefill_s * chunks
         dec = times(arch, hw, cfg, 1).decode_total_s if m > 1 else 0.0
-        return dict(prefill_s=pre, decode_s=dec, prefill_steps=chunks, decode_steps=m - 1,
-                    waves=1, wave_batch=1, max_batch=1, vendor=hw.vendor)
+        return _features(pre, dec, chunks, m - 1, 1, 1, 1, hw.vendor)
     mb = max_batch(arch, hw, cfg, get_runtime(row.engine))
     if mb < 1:
         return dict.fromkeys(FEATURES, np.nan) | {"max_batch": 0, "vendor": hw.vendor}
@@ -79,9 +84,8 @@ def _row_features(row, arch, hw, times: Callable) -> dict:
     wb = math.ceil(b / waves)
     rt = times(arch, hw, cfg, wb)
     dec = rt.decode_total_s if m > 1 else 0.0
-    return dict(prefill_s=waves * rt.prefill_s, decode_s=waves * dec, prefill_steps=waves,
-                decode_steps=waves * (m - 1), waves=waves, wave_batch=wb, max_batch=mb,
-                vendor=hw.vendor)
+    return _features(waves * rt.prefill_s, waves * dec, waves, waves * (m - 1), waves, wb, mb,
+                     hw.vendor)
 
 
 def request_features(rows: pd.DataFrame, times: Callable | None = None) -> pd.DataFrame:
@@ -114,62 +118,62 @@ def target(frame: pd.DataFrame) -> np.ndarray:
 
 @dataclass(frozen=True)
 class EngineFit:
-    """Fitted parameters of one engine (module docstring): phase scales and overheads (s per
-    step), vendor factors (baseline 1), the unseen-vendor factor."""
+    """Fitted parameters of one engine (module docstring): phase scales, overheads (s per
+    step) and vendor factors per phase (baseline 1); a vendor without fitted factors gets the
+    geometric mean of the phase's factors."""
 
     a_prefill: float
     a_decode: float
     c_prefill_s: float
     c_decode_s: float
-    vendor_factors: dict[str, float]
+    prefill_factors: dict[str, float]
+    decode_factors: dict[str, float]
 
-    @property
-    def unseen_vendor_factor(self) -> float:
-        return float(np.exp(np.mean(np.log(list(self.vendor_factors.values())))))
+    @staticmethod
+    def unseen(factors: dict[str, float]) -> float:
+        return float(np.exp(np.mean(np.log(list(factors.values()))))) if factors else 1.0
 
-    def factor(self, vendors: np.ndarray) -> np.ndarray:
-        return np.array([self.vendor_factors.get(v, self.unseen_vendor_factor) for v in vendors])
+    def factor(self, factors: dict[str, float], vendors: np.ndarray) -> np.ndarray:
+        return np.array([factors.get(v, self.unseen(factors)) for v in vendors], dtype=float)
 
     def predict(self, frame: pd.DataFrame) -> np.ndarray:
         """Modelled seconds of each row (its ``target``)."""
-        f = self.factor(frame["vendor"].to_numpy())
-        return (f * (self.a_prefill * frame["prefill_s"] + self.a_decode * frame["decode_s"])
+        v = frame["vendor"].to_numpy()
+        return (self.factor(self.prefill_factors, v) * self.a_prefill * frame["prefill_s"]
+                + self.factor(self.decode_factors, v) * self.a_decode * frame["decode_s"]
                 + self.c_prefill_s * frame["prefill_steps"]
                 + self.c_decode_s * frame["decode_steps"]).to_numpy(float)
 
 
 def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True) -> EngineFit:
-    """Fit one engine's rows (module docstring); ``vendor_factors`` False: one factor for all."""
+    """Fit one engine's rows (module docstring); ``vendor_factors`` False: one factor for all
+    devices (every vendor 1)."""
     from scipy.optimize import least_squares
 
-    vendors = sorted(set(frame["vendor"]) - {BASELINE_VENDOR}) if vendor_factors else []
-    base = BASELINE_VENDOR if BASELINE_VENDOR in set(frame["vendor"]) or not vendor_factors \
-        else None
-    if base is None:  # no baseline rows: the first vendor is the reference
-        base, vendors = vendors[0], vendors[1:]
-    idx = {v: i for i, v in enumerate(vendors)}
-    vcol = frame["vendor"].to_numpy()
-    which = np.array([idx.get(v, -1) for v in vcol])
-    cols = {k: frame[k].to_numpy(float) for k in ("prefill_s", "decode_s", "prefill_steps",
-                                                    "decode_steps")}
+    present = sorted(set(frame["vendor"]))
+    base = BASELINE_VENDOR if BASELINE_VENDOR in present else present[0]
+    vendors = [v for v in present if v != base] if vendor_factors else []
+    k = len(vendors)
+    which = np.array([vendors.index(v) if v in vendors else -1 for v in frame["vendor"]])
+    cols = [frame[c].to_numpy(float) for c in ("prefill_s", "decode_s", "prefill_steps",
+                                                 "decode_steps")]
     y = np.log(target(frame).astype(float))
 
     def model(th: np.ndarray) -> np.ndarray:
         ap, ad, cp, cd = np.exp(th[:4])
-        f = np.where(which >= 0, np.exp(np.append(th[4:], 0.0)[which]), 1.0)
-        return (f * (ap * cols["prefill_s"] + ad * cols["decode_s"]) + cp * cols["prefill_steps"]
-                + cd * cols["decode_steps"])
+        fp = np.exp(np.append(th[4:4 + k], 0.0)[which])  # which = -1 -> the appended 0
+        fd = np.exp(np.append(th[4 + k:], 0.0)[which])
+        return fp * ap * cols[0] + fd * ad * cols[1] + cp * cols[2] + cd * cols[3]
 
-    th0 = np.array([0.0, 0.0, np.log(1e-3), np.log(1e-3)] + [0.0] * len(vendors))
-    res = least_squares(lambda th: np.log(model(th)) - y, th0, loss="soft_l1",
-                        f_scale=LOSS_SCALE, bounds=(np.full(len(th0), -25.0),
-                                                    np.full(len(th0), 8.0)))
-    th = res.x
-    factors = {base: 1.0} | ({v: float(np.exp(th[4 + i])) for v, i in idx.items()}
-                             if vendor_factors else {})
+    th0 = np.array([0.0, 0.0, np.log(1e-3), np.log(1e-3)] + [0.0] * (2 * k))
+    th = least_squares(lambda t: np.log(model(t)) - y, th0, loss="soft_l1", f_scale=LOSS_SCALE,
+                       bounds=(np.full(len(th0), -25.0), np.full(len(th0), 8.0))).x
+    pre = {base: 1.0} | {v: float(np.exp(th[4 + i])) for i, v in enumerate(vendors)}
+    dec = {base: 1.0} | {v: float(np.exp(th[4 + k + i])) for i, v in enumerate(vendors)}
     if not vendor_factors:
-        factors = {v: 1.0 for v in sorted(set(vcol))}
-    return EngineFit(*(float(v) for v in np.exp(th[:4])), vendor_factors=factors)
+        pre = dec = dict.fromkeys(present, 1.0)
+    return EngineFit(*(float(v) for v in np.exp(th[:4])), prefill_factors=pre,
+                     decode_factors=dec)
 
 
 def abs_pct(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -188,3 +192,18 @@ def loo(frame: pd.DataFrame, *, vendor_factors: bool = True) -> pd.Series:
         fit = fit_engine(frame[~held], vendor_factors=vendor_factors)
         pred[held] = fit.predict(frame[held])
     return pred
+
+
+def predict_calibrated(cal, frame: pd.DataFrame, hws: dict) -> tuple[np.ndarray, ...]:
+    """(t, lo, hi) of each row under a shipped ``EngineCalibration`` ``cal``: the summed
+    features through ``cal``'s phases (the same formula as ``apply`` per step, with the
+    overheads counted per step); ``hws``: device id -> ``HardwareSpec``."""
+    out = []
+    for p_col, n_col, phase in (("prefill_s", "prefill_steps", "prefill"),
+                                ("decode_s", "decode_steps", "decode")):
+        ph = cal.phases[phase]
+        f = np.array([ph.vendor_factor(hws[d].vendor)[0] for d in frame["device"]])
+        t = f * ph.scale * frame[p_col].to_numpy(float) + ph.overhead_s * frame[n_col].to_numpy(
+            float)
+        out.append((t, np.minimum(t, ph.ratio_lo * t), np.maximum(t, ph.ratio_hi * t)))
+    return tuple(out[0][i] + out[1][i] for i in range(3))

@@ -67,7 +67,7 @@ from roofcast.predictor.llm.phases import (
     request_steps,
     time_steps,
 )
-from roofcast.predictor.llm.precision import TensorDtypes
+from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
 from roofcast.predictor.runtimes.profile import ServingSpec
@@ -249,6 +249,21 @@ def _prediction(arch: LLMArch, cell: _Cell, cfg: ServingConfig, estimator: str,
         kernels=kernels)
 
 
+def _kv_notes(cell: _Cell, cfg: ServingConfig) -> list[str]:
+    """What the kernel model leaves out of a quantised KV cache."""
+    dtypes = TensorDtypes.of(cfg)
+    if dtypes.kv_bytes >= dtype_bytes(dtypes.model_dtype):
+        return []
+    notes = [f"{dtypes.kv} KV cache: attention reads half the bytes; the conversion to "
+             f"{dtypes.model_dtype} inside the attention kernel is not modelled beyond that"]
+    if dtypes.kv == "fp8" and cell.hw.peak_flops_or_none("matrix", "fp8") is None:
+        notes.append(f"{cell.hw.name} has no fp8 units: engines convert an fp8 KV cache in "
+                     "software, and measured decode steps on such devices are several times "
+                     "slower than with a 16-bit cache (LLM-Inference-Bench A100 rows); this "
+                     "prediction does not include that slowdown")
+    return notes
+
+
 def _fit_notes(arch: LLMArch, cell: _Cell, cfg: ServingConfig) -> list[str]:
     hw = cell.hw
     if cell.max_batch == 0:
@@ -328,7 +343,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
         times = _model_times(arch, group, cfg, estimator)
         cal = engine_calibration(profile.name)
         for j, cell in enumerate(group):
-            notes = _fit_notes(arch, cell, cfg)
+            notes = _fit_notes(arch, cell, cfg) + _kv_notes(cell, cfg)
             if profile.serving is None:
                 notes.append(f"runtime {profile.name!r} has no [serving] table: default engine "
                              "settings (0.9 memory utilisation, no step overhead)")

@@ -22,7 +22,9 @@ Source: argonne-lcf/LLM-Inference-Bench ``Plots/*.csv`` (BSD-3-Clause; Chitty-Ve
   output token), ``avg_power_W`` (Fig 16, published in mW: 222,122 for an A100 = 222 W).
 * ``excluded``: reason -> rows left out; every row read is either kept or counted here (the
   reasons name the label, the engine or the model), never dropped silently. Only single-device
-  rows are kept: multi-device rows (tensor/pipeline parallel) are counted as such.
+  rows are kept: multi-device rows (tensor/pipeline parallel) are counted as such. Rows whose
+  input + output exceed the model's maximum context are left out: the engine stops generating
+  (the 2048 + 2048 rows of the 2048-context models measure about one prefill).
 
 Semantics checked against the files: All_results' ``Input Output Length`` L is both the prompt
 and the generated length; Fig 22's ``end_latency`` is the All_results latency of the same
@@ -128,15 +130,15 @@ def _tidy(raw: pd.DataFrame, figure: str) -> pd.DataFrame:
     return out
 
 
-def _model_names(refs: list[str]) -> dict[str, str | None]:
-    """HF id -> bundled config name (None: no config, with the loader's reason kept apart)."""
+def _archs(refs: list[str]) -> dict[str, object | None]:
+    """HF id -> bundled config's ``LLMArch`` (None: no config)."""
     from roofcast.graph_import.errors import ModelImportError
     from roofcast.graph_import.llm.load import load_llm
 
-    out: dict[str, str | None] = {}
+    out: dict[str, object | None] = {}
     for ref in refs:
         try:
-            out[ref] = load_llm(ref).name
+            out[ref] = load_llm(ref)
         except ModelImportError:
             out[ref] = None
     return out
@@ -183,8 +185,12 @@ def load_serving(data_dir: str | Path | None = None) -> ServingTable:
     rows["requests"] = rows["batch"].where(rows["engine"] != "llama.cpp", 1)
     rows["throughput_tok_s"] = (rows["requests"] * (rows["input_tokens"] + rows["output_tokens"])
                                 / rows["latency_s"])
-    names = _model_names(sorted(rows["model_ref"].unique()))
-    rows["model"] = rows["model_ref"].map(names)
+    archs = _archs(sorted(rows["model_ref"].unique()))
+    rows["model"] = rows["model_ref"].map({k: a.name for k, a in archs.items() if a})
     rows = drop(rows["model"].isna(), lambda r: "model " + r["model_ref"] + " has no bundled config")
+    limit = rows["model_ref"].map({k: a.max_context for k, a in archs.items() if a})
+    rows = drop(rows["input_tokens"] + rows["output_tokens"] > limit,
+                lambda r: "input + output beyond " + r["model"] + "'s maximum context: the "
+                "engine stops generating (the latency is about a prefill's)")
     rows = rows.loc[:, list(COLUMNS)].reset_index(drop=True)
     return ServingTable(rows=rows, excluded=dict(excluded), origin=str(folder))

@@ -181,3 +181,15 @@ def test_chunked_prefill_ttft(archs, static_engine, engine, h100):
     s = predict_serving(a, h100, ServingConfig(2048, 128, batch=2, runtime=static_engine))
     assert s.ttft_s > 0
     assert math.isfinite(s.tpot_s)
+
+
+def test_fp8_kv_cache_notes(archs, engine):
+    a = archs["llama-2-7b"]
+    cfg = ServingConfig(512, 64, kv_cache="fp8", runtime=engine)
+    a100 = predict_serving(a, get_device("a100-80gb-sxm"), cfg)
+    h100 = predict_serving(a, get_device("h100-sxm"), cfg)
+    assert any("convert an fp8 KV cache in software" in n for n in a100.notes)
+    assert not any("in software" in n for n in h100.notes)
+    assert any("fp8 KV cache: attention reads half the bytes" in n for n in h100.notes)
+    plain = predict_serving(a, get_device("h100-sxm"), replace(cfg, kv_cache=None))
+    assert not any("KV cache:" in n for n in plain.notes)

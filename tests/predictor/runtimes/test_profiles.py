@@ -16,8 +16,8 @@ from roofcast.predictor.runtimes import (
 )
 
 BUILTINS = ("onnxruntime-cpu", "pytorch-eager", "torch-compile", "tensorrt", "vllm",
-            "tensorrt-llm", "llama.cpp")
-ENGINES = ("vllm", "tensorrt-llm", "llama.cpp")
+            "tensorrt-llm", "llama.cpp", "deepspeed-mii")
+ENGINES = ("vllm", "tensorrt-llm", "llama.cpp", "deepspeed-mii")
 GOOD = """name = "{name}"
 description = "a test runtime"
 device_kinds = ["gpu"]
@@ -121,7 +121,8 @@ step_overhead_us = 30
 def test_the_serving_engines_say_what_they_run():
     engines = {n for n in runtime_names() if get_runtime(n).serving is not None}
     assert engines == set(ENGINES)
-    vllm, trt, cpp = (get_runtime(n) for n in ENGINES)
+    vllm, trt, cpp, mii = (get_runtime(n) for n in ENGINES)
+    assert mii.vendors == ("NVIDIA",)
     assert vllm.serving.memory_utilization == pytest.approx(0.9)
     assert "fp8" in vllm.serving.kv_cache
     assert "int8" not in vllm.serving.kv_cache

@@ -210,6 +210,7 @@ def render() -> None:
     except state.USER_ERRORS as exc:
         state.show_error(exc)
         return
+    st.session_state["llm_label"] = "" if arch is None else arch.name  # for the sidebar
     if arch is None:
         st.info("Upload a file, or pick a bundled config.")
         return

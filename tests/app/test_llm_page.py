@@ -40,6 +40,9 @@ def test_default_page_shows_each_device_as_the_api_predicts():
         assert table[key].tolist() == pytest.approx(want[key].tolist(), rel=1e-12), key
     ttft = metric_values(at, "TTFT")
     assert ttft == [f"{v:,.4g} ms" for v in want["ttft_ms"]]
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)
+    assert "`llama-3.1-8b`" in sidebar  # the page's model, not the ONNX workload's
+    assert "resnet50" not in sidebar
 
 
 def test_charts_hold_the_serving_table_and_the_memory_parts():

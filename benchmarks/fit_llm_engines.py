@@ -33,6 +33,7 @@ from roofcast.predictor.llm.calibration_fit import (
     abs_pct,
     fit_engine,
     loo,
+    reference_times,
     request_features,
     target,
 )
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         "data_hash": table.data_hash,
         "model_times": "roofcast.predictor.llm.phases.request_model_times (roofline+eff)",
         "quantiles": list(QUANTILES),
+        "reference_times": reference_times(),
         "excluded_from_fit": excluded,
         "engines": engines,
     }

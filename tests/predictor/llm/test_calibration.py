@@ -61,6 +61,19 @@ def test_the_calibration_was_fitted_on_the_bundled_serving_rows(shared_llm_data)
         assert all(0 < n <= have[dev] for dev, n in fitted.items())
 
 
+def test_the_kernel_model_is_the_one_the_calibration_was_fitted_on():
+    from roofcast.predictor.llm.calibration_fit import reference_times
+
+    stored = calibration_document()["reference_times"]
+    now = reference_times()
+    assert [r["engine"] for r in stored] == [r["engine"] for r in now]
+    for old, new in zip(stored, now, strict=True):
+        for key in ("prefill_s", "decode_s"):
+            assert new[key] == pytest.approx(old[key], rel=1e-3), (
+                f"{old['engine']} on {old['device']}: the kernel model's {key} changed since "
+                "the calibration was fitted; rerun benchmarks/fit_llm_engines.py")
+
+
 @pytest.mark.parametrize("engine", FITTED)
 @pytest.mark.parametrize("phase", PHASES)
 def test_apply_is_monotone_and_brackets_its_value(engine, phase):

@@ -58,7 +58,7 @@ from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.llm.precision import TensorDtypes, weight_bytes_per_element
+from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes, weight_bytes_per_element
 from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS
 
@@ -67,7 +67,8 @@ LLM_COLUMNS: tuple[str, ...] = ("count", "step", "overlaps", "fallback_only", "s
 #: bytes per element of the graph_import tensors the nodes are built with ("float").
 _BUILD_BYTES = 4.0
 #: tensor-name prefixes -> tensor class: projection weights, small weights kept at the
-#: activation dtype (norms, biases, embedding, LM head), KV cache, integer indices.
+#: model dtype (norms, biases, router, embedding, LM head), KV cache, integer indices; other
+#: tensors are activations.
 _WEIGHT, _SMALL, _KV, _INDEX = "w.", "n.", "kv.", "i."
 _ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}), "gelu_tanh": ("Gelu", {"approximate": "tanh"}),
            "relu": ("Relu", {})}
@@ -129,6 +130,8 @@ class _Rows:
             return self.dtypes.kv_bytes
         if t.name.startswith(_INDEX):
             return 8.0
+        if t.name.startswith(_SMALL):
+            return dtype_bytes(self.dtypes.model_dtype)
         return self.dtypes.act_bytes
 
     def _scale(self, tensors, k: int) -> float:
@@ -142,8 +145,7 @@ class _Rows:
 
     def add(self, name: str, op_type: str, inputs: Sequence[TensorInfo | None],
             outputs: Sequence[TensorInfo], *, count: int, dtype: str, attrs: dict | None = None,
-            flops_scale: float = 1.0, weight_elems: float | None = None,
-            gemm_override: tuple[float, float, float, float] | None = None) -> str:
+            flops_scale: float = 1.0, weight_elems: float | None = None) -> str:
         """Cost one node and append its row; returns the row key. ``weight_elems``: the
         weight elements the kernel reads when they differ from its weight tensors' (MoE)."""
         weights = frozenset(t.name for t in inputs if t is not None
@@ -160,7 +162,7 @@ class _Rows:
         if weight_elems is not None and w_in:
             w_bytes = weight_elems * self._bpe(w_in[0], k)
         act_read = max(cost.bytes_read - cost.weight_bytes, 0.0) * self._scale(a_in, k)
-        dims = gemm_override or gemm_dims(node)
+        dims = gemm_dims(node)
         key = f"{self.step}:{name}"
         values = {
             "node": name, "op_type": op_type, "family": op_family(node), "phase": "forward",
@@ -192,10 +194,10 @@ class _Rows:
                        dtype=dtype, weight_elems=weight_elems)
         if quantised and plan.dequant_flops_per_weight > 0:
             elems = float(k * n) if weight_elems is None else weight_elems
-            self.cols_dequant(name, key, plan.dequant_flops(elems, tokens), count,
+            self.dequant(name, key, plan.dequant_flops(elems, tokens), count,
                               plan.dequant_on_fallback_only)
 
-    def cols_dequant(self, name: str, key: str, flops: float, count: int,
+    def dequant(self, name: str, key: str, flops: float, count: int,
                      fallback_only: bool) -> None:
         """A ``Dequantize`` vector row (no traffic of its own) overlapping GEMM ``key``."""
         row = {c: v[-1] for c, v in self.cols.items()}
@@ -292,15 +294,30 @@ def _mlp(rows: _Rows, tokens: int) -> None:
                  [_t("y.combine", tokens, a.experts_per_token, a.d_model)], count=L, dtype=vdt)
 
 
+def steps_workload(arch: LLMArch, steps: Sequence[tuple[str, Sequence[Segment]]],
+                   dtypes: TensorDtypes, profile: ExecutionProfile) -> pd.DataFrame:
+    """The workload rows of several engine steps, each ``(label, segments)``, in one table
+    (column ``step`` = the label, also the key prefix)."""
+    rows = _Rows(arch, dtypes, "")
+    for label, segments in steps:
+        rows.step = label
+        _step_rows(rows, segments, profile)
+    return rows.frame()
+
+
 def step_workload(arch: LLMArch, segments: Sequence[Segment], dtypes: TensorDtypes,
                   profile: ExecutionProfile, step: str = "step") -> pd.DataFrame:
     """The workload rows of one engine step over ``segments`` (module docstring); ``step``
     labels the rows (column ``step``, key prefix)."""
+    return steps_workload(arch, [(step, segments)], dtypes, profile)
+
+
+def _step_rows(rows: _Rows, segments: Sequence[Segment], profile: ExecutionProfile) -> None:
+    """Append one step's rows (module docstring) to ``rows``."""
     if not segments:
         raise PredictionError("a step needs at least one segment")
-    a, L = arch, arch.n_layers
-    rows = _Rows(arch, dtypes, step)
-    vdt = dtypes.vector_dtype
+    a, L = rows.arch, rows.arch.n_layers
+    vdt = rows.dtypes.vector_dtype
     tokens = sum(s.tokens for s in segments)
     emit = sum(s.batch for s in segments if s.emits)
     d = a.d_model
@@ -333,7 +350,6 @@ def step_workload(arch: LLMArch, segments: Sequence[Segment], dtypes: TensorDtyp
         rows.gemm("lm_head", emit, d, a.vocab, count=1, quantised=False)
         rows.add("sample", "Softmax", [_t("x.logits", emit, a.vocab)],
                  [_t("y.probs", emit, a.vocab)], count=1, dtype=vdt, attrs={"axis": -1})
-    return rows.frame()
 
 
 def phase_workload(arch: LLMArch, *, batch: int, new_tokens: int, context: int,

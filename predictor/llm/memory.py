@@ -3,7 +3,7 @@ the engine's reserve (bytes).
 
 * **weights**: the layers' projections (attention, every expert, at ``weights`` with their
   quantisation scales, ``precision.weight_bytes_per_element``) + router, norms, biases,
-  embedding, learned positions and LM head at the activation dtype (not quantised);
+  embedding, learned positions and LM head at the model dtype (not quantised);
 * **KV cache** = ``batch x min(N + M, window) x kv_bytes_per_token``, ``kv_bytes_per_token``
   = ``2 x layers x kv_heads x head_dim x bytes`` (``sliding_window`` caps the tokens kept; a
   continuous batch reserves every request's full length, as a worst case);
@@ -43,7 +43,7 @@ MAX_BATCH_SEARCH = 1 << 20
 def weights_bytes(arch: LLMArch, dtypes: TensorDtypes) -> float:
     """Bytes of all weights (module docstring)."""
     a = arch
-    act = dtypes.act_bytes
+    small_bytes = dtype_bytes(dtypes.model_dtype)
     attn = a.d_model * (a.q_dim + 2 * a.kv_dim) * weight_bytes_per_element(dtypes.weights, a.d_model)
     attn += a.q_dim * a.d_model * weight_bytes_per_element(dtypes.weights, a.q_dim)
     mats = 3 if a.gated_mlp else 2
@@ -52,8 +52,8 @@ def weights_bytes(arch: LLMArch, dtypes: TensorDtypes) -> float:
     quantised_elems = a.attention_params + a.n_experts * mats * a.d_model * a.d_ff
     quantised_elems -= (a.q_dim + 2 * a.kv_dim) if a.qkv_bias else 0
     small = a.layer_params - quantised_elems  # biases, router, norms: at the activation dtype
-    per_layer = attn + a.n_experts * expert + small * act
-    return float(a.n_layers * per_layer + a.embedding_params * act)
+    per_layer = attn + a.n_experts * expert + small * small_bytes
+    return float(a.n_layers * per_layer + a.embedding_params * small_bytes)
 
 
 def kv_bytes_per_token(arch: LLMArch, dtypes: TensorDtypes) -> float:

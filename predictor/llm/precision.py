@@ -10,22 +10,23 @@ GEMMs' compute dtype and the dequantisation work follow from it (``gemm_plan``).
   (``weight_bytes_per_element``): int4 groups of ``INT4_GROUP`` = 128 elements along K carry an
   fp16 scale and a 4-bit zero point (AWQ/GPTQ ``group_size=128``): ``0.5 + (2 + 0.5) / 128``
   bytes per element; int8 and fp8 carry one fp16 scale per output channel (``2 / K`` per
-  element). The embedding, the LM head and the norms stay at the activation dtype (AWQ, GPTQ
-  and vLLM's fp8 leave them unquantised);
+  element). The embedding, the LM head, the router, biases and norms stay at the model dtype
+  (``TensorDtypes.model_dtype``; AWQ, GPTQ and vLLM's fp8 leave them unquantised);
 * the KV cache at ``kv_cache`` (None: the activations' dtype);
 * activations at ``activations``.
 
 **GEMM compute dtype** (``gemm_plan``):
 
-* 16/32-bit weights: the activation dtype (fp8 activations with 16-bit weights: the weights'
-  dtype);
+* 16/32-bit weights: the weights' dtype (the model's dtype: a model runs in one float dtype,
+  ``TensorDtypes.model_dtype``; vector kernels and attention run in it too);
 * fp8 weights: W8A8, activations quantised per token on the fly (vLLM ``fp8``, TensorRT-LLM
   fp8): the fp8 matrix peak. On a device without fp8 matrix units the catalog's documented
   fallback (``HardwareSpec.peak``) computes at 16 bits and says so in its note, which the
   prediction surfaces; the weights stay 8-bit in memory and traffic (Marlin-style W8A16), and
   the dequantisation below is charged on those devices only (``dequant_on_fallback_only``);
 * int8/int4 weights: weight-only quantisation (W8A16/W4A16 as AWQ, GPTQ/Marlin and llama.cpp
-  run it): compute at the activation dtype plus dequantisation.
+  run it): compute at the activation dtype plus dequantisation. (SmoothQuant-style W8A8 int8
+  GEMMs are not modelled: int8 weights never ask for int8 matrix units.)
 
 **Dequantisation cost** (weight-only): ``DEQUANT_FLOPS_PER_WEIGHT[dtype]`` vector FLOPs per
 weight element per M-tile of ``DEQUANT_TILE_M`` = 128 tokens — the kernel converts each weight
@@ -113,19 +114,27 @@ class TensorDtypes:
         return dtype_bytes(self.kv)
 
     @property
-    def vector_dtype(self) -> str:
-        """Dtype of the vector kernels (norms, rotary, softmax): fp8 activations are
-        dequantised to 16 bits for them."""
+    def model_dtype(self) -> str:
+        """The float dtype the model runs in: 16/32-bit weights' own dtype (a model runs in
+        one dtype; the engine casts activations to it), else the activations' (fp8
+        activations: fp16)."""
+        if self.weights in WIDE_FLOATS:
+            return self.weights
         return "fp16" if self.activations == "fp8" else self.activations
+
+    @property
+    def vector_dtype(self) -> str:
+        """Dtype of the vector kernels (norms, rotary, softmax, attention): the model dtype."""
+        return self.model_dtype
 
     def gemm_plan(self) -> GemmPlan:
         """The projection GEMMs' compute dtype and dequantisation (module docstring)."""
-        w, a = self.weights, self.activations
+        w = self.weights
         if w in WIDE_FLOATS:
-            return GemmPlan(w if a == "fp8" else a, 0.0)
+            return GemmPlan(w, 0.0)
         if w == "fp8":
             return GemmPlan("fp8", DEQUANT_FLOPS_PER_WEIGHT["fp8"], dequant_on_fallback_only=True)
-        return GemmPlan(self.vector_dtype, DEQUANT_FLOPS_PER_WEIGHT[w])
+        return GemmPlan(self.model_dtype, DEQUANT_FLOPS_PER_WEIGHT[w])
 
     @classmethod
     def of(cls, cfg) -> TensorDtypes:

@@ -8,7 +8,7 @@ JSON/CLI keys (``ServingPrediction.as_dict``) carry display units: ``ttft_ms``, 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 #: weight dtypes (weight-only quantisation below 16 bits) and KV-cache dtypes a run may ask for;
@@ -29,8 +29,9 @@ class ServingConfig:
     together) and ``concurrency`` (continuous batching in steady state: ``concurrency``
     requests in flight, an int, or ``"max"``: as many as fit in memory); neither: batch 1.
     ``weights``/``kv_cache``/``activations``: dtypes per tensor class (``kv_cache`` None: the
-    activations' dtype). ``runtime``: the serving engine (an ``ExecutionProfile`` with a
-    ``serving`` table; None: the device kind's default engine).
+    activations' dtype). ``runtime``: the serving engine's name (an ``ExecutionProfile`` with
+    a ``serving`` table; a profile object is accepted too, for what-ifs; None: the device
+    kind's default engine).
     """
 
     input_tokens: int = 512
@@ -79,7 +80,10 @@ class ServingPrediction:
     ``max_batch``: the largest that fits at these lengths (0: the model does not fit);
     ``devices_needed``: devices of this kind the weights + one request's KV need (1 when it
     fits); ``usd_per_million_tokens``/``tokens_per_joule``: None where the catalog has no
-    price / power. ``kernels``: per-kernel table of one prefill and one decode step (seconds).
+    price / power. ``kernels``: the evaluated kernel rows of the TTFT step (``phase_step``
+    ``prefill``, or ``ttft`` under continuous batching) and of one decode step (``decode``):
+    ``time_s`` per kernel, ``count`` (layers), ``kernel_s`` = time x count with dequantisation
+    folded in (``predictor.llm.phases``); None from ``serving_table`` sweeps.
     """
 
     model: str
@@ -124,7 +128,8 @@ class ServingPrediction:
             "usd_per_million_tokens": _num(self.usd_per_million_tokens, 1.0),
             "tokens_per_joule": _num(self.tokens_per_joule, 1.0),
             "notes": list(self.notes),
-            "config": asdict(self.config),
+            "config": {**{f.name: getattr(self.config, f.name) for f in fields(self.config)},
+                       "runtime": self.runtime},
         })
         return rec
 

@@ -53,13 +53,13 @@ ALL_SERVING = ServingSpec(weights=("fp32", "fp16", "bf16", "fp8", "int8", "int4"
 @pytest.fixture(scope="session")
 def engine():
     """TensorRT's kernel mapping (fused attention, captured launches) as a serving engine
-    that runs every weight and KV dtype, continuous batching."""
-    return replace(get_runtime("tensorrt"), name="test-engine", serving=ALL_SERVING,
-                   vendors=())  # tensorrt is NVIDIA-only; the test engine runs anywhere
+    that runs every weight and KV dtype on any vendor, continuous batching (no calibration
+    fitted for it: the identity)."""
+    return replace(get_runtime("tensorrt"), name="test-engine", serving=ALL_SERVING, vendors=())
 
 
 @pytest.fixture(scope="session")
 def static_engine():
     """The same engine batching statically, chunked prefill of 512 tokens."""
-    return replace(get_runtime("tensorrt"), name="test-static", vendors=(),
+    return replace(get_runtime("tensorrt"), name="test-static",
                    serving=replace(ALL_SERVING, batching="static", max_prefill_tokens=512))

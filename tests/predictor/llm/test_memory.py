@@ -23,7 +23,7 @@ GIB = 2**30
 def test_unquantised_weights_are_params_times_bytes(archs):
     for a in archs.values():
         assert weights_bytes(a, TensorDtypes("fp16")) == 2 * a.params
-        assert weights_bytes(a, TensorDtypes("fp32", activations="fp32")) == 4 * a.params
+        assert weights_bytes(a, TensorDtypes("fp32")) == 4 * a.params
 
 
 def test_int4_weights_carry_group_scales(archs):

@@ -195,6 +195,41 @@ def qwen(c: ConfigFields) -> dict[str, Any]:
     }
 
 
+@reader("qwen2_moe")
+def qwen2_moe(c: ConfigFields) -> dict[str, Any]:
+    """Qwen1.5-MoE / Qwen2-MoE: Qwen2 attention, ``num_experts`` routed SwiGLU experts of
+    ``moe_intermediate_size`` (``num_experts_per_tok`` per token) plus one always-on shared
+    expert of ``shared_expert_intermediate_size``. The shared expert is counted as
+    ``shared / moe`` extra experts that every token uses (4 for Qwen1.5-MoE-A2.7B: 5632 = 4 x
+    1408), which keeps parameters, FLOPs and weight bytes exact (the router then counts those
+    extra columns, ``d_model`` each; the shared expert's 1-wide gate is left out). A shared width
+    that is no whole multiple, dense layers (``mlp_only_layers``) or ``decoder_sparse_step`` > 1
+    are refused."""
+    arch = qwen2(c)
+    moe = c.whole("moe_intermediate_size")
+    shared = c.whole("shared_expert_intermediate_size", default=0)
+    if shared % moe:
+        raise c.error(
+            f"'shared_expert_intermediate_size' ({shared}) is not a whole multiple of "
+            f"'moe_intermediate_size' ({moe}); roofcast cannot state this shared expert"
+        )
+    if (
+        c.data.get("mlp_only_layers")
+        or c.whole("decoder_sparse_step", kind="layers", default=1) != 1
+    ):
+        raise c.error(
+            "dense layers among the MoE layers ('mlp_only_layers', 'decoder_sparse_step') are "
+            "not modelled: roofcast gives every layer the same MLP"
+        )
+    experts = _experts(c, "num_experts", "num_experts_per_tok")
+    return {
+        **arch,
+        "d_ff": moe,
+        "n_experts": experts["n_experts"] + shared // moe,
+        "experts_per_token": experts["experts_per_token"] + shared // moe,
+    }
+
+
 @reader("gemma")
 def gemma(c: ConfigFields) -> dict[str, Any]:
     """Gemma: explicit ``head_dim`` (256 for gemma-7b, 16 x 256 != 3072), GeGLU MLP with the
@@ -408,6 +443,20 @@ def phi(c: ConfigFields) -> dict[str, Any]:
         "qkv_bias": True,
         "mlp_bias": True,
     }
+
+
+#: model types roofcast knows but cannot state as one ``LLMArch`` -> why (data, not branches)
+UNREPRESENTABLE: dict[str, str] = {
+    "gemma2": "Gemma 2 alternates sliding-window and global attention layer by layer",
+    "gemma3": "Gemma 3 mixes sliding-window and global attention layers",
+    "deepseek_v2": "DeepSeek-V2 uses multi-head latent attention (a compressed KV cache) and shared experts",
+    "deepseek_v3": "DeepSeek-V3 uses multi-head latent attention (a compressed KV cache) and dense first layers",
+    "mamba": "Mamba is a state-space model with no attention and no KV cache",
+    "mamba2": "Mamba-2 is a state-space model with no attention and no KV cache",
+    "jamba": "Jamba mixes Mamba and attention layers",
+    "t5": "T5 is an encoder-decoder model; roofcast's LLM serving models decoder-only transformers",
+    "bert": "BERT is an encoder; roofcast's LLM serving models decoder-only transformers",
+}
 
 
 def read_family(data: dict[str, Any], model_type: str, where: str) -> tuple[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from roofcast.graph_import.errors import LLMConfigError
 from roofcast.graph_import.llm.arch import LLMArch
-from roofcast.graph_import.llm.families import known_model_types, read_family
+from roofcast.graph_import.llm.families import UNREPRESENTABLE, known_model_types, read_family
 from roofcast.graph_import.llm.hf_fields import LIMITS
 
 #: A config.json is a few kB; anything over 1 MiB is not one.
@@ -127,6 +127,12 @@ def arch_from_config(
         raise LLMConfigError(
             f"{where} lacks 'model_type' (it says which family reads the other fields); add it: "
             f"one of {', '.join(known)}"
+        )
+    if isinstance(model_type, str) and model_type in UNREPRESENTABLE:
+        raise LLMConfigError(
+            f"{where}: model_type {model_type!r} cannot be modelled: "
+            f"{UNREPRESENTABLE[model_type]}; 'roofcast predict' on its ONNX export gives a "
+            "per-operator prediction instead"
         )
     if not isinstance(model_type, str) or model_type not in known:
         shown = repr(model_type)[:60]

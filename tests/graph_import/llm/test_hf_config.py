@@ -45,6 +45,7 @@ PUBLISHED = {
     "bloom-7b1": 7.07e9,
     "falcon-180b": 179e9,
     "phi-2": 2.78e9,
+    "qwen1.5-moe-a2.7b": 14.3e9,
 }
 REQUIRED = (
     "llama-2-7b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
@@ -95,6 +96,12 @@ def test_falcon_counts_by_hand():
     layer = d * (d + 2 * hd) + d * d + 2 * d * ff + 2 * d
     assert f7.params == 32 * layer + 65024 * d + d
     assert load_llm("falcon-40b").n_kv_heads == 8
+
+
+def test_qwen_moe_shared_expert_counts_as_always_on_experts():
+    arch = load_llm("qwen1.5-moe-a2.7b")  # 60 routed of 1408 (top 4) + a shared 5632 = 4 x 1408
+    assert (arch.n_experts, arch.experts_per_token, arch.d_ff) == (64, 8, 1408)
+    assert arch.active_params == pytest.approx(2.7e9, rel=0.02)
 
 
 def test_mixtral_active_parameters():

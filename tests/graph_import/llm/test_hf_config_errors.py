@@ -121,8 +121,8 @@ def test_an_oversized_config_is_refused():
 
 def test_model_type_missing_or_unknown_lists_the_known_ones():
     assert "lacks 'model_type'" in refused(config_bytes(model_type=...))
-    message = refused(config_bytes(model_type="bert"))
-    assert "model_type 'bert'" in message
+    message = refused(config_bytes(model_type="rwkv"))
+    assert "model_type 'rwkv'" in message
     for family in ("llama", "mixtral", "falcon"):
         assert family in message
     assert "not a decoder family" in refused(config_bytes(model_type=7))
@@ -197,6 +197,28 @@ def test_decilm_with_varying_kv_heads_is_refused_and_with_equal_ones_read():
         model_type="deci", num_key_value_heads=..., num_key_value_heads_per_layer=[4] * 32
     )
     assert load_llm(equal).n_kv_heads == 4
+
+
+def test_qwen2_moe_shapes_it_cannot_state_are_refused():
+    moe = {
+        "model_type": "qwen2_moe",
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "moe_intermediate_size": 1408,
+    }
+    assert "not a whole multiple" in refused(
+        config_bytes(**moe, shared_expert_intermediate_size=5000)
+    )
+    assert "mlp_only_layers" in refused(config_bytes(**moe, mlp_only_layers=[0]))
+    assert "lacks 'moe_intermediate_size'" in refused(
+        config_bytes(**{**moe, "moe_intermediate_size": ...})
+    )
+
+
+def test_known_but_unrepresentable_families_say_why():
+    message = refused(config_bytes(model_type="gemma2"))
+    assert "model_type 'gemma2' cannot be modelled" in message
+    assert "alternates sliding-window and global attention" in message
 
 
 def test_opt_with_projected_embeddings_is_refused():

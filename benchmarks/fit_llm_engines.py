@@ -10,7 +10,8 @@ vendor factors are both scored leave-one-device-out; the one with the lower LOO 
 kept (``_score``: the request rows' LOO median, averaged with the TTFT rows' where there
 are some; no LOO, one device: the plain fit). Intervals: 10/90 % quantiles of measured / LOO
 predicted, per phase (prefill from the TTFT rows when an engine has at least
-``MIN_PHASE_ROWS`` of them, else from the request rows). Never fitted to vendor, MLPerf or
+``MIN_PHASE_ROWS`` of them, else from the request rows), overall and per vendor (where the
+vendor has at least ``MIN_PHASE_ROWS`` rows; a vendor with devices in the fit gets its own). Never fitted to vendor, MLPerf or
 Lambda figures: only the Argonne files are read.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofcast.hw_catalog import get_device
 from roofcast.predictor.llm.calibration import DATA_FILE
 from roofcast.predictor.llm.calibration_fit import (
     IMPLAUSIBLE_RATIO,
@@ -32,6 +34,7 @@ from roofcast.predictor.llm.calibration_fit import (
     abs_pct,
     fit_engine,
     loo,
+    reference_times,
     request_features,
     target,
 )
@@ -78,9 +81,16 @@ def _quantiles(ratio: np.ndarray) -> list[float]:
     return [float(np.quantile(ratio, q)) for q in QUANTILES]
 
 
-def _phase(scale: float, overhead_s: float, q: list[float], factors: dict[str, float]) -> dict:
-    return {"scale": scale, "overhead_s": overhead_s, "ratio_lo": min(q[0], 1.0),
-            "ratio_hi": max(q[1], 1.0), "vendor_factors": factors,
+def _clamp(q: list[float]) -> list[float]:
+    """An interval that contains the prediction itself (a biased LOO still brackets t)."""
+    return [min(q[0], 1.0), max(q[1], 1.0)]
+
+
+def _phase(scale: float, overhead_s: float, q: list[float], factors: dict[str, float],
+           vendor_q: dict[str, list[float]]) -> dict:
+    lo, hi = _clamp(q)
+    return {"scale": scale, "overhead_s": overhead_s, "ratio_lo": lo, "ratio_hi": hi,
+            "vendor_ratios": vendor_q, "vendor_factors": factors,
             "unseen_vendor_factor": EngineFit.unseen(factors)}
 
 
@@ -119,13 +129,23 @@ def fit_all(rows: pd.DataFrame) -> dict:
         ttft = ~req
         pre_q = _quantiles(ratio[ttft]) if ttft.sum() >= MIN_PHASE_ROWS else _quantiles(ratio[req])
         dec_q = _quantiles(ratio[req])
+        vendor = g["vendor"].to_numpy()
+        pre_v, dec_v = {}, {}
+        for v in sorted(set(vendor)) if has_loo else []:
+            mine = vendor == v
+            if (ttft & mine).sum() >= MIN_PHASE_ROWS:
+                pre_v[v] = _clamp(_quantiles(ratio[ttft & mine]))
+            if (req & mine).sum() >= MIN_PHASE_ROWS:
+                dec_v[v] = _clamp(_quantiles(ratio[req & mine]))
+                pre_v.setdefault(v, dec_v[v])
         out[engine] = {
             "fitted": True,
             "variant": "vendor factors" if use_vf else "one factor for all devices",
             "prefill": _phase(fit.a_prefill, fit.c_prefill_s, pre_q,
-                              fit.prefill_factors if use_vf else {}),
+                              fit.prefill_factors if use_vf else {}, pre_v),
             "decode": _phase(fit.a_decode, fit.c_decode_s, dec_q,
-                             fit.decode_factors if use_vf else {}),
+                             fit.decode_factors if use_vf else {}, dec_v),
+            "device_kinds": sorted({get_device(d).kind for d in set(g["device"])}),
             "interval_basis": "leave-one-device-out" if has_loo else "in-sample (one device)",
             "rows_per_device": {d: int(n) for d, n in g.groupby("device").size().items()},
             "in_distribution": _errors(ins[req], meas[req]),
@@ -172,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         "data_hash": table.data_hash,
         "model_times": "roofcast.predictor.llm.phases.request_model_times (roofline+eff)",
         "quantiles": list(QUANTILES),
+        "reference_times": reference_times(),
         "excluded_from_fit": excluded,
         "engines": engines,
     }

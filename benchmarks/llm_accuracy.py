@@ -34,23 +34,22 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fit_llm_engines import fit_all, fit_rows  # noqa: E402
+from fit_llm_engines import fit_all, fit_rows
 
-from roofcast.graph_import.llm.load import load_llm  # noqa: E402
-from roofcast.hw_catalog import get_device  # noqa: E402
-from roofcast.predictor.llm.calibration import (  # noqa: E402
+from roofcast.graph_import.llm.load import load_llm
+from roofcast.hw_catalog import get_device
+from roofcast.predictor.llm.calibration import (
     calibration_document,
     engine_calibration,
 )
-from roofcast.predictor.llm.calibration_fit import (  # noqa: E402
+from roofcast.predictor.llm.calibration_fit import (
     abs_pct,
     loo,
     predict_calibrated,
     request_features,
-    target,
 )
-from roofcast.training_data.public.llm_serving import load_serving  # noqa: E402
-from roofcast.training_data.public_kernels import shared_data_dir  # noqa: E402
+from roofcast.training_data.public.llm_serving import load_serving
+from roofcast.training_data.public_kernels import shared_data_dir
 
 #: Vidur's device folders -> catalog ids (Vidur profiles DGX A100 80 GB and DGX H100 nodes and an
 #: A40 server: microsoft/vidur data/profiling/compute/{a100,h100,a40}).
@@ -130,11 +129,16 @@ def section_ttft(rows: pd.DataFrame, fits: dict, hws: dict) -> None:
         print(f"  {k:9s} median mean p90: {stats(np.array(v, float))}")
 
 
-def section_quant(table, hws: dict) -> None:
-    print("\n## 3. Quantised weights / KV (Fig 3, Llama-3-8B; shipped fit, fitted on fp16 only)")
+def section_quant(table, rows: pd.DataFrame, hws: dict) -> None:
+    print("\n## 3. Quantised weights / KV (Fig 3, Llama-3-8B; shipped fit, fitted on fp16 only;"
+          " x/fp16: latency relative to the same configuration in fp16, from Fig 3 or else"
+          " All_results)")
     q = table.rows[table.rows["figure"] == "quant"].reset_index(drop=True)
     f = request_features(q)
     f = f[f["max_batch"] >= 1]
+    fp16 = rows[(rows["figure"] == "all") & (rows["model"] == "llama-3-8b")
+                & rows["device"].isin(set(f["device"])) & rows["engine"].isin(set(f["engine"]))]
+    f = pd.concat([f, fp16.assign(figure="all")], ignore_index=True)
     preds = []
     for engine, g in f.groupby("engine"):
         t, _, _ = predict_calibrated(engine_calibration(engine), g, hws)
@@ -142,7 +146,9 @@ def section_quant(table, hws: dict) -> None:
     f = f.assign(pred=pd.concat(preds))
     f["err"] = abs_pct(f["pred"], f["latency_s"])
     key = ["device", "engine", "input_tokens", "batch"]
-    base = f[(f["weights"] == "fp16") & (f["kv_cache"] == "fp16")].set_index(key)
+    plain = (f["weights"] == "fp16") & (f["kv_cache"] == "fp16")
+    base = f[plain].sort_values("figure", ascending=False).drop_duplicates(key).set_index(key)
+    f = f[~plain | (f["figure"] == "quant")]
     print(f"{'device':14s} {'engine':13s} {'W':5s} {'KV':5s} {'rows':>4s} | {'err % med mean p90':^20s}"
           f" | meas/fp16  pred/fp16")
     for (dev, eng, w, kv), g in f.groupby(["device", "engine", "weights", "kv_cache"]):
@@ -254,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     fits = fit_all(rows)
     section_engines(rows, fits, hws)
     section_ttft(rows, fits, hws)
-    section_quant(table, hws)
+    section_quant(table, rows, hws)
     section_power(table, hws)
     if not args.skip_vidur:
         section_vidur(args.quick)

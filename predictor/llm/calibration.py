@@ -15,13 +15,16 @@ uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
   not by the same factor in prefill and decode); 1 for the baseline vendor (NVIDIA); a vendor
   without fitted data gets the geometric mean of the phase's fitted factors and a note;
 * ``q_lo``/``q_hi``: quantiles (10 % / 90 %) of measured / predicted over the leave-one-device-out
-  predictions of the fit: the interval of a device the fit has not seen.
+  predictions of the fit: the interval of a device the fit has not seen; per vendor where the
+  fit has that vendor's devices (``vendor_ratios``: a new NVIDIA GPU under TensorRT-LLM is not
+  as uncertain as a new AMD one under vLLM), else over all of the engine's rows.
 
 The figures live in ``predictor/data/llm_engines.json``, written by
 ``benchmarks/fit_llm_engines.py`` from Argonne's LLM-Inference-Bench rows
 (``training_data.public.llm_serving``) together with the data hash, the rows per device and the
 leave-one-device-out errors. An engine without fitted data is returned uncalibrated (identity,
-``fitted`` False) with a note saying so.
+``fitted`` False) with a note saying so; so is a device of a kind the fit has no rows of
+(``device_kinds``: llama.cpp's factors come from GPUs and say nothing about CPUs).
 """
 
 from __future__ import annotations
@@ -53,6 +56,15 @@ class PhaseCorrection:
     ratio_hi: float
     vendor_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
     unseen_vendor_factor: float = 1.0
+    vendor_ratios: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
+
+    def ratios(self, vendor: str) -> tuple[float, float]:
+        """(q_lo, q_hi) of a device vendor: its own where fitted, else the engine's."""
+        v = vendor.strip().casefold()
+        for name, q in self.vendor_ratios.items():
+            if v == name.casefold():
+                return float(q[0]), float(q[1])
+        return self.ratio_lo, self.ratio_hi
 
     def vendor_factor(self, vendor: str) -> tuple[float, bool]:
         """(factor, fitted) of a device vendor (case-insensitive): a fitted vendor's factor,
@@ -72,6 +84,12 @@ class EngineCalibration:
     fitted: bool = False
     phases: Mapping[str, PhaseCorrection] = field(default_factory=dict, hash=False)
     note: str = ""
+    #: device kinds of the fitted rows; others are left uncalibrated.
+    device_kinds: tuple[str, ...] = ("gpu",)
+
+    def covers(self, hw: Any) -> bool:
+        """Whether the fit applies to ``hw``: fitted, and a device kind it has rows of."""
+        return self.fitted and hw.kind in self.device_kinds
 
     def apply(self, phase: str, model_s: Any, hw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Engine time (s) and its interval of a ``phase`` whose modelled time is ``model_s``
@@ -79,18 +97,22 @@ class EngineCalibration:
         if phase not in PHASES:
             raise PredictionError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
         m = np.asarray(model_s, dtype=float)
-        if not self.fitted:
+        if not self.covers(hw):
             return m, m.copy(), m.copy()
         p = self.phases[phase]
         f, _ = p.vendor_factor(hw.vendor)
+        q_lo, q_hi = p.ratios(hw.vendor)
         t = f * p.scale * m + p.overhead_s
-        return t, np.minimum(t, p.ratio_lo * t), np.maximum(t, p.ratio_hi * t)
+        return t, np.minimum(t, q_lo * t), np.maximum(t, q_hi * t)
 
     def notes(self, hw: Any) -> tuple[str, ...]:
         """What the correction is for ``hw``: uncalibrated, or fitted (and whether its vendor
         was in the fit)."""
         if not self.fitted:
             return (self.note,)
+        if not self.covers(hw):
+            return (f"{self.runtime} is calibrated on {', '.join(self.device_kinds)} devices "
+                    f"only; on this {hw.kind} its times are the uncalibrated kernel model",)
         out = [self.note]
         (fp, seen), (fd, _) = (self.phases[ph].vendor_factor(hw.vendor) for ph in PHASES)
         if not seen:
@@ -105,12 +127,15 @@ def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
         p = PhaseCorrection(
             *(float(doc[k]) for k in ("scale", "overhead_s", "ratio_lo", "ratio_hi")),
             vendor_factors={str(k): float(v) for k, v in doc.get("vendor_factors", {}).items()},
-            unseen_vendor_factor=float(doc.get("unseen_vendor_factor", 1.0)))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            unseen_vendor_factor=float(doc.get("unseen_vendor_factor", 1.0)),
+            vendor_ratios={str(k): (float(v[0]), float(v[1]))
+                           for k, v in doc.get("vendor_ratios", {}).items()})
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise PredictionError(f"{DATA_FILE}: {where} is malformed ({exc}); rerun "
                               "benchmarks/fit_llm_engines.py") from exc
     factors = [*p.vendor_factors.values(), p.unseen_vendor_factor]
-    if not (p.scale > 0 and p.overhead_s >= 0 and 0 < p.ratio_lo <= p.ratio_hi
+    ratios = [(p.ratio_lo, p.ratio_hi), *p.vendor_ratios.values()]
+    if not (p.scale > 0 and p.overhead_s >= 0 and all(0 < lo <= hi for lo, hi in ratios)
             and all(f > 0 for f in factors)):
         raise PredictionError(f"{DATA_FILE}: {where} has a non-positive scale or factor, a "
                               f"negative overhead or an inverted interval: {p}")
@@ -137,7 +162,8 @@ def engine_calibration(runtime: str) -> EngineCalibration:
     loo = doc.get("loo", {}).get("median_abs_pct")
     devices = ", ".join(doc.get("rows_per_device", {}))
     return EngineCalibration(
-        runtime, fitted=True, phases=phases, note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
+        runtime, fitted=True, phases=phases,
+        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
               f"median error {loo:.0f} %" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               "leave-one-device-out figure"))

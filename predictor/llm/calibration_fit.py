@@ -43,6 +43,8 @@ import pandas as pd
 BASELINE_VENDOR = "NVIDIA"
 #: the soft-L1 loss scale on log latency (0.2 ~ 22 %: rows further off weigh linearly).
 LOSS_SCALE = 0.2
+#: the TTFT rows' share of the fit's total weight (``fit_engine``).
+TTFT_SHARE = 0.25
 #: quantiles of measured / predicted (leave-one-device-out) that bound the interval.
 QUANTILES = (0.1, 0.9)
 #: a row whose latency is below this fraction of the uncalibrated model time is a failed run
@@ -145,9 +147,13 @@ class EngineFit:
                 + self.c_decode_s * frame["decode_steps"]).to_numpy(float)
 
 
-def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True) -> EngineFit:
+def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
+               ttft_share: float | None = None) -> EngineFit:
     """Fit one engine's rows (module docstring); ``vendor_factors`` False: one factor for all
-    devices (every vendor 1)."""
+    devices (every vendor 1). ``ttft_share``: the TTFT rows' share of the total weight
+    (default ``TTFT_SHARE``; they are the only direct prefill measurements, a few dozen beside
+    hundreds of request rows, and would otherwise leave the prefill scale to the request rows,
+    where prefill is a small part)."""
     from scipy.optimize import least_squares
 
     present = sorted(set(frame["vendor"]))
@@ -158,6 +164,12 @@ def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True) -> EngineFit
     cols = [frame[c].to_numpy(float) for c in ("prefill_s", "decode_s", "prefill_steps",
                                                  "decode_steps")]
     y = np.log(target(frame).astype(float))
+    is_ttft = (frame["figure"] == "ttft").to_numpy()
+    share = TTFT_SHARE if ttft_share is None else ttft_share
+    w = np.ones(len(frame))
+    if is_ttft.any() and (~is_ttft).any() and share > 0:
+        w[is_ttft] = share / (1 - share) * (~is_ttft).sum() / is_ttft.sum()
+    sw = np.sqrt(w)
 
     def model(th: np.ndarray) -> np.ndarray:
         ap, ad, cp, cd = np.exp(th[:4])
@@ -166,7 +178,7 @@ def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True) -> EngineFit
         return fp * ap * cols[0] + fd * ad * cols[1] + cp * cols[2] + cd * cols[3]
 
     th0 = np.array([0.0, 0.0, np.log(1e-3), np.log(1e-3)] + [0.0] * (2 * k))
-    th = least_squares(lambda t: np.log(model(t)) - y, th0, loss="soft_l1", f_scale=LOSS_SCALE,
+    th = least_squares(lambda t: sw * (np.log(model(t)) - y), th0, loss="soft_l1", f_scale=LOSS_SCALE,
                        bounds=(np.full(len(th0), -25.0), np.full(len(th0), 8.0))).x
     pre = {base: 1.0} | {v: float(np.exp(th[4 + i])) for i, v in enumerate(vendors)}
     dec = {base: 1.0} | {v: float(np.exp(th[4 + k + i])) for i, v in enumerate(vendors)}
@@ -202,8 +214,33 @@ def predict_calibrated(cal, frame: pd.DataFrame, hws: dict) -> tuple[np.ndarray,
     for p_col, n_col, phase in (("prefill_s", "prefill_steps", "prefill"),
                                 ("decode_s", "decode_steps", "decode")):
         ph = cal.phases[phase]
-        f = np.array([ph.vendor_factor(hws[d].vendor)[0] for d in frame["device"]])
+        vendors = [hws[d].vendor for d in frame["device"]]
+        f = np.array([ph.vendor_factor(v)[0] for v in vendors])
+        q = np.array([ph.ratios(v) for v in vendors])
         t = f * ph.scale * frame[p_col].to_numpy(float) + ph.overhead_s * frame[n_col].to_numpy(
             float)
-        out.append((t, np.minimum(t, ph.ratio_lo * t), np.maximum(t, ph.ratio_hi * t)))
+        out.append((t, np.minimum(t, q[:, 0] * t), np.maximum(t, q[:, 1] * t)))
     return tuple(out[0][i] + out[1][i] for i in range(3))
+
+
+#: rows whose model times the calibration file records (``reference_times``), so that a change
+#: of the kernel model without a refit is caught (tests/predictor/llm/test_calibration.py).
+REFERENCE_ROWS: tuple[dict, ...] = (
+    {"engine": "vllm", "device": "h100-sxm", "model": "llama-2-7b", "batch": 16,
+     "input_tokens": 1024, "output_tokens": 1024},
+    {"engine": "tensorrt-llm", "device": "a100-40gb-sxm", "model": "llama-3-8b", "batch": 64,
+     "input_tokens": 512, "output_tokens": 512},
+    {"engine": "llama.cpp", "device": "mi300x", "model": "mistral-7b", "batch": 16,
+     "input_tokens": 256, "output_tokens": 256},
+    {"engine": "vllm", "device": "mi300x", "model": "mixtral-8x7b", "batch": 64,
+     "input_tokens": 128, "output_tokens": 128},
+)
+
+
+def reference_times() -> list[dict]:
+    """``REFERENCE_ROWS`` with their model ``prefill_s`` and ``decode_s`` (fp16)."""
+    rows = pd.DataFrame([r | {"figure": "all", "weights": "fp16", "kv_cache": "fp16"}
+                         for r in REFERENCE_ROWS])
+    f = request_features(rows)
+    return [r | {"prefill_s": float(p), "decode_s": float(d)}
+            for r, p, d in zip(REFERENCE_ROWS, f["prefill_s"], f["decode_s"], strict=True)]

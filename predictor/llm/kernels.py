@@ -294,15 +294,30 @@ def _mlp(rows: _Rows, tokens: int) -> None:
                  [_t("y.combine", tokens, a.experts_per_token, a.d_model)], count=L, dtype=vdt)
 
 
+def steps_workload(arch: LLMArch, steps: Sequence[tuple[str, Sequence[Segment]]],
+                   dtypes: TensorDtypes, profile: ExecutionProfile) -> pd.DataFrame:
+    """The workload rows of several engine steps, each ``(label, segments)``, in one table
+    (column ``step`` = the label, also the key prefix)."""
+    rows = _Rows(arch, dtypes, "")
+    for label, segments in steps:
+        rows.step = label
+        _step_rows(rows, segments, profile)
+    return rows.frame()
+
+
 def step_workload(arch: LLMArch, segments: Sequence[Segment], dtypes: TensorDtypes,
                   profile: ExecutionProfile, step: str = "step") -> pd.DataFrame:
     """The workload rows of one engine step over ``segments`` (module docstring); ``step``
     labels the rows (column ``step``, key prefix)."""
+    return steps_workload(arch, [(step, segments)], dtypes, profile)
+
+
+def _step_rows(rows: _Rows, segments: Sequence[Segment], profile: ExecutionProfile) -> None:
+    """Append one step's rows (module docstring) to ``rows``."""
     if not segments:
         raise PredictionError("a step needs at least one segment")
-    a, L = arch, arch.n_layers
-    rows = _Rows(arch, dtypes, step)
-    vdt = dtypes.vector_dtype
+    a, L = rows.arch, rows.arch.n_layers
+    vdt = rows.dtypes.vector_dtype
     tokens = sum(s.tokens for s in segments)
     emit = sum(s.batch for s in segments if s.emits)
     d = a.d_model
@@ -335,7 +350,6 @@ def step_workload(arch: LLMArch, segments: Sequence[Segment], dtypes: TensorDtyp
         rows.gemm("lm_head", emit, d, a.vocab, count=1, quantised=False)
         rows.add("sample", "Softmax", [_t("x.logits", emit, a.vocab)],
                  [_t("y.probs", emit, a.vocab)], count=1, dtype=vdt, attrs={"axis": -1})
-    return rows.frame()
 
 
 def phase_workload(arch: LLMArch, *, batch: int, new_tokens: int, context: int,

@@ -17,8 +17,9 @@ the prefill of ``batch x N`` tokens and the decode steps at contexts ``N + 1 .. 
 in the context (weights are a constant, the KV read and attention grow linearly), so the steps
 are timed at ``DECODE_POINTS`` = 3 evenly spaced contexts (both ends and the middle) and
 interpolated linearly for the others; ``decode_total_s`` sums the interpolated steps
-(``benchmarks/llm_speed.py`` measures the error against timing every step: below 0.1 % on
-Llama-2-7B/70B and Mixtral, 1024/1024 and 2048/256, batch 1 and 64).
+(``benchmarks/llm_speed.py`` measures the error against timing every step: at most 0.002 %
+on Llama-2-7B/70B and Mixtral-8x7B, 1024/1024 and 2048/256, batch 1 to 64; the estimator's
+efficiency curves are piecewise linear in log size, so the step time is not exactly affine).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import as_estimator
-from roofcast.predictor.llm.kernels import Segment, step_workload
+from roofcast.predictor.llm.kernels import Segment, steps_workload
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.types import ServingConfig
 from roofcast.predictor.runtimes import ExecutionProfile, catalog, get_runtime, resolve_runtime
@@ -64,6 +65,8 @@ class StepTimes:
     upper_s: np.ndarray
     table: pd.DataFrame = field(repr=False, compare=False)
     notes: tuple[str, ...] = ()
+    #: (step, device) -> positions of its rows in ``table``.
+    rows_of: dict = field(default_factory=dict, repr=False, compare=False)
 
     def of(self, label: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, lower, upper) per device of step ``label``."""
@@ -72,8 +75,7 @@ class StepTimes:
 
     def kernels(self, label: str, device: str) -> pd.DataFrame:
         """The rows of step ``label`` on ``device``."""
-        t = self.table
-        return t[(t["step"] == label) & (t["device"] == device)].reset_index(drop=True)
+        return self.table.iloc[self.rows_of[(label, device)]].reset_index(drop=True)
 
 
 def engine_profile(runtime: str | None, hw: HardwareSpec) -> ExecutionProfile:
@@ -116,8 +118,7 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
     labels = tuple(s.label for s in steps)
     if len(set(labels)) != len(labels):
         raise PredictionError(f"step labels must be unique, got {labels}")
-    work = pd.concat([step_workload(arch, s.segments, dtypes, profile, s.label) for s in steps],
-                     ignore_index=True)
+    work = steps_workload(arch, [(s.label, s.segments) for s in steps], dtypes, profile)
     specs = list(hws)
     table = evaluate(work, specs, RunConfig(runtime=profile), as_estimator(estimator), profile)
     n_rows, n_dev = len(work), len(specs)
@@ -133,8 +134,12 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
         sums[c] = per + overhead
     table = table.assign(kernel_s=folded["time_s"].reshape(-1) * np.tile(count, n_dev))
     notes = tuple(sorted({str(n) for n in table["peak_note"] if n}))
-    return StepTimes(labels, tuple(hw.id for hw in specs), sums["time_s"], sums["lower_s"],
-                     sums["upper_s"], table, notes)
+    devices = tuple(hw.id for hw in specs)
+    positions = np.arange(n_rows)
+    rows_of = {(lb, dev): d * n_rows + positions[step_idx == i]
+               for d, dev in enumerate(devices) for i, lb in enumerate(labels)}
+    return StepTimes(labels, devices, sums["time_s"], sums["lower_s"], sums["upper_s"], table,
+                     notes, rows_of)
 
 
 def decode_contexts(input_tokens: int, output_tokens: int) -> np.ndarray:
@@ -203,8 +208,9 @@ def _decode_sums(times: np.ndarray, ctx: np.ndarray, n: int, m: int) -> np.ndarr
 
 
 def collect_request_times(st: StepTimes, batch: int, ctx: np.ndarray, n: int, m: int,
-                          device: int) -> RequestModelTimes:
-    """``RequestModelTimes`` of device index ``device`` from timed ``request_steps``."""
+                          device: int, with_kernels: bool = True) -> RequestModelTimes:
+    """``RequestModelTimes`` of device index ``device`` from timed ``request_steps``
+    (``with_kernels`` False: no kernel tables)."""
     labels = [f"b{batch}:decode@{c}" for c in ctx]
     idx = [st.labels.index(lb) for lb in labels]
     pre = st.labels.index(f"b{batch}:prefill")
@@ -220,8 +226,8 @@ def collect_request_times(st: StepTimes, batch: int, ctx: np.ndarray, n: int, m:
         decode_mean_s=float(mean["time_s"]), prefill_lower_s=float(st.lower_s[pre, device]),
         prefill_upper_s=float(st.upper_s[pre, device]),
         decode_mean_lower_s=float(mean["lower_s"]), decode_mean_upper_s=float(mean["upper_s"]),
-        prefill_kernels=st.kernels(f"b{batch}:prefill", dev),
-        decode_kernels=st.kernels(labels[0], dev), notes=st.notes)
+        prefill_kernels=st.kernels(f"b{batch}:prefill", dev) if with_kernels else None,
+        decode_kernels=st.kernels(labels[0], dev) if with_kernels else None, notes=st.notes)
 
 
 def request_model_times(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, batch: int, *,

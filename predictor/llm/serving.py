@@ -26,7 +26,11 @@ flight, one finishes and one enters every ``M / C`` steps, so each step
   ``max_prefill_tokens`` when the engine chunks prefill): TPOT = that step's time;
 * TTFT = ``ceil(N / chunk budget)`` steps that each carry the C - 1 other requests' decode and
   one chunk of the new prompt (budget = ``max_prefill_tokens``, or the whole prompt);
-* output tokens/s = C / TPOT; total tokens/s = output x (N + M) / M; e2e as above.
+* output tokens/s = C / TPOT; total tokens/s = output x (N + M) / M; e2e as above;
+* prefill-bound: when the budget ``max_prefill_tokens`` is below ``C x N / M``, only
+  ``budget / N`` requests enter per step, so about ``budget x M / N`` of the C decode in each
+  step (the rest wait for their prompt) and output tokens/s = that number / TPOT (a note
+  says so).
 
 **Calibration**: ``engine_calibration(runtime).apply(phase, model_s, hw)`` maps the summed
 kernel times of the ``prefill`` (TTFT steps) and the ``decode`` (TPOT steps) phases to the
@@ -48,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -172,22 +176,38 @@ class _Cell:
         return math.ceil(self.batch / self.waves) if self.waves else 0
 
 
-def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec) -> tuple[list[Step], int]:
-    """The steady-state mixed step and one TTFT step of concurrency ``c``, and the number of
-    TTFT steps (module docstring)."""
+@dataclass(frozen=True)
+class _Continuous:
+    """The steady state of concurrency C: the ``mixed`` step and one ``ttft`` step, the
+    ``ttft_steps`` a new prompt takes and the requests ``decoding`` in each step (a mean:
+    fractional when prefill-bound)."""
+
+    mixed: Step
+    ttft: Step
+    ttft_steps: int
+    decoding: float
+
+
+def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec) -> _Continuous:
+    """The steady state of concurrency ``c`` (module docstring). With a prefill budget
+    ``cap`` below the ``c x N / M`` prompt tokens a step needs, prefill limits the rate: only
+    ``cap / N`` requests enter per step, so ``cap x M / N`` of the ``c`` are decoding."""
     ctx = n + max(m // 2, 1)
     cap = int(spec.max_prefill_tokens)
-    chunk = max(1, round(c * n / m))
-    chunk = min(chunk, cap) if cap else chunk
+    need = max(1, round(c * n / m))
+    chunk = min(need, cap) if cap else need
+    decoding = float(c) if chunk == need else min(float(c), cap * m / n)
     if chunk >= n:
         prefill = Segment(max(1, round(chunk / n)), n, n)
     else:
         prefill = Segment(1, chunk, chunk + (n - chunk) // 2, emits=False)
     budget = min(n, cap) if cap else n
     first = Segment(1, budget, budget + (n - budget) // 2, emits=budget == n)
-    ttft = (Segment(c - 1, 1, ctx), first) if c > 1 else (first,)
-    return ([Step(f"c{c}:mixed", (Segment(c, 1, ctx), prefill)), Step(f"c{c}:ttft", ttft)],
-            math.ceil(n / budget))
+    others = min(c - 1, max(1, round(decoding)))
+    ttft = (Segment(others, 1, ctx), first) if others > 0 else (first,)
+    in_step = max(1, round(decoding))
+    return _Continuous(Step(f"c{c}:mixed", (Segment(in_step, 1, ctx), prefill)),
+                       Step(f"c{c}:ttft", ttft), math.ceil(n / budget), decoding)
 
 
 def _cells(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
@@ -206,7 +226,7 @@ def _cells(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
     return cells
 
 
-def _metrics(ttft: np.ndarray, tpot: np.ndarray, b: int, n: int, m: int,
+def _metrics(ttft: np.ndarray, tpot: np.ndarray, b: float, n: int, m: int,
              continuous: bool, waves: int = 1) -> dict[str, np.ndarray]:
     """The metrics from (value, lower, upper) arrays of one wave's TTFT and TPOT; the
     throughputs' lower end comes from the upper ends of the times. ``waves`` > 1 (static
@@ -284,10 +304,29 @@ def _fit_notes(arch: LLMArch, cell: _Cell, cfg: ServingConfig) -> list[str]:
     return []
 
 
+@dataclass(frozen=True)
+class _Times:
+    """Uncalibrated TTFT and TPOT (s) of a cell, the requests its throughput counts (static:
+    the batch; continuous: those decoding each step) and its kernel table."""
+
+    ttft_s: float
+    tpot_s: float
+    requests: float
+    kernels: pd.DataFrame | None
+    peak_notes: tuple[str, ...] = ()
+
+    @property
+    def notes(self) -> list[str]:
+        """The devices' fallback notes of the timed kernels."""
+        if self.kernels is None:
+            return list(self.peak_notes)
+        return sorted({str(x) for x in self.kernels["peak_note"] if x})
+
+
 def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
-                 estimator: str) -> dict[int, tuple[float, float, pd.DataFrame]]:
-    """Uncalibrated (TTFT, TPOT, kernel table) of every predictable cell of ONE engine
-    profile, all devices and steps timed in one ``time_steps`` call; keyed by cell index."""
+                 estimator: str, with_kernels: bool = True) -> dict[int, _Times]:
+    """``_Times`` of every predictable cell of ONE engine profile, all devices and steps
+    timed in one ``time_steps`` call; keyed by the cell's index in ``cells``."""
     n, m = int(cfg.input_tokens), int(cfg.output_tokens)
     spec = serving_spec(cells[0].profile)
     steps: dict[str, Step] = {}
@@ -296,12 +335,13 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
         if not cell.waves:
             continue
         if cell.continuous:
-            st, chunks = _continuous_steps(cell.wave_batch, n, m, spec)
-            plan[i] = ("c", st, chunks)
+            cont = _continuous_steps(cell.wave_batch, n, m, spec)
+            plan[i] = ("c", cont)
+            steps.update({cont.mixed.label: cont.mixed, cont.ttft.label: cont.ttft})
         else:
             st, ctx = request_steps(cell.wave_batch, n, m)
-            plan[i] = ("s", st, ctx)
-        steps.update({s.label: s for s in st})
+            plan[i] = ("s", ctx)
+            steps.update({s.label: s for s in st})
     if not plan:
         return {}
     hws = {cells[i].hw.id: cells[i].hw for i in plan}
@@ -309,25 +349,32 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
     timed = time_steps(arch, list(hws.values()), list(steps.values()), TensorDtypes.of(cfg),
                        cells[0].profile, estimator)
     out = {}
-    for i, (kind, st, extra) in plan.items():
+    for i, (kind, extra) in plan.items():
         dev = cells[i].hw.id
         d = devices.index(dev)
         if kind == "s":
-            r = collect_request_times(timed, cells[i].wave_batch, extra, n, m, d)
-            out[i] = (r.prefill_s, r.decode_mean_s,
-                      pd.concat([r.prefill_kernels.assign(phase_step="prefill"),
-                                 r.decode_kernels.assign(phase_step="decode")],
-                                ignore_index=True))
+            b = cells[i].wave_batch
+            r = collect_request_times(timed, b, extra, n, m, d, with_kernels=False)
+            first, second = (f"b{b}:prefill", "prefill"), (f"b{b}:decode@{extra[0]}", "decode")
+            out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch, None)
         else:
-            out[i] = (timed.of(st[1].label)[0][d] * extra, timed.of(st[0].label)[0][d],
-                      pd.concat([timed.kernels(st[1].label, dev).assign(phase_step="ttft"),
-                                 timed.kernels(st[0].label, dev).assign(phase_step="decode")],
-                                ignore_index=True))
+            first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
+            out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
+                            timed.of(second[0])[0][d], extra.decoding, None)
+        if with_kernels:
+            kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
+                                 for lb, ph in (first, second)], ignore_index=True)
+            out[i] = replace(out[i], kernels=kernels)
+        else:
+            notes = [str(x) for lb, _ in (first, second)
+                     for x in timed.table["peak_note"].iloc[timed.rows_of[(lb, dev)]] if x]
+            out[i] = replace(out[i], peak_notes=tuple(sorted(set(notes))))
     return out
 
 
 def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
-             batches: Sequence[int | str], estimator: str) -> list[ServingPrediction]:
+             batches: Sequence[int | str], estimator: str,
+             with_kernels: bool = True) -> list[ServingPrediction]:
     """Predictions for every device x batch (module docstring), timed per engine profile."""
     if not hws:
         raise PredictionError("no devices to predict; give at least one device")
@@ -340,7 +387,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
     for idx in by_profile.values():
         group = [cells[i] for i in idx]
         profile = group[0].profile
-        times = _model_times(arch, group, cfg, estimator)
+        times = _model_times(arch, group, cfg, estimator, with_kernels)
         cal = engine_calibration(profile.name)
         for j, cell in enumerate(group):
             notes = _fit_notes(arch, cell, cfg) + _kv_notes(cell, cfg)
@@ -350,11 +397,17 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
             if j not in times:
                 results[idx[j]] = _prediction(arch, cell, cfg, estimator, None, None, notes)
                 continue
-            pre, dec, kernels = times[j]
-            ttft = np.array(cal.apply("prefill", np.array([pre]), cell.hw)).reshape(3)
-            tpot = np.array(cal.apply("decode", np.array([dec]), cell.hw)).reshape(3)
-            vals = _metrics(ttft, tpot, cell.batch, n, m, cell.continuous, cell.waves)
-            notes.extend(sorted({str(x) for x in kernels["peak_note"] if x}))
+            t = times[j]
+            kernels = t.kernels
+            ttft = np.array(cal.apply("prefill", np.array([t.ttft_s]), cell.hw)).reshape(3)
+            tpot = np.array(cal.apply("decode", np.array([t.tpot_s]), cell.hw)).reshape(3)
+            vals = _metrics(ttft, tpot, t.requests, n, m, cell.continuous, cell.waves)
+            if cell.continuous and t.requests < cell.batch:
+                notes.append(f"prefill-bound: a {serving_spec(profile).max_prefill_tokens}-"
+                             f"token prefill budget per step admits {cell.batch} x "
+                             f"{n} / {m} prompt tokens too slowly; only about {t.requests:.3g} of "
+                             f"the {cell.batch} requests decode in each step")
+            notes.extend(t.notes)
             notes.extend(cal.notes(cell.hw))
             results[idx[j]] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
     return [results[i] for i in range(len(cells))]
@@ -374,11 +427,13 @@ def predict_serving(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, *,
 
 def predict_many(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                  batches: Sequence[int | str] | None = None, *,
-                 estimator: str = DEFAULT_ESTIMATOR) -> list[ServingPrediction]:
+                 estimator: str = DEFAULT_ESTIMATOR,
+                 kernels: bool = True) -> list[ServingPrediction]:
     """``predict_serving`` for every device x batch (``batches`` None: the config's), timed
-    together; device-major order."""
+    together; device-major order. ``kernels`` False leaves ``ServingPrediction.kernels``
+    None (faster for wide sweeps)."""
     return _predict(arch, list(hws), cfg, list(batches) if batches else _batches(cfg),
-                    estimator)
+                    estimator, kernels)
 
 
 def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
@@ -388,7 +443,7 @@ def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig
     ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``),
     ``fits``, ``max_batch``, ``devices_needed``, for charts and device comparisons."""
     rows = []
-    for p in predict_many(arch, hws, cfg, batches, estimator=estimator):
+    for p in predict_many(arch, hws, cfg, batches, estimator=estimator, kernels=False):
         d = p.as_dict()
         mem = d.pop("memory_GiB")
         d.pop("notes")

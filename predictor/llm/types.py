@@ -80,7 +80,10 @@ class ServingPrediction:
     ``max_batch``: the largest that fits at these lengths (0: the model does not fit);
     ``devices_needed``: devices of this kind the weights + one request's KV need (1 when it
     fits); ``usd_per_million_tokens``/``tokens_per_joule``: None where the catalog has no
-    price / power. ``kernels``: per-kernel table of one prefill and one decode step (seconds).
+    price / power. ``kernels``: the evaluated kernel rows of the TTFT step (``phase_step``
+    ``prefill``, or ``ttft`` under continuous batching) and of one decode step (``decode``):
+    ``time_s`` per kernel, ``count`` (layers), ``kernel_s`` = time x count with dequantisation
+    folded in (``predictor.llm.phases``); None from ``serving_table`` sweeps.
     """
 
     model: str

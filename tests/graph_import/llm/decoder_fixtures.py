@@ -39,6 +39,9 @@ class Spec:
     top_k: int = 2
     attention: str = "eager"  # eager | gqa_op (com.microsoft GroupQueryAttention) | onnx_op
     parallel: bool = False
+    nbits: bool = False  # 4-bit MatMulNBits linears (onnxruntime-genai style)
+    rotary_cache: int = 0  # GroupQueryAttention cos/sin caches of this many positions
+    cross: bool = False  # K/V projected from an ``encoder_hidden_states`` input
 
 
 class _B:
@@ -71,6 +74,13 @@ class _B:
         return outs[0] if n_out == 1 else outs
 
     def linear(self, x: str, k: int, n: int, bias: bool) -> str:
+        if self.s.nbits:
+            blocks = k // 16
+            packed = self.name("qweight")
+            self.inits.append(numpy_helper.from_array(np.zeros((n, blocks, 8), np.uint8), packed))
+            y = self.op("MatMulNBits", [x, packed, self.w(n * blocks, name="scales")],
+                        domain="com.microsoft", K=k, N=n, bits=4, block_size=16)
+            return self.op("Add", [y, self.w(n, name="b")]) if bias else y
         y = self.op("MatMul", [x, self.w(k, n)])
         return self.op("Add", [y, self.w(n, name="b")]) if bias else y
 
@@ -140,11 +150,15 @@ class _B:
     def attention(self, h: str, layer: int, graph_inputs: list, graph_outputs: list) -> str:
         s = self.s
         q_w, kv_w = s.heads * s.head_dim, s.kv_heads * s.head_dim
-        if s.packed_qkv:
+        if s.packed_qkv and s.attention == "gqa_op":  # the op splits the packed projection
+            q = k = v = self.linear(h, s.d_model, q_w + 2 * kv_w, s.qkv_bias)
+        elif s.packed_qkv:
             qkv = self.linear(h, s.d_model, q_w + 2 * kv_w, s.qkv_bias)
             q, k, v = self.op("Split", [qkv, self.c([q_w, kv_w, kv_w])], n_out=3, axis=-1)
         else:
-            q, k, v = (self.linear(h, s.d_model, w, s.qkv_bias) for w in (q_w, kv_w, kv_w))
+            kv_src = "encoder_hidden_states" if s.cross else h
+            q = self.linear(h, s.d_model, q_w, s.qkv_bias)
+            k, v = (self.linear(kv_src, s.d_model, kv_w, s.qkv_bias) for _ in range(2))
         if s.attention != "eager":
             return self.fused(q, k, v, layer, graph_inputs, graph_outputs)
         q, k, v = self.rope(self.heads(q, s.heads)), self.rope(self.heads(k, s.kv_heads)), self.heads(v, s.kv_heads)
@@ -189,9 +203,14 @@ class _B:
                 "Attention", [q, k, v, "", *past] if s.past else [q, k, v], outs,
                 q_num_heads=s.heads, kv_num_heads=s.kv_heads))
         else:
+            caches = ["", "", "", ""]
+            if s.rotary_cache:
+                caches[2:] = (self.w(s.rotary_cache, s.head_dim // 2, name="cos_cache"),
+                              self.w(s.rotary_cache, s.head_dim // 2, name="sin_cache"))
+            packed = s.packed_qkv and q == k
             self.nodes.append(helper.make_node(
-                "GroupQueryAttention", [q, k, v, *past], outs, domain="com.microsoft",
-                num_heads=s.heads, kv_num_heads=s.kv_heads,
+                "GroupQueryAttention", [q, "" if packed else k, "" if packed else v, *past, *caches],
+                outs, domain="com.microsoft", num_heads=s.heads, kv_num_heads=s.kv_heads,
                 do_rotary=int(s.positions == "rope")))
         return self.linear(outs[0], q_w, s.d_model, False)
 
@@ -208,6 +227,9 @@ def tiny_decoder(**kw) -> bytes:
                                                     ["batch", "sequence"]))
         x = b.op("Add", [x, b.op("Gather", [b.w(s.max_positions, s.d_model, name="pos"), "position_ids"])])
     kv_outputs: list = []
+    if s.cross:
+        inputs.append(helper.make_tensor_value_info("encoder_hidden_states", TensorProto.FLOAT,
+                                                    ["batch", "encoder_sequence", s.d_model]))
     for layer in range(s.layers):
         h = b.norm(x)
         a = b.attention(h, layer, inputs, kv_outputs)
@@ -226,7 +248,7 @@ def tiny_decoder(**kw) -> bytes:
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None), *kv_outputs]
     graph = helper.make_graph(b.nodes, "tiny_decoder", inputs, outputs, b.inits)
     opsets = [helper.make_opsetid("", 23)]
-    if s.attention == "gqa_op":
+    if s.attention == "gqa_op" or s.nbits:
         opsets.append(helper.make_opsetid("com.microsoft", 1))
     model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
     return model.SerializeToString()

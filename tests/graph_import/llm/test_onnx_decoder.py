@@ -209,3 +209,21 @@ def test_weightless_model_is_detected_without_its_data_file(tmp_path):
     assert arch.name == "model"
     assert arch.vocab == 64
     assert arch.n_layers == 2
+
+
+def test_onnxruntime_genai_layout_is_read():
+    """4-bit MatMulNBits linears, one packed QKV projection split by GroupQueryAttention (empty
+    key/value inputs), rotary inside the op with cos/sin caches that give max_context."""
+    info = detect_decoder(tiny_decoder(attention="gqa_op", packed_qkv=True, nbits=True, past=True,
+                                       rotary_cache=512, norm="rms_op"))
+    arch = info.arch
+    got = (arch.n_heads, arch.n_kv_heads, arch.head_dim, arch.d_ff, arch.gated_mlp)
+    assert got == (4, 2, 8, 48, True)
+    assert (arch.positions, arch.max_context) == ("rope", 512)
+    assert not any(n.startswith("max_context") for n in info.notes)
+    assert info.kv_inputs[:2] == ("past_key_values.0.key", "past_key_values.0.value")
+
+
+def test_cross_attention_decoder_is_refused():
+    with pytest.raises(LLMConfigError, match=r"cross-attention.*encoder_hidden_states"):
+        detect_decoder(tiny_decoder(cross=True))

@@ -82,18 +82,20 @@ def expected_arch(name: str) -> dict:
 
 
 def extra_weights(name: str) -> int:
-    """Weights the file holds that LLMArch.params does not count: the final LayerNorm's bias
-    and, for GPT-2, each layer's output-projection bias."""
+    """Float initializers the file holds that LLMArch.params does not count: the final
+    LayerNorm's bias and, for GPT-2, each layer's output-projection bias; the RoPE inverse
+    frequencies (``head_dim / 2``) that the dynamo exporter keeps as an initializer."""
     want = expected_arch(name)
+    rope_buffer = want["head_dim"] // 2 if _meta(name)["exporter"] == "dynamo" else 0
     if want["norm"] != "layernorm":
-        return 0
+        return rope_buffer
     o_bias = want["n_layers"] * want["d_model"] if want["qkv_bias"] else 0
-    return want["d_model"] + o_bias
+    return want["d_model"] + o_bias + rope_buffer
 
 
 def test_the_llm_zoo_ships_the_exports():
-    assert {"llama_kv", "qwen2_kv", "gpt2_kv", "mixtral_moe", "mixtral_moe_kv",
-            "falcon_mqa_kv"} <= set(EXPORTS)
+    assert {"llama_kv", "llama_kv_dynamo", "qwen2_kv", "gpt2_kv", "mixtral_moe",
+            "mixtral_moe_kv", "falcon_mqa_kv"} <= set(EXPORTS)
     total = sum(_path(n).stat().st_size for n in EXPORTS)
     assert total < 6e6  # weightless: a few MB for all of them
 
@@ -172,7 +174,7 @@ def reference_matmul_flops(arch, sequence: int, past: int) -> float:
 
 @pytest.mark.parametrize(("name", "sequence", "past"), [
     ("llama", 128, 0), ("llama_kv", 1, 64), ("qwen2_kv", 32, 16), ("gpt2_kv", 16, 100),
-    ("falcon_mqa_kv", 64, 16),
+    ("falcon_mqa_kv", 64, 16), ("llama_kv_dynamo", 16, 32),
 ])
 def test_graph_flops_match_the_arch(name, sequence, past):
     arch = _detect(name).arch
@@ -189,3 +191,31 @@ def test_graph_flops_match_the_arch(name, sequence, past):
 def test_decoder_graph_needs_a_past_for_kv_exports():
     with pytest.raises(LLMConfigError, match="past >= 1"):
         decoder_graph(_path("gpt2_kv"), sequence=8, past=0)
+
+
+@pytest.mark.parametrize("name", [*EXPORTS, "llama", "gpt2"])
+def test_onnx_road_and_config_road_agree(name):
+    """The arch read from the export equals the arch hf_config reads from the same config.json,
+    but for what the file cannot say: a RoPE model's max_context (noted default) and a tied head
+    that the exporter copied."""
+    from roofcast.graph_import.llm.hf_config import arch_from_config
+
+    from_config = arch_from_config(_config(_meta(name)), name=name, source="sidecar")
+    info = _detect(name)
+    skip = {"name", "family", "source"}
+    if any(n.startswith("max_context") for n in info.notes):
+        skip.add("max_context")
+    if name in UNTIED_COPY:
+        skip.add("tied_embeddings")
+    fields = [f for f in from_config.__dataclass_fields__ if f not in skip]
+    assert {f: getattr(info.arch, f) for f in fields} == {f: getattr(from_config, f) for f in fields}
+
+
+def test_load_llm_reads_an_onnx_export_by_path_and_bytes():
+    from roofcast.graph_import.llm.load import load_llm
+
+    path = _path("gpt2_kv")
+    assert load_llm(path) == _detect("gpt2_kv").arch
+    from_bytes = load_llm(path.read_bytes())
+    assert from_bytes.n_layers == 12
+    assert from_bytes.tied_embeddings

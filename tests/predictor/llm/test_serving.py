@@ -193,3 +193,28 @@ def test_fp8_kv_cache_notes(archs, engine):
     assert any("fp8 KV cache: attention reads half the bytes" in n for n in h100.notes)
     plain = predict_serving(a, get_device("h100-sxm"), replace(cfg, kv_cache=None))
     assert not any("KV cache:" in n for n in plain.notes)
+
+
+def test_prefill_bound_steady_state(archs, engine, h100):
+    a = archs["llama-2-7b"]
+    capped = replace(engine, serving=replace(engine.serving, max_prefill_tokens=256))
+    n, m, c = 2048, 16, 32  # needs 32 x 2048 / 16 = 4096 prompt tokens per step, gets 256
+    p = predict_serving(a, h100, ServingConfig(n, m, concurrency=c, runtime=capped))
+    decoding = 256 * m / n  # requests entering (and leaving) per step x M steps each
+    assert p.output_tokens_per_s == pytest.approx(decoding / p.tpot_s)
+    assert any("prefill-bound" in note for note in p.notes)
+    free = predict_serving(a, h100, ServingConfig(n, m, concurrency=c, runtime=engine))
+    assert free.output_tokens_per_s == pytest.approx(c / free.tpot_s)
+    assert not any("prefill-bound" in note for note in free.notes)
+
+
+def test_table_without_kernel_tables_keeps_the_notes(archs, engine):
+    a = archs["llama-2-7b"]
+    devs = [get_device("a100-80gb-sxm"), get_device("h100-sxm")]
+    cfg = ServingConfig(256, 32, weights="fp8", runtime=engine)
+    df = serving_table(a, devs, cfg, [1, 4]).set_index(["device", "batch"])
+    assert "no fp8 matrix unit" in df.loc[("a100-80gb-sxm", 4), "notes"]
+    assert "no fp8 matrix unit" not in df.loc[("h100-sxm", 4), "notes"]
+    full = predict_serving(a, devs[0], replace(cfg, batch=4))
+    assert full.kernels is not None
+    assert df.loc[("a100-80gb-sxm", 4), "tpot_ms"] == pytest.approx(full.tpot_s * 1e3)

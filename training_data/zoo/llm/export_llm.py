@@ -51,6 +51,7 @@ from export_zoo import (  # noqa: E402  (the zoo helpers live one folder up)
 )
 
 OPSET = 17
+DYNAMO_OPSET = 18
 EXPORT_DIMS = {"batch": 1, "sequence": 8, "past_sequence": 8}
 TIED_NOTE = ("tied head: exported without TorchScript constant folding, so the LM head reads the "
              "embedding table through a Transpose instead of a folded second copy")
@@ -67,6 +68,7 @@ class LLMExport:
     #: TorchScript constant folding; off for tied heads, whose transpose it would fold into a
     #: second copy of the embedding (the file would then hold an untied head)
     fold: bool = True
+    exporter: str = "torchscript"  # or "dynamo" (torch.export -> onnxscript, opset 18)
 
 
 BUILDERS: dict[str, Callable[[], LLMExport]] = {}
@@ -133,6 +135,20 @@ def _falcon_mqa_kv() -> LLMExport:
                      "65024, tied head) with only 2 of its 32 layers (to keep the export small), "
                      "with past_key_values inputs", "FalconForCausalLM", cfg, kv=True, fold=False,
                      notes=(TIED_NOTE, "2 layers instead of Falcon-7B's 32"))
+
+
+@llm_export("llama_kv_dynamo")
+def _llama_kv_dynamo() -> LLMExport:
+    from transformers import LlamaConfig
+
+    cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
+                      num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+                      max_position_embeddings=4096, tie_word_embeddings=False,
+                      attn_implementation="eager")
+    return LLMExport("llama_kv_dynamo", "Small Llama (4 layers, hidden 1024, 16 query / 4 KV "
+                     "heads, SwiGLU 2816, vocab 32000) with past_key_values inputs, exported by "
+                     "the dynamo exporter (opset 18) instead of TorchScript", "LlamaForCausalLM",
+                     cfg, kv=True, exporter="dynamo")
 
 
 @llm_export("mixtral_moe")
@@ -227,9 +243,18 @@ def _export(spec: LLMExport, module: nn.Module, path: pathlib.Path) -> None:
         axes["attention_mask"] = {0: "batch", 1: "sequence"}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET,
-                          input_names=names_in, output_names=names_out, dynamic_axes=axes,
-                          do_constant_folding=spec.fold)
+        if spec.exporter == "dynamo":
+            auto = torch.export.Dim.AUTO  # past + sequence is not a single-dim expression
+            shapes = [dict.fromkeys(axes[n], auto) for n in names_in]
+            program = torch.onnx.export(module, args, dynamo=True, opset_version=DYNAMO_OPSET,
+                                        input_names=names_in, output_names=names_out,
+                                        dynamic_shapes=(shapes[0], shapes[1], tuple(shapes[2:])),
+                                        optimize=True, verbose=False)
+            program.save(str(path), external_data=True)
+        else:
+            torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET,
+                              input_names=names_in, output_names=names_out, dynamic_axes=axes,
+                              do_constant_folding=spec.fold)
 
 
 def _float_elements(model: onnx.ModelProto) -> int:
@@ -264,8 +289,8 @@ def export_one(name: str, out_dir: pathlib.Path) -> dict[str, Any]:
         "source": {"library": "transformers", "class": f"transformers.{spec.cls_name}",
                    "config_class": f"transformers.{type(cfg).__name__}",
                    "config_non_default": diff, "config": json.loads(cfg.to_json_string())},
-        "exporter": "torchscript",
-        "opset": OPSET,
+        "exporter": spec.exporter,
+        "opset": DYNAMO_OPSET if spec.exporter == "dynamo" else OPSET,
         "export_dims": EXPORT_DIMS if spec.kv else {"batch": 1, "sequence": 8},
         "with_past": spec.kv,
         "versions": _versions(),

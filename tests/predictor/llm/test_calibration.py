@@ -1,0 +1,175 @@
+"""The shipped engine calibration (predictor/data/llm_engines.json): it loads, it was fitted on
+the bundled serving rows (data hash), apply() is monotone with lo <= t <= hi, engines without
+data say so; the fit recovers known parameters."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from roofcast.hw_catalog import get_device
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.llm import calibration
+from roofcast.predictor.llm.calibration import PHASES, calibration_document, engine_calibration
+from roofcast.predictor.llm.calibration_fit import EngineFit, fit_engine, loo
+
+
+@pytest.fixture
+def shared_llm_data():
+    """The public data folder holding llm/argonne (skipped where the data is not present)."""
+    from roofcast.training_data.public_kernels import shared_data_dir
+
+    folder = shared_data_dir()
+    if not (folder / "llm" / "argonne").is_dir():
+        pytest.skip(f"public LLM data not found under {folder} (set ROOFCAST_SHARED_DATA)")
+    return folder
+
+
+FITTED = ("vllm", "tensorrt-llm", "llama.cpp", "deepspeed-mii")
+DEVICES = ("h100-sxm", "a100-40gb-sxm", "mi300x", "intel-max-1550", "tpu-v5e")
+
+
+def test_the_file_has_a_fit_with_loo_figures_for_every_engine_with_data():
+    doc = calibration_document()
+    assert len(doc["data_hash"]) == 64
+    for name in FITTED:
+        e = doc["engines"][name]
+        assert e["fitted"]
+        assert sum(e["rows_per_device"].values()) > 40
+        for ph in PHASES:
+            assert e[ph]["scale"] > 0
+            assert e[ph]["ratio_lo"] <= 1.0 <= e[ph]["ratio_hi"]
+        # LOO needs two devices: deepspeed-mii has A100 rows only
+        assert ("loo" in e) == (len(e["rows_per_device"]) > 1)
+    assert doc["engines"]["vllm"]["loo"]["median_abs_pct"] > 0
+
+
+def test_the_calibration_was_fitted_on_the_bundled_serving_rows(shared_llm_data):
+    from roofcast.training_data.public.llm_serving import load_serving
+
+    table = load_serving(shared_llm_data)
+    assert calibration_document()["data_hash"] == table.data_hash
+    engines = calibration_document()["engines"]
+    rows = table.rows[table.rows["figure"].isin(["all", "ttft"])]
+    for name in FITTED:
+        fitted = engines[name]["rows_per_device"]
+        # every fitted row is a bundled row (a few are left out as implausible, none added)
+        have = rows[rows["engine"] == name].groupby("device").size()
+        assert all(0 < n <= have[dev] for dev, n in fitted.items())
+
+
+def test_the_kernel_model_is_the_one_the_calibration_was_fitted_on():
+    from roofcast.predictor.llm.calibration_fit import reference_times
+
+    stored = calibration_document()["reference_times"]
+    now = reference_times()
+    assert [r["engine"] for r in stored] == [r["engine"] for r in now]
+    for old, new in zip(stored, now, strict=True):
+        for key in ("prefill_s", "decode_s"):
+            assert new[key] == pytest.approx(old[key], rel=1e-3), (
+                f"{old['engine']} on {old['device']}: the kernel model's {key} changed since "
+                "the calibration was fitted; rerun benchmarks/fit_llm_engines.py")
+
+
+@pytest.mark.parametrize("engine", FITTED)
+@pytest.mark.parametrize("phase", PHASES)
+def test_apply_is_monotone_and_brackets_its_value(engine, phase):
+    cal = engine_calibration(engine)
+    assert cal.fitted
+    m = np.geomspace(1e-5, 10.0, 40)
+    for dev in DEVICES[:-1]:  # tpu-v5e is an accelerator: outside the (GPU) fit
+        t, lo, hi = cal.apply(phase, m, get_device(dev))
+        assert np.all(np.diff(t) > 0)
+        assert np.all(np.diff(lo) > 0)
+        assert np.all(np.diff(hi) > 0)
+        assert np.all(lo <= t)
+        assert np.all(t <= hi)
+        assert np.all(t >= m * cal.phases[phase].scale * min(
+            cal.phases[phase].vendor_factor(get_device(d).vendor)[0] for d in DEVICES[:-1]))
+
+
+def test_a_vendor_outside_the_fit_gets_a_guess_and_a_note():
+    cal = engine_calibration("vllm")
+    gaudi = get_device("gaudi2")
+    assert "calibrated on gpu devices only" in cal.notes(gaudi)[0]
+    guess = dataclasses.replace(get_device("h100-sxm"), vendor="Moore Threads")
+    notes = " ".join(cal.notes(guess))
+    assert "no measurements on Moore Threads" in notes
+    assert "LLM-Inference-Bench" in notes
+    f, seen = cal.phases["decode"].vendor_factor("Moore Threads")
+    assert not seen
+    assert f == pytest.approx(cal.phases["decode"].unseen_vendor_factor)
+    assert len(cal.notes(get_device("h100-sxm"))) == 1
+    with pytest.raises(PredictionError, match="phase must be one of"):
+        cal.apply("train", 1.0, get_device("h100-sxm"))
+
+
+def test_a_device_kind_outside_the_fit_is_left_uncalibrated():
+    cal = engine_calibration("llama.cpp")
+    assert cal.fitted
+    assert cal.device_kinds == ("gpu",)
+    cpu = get_device("xeon-8480plus")  # vendor Intel, as the fit's Intel GPU: not its factor
+    t, lo, hi = cal.apply("decode", np.array([0.05]), cpu)
+    assert list(t) == list(lo) == list(hi) == [0.05]
+    assert "calibrated on gpu devices only" in cal.notes(cpu)[0]
+    t_gpu, _, _ = cal.apply("decode", np.array([0.05]), get_device("intel-max-1550"))
+    assert t_gpu[0] > 0.1  # the fitted Intel GPU factor does apply to an Intel GPU
+
+
+def test_an_engine_without_data_is_uncalibrated_and_says_so():
+    cal = engine_calibration("my-engine")
+    assert not cal.fitted
+    t, lo, hi = cal.apply("decode", np.array([0.01, 0.02]), get_device("h100-sxm"))
+    assert list(t) == list(lo) == list(hi) == [0.01, 0.02]
+    assert "uncalibrated" in cal.notes(get_device("h100-sxm"))[0]
+
+
+@pytest.mark.parametrize("change", [{"scale": -1.0}, {"ratio_lo": 2.0, "ratio_hi": 1.0},
+                                    {"vendor_factors": {"AMD": 0.0}}, {"scale": "fast"}])
+def test_a_malformed_calibration_file_is_refused(tmp_path, monkeypatch, change):
+    doc = json.loads(calibration.DATA_FILE.read_text())
+    doc["engines"]["vllm"]["decode"].update(change)
+    bad = tmp_path / "llm_engines.json"
+    bad.write_text(json.dumps(doc))
+    monkeypatch.setattr(calibration, "DATA_FILE", bad)
+    calibration.calibration_document.cache_clear()
+    try:
+        with pytest.raises(PredictionError, match=r"engines\.vllm\.decode"):
+            engine_calibration("vllm")
+    finally:
+        calibration.calibration_document.cache_clear()
+
+
+def _synthetic(truth: EngineFit, seed: int = 0) -> pd.DataFrame:
+    """Rows on three NVIDIA and two AMD devices whose targets follow ``truth`` (+-2 % noise)."""
+    rng = np.random.default_rng(seed)
+    devs = [("d1", "NVIDIA"), ("d2", "NVIDIA"), ("d3", "NVIDIA"), ("m1", "AMD"), ("m2", "AMD")]
+    rows = []
+    for dev, vendor in devs:
+        for _ in range(30):
+            steps = int(rng.choice([127, 255, 1023]))
+            rows.append({"device": dev, "vendor": vendor, "figure": "all",
+                         "prefill_s": rng.uniform(0.01, 2), "decode_s": rng.uniform(0.5, 30),
+                         "prefill_steps": 1, "decode_steps": steps, "ttft_s": np.nan})
+    f = pd.DataFrame(rows)
+    f["latency_s"] = truth.predict(f) * rng.uniform(0.98, 1.02, len(f))
+    return f
+
+
+def test_the_fit_recovers_known_parameters_and_loo_transfers():
+    truth = EngineFit(1.3, 1.1, 0.0, 2e-3, {"NVIDIA": 1.0, "AMD": 1.5},
+                      {"NVIDIA": 1.0, "AMD": 2.5})
+    f = _synthetic(truth)
+    fit = fit_engine(f, vendor_factors=True)
+    assert fit.a_decode == pytest.approx(1.1, rel=0.05)
+    assert fit.c_decode_s == pytest.approx(2e-3, rel=0.1)
+    assert fit.decode_factors["AMD"] == pytest.approx(2.5, rel=0.05)
+    pred = loo(f, vendor_factors=True)
+    assert np.median(np.abs(pred / f["latency_s"] - 1)) < 0.03
+    plain = loo(f, vendor_factors=False)
+    assert np.median(np.abs(plain / f["latency_s"] - 1)) > 0.1  # one factor cannot fit AMD
+    assert loo(f[f["device"] == "d1"]).isna().all()  # one device: no LOO

@@ -396,3 +396,73 @@ def error_by_family(table: pd.DataFrame, cols: Sequence[str], title: str) -> go.
     fig.update_layout(barmode="group")
     fig.update_yaxes(title="median |error| (%)")
     return _layout(fig, title, height=380)
+
+
+# ----------------------------------------------------------------------------- LLM serving
+#: memory parts of an LLM replica (``roofcast.api.llm_row`` columns, GiB) and their colours.
+LLM_MEMORY_PARTS = {"weights_GiB": ("weights", "#4C78A8"), "kv_cache_GiB": ("KV cache", "#F58518"),
+                    "activations_GiB": ("activations", "#54A24B"),
+                    "reserve_GiB": ("engine reserve", "#BAB0AC")}
+#: latency axes of the frontier: column -> axis title.
+LLM_LATENCIES = {"tpot_ms": "time per output token (ms)",
+                 "e2e_latency_ms": "end-to-end latency of a request (ms)"}
+
+
+#: x-axis words of the serving charts: static batch or continuous-batching concurrency.
+LLM_BATCH_WORDS = {"batch": "batch (requests started together)",
+                   "concurrency": "concurrency (requests in flight)"}
+
+
+def llm_throughput_vs_batch(table: pd.DataFrame, what: str = "batch") -> go.Figure:
+    """Output tokens/s against the batch or concurrency (``what``; log-2 axis), one line per
+    device (rows of ``predictor.llm.serving.serving_table``: device, batch,
+    output_tokens_per_s)."""
+    fig = go.Figure()
+    for device, rows in table.groupby("device", sort=False):
+        fig.add_trace(go.Scatter(
+            x=rows["batch"], y=rows["output_tokens_per_s"], mode="lines+markers", name=device,
+            hovertemplate=f"{device}<br>{what} %{{x}}: %{{y:,.4g}} tokens/s<extra></extra>"))
+    fig.update_xaxes(title=LLM_BATCH_WORDS[what], type="log", dtick=math.log10(2))
+    fig.update_yaxes(title="output tokens/s", rangemode="tozero")
+    return _layout(fig, f"Output tokens/s vs {what}")
+
+
+def llm_frontier(table: pd.DataFrame, latency: str = "tpot_ms", what: str = "batch") -> go.Figure:
+    """The latency-throughput frontier: per device, ``latency`` (a column of
+    ``LLM_LATENCIES``) against output tokens/s as the batch (or concurrency: ``what``) grows,
+    each point labelled with it; down and right is better."""
+    fig = go.Figure()
+    for device, rows in table.groupby("device", sort=False):
+        fig.add_trace(go.Scatter(
+            x=rows["output_tokens_per_s"], y=rows[latency], mode="lines+markers+text",
+            name=device, text=[f"{b}" for b in rows["batch"]], textposition="top center",
+            textfont={"size": 10},
+            hovertemplate=(f"{device}<br>%{{x:,.4g}} tokens/s, %{{y:.4g}} ms"
+                           f"<br>{what} %{{text}}<extra></extra>")))
+    fig.update_xaxes(title="output tokens/s", rangemode="tozero")
+    fig.update_yaxes(title=LLM_LATENCIES[latency], rangemode="tozero")
+    return _layout(fig, f"Latency-throughput frontier (labels: {what})")
+
+
+def llm_memory_bars(df: pd.DataFrame) -> go.Figure:
+    """Per device (rows of ``roofcast.api.llm_frame``): weights, KV cache, activations and the
+    engine reserve stacked (GiB) against the device capacity (a black tick); the total over the
+    capacity written beside the plot."""
+    fig = go.Figure()
+    for col, (name, color) in LLM_MEMORY_PARTS.items():
+        fig.add_trace(go.Bar(x=df[col], y=df["device"], orientation="h", name=name,
+                             marker_color=color,
+                             hovertemplate="%{y}: %{x:.4g} GiB " + name + "<extra></extra>"))
+    fig.add_trace(go.Scatter(x=df["capacity_GiB"], y=df["device"], mode="markers",
+                             name="device capacity",
+                             marker={"symbol": "line-ns-open", "size": 26, "color": "#000",
+                                     "line": {"width": 3}},
+                             hovertemplate="%{y}: capacity %{x:.4g} GiB<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="GiB")
+    _device_rows(fig, df["device"], [
+        f"<b>{t:.4g} / {c:.4g} GiB</b><br>{'fits' if f else 'does not fit'}" for t, c, f in
+        zip(df["memory_GiB"], df["capacity_GiB"], df["fits"], strict=True)])
+    fig = _layout(fig, "Memory per device", height=max(280, 52 * len(df) + 150))
+    fig.update_layout(legend={"y": -0.12})
+    return fig

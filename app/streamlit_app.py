@@ -19,6 +19,9 @@ PAGES = {
         st.Page("views/roofline.py", title="Roofline", icon=":material/show_chart:"),
         st.Page("views/advisor.py", title="Advisor", icon=":material/explore:"),
     ],
+    "LLM serving": [
+        st.Page("views/llm.py", title="LLM serving", icon=":material/chat:"),
+    ],
     "Hardware": [
         st.Page("views/compare.py", title="Compare hardware", icon=":material/compare_arrows:"),
         st.Page("views/whatif.py", title="What-if device", icon=":material/tune:"),
@@ -35,9 +38,13 @@ with st.sidebar:  # after the page: shows the values its widgets just set
     st.markdown("### roofcast")
     st.caption("How fast will this model run on that hardware — and what if…?")
     s = st.session_state
-    st.markdown(
-        f"**Model** `{state.model_label(s['model_ref'])}`  \n"
-        f"**Device** `{s['device']}`  \n"
-        f"**Batch** {s['batch']} · {s['precision']} · {s['mode']}  \n"
-        f"**Estimator** {s['estimator']}"
-        + (" · fusion" if s["fusion"] else "") + (" · inter-op" if s["inter_op"] else ""))
+    if s.get("_page") == "llm":  # the LLM page has its own model and devices
+        st.markdown(f"**LLM** `{s.get('llm_label', '')}`  \n"
+                    f"**Devices** {', '.join(f'`{d}`' for d in s.get('llm_devices', []))}")
+    else:
+        st.markdown(
+            f"**Model** `{state.model_label(s['model_ref'])}`  \n"
+            f"**Device** `{s['device']}`  \n"
+            f"**Batch** {s['batch']} · {s['precision']} · {s['mode']}  \n"
+            f"**Estimator** {s['estimator']}"
+            + (" · fusion" if s["fusion"] else "") + (" · inter-op" if s["inter_op"] else ""))

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofcast.hw_catalog import get_device
 from roofcast.predictor.llm.calibration import DATA_FILE
 from roofcast.predictor.llm.calibration_fit import (
     IMPLAUSIBLE_RATIO,
@@ -33,6 +34,7 @@ from roofcast.predictor.llm.calibration_fit import (
     abs_pct,
     fit_engine,
     loo,
+    reference_times,
     request_features,
     target,
 )
@@ -143,6 +145,7 @@ def fit_all(rows: pd.DataFrame) -> dict:
                               fit.prefill_factors if use_vf else {}, pre_v),
             "decode": _phase(fit.a_decode, fit.c_decode_s, dec_q,
                              fit.decode_factors if use_vf else {}, dec_v),
+            "device_kinds": sorted({get_device(d).kind for d in set(g["device"])}),
             "interval_basis": "leave-one-device-out" if has_loo else "in-sample (one device)",
             "rows_per_device": {d: int(n) for d, n in g.groupby("device").size().items()},
             "in_distribution": _errors(ins[req], meas[req]),
@@ -189,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         "data_hash": table.data_hash,
         "model_times": "roofcast.predictor.llm.phases.request_model_times (roofline+eff)",
         "quantiles": list(QUANTILES),
+        "reference_times": reference_times(),
         "excluded_from_fit": excluded,
         "engines": engines,
     }

@@ -13,7 +13,10 @@ roofcast`` stays cheap):
 * ``compare(model, hws, **config)``, ``sweep(model, hws, batches, ...)`` -> DataFrames;
 * ``advise(model, hw, objective)`` -> ``Advice``; ``train(sources)`` -> a fitted estimator;
 * ``runtimes()`` -> the execution profiles (``runtime=NAME`` on predict/compare/sweep/advise);
-* ``make_estimator(name, **params)`` -> an estimator object for ``estimator=``.
+* ``make_estimator(name, **params)`` -> an estimator object for ``estimator=``;
+* ``llm(model, hw, input_tokens=, output_tokens=, batch=|concurrency=, weights=, kv_cache=,
+  runtime=)`` -> a ``ServingPrediction`` (TTFT, TPOT, tokens/s, memory fit) for one device, a
+  DataFrame for a list; ``llm_configs()`` -> the bundled LLM configs.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ __version__ = "0.1.0"
 
 #: the API's names, all defined in ``roofcast.api``.
 API: tuple[str, ...] = ("ExecutionProfile", "Model", "Prediction", "advise", "compare", "device",
-                        "load_model", "make_estimator", "predict", "runtimes", "sweep", "train",
-                        "zoo_models")
+                        "llm", "llm_configs", "load_model", "make_estimator", "predict", "runtimes",
+                        "sweep", "train", "zoo_models")
 __all__ = [*API, "__version__"]
 
 

@@ -18,13 +18,20 @@ Units: seconds in fields ending ``_s`` (``total_ms``/``time_ms`` are millisecond
 >>> p.total_ms, p.by_bound, p.memory.total_bytes                          # doctest: +SKIP
 >>> roofcast.compare("resnet50", ["a100-40gb-pcie", "h100-sxm:mem_bw_scale=2"])  # doctest: +SKIP
 >>> roofcast.predict("bert_base", "h100-sxm", runtime="torch-compile")     # doctest: +SKIP
+
+LLM serving (``llm``, ``llm_configs``): a decoder-only model by bundled name, Hugging Face id,
+``config.json`` or ONNX decoder, served by an engine (``vllm``, ``tensorrt-llm``,
+``llama.cpp``) on one device (a ``ServingPrediction``) or several (a DataFrame):
+
+>>> roofcast.llm("llama-3.1-70b", ["h100-sxm", "h200", "mi300x"], input_tokens=2048,
+...              output_tokens=256, weights="fp8")                       # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -49,6 +56,10 @@ from roofcast.predictor.runtimes import (
 )
 from roofcast.predictor.simulate import Prediction, predict_graph
 from roofcast.predictor.sweep import sweep as _sweep
+
+if TYPE_CHECKING:
+    from roofcast.graph_import.llm.arch import LLMArch
+    from roofcast.predictor.llm.types import ServingPrediction
 
 #: the execution settings ``predict``/``compare`` take as keywords (``RunConfig`` fields).
 SETTINGS: tuple[str, ...] = ("runtime", "precision", "mode", "threads", "inter_op", "fusion",
@@ -177,6 +188,144 @@ def train(sources: Sequence[str] = ("bundled", "public"), *, output: str | Path 
     return est
 
 
+#: the JSON keys of a serving prediction's metrics (``ServingPrediction.as_dict``), each with
+#: its ``_lower``/``_upper`` interval end.
+LLM_METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "e2e_latency_ms", "output_tokens_per_s",
+                                "total_tokens_per_s")
+#: the parts of ``as_dict()["memory_GiB"]`` -> the flat column of ``llm_row``.
+LLM_MEMORY: dict[str, str] = {"total": "memory_GiB", "weights": "weights_GiB",
+                              "kv_cache": "kv_cache_GiB", "activations": "activations_GiB",
+                              "reserve": "reserve_GiB", "capacity": "capacity_GiB"}
+
+
+def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
+        input_tokens: int = 512, output_tokens: int = 128, batch: int | None = None,
+        concurrency: int | str | None = None, weights: str = "fp16",
+        kv_cache: str | None = None, activations: str = "fp16", runtime: str | None = None,
+        estimator: str | None = None) -> ServingPrediction | pd.DataFrame:
+    """LLM serving of ``model`` on ``hw``: time to first token, time per output token,
+    end-to-end latency, tokens/s, memory fit.
+
+    ``model``: a bundled config name (``llm_configs()``), a Hugging Face id
+    (``meta-llama/Llama-3.1-70B``), a ``config.json`` path (or its folder), an ONNX decoder
+    path or its bytes, or an ``LLMArch``. ``hw``: one device (see ``device``) -> a
+    ``ServingPrediction``; a list of devices -> a DataFrame, one row per device
+    (``llm_frame``). ``input_tokens``/``output_tokens``: prompt and generated tokens per
+    request. ``batch``: static batching, ``batch`` requests together; ``concurrency``:
+    continuous batching with that many requests in flight (``"max"``: as many as fit in memory);
+    at most one of the two (neither: batch 1). ``weights`` (``fp16``, ``bf16``, ``fp8``,
+    ``int8``, ``int4``: weight-only quantisation below 16 bits), ``kv_cache`` (None: the
+    activations' dtype), ``activations``: dtypes per tensor class. ``runtime``: the serving
+    engine (``vllm``, ``tensorrt-llm``, ``llama.cpp``; None: the device kind's default
+    engine). ``estimator``: the kernel-time estimator (None: the serving model's default).
+
+    The prediction holds seconds (``ttft_s``, ``tpot_s``, ``e2e_latency_s``), tokens/s
+    (``output_tokens_per_s``, ``total_tokens_per_s``) with intervals (``lower``/``upper``),
+    ``max_batch`` (the largest batch/concurrency that fits at these lengths, 0: the model does
+    not fit), ``memory`` (bytes), ``devices_needed``, ``usd_per_million_tokens`` and
+    ``tokens_per_joule`` (None where the catalog has no price / power), ``notes``;
+    ``as_dict()`` gives the JSON record (milliseconds, GiB).
+
+    Example (run by ``tests/test_api_llm.py``):
+
+    >>> import roofcast
+    >>> p = roofcast.llm("llama-3.1-8b", "h100-sxm", input_tokens=1024, output_tokens=128)
+    >>> p.device, p.config.input_tokens, p.ttft_s < p.e2e_latency_s
+    ('h100-sxm', 1024, True)
+    >>> record = p.as_dict()             # milliseconds, tokens/s, GiB
+    >>> sorted(k for k in record if k.endswith(("_ms", "_per_s")))[:3]
+    ['e2e_latency_ms', 'output_tokens_per_s', 'total_tokens_per_s']
+    >>> df = roofcast.llm("llama-3.1-70b", ["h100-sxm", "h200", "mi300x"],
+    ...                   input_tokens=2048, output_tokens=256, weights="fp8")
+    >>> list(df["device"]), float(df["speedup"].iloc[0])
+    (['h100-sxm', 'h200', 'mi300x'], 1.0)
+    >>> df[["device", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch"]]  # doctest: +SKIP
+    """
+    from roofcast.predictor.llm.serving import predict_many, predict_serving
+    from roofcast.predictor.llm.types import ServingConfig
+
+    # checked by the serving model (positive lengths within the context, one of batch and
+    # concurrency, known dtypes the engine runs), which raises PredictionError naming the value
+    cfg = ServingConfig(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
+                        concurrency=concurrency, weights=weights, kv_cache=kv_cache,
+                        activations=activations, runtime=runtime)
+    one = isinstance(hw, str | HardwareSpec)
+    specs = [device(hw)] if one else _devices(hw)  # every device checked before any work
+    arch = llm_arch(model)
+    kw = {} if estimator is None else {"estimator": estimator}
+    if one:
+        return predict_serving(arch, specs[0], cfg, **kw)
+    return llm_frame(predict_many(arch, specs, cfg, **kw))  # all devices timed together
+
+
+def llm_configs() -> pd.DataFrame:
+    """The bundled LLM configs, one row each: ``name``, ``family``, ``params`` and
+    ``active_params`` (count; MoE: a token's share), ``layers``, ``d_model``, ``heads``,
+    ``kv_heads``, ``head_dim``, ``max_context`` (tokens), ``kv_bytes_per_token_fp16`` (bytes
+    the KV cache grows by per token at 16 bits: 2 x layers x kv_heads x head_dim x 2)."""
+    from roofcast.graph_import.llm.load import bundled_llms, load_llm
+
+    rows = []
+    for name in bundled_llms():
+        a = load_llm(name)
+        rows.append({"name": name, "family": a.family, "params": a.params,
+                     "active_params": a.active_params, "layers": a.n_layers,
+                     "d_model": a.d_model, "heads": a.n_heads, "kv_heads": a.n_kv_heads,
+                     "head_dim": a.head_dim, "max_context": a.max_context,
+                     "kv_bytes_per_token_fp16": a.kv_elements_per_token() * 2})
+    return pd.DataFrame(rows)
+
+
+def llm_arch(model: Any) -> LLMArch:
+    """``model`` as an ``LLMArch`` (one as is; anything else through ``load_llm``)."""
+    from roofcast.graph_import.llm.arch import LLMArch
+    from roofcast.graph_import.llm.load import load_llm
+
+    return model if isinstance(model, LLMArch) else load_llm(model)
+
+
+def llm_frame(preds: Sequence[ServingPrediction]) -> pd.DataFrame:
+    """One row per prediction (``llm_row``) plus ``speedup``: output tokens/s over the first
+    row's (same model, lengths and dtypes, so the ratio of serving throughput)."""
+    rows = [llm_row(p) for p in preds]
+    df = pd.DataFrame(rows)
+    if len(df):
+        base = float(df["output_tokens_per_s"].iloc[0])
+        df.insert(df.columns.get_loc("total_tokens_per_s_upper") + 1, "speedup",
+                  df["output_tokens_per_s"] / base if base > 0 else float("nan"))
+    return df
+
+
+def llm_row(pred: ServingPrediction) -> dict[str, Any]:
+    """A prediction as one flat record: ``as_dict()``'s (``device``, ``runtime``,
+    ``estimator``, ``batch``, ``ttft_ms``, ``tpot_ms``, ``e2e_latency_ms``,
+    ``output_tokens_per_s``, ``total_tokens_per_s`` each with its ``_lower``/``_upper`` end —
+    NaN where not predicted —, ``max_batch``, ``devices_needed``, ``usd_per_million_tokens``,
+    ``tokens_per_joule``) with ``memory_GiB`` the total and the parts as ``weights_GiB``,
+    ``kv_cache_GiB``, ``activations_GiB``, ``reserve_GiB``, ``capacity_GiB``; ``fits`` (one
+    request at this batch fits the device) and ``notes`` (a tuple of sentences)."""
+    d = pred.as_dict()
+    row: dict[str, Any] = {k: d[k] for k in ("device", "runtime", "estimator", "batch")}
+    for key in LLM_METRICS:
+        for k in (key, f"{key}_lower", f"{key}_upper"):
+            row[k] = float("nan") if d[k] is None else d[k]
+    row.update({"max_batch": d["max_batch"], "devices_needed": d["devices_needed"]})
+    row.update({col: d["memory_GiB"][part] for part, col in LLM_MEMORY.items()})
+    row.update({"fits": bool(pred.memory.fits and pred.max_batch > 0),
+                "usd_per_million_tokens": d["usd_per_million_tokens"],
+                "tokens_per_joule": d["tokens_per_joule"], "notes": tuple(pred.notes)})
+    return row
+
+
+def _devices(hws: Sequence[str | HardwareSpec]) -> list[HardwareSpec]:
+    """Every device of a list, resolved before any work (an unknown id lists close ones)."""
+    specs = [device(h) for h in hws]
+    if not specs:
+        raise PredictionError("no device given; pass one id or a list such as "
+                              "['h100-sxm', 'h200']")
+    return specs
+
+
 def _settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The RunConfig settings among keyword arguments; an unknown keyword is an error."""
     unknown = sorted(set(settings) - set(SETTINGS))
@@ -191,5 +340,5 @@ def _source(model: Model) -> Callable[[int], Any]:
 
 
 __all__ = ["AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
-           "device", "load_model", "make_estimator", "predict", "runtimes", "sweep", "train",
-           "zoo_models"]
+           "device", "llm", "llm_configs", "load_model", "make_estimator", "predict", "runtimes",
+           "sweep", "train", "zoo_models"]

@@ -23,7 +23,8 @@ The figures live in ``predictor/data/llm_engines.json``, written by
 ``benchmarks/fit_llm_engines.py`` from Argonne's LLM-Inference-Bench rows
 (``training_data.public.llm_serving``) together with the data hash, the rows per device and the
 leave-one-device-out errors. An engine without fitted data is returned uncalibrated (identity,
-``fitted`` False) with a note saying so.
+``fitted`` False) with a note saying so; so is a device of a kind the fit has no rows of
+(``device_kinds``: llama.cpp's factors come from GPUs and say nothing about CPUs).
 """
 
 from __future__ import annotations
@@ -83,6 +84,12 @@ class EngineCalibration:
     fitted: bool = False
     phases: Mapping[str, PhaseCorrection] = field(default_factory=dict, hash=False)
     note: str = ""
+    #: device kinds of the fitted rows; others are left uncalibrated.
+    device_kinds: tuple[str, ...] = ("gpu",)
+
+    def covers(self, hw: Any) -> bool:
+        """Whether the fit applies to ``hw``: fitted, and a device kind it has rows of."""
+        return self.fitted and hw.kind in self.device_kinds
 
     def apply(self, phase: str, model_s: Any, hw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Engine time (s) and its interval of a ``phase`` whose modelled time is ``model_s``
@@ -90,7 +97,7 @@ class EngineCalibration:
         if phase not in PHASES:
             raise PredictionError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
         m = np.asarray(model_s, dtype=float)
-        if not self.fitted:
+        if not self.covers(hw):
             return m, m.copy(), m.copy()
         p = self.phases[phase]
         f, _ = p.vendor_factor(hw.vendor)
@@ -103,6 +110,9 @@ class EngineCalibration:
         was in the fit)."""
         if not self.fitted:
             return (self.note,)
+        if not self.covers(hw):
+            return (f"{self.runtime} is calibrated on {', '.join(self.device_kinds)} devices "
+                    f"only; on this {hw.kind} its times are the uncalibrated kernel model",)
         out = [self.note]
         (fp, seen), (fd, _) = (self.phases[ph].vendor_factor(hw.vendor) for ph in PHASES)
         if not seen:
@@ -152,7 +162,8 @@ def engine_calibration(runtime: str) -> EngineCalibration:
     loo = doc.get("loo", {}).get("median_abs_pct")
     devices = ", ".join(doc.get("rows_per_device", {}))
     return EngineCalibration(
-        runtime, fitted=True, phases=phases, note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
+        runtime, fitted=True, phases=phases,
+        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
               f"median error {loo:.0f} %" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               "leave-one-device-out figure"))

@@ -221,3 +221,26 @@ def predict_calibrated(cal, frame: pd.DataFrame, hws: dict) -> tuple[np.ndarray,
             float)
         out.append((t, np.minimum(t, q[:, 0] * t), np.maximum(t, q[:, 1] * t)))
     return tuple(out[0][i] + out[1][i] for i in range(3))
+
+
+#: rows whose model times the calibration file records (``reference_times``), so that a change
+#: of the kernel model without a refit is caught (tests/predictor/llm/test_calibration.py).
+REFERENCE_ROWS: tuple[dict, ...] = (
+    {"engine": "vllm", "device": "h100-sxm", "model": "llama-2-7b", "batch": 16,
+     "input_tokens": 1024, "output_tokens": 1024},
+    {"engine": "tensorrt-llm", "device": "a100-40gb-sxm", "model": "llama-3-8b", "batch": 64,
+     "input_tokens": 512, "output_tokens": 512},
+    {"engine": "llama.cpp", "device": "mi300x", "model": "mistral-7b", "batch": 16,
+     "input_tokens": 256, "output_tokens": 256},
+    {"engine": "vllm", "device": "mi300x", "model": "mixtral-8x7b", "batch": 64,
+     "input_tokens": 128, "output_tokens": 128},
+)
+
+
+def reference_times() -> list[dict]:
+    """``REFERENCE_ROWS`` with their model ``prefill_s`` and ``decode_s`` (fp16)."""
+    rows = pd.DataFrame([r | {"figure": "all", "weights": "fp16", "kv_cache": "fp16"}
+                         for r in REFERENCE_ROWS])
+    f = request_features(rows)
+    return [r | {"prefill_s": float(p), "decode_s": float(d)}
+            for r, p, d in zip(REFERENCE_ROWS, f["prefill_s"], f["decode_s"], strict=True)]

@@ -4,6 +4,7 @@ data say so; the fit recovers known parameters."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -61,13 +62,26 @@ def test_the_calibration_was_fitted_on_the_bundled_serving_rows(shared_llm_data)
         assert all(0 < n <= have[dev] for dev, n in fitted.items())
 
 
+def test_the_kernel_model_is_the_one_the_calibration_was_fitted_on():
+    from roofcast.predictor.llm.calibration_fit import reference_times
+
+    stored = calibration_document()["reference_times"]
+    now = reference_times()
+    assert [r["engine"] for r in stored] == [r["engine"] for r in now]
+    for old, new in zip(stored, now, strict=True):
+        for key in ("prefill_s", "decode_s"):
+            assert new[key] == pytest.approx(old[key], rel=1e-3), (
+                f"{old['engine']} on {old['device']}: the kernel model's {key} changed since "
+                "the calibration was fitted; rerun benchmarks/fit_llm_engines.py")
+
+
 @pytest.mark.parametrize("engine", FITTED)
 @pytest.mark.parametrize("phase", PHASES)
 def test_apply_is_monotone_and_brackets_its_value(engine, phase):
     cal = engine_calibration(engine)
     assert cal.fitted
     m = np.geomspace(1e-5, 10.0, 40)
-    for dev in DEVICES:
+    for dev in DEVICES[:-1]:  # tpu-v5e is an accelerator: outside the (GPU) fit
         t, lo, hi = cal.apply(phase, m, get_device(dev))
         assert np.all(np.diff(t) > 0)
         assert np.all(np.diff(lo) > 0)
@@ -75,17 +89,35 @@ def test_apply_is_monotone_and_brackets_its_value(engine, phase):
         assert np.all(lo <= t)
         assert np.all(t <= hi)
         assert np.all(t >= m * cal.phases[phase].scale * min(
-            cal.phases[phase].vendor_factor(get_device(d).vendor)[0] for d in DEVICES))
+            cal.phases[phase].vendor_factor(get_device(d).vendor)[0] for d in DEVICES[:-1]))
 
 
 def test_a_vendor_outside_the_fit_gets_a_guess_and_a_note():
     cal = engine_calibration("vllm")
-    notes = " ".join(cal.notes(get_device("tpu-v5e")))
-    assert "no measurements on Google" in notes
+    gaudi = get_device("gaudi2")
+    assert "calibrated on gpu devices only" in cal.notes(gaudi)[0]
+    guess = dataclasses.replace(get_device("h100-sxm"), vendor="Moore Threads")
+    notes = " ".join(cal.notes(guess))
+    assert "no measurements on Moore Threads" in notes
     assert "LLM-Inference-Bench" in notes
+    f, seen = cal.phases["decode"].vendor_factor("Moore Threads")
+    assert not seen
+    assert f == pytest.approx(cal.phases["decode"].unseen_vendor_factor)
     assert len(cal.notes(get_device("h100-sxm"))) == 1
     with pytest.raises(PredictionError, match="phase must be one of"):
         cal.apply("train", 1.0, get_device("h100-sxm"))
+
+
+def test_a_device_kind_outside_the_fit_is_left_uncalibrated():
+    cal = engine_calibration("llama.cpp")
+    assert cal.fitted
+    assert cal.device_kinds == ("gpu",)
+    cpu = get_device("xeon-8480plus")  # vendor Intel, as the fit's Intel GPU: not its factor
+    t, lo, hi = cal.apply("decode", np.array([0.05]), cpu)
+    assert list(t) == list(lo) == list(hi) == [0.05]
+    assert "calibrated on gpu devices only" in cal.notes(cpu)[0]
+    t_gpu, _, _ = cal.apply("decode", np.array([0.05]), get_device("intel-max-1550"))
+    assert t_gpu[0] > 0.1  # the fitted Intel GPU factor does apply to an Intel GPU
 
 
 def test_an_engine_without_data_is_uncalibrated_and_says_so():

@@ -143,13 +143,6 @@ def _exists(path: Path) -> bool:
 
 def _from_onnx(source: Path | bytes) -> LLMArch:
     """Delegate to the ONNX decoder reader (imported here: it pulls in onnx)."""
-    try:
-        from roofcast.graph_import.llm.onnx_decoder import arch_from_onnx
-    except ModuleNotFoundError as exc:
-        if exc.name != "roofcast.graph_import.llm.onnx_decoder":
-            raise
-        raise LLMConfigError(
-            "this roofcast has no ONNX decoder reader (graph_import.llm.onnx_decoder); give the "
-            "model's config.json or a bundled name instead"
-        ) from None
+    from roofcast.graph_import.llm.onnx_decoder import arch_from_onnx
+
     return arch_from_onnx(source, name=None)

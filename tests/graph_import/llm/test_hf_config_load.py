@@ -4,7 +4,6 @@ bytes, ONNX delegation; unknown names list the close bundled ones."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 from importlib import resources
 from pathlib import Path
@@ -101,12 +100,6 @@ def test_bundled_names_are_lower_case_and_sorted():
     assert all(n == n.lower() for n in names)
 
 
-HAS_ONNX_READER = importlib.util.find_spec("roofcast.graph_import.llm.onnx_decoder") is not None
-
-
-# Skipped only until the onnx helper's branch (i15-onnx, graph_import/llm/onnx_decoder.py) is
-# merged: then this must run and pass.
-@pytest.mark.skipif(not HAS_ONNX_READER, reason="TEMPORARY: onnx_decoder not merged yet (i15-onnx)")
 def test_onnx_path_and_bytes_go_to_the_onnx_reader(tmp_path, monkeypatch):
     from roofcast.graph_import.llm import onnx_decoder
 
@@ -122,22 +115,9 @@ def test_onnx_path_and_bytes_go_to_the_onnx_reader(tmp_path, monkeypatch):
     assert seen == [onnx_path, onnx_path, b"\x08\x07"]
 
 
-@pytest.mark.skipif(HAS_ONNX_READER, reason="only while onnx_decoder is absent")
-def test_without_the_onnx_reader_an_onnx_file_is_refused_clearly(tmp_path):
-    onnx_path = tmp_path / "decoder.onnx"
-    onnx_path.write_bytes(b"\x08\x07")
-    with pytest.raises(LLMConfigError, match="no ONNX decoder reader"):
-        load_llm(onnx_path)
-
-
 GPT2_EXPORT = Path(__file__).resolve().parents[3] / "training_data" / "zoo" / "llm" / "gpt2_kv.onnx"
 
 
-# Skipped only until the onnx helper's branch (i15-onnx: onnx_decoder and the zoo exports) is merged.
-@pytest.mark.skipif(
-    not (HAS_ONNX_READER and GPT2_EXPORT.exists()),
-    reason="TEMPORARY: onnx_decoder and training_data/zoo/llm not merged yet (i15-onnx)",
-)
 def test_gpt2_from_onnx_and_from_its_config_agree():
     from_onnx, from_config = load_llm(GPT2_EXPORT), load_llm("gpt2")
     same = ("name", "family", "source")

@@ -173,3 +173,29 @@ def test_the_fit_recovers_known_parameters_and_loo_transfers():
     plain = loo(f, vendor_factors=False)
     assert np.median(np.abs(plain / f["latency_s"] - 1)) > 0.1  # one factor cannot fit AMD
     assert loo(f[f["device"] == "d1"]).isna().all()  # one device: no LOO
+
+
+@pytest.mark.parametrize(("engine", "device", "batch"), [
+    ("vllm", "h100-sxm", 16), ("tensorrt-llm", "a100-40gb-sxm", 64), ("vllm", "mi300x", 32)])
+def test_the_fit_models_a_request_as_the_product_predicts_it(engine, device, batch):
+    """The fit's request formula (features x calibration) is what predict_serving computes for
+    the same static batch, waves included (64 Llama-2-7B requests of 2 x 1024 tokens do not fit
+    in an A100 40 GB at once), so the fitted figures mean what the product does with them."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm.calibration_fit import predict_calibrated, request_features
+    from roofcast.predictor.llm.serving import predict_serving
+    from roofcast.predictor.llm.types import ServingConfig
+
+    row = {"figure": "all", "engine": engine, "device": device, "model": "llama-2-7b",
+           "input_tokens": 1024, "output_tokens": 1024, "batch": batch, "weights": "fp16",
+           "kv_cache": "fp16"}
+    f = request_features(pd.DataFrame([row]))
+    hw = get_device(device)
+    t, lo, hi = predict_calibrated(engine_calibration(engine), f, {device: hw})
+    p = predict_serving(load_llm("llama-2-7b"), hw, ServingConfig(
+        input_tokens=1024, output_tokens=1024, batch=batch, runtime=engine))
+    assert p.e2e_latency_s == pytest.approx(t[0], rel=1e-6)
+    assert p.lower["e2e_latency_s"] == pytest.approx(lo[0], rel=1e-6)
+    assert p.upper["e2e_latency_s"] == pytest.approx(hi[0], rel=1e-6)
+    if engine == "tensorrt-llm":
+        assert f["waves"].iloc[0] > 1

@@ -11,7 +11,9 @@ Tables (all errors are |predicted / measured - 1| in %):
    rows inside the shipped interval (10-90 %: about 80 % expected).
 2. TTFT and end latency (Fig 22): measured vs predicted (shipped fit and LOO).
 3. Quantised weights / KV cache (Fig 3, Llama-3-8B on A100/H100): the shipped fit (fitted on
-   fp16 rows only) on each dtype pair; measured and predicted latency relative to fp16.
+   fp16 rows only) on each dtype pair; measured and predicted latency relative to fp16. The KV
+   conversion's operation counts (``predictor/llm/precision.py``, ``KV_CONVERT_OPS``) were
+   chosen on the fp8-KV rows of this table: in distribution for those rows.
 4. Power (Fig 16): measured tokens per joule (throughput / average power) against roofcast's
    (predicted throughput / TDP: a lower bound by construction).
 5. Vidur's per-op layer timings (fp16; A100 / H100 DGX, A40) against roofcast's kernel times of
@@ -132,7 +134,8 @@ def section_ttft(rows: pd.DataFrame, fits: dict, hws: dict) -> None:
 def section_quant(table, rows: pd.DataFrame, hws: dict) -> None:
     print("\n## 3. Quantised weights / KV (Fig 3, Llama-3-8B; shipped fit, fitted on fp16 only;"
           " x/fp16: latency relative to the same configuration in fp16, from Fig 3 or else"
-          " All_results)")
+          " All_results; the KV conversion counts were chosen on the fp8-KV rows: in"
+          " distribution)")
     q = table.rows[table.rows["figure"] == "quant"].reset_index(drop=True)
     f = request_features(q)
     f = f[f["max_batch"] >= 1]

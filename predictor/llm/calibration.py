@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from roofcast.hw_catalog import get_device
 from roofcast.predictor.errors import PredictionError
 
 DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "llm_engines.json"
@@ -86,6 +87,8 @@ class EngineCalibration:
     note: str = ""
     #: device kinds of the fitted rows; others are left uncalibrated.
     device_kinds: tuple[str, ...] = ("gpu",)
+    #: catalog ids of the devices whose rows the fit used.
+    devices: tuple[str, ...] = ()
 
     def covers(self, hw: Any) -> bool:
         """Whether the fit applies to ``hw``: fitted, and a device kind it has rows of."""
@@ -105,9 +108,16 @@ class EngineCalibration:
         t = f * p.scale * m + p.overhead_s
         return t, np.minimum(t, q_lo * t), np.maximum(t, q_hi * t)
 
+    def vendor_devices(self, vendor: str) -> tuple[str, ...]:
+        """The fitted devices of ``vendor`` (catalog ids; case-insensitive vendor match)."""
+        v = vendor.strip().casefold()
+        return tuple(d for d in self.devices
+                     if get_device(d).vendor.strip().casefold() == v)
+
     def notes(self, hw: Any) -> tuple[str, ...]:
-        """What the correction is for ``hw``: uncalibrated, or fitted (and whether its vendor
-        was in the fit)."""
+        """What the correction is for ``hw``: uncalibrated, or fitted; a fitted vendor factor
+        other than 1 is named with the devices it was fitted on; an unfitted vendor's guess
+        says so."""
         if not self.fitted:
             return (self.note,)
         if not self.covers(hw):
@@ -115,6 +125,13 @@ class EngineCalibration:
                     f"only; on this {hw.kind} its times are the uncalibrated kernel model",)
         out = [self.note]
         (fp, seen), (fd, _) = (self.phases[ph].vendor_factor(hw.vendor) for ph in PHASES)
+        if seen and (fp != 1.0 or fd != 1.0):
+            fitted_on = ", ".join(self.vendor_devices(hw.vendor)) or "its devices"
+            out.append(f"{self.runtime} on {hw.vendor} devices: prefill x{fp:.2f} and decode "
+                       f"x{fd:.2f} over its NVIDIA-calibrated times, the vendor factors fitted "
+                       f"on Argonne's LLM-Inference-Bench (2024) runs on {hw.vendor} devices "
+                       f"({fitted_on}): the engine's software stack there, not a device "
+                       "figure")
         if not seen:
             out.append(f"{self.runtime} has no measurements on {hw.vendor} devices: its vendor "
                        f"factors (prefill {fp:.2f}, decode {fd:.2f}) are the geometric mean of "
@@ -163,7 +180,8 @@ def engine_calibration(runtime: str) -> EngineCalibration:
     devices = ", ".join(doc.get("rows_per_device", {}))
     return EngineCalibration(
         runtime, fitted=True, phases=phases,
-        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
+        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))),
+        devices=tuple(str(d) for d in doc.get("rows_per_device", {})), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
               f"median error {loo:.0f} %" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               "leave-one-device-out figure"))

@@ -41,6 +41,12 @@ only those experts' weights; prefill touches nearly all. FLOPs are ``T x k`` tok
 **Quantised weights** (``precision.gemm_plan``): a projection GEMM computes at the plan's
 dtype; a weight-only plan adds a ``Dequantize`` vector row (``overlaps`` = the GEMM's key)
 that ``phases`` folds into the GEMM as ``max(GEMM time, dequant compute time)``.
+
+**Quantised KV cache** (``precision`` "KV-cache conversion cost"): each attention kernel that
+reads cached keys gets one ``KvConvert`` vector row per device condition of
+``precision.KV_CONVERT_OPS`` (column ``applies``: ``""`` every device, ``fp8-units`` /
+``no-fp8-units``), overlapping the attention kernel (eager: its QK^T MatMul); ``phases``
+charges the row whose condition the device meets.
 """
 
 from __future__ import annotations
@@ -58,12 +64,18 @@ from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes, weight_bytes_per_element
+from roofcast.predictor.llm.precision import (
+    KV_CONVERT_DTYPE,
+    TensorDtypes,
+    dtype_bytes,
+    weight_bytes_per_element,
+)
 from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS
 
 #: columns the LLM workload adds to ``predictor.workload_rows.COLUMNS``.
-LLM_COLUMNS: tuple[str, ...] = ("count", "step", "overlaps", "fallback_only", "scope")
+LLM_COLUMNS: tuple[str, ...] = ("count", "step", "overlaps", "fallback_only", "scope",
+                                 "applies")
 #: bytes per element of the graph_import tensors the nodes are built with ("float").
 _BUILD_BYTES = 4.0
 #: tensor-name prefixes -> tensor class: projection weights, small weights kept at the
@@ -174,7 +186,7 @@ class _Rows:
             "fused_nodes": name, "inner_elems": inner_elems_or_nan(node), "key": key,
             "kernel": "forward", "domain": "", "grad_of": "", "count": float(count),
             "step": self.step, "overlaps": "", "fallback_only": False,
-            "scope": "layer" if count == self.arch.n_layers else "step",
+            "scope": "layer" if count == self.arch.n_layers else "step", "applies": "",
         }
         for c, v in values.items():
             self.cols[c].append(v)
@@ -198,16 +210,24 @@ class _Rows:
                               plan.dequant_on_fallback_only)
 
     def dequant(self, name: str, key: str, flops: float, count: int,
-                     fallback_only: bool) -> None:
+                fallback_only: bool) -> None:
         """A ``Dequantize`` vector row (no traffic of its own) overlapping GEMM ``key``."""
+        self.overlapping(f"{name}.dequant", "Dequantize", key, flops, count,
+                         self.dtypes.vector_dtype, fallback_only=fallback_only)
+
+    def overlapping(self, name: str, op_type: str, key: str, flops: float, count: int,
+                    dtype: str, *, fallback_only: bool = False, applies: str = "") -> None:
+        """A vector row of ``flops`` (no traffic of its own) that runs inside the kernel of
+        row ``key`` (``overlaps``): a weight dequantisation or a KV conversion."""
         row = {c: v[-1] for c, v in self.cols.items()}
-        row.update({"node": f"{name}.dequant", "op_type": "Dequantize", "family": "quantization",
-                    "engine": Engine.VECTOR.value, "dtype": self.dtypes.vector_dtype,
+        row.update({"node": name, "op_type": op_type, "family": "quantization",
+                    "engine": Engine.VECTOR.value, "dtype": dtype,
                     "flops": flops, "bytes_read": 0.0, "bytes_written": 0.0,
                     "weight_bytes": 0.0, "gemm_batch": np.nan, "gemm_m": np.nan,
-                    "gemm_n": np.nan, "gemm_k": np.nan, "fused_nodes": f"{name}.dequant",
-                    "inner_elems": np.nan, "key": f"{key}.dequant", "count": float(count),
-                    "overlaps": key, "fallback_only": fallback_only})
+                    "gemm_n": np.nan, "gemm_k": np.nan, "fused_nodes": name,
+                    "inner_elems": np.nan, "key": f"{key}.{op_type}{applies}",
+                    "count": float(count), "overlaps": key, "fallback_only": fallback_only,
+                    "applies": applies})
         for c, v in row.items():
             self.cols[c].append(v)
 
@@ -232,6 +252,27 @@ def _norm(rows: _Rows, name: str, tokens: int, count: int) -> None:
                  count=count, dtype=rows.dtypes.vector_dtype, attrs={"axis": -1})
 
 
+def kv_elements_converted(arch: LLMArch, seg: Segment, per_query_head: bool) -> float:
+    """KV elements one layer's attention kernel of ``seg`` converts from the cache dtype
+    (``precision`` "KV-cache conversion cost"): ``2 x b x Hkv x hd x cached keys``, x ``G``
+    when the kernel converts per query head. Cached keys: all of a decode segment's span; a
+    prefill segment's span less its own new keys (fresh from the QKV projection)."""
+    span, _ = attended_keys(seg.context, seg.new_tokens, arch.sliding_window)
+    cached = span if seg.new_tokens == 1 else max(span - seg.new_tokens, 0)
+    g = arch.n_heads // arch.n_kv_heads if per_query_head else 1
+    return 2.0 * seg.batch * arch.n_kv_heads * arch.head_dim * cached * g
+
+
+def _kv_convert(rows: _Rows, i: int, seg: Segment, key: str, profile: ExecutionProfile) -> None:
+    """The ``KvConvert`` rows of attention kernel ``key`` (module docstring)."""
+    per_query = profile.serving is not None and profile.serving.kv_convert_per == "query-head"
+    elems = kv_elements_converted(rows.arch, seg, per_query)
+    for cond, flops in rows.dtypes.kv_convert_flops(elems).items():
+        if flops > 0:
+            rows.overlapping(f"kv_convert{i}", "KvConvert", key, flops, rows.arch.n_layers,
+                             KV_CONVERT_DTYPE, applies=cond)
+
+
 def _attention(rows: _Rows, i: int, seg: Segment, profile: ExecutionProfile) -> None:
     a, L = rows.arch, rows.arch.n_layers
     vdt = rows.dtypes.vector_dtype
@@ -239,16 +280,18 @@ def _attention(rows: _Rows, i: int, seg: Segment, profile: ExecutionProfile) -> 
     span, mean = attended_keys(seg.context, s, a.sliding_window)
     g = a.n_heads // a.n_kv_heads
     if profile.attention == "fused":
-        rows.add(f"attn{i}", "Attention", [_t(f"q.{i}", b, a.n_heads, s, a.head_dim),
-                 _t(f"kv.k{i}", b, a.n_kv_heads, span, a.head_dim),
-                 _t(f"kv.v{i}", b, a.n_kv_heads, span, a.head_dim)],
-                 [_t(f"o.{i}", b, a.n_heads, s, a.head_dim)], count=L, dtype=vdt,
-                 flops_scale=mean / span)
+        key = rows.add(f"attn{i}", "Attention", [_t(f"q.{i}", b, a.n_heads, s, a.head_dim),
+                       _t(f"kv.k{i}", b, a.n_kv_heads, span, a.head_dim),
+                       _t(f"kv.v{i}", b, a.n_kv_heads, span, a.head_dim)],
+                       [_t(f"o.{i}", b, a.n_heads, s, a.head_dim)], count=L, dtype=vdt,
+                       flops_scale=mean / span)
+        _kv_convert(rows, i, seg, key, profile)
         return
     scores = (b, a.n_kv_heads, g * s, span)
-    rows.add(f"qk{i}", "MatMul", [_t(f"q.{i}", b, a.n_kv_heads, g * s, a.head_dim),
-             _t(f"kv.k{i}", b, a.n_kv_heads, a.head_dim, span)], [_t(f"s.{i}", *scores)],
-             count=L, dtype=vdt)
+    key = rows.add(f"qk{i}", "MatMul", [_t(f"q.{i}", b, a.n_kv_heads, g * s, a.head_dim),
+                   _t(f"kv.k{i}", b, a.n_kv_heads, a.head_dim, span)], [_t(f"s.{i}", *scores)],
+                   count=L, dtype=vdt)
+    _kv_convert(rows, i, seg, key, profile)
     for p in range(profile.attention_score_passes):
         rows.add(f"score{i}.{p}", "Mul", [_t(f"s.{i}", *scores), _t(f"c.{i}.{p}")],
                  [_t(f"s.{i}.{p}", *scores)], count=L, dtype=vdt)

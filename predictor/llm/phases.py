@@ -6,7 +6,10 @@
 
 * a weight-only ``Dequantize`` row overlaps its GEMM in the same kernel: the GEMM's time,
   lower and upper become ``max(GEMM, dequant compute time)`` and the dequant row adds nothing
-  (``fallback_only`` rows, fp8 weights, only where the GEMM ran at a fallback dtype);
+  (``fallback_only`` rows, fp8 weights, only where the GEMM ran at a fallback dtype); a
+  ``KvConvert`` row overlaps its attention kernel the same way, charged on the devices its
+  ``applies`` condition names (``fp8-units``: the device has fp8 matrix units;
+  ``no-fp8-units``: it has none; ``""``: every device; ``precision``);
 * step time = sum over rows of ``time_s x count`` (``count``: layers) + the engine's
   ``serving.step_overhead_us`` (host scheduling and sampling per step; 0 without a
   ``[serving]`` table); lower/upper the same sums of ``lower_s``/``upper_s``.
@@ -88,9 +91,24 @@ def engine_profile(runtime: str | None, hw: HardwareSpec) -> ExecutionProfile:
     return get_runtime(default(hw.kind)) if default else resolve_runtime(None, hw.kind)
 
 
-def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int) -> dict[str, np.ndarray]:
-    """Per-row (devices, rows) arrays of time/lower/upper with dequant rows folded into their
-    GEMMs (module docstring)."""
+#: ``applies`` condition of an overlapping row -> whether a device meets it (fp8 units given).
+APPLIES: dict[str, object] = {
+    "": lambda fp8: np.ones_like(fp8, dtype=bool),
+    "fp8-units": lambda fp8: fp8,
+    "no-fp8-units": lambda fp8: ~fp8,
+}
+
+
+def has_fp8_units(hws: Sequence[HardwareSpec]) -> np.ndarray:
+    """Per device: whether it has fp8 matrix units (and so fp8 convert instructions)."""
+    return np.array([hw.peak_flops_or_none("matrix", "fp8") is not None for hw in hws], bool)
+
+
+def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int,
+                 fp8_units: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per-row (devices, rows) arrays of time/lower/upper with dequant and KV-conversion rows
+    folded into the kernels they overlap (module docstring); ``fp8_units``: per device (None:
+    none has them), for the rows' ``applies`` conditions."""
     out = {c: table[c].to_numpy(float).reshape(n_dev, n_rows).copy()
            for c in ("time_s", "lower_s", "upper_s")}
     first = table.iloc[:n_rows]
@@ -103,8 +121,14 @@ def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int) -> dict[str, np.n
                 != first["dtype"].to_numpy(object)[partner])
         only = first["fallback_only"].to_numpy(bool)[deq]
         comp = np.where(only & ~fell, 0.0, comp)
+        if "applies" in first:
+            fp8 = np.zeros(n_dev, bool) if fp8_units is None else np.asarray(fp8_units, bool)
+            conds = first["applies"].to_numpy(object)[deq]
+            meets = np.stack([APPLIES[c](fp8) for c in conds], axis=1)
+            comp = np.where(meets, comp, 0.0)
         for c in out:
-            out[c][:, partner] = np.maximum(out[c][:, partner], comp)
+            for d in range(n_dev):
+                np.maximum.at(out[c][d], partner, comp[d])
             out[c][:, deq] = 0.0
     return out
 
@@ -122,7 +146,7 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
     specs = list(hws)
     table = evaluate(work, specs, RunConfig(runtime=profile), as_estimator(estimator), profile)
     n_rows, n_dev = len(work), len(specs)
-    folded = fold_dequant(table, n_rows, n_dev)
+    folded = fold_dequant(table, n_rows, n_dev, has_fp8_units(specs))
     count = work["count"].to_numpy(float)
     step_idx = pd.Index(labels).get_indexer(work["step"])
     overhead = profile.serving.step_overhead_us * 1e-6 if profile.serving else 0.0

@@ -33,6 +33,51 @@ weight element per M-tile of ``DEQUANT_TILE_M`` = 128 tokens — the kernel conv
 tile once per thread-block row of the output (int4: unpack shift+mask, convert, subtract zero,
 scale = 4; int8/fp8: convert, scale = 2). It runs in the GEMM kernel, overlapping the matrix
 work: the GEMM's time is ``max(its own time, dequant FLOPs / vector peak)`` (``phases``).
+
+**KV-cache conversion cost** (``kv_convert_rows``): an attention kernel that reads a quantised
+KV cache (fp8, int8) converts every element it loads to the compute dtype before the QK^T and
+PV products. That is vector work inside the attention kernel, overlapping its other terms
+(``phases`` folds it as ``max(attention time, conversion compute time)``, as the dequant above):
+
+    conversion FLOPs = KV_CONVERT_OPS[kv][path] x FLOPS_PER_LANE_OP x elements converted
+
+* elements converted = ``2 x b x Hkv x hd x cached keys`` (K and V), times ``G = H / Hkv``
+  when the engine's decode kernel runs one thread block per *query* head (``[serving]
+  kv_convert_per = "query-head"``: vLLM's paged-attention kernel, grid (heads, sequences,
+  partitions), csrc/attention/attention_kernels.cu; TensorRT-LLM's masked-MHA kernel, one block
+  per head): each of the G query heads of a KV head loads and converts it again. A kernel that
+  groups the G heads (FlashAttention, FlashInfer, XQA) converts once (``"kv-head"``, the
+  default). Cached keys: a decode segment reads all its keys from the cache; a prefill segment
+  attends its own new keys fresh (compute dtype) and reads only the past ones;
+* ``KV_CONVERT_OPS`` = 32-bit lane operations per element, by KV dtype and device path. Path
+  ``fp8-units`` / ``no-fp8-units``: devices with fp8 matrix units (Ada, Hopper, MI300) have
+  fp8 convert instructions (PTX ``cvt.rn.f16x2.e4m3x2``); Ampere has neither, and
+  ``cuda_fp8.hpp``'s ``__nv_cvt_fp8_to_halfraw`` emulates the conversion in integer code
+  (shift, mask, re-bias the exponent, a NaN test and, for subnormals, a normalisation loop:
+  about 15 integer operations per element before warp divergence). The CUDA 12 header read
+  takes the ``cvt`` path only for ``__CUDA_ARCH__ >= 900``, so Ada may run the emulation
+  too; the model treats every device with fp8 units as native (no Ada rows to tell).
+  Conversions issue at 16 per SM per clock on sm_80/sm_90, a quarter of the 64 32-bit
+  integer lanes (CUDA C++ Programming Guide, "Arithmetic instructions" throughput table), so
+  one native conversion costs about 4 lane slots; vLLM's ``scaled_convert`` adds a float
+  round trip for the KV scale (convert, multiply, convert back). int8 converts natively on
+  every device (a byte-permute or ``I2F`` conversion and the scale multiply: 2, from the
+  instruction count, not chosen on data; its 8 TensorRT-LLM rows: median error 6.5 -> 4.1 %
+  and 14.3 -> 11.1 %);
+* ``FLOPS_PER_LANE_OP`` = 2: the row is timed at the device's fp32 vector peak, which counts
+  one FMA per lane per clock as 2 FLOPs.
+
+The fp8 counts were chosen on the quantisation rows of Argonne's LLM-Inference-Bench (Fig 3,
+Llama-3-8B, 128-2048 tokens, batch 1-64) — in distribution, not validated on held-out data:
+the 68 fp8-KV rows (A100: vLLM 20, TensorRT-LLM 8; H100 vLLM: 40), a grid of 9 pairs
+(software 16-48, native 4-12) scored with the shipped fp16 calibration, the pair with the
+lowest median error (9.2 %, mean 12.0 %; native 8 ties: median 9.7 %, mean 11.8 %):
+``no-fp8-units`` = 32 (about twice the ~15-operation emulation: warp divergence on
+subnormals and vLLM's float round trip for the scale), ``fp8-units`` = 10 (a quarter-rate
+``cvt`` pair, ~2 slots per element, plus the round trip's two conversions and a multiply).
+The rows disagree per engine: vLLM's A100 rows alone would choose about 40, TensorRT-LLM's
+about 24; one count per dtype and path is kept (no per-engine count is justified by 8 rows).
+``benchmarks/llm_accuracy.py`` section 3 shows the rows before and after.
 """
 
 from __future__ import annotations
@@ -50,6 +95,16 @@ INT4_GROUP_OVERHEAD_BYTES = 2.5
 CHANNEL_SCALE_BYTES = 2.0
 DEQUANT_FLOPS_PER_WEIGHT: dict[str, float] = {"int4": 4.0, "int8": 2.0, "fp8": 2.0}
 DEQUANT_TILE_M = 128
+#: 32-bit lane operations per KV element converted, by KV dtype and the device condition it
+#: applies under ("": every device; module docstring). Chosen on the Fig 3 quantisation rows.
+KV_CONVERT_OPS: dict[str, dict[str, float]] = {
+    "fp8": {"fp8-units": 10.0, "no-fp8-units": 32.0},
+    "int8": {"": 2.0},
+}
+#: FLOPs the fp32 vector peak counts per lane per clock (one FMA = 2 FLOPs).
+FLOPS_PER_LANE_OP = 2.0
+#: the vector dtype a KV conversion row is timed at (32-bit lane work).
+KV_CONVERT_DTYPE = "fp32"
 WIDE_FLOATS = ("fp32", "fp16", "bf16")
 
 
@@ -135,6 +190,15 @@ class TensorDtypes:
         if w == "fp8":
             return GemmPlan("fp8", DEQUANT_FLOPS_PER_WEIGHT["fp8"], dequant_on_fallback_only=True)
         return GemmPlan(self.model_dtype, DEQUANT_FLOPS_PER_WEIGHT[w])
+
+    def kv_convert_flops(self, elements: float) -> dict[str, float]:
+        """Conversion FLOPs of ``elements`` KV elements per device condition (``""``,
+        ``"fp8-units"``, ``"no-fp8-units"``; module docstring); {} for a KV cache stored at
+        the compute dtype or wider."""
+        if self.kv_bytes >= dtype_bytes(self.model_dtype):
+            return {}
+        return {cond: ops * FLOPS_PER_LANE_OP * float(elements)
+                for cond, ops in KV_CONVERT_OPS.get(self.kv, {}).items()}
 
     @classmethod
     def of(cls, cfg) -> TensorDtypes:

@@ -64,14 +64,16 @@ from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.kernels import Segment
 from roofcast.predictor.llm.memory import devices_needed, max_batch, serving_memory
 from roofcast.predictor.llm.phases import (
+    APPLIES,
     DEFAULT_ESTIMATOR,
     Step,
     collect_request_times,
     engine_profile,
+    has_fp8_units,
     request_steps,
     time_steps,
 )
-from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes
+from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
 from roofcast.predictor.runtimes.profile import ServingSpec
@@ -270,18 +272,21 @@ def _prediction(arch: LLMArch, cell: _Cell, cfg: ServingConfig, estimator: str,
 
 
 def _kv_notes(cell: _Cell, cfg: ServingConfig) -> list[str]:
-    """What the kernel model leaves out of a quantised KV cache."""
+    """How a quantised KV cache is costed (``precision`` "KV-cache conversion cost")."""
     dtypes = TensorDtypes.of(cfg)
-    if dtypes.kv_bytes >= dtype_bytes(dtypes.model_dtype):
+    paths = KV_CONVERT_OPS.get(dtypes.kv, {})
+    if dtypes.kv_bytes >= dtype_bytes(dtypes.model_dtype) or not paths:
         return []
-    notes = [f"{dtypes.kv} KV cache: attention reads half the bytes; the conversion to "
-             f"{dtypes.model_dtype} inside the attention kernel is not modelled beyond that"]
-    if dtypes.kv == "fp8" and cell.hw.peak_flops_or_none("matrix", "fp8") is None:
-        notes.append(f"{cell.hw.name} has no fp8 units: engines convert an fp8 KV cache in "
-                     "software, and measured decode steps on such devices are several times "
-                     "slower than with a 16-bit cache (LLM-Inference-Bench A100 rows); this "
-                     "prediction does not include that slowdown")
-    return notes
+    fp8_units = bool(has_fp8_units([cell.hw])[0])
+    cond = next(c for c in paths if APPLIES[c](np.array([fp8_units]))[0])
+    per = serving_spec(cell.profile).kv_convert_per
+    how = "emulated in software (no fp8 units)" if cond == "no-fp8-units" else "converted"
+    return [f"{dtypes.kv} KV cache: attention reads {dtypes.kv_bytes:g} byte per element and "
+            f"each element is {how} to {dtypes.model_dtype} inside the kernel at "
+            f"{paths[cond]:g} lane operations, once per {per.replace('-', ' ')} "
+            f"({cell.profile.name}); the "
+            "operation counts were chosen on LLM-Inference-Bench's Llama-3-8B fp8-KV rows "
+            "(A100, H100)"]
 
 
 def _fit_notes(arch: LLMArch, cell: _Cell, cfg: ServingConfig) -> list[str]:

@@ -25,7 +25,8 @@ folder, see ``catalog``). It says
 * ``vendors``: the device vendors it runs on (``HardwareSpec.vendor``, matched as a
   case-insensitive prefix: ``NVIDIA`` for TensorRT); empty: any vendor of its kinds;
 * ``[serving]`` (LLM serving engines only, ``ServingSpec``): the weight and KV-cache dtypes it
-  runs, its batching, the memory fraction it claims, its prefill chunk and per-step host time;
+  runs, its batching, the memory fraction it claims, its prefill chunk, its per-step host
+  time and how often its attention kernel converts a quantised KV element;
 * ``notes`` (free text) and ``sources`` (a list of references for its figures).
 """
 
@@ -52,8 +53,10 @@ KNOWN_KEYS: frozenset[str] = frozenset({
 })
 SERVING_KEYS: frozenset[str] = frozenset({
     "weights", "kv_cache", "batching", "memory_utilization", "max_prefill_tokens",
-    "step_overhead_us",
+    "step_overhead_us", "kv_convert_per",
 })
+#: how often a decode attention kernel converts a quantised KV element (``ServingSpec``).
+KV_CONVERT_PER: tuple[str, ...] = ("kv-head", "query-head")
 BATCHING: tuple[str, ...] = ("continuous", "static")
 MAX_PREFILL_TOKENS = 1 << 24
 MAX_STEP_OVERHEAD_US = 1e5
@@ -72,7 +75,10 @@ class ServingSpec:
     ``memory_utilization``: the fraction of device memory the engine claims (vLLM's
     ``gpu_memory_utilization``), the rest is reserve; ``max_prefill_tokens``: tokens of prompt
     one scheduler step takes (chunked prefill budget; 0: whole prompts);
-    ``step_overhead_us``: host time per engine step before calibration (scheduling, sampling).
+    ``step_overhead_us``: host time per engine step before calibration (scheduling, sampling);
+    ``kv_convert_per``: ``query-head`` when its attention kernel runs one thread block per
+    query head and so converts a quantised KV element once per query head of its KV head
+    (``predictor.llm.precision``), ``kv-head`` (default) when it groups them.
     """
 
     weights: tuple[str, ...] = ("fp16", "bf16")
@@ -81,6 +87,7 @@ class ServingSpec:
     memory_utilization: float = 0.9
     max_prefill_tokens: int = 0
     step_overhead_us: float = 0.0
+    kv_convert_per: str = "kv-head"
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,8 @@ def _serving(doc: Any, where: str) -> ServingSpec:
                                        MAX_PREFILL_TOKENS, where, integer=True)),
         step_overhead_us=float(_number(doc, "step_overhead_us", default.step_overhead_us, 0.0,
                                        MAX_STEP_OVERHEAD_US, where)),
+        kv_convert_per=_choice(doc, "kv_convert_per", KV_CONVERT_PER, default.kv_convert_per,
+                               where),
     )
 
 

@@ -108,6 +108,25 @@ def test_a_vendor_outside_the_fit_gets_a_guess_and_a_note():
         cal.apply("train", 1.0, get_device("h100-sxm"))
 
 
+def test_a_fitted_vendor_factor_is_named_with_the_devices_it_came_from():
+    cal = engine_calibration("vllm")
+    fp, seen = cal.phases["prefill"].vendor_factor("AMD")
+    fd, _ = cal.phases["decode"].vendor_factor("AMD")
+    assert seen
+    assert fp != 1.0
+    notes = cal.notes(get_device("mi300x"))
+    vendor = [n for n in notes if "vendor factors fitted" in n]
+    assert len(vendor) == 1
+    assert f"prefill x{fp:.2f}" in vendor[0]
+    assert f"decode x{fd:.2f}" in vendor[0]
+    amd = [d for d in cal.devices if get_device(d).vendor == "AMD"]
+    assert amd
+    assert f"({', '.join(amd)})" in vendor[0]
+    assert "LLM-Inference-Bench (2024)" in vendor[0]
+    # the baseline vendor's factor is 1: no such note
+    assert not any("vendor factors fitted" in n for n in cal.notes(get_device("h100-sxm")))
+
+
 def test_a_device_kind_outside_the_fit_is_left_uncalibrated():
     cal = engine_calibration("llama.cpp")
     assert cal.fitted

@@ -127,6 +127,9 @@ def test_the_serving_engines_say_what_they_run():
     assert "fp8" in vllm.serving.kv_cache
     assert "int8" not in vllm.serving.kv_cache
     assert {"fp8", "int8"} <= set(trt.serving.kv_cache)
+    # their decode kernels convert a quantised KV element once per query head
+    assert vllm.serving.kv_convert_per == trt.serving.kv_convert_per == "query-head"
+    assert cpp.serving.kv_convert_per == "kv-head"
     assert "fp8" not in cpp.serving.weights
     assert "int4" in cpp.serving.weights
     assert trt.vendors == ("NVIDIA",)
@@ -181,6 +184,7 @@ def test_a_user_serving_engine_is_parsed(user_dir):
     ('max_prefill_tokens = -1', "max_prefill_tokens must be an integer"),
     ('max_prefill_tokens = 1.5', "max_prefill_tokens must be an integer"),
     ('step_overhead_us = -3', "step_overhead_us"),
+    ('kv_convert_per = "block"', "kv_convert_per = 'block'; choose one of kv-head, query-head"),
     ('paged = true', "unknown keys \\['paged'\\]"),
 ])
 def test_bad_serving_tables_are_refused_naming_the_key(user_dir, line, message):

@@ -37,7 +37,7 @@ factor worth ``SHRINK_ROWS`` rows:
     minimise  sum_rows rho(sqrt(w_i) (log y_i - log yhat_i)) + SHRINK_ROWS x (g_p^2 + g_d^2)
     with      f_dp = f_vp exp(g_p),  f_dd = f_vd exp(g_d)
 
-(``rho``: the same soft-L1 loss, TTFT rows weighted as in ``fit_engine`` within the device). A
+(``rho``: the same soft-L1 loss; the device's TTFT rows carry ``TTFT_SHARE`` of its weight). A
 device with ``n`` rows moves from the vendor factor by about ``n / (n + SHRINK_ROWS)`` of what
 its rows alone say (exactly so for small residuals); a phase the rows hardly constrain (prefill
 of long-decode request rows) stays near the vendor's. Leave-one-device-out never sees the held
@@ -229,7 +229,8 @@ def _soft_l1(r: np.ndarray) -> np.ndarray:
 
 
 def fit_device_factors(frame: pd.DataFrame, fit: EngineFit, *,
-                       shrink_rows: float = SHRINK_ROWS) -> EngineFit:
+                       shrink_rows: float = SHRINK_ROWS,
+                       ttft_share: float = TTFT_SHARE) -> EngineFit:
     """``fit`` with every device of ``frame`` given its own per-phase factors, fitted on its
     rows and shrunk toward its vendor's (module docstring: ``SHRINK_ROWS`` pseudo-rows)."""
     from scipy.optimize import least_squares
@@ -244,7 +245,7 @@ def fit_device_factors(frame: pd.DataFrame, fit: EngineFit, *,
         c = (fit.c_prefill_s * g["prefill_steps"] + fit.c_decode_s * g["decode_steps"]).to_numpy(
             float)
         y = np.log(target(g).astype(float))
-        sw = np.sqrt(_weights(g, TTFT_SHARE))
+        sw = np.sqrt(_weights(g, ttft_share))
         prior = math.sqrt(shrink_rows)
 
         def res(gg: np.ndarray, p=p, d=d, c=c, y=y, sw=sw, prior=prior) -> np.ndarray:

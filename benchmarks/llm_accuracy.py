@@ -9,6 +9,8 @@ Tables (all errors are |predicted / measured - 1| in %):
    predicting it) and in distribution (the shipped fit, ``predictor/data/llm_engines.json``),
    of the batch latency and of the throughput; then LOO per engine x device; and the share of
    rows inside the shipped interval (10-90 %: about 80 % expected).
+   1b. Where the in-distribution error is: its median over row groups (waves, short runs, batch
+   sizes, hardware labels) and over the rest; nothing is excluded.
 2. TTFT and end latency (Fig 22): measured vs predicted (shipped fit and LOO).
 3. Quantised weights / KV cache (Fig 3, Llama-3-8B on A100/H100): the shipped fit (fitted on
    fp16 rows only) on each dtype pair; measured and predicted latency relative to fp16. The KV
@@ -101,6 +103,36 @@ def section_engines(rows: pd.DataFrame, fits: dict, hws: dict) -> None:
     print("\nper engine x device (median %):  LOO  in-dist")
     for engine, dev, n, e, i in per_dev:
         print(f"  {engine:14s} {dev:16s} {n:4d} rows  {e:6.1f} {i:6.1f}")
+
+
+def _subsets(req: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Row groups that could dominate the error: waves (KV-capacity-limited batches), short
+    runs, each batch size, and the source's hardware labels where one device has several."""
+    out = {"waves > 1 (KV capacity-limited)": (req["waves"] > 1).to_numpy(),
+           "short runs (< 2 s)": (req["latency_s"] < 2).to_numpy()}
+    for b in sorted(set(req["batch"])):
+        out[f"batch {b}"] = (req["batch"] == b).to_numpy()
+    for dev, g in req.groupby("device"):
+        if g["hardware"].nunique() > 1:
+            for label in sorted(set(g["hardware"])):
+                out[f"{dev} labelled {label!r}"] = ((req["device"] == dev)
+                                                    & (req["hardware"] == label)).to_numpy()
+    return out
+
+
+def section_attribution(rows: pd.DataFrame, hws: dict) -> None:
+    print("\n## 1b. Where the in-distribution error is (shipped fit; median % of the group, "
+          "of the rest; measured / predicted median of the group; nothing is excluded)")
+    for engine, g in rows.groupby("engine"):
+        req = g[g["figure"] != "ttft"]
+        t, _, _ = predict_calibrated(engine_calibration(engine), req, hws)
+        meas = req["latency_s"].to_numpy(float)
+        e = abs_pct(t, meas)
+        print(f"{engine}: all {len(req)} rows {np.median(e):.1f}")
+        for name, m in _subsets(req).items():
+            if m.any() and (~m).any():
+                print(f"  {name:44s} {m.sum():4d} rows {np.median(e[m]):6.1f}  rest "
+                      f"{np.median(e[~m]):5.1f}  meas/pred {np.median(meas[m] / t[m]):5.2f}")
 
 
 def section_ttft(rows: pd.DataFrame, fits: dict, hws: dict) -> None:
@@ -262,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     hws = {d: get_device(d) for d in table.rows["device"].unique()}
     fits = fit_all(rows)
     section_engines(rows, fits, hws)
+    section_attribution(rows, hws)
     section_ttft(rows, fits, hws)
     section_quant(table, rows, hws)
     section_power(table, hws)

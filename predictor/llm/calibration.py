@@ -4,8 +4,20 @@
 uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
 (``phases.request_model_times``) to the engine's time with an interval, arrays ``(t, lo, hi)``:
 
-    t  = f_vendor,phase x a_phase x model_s + c_phase        (s)
+    t  = f_phase(hw) x a_phase x model_s + c_phase        (s)
     lo = min(t, q_lo x t),  hi = max(t, q_hi x t)
+
+``f`` and ``q`` come from the most specific level with measured evidence (``level``):
+
+1. ``device``: ``hw`` is a catalog device the engine was measured on (its id among the fit's
+   devices, no ``base``, and equal to the catalog entry: a what-if such as
+   ``h100-sxm:mem_bw_scale=2`` or an edited copy is not the measured device): its own factor per
+   phase (``device_factors``, fitted on its rows and shrunk toward its vendor's,
+   ``calibration_fit.fit_device_factors``) and its in-sample quantiles (``device_ratios``: of its
+   rows' measured / fitted; the engine's in-distribution quantiles where it has too few rows);
+2. ``vendor``: a device of a vendor the engine was measured on: the vendor's factor and the
+   leave-one-device-out quantiles below;
+3. ``unseen vendor``: ``unseen_vendor_factor`` and the engine's leave-one-device-out quantiles.
 
 * ``a_phase`` (dimensionless): the engine's slowdown over the kernel model, one per phase;
 * ``c_phase`` (s): host time per prefill / per decode step (scheduling, sampling, launches the
@@ -38,9 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from roofcast.hw_catalog import get_device
+from roofcast.hw_catalog import HardwareSpecError, get_device
 from roofcast.predictor.errors import PredictionError
 
+#: where the fitted factors come from, as the notes name it.
+SOURCE = "Argonne's LLM-Inference-Bench (2024) runs"
 DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "llm_engines.json"
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
@@ -58,6 +72,9 @@ class PhaseCorrection:
     vendor_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
     unseen_vendor_factor: float = 1.0
     vendor_ratios: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
+    #: the measured devices' own factors and in-sample (q_lo, q_hi), by catalog id.
+    device_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
+    device_ratios: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
 
     def ratios(self, vendor: str) -> tuple[float, float]:
         """(q_lo, q_hi) of a device vendor: its own where fitted, else the engine's."""
@@ -87,12 +104,35 @@ class EngineCalibration:
     note: str = ""
     #: device kinds of the fitted rows; others are left uncalibrated.
     device_kinds: tuple[str, ...] = ("gpu",)
-    #: catalog ids of the devices whose rows the fit used.
-    devices: tuple[str, ...] = ()
+
+    #: measured runs per device the fit has (catalog id -> rows).
+    device_runs: Mapping[str, int] = field(default_factory=dict, hash=False)
 
     def covers(self, hw: Any) -> bool:
         """Whether the fit applies to ``hw``: fitted, and a device kind it has rows of."""
         return self.fitted and hw.kind in self.device_kinds
+
+    def measured(self, hw: Any) -> bool:
+        """Whether ``hw`` is a catalog device of the fit's rows, unchanged (module docstring:
+        a derived or edited device is not the device that was measured)."""
+        if not self.covers(hw) or hw.base is not None or hw.id not in self.device_runs:
+            return False
+        if not all(hw.id in self.phases[ph].device_factors for ph in PHASES):
+            return False
+        try:
+            return get_device(hw.id) == hw
+        except HardwareSpecError:
+            return False
+
+    def level(self, phase: str, hw: Any) -> tuple[str, float, float, float]:
+        """(level, factor, q_lo, q_hi) of ``phase`` on a covered ``hw``: ``device``,
+        ``vendor`` or ``unseen vendor`` (module docstring)."""
+        p = self.phases[phase]
+        if self.measured(hw):
+            q = p.device_ratios.get(hw.id, (p.ratio_lo, p.ratio_hi))
+            return "device", float(p.device_factors[hw.id]), float(q[0]), float(q[1])
+        f, seen = p.vendor_factor(hw.vendor)
+        return ("vendor" if seen else "unseen vendor"), f, *p.ratios(hw.vendor)
 
     def apply(self, phase: str, model_s: Any, hw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Engine time (s) and its interval of a ``phase`` whose modelled time is ``model_s``
@@ -103,40 +143,42 @@ class EngineCalibration:
         if not self.covers(hw):
             return m, m.copy(), m.copy()
         p = self.phases[phase]
-        f, _ = p.vendor_factor(hw.vendor)
-        q_lo, q_hi = p.ratios(hw.vendor)
+        _, f, q_lo, q_hi = self.level(phase, hw)
         t = f * p.scale * m + p.overhead_s
         return t, np.minimum(t, q_lo * t), np.maximum(t, q_hi * t)
 
-    def vendor_devices(self, vendor: str) -> tuple[str, ...]:
-        """The fitted devices of ``vendor`` (catalog ids; case-insensitive vendor match)."""
-        v = vendor.strip().casefold()
-        return tuple(d for d in self.devices
-                     if get_device(d).vendor.strip().casefold() == v)
-
     def notes(self, hw: Any) -> tuple[str, ...]:
-        """What the correction is for ``hw``: uncalibrated, or fitted; a fitted vendor factor
-        other than 1 is named with the devices it was fitted on; an unfitted vendor's guess
-        says so."""
+        """What the correction is for ``hw``: uncalibrated, or fitted, and which level
+        (``level``) applied."""
         if not self.fitted:
             return (self.note,)
         if not self.covers(hw):
             return (f"{self.runtime} is calibrated on {', '.join(self.device_kinds)} devices "
                     f"only; on this {hw.kind} its times are the uncalibrated kernel model",)
         out = [self.note]
-        (fp, seen), (fd, _) = (self.phases[ph].vendor_factor(hw.vendor) for ph in PHASES)
-        if seen and (fp != 1.0 or fd != 1.0):
-            fitted_on = ", ".join(self.vendor_devices(hw.vendor)) or "its devices"
-            out.append(f"{self.runtime} on {hw.vendor} devices: prefill x{fp:.2f} and decode "
-                       f"x{fd:.2f} over its NVIDIA-calibrated times, the vendor factors fitted "
-                       f"on Argonne's LLM-Inference-Bench (2024) runs on {hw.vendor} devices "
-                       f"({fitted_on}): the engine's software stack there, not a device "
-                       "figure")
-        if not seen:
+        (lvl, fp, _, _), (_, fd, _, _) = (self.level(ph, hw) for ph in PHASES)
+        factors = f"prefill {fp:.2f}, decode {fd:.2f}"
+        if lvl == "device":
+            out.append(f"{self.runtime} on {hw.id}: factors ({factors}) fitted on this device's "
+                       f"{self.device_runs[hw.id]} measured runs in {SOURCE} (the engine's "
+                       "software on this device, not a device figure); interval from their "
+                       "residuals")
+        elif lvl == "vendor":
+            mine = [d for d in self.device_runs if d in self._vendor_devices(hw.vendor)]
+            out.append(f"{self.runtime} on {hw.id}: vendor factor ({factors}) from "
+                       f"{hw.vendor} devices {', '.join(mine) or '(all)'} (device not measured) "
+                       f"in {SOURCE} (the engine's software on that vendor's devices, not a "
+                       "device figure); interval from leave-one-device-out")
+        else:
             out.append(f"{self.runtime} has no measurements on {hw.vendor} devices: its vendor "
-                       f"factors (prefill {fp:.2f}, decode {fd:.2f}) are the geometric mean of "
-                       "the fitted vendors' (a guess; see the interval)")
+                       f"factors ({factors}) are the geometric mean of the fitted vendors' (a "
+                       "guess; see the interval)")
         return tuple(out)
+
+    def _vendor_devices(self, vendor: str) -> set[str]:
+        """The fit's devices of ``vendor`` (catalog vendors, case-insensitive)."""
+        v = vendor.strip().casefold()
+        return {d for d in self.device_runs if get_device(d).vendor.strip().casefold() == v}
 
 
 def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
@@ -146,12 +188,15 @@ def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
             vendor_factors={str(k): float(v) for k, v in doc.get("vendor_factors", {}).items()},
             unseen_vendor_factor=float(doc.get("unseen_vendor_factor", 1.0)),
             vendor_ratios={str(k): (float(v[0]), float(v[1]))
-                           for k, v in doc.get("vendor_ratios", {}).items()})
+                           for k, v in doc.get("vendor_ratios", {}).items()},
+            device_factors={str(k): float(v) for k, v in doc.get("device_factors", {}).items()},
+            device_ratios={str(k): (float(v[0]), float(v[1]))
+                           for k, v in doc.get("device_ratios", {}).items()})
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise PredictionError(f"{DATA_FILE}: {where} is malformed ({exc}); rerun "
                               "benchmarks/fit_llm_engines.py") from exc
-    factors = [*p.vendor_factors.values(), p.unseen_vendor_factor]
-    ratios = [(p.ratio_lo, p.ratio_hi), *p.vendor_ratios.values()]
+    factors = [*p.vendor_factors.values(), p.unseen_vendor_factor, *p.device_factors.values()]
+    ratios = [(p.ratio_lo, p.ratio_hi), *p.vendor_ratios.values(), *p.device_ratios.values()]
     if not (p.scale > 0 and p.overhead_s >= 0 and all(0 < lo <= hi for lo, hi in ratios)
             and all(f > 0 for f in factors)):
         raise PredictionError(f"{DATA_FILE}: {where} has a non-positive scale or factor, a "
@@ -180,8 +225,8 @@ def engine_calibration(runtime: str) -> EngineCalibration:
     devices = ", ".join(doc.get("rows_per_device", {}))
     return EngineCalibration(
         runtime, fitted=True, phases=phases,
-        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))),
-        devices=tuple(str(d) for d in doc.get("rows_per_device", {})), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
+        device_runs={str(k): int(v) for k, v in doc.get("rows_per_device", {}).items()},
+        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
               f"median error {loo:.0f} %" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               "leave-one-device-out figure"))

@@ -28,13 +28,27 @@ non-baseline vendors' ``log f_v`` per phase on log latency with a soft-L1 loss
 (scipy ``least_squares``; a few broken rows must not steer it); ``loo`` refits without each
 device in turn and predicts it (a vendor not left in the training rows gets the geometric mean
 of the fitted vendor factors, as ``unseen_vendor_factor`` does at prediction time).
+
+Device level (``fit_device_factors``): on a device the engine was measured on, the vendor factors
+are replaced by the device's own per-phase factors ``f_dp``, ``f_dd``, fitted on that device's
+rows with ``a``, ``c`` held at the engine fit, as the MAP estimate under a prior at the vendor
+factor worth ``SHRINK_ROWS`` rows:
+
+    minimise  sum_rows rho(sqrt(w_i) (log y_i - log yhat_i)) + SHRINK_ROWS x (g_p^2 + g_d^2)
+    with      f_dp = f_vp exp(g_p),  f_dd = f_vd exp(g_d)
+
+(``rho``: the same soft-L1 loss; the device's TTFT rows carry ``TTFT_SHARE`` of its weight). A
+device with ``n`` rows moves from the vendor factor by about ``n / (n + SHRINK_ROWS)`` of what
+its rows alone say (exactly so for small residuals); a phase the rows hardly constrain (prefill
+of long-decode request rows) stays near the vendor's. Leave-one-device-out never sees the held
+device's factor: ``loo`` refits without it and predicts through the vendor level.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -50,6 +64,8 @@ QUANTILES = (0.1, 0.9)
 #: a row whose latency is below this fraction of the uncalibrated model time is a failed run
 #: (the ones seen are 100x faster than the device's bandwidth allows); counted, not fitted.
 IMPLAUSIBLE_RATIO = 0.25
+#: the prior of a device factor at its vendor's factor, in rows (module docstring).
+SHRINK_ROWS = 10.0
 FEATURES = ("prefill_s", "decode_s", "prefill_steps", "decode_steps", "waves", "wave_batch",
             "max_batch", "vendor")
 
@@ -122,7 +138,8 @@ def target(frame: pd.DataFrame) -> np.ndarray:
 class EngineFit:
     """Fitted parameters of one engine (module docstring): phase scales, overheads (s per
     step) and vendor factors per phase (baseline 1); a vendor without fitted factors gets the
-    geometric mean of the phase's factors."""
+    geometric mean of the phase's factors. ``prefill_device``/``decode_device``: the measured
+    devices' own factors (``fit_device_factors``), used before the vendor's."""
 
     a_prefill: float
     a_decode: float
@@ -130,21 +147,42 @@ class EngineFit:
     c_decode_s: float
     prefill_factors: dict[str, float]
     decode_factors: dict[str, float]
+    prefill_device: dict[str, float] = field(default_factory=dict)
+    decode_device: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def unseen(factors: dict[str, float]) -> float:
         return float(np.exp(np.mean(np.log(list(factors.values()))))) if factors else 1.0
 
-    def factor(self, factors: dict[str, float], vendors: np.ndarray) -> np.ndarray:
-        return np.array([factors.get(v, self.unseen(factors)) for v in vendors], dtype=float)
+    def factor(self, factors: dict[str, float], vendors: np.ndarray,
+               devices: np.ndarray | None = None, device: dict[str, float] | None = None
+               ) -> np.ndarray:
+        """Per row: the device's factor where ``device`` has it, else the vendor's, else the
+        unseen-vendor factor."""
+        devices = [None] * len(vendors) if devices is None else devices
+        device = device or {}
+        return np.array([device[d] if d in device else factors.get(v, self.unseen(factors))
+                         for v, d in zip(vendors, devices, strict=True)], dtype=float)
 
     def predict(self, frame: pd.DataFrame) -> np.ndarray:
         """Modelled seconds of each row (its ``target``)."""
         v = frame["vendor"].to_numpy()
-        return (self.factor(self.prefill_factors, v) * self.a_prefill * frame["prefill_s"]
-                + self.factor(self.decode_factors, v) * self.a_decode * frame["decode_s"]
+        d = frame["device"].to_numpy() if "device" in frame else None
+        return (self.factor(self.prefill_factors, v, d, self.prefill_device) * self.a_prefill
+                * frame["prefill_s"]
+                + self.factor(self.decode_factors, v, d, self.decode_device) * self.a_decode
+                * frame["decode_s"]
                 + self.c_prefill_s * frame["prefill_steps"]
                 + self.c_decode_s * frame["decode_steps"]).to_numpy(float)
+
+
+def _weights(frame: pd.DataFrame, share: float) -> np.ndarray:
+    """Row weights giving the TTFT rows ``share`` of the total (1 each without TTFT rows)."""
+    is_ttft = (frame["figure"] == "ttft").to_numpy()
+    w = np.ones(len(frame))
+    if is_ttft.any() and (~is_ttft).any() and share > 0:
+        w[is_ttft] = share / (1 - share) * (~is_ttft).sum() / is_ttft.sum()
+    return w
 
 
 def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
@@ -164,12 +202,7 @@ def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
     cols = [frame[c].to_numpy(float) for c in ("prefill_s", "decode_s", "prefill_steps",
                                                  "decode_steps")]
     y = np.log(target(frame).astype(float))
-    is_ttft = (frame["figure"] == "ttft").to_numpy()
-    share = TTFT_SHARE if ttft_share is None else ttft_share
-    w = np.ones(len(frame))
-    if is_ttft.any() and (~is_ttft).any() and share > 0:
-        w[is_ttft] = share / (1 - share) * (~is_ttft).sum() / is_ttft.sum()
-    sw = np.sqrt(w)
+    sw = np.sqrt(_weights(frame, TTFT_SHARE if ttft_share is None else ttft_share))
 
     def model(th: np.ndarray) -> np.ndarray:
         ap, ad, cp, cd = np.exp(th[:4])
@@ -186,6 +219,42 @@ def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
         pre = dec = dict.fromkeys(present, 1.0)
     return EngineFit(*(float(v) for v in np.exp(th[:4])), prefill_factors=pre,
                      decode_factors=dec)
+
+
+def _soft_l1(r: np.ndarray) -> np.ndarray:
+    """Residuals whose squares sum to the soft-L1 loss (scale ``LOSS_SCALE``) of ``r``: the
+    data term robust as in ``fit_engine``, the prior term beside it stays quadratic."""
+    z = (r / LOSS_SCALE) ** 2
+    return np.sign(r) * LOSS_SCALE * np.sqrt(2.0 * (np.sqrt(1.0 + z) - 1.0))
+
+
+def fit_device_factors(frame: pd.DataFrame, fit: EngineFit, *,
+                       shrink_rows: float = SHRINK_ROWS,
+                       ttft_share: float = TTFT_SHARE) -> EngineFit:
+    """``fit`` with every device of ``frame`` given its own per-phase factors, fitted on its
+    rows and shrunk toward its vendor's (module docstring: ``SHRINK_ROWS`` pseudo-rows)."""
+    from scipy.optimize import least_squares
+
+    pre, dec = {}, {}
+    for dev, g in frame.groupby("device"):
+        vendor = g["vendor"].to_numpy()[:1]
+        fvp = float(fit.factor(fit.prefill_factors, vendor)[0])
+        fvd = float(fit.factor(fit.decode_factors, vendor)[0])
+        p = fit.a_prefill * fvp * g["prefill_s"].to_numpy(float)
+        d = fit.a_decode * fvd * g["decode_s"].to_numpy(float)
+        c = (fit.c_prefill_s * g["prefill_steps"] + fit.c_decode_s * g["decode_steps"]).to_numpy(
+            float)
+        y = np.log(target(g).astype(float))
+        sw = np.sqrt(_weights(g, ttft_share))
+        prior = math.sqrt(shrink_rows)
+
+        def res(gg: np.ndarray, p=p, d=d, c=c, y=y, sw=sw, prior=prior) -> np.ndarray:
+            t = np.exp(gg[0]) * p + np.exp(gg[1]) * d + c
+            return np.append(_soft_l1(sw * (np.log(t) - y)), prior * gg)
+
+        gg = least_squares(res, np.zeros(2), bounds=(-5.0, 5.0)).x
+        pre[str(dev)], dec[str(dev)] = fvp * float(np.exp(gg[0])), fvd * float(np.exp(gg[1]))
+    return replace(fit, prefill_device=pre, decode_device=dec)
 
 
 def abs_pct(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -208,15 +277,15 @@ def loo(frame: pd.DataFrame, *, vendor_factors: bool = True) -> pd.Series:
 
 def predict_calibrated(cal, frame: pd.DataFrame, hws: dict) -> tuple[np.ndarray, ...]:
     """(t, lo, hi) of each row under a shipped ``EngineCalibration`` ``cal``: the summed
-    features through ``cal``'s phases (the same formula as ``apply`` per step, with the
-    overheads counted per step); ``hws``: device id -> ``HardwareSpec``."""
+    features through ``cal``'s phases (the same formula and level as ``apply`` per step, with
+    the overheads counted per step); ``hws``: device id -> ``HardwareSpec``."""
     out = []
     for p_col, n_col, phase in (("prefill_s", "prefill_steps", "prefill"),
                                 ("decode_s", "decode_steps", "decode")):
         ph = cal.phases[phase]
-        vendors = [hws[d].vendor for d in frame["device"]]
-        f = np.array([ph.vendor_factor(v)[0] for v in vendors])
-        q = np.array([ph.ratios(v) for v in vendors])
+        levels = {d: cal.level(phase, hws[d]) for d in set(frame["device"])}
+        f = np.array([levels[d][1] for d in frame["device"]])
+        q = np.array([levels[d][2:] for d in frame["device"]])
         t = f * ph.scale * frame[p_col].to_numpy(float) + ph.overhead_s * frame[n_col].to_numpy(
             float)
         out.append((t, np.minimum(t, q[:, 0] * t), np.maximum(t, q[:, 1] * t)))

@@ -89,7 +89,7 @@ def test_apply_is_monotone_and_brackets_its_value(engine, phase):
         assert np.all(lo <= t)
         assert np.all(t <= hi)
         assert np.all(t >= m * cal.phases[phase].scale * min(
-            cal.phases[phase].vendor_factor(get_device(d).vendor)[0] for d in DEVICES[:-1]))
+            cal.level(phase, get_device(d))[1] for d in DEVICES[:-1]))
 
 
 def test_a_vendor_outside_the_fit_gets_a_guess_and_a_note():
@@ -103,28 +103,28 @@ def test_a_vendor_outside_the_fit_gets_a_guess_and_a_note():
     f, seen = cal.phases["decode"].vendor_factor("Moore Threads")
     assert not seen
     assert f == pytest.approx(cal.phases["decode"].unseen_vendor_factor)
-    assert len(cal.notes(get_device("h100-sxm"))) == 1
+    assert "measured runs" in cal.notes(get_device("h100-sxm"))[1]  # the device level
     with pytest.raises(PredictionError, match="phase must be one of"):
         cal.apply("train", 1.0, get_device("h100-sxm"))
 
 
-def test_a_fitted_vendor_factor_is_named_with_the_devices_it_came_from():
+def test_a_fitted_vendor_factor_is_named_with_the_devices_and_data_it_came_from():
     cal = engine_calibration("vllm")
     fp, seen = cal.phases["prefill"].vendor_factor("AMD")
     fd, _ = cal.phases["decode"].vendor_factor("AMD")
     assert seen
     assert fp != 1.0
-    notes = cal.notes(get_device("mi300x"))
-    vendor = [n for n in notes if "vendor factors fitted" in n]
+    notes = cal.notes(get_device("mi210"))  # an AMD GPU the data never measured
+    vendor = [n for n in notes if "vendor factor (" in n]
     assert len(vendor) == 1
-    assert f"prefill x{fp:.2f}" in vendor[0]
-    assert f"decode x{fd:.2f}" in vendor[0]
-    amd = [d for d in cal.devices if get_device(d).vendor == "AMD"]
+    assert f"prefill {fp:.2f}, decode {fd:.2f}" in vendor[0]
+    amd = [d for d in cal.device_runs if get_device(d).vendor == "AMD"]
     assert amd
-    assert f"({', '.join(amd)})" in vendor[0]
+    assert f"AMD devices {', '.join(amd)} (device not measured)" in vendor[0]
     assert "LLM-Inference-Bench (2024)" in vendor[0]
-    # the baseline vendor's factor is 1: no such note
-    assert not any("vendor factors fitted" in n for n in cal.notes(get_device("h100-sxm")))
+    # a measured device gets its own factors, named with the data they came from
+    assert any("fitted on this device's" in n and "LLM-Inference-Bench (2024)" in n
+               for n in cal.notes(get_device("mi300x")))
 
 
 def test_a_device_kind_outside_the_fit_is_left_uncalibrated():

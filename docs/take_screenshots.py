@@ -3,10 +3,11 @@
 Starts ``roofcast app`` (isolated user folders), drives one browser session through the pages
 (ResNet-50 at batch 8 on the default device; a what-if device with 2x bandwidth; the test
 measurement file imported into the default measurement store with ``roofcast data import`` and
-retrained on; an uploaded model with an unbound dim) and writes full-page PNGs to
-``docs/screenshots/``.
+retrained on; an uploaded model with an unbound dim; the LLM serving page with its default model
+and devices) and writes full-page PNGs to ``docs/screenshots/``.
 
-Run: ``python docs/take_screenshots.py`` (needs chromium + chromium-driver and selenium).
+Run: ``python docs/take_screenshots.py [--llm-only]`` (needs chromium + chromium-driver and
+selenium); ``--llm-only`` takes the LLM serving page alone.
 """
 
 from __future__ import annotations
@@ -71,6 +72,22 @@ def set_number(driver, label: str, value: int) -> None:
     box.send_keys(str(value), Keys.ENTER)
     idle(driver)
     driver.execute_script("document.activeElement.blur();")  # no focus ring in the shot
+
+
+def llm_page(driver) -> None:
+    """The LLM serving page with its default model, devices and lengths."""
+    go_to_page(driver, "LLM serving", timeout=180)
+    wait_for(driver, lambda d: "tokens/s" in d.page_source, timeout=180)
+    idle(driver)
+    shoot(driver, "llm")
+
+
+def llm_only() -> int:
+    with running_app() as url, chromium(WIDTH, 1000) as driver:
+        driver.get(url)
+        idle(driver)
+        llm_page(driver)
+    return 0
 
 
 def main() -> int:
@@ -153,8 +170,10 @@ def main() -> int:
         wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR,
                                                    '[data-testid="stAlertContentError"]'))
         shoot(driver, "upload_unbound_dim")
+
+        llm_page(driver)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(llm_only() if "--llm-only" in sys.argv[1:] else main())

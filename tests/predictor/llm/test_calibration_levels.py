@@ -42,7 +42,7 @@ def test_a_measured_device_uses_its_own_factor(device):
         assert (q_lo, q_hi) == tuple(p.device_ratios[device])
         t, lo, hi = cal.apply(ph, m, hw)
         np.testing.assert_allclose(lo, np.minimum(t, q_lo * t))
-        np.testing.assert_allclose(t, f * p.scale * m + p.overhead_s)
+        np.testing.assert_allclose(t, f * p.scale * m + p.overhead_s + p.seq_overhead_s)
         np.testing.assert_allclose(hi, q_hi * t)
     runs = calibration_document()["engines"]["vllm"]["rows_per_device"][device]
     assert f"fitted on this device's {runs} measured runs" in " ".join(cal.notes(hw))
@@ -86,13 +86,16 @@ def test_an_unmeasured_device_of_a_measured_vendor_gets_the_vendor_level():
 def test_the_benchmark_formula_uses_the_same_levels_as_apply():
     cal = engine_calibration("vllm")
     what_if = get_device("h100-sxm:mem_bw_scale=1.0001")
-    row = {"prefill_s": 0.2, "decode_s": 3.0, "prefill_steps": 1, "decode_steps": 127}
+    row = {"prefill_s": 0.2, "decode_s": 3.0, "prefill_steps": 1, "decode_steps": 127,
+           "prefill_seqs": 16, "decode_seqs": 127 * 16}
     frame = pd.DataFrame([row | {"device": "h100-sxm"}, row | {"device": what_if.id}])
     t, _, _ = predict_calibrated(cal, frame, {"h100-sxm": get_device("h100-sxm"),
                                               what_if.id: what_if})
     for i, hw in enumerate((get_device("h100-sxm"), what_if)):
-        want = sum(cal.apply(ph, row[f"{ph}_s"], hw)[0] - cal.phases[ph].overhead_s
-                   + cal.phases[ph].overhead_s * row[f"{ph}_steps"] for ph in ("prefill", "decode"))
+        want = sum(cal.apply(ph, row[f"{ph}_s"], hw, seqs=0)[0] - cal.phases[ph].overhead_s
+                   + cal.phases[ph].overhead_s * row[f"{ph}_steps"]
+                   + cal.phases[ph].seq_overhead_s * row[f"{ph}_seqs"]
+                   for ph in ("prefill", "decode"))
         assert t[i] == pytest.approx(float(want))
     assert t[0] != pytest.approx(t[1], rel=1e-3)  # the variant does not get h100-sxm's factor
 
@@ -103,7 +106,8 @@ def _device_rows(n: int, factor: float) -> pd.DataFrame:
     rng = np.random.default_rng(n)
     f = pd.DataFrame({"device": "d", "vendor": "NVIDIA", "figure": "all",
                       "prefill_s": np.full(n, 1e-9), "decode_s": rng.uniform(1, 10, n),
-                      "prefill_steps": 1, "decode_steps": 255, "ttft_s": np.nan})
+                      "prefill_steps": 1, "decode_steps": 255, "prefill_seqs": 1,
+                      "decode_seqs": 255, "ttft_s": np.nan})
     f["latency_s"] = factor * f["decode_s"]
     return f
 

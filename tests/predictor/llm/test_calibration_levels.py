@@ -133,3 +133,41 @@ def test_a_device_with_many_rows_reaches_its_own_factor_and_predict_uses_it():
                                rtol=1e-6)
     other = rows.assign(device="e")  # another device of the vendor: the vendor factor
     np.testing.assert_allclose(out.predict(other), rows["decode_s"], rtol=1e-6)
+
+
+@pytest.mark.parametrize(("cfg_kw", "want_decode"), [
+    ({"batch": 24}, 24.0),          # static: the batch in every step
+    ({"concurrency": 12}, 12.0),    # continuous: the C decoding requests per step
+])
+def test_serving_passes_the_sequences_per_step_to_the_calibration(monkeypatch, cfg_kw,
+                                                                  want_decode):
+    """predict_serving hands apply() the sequences of each step, and the per-sequence term
+    adds exactly s x B to TPOT."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm import serving
+    from roofcast.predictor.llm.types import ServingConfig
+
+    seen: dict[str, float] = {}
+    real = engine_calibration("vllm")
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def apply(self, phase, model_s, hw, *, seqs=1):
+            seen[phase] = float(seqs)
+            return real.apply(phase, model_s, hw, seqs=seqs)
+
+    monkeypatch.setattr(serving, "engine_calibration", lambda name: Recording())
+    arch, hw = load_llm("llama-2-7b"), get_device("h100-sxm")
+    cfg = ServingConfig(input_tokens=512, output_tokens=256, runtime="vllm", **cfg_kw)
+    p = serving.predict_serving(arch, hw, cfg)
+    assert seen["decode"] == want_decode
+    assert seen["prefill"] == (24.0 if "batch" in cfg_kw else 1.0)
+    s = real.phases["decode"].seq_overhead_s
+    assert s > 0  # vLLM keeps the term (predictor/data/llm_engines.json)
+    without = dataclasses.replace(real, phases={
+        **real.phases, "decode": dataclasses.replace(real.phases["decode"], seq_overhead_s=0.0)})
+    monkeypatch.setattr(serving, "engine_calibration", lambda name: without)
+    q = serving.predict_serving(arch, hw, cfg)
+    assert p.tpot_s - q.tpot_s == pytest.approx(s * want_decode, rel=1e-9)

@@ -233,10 +233,12 @@ def engine_calibration(runtime: str) -> EngineCalibration:
     phases = {ph: _phase(doc[ph], f"engines.{runtime}.{ph}") for ph in PHASES}
     loo = doc.get("loo", {}).get("median_abs_pct")
     devices = ", ".join(doc.get("rows_per_device", {}))
+    seq = phases["decode"].seq_overhead_s
+    host = (f"; host time {seq * 1e6:.0f} us per sequence per decode step" if seq > 0 else "")
     return EngineCalibration(
         runtime, fitted=True, phases=phases,
         device_runs={str(k): int(v) for k, v in doc.get("rows_per_device", {}).items()},
         device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
-              f"median error {loo:.0f} %" if loo is not None else
+              f"median error {loo:.0f} %{host}" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
-              "leave-one-device-out figure"))
+              f"leave-one-device-out figure{host}"))

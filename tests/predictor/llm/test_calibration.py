@@ -295,3 +295,12 @@ def test_the_shipped_file_records_the_per_sequence_decision():
         assert seq["kept"] == (seq["score_with"] < seq["score_without"] and seq["identifiable"])
         if not seq["kept"]:
             assert e["decode"]["seq_overhead_s"] == e["prefill"]["seq_overhead_s"] == 0.0
+
+
+def test_the_note_names_the_per_sequence_host_time_where_kept():
+    for name in FITTED:
+        s = engine_calibration(name).phases["decode"].seq_overhead_s
+        note = engine_calibration(name).note
+        assert ("us per sequence per decode step" in note) == (s > 0), name
+        if s > 0:
+            assert f"host time {s * 1e6:.0f} us" in note

@@ -12,6 +12,10 @@ are some; no LOO, one device: the plain fit). Intervals: 10/90 % quantiles of me
 predicted, per phase (prefill from the TTFT rows when an engine has at least
 ``MIN_PHASE_ROWS`` of them, else from the request rows), overall and per vendor (where the
 vendor has at least ``MIN_PHASE_ROWS`` rows; a vendor with devices in the fit gets its own).
+Per-sequence host term (``fit_engine(per_seq=True)``: seconds per sequence per step, prefill
+and decode): kept only where its held-out score (``_score``; leave-one-device-out, or
+leave-one-model-out for a one-device engine) is lower and the rows measured steps of different
+sequence counts; the decision and both scores go in ``per_sequence_term``.
 Device level: every measured device gets its own per-phase factors (``fit_device_factors``,
 shrunk toward its vendor's by ``SHRINK_ROWS`` pseudo-rows) and the 10/90 % quantiles of its
 rows' measured / in-sample predicted (``_device_ratios``). Never fitted to vendor, MLPerf or
@@ -126,6 +130,19 @@ def _score(pred: np.ndarray, g: pd.DataFrame) -> float:
     return float(np.mean(parts))
 
 
+def _seq_choice(g: pd.DataFrame, use_vf: bool, without: np.ndarray | None
+                ) -> tuple[dict[str, float], np.ndarray]:
+    """``_score`` of the held-out predictions without (``without``, the chosen variant's LOO;
+    None: one device) and with the per-sequence host term (kept only where it scores lower,
+    as the vendor factors), and the held-out predictions with it: leave-one-device-out, or
+    leave-one-model-out for a one-device engine (in-sample would always favour the term)."""
+    by = "device" if without is not None else "model"
+    if without is None:
+        without = loo(g, vendor_factors=use_vf, by=by).to_numpy()
+    pred = loo(g, vendor_factors=use_vf, per_seq=True, by=by).to_numpy()
+    return {"without": _score(without, g), "with": _score(pred, g)}, pred
+
+
 def _errors(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     e = abs_pct(pred, meas)
     e = e[np.isfinite(e)]
@@ -144,7 +161,14 @@ def fit_all(rows: pd.DataFrame) -> dict:
             variants[vf] = (pred, _errors(pred, meas) if np.isfinite(pred).any() else None)
         has_loo = variants[False][1] is not None
         use_vf = has_loo and _score(variants[True][0], g) < _score(variants[False][0], g)
-        fit = fit_engine(g, vendor_factors=use_vf)
+        seq_score, seq_pred = _seq_choice(g, use_vf, variants[use_vf][0] if has_loo else None)
+        # identifiable only where steps of one and of several sequences were measured (all
+        # llama.cpp rows are one request: s would be c under another name)
+        varied = g["wave_batch"].nunique() > 1
+        use_seq = varied and seq_score["with"] < seq_score["without"]
+        if use_seq and has_loo:
+            variants[use_vf] = (seq_pred, None)
+        fit = fit_engine(g, vendor_factors=use_vf, per_seq=use_seq)
         dfit = fit_device_factors(g, fit)
         vendor_ins = fit.predict(g)
         ins = dfit.predict(g)
@@ -169,10 +193,17 @@ def fit_all(rows: pd.DataFrame) -> dict:
             "variant": "vendor factors" if use_vf else "one factor for all devices",
             "prefill": _phase(fit.a_prefill, fit.c_prefill_s, pre_q,
                               fit.prefill_factors if use_vf else {}, pre_v,
-                              dfit.prefill_device, dev_pre_q),
+                              dfit.prefill_device, dev_pre_q) | {
+                "seq_overhead_s": fit.seq_prefill_s},
             "decode": _phase(fit.a_decode, fit.c_decode_s, dec_q,
                              fit.decode_factors if use_vf else {}, dec_v,
-                             dfit.decode_device, dev_dec_q),
+                             dfit.decode_device, dev_dec_q) | {
+                "seq_overhead_s": fit.seq_decode_s},
+            "per_sequence_term": {
+                "kept": bool(use_seq), "identifiable": bool(varied),
+                "held_out": "leave-one-device-out" if has_loo else "leave-one-model-out "
+                            "(one device)",
+                "score_with": seq_score["with"], "score_without": seq_score["without"]},
             "device_kinds": sorted({get_device(d).kind for d in set(g["device"])}),
             "interval_basis": "leave-one-device-out" if has_loo else "in-sample (one device)",
             "rows_per_device": {d: int(n) for d, n in g.groupby("device").size().items()},
@@ -212,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         loo_txt = (f"LOO median {d['loo']['median_abs_pct']:.1f} % (plain "
                    f"{d['loo']['plain_median_abs_pct']:.1f}, vendor "
                    f"{d['loo']['vendor_median_abs_pct']:.1f})" if "loo" in d else "no LOO")
+        seq = d["per_sequence_term"]
+        print(f"{e:14s} per-sequence term {'kept' if seq['kept'] else 'not kept'} (held-out "
+              f"score {seq['score_with']:.2f} with, {seq['score_without']:.2f} without"
+              f"{'' if seq['identifiable'] else ', one sequence per step in every row'}); "
+              f"s_decode {d['decode']['seq_overhead_s'] * 1e6:.1f} us/seq")
         print(f"{e:14s} {d['variant']:28s} in-dist median "
               f"{d['in_distribution']['median_abs_pct']:.1f} % (vendor level "
               f"{d['in_distribution_vendor_level']['median_abs_pct']:.1f})  {loo_txt}")

@@ -70,6 +70,13 @@ VIDUR_OPS = {"attn_pre_proj": ("qkv",), "attn_post_proj": ("o_proj",), "mlp_up_p
              "attn_rope": ("rotary",), "add": ("residual1",)}
 
 
+def _variant(fit: dict) -> dict:
+    """``loo`` keywords of an engine's shipped choice: vendor factors, per-sequence term (a
+    file without the term: not kept)."""
+    return {"vendor_factors": fit["variant"] == "vendor factors",
+            "per_seq": bool(fit.get("per_sequence_term", {}).get("kept", False))}
+
+
 def stats(e: np.ndarray) -> str:
     e = np.asarray(e, float)
     e = e[np.isfinite(e)]
@@ -91,8 +98,7 @@ def section_engines(rows: pd.DataFrame, fits: dict, hws: dict) -> None:
     for engine, g in rows.groupby("engine"):
         req = g[g["figure"] != "ttft"]
         meas = req["latency_s"].to_numpy(float)
-        vf = fits[engine]["variant"] == "vendor factors"
-        lo_pred = loo(g, vendor_factors=vf)[req.index].to_numpy()
+        lo_pred = loo(g, **_variant(fits[engine]))[req.index].to_numpy()
         t, lo, hi = predict_calibrated(engine_calibration(engine), req, hws)
         inside = np.mean((meas >= lo) & (meas <= hi)) * 100
         print(f"{engine:14s} {len(req):5d} {req['device'].nunique():3d} | "
@@ -144,8 +150,7 @@ def section_ttft(rows: pd.DataFrame, fits: dict, hws: dict) -> None:
         tt = g[g["figure"] == "ttft"]
         if tt.empty:
             continue
-        vf = fits[engine]["variant"] == "vendor factors"
-        lp = loo(g, vendor_factors=vf)
+        lp = loo(g, **_variant(fits[engine]))
         t, _, _ = predict_calibrated(engine_calibration(engine), g, hws)
         t = pd.Series(t, index=g.index)
         full = g[(g["figure"] == "all") & (g["input_tokens"] == 1024) & (g["batch"] == 16)]

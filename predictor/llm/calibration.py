@@ -1,10 +1,11 @@
 """Per-engine corrections of modelled step times, fitted on measured serving data.
 
-``engine_calibration(runtime)`` -> ``EngineCalibration``; ``apply(phase, model_s, hw)`` maps the
-uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
-(``phases.request_model_times``) to the engine's time with an interval, arrays ``(t, lo, hi)``:
+``engine_calibration(runtime)`` -> ``EngineCalibration``; ``apply(phase, model_s, hw, seqs=B)``
+maps the uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
+(``phases.request_model_times``) of ``B`` sequences to the engine's time with an interval,
+arrays ``(t, lo, hi)``:
 
-    t  = f_phase(hw) x a_phase x model_s + c_phase        (s)
+    t  = f_phase(hw) x a_phase x model_s + c_phase + s_phase x B        (s)
     lo = min(t, q_lo x t),  hi = max(t, q_hi x t)
 
 ``f`` and ``q`` come from the most specific level with measured evidence (``level``):
@@ -22,6 +23,10 @@ uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
 * ``a_phase`` (dimensionless): the engine's slowdown over the kernel model, one per phase;
 * ``c_phase`` (s): host time per prefill / per decode step (scheduling, sampling, launches the
   model does not see);
+* ``s_phase`` (s per sequence): host time per sequence in the step (the engine's Python
+  scheduler, block tables, sampling and detokenisation work per running sequence); fitted only
+  where it lowers the engine's leave-one-device-out error, else 0 (``seq_overhead_s``; a file
+  without it: 0);
 * ``f_vendor,phase``: the engine's factor on one vendor's devices, per phase (its software
   stack on ROCm or SYCL is slower than on CUDA by a factor that no device figure predicts, and
   not by the same factor in prefill and decode); 1 for the baseline vendor (NVIDIA); a vendor
@@ -75,6 +80,8 @@ class PhaseCorrection:
     #: the measured devices' own factors and in-sample (q_lo, q_hi), by catalog id.
     device_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
     device_ratios: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
+    #: host seconds per sequence per step (module docstring ``s_phase``).
+    seq_overhead_s: float = 0.0
 
     def ratios(self, vendor: str) -> tuple[float, float]:
         """(q_lo, q_hi) of a device vendor: its own where fitted, else the engine's."""
@@ -134,9 +141,11 @@ class EngineCalibration:
         f, seen = p.vendor_factor(hw.vendor)
         return ("vendor" if seen else "unseen vendor"), f, *p.ratios(hw.vendor)
 
-    def apply(self, phase: str, model_s: Any, hw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def apply(self, phase: str, model_s: Any, hw: Any, *, seqs: Any = 1
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Engine time (s) and its interval of a ``phase`` whose modelled time is ``model_s``
-        (s, array-like) on device ``hw`` (a ``HardwareSpec``); monotone in ``model_s``."""
+        (s, array-like) on device ``hw`` (a ``HardwareSpec``), ``seqs`` sequences per step
+        (array-like, broadcast); monotone in ``model_s`` and ``seqs``."""
         if phase not in PHASES:
             raise PredictionError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
         m = np.asarray(model_s, dtype=float)
@@ -144,7 +153,7 @@ class EngineCalibration:
             return m, m.copy(), m.copy()
         p = self.phases[phase]
         _, f, q_lo, q_hi = self.level(phase, hw)
-        t = f * p.scale * m + p.overhead_s
+        t = f * p.scale * m + p.overhead_s + p.seq_overhead_s * np.asarray(seqs, dtype=float)
         return t, np.minimum(t, q_lo * t), np.maximum(t, q_hi * t)
 
     def notes(self, hw: Any) -> tuple[str, ...]:
@@ -191,13 +200,14 @@ def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
                            for k, v in doc.get("vendor_ratios", {}).items()},
             device_factors={str(k): float(v) for k, v in doc.get("device_factors", {}).items()},
             device_ratios={str(k): (float(v[0]), float(v[1]))
-                           for k, v in doc.get("device_ratios", {}).items()})
+                           for k, v in doc.get("device_ratios", {}).items()},
+            seq_overhead_s=float(doc.get("seq_overhead_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise PredictionError(f"{DATA_FILE}: {where} is malformed ({exc}); rerun "
                               "benchmarks/fit_llm_engines.py") from exc
     factors = [*p.vendor_factors.values(), p.unseen_vendor_factor, *p.device_factors.values()]
     ratios = [(p.ratio_lo, p.ratio_hi), *p.vendor_ratios.values(), *p.device_ratios.values()]
-    if not (p.scale > 0 and p.overhead_s >= 0 and all(0 < lo <= hi for lo, hi in ratios)
+    if not (p.scale > 0 and p.overhead_s >= 0 and p.seq_overhead_s >= 0 and all(0 < lo <= hi for lo, hi in ratios)
             and all(f > 0 for f in factors)):
         raise PredictionError(f"{DATA_FILE}: {where} has a non-positive scale or factor, a "
                               f"negative overhead or an inverted interval: {p}")
@@ -223,10 +233,12 @@ def engine_calibration(runtime: str) -> EngineCalibration:
     phases = {ph: _phase(doc[ph], f"engines.{runtime}.{ph}") for ph in PHASES}
     loo = doc.get("loo", {}).get("median_abs_pct")
     devices = ", ".join(doc.get("rows_per_device", {}))
+    seq = phases["decode"].seq_overhead_s
+    host = (f"; host time {seq * 1e6:.0f} us per sequence per decode step" if seq > 0 else "")
     return EngineCalibration(
         runtime, fitted=True, phases=phases,
         device_runs={str(k): int(v) for k, v in doc.get("rows_per_device", {}).items()},
         device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
-              f"median error {loo:.0f} %" if loo is not None else
+              f"median error {loo:.0f} %{host}" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
-              "leave-one-device-out figure"))
+              f"leave-one-device-out figure{host}"))

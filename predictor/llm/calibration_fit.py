@@ -18,9 +18,11 @@ uncalibrated model times the calibration multiplies, from ``phases.request_model
 
 The measured request latency is then modelled as
 
-    y = f_vp a_p P + f_vd a_d D + c_p n_p + c_d n_d
+    y = f_vp a_p P + f_vd a_d D + c_p n_p + c_d n_d [+ s_p S_p + s_d S_d]
 
-(``P``/``D``: the summed model prefill/decode seconds, ``n_p``/``n_d``: the steps, ``f_vp``,
+(``P``/``D``: the summed model prefill/decode seconds, ``n_p``/``n_d``: the steps,
+``S_p``/``S_d``: the sequences summed over the steps (a static wave of ``b`` requests: ``b`` per
+step), ``s_p``/``s_d``: host seconds per sequence per step, fitted only with ``per_seq``, ``f_vp``,
 ``f_vd``: the vendor's factors per phase, 1 for ``BASELINE_VENDOR``: ROCm's and SYCL's
 prefill and decode lag CUDA's by different factors); a Fig 22 TTFT row (one output token) is
 ``f_vp a_p P + c_p n_p``. ``fit_engine`` fits ``log a_p, log a_d, log c_p, log c_d`` and the
@@ -66,8 +68,8 @@ QUANTILES = (0.1, 0.9)
 IMPLAUSIBLE_RATIO = 0.25
 #: the prior of a device factor at its vendor's factor, in rows (module docstring).
 SHRINK_ROWS = 10.0
-FEATURES = ("prefill_s", "decode_s", "prefill_steps", "decode_steps", "waves", "wave_batch",
-            "max_batch", "vendor")
+FEATURES = ("prefill_s", "decode_s", "prefill_steps", "decode_steps", "prefill_seqs",
+            "decode_seqs", "waves", "wave_batch", "max_batch", "vendor")
 
 
 def _cfg(row, n: int, m: int):
@@ -94,7 +96,7 @@ def _row_features(row, arch, hw, times: Callable) -> dict:
         chunks = math.ceil(n / b)
         pre = times(arch, hw, _cfg(row, b, 1), 1).prefill_s * chunks
         dec = times(arch, hw, cfg, 1).decode_total_s if m > 1 else 0.0
-        return _features(pre, dec, chunks, m - 1, 1, 1, 1, hw.vendor)
+        return _features(pre, dec, chunks, m - 1, chunks, m - 1, 1, 1, 1, hw.vendor)
     mb = max_batch(arch, hw, cfg, get_runtime(row.engine))
     if mb < 1:
         return dict.fromkeys(FEATURES, np.nan) | {"max_batch": 0, "vendor": hw.vendor}
@@ -102,8 +104,8 @@ def _row_features(row, arch, hw, times: Callable) -> dict:
     wb = math.ceil(b / waves)
     rt = times(arch, hw, cfg, wb)
     dec = rt.decode_total_s if m > 1 else 0.0
-    return _features(waves * rt.prefill_s, waves * dec, waves, waves * (m - 1), waves, wb, mb,
-                     hw.vendor)
+    return _features(waves * rt.prefill_s, waves * dec, waves, waves * (m - 1), waves * wb,
+                     waves * (m - 1) * wb, waves, wb, mb, hw.vendor)
 
 
 def request_features(rows: pd.DataFrame, times: Callable | None = None) -> pd.DataFrame:
@@ -149,6 +151,15 @@ class EngineFit:
     decode_factors: dict[str, float]
     prefill_device: dict[str, float] = field(default_factory=dict)
     decode_device: dict[str, float] = field(default_factory=dict)
+    #: host seconds per sequence per step (``fit_engine`` with ``per_seq``; else 0).
+    seq_prefill_s: float = 0.0
+    seq_decode_s: float = 0.0
+
+    def host_s(self, frame: pd.DataFrame) -> np.ndarray:
+        """The rows' host seconds: per step and per sequence per step."""
+        return (self.c_prefill_s * frame["prefill_steps"] + self.c_decode_s * frame["decode_steps"]
+                + self.seq_prefill_s * frame["prefill_seqs"]
+                + self.seq_decode_s * frame["decode_seqs"]).to_numpy(float)
 
     @staticmethod
     def unseen(factors: dict[str, float]) -> float:
@@ -171,9 +182,7 @@ class EngineFit:
         return (self.factor(self.prefill_factors, v, d, self.prefill_device) * self.a_prefill
                 * frame["prefill_s"]
                 + self.factor(self.decode_factors, v, d, self.decode_device) * self.a_decode
-                * frame["decode_s"]
-                + self.c_prefill_s * frame["prefill_steps"]
-                + self.c_decode_s * frame["decode_steps"]).to_numpy(float)
+                * frame["decode_s"]).to_numpy(float) + self.host_s(frame)
 
 
 def _weights(frame: pd.DataFrame, share: float) -> np.ndarray:
@@ -186,9 +195,11 @@ def _weights(frame: pd.DataFrame, share: float) -> np.ndarray:
 
 
 def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
-               ttft_share: float | None = None) -> EngineFit:
+               ttft_share: float | None = None, per_seq: bool = False) -> EngineFit:
     """Fit one engine's rows (module docstring); ``vendor_factors`` False: one factor for all
-    devices (every vendor 1). ``ttft_share``: the TTFT rows' share of the total weight
+    devices (every vendor 1); ``per_seq``: also the host seconds per sequence per step
+    ``s_p``, ``s_d`` (``+ s_p S_p + s_d S_d``, ``S``: the summed sequences of the steps),
+    non-negative like ``c`` (fitted in log). ``ttft_share``: the TTFT rows' share of the total weight
     (default ``TTFT_SHARE``; they are the only direct prefill measurements, a few dozen beside
     hundreds of request rows, and would otherwise leave the prefill scale to the request rows,
     where prefill is a small part)."""
@@ -200,25 +211,29 @@ def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
     k = len(vendors)
     which = np.array([vendors.index(v) if v in vendors else -1 for v in frame["vendor"]])
     cols = [frame[c].to_numpy(float) for c in ("prefill_s", "decode_s", "prefill_steps",
-                                                 "decode_steps")]
+                                                 "decode_steps", "prefill_seqs", "decode_seqs")]
+    j = 4 + 2 * k  # the per-sequence parameters, after the vendor factors
     y = np.log(target(frame).astype(float))
     sw = np.sqrt(_weights(frame, TTFT_SHARE if ttft_share is None else ttft_share))
 
     def model(th: np.ndarray) -> np.ndarray:
         ap, ad, cp, cd = np.exp(th[:4])
         fp = np.exp(np.append(th[4:4 + k], 0.0)[which])  # which = -1 -> the appended 0
-        fd = np.exp(np.append(th[4 + k:], 0.0)[which])
-        return fp * ap * cols[0] + fd * ad * cols[1] + cp * cols[2] + cd * cols[3]
+        fd = np.exp(np.append(th[4 + k:j], 0.0)[which])
+        t = fp * ap * cols[0] + fd * ad * cols[1] + cp * cols[2] + cd * cols[3]
+        return t + (np.exp(th[j]) * cols[4] + np.exp(th[j + 1]) * cols[5] if per_seq else 0.0)
 
-    th0 = np.array([0.0, 0.0, np.log(1e-3), np.log(1e-3)] + [0.0] * (2 * k))
+    th0 = np.array([0.0, 0.0, np.log(1e-3), np.log(1e-3)] + [0.0] * (2 * k)
+                   + [np.log(1e-5)] * (2 if per_seq else 0))
     th = least_squares(lambda t: sw * (np.log(model(t)) - y), th0, loss="soft_l1", f_scale=LOSS_SCALE,
                        bounds=(np.full(len(th0), -25.0), np.full(len(th0), 8.0))).x
     pre = {base: 1.0} | {v: float(np.exp(th[4 + i])) for i, v in enumerate(vendors)}
     dec = {base: 1.0} | {v: float(np.exp(th[4 + k + i])) for i, v in enumerate(vendors)}
     if not vendor_factors:
         pre = dec = dict.fromkeys(present, 1.0)
+    seq = [float(v) for v in np.exp(th[j:j + 2])] if per_seq else [0.0, 0.0]
     return EngineFit(*(float(v) for v in np.exp(th[:4])), prefill_factors=pre,
-                     decode_factors=dec)
+                     decode_factors=dec, seq_prefill_s=seq[0], seq_decode_s=seq[1])
 
 
 def _soft_l1(r: np.ndarray) -> np.ndarray:
@@ -242,8 +257,7 @@ def fit_device_factors(frame: pd.DataFrame, fit: EngineFit, *,
         fvd = float(fit.factor(fit.decode_factors, vendor)[0])
         p = fit.a_prefill * fvp * g["prefill_s"].to_numpy(float)
         d = fit.a_decode * fvd * g["decode_s"].to_numpy(float)
-        c = (fit.c_prefill_s * g["prefill_steps"] + fit.c_decode_s * g["decode_steps"]).to_numpy(
-            float)
+        c = fit.host_s(g)
         y = np.log(target(g).astype(float))
         sw = np.sqrt(_weights(g, ttft_share))
         prior = math.sqrt(shrink_rows)
@@ -262,15 +276,18 @@ def abs_pct(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
     return np.abs(np.asarray(pred, float) / np.asarray(measured, float) - 1.0) * 100.0
 
 
-def loo(frame: pd.DataFrame, *, vendor_factors: bool = True) -> pd.Series:
-    """Leave-one-device-out predictions of every row (NaN where the engine has one device)."""
+def loo(frame: pd.DataFrame, *, vendor_factors: bool = True, per_seq: bool = False,
+        by: str = "device") -> pd.Series:
+    """Leave-one-device-out predictions of every row (NaN where the engine has one device);
+    ``by="model"``: leave one model out instead (the per-sequence choice of a one-device
+    engine)."""
     pred = pd.Series(np.nan, index=frame.index)
-    devices = sorted(set(frame["device"]))
+    devices = sorted(set(frame[by]))
     if len(devices) < 2:
         return pred
     for dev in devices:
-        held = frame["device"] == dev
-        fit = fit_engine(frame[~held], vendor_factors=vendor_factors)
+        held = frame[by] == dev
+        fit = fit_engine(frame[~held], vendor_factors=vendor_factors, per_seq=per_seq)
         pred[held] = fit.predict(frame[held])
     return pred
 
@@ -278,16 +295,18 @@ def loo(frame: pd.DataFrame, *, vendor_factors: bool = True) -> pd.Series:
 def predict_calibrated(cal, frame: pd.DataFrame, hws: dict) -> tuple[np.ndarray, ...]:
     """(t, lo, hi) of each row under a shipped ``EngineCalibration`` ``cal``: the summed
     features through ``cal``'s phases (the same formula and level as ``apply`` per step, with
-    the overheads counted per step); ``hws``: device id -> ``HardwareSpec``."""
+    the overheads counted per step and per sequence of each step); ``hws``: device id ->
+    ``HardwareSpec``."""
     out = []
-    for p_col, n_col, phase in (("prefill_s", "prefill_steps", "prefill"),
-                                ("decode_s", "decode_steps", "decode")):
+    for p_col, n_col, s_col, phase in (("prefill_s", "prefill_steps", "prefill_seqs", "prefill"),
+                                       ("decode_s", "decode_steps", "decode_seqs", "decode")):
         ph = cal.phases[phase]
         levels = {d: cal.level(phase, hws[d]) for d in set(frame["device"])}
         f = np.array([levels[d][1] for d in frame["device"]])
         q = np.array([levels[d][2:] for d in frame["device"]])
-        t = f * ph.scale * frame[p_col].to_numpy(float) + ph.overhead_s * frame[n_col].to_numpy(
-            float)
+        t = (f * ph.scale * frame[p_col].to_numpy(float)
+             + ph.overhead_s * frame[n_col].to_numpy(float)
+             + ph.seq_overhead_s * frame[s_col].to_numpy(float))
         out.append((t, np.minimum(t, q[:, 0] * t), np.maximum(t, q[:, 1] * t)))
     return tuple(out[0][i] + out[1][i] for i in range(3))
 

@@ -32,9 +32,12 @@ flight, one finishes and one enters every ``M / C`` steps, so each step
   step (the rest wait for their prompt) and output tokens/s = that number / TPOT (a note
   says so).
 
-**Calibration**: ``engine_calibration(runtime).apply(phase, model_s, hw)`` maps the summed
-kernel times of the ``prefill`` (TTFT steps) and the ``decode`` (TPOT steps) phases to the
-engine's, with an interval; every metric's ``lower``/``upper`` follows from those intervals.
+**Calibration**: ``engine_calibration(runtime).apply(phase, model_s, hw, seqs=B)`` maps the
+summed kernel times of the ``prefill`` (TTFT steps) and the ``decode`` (TPOT steps) phases to
+the engine's, with an interval; ``B``, the sequences per step for the per-sequence host term:
+static, the wave's batch in both phases; continuous, the C decoding requests per decode step
+and 1 for TTFT (one request's prompt); every metric's ``lower``/``upper`` follows from those
+intervals.
 
 **Cost and energy**: ``usd_per_million_tokens`` = the device's list price amortised over
 ``AMORTISATION_YEARS`` = 3 years of continuous use (``price / (3 x 365 x 86400 s)``) divided
@@ -319,6 +322,9 @@ class _Times:
     requests: float
     kernels: pd.DataFrame | None
     peak_notes: tuple[str, ...] = ()
+    #: sequences per prefill step and per decode step (the calibration's per-sequence term).
+    prefill_seqs: float = 1.0
+    decode_seqs: float = 1.0
 
     @property
     def notes(self) -> list[str]:
@@ -361,11 +367,13 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
             b = cells[i].wave_batch
             r = collect_request_times(timed, b, extra, n, m, d, with_kernels=False)
             first, second = (f"b{b}:prefill", "prefill"), (f"b{b}:decode@{extra[0]}", "decode")
-            out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch, None)
+            out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch, None,
+                            prefill_seqs=b, decode_seqs=b)
         else:
             first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
             out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
-                            timed.of(second[0])[0][d], extra.decoding, None)
+                            timed.of(second[0])[0][d], extra.decoding, None,
+                            decode_seqs=extra.decoding)
         if with_kernels:
             kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
                                  for lb, ph in (first, second)], ignore_index=True)
@@ -404,8 +412,10 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                 continue
             t = times[j]
             kernels = t.kernels
-            ttft = np.array(cal.apply("prefill", np.array([t.ttft_s]), cell.hw)).reshape(3)
-            tpot = np.array(cal.apply("decode", np.array([t.tpot_s]), cell.hw)).reshape(3)
+            ttft = np.array(cal.apply("prefill", np.array([t.ttft_s]), cell.hw,
+                                      seqs=t.prefill_seqs)).reshape(3)
+            tpot = np.array(cal.apply("decode", np.array([t.tpot_s]), cell.hw,
+                                      seqs=t.decode_seqs)).reshape(3)
             vals = _metrics(ttft, tpot, t.requests, n, m, cell.continuous, cell.waves)
             if cell.continuous and t.requests < cell.batch:
                 notes.append(f"prefill-bound: a {serving_spec(profile).max_prefill_tokens}-"

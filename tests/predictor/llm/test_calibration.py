@@ -171,9 +171,11 @@ def _synthetic(truth: EngineFit, seed: int = 0) -> pd.DataFrame:
     for dev, vendor in devs:
         for _ in range(30):
             steps = int(rng.choice([127, 255, 1023]))
+            batch = int(rng.choice([1, 16, 64, 256]))
             rows.append({"device": dev, "vendor": vendor, "figure": "all",
                          "prefill_s": rng.uniform(0.01, 2), "decode_s": rng.uniform(0.5, 30),
-                         "prefill_steps": 1, "decode_steps": steps, "ttft_s": np.nan})
+                         "prefill_steps": 1, "decode_steps": steps, "prefill_seqs": batch,
+                         "decode_seqs": steps * batch, "ttft_s": np.nan})
     f = pd.DataFrame(rows)
     f["latency_s"] = truth.predict(f) * rng.uniform(0.98, 1.02, len(f))
     return f
@@ -192,6 +194,25 @@ def test_the_fit_recovers_known_parameters_and_loo_transfers():
     plain = loo(f, vendor_factors=False)
     assert np.median(np.abs(plain / f["latency_s"] - 1)) > 0.1  # one factor cannot fit AMD
     assert loo(f[f["device"] == "d1"]).isna().all()  # one device: no LOO
+    assert fit_engine(f).seq_decode_s == 0.0  # not asked for: no per-sequence term
+
+
+def test_the_fit_recovers_a_known_per_sequence_host_term():
+    """Rows whose step time grows by 1e-4 s per sequence (batch 1 to 256): the per-sequence fit
+    finds it and predicts held-out devices; without the term the batch trend stays."""
+    truth = EngineFit(1.3, 1.1, 1e-3, 2e-3, {"NVIDIA": 1.0, "AMD": 1.5},
+                      {"NVIDIA": 1.0, "AMD": 2.5}, seq_decode_s=1e-4)
+    f = _synthetic(truth, seed=1)
+    fit = fit_engine(f, vendor_factors=True, per_seq=True)
+    assert fit.seq_decode_s == pytest.approx(1e-4, rel=0.1)
+    assert fit.a_decode == pytest.approx(1.1, rel=0.05)
+    with_term = loo(f, vendor_factors=True, per_seq=True)
+    without = loo(f, vendor_factors=True)
+    err = lambda p: np.median(np.abs(p / f["latency_s"] - 1))  # noqa: E731
+    assert err(with_term) < 0.03
+    assert err(without) > 2 * err(with_term)
+    by_model = loo(f.assign(model=f["device"]), per_seq=True, by="model")
+    assert by_model.notna().all()  # the one-device engine's held-out choice
 
 
 @pytest.mark.parametrize(("engine", "device", "batch"), [
@@ -218,3 +239,68 @@ def test_the_fit_models_a_request_as_the_product_predicts_it(engine, device, bat
     assert p.upper["e2e_latency_s"] == pytest.approx(hi[0], rel=1e-6)
     if engine == "tensorrt-llm":
         assert f["waves"].iloc[0] > 1
+
+
+def _one_engine_file(tmp_path, monkeypatch, decode: dict) -> None:
+    """A calibration file with one engine 'toy' (identity prefill) and ``decode``."""
+    base = {"scale": 1.0, "overhead_s": 0.0, "ratio_lo": 0.9, "ratio_hi": 1.2}
+    doc = {"engines": {"toy": {"fitted": True, "rows_per_device": {"h100-sxm": 10},
+                               "prefill": base, "decode": base | decode}}}
+    path = tmp_path / "llm_engines.json"
+    path.write_text(json.dumps(doc))
+    monkeypatch.setattr(calibration, "DATA_FILE", path)
+    calibration.calibration_document.cache_clear()
+
+
+def test_the_per_sequence_term_adds_its_seconds_per_sequence(tmp_path, monkeypatch):
+    _one_engine_file(tmp_path, monkeypatch, {"scale": 2.0, "overhead_s": 1e-3,
+                                             "seq_overhead_s": 5e-5})
+    try:
+        cal = engine_calibration("toy")
+        hw = get_device("h200")  # NVIDIA, unmeasured: vendor level, factor 1 (no factors)
+        t, lo, hi = cal.apply("decode", np.array([0.01, 0.01]), hw, seqs=np.array([1, 64]))
+        np.testing.assert_allclose(t, [0.02 + 1e-3 + 5e-5, 0.02 + 1e-3 + 64 * 5e-5])
+        np.testing.assert_allclose(lo, 0.9 * t)
+        np.testing.assert_allclose(hi, 1.2 * t)
+        t1, _, _ = cal.apply("decode", 0.01, hw)  # default: one sequence
+        assert float(t1) == pytest.approx(0.02 + 1e-3 + 5e-5)
+    finally:
+        calibration.calibration_document.cache_clear()
+
+
+def test_a_file_without_the_per_sequence_term_loads_with_none(tmp_path, monkeypatch):
+    _one_engine_file(tmp_path, monkeypatch, {"scale": 2.0, "overhead_s": 1e-3})
+    try:
+        cal = engine_calibration("toy")
+        assert cal.phases["decode"].seq_overhead_s == 0.0
+        t, _, _ = cal.apply("decode", 0.01, get_device("h200"), seqs=256)
+        assert float(t) == pytest.approx(0.02 + 1e-3)
+    finally:
+        calibration.calibration_document.cache_clear()
+
+
+def test_a_negative_per_sequence_term_is_refused(tmp_path, monkeypatch):
+    _one_engine_file(tmp_path, monkeypatch, {"seq_overhead_s": -1e-5})
+    try:
+        with pytest.raises(PredictionError, match=r"engines\.toy\.decode"):
+            engine_calibration("toy")
+    finally:
+        calibration.calibration_document.cache_clear()
+
+
+def test_the_shipped_file_records_the_per_sequence_decision():
+    for name in FITTED:
+        e = calibration_document()["engines"][name]
+        seq = e["per_sequence_term"]
+        assert seq["kept"] == (seq["score_with"] < seq["score_without"] and seq["identifiable"])
+        if not seq["kept"]:
+            assert e["decode"]["seq_overhead_s"] == e["prefill"]["seq_overhead_s"] == 0.0
+
+
+def test_the_note_names_the_per_sequence_host_time_where_kept():
+    for name in FITTED:
+        s = engine_calibration(name).phases["decode"].seq_overhead_s
+        note = engine_calibration(name).note
+        assert ("us per sequence per decode step" in note) == (s > 0), name
+        if s > 0:
+            assert f"host time {s * 1e6:.0f} us" in note

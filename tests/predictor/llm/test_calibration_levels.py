@@ -42,7 +42,7 @@ def test_a_measured_device_uses_its_own_factor(device):
         assert (q_lo, q_hi) == tuple(p.device_ratios[device])
         t, lo, hi = cal.apply(ph, m, hw)
         np.testing.assert_allclose(lo, np.minimum(t, q_lo * t))
-        np.testing.assert_allclose(t, f * p.scale * m + p.overhead_s)
+        np.testing.assert_allclose(t, f * p.scale * m + p.overhead_s + p.seq_overhead_s)
         np.testing.assert_allclose(hi, q_hi * t)
     runs = calibration_document()["engines"]["vllm"]["rows_per_device"][device]
     assert f"fitted on this device's {runs} measured runs" in " ".join(cal.notes(hw))
@@ -86,13 +86,16 @@ def test_an_unmeasured_device_of_a_measured_vendor_gets_the_vendor_level():
 def test_the_benchmark_formula_uses_the_same_levels_as_apply():
     cal = engine_calibration("vllm")
     what_if = get_device("h100-sxm:mem_bw_scale=1.0001")
-    row = {"prefill_s": 0.2, "decode_s": 3.0, "prefill_steps": 1, "decode_steps": 127}
+    row = {"prefill_s": 0.2, "decode_s": 3.0, "prefill_steps": 1, "decode_steps": 127,
+           "prefill_seqs": 16, "decode_seqs": 127 * 16}
     frame = pd.DataFrame([row | {"device": "h100-sxm"}, row | {"device": what_if.id}])
     t, _, _ = predict_calibrated(cal, frame, {"h100-sxm": get_device("h100-sxm"),
                                               what_if.id: what_if})
     for i, hw in enumerate((get_device("h100-sxm"), what_if)):
-        want = sum(cal.apply(ph, row[f"{ph}_s"], hw)[0] - cal.phases[ph].overhead_s
-                   + cal.phases[ph].overhead_s * row[f"{ph}_steps"] for ph in ("prefill", "decode"))
+        want = sum(cal.apply(ph, row[f"{ph}_s"], hw, seqs=0)[0] - cal.phases[ph].overhead_s
+                   + cal.phases[ph].overhead_s * row[f"{ph}_steps"]
+                   + cal.phases[ph].seq_overhead_s * row[f"{ph}_seqs"]
+                   for ph in ("prefill", "decode"))
         assert t[i] == pytest.approx(float(want))
     assert t[0] != pytest.approx(t[1], rel=1e-3)  # the variant does not get h100-sxm's factor
 
@@ -103,7 +106,8 @@ def _device_rows(n: int, factor: float) -> pd.DataFrame:
     rng = np.random.default_rng(n)
     f = pd.DataFrame({"device": "d", "vendor": "NVIDIA", "figure": "all",
                       "prefill_s": np.full(n, 1e-9), "decode_s": rng.uniform(1, 10, n),
-                      "prefill_steps": 1, "decode_steps": 255, "ttft_s": np.nan})
+                      "prefill_steps": 1, "decode_steps": 255, "prefill_seqs": 1,
+                      "decode_seqs": 255, "ttft_s": np.nan})
     f["latency_s"] = factor * f["decode_s"]
     return f
 
@@ -129,3 +133,41 @@ def test_a_device_with_many_rows_reaches_its_own_factor_and_predict_uses_it():
                                rtol=1e-6)
     other = rows.assign(device="e")  # another device of the vendor: the vendor factor
     np.testing.assert_allclose(out.predict(other), rows["decode_s"], rtol=1e-6)
+
+
+@pytest.mark.parametrize(("cfg_kw", "want_decode"), [
+    ({"batch": 24}, 24.0),          # static: the batch in every step
+    ({"concurrency": 12}, 12.0),    # continuous: the C decoding requests per step
+])
+def test_serving_passes_the_sequences_per_step_to_the_calibration(monkeypatch, cfg_kw,
+                                                                  want_decode):
+    """predict_serving hands apply() the sequences of each step, and the per-sequence term
+    adds exactly s x B to TPOT."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm import serving
+    from roofcast.predictor.llm.types import ServingConfig
+
+    seen: dict[str, float] = {}
+    real = engine_calibration("vllm")
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def apply(self, phase, model_s, hw, *, seqs=1):
+            seen[phase] = float(seqs)
+            return real.apply(phase, model_s, hw, seqs=seqs)
+
+    monkeypatch.setattr(serving, "engine_calibration", lambda name: Recording())
+    arch, hw = load_llm("llama-2-7b"), get_device("h100-sxm")
+    cfg = ServingConfig(input_tokens=512, output_tokens=256, runtime="vllm", **cfg_kw)
+    p = serving.predict_serving(arch, hw, cfg)
+    assert seen["decode"] == want_decode
+    assert seen["prefill"] == (24.0 if "batch" in cfg_kw else 1.0)
+    s = real.phases["decode"].seq_overhead_s
+    assert s > 0  # vLLM keeps the term (predictor/data/llm_engines.json)
+    without = dataclasses.replace(real, phases={
+        **real.phases, "decode": dataclasses.replace(real.phases["decode"], seq_overhead_s=0.0)})
+    monkeypatch.setattr(serving, "engine_calibration", lambda name: without)
+    q = serving.predict_serving(arch, hw, cfg)
+    assert p.tpot_s - q.tpot_s == pytest.approx(s * want_decode, rel=1e-9)

@@ -7,6 +7,7 @@ Public API::
     fast = get_device("h100-sxm:mem_bw_GBps=6700")     # inline what-if
     fast = derive(h100, mem_bw_scale=2.0)              # same from Python
     h100.peak("matrix", "bf16").flops_per_s            # FLOP/s, with documented fallbacks
+    get_system("hgx-h100:nodes=4").n_devices           # systems: 32
 """
 
 from roofcast.hw_catalog.catalog import (
@@ -21,19 +22,27 @@ from roofcast.hw_catalog.catalog import (
 from roofcast.hw_catalog.derive import derive, parse_inline
 from roofcast.hw_catalog.errors import DeviceFileWarning, HardwareSpecError
 from roofcast.hw_catalog.spec import HardwareSpec, PeakLookup
+from roofcast.hw_catalog.system import FabricSpec, NicSpec, SystemSpec
+from roofcast.hw_catalog.systems import get_system, list_systems, system_ids
 
 __all__ = [
     "BUILTIN_DIR",
     "Catalog",
     "DeviceFileWarning",
+    "FabricSpec",
     "HardwareSpec",
     "HardwareSpecError",
+    "NicSpec",
     "PeakLookup",
+    "SystemSpec",
     "derive",
     "get_device",
+    "get_system",
     "list_devices",
+    "list_systems",
     "load_catalog",
     "parse_inline",
     "resolve_name",
+    "system_ids",
     "user_dir",
 ]

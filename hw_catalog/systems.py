@@ -292,7 +292,12 @@ def get_system(ref: str | SystemSpec) -> SystemSpec:
         return ref
     catalog = load_systems()
     if ":" in ref:
-        base, changes = parse_inline(ref)
+        try:
+            base, changes = parse_inline(ref)
+        except HardwareSpecError:
+            raise HardwareSpecError(
+                f"what-if system {ref!r} must look like 'BASE:key=value,...' with each key once, "
+                f"e.g. 'hgx-h100:nodes=4,nic_GBps=100'; keys: {', '.join(WHATIF_KEYS)}") from None
         return derive_system(catalog.systems[catalog.resolve(base)], **changes)
     return catalog.systems[catalog.resolve(ref)]
 

@@ -126,6 +126,8 @@ def test_whatif_nodes_and_bandwidth():
     ("hgx-h100:device=nosuchgpu", "unknown device 'nosuchgpu'"),
     ("l40s-8-pcie:nodes=2", "needs a \\[nic\\] table"),
     ("l40s-8-pcie:nic_GBps=50", "has no \\[nic\\] table"),
+    ("hgx-h100:nodes", "what-if system 'hgx-h100:nodes' must look like"),
+    ("hgx-h100:nodes=2,nodes=3", "each key once"),
 ])
 def test_bad_whatif_refused(ref: str, match: str):
     with pytest.raises(HardwareSpecError, match=match):

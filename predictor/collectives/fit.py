@@ -31,13 +31,16 @@ def row_system(system: StandInSystem, n_ranks: int, per_node: int) -> StandInSys
 def _unpack(x: np.ndarray, kinds: tuple[str, ...]) -> dict[str, FabricParams]:
     """Three parameters per kind for collective kernels, and one gain shared by every kind for
     point-to-point transfers (``kind/p2p``: eff_max x gain, capped at 1), so a kind whose
-    send/recv curves are all held out still gets a p2p figure learnt on the other kinds."""
+    send/recv curves are all held out still gets a p2p figure learnt on the other kinds; likewise
+    a gain for in-switch (NVLS) reduction (``kind/nvls``)."""
     out = {}
-    gain = float(x[-1])
+    gain, nvls_gain = float(x[-2]), float(x[-1])
     for i, k in enumerate(kinds):
         p = FabricParams(float(x[3 * i]), float(x[3 * i + 1]), float(np.exp(x[3 * i + 2])))
         out[k] = p
         out[f"{k}/p2p"] = FabricParams(p.step_overhead_us, min(1.0, p.eff_max * gain), p.half_size_bytes)
+        out[f"{k}/nvls"] = FabricParams(p.step_overhead_us, min(1.0, p.eff_max * nvls_gain),
+                                        p.half_size_bytes)
     return out
 
 
@@ -66,9 +69,9 @@ def fit_rows(curves: pd.DataFrame) -> pd.DataFrame:
 def fit_params(curves: pd.DataFrame) -> dict[str, FabricParams]:
     rows = fit_rows(curves)
     measured = np.log(rows.time_s.to_numpy(float))
-    x0 = np.append(np.tile([5.0, 0.7, np.log(1e6)], len(KINDS)), 1.2)
-    lo = np.append(np.tile([0.0, 0.01, np.log(1e3)], len(KINDS)), 0.5)
-    hi = np.append(np.tile([200.0, 1.0, np.log(1e10)], len(KINDS)), 3.0)
+    x0 = np.append(np.tile([5.0, 0.7, np.log(1e6)], len(KINDS)), [1.2, 1.0])
+    lo = np.append(np.tile([0.0, 0.01, np.log(1e3)], len(KINDS)), [0.5, 0.3])
+    hi = np.append(np.tile([200.0, 1.0, np.log(1e10)], len(KINDS)), [3.0, 3.0])
 
     def resid(x: np.ndarray) -> np.ndarray:
         return np.log(predict_rows(rows, _unpack(x, KINDS))) - measured

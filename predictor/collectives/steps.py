@@ -28,6 +28,7 @@ INTRA = "intra"
 INTER = "inter"
 COLL = "coll"
 P2P = "p2p"  # point-to-point transfers reach a larger fraction of the link than reductions
+NVLS = "nvls"  # in-switch reduction: its own achievable fraction of the link
 NVLS_MIN_LINK_GBPS = 450.0  # NVLink4 (H100) and later: NVSwitch gen3 reduces in the switch
 NVLS_KINDS = frozenset({"nvswitch", "nvlink-domain"})
 
@@ -39,7 +40,7 @@ class Phase:
     steps: float
     wire_bytes: float
     level: str  # INTRA (the node's fabric) or INTER (the NICs)
-    protocol: str = COLL  # COLL (NCCL collective kernels) or P2P (send/recv, all-to-all)
+    protocol: str = COLL  # COLL (NCCL collective kernels), P2P (send/recv, all-to-all) or NVLS
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _ar_tree(size: float, lay: Layout) -> tuple[Phase, ...] | None:
 @register("all_reduce", "nvls")
 def _ar_nvls(size: float, lay: Layout) -> tuple[Phase, ...] | None:
     ok = _single_node(lay) and lay.kind in NVLS_KINDS and lay.link_GBps >= NVLS_MIN_LINK_GBPS
-    return (Phase(2, size, INTRA),) if ok else None
+    return (Phase(2, size, INTRA, NVLS),) if ok else None
 
 
 @register("all_reduce", "hierarchical")

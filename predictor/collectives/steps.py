@@ -1,0 +1,136 @@
+"""Algorithm step models: what each collective algorithm puts on which links.
+
+A collective of ``size_bytes`` (the per-rank buffer) over ``n`` ranks, ``r`` of them per node
+(ranks packed onto nodes), is one or more :class:`Phase` s; a phase's time is
+``steps x step latency + wire_bytes / (bandwidth x efficiency(size))`` (``model.py``).
+Per-rank bytes sent per phase (n ranks in the phase):
+
+* ring all-reduce = reduce-scatter + all-gather: 2(n-1) steps of size/n -> 2(n-1)/n x size
+* tree all-reduce (double binary tree): 2 log2(n) steps, about 2 x size
+* NVLS all-reduce (in-switch reduction, NVSwitch gen3+ / NVLink4+): 2 steps, size
+* ring all-gather / reduce-scatter: n-1 steps -> (n-1)/n x size
+* all-to-all (pairwise): n-1 steps -> (n-1)/n x size
+* send/recv: 1 step -> size
+* hierarchical (ranks on more than one node): intra-node reduce-scatter, inter-node all-reduce
+  of size/r over the NICs, intra-node all-gather (all-to-all: the (n-r)/n share leaves the node).
+
+Each algorithm is a registered function returning its phases or ``None`` where it does not apply;
+the predicted time is the fastest applicable algorithm's, as NCCL's tuner picks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+INTRA = "intra"
+INTER = "inter"
+COLL = "coll"
+P2P = "p2p"  # point-to-point transfers reach a larger fraction of the link than reductions
+NVLS = "nvls"  # in-switch reduction: its own achievable fraction of the link
+NVLS_MIN_LINK_GBPS = 450.0  # NVLink4 (H100) and later: NVSwitch gen3 reduces in the switch
+NVLS_KINDS = frozenset({"nvswitch", "nvlink-domain"})
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase: ``steps`` latency hops and ``wire_bytes`` sent per rank over ``level`` links."""
+
+    steps: float
+    wire_bytes: float
+    level: str  # INTRA (the node's fabric) or INTER (the NICs)
+    protocol: str = COLL  # COLL (NCCL collective kernels), P2P (send/recv, all-to-all) or NVLS
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Ranks of one collective: ``n`` in all, ``per_node`` on each node, on fabric ``kind``."""
+
+    n: int
+    per_node: int
+    kind: str
+    link_GBps: float  # noqa: N815 (unit suffix)
+
+    @property
+    def nodes(self) -> int:
+        return self.n // self.per_node
+
+
+Algorithm = Callable[[float, Layout], "tuple[Phase, ...] | None"]
+ALGORITHMS: dict[str, dict[str, Algorithm]] = {}
+
+
+def register(collective: str, name: str) -> Callable[[Algorithm], Algorithm]:
+    def deco(fn: Algorithm) -> Algorithm:
+        ALGORITHMS.setdefault(collective, {})[name] = fn
+        return fn
+    return deco
+
+
+def ring_all_reduce_phase(size: float, n: int, level: str) -> Phase:
+    return Phase(2 * (n - 1), 2 * (n - 1) / n * size, level)
+
+
+def ring_gather_phase(size: float, n: int, level: str) -> Phase:
+    return Phase(n - 1, (n - 1) / n * size, level)
+
+
+def _single_node(lay: Layout) -> bool:
+    return lay.nodes == 1
+
+
+@register("all_reduce", "ring")
+def _ar_ring(size: float, lay: Layout) -> tuple[Phase, ...] | None:
+    return (ring_all_reduce_phase(size, lay.n, INTRA),) if _single_node(lay) else None
+
+
+@register("all_reduce", "tree")
+def _ar_tree(size: float, lay: Layout) -> tuple[Phase, ...] | None:
+    return (Phase(2 * math.ceil(math.log2(lay.n)), 2 * size, INTRA),) if _single_node(lay) else None
+
+
+@register("all_reduce", "nvls")
+def _ar_nvls(size: float, lay: Layout) -> tuple[Phase, ...] | None:
+    ok = _single_node(lay) and lay.kind in NVLS_KINDS and lay.link_GBps >= NVLS_MIN_LINK_GBPS
+    return (Phase(2, size, INTRA, NVLS),) if ok else None
+
+
+@register("all_reduce", "hierarchical")
+def _ar_hier(size: float, lay: Layout) -> tuple[Phase, ...] | None:
+    if _single_node(lay):
+        return None
+    r = lay.per_node
+    inter = ring_all_reduce_phase(size / r, lay.nodes, INTER)
+    if r == 1:
+        return (inter,)
+    return (ring_gather_phase(size, r, INTRA), inter, ring_gather_phase(size, r, INTRA))
+
+
+def _gather_like(size: float, lay: Layout) -> tuple[Phase, ...]:
+    if _single_node(lay):
+        return (ring_gather_phase(size, lay.n, INTRA),)
+    r = lay.per_node
+    inter = ring_gather_phase(size, lay.nodes, INTER)
+    return (inter,) if r == 1 else (inter, ring_gather_phase(size / lay.nodes, r, INTRA))
+
+
+register("all_gather", "ring")(_gather_like)
+register("reduce_scatter", "ring")(_gather_like)
+
+
+@register("all_to_all", "pairwise")
+def _a2a(size: float, lay: Layout) -> tuple[Phase, ...]:
+    n, r = lay.n, lay.per_node
+    phases = [Phase(r - 1, (r - 1) / n * size, INTRA, P2P)] if r > 1 else []
+    if n > r:
+        phases.append(Phase(n - r, (n - r) / n * size, INTER, P2P))
+    return tuple(phases)
+
+
+@register("send_recv", "direct")
+def _send_recv(size: float, lay: Layout) -> tuple[Phase, ...]:
+    return (Phase(1, size, INTRA if lay.per_node >= 2 else INTER, P2P),)
+
+
+COLLECTIVES = tuple(ALGORITHMS)

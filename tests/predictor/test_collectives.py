@@ -1,0 +1,120 @@
+"""Collective step models, measured-curve interpolation, validation and the fitted file."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from roofcast.predictor.collectives import COLLECTIVES, collective_time_s, model_time_s
+from roofcast.predictor.collectives.curves import load_curves
+from roofcast.predictor.collectives.params import (
+    PARAMS_PATH,
+    FabricParams,
+    data_sha256,
+    load_params,
+)
+from roofcast.predictor.collectives.steps import ALGORITHMS, INTER, INTRA, Layout
+from roofcast.predictor.errors import PredictionError
+
+MiB = 2**20
+
+
+def system(kind="nvswitch", link=300.0, per_node=8, nodes=1, nic=True, **extra):
+    return SimpleNamespace(
+        fabric=SimpleNamespace(kind=kind, link_GBps=link, latency_us=2.0), devices_per_node=per_node,
+        nodes=nodes, nic=SimpleNamespace(count_per_node=8, GBps=25.0, latency_us=5.0) if nic else None,
+        **extra)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_ring_all_reduce_moves_2_n_minus_1_over_n_of_the_size(n):
+    (phase,) = ALGORITHMS["all_reduce"]["ring"](1000.0, Layout(n, n, "nvswitch", 300.0))
+    assert phase.steps == 2 * (n - 1)
+    assert phase.wire_bytes == pytest.approx(2 * (n - 1) / n * 1000.0)
+    (gather,) = ALGORITHMS["all_gather"]["ring"](1000.0, Layout(n, n, "nvswitch", 300.0))
+    assert (gather.steps, gather.wire_bytes) == (n - 1, pytest.approx((n - 1) / n * 1000.0))
+
+
+def test_nvls_only_on_nvlink4_switches_and_hierarchical_only_across_nodes():
+    nvls = ALGORITHMS["all_reduce"]["nvls"]
+    assert nvls(1e6, Layout(8, 8, "nvswitch", 300.0)) is None
+    assert nvls(1e6, Layout(8, 8, "nvswitch", 450.0))[0].wire_bytes == 1e6
+    hier = ALGORITHMS["all_reduce"]["hierarchical"]
+    assert hier(1e6, Layout(8, 8, "nvswitch", 300.0)) is None
+    phases = hier(8e6, Layout(16, 8, "nvswitch", 300.0))
+    assert [p.level for p in phases] == [INTRA, INTER, INTRA]
+    assert phases[1].wire_bytes == pytest.approx(1e6)  # size/8 all-reduced over 2 nodes
+
+
+def test_closed_form_time_of_send_recv():
+    p = {"nvswitch/p2p": FabricParams(3.0, 0.5, 0.0)}
+    t = model_time_s("send_recv", 1e9, 2, system(), p)
+    assert t == pytest.approx((2.0 + 3.0) * 1e-6 + 1e9 / (300e9 * 0.5))
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize(("n", "nodes"), [(2, 1), (8, 1), (16, 2)])
+def test_model_time_grows_with_size(collective, n, nodes):
+    sysm = system(link=450.0, nodes=nodes)
+    sizes = [2**k for k in range(10, 33, 2)]
+    times = [model_time_s(collective, s, n, sysm) for s in sizes]
+    assert all(b > a for a, b in itertools.pairwise(times))
+
+
+def test_measured_curve_is_exact_at_measured_points_and_used_only_for_that_system():
+    curves = load_curves()
+    rows = curves[(curves.system == "h100_dgx") & (curves.collective == "all_reduce")
+                  & (curves.n_ranks == 8)].sort_values("size_bytes")
+    sysm = system(link=450.0, id="my-box", measured_as=("h100_dgx",))
+    for r in rows.iloc[[0, len(rows) // 2, -1]].itertuples():
+        assert collective_time_s("all_reduce", r.size_bytes, 8, sysm) == pytest.approx(r.time_s, rel=1e-9)
+    a, b = rows.iloc[10], rows.iloc[11]
+    mid = math.sqrt(a.size_bytes * b.size_bytes)
+    assert collective_time_s("all_reduce", mid, 8, sysm) == pytest.approx(math.sqrt(a.time_s * b.time_s))
+    other = system(link=450.0, id="other")
+    assert collective_time_s("all_reduce", a.size_bytes, 8, other) == model_time_s(
+        "all_reduce", a.size_bytes, 8, other)
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    (("broadcast", 1e6, 8), "unknown collective"),
+    (("all_reduce", 1e6, 1), "2..8 ranks"),
+    (("all_reduce", 1e6, 9), "2..8 ranks"),
+    (("all_reduce", -1, 8), ">= 0 bytes"),
+])
+def test_bad_requests_are_refused(args, match):
+    with pytest.raises(PredictionError, match=match):
+        collective_time_s(*args, system())
+
+
+def test_spanning_nodes_without_a_nic_is_refused():
+    with pytest.raises(PredictionError, match="no NIC"):
+        collective_time_s("all_reduce", 1e6, 16, system(nodes=2, nic=False))
+    with pytest.raises(PredictionError, match="whole nodes"):
+        collective_time_s("all_reduce", 1e6, 12, system(nodes=2))
+
+
+def test_unknown_fabric_kind_names_the_fitted_ones():
+    with pytest.raises(PredictionError, match="fitted kinds"):
+        model_time_s("all_reduce", 1e6, 8, system(kind="carrier-pigeon"))
+
+
+def test_fitted_parameter_file_matches_its_curves():
+    doc = json.loads(PARAMS_PATH.read_text())
+    assert doc["data_sha256"] == data_sha256()
+    params = load_params()
+    assert {"nvswitch", "nvlink-pairs", "nic"} <= set(params)
+    assert all(0 < p.eff_max <= 1 and p.step_overhead_us >= 0 for p in params.values())
+
+
+def test_packaged_curves_keep_source_and_licence():
+    curves = load_curves()
+    assert curves.licence.eq("MIT").all()
+    assert curves.source.str.len().gt(0).all()
+    assert np.isfinite(curves.time_s).all()
+    assert (curves.time_s > 0).all()

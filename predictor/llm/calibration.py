@@ -85,20 +85,24 @@ class PhaseCorrection:
 
     def ratios(self, vendor: str) -> tuple[float, float]:
         """(q_lo, q_hi) of a device vendor: its own where fitted, else the engine's."""
-        v = vendor.strip().casefold()
-        for name, q in self.vendor_ratios.items():
-            if v == name.casefold():
-                return float(q[0]), float(q[1])
-        return self.ratio_lo, self.ratio_hi
+        q = _by_vendor(self.vendor_ratios, vendor)
+        return (self.ratio_lo, self.ratio_hi) if q is None else (float(q[0]), float(q[1]))
 
     def vendor_factor(self, vendor: str) -> tuple[float, bool]:
         """(factor, fitted) of a device vendor (case-insensitive): a fitted vendor's factor,
         else ``unseen_vendor_factor`` and False."""
-        v = vendor.strip().casefold()
-        for name, f in self.vendor_factors.items():
-            if v == name.casefold():
-                return float(f), True
-        return float(self.unseen_vendor_factor), False
+        f = _by_vendor(self.vendor_factors, vendor)
+        return (float(self.unseen_vendor_factor), False) if f is None else (float(f), True)
+
+
+def _same_vendor(a: str, b: str) -> bool:
+    """Vendor names compared case-insensitively, surrounding blanks ignored."""
+    return a.strip().casefold() == b.strip().casefold()
+
+
+def _by_vendor(table: Mapping[str, Any], vendor: str) -> Any:
+    """The entry of ``table`` for ``vendor`` (``_same_vendor``), None when it has none."""
+    return next((v for name, v in table.items() if _same_vendor(name, vendor)), None)
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ class EngineCalibration:
                        "software on this device, not a device figure); interval from their "
                        "residuals")
         elif lvl == "vendor":
-            mine = [d for d in self.device_runs if d in self._vendor_devices(hw.vendor)]
+            mine = self._vendor_devices(hw.vendor)
             out.append(f"{self.runtime} on {hw.id}: vendor factor ({factors}) from "
                        f"{hw.vendor} devices {', '.join(mine) or '(all)'} (device not measured) "
                        f"in {SOURCE} (the engine's software on that vendor's devices, not a "
@@ -184,10 +188,10 @@ class EngineCalibration:
                        "guess; see the interval)")
         return tuple(out)
 
-    def _vendor_devices(self, vendor: str) -> set[str]:
-        """The fit's devices of ``vendor`` (catalog vendors, case-insensitive)."""
-        v = vendor.strip().casefold()
-        return {d for d in self.device_runs if get_device(d).vendor.strip().casefold() == v}
+    def _vendor_devices(self, vendor: str) -> list[str]:
+        """The fit's devices of ``vendor`` (catalog vendors, case-insensitive), in the fit's
+        order."""
+        return [d for d in self.device_runs if _same_vendor(get_device(d).vendor, vendor)]
 
 
 def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:

@@ -41,7 +41,7 @@ from roofcast.predictor.estimator_registry import as_estimator
 from roofcast.predictor.llm.kernels import Segment, steps_workload
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.types import ServingConfig
-from roofcast.predictor.runtimes import ExecutionProfile, catalog, get_runtime, resolve_runtime
+from roofcast.predictor.runtimes import ExecutionProfile, default_serving_engine, get_runtime
 from roofcast.predictor.simulate import evaluate
 
 DEFAULT_ESTIMATOR = "roofline+eff"
@@ -83,12 +83,8 @@ class StepTimes:
 
 def engine_profile(runtime: str | None, hw: HardwareSpec) -> ExecutionProfile:
     """The serving engine's profile: ``runtime``, else the device kind's default serving
-    engine (``catalog.default_serving_engine`` once the engine profiles exist, else the
-    kind's default runtime, whose ``serving`` is None: documented defaults apply)."""
-    if runtime is not None:
-        return get_runtime(runtime)
-    default = getattr(catalog, "default_serving_engine", None)
-    return get_runtime(default(hw.kind)) if default else resolve_runtime(None, hw.kind)
+    engine (``default_serving_engine``)."""
+    return get_runtime(default_serving_engine(hw.kind) if runtime is None else runtime)
 
 
 #: ``applies`` condition of an overlapping row -> whether a device meets it (fp8 units given).

@@ -33,8 +33,10 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes, weight_bytes_per_element
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig
 from roofcast.predictor.runtimes import ExecutionProfile
+from roofcast.predictor.runtimes.profile import ServingSpec
 
-DEFAULT_MEMORY_UTILIZATION = 0.9
+#: a runtime without ``[serving]`` claims what a default ``ServingSpec`` claims (0.9).
+DEFAULT_MEMORY_UTILIZATION = ServingSpec().memory_utilization
 LOGIT_BYTES = 4.0
 #: the largest batch ``max_batch`` searches (a guard, far above any device's fit).
 MAX_BATCH_SEARCH = 1 << 20

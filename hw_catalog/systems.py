@@ -124,8 +124,7 @@ def validate_system_document(doc: Mapping[str, Any], label: str) -> None:
         errors.append(f"fabric.kind: {fabric['kind']!r} is not one of {', '.join(FABRIC_KINDS)}")
     if doc.get("sources") == []:
         errors.append("sources: empty; name the datasheet each figure comes from")
-    if (isinstance(doc.get("nodes"), int) and doc["nodes"] > 1 and "nic" not in doc
-            and isinstance(fabric, dict) and fabric.get("kind") != "nvlink-domain"):
+    if isinstance(doc.get("nodes"), int) and doc["nodes"] > 1 and "nic" not in doc:
         errors.append(f"nodes = {doc['nodes']}: a multi-node system needs a [nic] table "
                       f"(count_per_node, GBps, latency_us)")
     if isinstance(doc.get("device"), str) and not errors:

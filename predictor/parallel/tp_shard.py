@@ -627,9 +627,9 @@ def _walk(graph: Graph, st: _State) -> None:
         else:
             decision = rule_for(node)(node, st)
         st.nodes[node.name] = decision.shard
-        if decision.shard.rule in ("column", "vocab"):
+        if decision.shard.rule == "column":
             origin = frozenset({node.name})
-        elif decision.shard.rule == "row":
+        elif decision.shard.rule in ("row", "vocab"):  # reduced: replicated or token-split
             origin = frozenset()
         else:
             origin = frozenset().union(*(st.origin.get(t.name, frozenset())

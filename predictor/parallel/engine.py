@@ -39,7 +39,8 @@
 7. **Infer**: the forward pipeline ``(m + p - 1) x max_i (F_i + C_i + P_i)``.
 
 Interval: steps 3-7 with every kernel at its ``lower_s`` / ``upper_s`` (communication at its
-point estimate). Memory: ``memory.device_memory``.
+point estimate), widened to contain the point estimate (a shorter backward hides less of the
+gradient sync, so the all-lower step can exceed the point one by that much). Memory: ``memory.device_memory``.
 """
 
 from __future__ import annotations

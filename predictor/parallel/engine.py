@@ -19,8 +19,11 @@
 5. **Data-parallel gradient sync** (``G`` = the stage's gradient bytes at the run's precision,
    ``W`` its weight bytes), as DDP / Megatron-LM overlap it with the last micro-batch's
    backward in buckets (Li et al. 2020, "PyTorch Distributed", §3.2.3; DDP's 25 MiB buckets):
-   ``exposed = max(T - B_i, T x min(1, 25 MiB / G))`` — the part longer than the backward, and
-   at least the last bucket, which only starts when the backward is done. T:
+   the last bucket (``T x min(1, 25 MiB / G)``) only starts when stage i's backward is done.
+   The step ends with stage 0's last backward; stage i finished its own ``D_i = B_0 + ... +
+   B_{i-1}`` earlier (the last micro-batch's gradient still flows back through the earlier
+   stages), so ``exposed_i = max(0, T - (B_i + D_i), T x min(1, 25 MiB / G) - D_i)`` and the
+   step pays the largest over stages (one stage: ``max(T - B, last bucket)``). T:
 
    * ZeRO-0: all-reduce(G) once per step;
    * ZeRO-1 (Megatron's distributed optimizer): reduce-scatter(G) once per step, and after the
@@ -59,7 +62,7 @@ from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
 from roofcast.predictor.parallel.comm import group_time_s
 from roofcast.predictor.parallel.memory import bytes_per_param, device_memory
 from roofcast.predictor.parallel.plan import check_plan
-from roofcast.predictor.parallel.schedule import one_f_one_b, stage_slots
+from roofcast.predictor.parallel.schedule import bubble_fraction, one_f_one_b, stage_slots
 from roofcast.predictor.parallel.types import (
     GROUPS,
     ModelFacts,
@@ -202,9 +205,10 @@ def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelP
         grad_bytes = params * g_b
         t_sync, t_gather = _dp_times(grad_bytes, params * w_b, plan, system)
         bucket = np.minimum(1.0, DDP_BUCKET_BYTES / np.maximum(grad_bytes, 1.0))
-        floor = t_sync * np.where(grad_bytes > 0, bucket, 0.0)
+        after = np.concatenate([[0.0], np.cumsum(bwd)[:-1]])  # D_i
+        floor = np.maximum(0.0, t_sync * np.where(grad_bytes > 0, bucket, 0.0) - after)
         if plan.zero <= 1:
-            sync, zero_mb = np.maximum(t_sync - bwd, floor), zeros
+            sync, zero_mb = np.maximum(t_sync - bwd - after, floor), zeros
             groups["dp"] = t_sync + t_gather
         elif plan.zero == 2:
             sync, zero_mb = floor, np.maximum(0.0, t_sync - bwd)
@@ -249,6 +253,10 @@ def assemble(timed: TimedWorkload, facts: ModelFacts, system: Any, plan: Paralle
     samples_per_s = global_batch / point.step_s if point.step_s > 0 else float("inf")
     tokens = samples_per_s * facts.seq_tokens if facts.seq_tokens else None
     all_notes = tuple(notes) + tuple(work.notes)
+    if plan.pp > 1:
+        all_notes += (f"1F1B over {plan.pp} stages x {plan.micro_batches} micro-batches: bubble "
+                      f"{point.bubble_s / point.step_s:.1%} of the step (equal stages: "
+                      f"(p-1)/(m+p-1) = {bubble_fraction(plan.pp, plan.micro_batches):.1%})",)
     if not memory.fits:
         all_notes += (f"does not fit: {memory.total_bytes / 2**30:.1f} GiB per device > "
                       f"{memory.capacity_bytes / 2**30:.1f} GiB, over by "

@@ -53,7 +53,7 @@ def test_1f1b_tp_pp_dp_step_matches_formula():
     stages = [[0, 1, 2], [3, 4, 5]]
     t_ar = group_time_s("all_reduce", 2 * 128 * 256 * 2.0, "tp", plan, SYSTEM)
     p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, SYSTEM)
-    per_mb, sync, opt = [], [], []
+    per_mb, sync, opt, done_before = [], [], [], 0.0
     for s in stages:
         f, b = t["forward"][s].sum(), t["backward"][s].sum()
         blocks = sum(1 for x in s if 1 <= x <= 4)
@@ -61,7 +61,10 @@ def test_1f1b_tp_pp_dp_step_matches_formula():
         per_mb.append(f + b + comm)
         grad = work.param_elems[s].sum() * 2.0
         t_dp = group_time_s("all_reduce", grad, "dp", plan, SYSTEM)
-        sync.append(max(t_dp - b, t_dp * min(1.0, DDP_BUCKET_BYTES / grad)))
+        # stage 1 ends its last backward stage 0's backward (done_before) before the step ends
+        sync.append(max(0.0, t_dp - b - done_before,
+                        t_dp * min(1.0, DDP_BUCKET_BYTES / grad) - done_before))
+        done_before += b
         opt.append(t["update"][s].sum())
     expected = (4 + 2 - 1) * max(per_mb) + max(sync) + max(opt)
     assert pred.step_s == pytest.approx(expected, rel=1e-12)

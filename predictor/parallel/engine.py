@@ -1,0 +1,292 @@
+"""Time one step of a parallel plan on a system: ``predict_parallel``.
+
+1. ``plan.check_plan`` refuses a plan the model or system cannot run; the source builds one
+   device's work for one micro-batch of ``global_batch / (dp * micro_batches)`` samples.
+2. **Kernels** (``time_workload``): the distinct rows (a block repeated over its slots once)
+   are evaluated on the system's device (``predictor.simulate.evaluate`` with the estimator),
+   time x ``count`` summed per layer slot and phase (forward / backward / update), for the point
+   estimate and the interval ends.
+3. **Per micro-batch on stage i** (slots from ``schedule.stage_slots``):
+   ``t_i = F_i + B_i + C_i + P_i + Z_i`` with F / B the forward / backward kernels, C the
+   tensor / expert collectives of its slots (``CommOp`` x count, ``comm.group_time_s``), P the
+   pipeline sends of ``boundary_bytes`` (train: the activation forward to stage i+1 and the
+   gradient back to stage i-1 — 2 per micro-batch per boundary; infer: the forward one),
+   Z the ZeRO traffic that backward / forward compute cannot hide (below). With ``recompute``
+   the backward reruns the forward first: ``B_i += F_i``, and its collectives again.
+4. **1F1B** (``schedule.one_f_one_b``): ``(m + p - 1) x max_i t_i``; compute_s = m x (F + B) of
+   the slowest stage, bubble_s = (p - 1) x its t, exposed_comm_s = m x (C + P + Z) + the exposed
+   gradient sync.
+5. **Data-parallel gradient sync** (``G`` = the stage's gradient bytes at the run's precision,
+   ``W`` its weight bytes), as DDP / Megatron-LM overlap it with the last micro-batch's
+   backward in buckets (Li et al. 2020, "PyTorch Distributed", §3.2.3; DDP's 25 MiB buckets):
+   the last bucket (``T x min(1, 25 MiB / G)``) only starts when stage i's backward is done.
+   The step ends with stage 0's last backward; stage i finished its own ``D_i = B_0 + ... +
+   B_{i-1}`` earlier (the last micro-batch's gradient still flows back through the earlier
+   stages), so ``exposed_i = max(0, T - (B_i + D_i), T x min(1, 25 MiB / G) - D_i)`` and the
+   step pays the largest over stages (one stage: ``max(T - B, last bucket)``). T:
+
+   * ZeRO-0: all-reduce(G) once per step;
+   * ZeRO-1 (Megatron's distributed optimizer): reduce-scatter(G) once per step, and after the
+     sharded optimizer step an all-gather(W) of the updated parameters (in optimizer_s);
+   * ZeRO-2 (DeepSpeed: only a gradient shard is kept, so every micro-batch reduces):
+     reduce-scatter(G) per micro-batch — ``Z_i = max(0, rs - B_i)`` —, the last bucket exposed
+     once, all-gather(W) after the optimizer;
+   * ZeRO-3: as ZeRO-2, plus an all-gather of each layer slot's parameters in the forward and
+     again in the backward of every micro-batch (``ag`` = the sum over the stage's slots),
+     prefetched under compute: ``Z_i = max(0, ag - F_i) + max(0, ag + rs - B_i)``; no gather
+     after the optimizer.
+
+   Rajbhandari et al. 2020 §7: ZeRO-1/2 move 2 x the parameters per step like an all-reduce,
+   ZeRO-3 3 x.
+6. **Optimizer** (optimizer_s): the stage's update rows, divided by ``dp`` with ZeRO >= 1 (each
+   replica updates its shard), + ZeRO-1/2's all-gather; the slowest stage's.
+7. **Infer**: the forward pipeline ``(m + p - 1) x max_i (F_i + C_i + P_i)``.
+
+Interval: steps 3-7 with every kernel at its ``lower_s`` / ``upper_s`` (communication at its
+point estimate), widened to contain the point estimate (a shorter backward hides less of the
+gradient sync, so the all-lower step can exceed the point one by that much). Memory: ``memory.device_memory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.systems import get_system
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
+from roofcast.predictor.parallel.comm import group_time_s
+from roofcast.predictor.parallel.memory import bytes_per_param, device_memory
+from roofcast.predictor.parallel.plan import check_plan
+from roofcast.predictor.parallel.schedule import bubble_fraction, one_f_one_b, stage_slots
+from roofcast.predictor.parallel.types import (
+    GROUPS,
+    ModelFacts,
+    ParallelPlan,
+    ParallelPlanError,
+    ParallelPrediction,
+    ParallelSource,
+    ShardedWorkload,
+)
+from roofcast.predictor.runtimes import get_runtime
+from roofcast.predictor.simulate import evaluate
+
+PHASES: tuple[str, ...] = ("forward", "backward", "update")
+TIME_COLUMNS: tuple[str, ...] = ("time_s", "lower_s", "upper_s")
+#: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``, Li et al. 2020).
+DDP_BUCKET_BYTES = 25 * 2**20
+
+
+@dataclass(frozen=True)
+class TimedWorkload:
+    """A built workload with its kernels timed on one device: ``slot_s[(phase, column)]`` =
+    per-slot sum of ``column`` x ``count`` of the rows of ``phase``."""
+
+    work: ShardedWorkload
+    device: Any
+    estimator: str
+    slot_s: dict[tuple[str, str], np.ndarray]
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def distinct_rows(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(first index of each distinct row, row -> its distinct row) over every column but
+    ``layer``, ``count`` and ``key``: a block repeated over its slots is evaluated once (an
+    estimator sees a row's content, never its slot or key)."""
+    content = [c for c in rows.columns if c not in ("layer", "count", "key")]
+    codes = pd.util.hash_pandas_object(rows[content], index=False).to_numpy()
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return first, inverse
+
+
+def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIMATOR
+                  ) -> TimedWorkload:
+    """Evaluate ``work.rows`` once on ``hw`` and sum them per (phase, slot)."""
+    rows = work.rows.reset_index(drop=True)
+    missing = {"count", "layer", "phase"} - set(rows.columns)
+    if missing:
+        raise ParallelPlanError(f"sharded workload rows lack column(s) {', '.join(sorted(missing))}")
+    n_slots = len(work.param_elems)
+    layer = rows["layer"].to_numpy(dtype=int)
+    if len(layer) and (layer.min() < 0 or layer.max() >= n_slots):
+        raise ParallelPlanError(f"row layer slots must lie in 0..{n_slots - 1}")
+    profile = get_runtime(work.config.runtime if work.config.runtime is not None
+                          else work.runtime)
+    unique, inverse = distinct_rows(rows)
+    ev = evaluate(rows.iloc[unique].reset_index(drop=True), hw, work.config, estimator, profile)
+    count = rows["count"].to_numpy(dtype=float)
+    phase = rows["phase"].astype(str).to_numpy()
+    slot_s = {}
+    for ph in PHASES:
+        mask = phase == ph
+        for col in TIME_COLUMNS:
+            vals = ev[col].to_numpy(dtype=float)[inverse][mask] * count[mask]
+            slot_s[(ph, col)] = np.bincount(layer[mask], weights=vals, minlength=n_slots)
+    name = estimator if isinstance(estimator, str) else getattr(estimator, "name", str(estimator))
+    return TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s)
+
+
+def slot_comm_s(timed: TimedWorkload, plan: ParallelPlan, system: Any
+                ) -> dict[tuple[str, str], np.ndarray]:
+    """(phase, group) -> per-slot seconds of the source's collectives for one micro-batch
+    (``CommOp`` x count). Tensor / expert groups depend only on ``tp`` / ``ep`` — fixed by the
+    build — so the result is cached on ``timed`` per system."""
+    key = ("comm", system, plan.tp, plan.ep)
+    if key not in timed.cache:
+        n_slots = len(timed.work.param_elems)
+        out: dict[tuple[str, str], np.ndarray] = {}
+        for op in timed.work.comms:
+            arr = out.setdefault((op.phase, op.group), np.zeros(n_slots))
+            arr[op.layer] += op.count * group_time_s(op.collective, op.size_bytes, op.group,
+                                                     plan, system)
+        timed.cache[key] = out
+    return timed.cache[key]
+
+
+@dataclass(frozen=True)
+class _Step:
+    step_s: float
+    compute_s: float
+    exposed_comm_s: float
+    bubble_s: float
+    optimizer_s: float
+    stage_s: tuple[float, ...]
+    by_group: dict[str, float]
+
+
+def _per_stage(slot_values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.add.reduceat(np.asarray(slot_values, dtype=float), starts)
+
+
+def _dp_times(grad_bytes: np.ndarray, weight_bytes: np.ndarray, plan: ParallelPlan,
+              system: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per stage: the gradient reduction (all-reduce; reduce-scatter with ZeRO) and, with ZeRO,
+    the parameter all-gather over the stage's data-parallel group."""
+    sync_coll = "all_reduce" if plan.zero == 0 else "reduce_scatter"
+    t_sync = np.array([group_time_s(sync_coll, g, "dp", plan, system) for g in grad_bytes])
+    t_gather = np.array([group_time_s("all_gather", w, "dp", plan, system) if plan.zero else 0.0
+                         for w in weight_bytes])
+    return t_sync, t_gather
+
+
+def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelPlan,
+          system: Any, mode: str, col: str) -> _Step:
+    """Steps 3-7 of the module docstring, vectorised over the stages."""
+    work, p, m = timed.work, plan.pp, plan.micro_batches
+    starts = np.array([s[0] for s in stages])
+    last = np.arange(p) == p - 1
+    first = np.arange(p) == 0
+    fwd = _per_stage(timed.slot_s[("forward", col)], starts)
+    comm = {k: _per_stage(v, starts) for k, v in slot_comm_s(timed, plan, system).items()}
+    zeros = np.zeros(p)
+    c_fwd = sum((v for (ph, _), v in comm.items() if ph == "forward"), zeros)
+    c_bwd = sum((v for (ph, _), v in comm.items() if ph == "backward"), zeros)
+    rc = 2.0 if plan.recompute else 1.0
+    groups = {g: m * sum((v * (rc if ph == "forward" else 1.0)
+                          for (ph, gg), v in comm.items() if gg == g), zeros) for g in GROUPS}
+    p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, system)
+    if mode == "infer":
+        sends = (~last).astype(float)
+        bwd = zeros
+        per_mb = fwd + c_fwd + sends * p2p
+        extra, sync, opt = c_fwd + sends * p2p, zeros, zeros
+    else:
+        bwd = _per_stage(timed.slot_s[("backward", col)], starts)
+        if plan.recompute:
+            bwd = bwd + fwd
+            c_bwd = c_bwd + c_fwd
+        sends = (~last).astype(float) + (~first).astype(float)
+        w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
+        params = _per_stage(work.param_elems, starts)
+        grad_bytes = params * g_b
+        t_sync, t_gather = _dp_times(grad_bytes, params * w_b, plan, system)
+        bucket = np.minimum(1.0, DDP_BUCKET_BYTES / np.maximum(grad_bytes, 1.0))
+        after = np.concatenate([[0.0], np.cumsum(bwd)[:-1]])  # D_i
+        floor = np.maximum(0.0, t_sync * np.where(grad_bytes > 0, bucket, 0.0) - after)
+        if plan.zero <= 1:
+            sync, zero_mb = np.maximum(t_sync - bwd - after, floor), zeros
+            groups["dp"] = t_sync + t_gather
+        elif plan.zero == 2:
+            sync, zero_mb = floor, np.maximum(0.0, t_sync - bwd)
+            groups["dp"] = m * t_sync + t_gather
+        else:
+            sync = floor
+            slot_ag = [group_time_s("all_gather", e * w_b, "dp", plan, system)
+                       for e in work.param_elems]
+            ag = _per_stage(slot_ag, starts)  # one gather per layer
+            zero_mb = np.maximum(0.0, ag - fwd) + np.maximum(0.0, ag + t_sync - bwd)
+            groups["dp"] = m * (2 * ag + t_sync)
+        opt = _per_stage(timed.slot_s[("update", col)], starts) / (plan.dp if plan.zero else 1)
+        if plan.zero in (1, 2):
+            opt = opt + t_gather
+        extra = c_fwd + c_bwd + sends * p2p + zero_mb
+        per_mb = fwd + bwd + extra
+    groups["pp"] = m * sends * p2p
+    pipe = one_f_one_b(per_mb.tolist(), m)
+    s = pipe.slowest
+    compute = m * float(fwd[s] + bwd[s])
+    exposed = m * float(extra[s]) + float(sync.max())
+    optimizer = float(opt.max())
+    by_group = {g: float(v[s]) for g, v in groups.items()}
+    by_group["dp"] = float(groups["dp"].max())
+    return _Step(step_s=compute + exposed + pipe.bubble_s + optimizer, compute_s=compute,
+                 exposed_comm_s=exposed, bubble_s=pipe.bubble_s, optimizer_s=optimizer,
+                 stage_s=tuple(float(x) for x in per_mb), by_group=by_group)
+
+
+def assemble(timed: TimedWorkload, facts: ModelFacts, system: Any, plan: ParallelPlan, *,
+             global_batch: int, mode: str, notes: Sequence[str] = ()) -> ParallelPrediction:
+    """The prediction of an already checked ``plan`` from a timed workload built for it (the
+    plan search calls this once per plan, sharing ``timed`` across dp / pp / micro-batches)."""
+    work = timed.work
+    stages = stage_slots(work.layers, plan.pp)
+    point = _step(timed, stages, plan, system, mode, "time_s")
+    lower = _step(timed, stages, plan, system, mode, "lower_s").step_s
+    upper = _step(timed, stages, plan, system, mode, "upper_s").step_s
+    memory = device_memory(work, stages, plan, mode=mode, precision=work.config.precision,
+                           optimizer=work.config.optimizer,
+                           capacity_bytes=float(timed.device.mem_capacity_bytes))
+    samples_per_s = global_batch / point.step_s if point.step_s > 0 else float("inf")
+    tokens = samples_per_s * facts.seq_tokens if facts.seq_tokens else None
+    all_notes = tuple(notes) + tuple(work.notes)
+    if plan.pp > 1:
+        all_notes += (f"1F1B over {plan.pp} stages x {plan.micro_batches} micro-batches: bubble "
+                      f"{point.bubble_s / point.step_s:.1%} of the step (equal stages: "
+                      f"(p-1)/(m+p-1) = {bubble_fraction(plan.pp, plan.micro_batches):.1%})",)
+    if not memory.fits:
+        all_notes += (f"does not fit: {memory.total_bytes / 2**30:.1f} GiB per device > "
+                      f"{memory.capacity_bytes / 2**30:.1f} GiB, over by "
+                      f"{memory.over_bytes / 2**30:.1f} GiB",)
+    return ParallelPrediction(
+        model=facts.name, system=system.id, device=system.device, plan=plan, mode=mode,
+        global_batch=global_batch, micro_batch=global_batch // (plan.dp * plan.micro_batches),
+        step_s=point.step_s, compute_s=point.compute_s, exposed_comm_s=point.exposed_comm_s,
+        bubble_s=point.bubble_s, optimizer_s=point.optimizer_s,
+        comm_s_by_group=point.by_group, stage_s=point.stage_s, memory=memory,
+        samples_per_s=samples_per_s, tokens_per_s=tokens, lower_s=min(lower, point.step_s),
+        upper_s=max(upper, point.step_s), estimator=timed.estimator, runtime=work.runtime,
+        notes=all_notes)
+
+
+def predict_parallel(source: ParallelSource, system: Any, plan: ParallelPlan, *,
+                     global_batch: int, mode: str = "train",
+                     estimator: Any = DEFAULT_ESTIMATOR) -> ParallelPrediction:
+    """One step of ``plan`` for ``source`` on ``system`` (a ``SystemSpec`` or a catalog id /
+    what-if such as ``hgx-h100:nodes=4``): see the module docstring."""
+    system = get_system(system)
+    facts = source.facts
+    notes = check_plan(plan, facts, n_devices=system.n_devices, global_batch=global_batch,
+                       mode=mode, devices_per_node=system.devices_per_node)
+    micro_batch = global_batch // (plan.dp * plan.micro_batches)
+    work = source.build(tp=plan.tp, ep=plan.ep, micro_batch=micro_batch,
+                        sequence_parallel=plan.sequence_parallel, mode=mode)
+    if plan.pp > max(work.layers, 1):
+        raise ParallelPlanError(f"pp={plan.pp} exceeds the {work.layers} layer slots "
+                                f"{facts.name} was built with; use pp <= {max(work.layers, 1)}")
+    timed = time_workload(work, get_device(system.device), estimator)
+    return assemble(timed, facts, system, plan, global_batch=global_batch, mode=mode,
+                    notes=notes)

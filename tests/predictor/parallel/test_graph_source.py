@@ -156,3 +156,19 @@ def test_resnet50_zoo_has_residual_blocks():
     assert w.param_elems.sum() < 0.55 * src.build(
         tp=1, micro_batch=4, sequence_parallel=False, mode="train").param_elems.sum()
     assert all(c.group == "tp" for c in w.comms)
+
+
+def test_bert_base_end_to_end_dp_tp_on_one_hgx_node():
+    from roofcast.predictor.parallel.engine import predict_parallel
+    from roofcast.predictor.parallel.types import ParallelPlan
+
+    model = roofcast.load_model("bert_base", sequence=128)
+    src = GraphParallelSource(model.graph_at, RunConfig(precision="bf16"), name="bert_base")
+    dp8 = predict_parallel(src, "hgx-h100:nodes=1", ParallelPlan(dp=8), global_batch=64)
+    tp2 = predict_parallel(src, "hgx-h100:nodes=1", ParallelPlan(dp=4, tp=2), global_batch=64)
+    # 8 samples on one device vs 16 samples split over two tensor ranks: the same compute
+    assert tp2.compute_s == pytest.approx(dp8.compute_s, rel=0.05)
+    assert tp2.comm_s_by_group["tp"] > 0
+    assert dp8.comm_s_by_group.get("tp", 0.0) == 0
+    assert tp2.memory.weights_bytes < 0.6 * dp8.memory.weights_bytes
+    assert tp2.step_s > tp2.compute_s

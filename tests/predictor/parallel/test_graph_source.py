@@ -172,3 +172,15 @@ def test_bert_base_end_to_end_dp_tp_on_one_hgx_node():
     assert dp8.comm_s_by_group.get("tp", 0.0) == 0
     assert tp2.memory.weights_bytes < 0.6 * dp8.memory.weights_bytes
     assert tp2.step_s > tp2.compute_s
+
+
+def test_vit_attention_heads_split_through_torchs_merged_batch_heads_axis():
+    model = roofcast.load_model("vit_b_16")
+    src = GraphParallelSource(model.graph_at, RunConfig(precision="bf16"), name="vit_b_16")
+    assert (src.facts.layers, src.facts.heads, src.facts.hidden) == (12, 12, 768)
+    w = src.build(tp=4, micro_batch=2, sequence_parallel=False, mode="train")
+    fwd = sorted((c.collective, c.layer, c.count) for c in w.comms if c.phase == "forward")
+    assert fwd == [("all_reduce", layer, 2.0) for layer in range(1, 13)]
+    one = src.build(tp=1, micro_batch=2, sequence_parallel=False, mode="train")
+    attn = one.rows["op_type"].eq("Softmax") & one.rows["phase"].eq("forward")
+    assert w.rows.loc[attn, "flops"].sum() == pytest.approx(one.rows.loc[attn, "flops"].sum() / 4)

@@ -184,3 +184,16 @@ def test_vit_attention_heads_split_through_torchs_merged_batch_heads_axis():
     one = src.build(tp=1, micro_batch=2, sequence_parallel=False, mode="train")
     attn = one.rows["op_type"].eq("Softmax") & one.rows["phase"].eq("forward")
     assert w.rows.loc[attn, "flops"].sum() == pytest.approx(one.rows.loc[attn, "flops"].sum() / 4)
+
+
+def test_graph_without_repeated_blocks_is_cut_into_flop_balanced_chunks():
+    src = _source(mlp_pair)
+    assert src.facts.layers is None
+    assert src.facts.heads is None
+    w = src.build(tp=1, micro_batch=4, sequence_parallel=False, mode="train")
+    assert w.layers == 3  # one chunk per costed node here: up, act, down
+    fwd = w.rows[w.rows["phase"] == "forward"].set_index("node")
+    assert list(fwd.loc[["up", "act", "down"], "layer"]) == [1, 2, 3]
+    assert any("chunks" in n for n in w.notes)
+    assert w.param_elems[1] == 16 * 64
+    assert w.param_elems[3] == 64 * 16

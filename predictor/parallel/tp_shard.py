@@ -37,7 +37,9 @@ and it runs replicated):
 * **pooling**: split on batch or channels; gathered when a pooled (spatial) axis is split.
 * **views and data movement**: Reshape/Flatten/Squeeze/Unsqueeze map the split axis through
   the shape (the split axis keeps its place when the elements before it are the same: a
-  [b, s, 768] split on 768 reshaped to [b, s, 12, 64] is split on the 12 heads); Transpose
+  [b, s, 768] split on 768 reshaped to [b, s, 12, 64] is split on the 12 heads; a split
+  may sit inside an axis that merges dims before it — torch's [s, b·12, 64] — with an
+  *outer factor*, ``ShardLayout.outer``); Transpose
   permutes it; Concat/Split along it keep it split (each rank holds its part of every piece:
   Megatron's interleaved QKV); Slice/Pad/Resize keep it when that axis is untouched; Gather
   from the graph's largest embedding table is *vocab-parallel* (table rows split, output

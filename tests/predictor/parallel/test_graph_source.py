@@ -197,3 +197,22 @@ def test_graph_without_repeated_blocks_is_cut_into_flop_balanced_chunks():
     assert any("chunks" in n for n in w.notes)
     assert w.param_elems[1] == 16 * 64
     assert w.param_elems[3] == 64 * 16
+
+
+def test_tp1_is_the_single_device_workload_and_memory():
+    from roofcast.predictor.memory import memory_footprint
+    from roofcast.predictor.workload import workload_table
+
+    src = _source(attention_blocks, precision="bf16")
+    w = src.build(tp=1, micro_batch=2, sequence_parallel=False, mode="train")
+    config = src.run_config(2, "train")
+    assert config.mode == "train"
+    assert config.dims == src.graph(2).dims
+    plain = workload_table(src.graph(2), config, src.runtime)
+    assert w.rows.drop(columns=["layer", "count"]).equals(plain)
+    assert set(w.rows["count"]) == {1.0}
+    fp = memory_footprint(src.graph(2), config)
+    assert w.param_elems.sum() * 4 == fp.gradient_bytes  # fp32 gradients of every parameter
+    # saved activations: every kernel's float outputs (predictor.memory also counts the inputs)
+    inputs = 2 * 4 * 96 * 2
+    assert w.activation_bytes.sum() == pytest.approx(fp.saved_activation_bytes - inputs)

@@ -44,14 +44,20 @@ def test_single_device_is_the_sum_of_the_rows():
     assert src.builds[0] == (1, 1, 1, False, "train")
 
 
-def test_1f1b_tp_pp_dp_step_matches_formula():
-    src = FakeSource(layers=4)
-    plan = ParallelPlan(dp=2, tp=2, pp=2, micro_batches=4)
+@pytest.mark.parametrize(("kw", "plan"), [
+    ({}, ParallelPlan(dp=2, tp=2, pp=2, micro_batches=4)),
+    # gradient sync longer than the backward: the exposed part depends on D_i
+    ({"d": 1024, "param_scale": 20.0, "head_scale": 6.0},
+     ParallelPlan(dp=4, tp=1, pp=2, micro_batches=2)),
+])
+def test_1f1b_tp_pp_dp_step_matches_formula(kw, plan):
+    src = FakeSource(layers=4, **kw)
     pred = predict_parallel(src, SYSTEM, plan, global_batch=16)
-    work = src.build(tp=2, ep=1, micro_batch=2, sequence_parallel=False, mode="train")
+    mb = 16 // (plan.dp * plan.micro_batches)
+    work = src.build(tp=plan.tp, ep=1, micro_batch=mb, sequence_parallel=False, mode="train")
     t = slot_times(work)
     stages = [[0, 1, 2], [3, 4, 5]]
-    t_ar = group_time_s("all_reduce", 2 * 128 * 256 * 2.0, "tp", plan, SYSTEM)
+    t_ar = group_time_s("all_reduce", mb * 128 * src.d * 2.0, "tp", plan, SYSTEM)
     p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, SYSTEM)
     per_mb, sync, opt, done_before = [], [], [], 0.0
     for s in stages:
@@ -66,15 +72,16 @@ def test_1f1b_tp_pp_dp_step_matches_formula():
                         t_dp * min(1.0, DDP_BUCKET_BYTES / grad) - done_before))
         done_before += b
         opt.append(t["update"][s].sum())
-    expected = (4 + 2 - 1) * max(per_mb) + max(sync) + max(opt)
+    m = plan.micro_batches
+    expected = (m + 2 - 1) * max(per_mb) + max(sync) + max(opt)
     assert pred.step_s == pytest.approx(expected, rel=1e-12)
     assert pred.stage_s == pytest.approx(tuple(per_mb))
     assert pred.bubble_s == pytest.approx(max(per_mb))
     parts = pred.compute_s + pred.exposed_comm_s + pred.bubble_s + pred.optimizer_s
     assert parts == pytest.approx(pred.step_s)
     assert pred.lower_s <= pred.step_s <= pred.upper_s
-    assert pred.comm_s_by_group["tp"] == pytest.approx(4 * 2 * 2 * 2 * t_ar)
-    assert pred.micro_batch == 2
+    assert pred.comm_s_by_group["tp"] == pytest.approx(m * 2 * 2 * 2 * t_ar)
+    assert pred.micro_batch == mb
     assert pred.samples_per_s == pytest.approx(16 / pred.step_s)
     assert pred.tokens_per_s == pytest.approx(pred.samples_per_s * 128)
 

@@ -77,6 +77,9 @@ from roofcast.predictor.simulate import evaluate
 
 PHASES: tuple[str, ...] = ("forward", "backward", "update")
 TIME_COLUMNS: tuple[str, ...] = ("time_s", "lower_s", "upper_s")
+#: a plan that fits with less than this fraction of the capacity free gets a note (what the
+#: memory model leaves out — CUDA context, NCCL buffers, fragmentation — takes a few GiB).
+HEADROOM = 0.05
 #: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``, Li et al. 2020).
 DDP_BUCKET_BYTES = 25 * 2**20
 
@@ -257,6 +260,11 @@ def assemble(timed: TimedWorkload, facts: ModelFacts, system: Any, plan: Paralle
         all_notes += (f"1F1B over {plan.pp} stages x {plan.micro_batches} micro-batches: bubble "
                       f"{point.bubble_s / point.step_s:.1%} of the step (equal stages: "
                       f"(p-1)/(m+p-1) = {bubble_fraction(plan.pp, plan.micro_batches):.1%})",)
+    if memory.fits and memory.total_bytes > (1 - HEADROOM) * memory.capacity_bytes:
+        all_notes += (f"fits with less than {HEADROOM:.0%} of the device's memory to spare "
+                      f"({(memory.capacity_bytes - memory.total_bytes) / 2**30:.1f} GiB); the "
+                      "framework / CUDA context, communication buffers and fragmentation (not "
+                      "modelled) may not fit in that",)
     if not memory.fits:
         all_notes += (f"does not fit: {memory.total_bytes / 2**30:.1f} GiB per device > "
                       f"{memory.capacity_bytes / 2**30:.1f} GiB, over by "

@@ -186,3 +186,17 @@ def test_group_placement_on_a_cluster():
         "all_reduce", 2**30, 8, CLUSTER)
     assert np.isfinite(strided)
     assert strided > 0
+
+
+def test_tight_fit_is_noted():
+    src = FakeSource()
+    base = predict_parallel(src, SYSTEM, ParallelPlan(dp=8), global_batch=8)
+    assert not any("to spare" in n for n in base.notes)
+    # scale the parameters so the plan uses 97 % of the 80 GiB
+    per_param = base.memory.weights_bytes + base.memory.gradients_bytes + base.memory.optimizer_bytes
+    scale = (0.97 * base.memory.capacity_bytes - base.memory.activations_bytes
+             - base.memory.other_bytes) / per_param
+    tight = predict_parallel(FakeSource(param_scale=scale), SYSTEM, ParallelPlan(dp=8),
+                             global_batch=8)
+    assert tight.fits
+    assert any("less than 5% of the device's memory to spare" in n for n in tight.notes)

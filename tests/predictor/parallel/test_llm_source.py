@@ -64,7 +64,7 @@ def test_facts(llama70):
     f = LLMParallelSource(llama70, seq_tokens=4096).facts
     assert (f.name, f.layers, f.heads, f.kv_heads, f.experts, f.hidden, f.seq_tokens) == (
         "llama-3.1-70b", 80, 64, 8, None, 8192, 4096)
-    assert LLMParallelSource(load_llm("mixtral-8x7b"), seq_tokens=64).facts.experts == 8
+    assert LLMParallelSource("mixtral-8x7b", seq_tokens=64).facts.experts == 8
 
 
 @pytest.mark.parametrize(("runtime", "causal"), [("pytorch-eager", False),

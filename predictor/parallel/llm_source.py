@@ -32,8 +32,8 @@ tensor group ``tp`` only when ``t > 1``):
 **Pipeline boundary**: ``2 T d / t_s`` bytes (with sequence parallelism Megatron sends the
 sequence-split activation).
 
-**Not modelled**: context parallelism, the tied embedding's gradient all-reduce between the
-first and last stage, MoE load imbalance and token dropping, distributed-optimizer details
+**Not modelled**: context parallelism, a tied embedding's copy on the last pipeline stage and
+its gradient all-reduce with the first, MoE load imbalance and token dropping, distributed-optimizer details
 (the engine's ZeRO), and overlapping the tensor collectives with compute.
 """
 

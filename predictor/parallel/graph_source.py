@@ -102,6 +102,8 @@ class GraphParallelSource:
         self.runtime = (default_runtime_name("gpu") if runtime is None
                         else get_runtime(runtime).name)
         self._graphs: dict[int, Graph] = {}
+        self._params: dict[int, dict] = {}
+        self._orders: dict[int, list[OpNode]] = {}
         self._rows: dict[tuple[int, str], pd.DataFrame] = {}
         self._layouts: dict[tuple[int, bool, str], ShardLayout] = {}
         self._blocks: dict[int, Blocks] = {}
@@ -113,6 +115,18 @@ class GraphParallelSource:
         if micro_batch not in self._graphs:
             self._graphs[micro_batch] = self._graph_at(micro_batch)
         return self._graphs[micro_batch]
+
+    def order(self, micro_batch: int) -> list[OpNode]:
+        """The graph's nodes in topological order."""
+        if micro_batch not in self._orders:
+            self._orders[micro_batch] = list(self.graph(micro_batch).ops())
+        return self._orders[micro_batch]
+
+    def params(self, micro_batch: int) -> dict:
+        """``predictor.training.trainable_params`` of the graph at ``micro_batch``."""
+        if micro_batch not in self._params:
+            self._params[micro_batch] = trainable_params(self.graph(micro_batch))
+        return self._params[micro_batch]
 
     def run_config(self, micro_batch: int, mode: str) -> RunConfig:
         return dataclasses.replace(self.config, dims=self.graph(micro_batch).dims,
@@ -186,9 +200,10 @@ class GraphParallelSource:
         config = self.run_config(mb, mode)
         layout = self.layout(mb, sp, mode)
         blocks = self.blocks(mb)
-        nodes = {n.name: n for n in g.ops()}
+        order = self.order(mb)
+        nodes = {n.name: n for n in order}
         rows = self.rows(mb, mode).copy()
-        params = trainable_params(g)
+        params = self.params(mb)
         slot_of = dict(blocks.slot)
         for name, p in params.items():
             slot_of[name] = blocks.slot.get(p.consumers[0], 0)
@@ -199,33 +214,51 @@ class GraphParallelSource:
             _scale_rows(rows, nodes, layout, tp, config.precision)
             notes.append(_layout_note(layout, tp))
         comms = _comms(layout, slot_of, tp, config.precision, mode)
-        n_slots = blocks.slots
-        param_elems = np.zeros(n_slots)
+        param_elems = np.zeros(blocks.slots)
         for name, p in params.items():
-            share = split_fraction(layout.split_weights[name], tp) if name in \
-                layout.split_weights else 1.0
+            share = (split_fraction(layout.split_weights[name], tp)
+                     if name in layout.split_weights else 1.0)
             param_elems[slot_of[name]] += p.tensor.numel * share
-        act = np.zeros(n_slots)
-        for node in g.ops():
-            if node.cost is None or node.cost.engine == Engine.FREE:
-                continue
-            act[blocks.slot[node.name]] += sum(
-                _bytes(t, config.precision) * layout.tensor_fraction(t, tp)
-                for t in node.outputs if t.dtype in FLOAT_DTYPES and t.is_concrete)
-        ckpt = np.zeros(n_slots)
-        ckpt[0] = sum(_bytes(t, config.precision) for t in g.inputs if t.is_concrete)
-        for i, t in enumerate(blocks.boundaries, start=1):
-            ckpt[i] = act[i] if t is None else _bytes(t, config.precision) * \
-                layout.tensor_fraction(t, tp)
-        boundary = max((_bytes(t, config.precision) * layout.tensor_fraction(t, tp)
-                        for t in blocks.boundaries if t is not None), default=float(ckpt[1:].max()))
+        act = _activation_bytes(order, blocks, layout, tp, config.precision)
+        ckpt, boundary = _boundaries(g, blocks, layout, tp, config.precision, act)
         if blocks.layers is None:
             notes.append("pipeline stages take whole chunks of the topological order "
                          "(no repeated blocks found)")
         return ShardedWorkload(rows=rows, comms=comms, param_elems=param_elems,
                                activation_bytes=act, checkpoint_bytes=ckpt,
-                               boundary_bytes=float(boundary), config=config,
+                               boundary_bytes=boundary, config=config,
                                runtime=self.runtime, notes=tuple(notes))
+
+
+def _activation_bytes(order: list[OpNode], blocks: Blocks, layout: ShardLayout, tp: int,
+                      precision: str) -> np.ndarray:
+    """Per slot: the float outputs of its kernels at one rank's share (what the backward
+    keeps; ``predictor.memory`` counts the same buffers, plus the model inputs)."""
+    act = np.zeros(blocks.slots)
+    for node in order:
+        if node.cost is None or node.cost.engine == Engine.FREE:
+            continue
+        act[blocks.slot[node.name]] += sum(
+            _bytes(t, precision) * layout.tensor_fraction(t, tp)
+            for t in node.outputs if t.dtype in FLOAT_DTYPES and t.is_concrete)
+    return act
+
+
+def _boundaries(g: Graph, blocks: Blocks, layout: ShardLayout, tp: int, precision: str,
+                act: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per slot the tensor entering it at one rank's share (slot 0: the model inputs; a slot
+    without a known boundary tensor keeps its activations), and the largest of them between
+    slots 0..L+1 (the pipeline send)."""
+    ckpt = np.zeros(blocks.slots)
+    ckpt[0] = sum(_bytes(t, precision) for t in g.inputs if t.is_concrete)
+    sent = []
+    for i, t in enumerate(blocks.boundaries, start=1):
+        if t is None:
+            ckpt[i] = act[i]
+        else:
+            ckpt[i] = _bytes(t, precision) * layout.tensor_fraction(t, tp)
+            sent.append(ckpt[i])
+    return ckpt, float(max(sent, default=ckpt[1:].max()))
 
 
 def _bytes(t: TensorInfo, precision: str) -> float:
@@ -234,10 +267,13 @@ def _bytes(t: TensorInfo, precision: str) -> float:
 
 def _layout_note(layout: ShardLayout, tp: int) -> str:
     rules = Counter(s.rule for s in layout.nodes.values())
+    gathered = [n for n, s in layout.nodes.items() if s.rule == "gathered"]
+    where = f" (e.g. {', '.join(gathered[:3])})" if gathered else ""
     return (f"tensor parallel tp={tp} inferred from the graph: {rules.get('column', 0)} "
-            f"column-parallel, {rules.get('row', 0)} row-parallel, {rules.get('split', 0)} "
-            f"split, {rules.get('gathered', 0)} gathered nodes, {rules.get('vocab', 0)} "
-            "vocab-parallel embedding(s)")
+            f"column-parallel, {rules.get('row', 0)} row-parallel, {rules.get('vocab', 0)} "
+            f"vocab-parallel, {rules.get('split', 0)} split and {rules.get('gathered', 0)} "
+            f"all-gathered nodes{where}; a model output of a column-parallel GEMM stays split "
+            "(Megatron's vocab-parallel loss)")
 
 
 def _shares(node: OpNode, layout: ShardLayout, tp: int, precision: str

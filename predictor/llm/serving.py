@@ -39,6 +39,25 @@ static, the wave's batch in both phases; continuous, the C decoding requests per
 and 1 for TTFT (one request's prompt); every metric's ``lower``/``upper`` follows from those
 intervals.
 
+**Tensor / pipeline / expert parallel** (``cfg.tp``, ``cfg.pp``, ``cfg.ep``; ``sharding``): one
+replica runs on ``tp x pp`` devices of ``system`` (``predict_serving(..., system=)``; None: one
+node of the device, ``hw_catalog.systems.system_from_device``). The kernels are one device's
+(``sharding.local_arch``: heads, KV heads, ``d_ff``, vocabulary split; MoE: the busiest expert
+group), timed over all ``L`` layers since a step passes every stage; the memory is the fullest
+device's (``memory.serving_memory``); ``max_batch`` is per replica. The engine calibration maps
+the kernel time only; the step's communication (``comm.step_comm``: ``tp`` all-reduces, the
+logits' all-gather, ``pp - 1`` sends) is added after it, to TTFT once per TTFT step and to TPOT:
+
+    TTFT = cal_prefill(kernels) + steps x comm(prefill step)
+    TPOT = cal_decode(kernels) + comm(decode step)
+
+Pipeline stages: a static batch passes them one after the other (TensorRT-LLM's static
+``GenerationSession`` runs the whole batch stage by stage: Argonne's PP rows are no faster than
+one GPU); under continuous batching the engine keeps up to ``pp`` micro-batches of
+``ceil(C / pp)`` requests in flight (TensorRT-LLM's in-flight batching micro-batch scheduler), so
+TPOT is one micro-batch's pass through all stages and ``C`` requests advance per TPOT.
+``usd_per_million_tokens`` and ``tokens_per_joule`` count all ``tp x pp`` devices.
+
 **Cost and energy**: ``usd_per_million_tokens`` = the device's list price amortised over
 ``AMORTISATION_YEARS`` = 3 years of continuous use (``price / (3 x 365 x 86400 s)``) divided
 by the output tokens/s, x 1e6 (no power, hosting or idle time; None without a price);

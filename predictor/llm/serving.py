@@ -603,15 +603,18 @@ def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig
                   batches: Sequence[int | str] | None = None, *,
                   estimator: str = DEFAULT_ESTIMATOR) -> pd.DataFrame:
     """One row per device x batch (batches are concurrencies when ``cfg`` has one): the
-    ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``),
+    ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``,
+    ``parallel_comm`` -> ``comm_ttft_ms``/``comm_tpot_ms``),
     ``fits``, ``max_batch``, ``devices_needed``, for charts and device comparisons."""
     rows = []
     for p in predict_many(arch, hws, cfg, batches, estimator=estimator, kernels=False):
         d = p.as_dict()
         mem = d.pop("memory_GiB")
+        comm = d.pop("parallel_comm")
         d.pop("notes")
         d.pop("config")
         d.update({f"mem_{k}_GiB": v for k, v in mem.items()})
+        d.update({f"comm_{k}": v for k, v in comm.items()})
         d["fits"] = p.memory.fits and p.max_batch > 0
         d["notes"] = "; ".join(p.notes)
         rows.append(d)

@@ -2,30 +2,24 @@
 
 Least squares on log(model / measured) over the curves' sizes from ``FIT_MIN_BYTES`` to
 ``FIT_MAX_BYTES``, all fabric kinds (and ``nic``) at once, each measured row evaluated on its
-system's stand-in description with the curve's ranks per node (``standins.py``).
+catalog system laid out as the curve was measured (``measured.measured_layout``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from roofcast.predictor.collectives.measured import PROBE_CURVE, measured_layout, probed_nic
 from roofcast.predictor.collectives.model import model_time_s
 from roofcast.predictor.collectives.params import FabricParams
-from roofcast.predictor.collectives.standins import MEASURED_SYSTEMS, StandInSystem
 
 FIT_MIN_BYTES = 64 * 1024
 FIT_MAX_BYTES = 8 * 1024**3
 KINDS = ("nvswitch", "nvlink-pairs", "nic")
-
-
-def row_system(system: StandInSystem, n_ranks: int, per_node: int) -> StandInSystem:
-    """The stand-in laid out as the measurement was: ``per_node`` ranks on each node."""
-    return dataclasses.replace(system, devices_per_node=per_node, nodes=max(system.nodes, n_ranks // per_node))
 
 
 def _unpack(x: np.ndarray, kinds: tuple[str, ...]) -> dict[str, FabricParams]:
@@ -44,37 +38,58 @@ def _unpack(x: np.ndarray, kinds: tuple[str, ...]) -> dict[str, FabricParams]:
     return out
 
 
-def predict_rows(rows: pd.DataFrame, params: Mapping[str, FabricParams]) -> np.ndarray:
+Probes = Mapping[str, tuple[float, float]]
+"""curve system -> (size_bytes, time_s) of its network probe (``measured.probe_points``)"""
+
+
+def predict_rows(rows: pd.DataFrame, params: Mapping[str, FabricParams],
+                 probes: Probes | None = None) -> np.ndarray:
+    """Model times of measured rows, each on its measured layout; a system in ``probes`` gets
+    the NIC its probe implies under ``params`` (``measured.probed_nic``)."""
+    probes = probes or {}
+    nics = {s: probed_nic(s, probe, params["nic/p2p"]) for s, probe in probes.items()}
     out = []
     for r in rows.itertuples(index=False):
-        sysm = row_system(MEASURED_SYSTEMS[r.system], r.n_ranks, r.ranks_per_node)
-        out.append(model_time_s(r.collective, r.size_bytes, r.n_ranks, sysm, params))
+        sysm = measured_layout(r.system, r.n_ranks, r.ranks_per_node, nics.get(r.system))
+        out.append(model_time_s(r.collective, r.size_bytes, r.n_ranks, sysm, params,
+                                ranks_per_node=r.ranks_per_node))
     return np.array(out)
 
 
 # Curves left out of the fit, with why (they stay in the benchmark's table).
 EXCLUDED_CURVES: dict[tuple[str, str, int, int], str] = {
     ("a40_pairwise_nvlink", "send_recv", 2, 2): "4 GB/s at 64 MiB, below PCIe 4.0 x16: the "
-    "measured pair did not use its NVLink bridge, so the stand-in's fabric does not describe it",
+    "measured pair did not use its NVLink bridge, so the catalog system's fabric does not describe it",
 }
 
 
-def fit_rows(curves: pd.DataFrame) -> pd.DataFrame:
+def is_probe(curves: pd.DataFrame, probes: Probes) -> pd.Series:
+    """Rows of the probe curves of the systems in ``probes``."""
+    collective, n, per_node = PROBE_CURVE
+    return (curves.system.isin(list(probes)) & (curves.collective == collective)
+            & (curves.n_ranks == n) & (curves.ranks_per_node == per_node))
+
+
+def fit_rows(curves: pd.DataFrame, probes: Probes | None = None) -> pd.DataFrame:
+    """Rows the fit uses: sizes in range, not excluded, not a probe curve."""
     keys = list(zip(curves.system, curves.collective, curves.n_ranks, curves.ranks_per_node, strict=False))
     excluded = pd.Series([k in EXCLUDED_CURVES for k in keys], index=curves.index)
     in_range = (curves.size_bytes >= FIT_MIN_BYTES) & (curves.size_bytes <= FIT_MAX_BYTES)
-    return curves[in_range & ~excluded]
+    return curves[in_range & ~excluded & ~is_probe(curves, probes or {})]
 
 
-def fit_params(curves: pd.DataFrame) -> dict[str, FabricParams]:
-    rows = fit_rows(curves)
+def fit_params(curves: pd.DataFrame, probes: Probes | None = None) -> dict[str, FabricParams]:
+    """Least-squares parameters over ``fit_rows``; systems in ``probes`` on their probed NICs
+    (only those of systems present in ``curves`` are used)."""
+    probes = {s: p for s, p in (probes or {}).items() if s in set(curves.system)}
+    rows = fit_rows(curves, probes)
     measured = np.log(rows.time_s.to_numpy(float))
     x0 = np.append(np.tile([5.0, 0.7, np.log(1e6)], len(KINDS)), [1.2, 1.0])
     lo = np.append(np.tile([0.0, 0.01, np.log(1e3)], len(KINDS)), [0.5, 0.3])
     hi = np.append(np.tile([200.0, 1.0, np.log(1e10)], len(KINDS)), [3.0, 3.0])
 
     def resid(x: np.ndarray) -> np.ndarray:
-        return np.log(predict_rows(rows, _unpack(x, KINDS))) - measured
+        return np.log(predict_rows(rows, _unpack(x, KINDS), probes)) - measured
 
     res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, diff_step=1e-3)
     return _unpack(res.x, KINDS)

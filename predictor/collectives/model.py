@@ -1,7 +1,8 @@
 """``collective_time_s``: measured curve where there is one, else the fitted step model.
 
-``system`` is duck-typed (``hw_catalog.system.SystemSpec`` or a stand-in): ``fabric.kind``,
-``fabric.link_GBps`` (per-device, per-direction, GB/s), ``fabric.latency_us`` (per hop),
+``system`` is a ``hw_catalog.system.SystemSpec`` (or anything with its attributes):
+``fabric.kind``, ``fabric.link_GBps`` (per-device, per-direction, GB/s), ``fabric.latency_us``
+(per hop), ``device`` (catalog id: its host link carries NVLink pairs' traffic between pairs),
 ``devices_per_node``, ``nodes``, ``nic`` (``GBps`` per NIC per direction, ``count_per_node``,
 ``latency_us``; may be ``None`` on one node), optionally ``id`` and ``measured_as`` (names of
 measured curves in ``curves.csv`` that describe this very system).
@@ -11,8 +12,9 @@ says how many of the group sit on each node (``ranks_per_node``: 1 for a data-pa
 strided over nodes). A phase on the node's fabric runs at the kind's bandwidth
 (:data:`FABRIC_BANDWIDTH`: NVLink pairs carry only 2 ranks, wider groups cross PCIe; a fully
 connected Infinity Fabric group uses per_node - 1 of a device's links), an inter-node phase at
-the rank's NIC share ``nic.GBps x nic.count_per_node / max(sharers, nic.count_per_node)``
-(sharers: the group's ranks per node, or all devices of the node sending at once). Fabric kinds
+``streams`` x the rank's NIC share ``nic.GBps x nic.count_per_node / max(sharers,
+nic.count_per_node)`` (sharers: the group's ranks per node, or all devices of the node sending
+at once; streams: the node's ranks carrying a ring in parallel, ``steps.py``). Fabric kinds
 without curves of their own borrow a fitted kind's parameters (:data:`PARAMS_FROM`). Time of one
 algorithm =
 sum over phases of ``steps x (latency_us + step_overhead_us) x 1e-6
@@ -22,23 +24,33 @@ sum over phases of ``steps x (latency_us + step_overhead_us) x 1e-6
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
+from roofcast.hw_catalog import get_device
 from roofcast.predictor.collectives.curves import measured_time_s
 from roofcast.predictor.collectives.params import FabricParams, load_params
 from roofcast.predictor.collectives.steps import ALGORITHMS, COLL, INTER, Layout, Phase
 from roofcast.predictor.errors import PredictionError
 
-PCIE4_X16_GBPS = 32.0  # PCIe 4.0 x16 per direction (16 GT/s x 16 lanes, 128b/130b)
 NIC_KIND = "nic"
 
 
+@cache
+def host_link_GBps(device: str) -> float:
+    """The catalog device's host link per direction, GB/s (``[interconnect] host_link_GBps``)."""
+    spec = get_device(device)
+    if not spec.host_link_Bps:
+        raise PredictionError(f"device {device!r} lists no host link; NVLink pairs of it cannot "
+                              "be costed beyond 2 ranks")
+    return spec.host_link_Bps / 1e9
+
+
 def _nvlink_pairs_GBps(system: Any, per_node: int) -> float:
-    """A bridge joins two devices; a group of more crosses PCIe between the pairs
-    (optional ``fabric.pcie_GBps``, else PCIe 4.0 x16)."""
-    fabric = system.fabric
-    pcie = getattr(fabric, "pcie_GBps", None) or PCIE4_X16_GBPS
-    return fabric.link_GBps if per_node <= 2 else min(fabric.link_GBps, pcie)
+    """A bridge joins two devices; a group of more crosses the device's host link (PCIe)
+    between the pairs: ``min(link_GBps, host_link_GBps)``."""
+    link = system.fabric.link_GBps
+    return link if per_node <= 2 else min(link, host_link_GBps(system.device))
 
 
 def _fully_connected_GBps(system: Any, per_node: int) -> float:
@@ -125,7 +137,7 @@ def _phase_s(phase: Phase, size_bytes: float, system: Any, per_node: int, sharer
              params: Mapping[str, FabricParams]) -> float:
     if phase.level == INTER:
         kind, lat_us = NIC_KIND, system.nic.latency_us
-        GBps = nic_GBps_per_rank(system, sharers)
+        GBps = nic_GBps_per_rank(system, sharers) * phase.streams
     else:
         kind, lat_us = system.fabric.kind, system.fabric.latency_us
         rule = FABRIC_BANDWIDTH.get(kind)
@@ -178,6 +190,10 @@ def collective_time_s(collective: str, size_bytes: float, n_ranks: int, system: 
                       ranks_per_node: int | None = None, *,
                       concurrent_per_node: int | None = None) -> float:
     """Time (s) of one ``collective`` of ``size_bytes`` per rank over ``n_ranks`` of ``system``.
+
+    size_bytes: the full buffer of one rank, as nccl-tests counts it: the all-reduce buffer;
+        the all-gather *output* (n x the per-rank shard); the reduce-scatter *input* (n x the
+        output shard); the all-to-all send buffer (all n chunks); the send/recv message.
 
     ranks_per_node: how the group is placed, e.g. 1 for a data-parallel group strided over
         nodes (4 ranks, one per node); None packs the ranks (``min(n_ranks, devices_per_node)``).

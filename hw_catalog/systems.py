@@ -124,8 +124,7 @@ def validate_system_document(doc: Mapping[str, Any], label: str) -> None:
         errors.append(f"fabric.kind: {fabric['kind']!r} is not one of {', '.join(FABRIC_KINDS)}")
     if doc.get("sources") == []:
         errors.append("sources: empty; name the datasheet each figure comes from")
-    if (isinstance(doc.get("nodes"), int) and doc["nodes"] > 1 and "nic" not in doc
-            and isinstance(fabric, dict) and fabric.get("kind") != "nvlink-domain"):
+    if isinstance(doc.get("nodes"), int) and doc["nodes"] > 1 and "nic" not in doc:
         errors.append(f"nodes = {doc['nodes']}: a multi-node system needs a [nic] table "
                       f"(count_per_node, GBps, latency_us)")
     if isinstance(doc.get("device"), str) and not errors:
@@ -310,3 +309,151 @@ def system_ids() -> tuple[str, ...]:
 def list_systems() -> list[SystemSpec]:
     """All loaded systems."""
     return list(load_systems().systems.values())
+
+
+# ---------------------------------------------------------------------------- ad-hoc systems
+NODE_DEVICES = 8
+"""Devices per node of an ad-hoc system of more than this many devices (HGX/DGX/OAM boards)."""
+
+SWITCHED_FORM_FACTORS = ("sxm", "hgx", "oam", "gb200")
+"""A device whose id, name or alias holds one of these is a baseboard part: NVLink through
+NVSwitch at any device count (SXM on HGX/DGX boards, GB200 in an NVL72 rack; V100 SXM2 on a
+DGX-1's hybrid cube mesh is an exception this rule does not see). Other NVLink parts are PCIe cards
+joined in pairs by NVLink bridges (A100/H100 PCIe, A40, A30, RTX A6000, GH200 NVL2)."""
+
+FABRIC_LATENCY_US = {"nvswitch": 2.0, "nvlink-pairs": 2.0, "infinity-fabric": 2.0,
+                     "pcie-host": 10.0}
+"""Typical per-hop latencies as NCCL/RCCL sees them (the catalog systems' values; not measured)."""
+
+HOPPER_LINK_Bps = 900e9
+"""NVLink 4 (H100 SXM, 900 GB/s bidirectional) and later ship with 400 Gb/s NICs per GPU
+(DGX H100/B200); earlier SXM parts with 200 Gb/s HDR (DGX A100)."""
+
+
+@dataclass(frozen=True)
+class _Fabric:
+    """What :func:`system_from_device` infers from a device's ``[interconnect]``."""
+
+    kind: str
+    link_GBps: float  # noqa: N815 (unit suffix)
+    why: str
+
+
+def _names(hw: Any) -> str:
+    return " ".join((hw.id, hw.name, *hw.aliases)).lower()
+
+
+def _switched(hw: Any, n: int) -> _Fabric | None:
+    link = (hw.device_link or "").lower()
+    del n
+    if "nvlink" in link and any(k in _names(hw) for k in SWITCHED_FORM_FACTORS):
+        return _Fabric("nvswitch", hw.device_link_Bps / 2e9,
+                       f"{hw.device_link} through NVSwitch (a baseboard part): "
+                       f"{hw.device_link_Bps / 2e9:g} GB/s per direction per device")
+    return None
+
+
+def _bridged(hw: Any, n: int) -> _Fabric | None:
+    link = (hw.device_link or "").lower()
+    if "nvlink" in link:
+        between = (f"; pairs talk over the host link ({hw.host_link})" if n > 2 else "")
+        return _Fabric("nvlink-pairs", hw.device_link_Bps / 2e9,
+                       f"{hw.device_link} joining devices in pairs: "
+                       f"{hw.device_link_Bps / 2e9:g} GB/s per direction inside a pair{between}")
+    return None
+
+
+def _infinity_fabric(hw: Any, n: int) -> _Fabric | None:
+    del n
+    if "infinity fabric" in (hw.device_link or "").lower():
+        return _Fabric("infinity-fabric", hw.device_link_Bps / 2e9,
+                       f"{hw.device_link}, fully connected: {hw.device_link_Bps / 2e9:g} GB/s per "
+                       "direction over all of a device's links")
+    return None
+
+
+def _pcie_host(hw: Any, n: int) -> _Fabric | None:
+    del n
+    if not hw.host_link_Bps:
+        return None
+    return _Fabric("pcie-host", hw.host_link_Bps / 1e9,
+                   f"no device-to-device link used: through the host over {hw.host_link} "
+                   f"({hw.host_link_Bps / 1e9:g} GB/s per direction)")
+
+
+FABRIC_RULES = (_switched, _bridged, _infinity_fabric, _pcie_host)
+"""Tried in order by :func:`system_from_device`; the first that applies names the fabric."""
+
+
+def _nic_guess(hw: Any, fabric: _Fabric, per_node: int) -> tuple[NicSpec, str]:
+    if fabric.kind == "nvswitch":
+        gbps = 50.0 if hw.device_link_Bps >= HOPPER_LINK_Bps else 25.0
+        nic = NicSpec(per_node, gbps, 3.0)
+        return nic, (f"NIC GUESSED: one {gbps * 8:g} Gb/s InfiniBand NIC per device "
+                     f"({'DGX H100/B200' if gbps == 50 else 'DGX A100'} style)")
+    nic = NicSpec(1, 25.0, 5.0)
+    return nic, "NIC GUESSED: one 200 Gb/s NIC per node (a common PCIe server configuration)"
+
+
+def system_from_device(hw: Any, n_devices: int) -> SystemSpec:
+    """An ad-hoc system of ``n_devices`` of catalog device ``hw`` (id, name or ``HardwareSpec``).
+
+    The fabric follows the device's ``[interconnect]`` (:data:`FABRIC_RULES`, first match):
+    NVLink on a baseboard part (:data:`SWITCHED_FORM_FACTORS`) -> ``nvswitch``; other NVLink parts -> ``nvlink-pairs`` (bridges); Infinity Fabric ->
+    ``infinity-fabric``; else ``pcie-host`` at the host link. Link bandwidth per direction =
+    the device's ``device_link`` (quoted bidirectional) / 2, or its ``host_link`` (per
+    direction). More than :data:`NODE_DEVICES` devices -> nodes of 8 with a NIC guess that the
+    notes name (one 400 Gb/s NIC per device for NVLink 4+ SXM parts, 200 Gb/s for earlier, one
+    200 Gb/s NIC per node otherwise).
+    """
+    from roofcast.hw_catalog.spec import HardwareSpec
+
+    if isinstance(n_devices, bool) or not isinstance(n_devices, int) or n_devices < 1:
+        raise HardwareSpecError(f"number of devices must be a whole number >= 1, got {n_devices!r}")
+    spec = hw if isinstance(hw, HardwareSpec) else get_device(hw)
+    per_node = min(n_devices, NODE_DEVICES)
+    if n_devices % per_node:
+        raise HardwareSpecError(
+            f"{n_devices} devices of {spec.id} do not fill nodes of {NODE_DEVICES}; use a multiple "
+            f"of {NODE_DEVICES}, or a catalog system (roofcast hw systems) or a what-if "
+            f"'hgx-h100:nodes=N'")
+    fabric = next((f for rule in FABRIC_RULES if (f := rule(spec, per_node))), None)
+    if fabric is None:
+        raise HardwareSpecError(
+            f"device {spec.id!r} lists no host or device link in its [interconnect] table, so no "
+            "system can be built from it; add host_link_GBps, or write a system file")
+    nodes = n_devices // per_node
+    nic, nic_note = _nic_guess(spec, fabric, per_node) if nodes > 1 else (None, "")
+    notes = (f"Ad-hoc system of {n_devices} x {spec.id}"
+             f"{f' in {nodes} nodes of {per_node}' if nodes > 1 else ''}: {fabric.why}. "
+             f"Latencies are typical values, not measured. {nic_note}").strip()
+    return SystemSpec(
+        id=f"{spec.id}-x{n_devices}", name=f"{n_devices}x {spec.name}", device=spec.id,
+        devices_per_node=per_node, nodes=nodes,
+        fabric=FabricSpec(fabric.kind, round(fabric.link_GBps, 6), FABRIC_LATENCY_US[fabric.kind]),
+        nic=nic, sources=(*spec.sources, "roofcast.hw_catalog.systems.system_from_device "
+                          "(fabric inferred from the device's [interconnect])"),
+        notes=notes)
+
+
+def resolve_system(system: Any = None, *, hw: Any = None, devices: int | None = None
+                   ) -> SystemSpec:
+    """The system of a request given exactly one way: ``system`` (id, name, alias, what-if
+    ``"hgx-h100:nodes=4"`` or a ``SystemSpec``), or ``hw`` with ``devices`` (an ad-hoc system,
+    :func:`system_from_device`)."""
+    if system is not None and (hw is not None or devices is not None):
+        raise HardwareSpecError(
+            "give a system, or a device with a device count, not both (--system ID, or "
+            "--hw ID --devices N); a system already says its devices")
+    if system is not None:
+        return get_system(system)
+    if hw is None and devices is None:
+        raise HardwareSpecError("no system given: name one (--system ID, e.g. hgx-h100) or a "
+                                "device and a count (--hw h100-sxm --devices 8)")
+    if hw is None:
+        raise HardwareSpecError(f"{devices} devices of what? name the device too (--hw ID "
+                                f"--devices {devices}), or a system (--system ID)")
+    if devices is None:
+        raise HardwareSpecError("a device count is needed with a device (--devices N), or name "
+                                "a system (--system ID)")
+    return system_from_device(hw, devices)

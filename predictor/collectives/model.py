@@ -6,10 +6,15 @@
 ``latency_us``; may be ``None`` on one node), optionally ``id`` and ``measured_as`` (names of
 measured curves in ``curves.csv`` that describe this very system).
 
-Ranks are packed onto nodes: ``per_node = min(n_ranks, devices_per_node)``. A phase on the node's
-fabric runs at ``fabric_GBps`` (``FABRIC_BANDWIDTH``: NVLink pairs carry only 2 ranks; wider
-groups cross PCIe), an inter-node phase at the rank's NIC share
-``nic.GBps x nic.count_per_node / per_node``. Time of one algorithm =
+Ranks are packed onto nodes (``per_node = min(n_ranks, devices_per_node)``) unless the caller
+says how many of the group sit on each node (``ranks_per_node``: 1 for a data-parallel group
+strided over nodes). A phase on the node's fabric runs at the kind's bandwidth
+(:data:`FABRIC_BANDWIDTH`: NVLink pairs carry only 2 ranks, wider groups cross PCIe; a fully
+connected Infinity Fabric group uses per_node - 1 of a device's links), an inter-node phase at
+the rank's NIC share ``nic.GBps x nic.count_per_node / max(sharers, nic.count_per_node)``
+(sharers: the group's ranks per node, or all devices of the node sending at once). Fabric kinds
+without curves of their own borrow a fitted kind's parameters (:data:`PARAMS_FROM`). Time of one
+algorithm =
 sum over phases of ``steps x (latency_us + step_overhead_us) x 1e-6
 + wire_bytes / (GBps x 1e9 x efficiency(size))``; the fastest applicable algorithm wins.
 """
@@ -28,24 +33,58 @@ PCIE4_X16_GBPS = 32.0  # PCIe 4.0 x16 per direction (16 GT/s x 16 lanes, 128b/13
 NIC_KIND = "nic"
 
 
-def _nvlink_pairs_GBps(fabric: Any, per_node: int) -> float:
+def _nvlink_pairs_GBps(system: Any, per_node: int) -> float:
     """A bridge joins two devices; a group of more crosses PCIe between the pairs
     (optional ``fabric.pcie_GBps``, else PCIe 4.0 x16)."""
+    fabric = system.fabric
     pcie = getattr(fabric, "pcie_GBps", None) or PCIE4_X16_GBPS
     return fabric.link_GBps if per_node <= 2 else min(fabric.link_GBps, pcie)
 
 
+def _fully_connected_GBps(system: Any, per_node: int) -> float:
+    """Infinity Fabric: ``link_GBps`` is the sum over a device's links, one to each of the
+    ``devices_per_node - 1`` others, so a group of ``per_node`` ranks uses ``per_node - 1`` of them:
+    ``link_GBps x (per_node - 1) / (devices_per_node - 1)`` (MI300X: 448 GB/s over 7 links, 64 to
+    one peer)."""
+    others = max(system.devices_per_node - 1, 1)
+    return system.fabric.link_GBps * min(per_node - 1, others) / others
+
+
 FABRIC_BANDWIDTH: dict[str, Callable[[Any, int], float]] = {
     "nvlink-pairs": _nvlink_pairs_GBps,
+    "infinity-fabric": _fully_connected_GBps,
 }
+"""fabric kind -> bandwidth (GB/s per direction per rank) of a group of ``per_node`` ranks on
+one node; kinds not listed run at ``fabric.link_GBps``."""
+
+PARAMS_FROM: dict[str, str] = {
+    "nvlink-domain": "nvswitch",
+    "infinity-fabric": "nvswitch",
+    "pcie-switch": "nvlink-pairs",
+    "pcie-host": "nvlink-pairs",
+}
+"""Fabric kinds without measured curves of their own borrow a fitted kind's parameters:
+``nvlink-domain`` (GB200 NVL72: the same NVSwitch + NVLS design one generation on) and
+``infinity-fabric`` (point-to-point links, no curves: a guess) take ``nvswitch``'s; PCIe fabrics
+take ``nvlink-pairs``' (its 4-rank curves are the only ones whose traffic crosses PCIe)."""
 
 
 def params_key(kind: str, protocol: str) -> str:
-    """``nvswitch`` for collective kernels, ``nvswitch/p2p`` for send/recv-based transfers."""
+    """``nvswitch`` for collective kernels, ``nvswitch/p2p`` for send/recv-based transfers; a
+    kind listed in :data:`PARAMS_FROM` answers with the kind it borrows from."""
+    kind = PARAMS_FROM.get(kind, kind)
     return kind if protocol == COLL else f"{kind}/{protocol}"
 
 
-def _check(collective: str, size_bytes: float, n_ranks: int, system: Any) -> int:
+def _check_whole(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PredictionError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def _check(collective: str, size_bytes: float, n_ranks: int, system: Any,
+           ranks_per_node: int | None = None) -> int:
+    """Validate a request; return the ranks per node (``ranks_per_node``, else packed:
+    ``min(n_ranks, devices_per_node)``)."""
     if collective not in ALGORITHMS:
         raise PredictionError(f"unknown collective {collective!r}; use one of {', '.join(ALGORITHMS)}")
     if size_bytes < 0:
@@ -54,44 +93,79 @@ def _check(collective: str, size_bytes: float, n_ranks: int, system: Any) -> int
     if not 2 <= n_ranks <= devices:
         raise PredictionError(f"{collective} needs 2..{devices} ranks on this system "
                               f"({system.nodes} node(s) x {system.devices_per_node}), got {n_ranks}")
-    per_node = min(n_ranks, system.devices_per_node)
+    if ranks_per_node is None:
+        per_node = min(n_ranks, system.devices_per_node)
+    else:
+        _check_whole("ranks_per_node", ranks_per_node)
+        per_node = ranks_per_node
+        if per_node > min(n_ranks, system.devices_per_node):
+            raise PredictionError(
+                f"ranks_per_node={per_node} is more than the group's {n_ranks} ranks or the "
+                f"node's {system.devices_per_node} devices")
     if n_ranks % per_node:
-        raise PredictionError(f"{n_ranks} ranks do not fill whole nodes of {per_node} devices; "
-                              "use a multiple of the devices per node")
+        raise PredictionError(f"{n_ranks} ranks do not fill whole nodes of {per_node} ranks; "
+                              "use a multiple of the ranks per node")
+    if n_ranks // per_node > system.nodes:
+        raise PredictionError(f"{n_ranks} ranks at {per_node} per node need {n_ranks // per_node} "
+                              f"nodes; the system has {system.nodes}")
     if n_ranks > per_node and system.nic is None:
         raise PredictionError(f"{n_ranks} ranks span nodes but the system has no NIC described")
     return per_node
 
 
-def _phase_s(phase: Phase, size_bytes: float, system: Any, per_node: int,
+def nic_GBps_per_rank(system: Any, sharers: int) -> float:
+    """A rank's share of its node's NICs when ``sharers`` devices of the node send at once:
+    ``nic.GBps x nic.count_per_node / max(sharers, nic.count_per_node)`` (a rank uses at most
+    one NIC's bandwidth; ranks beyond the NIC count share)."""
+    nic = system.nic
+    return nic.GBps * nic.count_per_node / max(sharers, nic.count_per_node)
+
+
+def _phase_s(phase: Phase, size_bytes: float, system: Any, per_node: int, sharers: int,
              params: Mapping[str, FabricParams]) -> float:
     if phase.level == INTER:
         kind, lat_us = NIC_KIND, system.nic.latency_us
-        GBps = system.nic.GBps * system.nic.count_per_node / max(per_node, system.nic.count_per_node)
+        GBps = nic_GBps_per_rank(system, sharers)
     else:
         kind, lat_us = system.fabric.kind, system.fabric.latency_us
         rule = FABRIC_BANDWIDTH.get(kind)
-        GBps = rule(system.fabric, per_node) if rule else system.fabric.link_GBps
-    kind = params_key(kind, phase.protocol)
-    if kind not in params:
+        GBps = rule(system, per_node) if rule else system.fabric.link_GBps
+    key = params_key(kind, phase.protocol)
+    if key not in params:
         raise PredictionError(f"no fitted collective parameters for fabric kind {kind!r}; "
                               f"fitted kinds: {', '.join(sorted(params))}")
-    p = params[kind]
+    p = params[key]
     bw = GBps * 1e9 * p.efficiency(max(size_bytes, 1.0))
     return phase.steps * (lat_us + p.step_overhead_us) * 1e-6 + phase.wire_bytes / bw
 
 
+def _sharers(system: Any, per_node: int, concurrent_per_node: int | None) -> int:
+    if concurrent_per_node is None:
+        return per_node
+    _check_whole("concurrent_per_node", concurrent_per_node)
+    if not per_node <= concurrent_per_node <= system.devices_per_node:
+        raise PredictionError(
+            f"concurrent_per_node={concurrent_per_node} must lie between the group's {per_node} "
+            f"ranks per node and the node's {system.devices_per_node} devices")
+    return concurrent_per_node
+
+
 def model_time_s(collective: str, size_bytes: float, n_ranks: int, system: Any,
-                 params: Mapping[str, FabricParams] | None = None) -> float:
-    """The step model's time (s): fastest applicable algorithm, no measured curve consulted."""
-    per_node = _check(collective, size_bytes, n_ranks, system)
+                 params: Mapping[str, FabricParams] | None = None, *,
+                 ranks_per_node: int | None = None,
+                 concurrent_per_node: int | None = None) -> float:
+    """The step model's time (s): fastest applicable algorithm, no measured curve consulted
+    (arguments as :func:`collective_time_s`; ``params`` default: the fitted file)."""
+    per_node = _check(collective, size_bytes, n_ranks, system, ranks_per_node)
+    sharers = _sharers(system, per_node, concurrent_per_node)
     params = load_params() if params is None else params
     lay = Layout(n_ranks, per_node, system.fabric.kind, system.fabric.link_GBps)
     times = []
     for algo in ALGORITHMS[collective].values():
         phases = algo(float(size_bytes), lay)
         if phases is not None:
-            times.append(sum(_phase_s(ph, size_bytes, system, per_node, params) for ph in phases))
+            times.append(sum(_phase_s(ph, size_bytes, system, per_node, sharers, params)
+                             for ph in phases))
     return min(times)
 
 
@@ -100,12 +174,29 @@ def measured_names(system: Any) -> tuple[str, ...]:
     return tuple(n for n in ids + tuple(getattr(system, "measured_as", ()) or ()) if n)
 
 
-def collective_time_s(collective: str, size_bytes: float, n_ranks: int, system: Any) -> float:
+def collective_time_s(collective: str, size_bytes: float, n_ranks: int, system: Any,
+                      ranks_per_node: int | None = None, *,
+                      concurrent_per_node: int | None = None) -> float:
     """Time (s) of one ``collective`` of ``size_bytes`` per rank over ``n_ranks`` of ``system``.
 
+    ranks_per_node: how the group is placed, e.g. 1 for a data-parallel group strided over
+        nodes (4 ranks, one per node); None packs the ranks (``min(n_ranks, devices_per_node)``).
+    concurrent_per_node: devices of one node sending over its NICs at the same time, this
+        group's ranks included (None: this group's ranks per node). Pass
+        ``system.devices_per_node`` when every device of the node runs the same collective in
+        its own group at once (the DP groups of a TP x DP plan): each rank then gets
+        ``nic total / devices_per_node`` (:func:`nic_GBps_per_rank`).
+
     A measured curve for exactly this system (``id`` / ``measured_as``), collective, rank count
-    and ranks per node is interpolated log-log; otherwise the fitted step model answers.
+    and ranks per node is interpolated log-log (not when other devices share the NICs: the
+    curves were measured alone); otherwise the fitted step model answers.
     """
-    per_node = _check(collective, size_bytes, n_ranks, system)
-    measured = measured_time_s(measured_names(system), collective, size_bytes, n_ranks, per_node)
-    return measured if measured is not None else model_time_s(collective, size_bytes, n_ranks, system)
+    per_node = _check(collective, size_bytes, n_ranks, system, ranks_per_node)
+    sharers = _sharers(system, per_node, concurrent_per_node)
+    shared_nic = n_ranks > per_node and sharers > per_node
+    measured = None if shared_nic else measured_time_s(
+        measured_names(system), collective, size_bytes, n_ranks, per_node)
+    if measured is not None:
+        return measured
+    return model_time_s(collective, size_bytes, n_ranks, system, ranks_per_node=per_node,
+                        concurrent_per_node=sharers)

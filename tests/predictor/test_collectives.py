@@ -118,3 +118,48 @@ def test_packaged_curves_keep_source_and_licence():
     assert curves.source.str.len().gt(0).all()
     assert np.isfinite(curves.time_s).all()
     assert (curves.time_s > 0).all()
+
+
+def test_strided_group_crosses_the_nic_where_a_packed_one_does_not():
+    four_nodes = system(link=450.0, nodes=4)
+    packed = collective_time_s("all_reduce", 256 * MiB, 4, four_nodes)
+    strided = collective_time_s("all_reduce", 256 * MiB, 4, four_nodes, 1)
+    assert strided == model_time_s("all_reduce", 256 * MiB, 4, four_nodes, ranks_per_node=1)
+    assert strided > 5 * packed  # 25 GB/s NIC vs 450 GB/s NVSwitch
+    two_per_node = collective_time_s("all_reduce", 256 * MiB, 4, four_nodes, 2)
+    assert packed < two_per_node < strided
+
+
+def test_ranks_sharing_a_nic_each_get_nic_total_over_sharers():
+    one_nic = system(nodes=4, nic=False)
+    one_nic.nic = SimpleNamespace(count_per_node=1, GBps=50.0, latency_us=5.0)
+    p = {"nic/p2p": FabricParams(0.0, 1.0, 0.0)}
+    alone = model_time_s("send_recv", 1e9, 2, one_nic, p, ranks_per_node=1)
+    busy = model_time_s("send_recv", 1e9, 2, one_nic, p, ranks_per_node=1, concurrent_per_node=8)
+    assert alone == pytest.approx(5e-6 + 1e9 / 50e9)
+    assert busy == pytest.approx(5e-6 + 1e9 / (50e9 / 8))
+    eight_nics = system(nodes=4)  # one NIC per device: sharing changes nothing
+    p8 = {"nic/p2p": FabricParams(0.0, 1.0, 0.0)}
+    assert model_time_s("send_recv", 1e9, 2, eight_nics, p8, ranks_per_node=1,
+                        concurrent_per_node=8) == pytest.approx(5e-6 + 1e9 / 25e9)
+
+
+@pytest.mark.parametrize(("n", "rpn", "extra", "match"), [
+    (4, 3, {}, "whole nodes of 3"),
+    (4, 0, {}, "whole number >= 1"),
+    (4, 8, {}, "more than the group's 4 ranks"),
+    (8, 1, {}, "need 8 nodes; the system has 4"),
+    (4, 1, {"concurrent_per_node": 9}, "between the group's 1 ranks per node and the node's 8"),
+])
+def test_bad_placements_are_refused(n, rpn, extra, match):
+    with pytest.raises(PredictionError, match=match):
+        collective_time_s("all_reduce", 1e6, n, system(nodes=4), rpn, **extra)
+
+
+def test_uncurved_fabric_kinds_borrow_fitted_parameters():
+    for kind in ("nvlink-domain", "infinity-fabric", "pcie-switch", "pcie-host"):
+        assert model_time_s("all_reduce", 64 * MiB, 8, system(kind=kind, link=450.0)) > 0
+    fully = system(kind="infinity-fabric", link=448.0)
+    p = {"nvswitch/p2p": FabricParams(0.0, 1.0, 0.0)}
+    # a pair uses 1 of a device's 7 links: 64 GB/s
+    assert model_time_s("send_recv", 64e9, 2, fully, p) == pytest.approx(2e-6 + 1.0)

@@ -1,0 +1,264 @@
+"""Time one step of a parallel plan on a system: ``predict_parallel``.
+
+1. ``plan.check_plan`` refuses a plan the model or system cannot run; the source builds one
+   device's work for one micro-batch of ``global_batch / (dp * micro_batches)`` samples.
+2. **Kernels** (``time_workload``): the rows are evaluated once on the system's device
+   (``predictor.simulate.evaluate`` with the estimator), time x ``count`` summed per layer slot
+   and phase (forward / backward / update), for the point estimate and the interval ends.
+3. **Per micro-batch on stage i** (slots from ``schedule.stage_slots``):
+   ``t_i = F_i + B_i + C_i + P_i + Z_i`` with F / B the forward / backward kernels, C the
+   tensor / expert collectives of its slots (``CommOp`` x count, ``comm.group_time_s``), P the
+   pipeline sends of ``boundary_bytes`` (train: the activation forward to stage i+1 and the
+   gradient back to stage i-1 — 2 per micro-batch per boundary; infer: the forward one),
+   Z the ZeRO traffic that backward / forward compute cannot hide (below). With ``recompute``
+   the backward reruns the forward first: ``B_i += F_i``, and its collectives again.
+4. **1F1B** (``schedule.one_f_one_b``): ``(m + p - 1) x max_i t_i``; compute_s = m x (F + B) of
+   the slowest stage, bubble_s = (p - 1) x its t, exposed_comm_s = m x (C + P + Z) + the exposed
+   gradient sync.
+5. **Data-parallel gradient sync** (``G`` = the stage's gradient bytes at the run's precision,
+   ``W`` its weight bytes), as DDP / Megatron-LM overlap it with the last micro-batch's
+   backward in buckets (Li et al. 2020, "PyTorch Distributed", §3.2.3; DDP's 25 MiB buckets):
+   ``exposed = max(T - B_i, T x min(1, 25 MiB / G))`` — the part longer than the backward, and
+   at least the last bucket, which only starts when the backward is done. T:
+
+   * ZeRO-0: all-reduce(G) once per step;
+   * ZeRO-1 (Megatron's distributed optimizer): reduce-scatter(G) once per step, and after the
+     sharded optimizer step an all-gather(W) of the updated parameters (in optimizer_s);
+   * ZeRO-2 (DeepSpeed: only a gradient shard is kept, so every micro-batch reduces):
+     reduce-scatter(G) per micro-batch — ``Z_i = max(0, rs - B_i)`` —, the last bucket exposed
+     once, all-gather(W) after the optimizer;
+   * ZeRO-3: as ZeRO-2, plus all-gather(W) of each layer's parameters in the forward and again
+     in the backward of every micro-batch, prefetched under compute:
+     ``Z_i = max(0, ag - F_i) + max(0, ag + rs - B_i)``; no gather after the optimizer.
+
+   Rajbhandari et al. 2020 §7: ZeRO-1/2 move 2 x the parameters per step like an all-reduce,
+   ZeRO-3 3 x.
+6. **Optimizer** (optimizer_s): the stage's update rows, divided by ``dp`` with ZeRO >= 1 (each
+   replica updates its shard), + ZeRO-1/2's all-gather; the slowest stage's.
+7. **Infer**: the forward pipeline ``(m + p - 1) x max_i (F_i + C_i + P_i)``.
+
+Interval: steps 3-7 with every kernel at its ``lower_s`` / ``upper_s`` (communication at its
+point estimate). Memory: ``memory.device_memory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.systems import get_system
+from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
+from roofcast.predictor.parallel.comm import group_time_s
+from roofcast.predictor.parallel.memory import bytes_per_param, device_memory
+from roofcast.predictor.parallel.plan import check_plan
+from roofcast.predictor.parallel.schedule import one_f_one_b, stage_slots
+from roofcast.predictor.parallel.types import (
+    GROUPS,
+    ModelFacts,
+    ParallelPlan,
+    ParallelPlanError,
+    ParallelPrediction,
+    ParallelSource,
+    ShardedWorkload,
+)
+from roofcast.predictor.runtimes import get_runtime
+from roofcast.predictor.simulate import evaluate
+
+PHASES: tuple[str, ...] = ("forward", "backward", "update")
+TIME_COLUMNS: tuple[str, ...] = ("time_s", "lower_s", "upper_s")
+#: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``, Li et al. 2020).
+DDP_BUCKET_BYTES = 25 * 2**20
+
+
+@dataclass(frozen=True)
+class TimedWorkload:
+    """A built workload with its kernels timed on one device: ``slot_s[(phase, column)]`` =
+    per-slot sum of ``column`` x ``count`` of the rows of ``phase``."""
+
+    work: ShardedWorkload
+    device: Any
+    estimator: str
+    slot_s: dict[tuple[str, str], np.ndarray]
+
+
+def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIMATOR
+                  ) -> TimedWorkload:
+    """Evaluate ``work.rows`` once on ``hw`` and sum them per (phase, slot)."""
+    rows = work.rows.reset_index(drop=True)
+    missing = {"count", "layer", "phase"} - set(rows.columns)
+    if missing:
+        raise ParallelPlanError(f"sharded workload rows lack column(s) {', '.join(sorted(missing))}")
+    n_slots = len(work.param_elems)
+    layer = rows["layer"].to_numpy(dtype=int)
+    if len(layer) and (layer.min() < 0 or layer.max() >= n_slots):
+        raise ParallelPlanError(f"row layer slots must lie in 0..{n_slots - 1}")
+    profile = get_runtime(work.config.runtime if work.config.runtime is not None
+                          else work.runtime)
+    ev = evaluate(rows, hw, work.config, estimator, profile)
+    count = rows["count"].to_numpy(dtype=float)
+    phase = rows["phase"].astype(str).to_numpy()
+    slot_s = {}
+    for ph in PHASES:
+        mask = phase == ph
+        for col in TIME_COLUMNS:
+            vals = ev[col].to_numpy(dtype=float)[mask] * count[mask]
+            slot_s[(ph, col)] = np.bincount(layer[mask], weights=vals, minlength=n_slots)
+    name = estimator if isinstance(estimator, str) else getattr(estimator, "name", str(estimator))
+    return TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s)
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """Per-micro-batch times (s) of one stage."""
+
+    fwd: float
+    bwd: float
+    comm: float  # tensor / expert collectives + pipeline sends + exposed ZeRO traffic
+    sync: float  # exposed end-of-step gradient sync
+    opt: float   # optimizer rows (+ ZeRO-1/2 parameter all-gather)
+    by_group: dict[str, float]
+
+    @property
+    def per_micro_batch(self) -> float:
+        return self.fwd + self.bwd + self.comm
+
+
+def _group_comm_s(work: ShardedWorkload, slots: Sequence[int], plan: ParallelPlan, system: Any
+                  ) -> dict[tuple[str, str], float]:
+    """(phase, group) -> seconds of the source's collectives on ``slots`` per micro-batch."""
+    out: dict[tuple[str, str], float] = {}
+    wanted = set(slots)
+    for op in work.comms:
+        if op.layer in wanted:
+            t = op.count * group_time_s(op.collective, op.size_bytes, op.group, plan, system)
+            out[(op.phase, op.group)] = out.get((op.phase, op.group), 0.0) + t
+    return out
+
+
+def _stage_times(timed: TimedWorkload, slots: Sequence[int], stage: int, plan: ParallelPlan,
+                 system: Any, mode: str, col: str) -> _Stage:
+    work = timed.work
+    idx = list(slots)
+    fwd = float(timed.slot_s[("forward", col)][idx].sum())
+    comm = _group_comm_s(work, slots, plan, system)
+    c_fwd = sum(v for (ph, _), v in comm.items() if ph == "forward")
+    c_bwd = sum(v for (ph, _), v in comm.items() if ph == "backward")
+    by_group = dict.fromkeys(GROUPS, 0.0)
+    for (ph, g), v in comm.items():
+        by_group[g] += v * (2 if plan.recompute and ph == "forward" else 1) * plan.micro_batches
+    p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, system)
+    m = plan.micro_batches
+    if mode == "infer":
+        sends = int(stage < plan.pp - 1)
+        by_group["pp"] = m * sends * p2p
+        return _Stage(fwd, 0.0, c_fwd + sends * p2p, 0.0, 0.0, by_group)
+    bwd = float(timed.slot_s[("backward", col)][idx].sum())
+    if plan.recompute:
+        bwd += fwd
+        c_bwd += c_fwd
+    sends = int(stage < plan.pp - 1) + int(stage > 0)
+    by_group["pp"] = m * sends * p2p
+    params = float(np.sum(work.param_elems[idx]))
+    w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
+    grad_bytes, weight_bytes = params * g_b, params * w_b
+    sync_coll = "all_reduce" if plan.zero == 0 else "reduce_scatter"
+    t_sync = group_time_s(sync_coll, grad_bytes, "dp", plan, system)
+    t_gather = group_time_s("all_gather", weight_bytes, "dp", plan, system) if plan.zero else 0.0
+    floor = t_sync * min(1.0, DDP_BUCKET_BYTES / grad_bytes) if grad_bytes > 0 else 0.0
+    zero_mb = 0.0
+    if plan.zero <= 1:
+        sync = max(t_sync - bwd, floor)
+        by_group["dp"] = t_sync + t_gather
+    else:
+        sync = floor
+        if plan.zero == 2:
+            zero_mb = max(0.0, t_sync - bwd)
+            by_group["dp"] = m * t_sync + t_gather
+        else:
+            zero_mb = max(0.0, t_gather - fwd) + max(0.0, t_gather + t_sync - bwd)
+            by_group["dp"] = m * (2 * t_gather + t_sync)
+    opt = float(timed.slot_s[("update", col)][idx].sum()) / (plan.dp if plan.zero else 1)
+    opt += t_gather if plan.zero in (1, 2) else 0.0
+    return _Stage(fwd, bwd, c_fwd + c_bwd + sends * p2p + zero_mb, sync, opt, by_group)
+
+
+@dataclass(frozen=True)
+class _Step:
+    step_s: float
+    compute_s: float
+    exposed_comm_s: float
+    bubble_s: float
+    optimizer_s: float
+    stage_s: tuple[float, ...]
+    by_group: dict[str, float]
+
+
+def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelPlan,
+          system: Any, mode: str, col: str) -> _Step:
+    per = [_stage_times(timed, s, i, plan, system, mode, col) for i, s in enumerate(stages)]
+    pipe = one_f_one_b([s.per_micro_batch for s in per], plan.micro_batches)
+    slow = per[pipe.slowest]
+    m = plan.micro_batches
+    compute = m * (slow.fwd + slow.bwd)
+    sync = max(s.sync for s in per)
+    exposed = m * slow.comm + sync
+    opt = max(s.opt for s in per)
+    by_group = dict(slow.by_group)
+    by_group["dp"] = max(s.by_group["dp"] for s in per)
+    return _Step(step_s=compute + exposed + pipe.bubble_s + opt, compute_s=compute,
+                 exposed_comm_s=exposed, bubble_s=pipe.bubble_s, optimizer_s=opt,
+                 stage_s=tuple(s.per_micro_batch for s in per), by_group=by_group)
+
+
+def assemble(timed: TimedWorkload, facts: ModelFacts, system: Any, plan: ParallelPlan, *,
+             global_batch: int, mode: str, notes: Sequence[str] = ()) -> ParallelPrediction:
+    """The prediction of an already checked ``plan`` from a timed workload built for it (the
+    plan search calls this once per plan, sharing ``timed`` across dp / pp / micro-batches)."""
+    work = timed.work
+    stages = stage_slots(work.layers, plan.pp)
+    point = _step(timed, stages, plan, system, mode, "time_s")
+    lower = _step(timed, stages, plan, system, mode, "lower_s").step_s
+    upper = _step(timed, stages, plan, system, mode, "upper_s").step_s
+    memory = device_memory(work, stages, plan, mode=mode, precision=work.config.precision,
+                           optimizer=work.config.optimizer,
+                           capacity_bytes=float(timed.device.mem_capacity_bytes))
+    samples_per_s = global_batch / point.step_s if point.step_s > 0 else float("inf")
+    tokens = samples_per_s * facts.seq_tokens if facts.seq_tokens else None
+    all_notes = tuple(notes) + tuple(work.notes)
+    if not memory.fits:
+        all_notes += (f"does not fit: {memory.total_bytes / 2**30:.1f} GiB per device > "
+                      f"{memory.capacity_bytes / 2**30:.1f} GiB, over by "
+                      f"{memory.over_bytes / 2**30:.1f} GiB",)
+    return ParallelPrediction(
+        model=facts.name, system=system.id, device=system.device, plan=plan, mode=mode,
+        global_batch=global_batch, micro_batch=global_batch // (plan.dp * plan.micro_batches),
+        step_s=point.step_s, compute_s=point.compute_s, exposed_comm_s=point.exposed_comm_s,
+        bubble_s=point.bubble_s, optimizer_s=point.optimizer_s,
+        comm_s_by_group=point.by_group, stage_s=point.stage_s, memory=memory,
+        samples_per_s=samples_per_s, tokens_per_s=tokens, lower_s=min(lower, point.step_s),
+        upper_s=max(upper, point.step_s), estimator=timed.estimator, runtime=work.runtime,
+        notes=all_notes)
+
+
+def predict_parallel(source: ParallelSource, system: Any, plan: ParallelPlan, *,
+                     global_batch: int, mode: str = "train",
+                     estimator: Any = DEFAULT_ESTIMATOR) -> ParallelPrediction:
+    """One step of ``plan`` for ``source`` on ``system`` (a ``SystemSpec`` or a catalog id /
+    what-if such as ``hgx-h100:nodes=4``): see the module docstring."""
+    system = get_system(system)
+    facts = source.facts
+    notes = check_plan(plan, facts, n_devices=system.n_devices, global_batch=global_batch,
+                       mode=mode, devices_per_node=system.devices_per_node)
+    micro_batch = global_batch // (plan.dp * plan.micro_batches)
+    work = source.build(tp=plan.tp, ep=plan.ep, micro_batch=micro_batch,
+                        sequence_parallel=plan.sequence_parallel, mode=mode)
+    if plan.pp > max(work.layers, 1):
+        raise ParallelPlanError(f"pp={plan.pp} exceeds the {work.layers} layer slots "
+                                f"{facts.name} was built with; use pp <= {max(work.layers, 1)}")
+    timed = time_workload(work, get_device(system.device), estimator)
+    return assemble(timed, facts, system, plan, global_batch=global_batch, mode=mode,
+                    notes=notes)

@@ -41,9 +41,9 @@ def fit_sentence(record: Mapping[str, Any]) -> str:
     79.6 GiB of h100-sxm`` from an ``as_dict`` record."""
     total, cap = record["memory_bytes"] / GIB, record["capacity_bytes"] / GIB
     if record["fits"]:
-        return f"fits ({total:.1f} of {cap:.1f} GiB per device)"
-    return (f"does not fit: {total:.1f} GiB per device, {record['over_bytes'] / GIB:.1f} GiB "
-            f"over the {cap:.1f} GiB of {record['device']}")
+        return f"fits ({total:.4g} of {cap:.4g} GiB per device)"
+    return (f"does not fit: {total:.4g} GiB per device, {record['over_bytes'] / GIB:.4g} GiB "
+            f"over the {cap:.4g} GiB of {record['device']}")
 
 
 def gib_columns(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,8 +133,8 @@ def closest_sentence(rows: Sequence[Mapping[str, Any]]) -> str | None:
     if not rows:
         return "no plan could be evaluated (every one was rejected: see rejected)"
     best = min(rows, key=lambda r: r["over_bytes"])
-    return (f"no plan fits: the closest, {best['plan']}, needs {best['memory_GiB']:.1f} GiB per "
-            f"device, {best['over_GiB']:.1f} GiB over the {best['capacity_GiB']:.1f} GiB of "
+    return (f"no plan fits: the closest, {best['plan']}, needs {best['memory_GiB']:.4g} GiB per "
+            f"device, {best['over_GiB']:.4g} GiB over the {best['capacity_GiB']:.4g} GiB of "
             f"{best['device']}")
 
 

@@ -44,7 +44,7 @@ point estimate). Memory: ``memory.device_memory``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -83,6 +83,7 @@ class TimedWorkload:
     device: Any
     estimator: str
     slot_s: dict[tuple[str, str], np.ndarray]
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIMATOR
@@ -111,79 +112,21 @@ def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIM
     return TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s)
 
 
-@dataclass(frozen=True)
-class _Stage:
-    """Per-micro-batch times (s) of one stage."""
-
-    fwd: float
-    bwd: float
-    comm: float  # tensor / expert collectives + pipeline sends + exposed ZeRO traffic
-    sync: float  # exposed end-of-step gradient sync
-    opt: float   # optimizer rows (+ ZeRO-1/2 parameter all-gather)
-    by_group: dict[str, float]
-
-    @property
-    def per_micro_batch(self) -> float:
-        return self.fwd + self.bwd + self.comm
-
-
-def _group_comm_s(work: ShardedWorkload, slots: Sequence[int], plan: ParallelPlan, system: Any
-                  ) -> dict[tuple[str, str], float]:
-    """(phase, group) -> seconds of the source's collectives on ``slots`` per micro-batch."""
-    out: dict[tuple[str, str], float] = {}
-    wanted = set(slots)
-    for op in work.comms:
-        if op.layer in wanted:
-            t = op.count * group_time_s(op.collective, op.size_bytes, op.group, plan, system)
-            out[(op.phase, op.group)] = out.get((op.phase, op.group), 0.0) + t
-    return out
-
-
-def _stage_times(timed: TimedWorkload, slots: Sequence[int], stage: int, plan: ParallelPlan,
-                 system: Any, mode: str, col: str) -> _Stage:
-    work = timed.work
-    idx = list(slots)
-    fwd = float(timed.slot_s[("forward", col)][idx].sum())
-    comm = _group_comm_s(work, slots, plan, system)
-    c_fwd = sum(v for (ph, _), v in comm.items() if ph == "forward")
-    c_bwd = sum(v for (ph, _), v in comm.items() if ph == "backward")
-    by_group = dict.fromkeys(GROUPS, 0.0)
-    for (ph, g), v in comm.items():
-        by_group[g] += v * (2 if plan.recompute and ph == "forward" else 1) * plan.micro_batches
-    p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, system)
-    m = plan.micro_batches
-    if mode == "infer":
-        sends = int(stage < plan.pp - 1)
-        by_group["pp"] = m * sends * p2p
-        return _Stage(fwd, 0.0, c_fwd + sends * p2p, 0.0, 0.0, by_group)
-    bwd = float(timed.slot_s[("backward", col)][idx].sum())
-    if plan.recompute:
-        bwd += fwd
-        c_bwd += c_fwd
-    sends = int(stage < plan.pp - 1) + int(stage > 0)
-    by_group["pp"] = m * sends * p2p
-    params = float(np.sum(work.param_elems[idx]))
-    w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
-    grad_bytes, weight_bytes = params * g_b, params * w_b
-    sync_coll = "all_reduce" if plan.zero == 0 else "reduce_scatter"
-    t_sync = group_time_s(sync_coll, grad_bytes, "dp", plan, system)
-    t_gather = group_time_s("all_gather", weight_bytes, "dp", plan, system) if plan.zero else 0.0
-    floor = t_sync * min(1.0, DDP_BUCKET_BYTES / grad_bytes) if grad_bytes > 0 else 0.0
-    zero_mb = 0.0
-    if plan.zero <= 1:
-        sync = max(t_sync - bwd, floor)
-        by_group["dp"] = t_sync + t_gather
-    else:
-        sync = floor
-        if plan.zero == 2:
-            zero_mb = max(0.0, t_sync - bwd)
-            by_group["dp"] = m * t_sync + t_gather
-        else:
-            zero_mb = max(0.0, t_gather - fwd) + max(0.0, t_gather + t_sync - bwd)
-            by_group["dp"] = m * (2 * t_gather + t_sync)
-    opt = float(timed.slot_s[("update", col)][idx].sum()) / (plan.dp if plan.zero else 1)
-    opt += t_gather if plan.zero in (1, 2) else 0.0
-    return _Stage(fwd, bwd, c_fwd + c_bwd + sends * p2p + zero_mb, sync, opt, by_group)
+def slot_comm_s(timed: TimedWorkload, plan: ParallelPlan, system: Any
+                ) -> dict[tuple[str, str], np.ndarray]:
+    """(phase, group) -> per-slot seconds of the source's collectives for one micro-batch
+    (``CommOp`` x count). Tensor / expert groups depend only on ``tp`` / ``ep`` — fixed by the
+    build — so the result is cached on ``timed`` per system."""
+    key = ("comm", system, plan.tp, plan.ep)
+    if key not in timed.cache:
+        n_slots = len(timed.work.param_elems)
+        out: dict[tuple[str, str], np.ndarray] = {}
+        for op in timed.work.comms:
+            arr = out.setdefault((op.phase, op.group), np.zeros(n_slots))
+            arr[op.layer] += op.count * group_time_s(op.collective, op.size_bytes, op.group,
+                                                     plan, system)
+        timed.cache[key] = out
+    return timed.cache[key]
 
 
 @dataclass(frozen=True)
@@ -197,21 +140,80 @@ class _Step:
     by_group: dict[str, float]
 
 
+def _per_stage(slot_values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.add.reduceat(np.asarray(slot_values, dtype=float), starts)
+
+
+def _dp_times(grad_bytes: np.ndarray, weight_bytes: np.ndarray, plan: ParallelPlan,
+              system: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per stage: the gradient reduction (all-reduce; reduce-scatter with ZeRO) and, with ZeRO,
+    the parameter all-gather over the stage's data-parallel group."""
+    sync_coll = "all_reduce" if plan.zero == 0 else "reduce_scatter"
+    t_sync = np.array([group_time_s(sync_coll, g, "dp", plan, system) for g in grad_bytes])
+    t_gather = np.array([group_time_s("all_gather", w, "dp", plan, system) if plan.zero else 0.0
+                         for w in weight_bytes])
+    return t_sync, t_gather
+
+
 def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelPlan,
           system: Any, mode: str, col: str) -> _Step:
-    per = [_stage_times(timed, s, i, plan, system, mode, col) for i, s in enumerate(stages)]
-    pipe = one_f_one_b([s.per_micro_batch for s in per], plan.micro_batches)
-    slow = per[pipe.slowest]
-    m = plan.micro_batches
-    compute = m * (slow.fwd + slow.bwd)
-    sync = max(s.sync for s in per)
-    exposed = m * slow.comm + sync
-    opt = max(s.opt for s in per)
-    by_group = dict(slow.by_group)
-    by_group["dp"] = max(s.by_group["dp"] for s in per)
-    return _Step(step_s=compute + exposed + pipe.bubble_s + opt, compute_s=compute,
-                 exposed_comm_s=exposed, bubble_s=pipe.bubble_s, optimizer_s=opt,
-                 stage_s=tuple(s.per_micro_batch for s in per), by_group=by_group)
+    """Steps 3-7 of the module docstring, vectorised over the stages."""
+    work, p, m = timed.work, plan.pp, plan.micro_batches
+    starts = np.array([s[0] for s in stages])
+    last = np.arange(p) == p - 1
+    first = np.arange(p) == 0
+    fwd = _per_stage(timed.slot_s[("forward", col)], starts)
+    comm = {k: _per_stage(v, starts) for k, v in slot_comm_s(timed, plan, system).items()}
+    zeros = np.zeros(p)
+    c_fwd = sum((v for (ph, _), v in comm.items() if ph == "forward"), zeros)
+    c_bwd = sum((v for (ph, _), v in comm.items() if ph == "backward"), zeros)
+    rc = 2.0 if plan.recompute else 1.0
+    groups = {g: m * sum((v * (rc if ph == "forward" else 1.0)
+                          for (ph, gg), v in comm.items() if gg == g), zeros) for g in GROUPS}
+    p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, system)
+    if mode == "infer":
+        sends = (~last).astype(float)
+        bwd = zeros
+        per_mb = fwd + c_fwd + sends * p2p
+        extra, sync, opt = c_fwd + sends * p2p, zeros, zeros
+    else:
+        bwd = _per_stage(timed.slot_s[("backward", col)], starts)
+        if plan.recompute:
+            bwd = bwd + fwd
+            c_bwd = c_bwd + c_fwd
+        sends = (~last).astype(float) + (~first).astype(float)
+        w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
+        params = _per_stage(work.param_elems, starts)
+        grad_bytes = params * g_b
+        t_sync, t_gather = _dp_times(grad_bytes, params * w_b, plan, system)
+        bucket = np.minimum(1.0, DDP_BUCKET_BYTES / np.maximum(grad_bytes, 1.0))
+        floor = t_sync * np.where(grad_bytes > 0, bucket, 0.0)
+        if plan.zero <= 1:
+            sync, zero_mb = np.maximum(t_sync - bwd, floor), zeros
+            groups["dp"] = t_sync + t_gather
+        elif plan.zero == 2:
+            sync, zero_mb = floor, np.maximum(0.0, t_sync - bwd)
+            groups["dp"] = m * t_sync + t_gather
+        else:
+            sync = floor
+            zero_mb = np.maximum(0.0, t_gather - fwd) + np.maximum(0.0, t_gather + t_sync - bwd)
+            groups["dp"] = m * (2 * t_gather + t_sync)
+        opt = _per_stage(timed.slot_s[("update", col)], starts) / (plan.dp if plan.zero else 1)
+        if plan.zero in (1, 2):
+            opt = opt + t_gather
+        extra = c_fwd + c_bwd + sends * p2p + zero_mb
+        per_mb = fwd + bwd + extra
+    groups["pp"] = m * sends * p2p
+    pipe = one_f_one_b(per_mb.tolist(), m)
+    s = pipe.slowest
+    compute = m * float(fwd[s] + bwd[s])
+    exposed = m * float(extra[s]) + float(sync.max())
+    optimizer = float(opt.max())
+    by_group = {g: float(v[s]) for g, v in groups.items()}
+    by_group["dp"] = float(groups["dp"].max())
+    return _Step(step_s=compute + exposed + pipe.bubble_s + optimizer, compute_s=compute,
+                 exposed_comm_s=exposed, bubble_s=pipe.bubble_s, optimizer_s=optimizer,
+                 stage_s=tuple(float(x) for x in per_mb), by_group=by_group)
 
 
 def assemble(timed: TimedWorkload, facts: ModelFacts, system: Any, plan: ParallelPlan, *,

@@ -29,11 +29,11 @@ MEMORY_PARTS: tuple[tuple[str, str], ...] = (
     ("optimizer states", "optimizer_bytes"), ("activations", "activations_bytes"),
     ("working set / other", "other_bytes"), ("total", "memory_bytes"),
     ("device capacity", "capacity_bytes"))
-#: columns of a plan row (``plan`` and ``compare``): as_dict keys, memory in GiB.
+#: columns of a plan row in the table format (``plan`` and ``compare``; the plan's degrees
+#: are in its label ``dp4 tp8 pp1 m16 z1``; csv / json have every ``as_dict`` column).
 PLAN_COLUMNS: tuple[str, ...] = (
-    "plan", "dp", "tp", "pp", "ep", "micro_batches", "micro_batch", "zero", "recompute",
-    "step_s", "compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "samples_per_s",
-    "tokens_per_s", "memory_GiB", "capacity_GiB", "fits", "over_GiB")
+    "plan", "micro_batch", "step_s", "compute_s", "exposed_comm_s", "bubble_s", "optimizer_s",
+    "samples_per_s", "tokens_per_s", "memory_GiB", "capacity_GiB", "fits", "over_GiB")
 
 
 def fit_sentence(record: Mapping[str, Any]) -> str:
@@ -116,13 +116,20 @@ def systems_output(preds: Sequence[ParallelPrediction], fmt: str
         return {"systems": Table.from_records(records, tuple(records[0]))}, {**extra,
                                                                             "notes": notes}
     columns = ("system", "device", "devices", "speedup", *PLAN_COLUMNS)
+    if fmt == "csv":
+        columns = (*columns, *(k for k in records[0] if k not in columns))
     return {"systems": Table.from_records(records, columns)}, {**extra, "_notes": notes}
 
 
 # ----------------------------------------------------------------------------- plan search
-def plan_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The search's table (``as_dict`` columns + rank) as records with memory in GiB."""
-    return [{**r, **gib_columns(r)} for r in table.to_dict("records")]
+def plan_rows(table: pd.DataFrame, fmt: str = "json") -> list[dict[str, Any]]:
+    """The search's table (``as_dict`` columns + rank) as records with memory in GiB; a CSV
+    cell holds the notes as one "; "-separated string."""
+    rows = [{**r, **gib_columns(r)} for r in table.to_dict("records")]
+    if fmt == "csv":
+        for r in rows:
+            r["notes"] = "; ".join(r.get("notes") or ())
+    return rows
 
 
 def closest_sentence(rows: Sequence[Mapping[str, Any]]) -> str | None:
@@ -143,18 +150,18 @@ def search_output(search: Any, fmt: str, top: int | None, header: Mapping[str, A
     """Tables and header of a training / inference plan search (``PlanSearch``): the ranked
     plans (``top``: the first N), why plans were rejected (reason -> count), the verdict
     (best plan, or by how much the closest is over)."""
-    rows = plan_rows(search.table)
+    rows = plan_rows(search.table, fmt)
     fitting = sum(1 for r in rows if r["fits"])
     verdict = closest_sentence(rows)
     extra: dict[str, Any] = {
         **header, "plans_evaluated": len(rows), "plans_that_fit": fitting,
         "plans_rejected": int(sum(search.rejected.values())),
         "search_s": float(search.elapsed_s),
-        "best": search.best.plan.label() if search.best is not None else None,
     }
     if search.best is not None:
         best = search.best.as_dict()
-        extra.update({"best_step_s": best["step_s"], "best_memory": fit_sentence(best)})
+        extra.update({"best": best["plan"], "best_step_s": best["step_s"],
+                      "best_memory": fit_sentence(best)})
     if verdict is not None:
         extra["verdict"] = verdict
     rejected = Table.from_records(
@@ -166,6 +173,8 @@ def search_output(search: Any, fmt: str, top: int | None, header: Mapping[str, A
                                             tuple(rows[0]) if rows else ("rank",)),
                 "rejected": rejected}, extra
     columns = ("rank", *PLAN_COLUMNS)
+    if fmt == "csv":
+        columns = (*columns, *(k for k in (rows[0] if rows else {}) if k not in columns))
     table = Table.from_records(rows, columns).head(top)
     tables: dict[str, Any] = {"plans": table}
     if fmt == "table" and rejected.rows:

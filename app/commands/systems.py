@@ -42,7 +42,7 @@ def run_list(args: argparse.Namespace) -> int:
     rows = [system_row(s) for s in list_systems()]
     columns = LIST_COLUMNS if args.format == "table" else SYSTEM_COLUMNS
     emit({"systems": Table.from_records(rows, columns)}, args.format,
-         extra={"systems": len(rows), "user_folder": str(user_systems_dir())})
+         extra={"n_systems": len(rows), "user_folder": str(user_systems_dir())})
     return 0
 
 

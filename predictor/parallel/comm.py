@@ -9,30 +9,23 @@ consecutive ranks.
 
 A group of ``n`` ranks with stride ``s`` then has ``ranks_per_node`` members on each node it
 touches (``group_layout``); a pipeline send/recv pairs two adjacent stages (stride ``tp * dp``).
-Every group of a kind runs its collective at the same time as the others (all ``tp`` data
-groups reduce together), so a strided group shares the node's NICs with the
-``devices_per_node / ranks_per_node`` other groups on that node: its ranks get the node's NIC
-bandwidth / ``devices_per_node`` each — what ``collective_time_s`` gives a packed group, where
-every rank of a full node uses its own share.
+A plan's groups of one kind partition all devices and run their collective at the same time
+(all ``tp`` data-parallel groups reduce together; every device of a stage sends to the next), so
+every device of a node uses the node's NICs at once: ``concurrent_per_node =
+devices_per_node``, and a strided group's ranks get ``NIC total / devices_per_node`` each.
 
-Times come from ``predictor.collectives.collective_time_s`` (measured curve, else the fitted step
-model). When it takes ``ranks_per_node=`` the strided layout is passed as such; otherwise the
-strided group is timed on an equivalent system of ``ranks_per_node`` devices per node whose
-NIC bandwidth per device is the real node's per-device share (same fabric, same latencies).
-A group of one rank costs 0.
+Times come from ``predictor.collectives.collective_time_s(..., ranks_per_node=,
+concurrent_per_node=)`` (a measured curve for that placement when the NICs are not shared, else
+the fitted step model). A group of one rank costs 0.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 from functools import lru_cache
 from typing import Any
 
 from roofcast.predictor.collectives import collective_time_s
 from roofcast.predictor.parallel.types import GROUPS, ParallelPlan, ParallelPlanError
-
-_TAKES_RANKS_PER_NODE = "ranks_per_node" in inspect.signature(collective_time_s).parameters
 
 
 def group_stride(group: str, plan: ParallelPlan) -> tuple[int, int]:
@@ -61,25 +54,10 @@ def group_layout(n_ranks: int, stride: int, devices_per_node: int) -> tuple[int,
     return n_ranks // rpn, rpn
 
 
-def _strided_system(system: Any, rpn: int) -> Any:
-    """The system as a strided group sees it: nodes of ``rpn`` of its ranks, each rank with the
-    real node's per-device NIC share (see module docstring)."""
-    nic = system.nic
-    if nic is not None:
-        per_device = nic.GBps * nic.count_per_node / system.devices_per_node
-        nic = dataclasses.replace(nic, count_per_node=1, GBps=per_device * rpn)
-    return dataclasses.replace(system, devices_per_node=rpn, nodes=system.n_devices // rpn,
-                               nic=nic)
-
-
 @lru_cache(maxsize=65536)
 def _timed(collective: str, size_bytes: float, n_ranks: int, rpn: int, system: Any) -> float:
-    packed = min(n_ranks, system.devices_per_node)
-    if rpn == packed:
-        return collective_time_s(collective, size_bytes, n_ranks, system)
-    if _TAKES_RANKS_PER_NODE:
-        return collective_time_s(collective, size_bytes, n_ranks, system, ranks_per_node=rpn)
-    return collective_time_s(collective, size_bytes, n_ranks, _strided_system(system, rpn))
+    return collective_time_s(collective, size_bytes, n_ranks, system, ranks_per_node=rpn,
+                             concurrent_per_node=system.devices_per_node)
 
 
 def group_time_s(collective: str, size_bytes: float, group: str, plan: ParallelPlan,

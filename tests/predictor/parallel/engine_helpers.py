@@ -42,6 +42,7 @@ class FakeSource:
     d: int = 256
     seq: int = 128
     experts: int | None = None
+    param_scale: float = 1.0
     builds: list = field(default_factory=list)
 
     @property
@@ -69,7 +70,7 @@ class FakeSource:
         comms = tuple(CommOp("all_reduce", act_bytes, "tp", ph, slot, 2.0)
                       for slot in range(1, self.layers + 1) for ph in ("forward", "backward")
                       if tp > 1)
-        block_params = 8.0 * self.d * self.d / tp
+        block_params = 8.0 * self.d * self.d / tp * self.param_scale
         n = self.layers + 2
         return ShardedWorkload(
             rows=rows, comms=comms, param_elems=np.full(n, block_params),

@@ -2,32 +2,38 @@
 
     python benchmarks/multidevice_accuracy.py
 
-For each hardware group (``predictor/collectives/standins.py``: Vidur's DGX and Azure's ND of the
-same GPU are one group, left out together) the step model is fitted without the group's curves
-and predicts them at the measured sizes from 1 MiB to 1 GiB, each on the system's stand-in
-description (TO BE REPLACED by the systems catalog). Error = |predicted - measured| / measured.
-Target: median <= 15 %. The tensor/pipeline-parallel serving rows (Argonne Fig 5a) come with the
-parallel workloads (next session).
+For each hardware group (the catalog system whose ``measured_as`` names the curves: Vidur's DGX
+and Azure's ND of the same GPU are one group, left out together) the step model is fitted
+without the group's curves and predicts them at the measured sizes from 1 MiB to 1 GiB, each on
+its catalog system laid out as measured (``predictor/collectives/measured.py``).
+Error = |predicted - measured| / measured. Target: median <= 15 %. Then the tensor/pipeline-
+parallel serving rows of Argonne Fig 5a (``benchmarks/tp_pp_serving.tp_pp_rows_table``) where
+that module exists.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from roofcast.predictor.collectives.curves import load_curves
 from roofcast.predictor.collectives.fit import fit_params, predict_rows
-from roofcast.predictor.collectives.standins import MEASURED_SYSTEMS
+from roofcast.predictor.collectives.measured import group, network_published
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling benchmarks, as llm_accuracy.py
 
 MIN_BYTES, MAX_BYTES = 2**20, 2**30
 
 
 def loso_errors(curves: pd.DataFrame) -> pd.DataFrame:
-    groups = curves.system.map(lambda s: MEASURED_SYSTEMS[s].group)
+    groups = curves.system.map(group)
     parts = []
-    for group in sorted(groups.unique()):
-        params = fit_params(curves[groups != group])
-        test = curves[(groups == group) & curves.size_bytes.between(MIN_BYTES, MAX_BYTES)]
+    for left_out in sorted(groups.unique()):
+        params = fit_params(curves[groups != left_out])
+        test = curves[(groups == left_out) & curves.size_bytes.between(MIN_BYTES, MAX_BYTES)]
         pred = predict_rows(test, params)
         parts.append(test.assign(pred_s=pred, err_pct=100 * np.abs(pred - test.time_s) / test.time_s))
     return pd.concat(parts, ignore_index=True)
@@ -47,16 +53,29 @@ def main() -> int:
     errors = loso_errors(load_curves())
     print("Collectives, leave-one-system-out (hardware group left out of the fit), 1 MiB..1 GiB")
     print(summary(errors).to_string())
-    unknown_net = (errors.ranks_per_node < errors.n_ranks) & ~errors.system.map(
-        lambda s: MEASURED_SYSTEMS[s].nic_published)
+    unknown_net = (errors.ranks_per_node < errors.n_ranks) & ~errors.system.map(network_published)
     for name, part in (("single-node and published-network curves", errors[~unknown_net]),
                        ("cross-node curves whose network is not published (NIC guessed)",
                         errors[unknown_net]), ("all", errors)):
         e = part.err_pct
         print(f"{name}: {len(e)} points, median {e.median():.1f} %, mean {e.mean():.1f} %, "
               f"p90 {e.quantile(0.9):.1f} % (target median <= 15 %)")
-    print("TP/PP serving rows (Argonne Fig 5a): not yet - they come with the parallel workloads.")
+    print_serving_rows()
     return 0
+
+
+def print_serving_rows() -> None:
+    """The TP/PP serving rows (Argonne Fig 5a) from ``benchmarks/tp_pp_serving.py``."""
+    try:
+        from tp_pp_serving import tp_pp_rows_table
+    except ModuleNotFoundError as exc:
+        if exc.name != "tp_pp_serving":
+            raise
+        print("TP/PP serving rows (Argonne Fig 5a): not available (benchmarks/tp_pp_serving.py "
+              "is not there)")
+        return
+    print("TP/PP serving rows (Argonne Fig 5a, A100, TensorRT-LLM):")
+    print(tp_pp_rows_table().to_string())
 
 
 if __name__ == "__main__":

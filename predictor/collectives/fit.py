@@ -2,30 +2,24 @@
 
 Least squares on log(model / measured) over the curves' sizes from ``FIT_MIN_BYTES`` to
 ``FIT_MAX_BYTES``, all fabric kinds (and ``nic``) at once, each measured row evaluated on its
-system's stand-in description with the curve's ranks per node (``standins.py``).
+catalog system laid out as the curve was measured (``measured.measured_layout``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from roofcast.predictor.collectives.measured import measured_layout
 from roofcast.predictor.collectives.model import model_time_s
 from roofcast.predictor.collectives.params import FabricParams
-from roofcast.predictor.collectives.standins import MEASURED_SYSTEMS, StandInSystem
 
 FIT_MIN_BYTES = 64 * 1024
 FIT_MAX_BYTES = 8 * 1024**3
 KINDS = ("nvswitch", "nvlink-pairs", "nic")
-
-
-def row_system(system: StandInSystem, n_ranks: int, per_node: int) -> StandInSystem:
-    """The stand-in laid out as the measurement was: ``per_node`` ranks on each node."""
-    return dataclasses.replace(system, devices_per_node=per_node, nodes=max(system.nodes, n_ranks // per_node))
 
 
 def _unpack(x: np.ndarray, kinds: tuple[str, ...]) -> dict[str, FabricParams]:
@@ -47,15 +41,16 @@ def _unpack(x: np.ndarray, kinds: tuple[str, ...]) -> dict[str, FabricParams]:
 def predict_rows(rows: pd.DataFrame, params: Mapping[str, FabricParams]) -> np.ndarray:
     out = []
     for r in rows.itertuples(index=False):
-        sysm = row_system(MEASURED_SYSTEMS[r.system], r.n_ranks, r.ranks_per_node)
-        out.append(model_time_s(r.collective, r.size_bytes, r.n_ranks, sysm, params))
+        sysm = measured_layout(r.system, r.n_ranks, r.ranks_per_node)
+        out.append(model_time_s(r.collective, r.size_bytes, r.n_ranks, sysm, params,
+                                ranks_per_node=r.ranks_per_node))
     return np.array(out)
 
 
 # Curves left out of the fit, with why (they stay in the benchmark's table).
 EXCLUDED_CURVES: dict[tuple[str, str, int, int], str] = {
     ("a40_pairwise_nvlink", "send_recv", 2, 2): "4 GB/s at 64 MiB, below PCIe 4.0 x16: the "
-    "measured pair did not use its NVLink bridge, so the stand-in's fabric does not describe it",
+    "measured pair did not use its NVLink bridge, so the catalog system's fabric does not describe it",
 }
 
 

@@ -1,7 +1,8 @@
 """``collective_time_s``: measured curve where there is one, else the fitted step model.
 
-``system`` is duck-typed (``hw_catalog.system.SystemSpec`` or a stand-in): ``fabric.kind``,
-``fabric.link_GBps`` (per-device, per-direction, GB/s), ``fabric.latency_us`` (per hop),
+``system`` is a ``hw_catalog.system.SystemSpec`` (or anything with its attributes):
+``fabric.kind``, ``fabric.link_GBps`` (per-device, per-direction, GB/s), ``fabric.latency_us``
+(per hop), ``device`` (catalog id: its host link carries NVLink pairs' traffic between pairs),
 ``devices_per_node``, ``nodes``, ``nic`` (``GBps`` per NIC per direction, ``count_per_node``,
 ``latency_us``; may be ``None`` on one node), optionally ``id`` and ``measured_as`` (names of
 measured curves in ``curves.csv`` that describe this very system).
@@ -22,23 +23,33 @@ sum over phases of ``steps x (latency_us + step_overhead_us) x 1e-6
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
+from roofcast.hw_catalog import get_device
 from roofcast.predictor.collectives.curves import measured_time_s
 from roofcast.predictor.collectives.params import FabricParams, load_params
 from roofcast.predictor.collectives.steps import ALGORITHMS, COLL, INTER, Layout, Phase
 from roofcast.predictor.errors import PredictionError
 
-PCIE4_X16_GBPS = 32.0  # PCIe 4.0 x16 per direction (16 GT/s x 16 lanes, 128b/130b)
 NIC_KIND = "nic"
 
 
+@cache
+def host_link_GBps(device: str) -> float:
+    """The catalog device's host link per direction, GB/s (``[interconnect] host_link_GBps``)."""
+    spec = get_device(device)
+    if not spec.host_link_Bps:
+        raise PredictionError(f"device {device!r} lists no host link; NVLink pairs of it cannot "
+                              "be costed beyond 2 ranks")
+    return spec.host_link_Bps / 1e9
+
+
 def _nvlink_pairs_GBps(system: Any, per_node: int) -> float:
-    """A bridge joins two devices; a group of more crosses PCIe between the pairs
-    (optional ``fabric.pcie_GBps``, else PCIe 4.0 x16)."""
-    fabric = system.fabric
-    pcie = getattr(fabric, "pcie_GBps", None) or PCIE4_X16_GBPS
-    return fabric.link_GBps if per_node <= 2 else min(fabric.link_GBps, pcie)
+    """A bridge joins two devices; a group of more crosses the device's host link (PCIe)
+    between the pairs: ``min(link_GBps, host_link_GBps)``."""
+    link = system.fabric.link_GBps
+    return link if per_node <= 2 else min(link, host_link_GBps(system.device))
 
 
 def _fully_connected_GBps(system: Any, per_node: int) -> float:

@@ -1,0 +1,47 @@
+"""The measured curves' catalog systems (measured_as) and their measured layouts."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofcast.hw_catalog.systems import get_system, system_ids
+from roofcast.predictor.collectives import collective_time_s
+from roofcast.predictor.collectives.curves import load_curves
+from roofcast.predictor.collectives.measured import (
+    GUESSED_NIC,
+    catalog_system,
+    group,
+    measured_layout,
+    network_published,
+)
+from roofcast.predictor.errors import PredictionError
+
+
+def test_every_curve_system_is_named_by_exactly_one_catalog_system():
+    names = [n for sid in system_ids() for n in get_system(sid).measured_as]
+    assert len(names) == len(set(names))
+    assert set(load_curves().system) == set(names)
+    assert group("a100_dgx") == group("azure_nd_a100_v4") == "dgx-a100"
+    assert group("azure_nd_h200_v5") == "hgx-h200"
+
+
+def test_layout_spans_the_measured_nodes_on_catalog_or_guessed_nics():
+    dgx = measured_layout("a100_dgx", 16, 8)
+    assert (dgx.nodes, dgx.devices_per_node, dgx.nic) == (2, 8, get_system("dgx-a100").nic)
+    pairs = measured_layout("a100_pairwise_nvlink", 2, 1)
+    assert (pairs.nodes, pairs.nic) == (2, GUESSED_NIC)
+    assert measured_layout("a100_pairwise_nvlink", 4, 4).nic is None
+    assert not network_published("a100_dgx")
+    assert network_published("azure_nd_h100_v5")
+
+
+def test_unknown_curve_system_is_refused():
+    with pytest.raises(PredictionError, match="exactly one catalog system"):
+        catalog_system("my_cluster")
+
+
+def test_catalog_system_answers_with_its_measured_curve():
+    curves = load_curves()
+    row = curves[(curves.system == "azure_nd_h200_v5")].iloc[12]
+    hgx = get_system("hgx-h200")
+    assert collective_time_s("all_reduce", row.size_bytes, 8, hgx) == pytest.approx(row.time_s)

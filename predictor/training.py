@@ -299,6 +299,47 @@ BACKWARD_RULES: dict[str, BackwardRule] = {
 }
 
 
+def node_backward_kernels(node: OpNode, precision: str,
+                          grad_inputs: tuple[int, ...]) -> list[Kernel]:
+    """The backward kernels of one costed forward ``node`` whose inputs at ``grad_inputs``
+    require grad, by its registered rule (``BACKWARD_RULES[backward_kind(node)]``), bytes at
+    ``precision``; [] when none of its outputs is floating point. ``backward_rows`` applies it
+    to every node of a graph; sources that build their own nodes (``predictor.parallel``'s
+    LLM source) apply it to theirs."""
+    outs = [t for t in node.outputs if is_float(t)]
+    if not grad_inputs or not outs:  # no gradient can flow through non-float outputs
+        return []
+    cost = rescale_cost(node, precision)
+    dims = gemm_dims(node)
+    ctx = BackwardContext(
+        node=node, family=op_family(node), fwd_flops=cost.flops, fwd_read=cost.bytes_read,
+        fwd_written=cost.bytes_written, fwd_weight=cost.weight_bytes,
+        gout_bytes=sum(rescale_bytes(t.nbytes, t.dtype, precision) for t in outs),
+        gout_numel=float(sum(t.numel for t in outs)),
+        in_bytes=tuple(0.0 if t is None else rescale_bytes(t.nbytes, t.dtype, precision)
+                       for t in node.inputs),
+        grad_inputs=grad_inputs,
+        gemm=None if dims is None else tuple(float(d) for d in dims),
+        engine=cost.engine.value,
+    )
+    return BACKWARD_RULES[backward_kind(node)](ctx)
+
+
+def backward_row_values(node: OpNode, kernel: Kernel, dtype: str) -> dict[str, object]:
+    """The workload row (``COLUMNS``) of backward ``kernel`` of ``node`` computed at ``dtype``."""
+    gemm = kernel.gemm if kernel.gemm is not None else (np.nan,) * 4
+    return {
+        "node": node.name, "op_type": node.op_type, "family": op_family(node),
+        "phase": "backward", "engine": kernel.engine, "dtype": dtype, "flops": kernel.flops,
+        "bytes_read": kernel.bytes_read, "bytes_written": kernel.bytes_written,
+        "weight_bytes": kernel.weight_read, "gemm_batch": gemm[0], "gemm_m": gemm[1],
+        "gemm_n": gemm[2], "gemm_k": gemm[3], "fused_nodes": node.name,
+        "inner_elems": inner_elems_or_nan(node),
+        "key": f"backward:{kernel.kernel}:{node.name}", "kernel": kernel.kernel,
+        "domain": node.domain, "grad_of": "",
+    }
+
+
 def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
     """Backward kernels in reverse topological order (see module docstring)."""
     precision = config.precision
@@ -310,59 +351,39 @@ def backward_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
             continue
         grad_inputs = tuple(i for i, t in enumerate(node.inputs)
                             if t is not None and t.name in req and is_float(t))
-        outs = [t for t in node.outputs if is_float(t)]
-        if not grad_inputs or not outs:  # no gradient can flow through non-float outputs
-            continue
-        cost = rescale_cost(node, precision)
-        dims = gemm_dims(node)
-        family = op_family(node)
-        ctx = BackwardContext(
-            node=node, family=family, fwd_flops=cost.flops, fwd_read=cost.bytes_read,
-            fwd_written=cost.bytes_written, fwd_weight=cost.weight_bytes,
-            gout_bytes=sum(rescale_bytes(t.nbytes, t.dtype, precision) for t in outs),
-            gout_numel=float(sum(t.numel for t in outs)),
-            in_bytes=tuple(0.0 if t is None else rescale_bytes(t.nbytes, t.dtype, precision)
-                           for t in node.inputs),
-            grad_inputs=grad_inputs,
-            gemm=None if dims is None else tuple(float(d) for d in dims),
-            engine=cost.engine.value,
-        )
-        inner = inner_elems_or_nan(node)
-        for k in BACKWARD_RULES[backward_kind(node)](ctx):
-            gemm = k.gemm if k.gemm is not None else (np.nan,) * 4
-            values = {
-                "node": node.name, "op_type": node.op_type, "family": family,
-                "phase": "backward", "engine": k.engine, "dtype": dtype, "flops": k.flops,
-                "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
-                "weight_bytes": k.weight_read, "gemm_batch": gemm[0], "gemm_m": gemm[1],
-                "gemm_n": gemm[2], "gemm_k": gemm[3], "fused_nodes": node.name,
-                "inner_elems": inner,
-                "key": f"backward:{k.kernel}:{node.name}", "kernel": k.kernel,
-                "domain": node.domain, "grad_of": "",
-            }
+        for k in node_backward_kernels(node, precision, grad_inputs):
+            values = backward_row_values(node, k, dtype)
             for c in COLUMNS:
                 cols[c].append(values[c])
     return frame(cols)
 
 
-def update_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
-    """One optimizer-update kernel per trainable parameter tensor (see module docstring)."""
+def update_row_values(name: str, tensor: TensorInfo, consumers: Sequence[str],
+                      config: RunConfig) -> dict[str, object]:
+    """The optimizer-update row (``COLUMNS``) of parameter tensor ``tensor`` called ``name``
+    under ``config``'s optimizer and precision (module docstring); ``consumers``: the forward
+    nodes whose backward must finish first (``grad_of``)."""
     opt = OPTIMIZERS[config.optimizer]
     sp = state_precision(config.precision)
+    n = float(tensor.numel)
+    s = rescale_bytes(tensor.itemsize_bytes, tensor.dtype, sp)
+    return {
+        "node": name, "op_type": opt.name, "family": "elementwise", "phase": "update",
+        "engine": Engine.VECTOR.value, "dtype": compute_dtype(sp),
+        "flops": opt.flops_per_element * n, "bytes_read": opt.reads * n * s,
+        "bytes_written": opt.writes * n * s, "weight_bytes": n * s,
+        "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan,
+        "fused_nodes": name, "inner_elems": np.nan, "key": f"update:{opt.name}:{name}",
+        "kernel": opt.name,
+        "domain": "", "grad_of": "+".join(consumers),
+    }
+
+
+def update_rows(graph: Graph, config: RunConfig) -> pd.DataFrame:
+    """One optimizer-update kernel per trainable parameter tensor (see module docstring)."""
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     for name, param in trainable_params(graph).items():
-        n = float(param.tensor.numel)
-        s = rescale_bytes(param.tensor.itemsize_bytes, param.tensor.dtype, sp)
-        values = {
-            "node": name, "op_type": opt.name, "family": "elementwise", "phase": "update",
-            "engine": Engine.VECTOR.value, "dtype": compute_dtype(sp),
-            "flops": opt.flops_per_element * n, "bytes_read": opt.reads * n * s,
-            "bytes_written": opt.writes * n * s, "weight_bytes": n * s,
-            "gemm_batch": np.nan, "gemm_m": np.nan, "gemm_n": np.nan, "gemm_k": np.nan,
-            "fused_nodes": name, "inner_elems": np.nan, "key": f"update:{opt.name}:{name}",
-            "kernel": opt.name,
-            "domain": "", "grad_of": "+".join(param.consumers),
-        }
+        values = update_row_values(name, param.tensor, param.consumers, config)
         for c in COLUMNS:
             cols[c].append(values[c])
     return frame(cols)

@@ -1,0 +1,233 @@
+"""``LLMParallelSource``: a decoder LLM's training (or forward) work on one device under a
+Megatron-LM tensor / sequence / expert-parallel split, from its ``LLMArch``.
+
+Megatron-LM (Shoeybi et al. 2019; Narayanan et al. 2021; Korthikanti et al. 2022): per rank
+the kernels of ``llm_block`` at the dims of ``llm_shard`` for one micro-batch, the tensor /
+expert group's collectives (``comms``), parameters per slot (``llm_shard.slot_params``) and
+the activation memory (``llm_activations``, Korthikanti's count generalised term by term).
+
+**Rows and slots.** Slot 0 = embedding, 1..L = the blocks, L+1 = final norm, head, loss.
+All blocks of a decoder are the same, so one block is built and costed once and its rows are
+repeated for every block slot with ``count = 1`` (``numpy`` repetition of the costed rows:
+no per-layer costing), so the engine can cut pipeline stages at any block boundary. A
+``build`` for llama-3.1-70b (80 blocks, ~5.6k rows) takes a few milliseconds; results are
+cached per (tp, ep, micro_batch, sequence_parallel, mode).
+
+**Collectives per micro-batch** (``CommOp``, 16-bit ``[b, s, d]`` = ``2 T d`` bytes;
+tensor group ``tp`` only when ``t > 1``):
+
+* block, forward: the row-parallel O and down projections' outputs — 2 all-reduces, or with
+  sequence parallelism 2 all-gathers (before QKV and before the MLP) + 2 reduce-scatters;
+  backward: the same (the column-parallel GEMMs' input gradients). An MoE block with
+  ``ep > 1`` keeps its tokens sequence-split through the experts: the attention's pair only,
+  plus 2 all-to-alls of the rank's ``P`` token-expert pairs (``2 P d`` bytes: dispatch and
+  combine) in the forward and 2 in the backward, group ``ep``;
+* embedding (vocab-parallel): forward all-reduce (sequence parallel: reduce-scatter) of the
+  looked-up rows; backward with sequence parallelism: an all-gather of their gradient;
+* head: with sequence parallelism an all-gather of its input (forward) and a reduce-scatter
+  of its gradient (backward), else an all-reduce of the input gradient (backward); the
+  vocab-parallel cross-entropy's 3 fp32 all-reduces of ``[b, s]`` (max, target logit,
+  sum of exponentials).
+
+**Pipeline boundary**: ``2 T d / t_s`` bytes (with sequence parallelism Megatron sends the
+sequence-split activation).
+
+**Not modelled**: context parallelism, the tied embedding's gradient all-reduce between the
+first and last stage, MoE load imbalance and token dropping, distributed-optimizer details
+(the engine's ZeRO), and overlapping the tensor collectives with compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.parallel.llm_activations import ActivationCase, slot_activation_bytes
+from roofcast.predictor.parallel.llm_block import (
+    WEIGHT,
+    Micro,
+    block_nodes,
+    embedding_nodes,
+    head_nodes,
+    moe_pairs,
+    part_rows,
+)
+from roofcast.predictor.parallel.llm_shard import LLMShard, llm_shard, slot_params
+from roofcast.predictor.parallel.types import (
+    PARALLEL_MODES,
+    CommOp,
+    ModelFacts,
+    ParallelPlanError,
+    ShardedWorkload,
+)
+from roofcast.predictor.precision import storage_bytes
+from roofcast.predictor.runtimes import get_runtime
+from roofcast.predictor.runtimes.catalog import default_runtime_name
+from roofcast.predictor.workload import check_precision
+from roofcast.predictor.workload_rows import COLUMNS
+
+#: bytes of an fp32 element (the cross-entropy's all-reduced statistics).
+_FP32 = 4.0
+#: the cross-entropy's all-reduces per micro-batch (Megatron's vocab_parallel_cross_entropy:
+#: logits max, predicted logit, sum of exponentials).
+CROSS_ENTROPY_ALL_REDUCES = 3
+
+
+class LLMParallelSource:
+    """``ParallelSource`` of a decoder LLM's training (module docstring).
+
+    arch: the model; seq_tokens: tokens per sample; precision: the run's compute and
+    activation precision (``bf16`` mixed precision by default); runtime: the execution
+    profile's name (None: the GPU default runtime) — its ``attention`` (``fused`` / ``eager``)
+    decides the attention kernels and what they keep; optimizer: ``adam`` or
+    ``sgd_momentum``; dropout: Megatron GPT-style dropout (masks kept, ``Mul`` kernels);
+    modern LLMs pre-train without it.
+    """
+
+    def __init__(self, arch: LLMArch, *, seq_tokens: int, precision: str = "bf16",
+                 runtime: str | None = None, optimizer: str = "adam",
+                 dropout: bool = False) -> None:
+        if isinstance(seq_tokens, bool) or not isinstance(seq_tokens, int | np.integer) \
+                or seq_tokens < 1:
+            raise ParallelPlanError(f"seq_tokens must be a positive integer, got {seq_tokens!r}")
+        if seq_tokens > arch.max_context:
+            raise ParallelPlanError(f"seq_tokens={seq_tokens} exceeds the {arch.max_context}-token "
+                                    f"context of {arch.name}")
+        self.arch = arch
+        self.seq_tokens = int(seq_tokens)
+        self.profile = get_runtime(runtime or default_runtime_name("gpu"))
+        check_precision(self.profile, precision)
+        self.config = RunConfig(precision=precision, mode="train", optimizer=optimizer,
+                                runtime=self.profile.name)
+        self.dropout = bool(dropout)
+        self._cache: dict[tuple, ShardedWorkload] = {}
+
+    @cached_property
+    def facts(self) -> ModelFacts:
+        a = self.arch
+        return ModelFacts(name=a.name, layers=a.n_layers, heads=a.n_heads,
+                          kv_heads=a.n_kv_heads,
+                          experts=a.n_experts if a.n_experts > 1 else None, hidden=a.d_model,
+                          seq_tokens=self.seq_tokens)
+
+    def micro(self, micro_batch: int) -> Micro:
+        """The micro-batch of ``micro_batch`` sequences as this source's runtime runs it."""
+        if isinstance(micro_batch, bool) or not isinstance(micro_batch, int | np.integer) \
+                or micro_batch < 1:
+            raise ParallelPlanError(f"micro_batch must be a positive integer, got {micro_batch!r}")
+        return Micro(int(micro_batch), self.seq_tokens, self.profile.attention,
+                     self.profile.attention_score_passes, self.dropout)
+
+    def build(self, *, tp: int, ep: int, micro_batch: int, sequence_parallel: bool,
+              mode: str) -> ShardedWorkload:
+        """One device's work for one micro-batch (module docstring); cached."""
+        if mode not in PARALLEL_MODES:
+            raise ParallelPlanError(f"mode must be one of {', '.join(PARALLEL_MODES)}, got "
+                                    f"{mode!r}")
+        key = (int(tp), int(ep), int(micro_batch), bool(sequence_parallel), mode)
+        if key not in self._cache:
+            self._cache[key] = self._build(*key)
+        return self._cache[key]
+
+    def _build(self, tp: int, ep: int, micro_batch: int, sp: bool, mode: str
+               ) -> ShardedWorkload:
+        arch = self.arch
+        shard = llm_shard(arch, tp=tp, ep=ep, sequence_parallel=sp)
+        micro = self.micro(micro_batch)
+        config = replace(self.config, mode=mode,
+                         dims={"batch": micro.batch, "seq": micro.seq})
+        tied = frozenset({f"{WEIGHT}embed"}) if arch.tied_embeddings else frozenset()
+        parts = (part_rows(embedding_nodes(arch, shard, micro), config),
+                 part_rows(block_nodes(arch, shard, micro), config),
+                 part_rows(head_nodes(arch, shard, micro), config, skip_params=tied))
+        rows = slot_rows(parts, arch.n_layers)
+        e = float(storage_bytes(self.config.precision))
+        case = ActivationCase(micro.batch, micro.seq, e, micro.attention, micro.dropout,
+                              moe_pairs(arch, shard, micro) if arch.n_experts > 1 else 0.0)
+        act, ckpt = slot_activation_bytes(arch, shard, case)
+        if mode != "train":
+            act, ckpt = np.zeros_like(act), np.zeros_like(ckpt)
+        tokens = float(micro.tokens)
+        return ShardedWorkload(
+            rows=rows, comms=tuple(comm_ops(arch, shard, tokens, e, mode, micro)),
+            param_elems=slot_params(arch, shard), activation_bytes=act,
+            checkpoint_bytes=ckpt, boundary_bytes=e * tokens * arch.d_model / shard.seq_split,
+            config=config, runtime=self.profile.name, notes=self._notes(shard, mode))
+
+    def _notes(self, shard: LLMShard, mode: str) -> tuple[str, ...]:
+        notes = [f"Megatron-LM split of {self.arch.name}: {shard.heads} query / "
+                 f"{shard.kv_heads} KV heads, MLP width {shard.d_ff}, vocabulary "
+                 f"{shard.vocab} per rank (padded to a multiple of 128 x tp); one block costed "
+                 f"and repeated for its {self.arch.n_layers} slots",
+                 f"attention {self.profile.attention} ({self.profile.name}); activation memory "
+                 "from Korthikanti et al. 2022's count, term by term for this architecture"]
+        if self.arch.kv_dim and shard.tp > self.arch.n_kv_heads:
+            notes.append(f"{self.arch.n_kv_heads} KV heads < tp={shard.tp}: KV projections "
+                         "replicated")
+        if self.arch.n_experts > 1:
+            notes.append("MoE: balanced routing assumed (no load imbalance, no token dropping)"
+                         + ("; experts whole on their expert-parallel rank" if shard.ep > 1
+                            else "; every rank holds all experts, tensor-split"))
+        if mode != "train":
+            notes.append("infer: no activations kept for a backward")
+        return tuple(notes)
+
+
+def slot_rows(parts: tuple[dict[str, list], dict[str, list], dict[str, list]],
+              layers: int) -> pd.DataFrame:
+    """Rows of every slot: the embedding's at slot 0, the block's repeated at 1..L, the
+    head's at L+1 (``count`` 1; ``key`` prefixed by the slot so it stays unique)."""
+    frames = [pd.DataFrame(p, columns=list(COLUMNS)) for p in parts]
+    embed, block, head = frames
+    n = len(block)
+    reps = block.iloc[np.tile(np.arange(n), layers)].reset_index(drop=True)
+    slots = np.concatenate([np.zeros(len(embed), int), np.repeat(np.arange(1, layers + 1), n),
+                            np.full(len(head), layers + 1)])
+    rows = pd.concat([embed, reps, head], ignore_index=True)
+    rows["key"] = [f"s{s}:{k}" for s, k in zip(slots, rows["key"], strict=True)]
+    rows["count"] = 1.0
+    rows["layer"] = slots
+    for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
+              "gemm_n", "gemm_k", "inner_elems"):
+        rows[c] = rows[c].astype(float)
+    return rows
+
+
+def comm_ops(arch: LLMArch, shard: LLMShard, tokens: float, elem_bytes: float, mode: str,
+             micro: Micro) -> list[CommOp]:
+    """The tensor / expert group's collectives per micro-batch (module docstring)."""
+    phases = ("forward", "backward") if mode == "train" else ("forward",)
+    act = elem_bytes * tokens * arch.d_model
+    L = arch.n_layers
+    ops: list[CommOp] = []
+    ep_block = arch.n_experts > 1 and shard.ep > 1
+    if shard.tp > 1:
+        sp = shard.sequence_parallel
+        pairs = 1 if ep_block else 2  # (gather, reduce) pairs per block and phase
+        for slot in range(1, L + 1):
+            for ph in phases:
+                if sp:
+                    ops += [CommOp("all-gather", act, "tp", ph, slot, pairs),
+                            CommOp("reduce-scatter", act, "tp", ph, slot, pairs)]
+                else:
+                    ops.append(CommOp("all-reduce", act, "tp", ph, slot, pairs))
+        ops.append(CommOp("reduce-scatter" if sp else "all-reduce", act, "tp", "forward", 0))
+        ops.append(CommOp("all-reduce", _FP32 * tokens, "tp", "forward", L + 1,
+                          CROSS_ENTROPY_ALL_REDUCES))
+        if sp:
+            ops.append(CommOp("all-gather", act, "tp", "forward", L + 1))
+        if mode == "train":
+            ops.append(CommOp("reduce-scatter" if sp else "all-reduce", act, "tp", "backward",
+                              L + 1))
+            if sp:
+                ops.append(CommOp("all-gather", act, "tp", "backward", 0))
+    if ep_block:
+        size = elem_bytes * moe_pairs(arch, shard, micro) * arch.d_model
+        ops += [CommOp("all-to-all", size, "ep", ph, slot, 2)
+                for slot in range(1, L + 1) for ph in phases]
+    return ops

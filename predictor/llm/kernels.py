@@ -51,6 +51,7 @@ charges the row whose condition the device meets.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,6 +114,41 @@ def expected_experts(n_experts: int, per_token: int, tokens: float) -> float:
     return float(n_experts * (1.0 - (1.0 - per_token / n_experts) ** tokens))
 
 
+def expected_max_binomial(n: int, p: float, groups: int) -> float:
+    """Expected maximum of ``groups`` independent Binomial(``n``, ``p``) counts:
+    ``sum_{j=0}^{n-1} (1 - F(j)^groups)`` (``F`` the binomial CDF; summed exactly over
+    mean +- 12 standard deviations, the terms below that range are 1)."""
+    if n <= 0 or p <= 0.0:
+        return 0.0
+    if p >= 1.0 or groups <= 1:
+        return float(n) * min(p, 1.0)
+    mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
+    lo, hi = max(0, math.floor(mean - 12 * sd)), min(n, math.ceil(mean + 12 * sd))
+    j = np.arange(lo, hi + 1)
+    log_pmf = np.array([math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                        for k in j]) + j * math.log(p) + (n - j) * math.log1p(-p)
+    cdf = np.cumsum(np.exp(log_pmf - log_pmf.max()))
+    cdf /= cdf[-1]
+    return float(lo + np.sum(1.0 - cdf[: max(0, min(hi, n - 1) - lo + 1)] ** groups))
+
+
+def busiest_share(n_experts: int, per_token: int, tokens: float, groups: int
+                  ) -> tuple[float, float]:
+    """(distinct experts, token-expert pairs) of the busiest of ``groups`` expert-parallel
+    groups, each holding ``E / groups`` experts, for a step of ``tokens`` tokens routed to
+    ``k`` experts each (uniform independent routing): every expert is touched with probability
+    ``p = 1 - (1 - k/E)^T``, so a group touches Binomial(``E / groups``, p) experts; the ``T k``
+    pairs land on a group with probability ``1 / groups`` each, Binomial(``T k``, 1/groups)
+    per group; the step waits for the maximum over the groups (``expected_max_binomial``). One
+    group: ``(expected_experts, T k)``."""
+    if groups <= 1:
+        return expected_experts(n_experts, per_token, tokens), float(tokens * per_token)
+    p = 1.0 - (1.0 - per_token / n_experts) ** tokens
+    experts = expected_max_binomial(n_experts // groups, p, groups)
+    pairs = expected_max_binomial(round(tokens * per_token), 1.0 / groups, groups)
+    return experts, pairs
+
+
 def attended_keys(context: int, new_tokens: int, window: int) -> tuple[int, float]:
     """(keys the kernel spans ``T_k``, mean keys a query attends) of ``new_tokens`` causal
     queries ending at ``context`` (sliding ``window``, 0: none)."""
@@ -130,8 +166,8 @@ def _t(name: str, *shape: int) -> TensorInfo:
 class _Rows:
     """Accumulates costed rows (workload columns + ``LLM_COLUMNS``)."""
 
-    def __init__(self, arch: LLMArch, dtypes: TensorDtypes, step: str) -> None:
-        self.arch, self.dtypes, self.step = arch, dtypes, step
+    def __init__(self, arch: LLMArch, dtypes: TensorDtypes, step: str, ep: int = 1) -> None:
+        self.arch, self.dtypes, self.step, self.ep = arch, dtypes, step, ep
         self.cols: dict[str, list] = {c: [] for c in (*COLUMNS, *LLM_COLUMNS)}
 
     def _bpe(self, t: TensorInfo, k: int) -> float:
@@ -306,8 +342,13 @@ def _mlp(rows: _Rows, tokens: int) -> None:
     a, L = rows.arch, rows.arch.n_layers
     vdt = rows.dtypes.vector_dtype
     moe = a.n_experts > 1
-    pairs = tokens * a.experts_per_token if moe else tokens
-    touched = expected_experts(a.n_experts, a.experts_per_token, tokens) if moe else 1.0
+    pairs, touched = tokens, 1.0
+    if moe and rows.ep > 1:
+        touched, share = busiest_share(a.n_experts, a.experts_per_token, tokens, rows.ep)
+        pairs = max(1, round(share))
+    elif moe:
+        pairs = tokens * a.experts_per_token
+        touched = expected_experts(a.n_experts, a.experts_per_token, tokens)
     if moe:
         rows.gemm("router", tokens, a.d_model, a.n_experts, count=L, quantised=False)
         rows.add("topk", "TopK", [_t("x.router", tokens, a.n_experts), _t("i.k", 1)],
@@ -338,10 +379,13 @@ def _mlp(rows: _Rows, tokens: int) -> None:
 
 
 def steps_workload(arch: LLMArch, steps: Sequence[tuple[str, Sequence[Segment]]],
-                   dtypes: TensorDtypes, profile: ExecutionProfile) -> pd.DataFrame:
+                   dtypes: TensorDtypes, profile: ExecutionProfile, *,
+                   ep: int = 1) -> pd.DataFrame:
     """The workload rows of several engine steps, each ``(label, segments)``, in one table
-    (column ``step`` = the label, also the key prefix)."""
-    rows = _Rows(arch, dtypes, "")
+    (column ``step`` = the label, also the key prefix). ``arch``: the shapes one device runs
+    (``sharding.local_arch`` under tensor parallelism); ``ep``: expert-parallel groups, whose
+    busiest one the MoE rows cost (``busiest_share``)."""
+    rows = _Rows(arch, dtypes, "", ep)
     for label, segments in steps:
         rows.step = label
         _step_rows(rows, segments, profile)

@@ -27,10 +27,12 @@ is a lower bound (every device also holds its own reserve and activations).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes, weight_bytes_per_element
+from roofcast.predictor.llm.sharding import Sharding, local_arch, stage_layers
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig
 from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.runtimes.profile import ServingSpec
@@ -42,20 +44,43 @@ LOGIT_BYTES = 4.0
 MAX_BATCH_SEARCH = 1 << 20
 
 
-def weights_bytes(arch: LLMArch, dtypes: TensorDtypes) -> float:
-    """Bytes of all weights (module docstring)."""
-    a = arch
+def _layer_bytes(a: LLMArch, dtypes: TensorDtypes, experts: int) -> float:
+    """Bytes of one layer holding ``experts`` of its experts (all of them on one device)."""
     small_bytes = dtype_bytes(dtypes.model_dtype)
     attn = a.d_model * (a.q_dim + 2 * a.kv_dim) * weight_bytes_per_element(dtypes.weights, a.d_model)
     attn += a.q_dim * a.d_model * weight_bytes_per_element(dtypes.weights, a.q_dim)
     mats = 3 if a.gated_mlp else 2
     expert = ((mats - 1) * a.d_model * a.d_ff * weight_bytes_per_element(dtypes.weights, a.d_model)
               + a.d_ff * a.d_model * weight_bytes_per_element(dtypes.weights, a.d_ff))
-    quantised_elems = a.attention_params + a.n_experts * mats * a.d_model * a.d_ff
+    quantised_elems = a.attention_params + experts * mats * a.d_model * a.d_ff
     quantised_elems -= (a.q_dim + 2 * a.kv_dim) if a.qkv_bias else 0
-    small = a.layer_params - quantised_elems  # biases, router, norms: at the activation dtype
-    per_layer = attn + a.n_experts * expert + small * small_bytes
-    return float(a.n_layers * per_layer + a.embedding_params * small_bytes)
+    # biases, router, norms: at the activation dtype
+    small = a.layer_params - (a.n_experts - experts) * a.expert_params - quantised_elems
+    return attn + experts * expert + small * small_bytes
+
+
+def weights_bytes(arch: LLMArch, dtypes: TensorDtypes) -> float:
+    """Bytes of all weights (module docstring)."""
+    a = arch
+    per_layer = _layer_bytes(a, dtypes, a.n_experts)
+    return float(a.n_layers * per_layer + a.embedding_params * dtype_bytes(dtypes.model_dtype))
+
+
+def device_weights_bytes(arch: LLMArch, dtypes: TensorDtypes, sh: Sharding) -> float:
+    """Weight bytes of the fullest device of a replica split as ``sh``: ``ceil(L / pp)``
+    layers of ``local_arch`` holding ``E / ep`` experts each, plus the embedding (vocab-parallel,
+    first stage) and the final norm + LM head (last stage; the embedding again when tied): both
+    on one stage when ``pp`` = 1, else the larger of the two. ``weights_bytes`` for one
+    device."""
+    if sh.trivial:
+        return weights_bytes(arch, dtypes)
+    a = local_arch(arch, sh)
+    small = dtype_bytes(dtypes.model_dtype)
+    layers = stage_layers(arch, sh.pp) * _layer_bytes(a, dtypes, a.n_experts // sh.ep)
+    pos = a.max_context * a.d_model if a.positions == "learned" else 0
+    first, last = a.vocab * a.d_model + pos, a.vocab * a.d_model + a.d_model
+    ends = a.embedding_params if sh.pp == 1 else max(first, last)
+    return float(layers + ends * small)
 
 
 def kv_bytes_per_token(arch: LLMArch, dtypes: TensorDtypes) -> float:
@@ -96,14 +121,20 @@ def activation_bytes(arch: LLMArch, cfg: ServingConfig, batch: int,
 
 def serving_memory(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, batch: int,
                    profile: ExecutionProfile | None) -> MemoryBreakdown:
-    """The memory of ``batch`` requests of ``cfg`` on ``hw`` under ``profile``."""
+    """The memory of ``batch`` requests of ``cfg`` on ``hw`` under ``profile``: on the fullest
+    device of the replica when ``cfg`` splits it (``tp``/``pp``/``ep``, ``sharding``): its
+    weights (``device_weights_bytes``), the KV cache of its ``ceil(L / pp)`` layers and
+    ``kv_heads_per_device`` KV heads, the activations of ``local_arch``."""
     dtypes = TensorDtypes.of(cfg)
-    per_token = kv_bytes_per_token(arch, dtypes)
+    sh = Sharding.of(cfg)
+    local = arch if sh.trivial else replace(local_arch(arch, sh),
+                                            n_layers=stage_layers(arch, sh.pp))
+    per_token = kv_bytes_per_token(local, dtypes)
     cap = float(hw.mem_capacity_bytes)
     return MemoryBreakdown(
-        weights_bytes=weights_bytes(arch, dtypes),
+        weights_bytes=device_weights_bytes(arch, dtypes, sh),
         kv_cache_bytes=float(batch * kv_tokens(arch, cfg) * per_token),
-        activations_bytes=activation_bytes(arch, cfg, batch, profile),
+        activations_bytes=activation_bytes(local, cfg, batch, profile),
         reserve_bytes=(1.0 - memory_utilization(profile)) * cap,
         capacity_bytes=cap, kv_bytes_per_token=per_token, batch=int(batch))
 

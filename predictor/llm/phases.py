@@ -131,14 +131,15 @@ def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int,
 
 def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step],
                dtypes: TensorDtypes, profile: ExecutionProfile,
-               estimator: str | object = DEFAULT_ESTIMATOR) -> StepTimes:
-    """Time ``steps`` on ``hws`` in one ``evaluate`` call (module docstring)."""
+               estimator: str | object = DEFAULT_ESTIMATOR, *, ep: int = 1) -> StepTimes:
+    """Time ``steps`` on ``hws`` in one ``evaluate`` call (module docstring); ``arch`` and
+    ``ep`` as ``kernels.steps_workload`` takes them (one device's share under parallelism)."""
     if not steps:
         raise PredictionError("no steps to time")
     labels = tuple(s.label for s in steps)
     if len(set(labels)) != len(labels):
         raise PredictionError(f"step labels must be unique, got {labels}")
-    work = steps_workload(arch, [(s.label, s.segments) for s in steps], dtypes, profile)
+    work = steps_workload(arch, [(s.label, s.segments) for s in steps], dtypes, profile, ep=ep)
     specs = list(hws)
     table = evaluate(work, specs, RunConfig(runtime=profile), as_estimator(estimator), profile)
     n_rows, n_dev = len(work), len(specs)

@@ -55,7 +55,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -64,6 +65,7 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.calibration import engine_calibration
+from roofcast.predictor.llm.comm import StepComm, step_comm
 from roofcast.predictor.llm.kernels import Segment
 from roofcast.predictor.llm.memory import devices_needed, max_batch, serving_memory
 from roofcast.predictor.llm.phases import (
@@ -77,7 +79,9 @@ from roofcast.predictor.llm.phases import (
     time_steps,
 )
 from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
+from roofcast.predictor.llm.sharding import Sharding, check_sharding, local_arch
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
+from roofcast.predictor.parallel.types import ParallelPlanError
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
 from roofcast.predictor.runtimes.profile import ServingSpec
 
@@ -165,6 +169,8 @@ class _Cell:
     max_batch: int
     devices_needed: int
     memory: MemoryBreakdown
+    #: the system the replica runs on (None: one device).
+    system: Any = None
 
     @property
     def waves(self) -> int:
@@ -215,19 +221,43 @@ def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec) -> _Continuous:
                        Step(f"c{c}:ttft", ttft), math.ceil(n / budget), decoding)
 
 
+def replica_system(hw: HardwareSpec, sh: Sharding, system: Any = None) -> Any:
+    """The system one replica of ``sh`` runs on: ``system`` (its device must be ``hw`` and it
+    must have the ``tp x pp`` devices), else ``tp x pp`` devices of ``hw`` in one node
+    (``hw_catalog.systems.system_from_device``, nodes of 8 beyond that); None on one device
+    without a system."""
+    if system is None:
+        if sh.trivial:
+            return None
+        from roofcast.hw_catalog.systems import system_from_device
+
+        return system_from_device(hw, sh.devices)
+    if system.device != hw.id:
+        raise PredictionError(f"system {system.id!r} is made of {system.device}, not {hw.id}; "
+                              f"predict on {system.device} or choose a system of {hw.id}")
+    if sh.devices > system.n_devices:
+        raise ParallelPlanError(f"tp={sh.tp} x pp={sh.pp} = {sh.devices} devices exceed the "
+                                f"{system.n_devices} of system {system.id!r}; lower tp or pp, "
+                                "or choose a larger system")
+    return system
+
+
 def _cells(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
-           batches: Sequence[int | str]) -> list[_Cell]:
+           batches: Sequence[int | str], system: Any = None) -> list[_Cell]:
+    sh = Sharding.of(cfg)
+    check_sharding(arch, sh)
     cells = []
     for hw in hws:
         profile = engine_profile(cfg.runtime, hw)
         check_request(arch, cfg, profile)
         check_device(profile, hw)
+        where = replica_system(hw, sh, system)
         mb = max_batch(arch, hw, cfg, profile)
         dn = devices_needed(arch, hw, cfg, profile)
         for b in batches:
             batch = mb if b == "max" else _positive_int(b, "batch")
             cells.append(_Cell(hw, profile, batch, cfg.concurrency is not None, mb, dn,
-                               serving_memory(arch, hw, cfg, max(batch, 1), profile)))
+                               serving_memory(arch, hw, cfg, max(batch, 1), profile), where))
     return cells
 
 
@@ -256,14 +286,17 @@ def _prediction(arch: LLMArch, cell: _Cell, cfg: ServingConfig, estimator: str,
     upper = {k: float(a[2]) for k, a in vals.items()} if vals else dict.fromkeys(METRICS, nan)
     out = v["output_tokens_per_s"]
     usd = tpj = None
+    k = Sharding.of(cfg).devices
+    each = f" x {k} devices" if k > 1 else ""
     if vals and hw.price_usd:
-        usd = hw.price_usd / (AMORTISATION_YEARS * SECONDS_PER_YEAR) / out * 1e6
-        notes.append(f"$ per million output tokens: list price ${hw.price_usd:,.0f} amortised "
-                     f"over {AMORTISATION_YEARS:g} years of continuous use (no power, hosting "
-                     "or idle time)")
+        usd = k * hw.price_usd / (AMORTISATION_YEARS * SECONDS_PER_YEAR) / out * 1e6
+        notes.append(f"$ per million output tokens: list price ${hw.price_usd:,.0f}{each} "
+                     f"amortised over {AMORTISATION_YEARS:g} years of continuous use (no power, "
+                     "hosting or idle time)")
     if vals and hw.tdp_W:
-        tpj = out / hw.tdp_W
-        notes.append(f"tokens per joule at the full TDP of {hw.tdp_W:g} W (a lower bound)")
+        tpj = out / (k * hw.tdp_W)
+        notes.append(f"tokens per joule at the full TDP of {hw.tdp_W:g} W{each} (a lower "
+                     "bound)")
     return ServingPrediction(
         model=arch.name, device=hw.id, runtime=cell.profile.name, estimator=estimator,
         config=cfg, batch=cell.batch, ttft_s=v["ttft_s"], tpot_s=v["tpot_s"],
@@ -271,7 +304,7 @@ def _prediction(arch: LLMArch, cell: _Cell, cfg: ServingConfig, estimator: str,
         total_tokens_per_s=v["total_tokens_per_s"], max_batch=cell.max_batch,
         memory=cell.memory, devices_needed=cell.devices_needed, lower=lower, upper=upper,
         usd_per_million_tokens=usd, tokens_per_joule=tpj, notes=tuple(dict.fromkeys(notes)),
-        kernels=kernels)
+        kernels=kernels, devices=Sharding.of(cfg).devices)
 
 
 def _kv_notes(cell: _Cell, cfg: ServingConfig) -> list[str]:
@@ -294,6 +327,13 @@ def _kv_notes(cell: _Cell, cfg: ServingConfig) -> list[str]:
 
 def _fit_notes(arch: LLMArch, cell: _Cell, cfg: ServingConfig) -> list[str]:
     hw = cell.hw
+    sh = Sharding.of(cfg)
+    if cell.max_batch == 0 and not sh.trivial:
+        over = cell.memory.total_bytes - cell.memory.capacity_bytes
+        return [f"{arch.name} split {sh.label()} does not fit on {sh.devices} x {hw.name}: its "
+                f"fullest device needs {cell.memory.total_bytes / 2**30:.1f} GiB with one "
+                f"request, {over / 2**30:.1f} GiB over its {hw.mem_capacity_bytes / 2**30:.0f} "
+                "GiB; raise tp or pp; metrics not predicted"]
     if cell.max_batch == 0:
         return [f"{arch.name} does not fit on one {hw.name} "
                 f"({cell.memory.weights_bytes / 2**30:.1f} GiB of weights, "
@@ -325,6 +365,9 @@ class _Times:
     #: sequences per prefill step and per decode step (the calibration's per-sequence term).
     prefill_seqs: float = 1.0
     decode_seqs: float = 1.0
+    #: (steps, tokens, sampled tokens) of the TTFT and of one TPOT step, for ``comm``.
+    ttft_work: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    tpot_work: tuple[float, float, float] = (1.0, 1.0, 1.0)
 
     @property
     def notes(self) -> list[str]:
@@ -340,13 +383,15 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
     timed in one ``time_steps`` call; keyed by the cell's index in ``cells``."""
     n, m = int(cfg.input_tokens), int(cfg.output_tokens)
     spec = serving_spec(cells[0].profile)
+    sh = Sharding.of(cfg)
     steps: dict[str, Step] = {}
     plan: dict[int, tuple] = {}
     for i, cell in enumerate(cells):
         if not cell.waves:
             continue
         if cell.continuous:
-            cont = _continuous_steps(cell.wave_batch, n, m, spec)
+            micro = math.ceil(cell.wave_batch / sh.pp)
+            cont = _continuous_steps(micro, n, m, spec)
             plan[i] = ("c", cont)
             steps.update({cont.mixed.label: cont.mixed, cont.ttft.label: cont.ttft})
         else:
@@ -357,8 +402,8 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
         return {}
     hws = {cells[i].hw.id: cells[i].hw for i in plan}
     devices = list(hws)
-    timed = time_steps(arch, list(hws.values()), list(steps.values()), TensorDtypes.of(cfg),
-                       cells[0].profile, estimator)
+    timed = time_steps(local_arch(arch, sh), list(hws.values()), list(steps.values()),
+                       TensorDtypes.of(cfg), cells[0].profile, estimator, ep=sh.ep)
     out = {}
     for i, (kind, extra) in plan.items():
         dev = cells[i].hw.id
@@ -368,12 +413,16 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
             r = collect_request_times(timed, b, extra, n, m, d, with_kernels=False)
             first, second = (f"b{b}:prefill", "prefill"), (f"b{b}:decode@{extra[0]}", "decode")
             out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch, None,
-                            prefill_seqs=b, decode_seqs=b)
+                            prefill_seqs=b, decode_seqs=b, ttft_work=(1.0, b * n, b),
+                            tpot_work=(1.0, b, b))
         else:
             first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
+            groups = cells[i].wave_batch / math.ceil(cells[i].wave_batch / sh.pp)
             out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
-                            timed.of(second[0])[0][d], extra.decoding, None,
-                            decode_seqs=extra.decoding)
+                            timed.of(second[0])[0][d], extra.decoding * groups, None,
+                            decode_seqs=extra.decoding,
+                            ttft_work=(extra.ttft_steps, *_step_work(extra.ttft)),
+                            tpot_work=(1.0, *_step_work(extra.mixed)))
         if with_kernels:
             kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
                                  for lb, ph in (first, second)], ignore_index=True)
@@ -385,14 +434,76 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
     return out
 
 
+def _step_work(step: Step) -> tuple[float, float]:
+    """(tokens, sampled tokens) of one engine step."""
+    return (float(sum(s.tokens for s in step.segments)),
+            float(sum(s.batch for s in step.segments if s.emits)))
+
+
+@dataclass(frozen=True)
+class _Comm:
+    """The parallel communication of a cell's TTFT and TPOT (s) and what it is."""
+
+    ttft: StepComm = field(default_factory=StepComm)
+    tpot: StepComm = field(default_factory=StepComm)
+    ttft_steps: float = 1.0
+
+    @property
+    def ttft_s(self) -> float:
+        return self.ttft_steps * self.ttft.total_s
+
+
+def _cell_comm(arch: LLMArch, cell: _Cell, cfg: ServingConfig, t: _Times) -> _Comm:
+    """Tensor / pipeline communication of the cell's TTFT steps and one TPOT step
+    (``comm.step_comm``)."""
+    sh = Sharding.of(cfg)
+    if sh.trivial:
+        return _Comm()
+    act = TensorDtypes.of(cfg).act_bytes
+    steps, tokens, emit = t.ttft_work
+    _, dtok, demit = t.tpot_work
+    return _Comm(step_comm(arch, sh, cell.system, tokens=tokens, emit=emit, act_bytes=act),
+                 step_comm(arch, sh, cell.system, tokens=dtok, emit=demit, act_bytes=act),
+                 steps)
+
+
+def _parallel_notes(cell: _Cell, cfg: ServingConfig, comm: _Comm) -> list[str]:
+    """What the parallel layout is and what its communication costs."""
+    sh = Sharding.of(cfg)
+    if sh.trivial:
+        return []
+    sysm = cell.system
+    notes = [f"{sh.label()}: one replica on {sh.devices} x {cell.hw.id} of {sysm.id} "
+             f"({sysm.fabric.kind} {sysm.fabric.link_GBps:g} GB/s per direction); kernels and "
+             "memory are one device's (the fullest), metrics the replica's; engine calibration "
+             "applied to the kernel time only, then the collectives added (tensor parallel "
+             f"{comm.tpot.tp_s * 1e3:.3g} ms and pipeline {comm.tpot.pp_s * 1e3:.3g} ms per "
+             "decode step)"]
+    if sh.tp > sysm.devices_per_node:
+        notes.append(f"tp={sh.tp} exceeds the {sysm.devices_per_node} devices of a node: its "
+                     "all-reduces cross the NICs")
+    if sh.pp > 1:
+        notes.append("pipeline parallel: " + (
+            f"the running requests are split into up to {sh.pp} micro-batches in flight, one "
+            "per stage (TensorRT-LLM's in-flight batching); TPOT is one micro-batch's pass "
+            "through all stages" if cell.continuous else
+            "a static batch passes the stages one after the other (no overlap between stages)"))
+    if sh.ep > 1:
+        notes.append(f"ep={sh.ep}: {sh.ep} groups of {sh.moe_tp} device(s) hold 1/{sh.ep} of "
+                     "the experts each; tokens stay replicated over the tensor group and the "
+                     "MLP all-reduce sums the groups' outputs (no all-to-all); the step waits "
+                     "for the busiest group (uniform routing)")
+    return notes
+
+
 def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
              batches: Sequence[int | str], estimator: str,
-             with_kernels: bool = True) -> list[ServingPrediction]:
+             with_kernels: bool = True, system: Any = None) -> list[ServingPrediction]:
     """Predictions for every device x batch (module docstring), timed per engine profile."""
     if not hws:
         raise PredictionError("no devices to predict; give at least one device")
     n, m = int(cfg.input_tokens), int(cfg.output_tokens)
-    cells = _cells(arch, hws, cfg, batches)
+    cells = _cells(arch, hws, cfg, batches, system)
     by_profile: dict[str, list[int]] = {}
     for i, cell in enumerate(cells):
         by_profile.setdefault(cell.profile.name, []).append(i)
@@ -412,10 +523,11 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                 continue
             t = times[j]
             kernels = t.kernels
+            comm = _cell_comm(arch, cell, cfg, t)
             ttft = np.array(cal.apply("prefill", np.array([t.ttft_s]), cell.hw,
-                                      seqs=t.prefill_seqs)).reshape(3)
+                                      seqs=t.prefill_seqs)).reshape(3) + comm.ttft_s
             tpot = np.array(cal.apply("decode", np.array([t.tpot_s]), cell.hw,
-                                      seqs=t.decode_seqs)).reshape(3)
+                                      seqs=t.decode_seqs)).reshape(3) + comm.tpot.total_s
             vals = _metrics(ttft, tpot, t.requests, n, m, cell.continuous, cell.waves)
             if cell.continuous and t.requests < cell.batch:
                 notes.append(f"prefill-bound: a {serving_spec(profile).max_prefill_tokens}-"
@@ -424,7 +536,10 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                              f"the {cell.batch} requests decode in each step")
             notes.extend(t.notes)
             notes.extend(cal.notes(cell.hw))
-            results[idx[j]] = _prediction(arch, cell, cfg, estimator, vals, kernels, notes)
+            notes.extend(_parallel_notes(cell, cfg, comm))
+            results[idx[j]] = replace(
+                _prediction(arch, cell, cfg, estimator, vals, kernels, notes),
+                comm_ttft_s=comm.ttft_s, comm_tpot_s=comm.tpot.total_s)
     return [results[i] for i in range(len(cells))]
 
 
@@ -435,20 +550,23 @@ def _batches(cfg: ServingConfig) -> list[int | str]:
 
 
 def predict_serving(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, *,
-                    estimator: str = DEFAULT_ESTIMATOR) -> ServingPrediction:
-    """The serving metrics of ``arch`` on ``hw`` for ``cfg`` (module docstring)."""
-    return _predict(arch, [hw], cfg, _batches(cfg), estimator)[0]
+                    estimator: str = DEFAULT_ESTIMATOR, system: Any = None) -> ServingPrediction:
+    """The serving metrics of ``arch`` on ``hw`` for ``cfg`` (module docstring); with
+    ``cfg.tp``/``pp``/``ep`` one replica over ``tp x pp`` devices of ``system`` (a
+    ``hw_catalog.system.SystemSpec`` of ``hw``; None: ``replica_system``)."""
+    return _predict(arch, [hw], cfg, _batches(cfg), estimator, system=system)[0]
 
 
 def predict_many(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                  batches: Sequence[int | str] | None = None, *,
                  estimator: str = DEFAULT_ESTIMATOR,
-                 kernels: bool = True) -> list[ServingPrediction]:
+                 kernels: bool = True, system: Any = None) -> list[ServingPrediction]:
     """``predict_serving`` for every device x batch (``batches`` None: the config's), timed
     together; device-major order. ``kernels`` False leaves ``ServingPrediction.kernels``
-    None (faster for wide sweeps)."""
+    None (faster for wide sweeps). ``system``: as ``predict_serving`` (every device of
+    ``hws`` must be its device)."""
     return _predict(arch, list(hws), cfg, list(batches) if batches else _batches(cfg),
-                    estimator, kernels)
+                    estimator, kernels, system)
 
 
 def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,

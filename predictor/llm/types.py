@@ -32,6 +32,8 @@ class ServingConfig:
     activations' dtype). ``runtime``: the serving engine's name (an ``ExecutionProfile`` with
     a ``serving`` table; a profile object is accepted too, for what-ifs; None: the device
     kind's default engine).
+    ``tp``/``pp``/``ep``: tensor-parallel, pipeline-parallel and expert-parallel degrees of one
+    model replica over ``tp x pp`` devices (``predictor.llm.sharding``; all 1: one device).
     """
 
     input_tokens: int = 512
@@ -42,6 +44,9 @@ class ServingConfig:
     kv_cache: str | None = None
     activations: str = "fp16"
     runtime: str | None = None
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,10 @@ class ServingPrediction:
     ``prefill``, or ``ttft`` under continuous batching) and of one decode step (``decode``):
     ``time_s`` per kernel, ``count`` (layers), ``kernel_s`` = time x count with dequantisation
     folded in (``predictor.llm.phases``); None from ``serving_table`` sweeps.
+    ``devices``: devices of one replica (``tp x pp``); the metrics are the replica's, the
+    kernels and ``memory`` one device's (the fullest). ``comm_ttft_s``/``comm_tpot_s``: the
+    tensor- and pipeline-parallel communication inside TTFT and TPOT (added after the engine
+    calibration, which applies to the kernels only; 0 on one device).
     """
 
     model: str
@@ -106,6 +115,9 @@ class ServingPrediction:
     tokens_per_joule: float | None = None
     notes: tuple[str, ...] = ()
     kernels: Any = field(default=None, repr=False, compare=False, hash=False)
+    devices: int = 1
+    comm_ttft_s: float = 0.0
+    comm_tpot_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON record (keys in the module docstring): times in ms, rates per second,
@@ -121,6 +133,8 @@ class ServingPrediction:
         m = self.memory
         rec.update({
             "max_batch": self.max_batch, "devices_needed": self.devices_needed,
+            "devices": self.devices, "comm_ttft_ms": _num(self.comm_ttft_s, 1e3),
+            "comm_tpot_ms": _num(self.comm_tpot_s, 1e3),
             "memory_GiB": {k: _num(v, 1 / GIB) for k, v in (
                 ("weights", m.weights_bytes), ("kv_cache", m.kv_cache_bytes),
                 ("activations", m.activations_bytes), ("reserve", m.reserve_bytes),

@@ -199,9 +199,10 @@ def header(arch, cfg, fmt: str) -> dict[str, Any]:
         return {**head, "config": asdict(cfg)}
     batching = ({"concurrency": cfg.concurrency} if cfg.concurrency is not None
                 else {"batch": cfg.batch or 1})
+    replica = {k: getattr(cfg, k) for k in SERVING_FLAGS if getattr(cfg, k, 1) != 1}
     return {**head, "input_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens,
             **batching, "weights": cfg.weights, "kv_cache": cfg.kv_cache or cfg.activations,
-            "activations": cfg.activations}
+            "activations": cfg.activations, **replica}
 
 
 def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -215,6 +216,8 @@ def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
         extra["fits"] = bool(pred.memory.fits and pred.max_batch > 0)
         return {}, extra
     row = api.llm_row(pred)
+    if pred.devices > 1:  # one replica over several devices: memory is per device
+        extra["devices"] = pred.devices
     extra.update({"device": pred.device, "runtime": pred.runtime, "estimator": pred.estimator,
                   "served_batch": pred.batch, "max_batch": pred.max_batch, "fits": row["fits"],
                   "devices_needed": pred.devices_needed,

@@ -139,3 +139,31 @@ def test_systems_show_a_what_if_and_refuse_an_unknown_key(capsys):
     assert any("derived from 'hgx-h100'" in r["source"] for r in doc["sources"])
     assert "nodez" in user_error(capsys, "systems", "show", "hgx-h100:nodez=4")
     assert "no-such-box" in user_error(capsys, "systems", "show", "no-such-box")
+
+
+# ----------------------------------------------------------------------------- llm
+def test_llm_on_a_system_is_the_api_replica_over_its_devices(capsys):
+    assert main(["llm", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "8",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    want = roofcast.llm("llama-3.1-70b", system="hgx-h100", tp=8)
+    assert doc["devices"] == want.devices == 8
+    assert doc["config"]["tp"] == 8
+    assert doc["tpot_ms"] == pytest.approx(want.as_dict()["tpot_ms"], rel=1e-12)
+    one = roofcast.llm("llama-3.1-70b", "h100-sxm")
+    assert want.memory.weights_bytes < one.memory.weights_bytes / 4  # weights split 8 ways
+
+
+def test_llm_tp_on_hw_alone_takes_tp_devices_and_shows_them(capsys):
+    assert main(["llm", "llama-3.1-8b", "--hw", "h100-sxm", "--tp", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "devices: 2" in out
+    assert "tp: 2" in out
+    assert "tp=3" in user_error(capsys, "llm", "llama-3.1-8b", "--hw", "h100-sxm", "--tp", "3")
+
+
+def test_llm_without_parallel_flags_prints_no_replica_lines(capsys):
+    assert main(["llm", "llama-3.1-8b", "--hw", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    assert "devices:" not in out
+    assert "tp:" not in out

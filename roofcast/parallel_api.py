@@ -41,6 +41,9 @@ PLAN_FIELDS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "micro_batches", "zero",
                                 "sequence_parallel", "recompute")
 #: tokens per training sample when an LLM run gives none (capped at the model's context).
 DEFAULT_SEQ_TOKENS = 4096
+#: a model reference that starts so is an LLM config (``llm:gpt2``: the bundled config, not the
+#: zoo's ONNX export of the same name).
+LLM_PREFIX = "llm:"
 #: default precision of an LLM training run (mixed precision as Megatron-LM trains).
 LLM_TRAIN_PRECISION = "bf16"
 #: the columns of ``systems()``.
@@ -105,9 +108,10 @@ def model_kind(model: Any, *, onnx_decoders: bool = False) -> str:
     """``"llm"``, ``"graph"`` or ``"source"`` (a ``ParallelSource``, used as is): how
     ``model`` is sharded.
 
-    An ``LLMArch``, a bundled LLM name or Hugging Face id (when no zoo model has that name), a
-    ``config.json`` (or a folder holding one) -> ``llm``; a ``Model``, a zoo name (``zoo:NAME``
-    forces the zoo), any other ONNX file -> ``graph``; with ``onnx_decoders`` an ONNX file that
+    An ``LLMArch``, a bundled LLM name or Hugging Face id (when no zoo model has that name;
+    ``llm:NAME`` forces the LLM config, e.g. ``llm:gpt2``), a ``config.json`` (or a folder
+    holding one) -> ``llm``; a ``Model``, a zoo name (``zoo:NAME`` forces the zoo), any other
+    ONNX file -> ``graph``; with ``onnx_decoders`` an ONNX file that
     ``load_llm`` reads as a decoder -> ``llm`` (``roofcast plan`` does this). A name that is
     neither is refused naming both lists."""
     from roofcast.graph_import.errors import LLMConfigError
@@ -122,6 +126,8 @@ def model_kind(model: Any, *, onnx_decoders: bool = False) -> str:
     if isinstance(model, Model | bytes):
         return "graph"
     text = str(model)
+    if text.startswith(LLM_PREFIX):
+        return "llm"
     path = Path(text)
     if path.exists():
         if path.is_dir() or path.suffix.lower() == ".json":
@@ -166,7 +172,8 @@ def parallel_source(model: Any, *, mode: str = "train", precision: str | None = 
         if extra:
             raise PredictionError(f"{', '.join(extra)} do not apply to an LLM config; give "
                                   f"seq_tokens=, precision=, optimizer=, runtime=")
-        arch = model if not isinstance(model, str | Path) else load_llm(model)
+        arch = model if not isinstance(model, str | Path) else load_llm(
+            str(model).removeprefix(LLM_PREFIX) if isinstance(model, str) else model)
         seq = seq_tokens or min(DEFAULT_SEQ_TOKENS, arch.max_context)
         return LLMParallelSource(arch, seq_tokens=seq,
                                  precision=precision or LLM_TRAIN_PRECISION, runtime=runtime,
@@ -260,7 +267,7 @@ def _serving_plans(model: Any, target: SystemSpec, batch: int | None, input_toke
     from roofcast.predictor.llm.serving_plan import serving_plan_search
     from roofcast.predictor.llm.types import ServingConfig
 
-    arch = model if isinstance(model, LLMArch) else load_llm(model)
+    arch = model if isinstance(model, LLMArch) else load_llm(str(model).removeprefix(LLM_PREFIX))
     cfg = ServingConfig(input_tokens=input_tokens or 512, output_tokens=output_tokens,
                         batch=batch, concurrency=None if batch else "max", **options)
     return serving_plan_search(arch, target, cfg, **_estimator_kw(estimator))

@@ -17,8 +17,9 @@ Serving (``--mode serve``, decoder LLMs): every (tp, pp) whose product divides t
 as many requests as fit).
 
 MODEL: a bundled LLM name (``roofcast llm --list``), a Hugging Face id, a ``config.json`` or an
-ONNX decoder (Megatron-LM on the architecture), or any other ONNX file / zoo name (``zoo:NAME``
-forces the zoo; sharded from the graph). ``--output FILE`` writes atomically.
+ONNX decoder (Megatron-LM on the architecture), or any other ONNX file / zoo name (sharded from
+the graph). A zoo name wins over a bundled LLM of the same name: ``llm:gpt2`` is the config,
+``gpt2`` the zoo's ONNX export. ``--output FILE`` writes atomically.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 1. ``plan.check_plan`` refuses a plan the model or system cannot run; the source builds one
    device's work for one micro-batch of ``global_batch / (dp * micro_batches)`` samples.
-2. **Kernels** (``time_workload``): the rows are evaluated once on the system's device
-   (``predictor.simulate.evaluate`` with the estimator), time x ``count`` summed per layer slot
-   and phase (forward / backward / update), for the point estimate and the interval ends.
+2. **Kernels** (``time_workload``): the distinct rows (a block repeated over its slots once)
+   are evaluated on the system's device (``predictor.simulate.evaluate`` with the estimator),
+   time x ``count`` summed per layer slot and phase (forward / backward / update), for the point
+   estimate and the interval ends.
 3. **Per micro-batch on stage i** (slots from ``schedule.stage_slots``):
    ``t_i = F_i + B_i + C_i + P_i + Z_i`` with F / B the forward / backward kernels, C the
    tensor / expert collectives of its slots (``CommOp`` x count, ``comm.group_time_s``), P the
@@ -48,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
@@ -86,6 +88,16 @@ class TimedWorkload:
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
 
+def distinct_rows(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(first index of each distinct row, row -> its distinct row) over every column but
+    ``layer``, ``count`` and ``key``: a block repeated over its slots is evaluated once (an
+    estimator sees a row's content, never its slot or key)."""
+    content = [c for c in rows.columns if c not in ("layer", "count", "key")]
+    codes = pd.util.hash_pandas_object(rows[content], index=False).to_numpy()
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return first, inverse
+
+
 def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIMATOR
                   ) -> TimedWorkload:
     """Evaluate ``work.rows`` once on ``hw`` and sum them per (phase, slot)."""
@@ -99,14 +111,15 @@ def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIM
         raise ParallelPlanError(f"row layer slots must lie in 0..{n_slots - 1}")
     profile = get_runtime(work.config.runtime if work.config.runtime is not None
                           else work.runtime)
-    ev = evaluate(rows, hw, work.config, estimator, profile)
+    unique, inverse = distinct_rows(rows)
+    ev = evaluate(rows.iloc[unique].reset_index(drop=True), hw, work.config, estimator, profile)
     count = rows["count"].to_numpy(dtype=float)
     phase = rows["phase"].astype(str).to_numpy()
     slot_s = {}
     for ph in PHASES:
         mask = phase == ph
         for col in TIME_COLUMNS:
-            vals = ev[col].to_numpy(dtype=float)[mask] * count[mask]
+            vals = ev[col].to_numpy(dtype=float)[inverse][mask] * count[mask]
             slot_s[(ph, col)] = np.bincount(layer[mask], weights=vals, minlength=n_slots)
     name = estimator if isinstance(estimator, str) else getattr(estimator, "name", str(estimator))
     return TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s)

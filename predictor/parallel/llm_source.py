@@ -182,20 +182,23 @@ def slot_rows(parts: tuple[dict[str, list], dict[str, list], dict[str, list]],
               layers: int) -> pd.DataFrame:
     """Rows of every slot: the embedding's at slot 0, the block's repeated at 1..L, the
     head's at L+1 (``count`` 1; ``key`` prefixed by the slot so it stays unique)."""
-    frames = [pd.DataFrame(p, columns=list(COLUMNS)) for p in parts]
-    embed, block, head = frames
-    n = len(block)
-    reps = block.iloc[np.tile(np.arange(n), layers)].reset_index(drop=True)
-    slots = np.concatenate([np.zeros(len(embed), int), np.repeat(np.arange(1, layers + 1), n),
-                            np.full(len(head), layers + 1)])
-    rows = pd.concat([embed, reps, head], ignore_index=True)
-    rows["key"] = [f"s{s}:{k}" for s, k in zip(slots, rows["key"], strict=True)]
-    rows["count"] = 1.0
-    rows["layer"] = slots
-    for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
-              "gemm_n", "gemm_k", "inner_elems"):
-        rows[c] = rows[c].astype(float)
-    return rows
+    embed, block, head = parts
+    n_embed, n_block, n_head = (len(p["key"]) for p in parts)
+    slots = np.concatenate([np.zeros(n_embed, int), np.repeat(np.arange(1, layers + 1), n_block),
+                            np.full(n_head, layers + 1)])
+    numeric = {"flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
+               "gemm_n", "gemm_k", "inner_elems"}
+    cols = {}
+    for c in COLUMNS:
+        kind = float if c in numeric else object
+        cols[c] = np.concatenate([np.asarray(embed[c], kind),
+                                  np.tile(np.asarray(block[c], kind), layers),
+                                  np.asarray(head[c], kind)])
+    prefix = np.array([f"s{i}:" for i in range(layers + 2)], dtype=object)
+    cols["key"] = prefix[slots] + cols["key"]
+    cols["count"] = np.ones(len(slots))
+    cols["layer"] = slots
+    return pd.DataFrame(cols)
 
 
 def comm_ops(arch: LLMArch, shard: LLMShard, tokens: float, elem_bytes: float, mode: str,
@@ -212,22 +215,22 @@ def comm_ops(arch: LLMArch, shard: LLMShard, tokens: float, elem_bytes: float, m
         for slot in range(1, L + 1):
             for ph in phases:
                 if sp:
-                    ops += [CommOp("all-gather", act, "tp", ph, slot, pairs),
-                            CommOp("reduce-scatter", act, "tp", ph, slot, pairs)]
+                    ops += [CommOp("all_gather", act, "tp", ph, slot, pairs),
+                            CommOp("reduce_scatter", act, "tp", ph, slot, pairs)]
                 else:
-                    ops.append(CommOp("all-reduce", act, "tp", ph, slot, pairs))
-        ops.append(CommOp("reduce-scatter" if sp else "all-reduce", act, "tp", "forward", 0))
-        ops.append(CommOp("all-reduce", _FP32 * tokens, "tp", "forward", L + 1,
+                    ops.append(CommOp("all_reduce", act, "tp", ph, slot, pairs))
+        ops.append(CommOp("reduce_scatter" if sp else "all_reduce", act, "tp", "forward", 0))
+        ops.append(CommOp("all_reduce", _FP32 * tokens, "tp", "forward", L + 1,
                           CROSS_ENTROPY_ALL_REDUCES))
         if sp:
-            ops.append(CommOp("all-gather", act, "tp", "forward", L + 1))
+            ops.append(CommOp("all_gather", act, "tp", "forward", L + 1))
         if mode == "train":
-            ops.append(CommOp("reduce-scatter" if sp else "all-reduce", act, "tp", "backward",
+            ops.append(CommOp("reduce_scatter" if sp else "all_reduce", act, "tp", "backward",
                               L + 1))
             if sp:
-                ops.append(CommOp("all-gather", act, "tp", "backward", 0))
+                ops.append(CommOp("all_gather", act, "tp", "backward", 0))
     if ep_block:
         size = elem_bytes * moe_pairs(arch, shard, micro) * arch.d_model
-        ops += [CommOp("all-to-all", size, "ep", ph, slot, 2)
+        ops += [CommOp("all_to_all", size, "ep", ph, slot, 2)
                 for slot in range(1, L + 1) for ph in phases]
     return ops

@@ -182,16 +182,35 @@ def search_output(search: Any, fmt: str, top: int | None, header: Mapping[str, A
     return tables, extra
 
 
+#: columns of a serving plan in the table format (csv / json: every column of
+#: ``serving_plan_search``).
+SERVING_COLUMNS: tuple[str, ...] = (
+    "rank", "plan", "replicas", "batch", "ttft_ms", "tpot_ms", "tokens_per_s", "comm_tpot_ms",
+    "memory_GiB", "capacity_GiB", "fits", "over_GiB")
+
+
 def serving_output(df: pd.DataFrame, fmt: str, top: int | None, header: Mapping[str, Any]
                    ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Tables and header of a serving plan search (``serving_plan_search``'s DataFrame, ranked):
-    the rows as they come (``top``: the first N); when none fits, which comes closest."""
-    table = Table.of(df.drop(columns=[c for c in ("notes",) if c in df.columns]))
-    extra: dict[str, Any] = {**header, "plans_evaluated": len(df)}
-    if "fits" in df.columns:
-        extra["plans_that_fit"] = int(df["fits"].sum())
-        if len(df) and not df["fits"].any():
-            extra["verdict"] = "no serving plan fits the devices' memory"
+    """Tables and header of a serving plan search (``serving_plan_search``'s DataFrame, ranked
+    by tokens/s of all replicas): the plans (``top``: the first N); when none fits, which
+    comes closest and by how much it is over; the shown plans' notes (stderr in table/csv)."""
+    records = df.to_dict("records")
+    fitting = sum(1 for r in records if r["fits"])
+    extra: dict[str, Any] = {**header, "plans_evaluated": len(records),
+                             "plans_that_fit": fitting}
+    if records and fitting:
+        best = records[0]
+        extra.update({"best": best["plan"], "best_tokens_per_s": best["tokens_per_s"]})
+    elif records:
+        over = [r for r in records if r["over_GiB"] == r["over_GiB"]]  # measured excess
+        close = min(over, key=lambda r: r["over_GiB"]) if over else records[0]
+        extra["verdict"] = (f"no serving plan fits: the closest, {close['plan']}, needs "
+                            f"{close['memory_GiB']:.4g} GiB per device, {close['over_GiB']:.4g} "
+                            f"GiB over the {close['capacity_GiB']:.4g} GiB")
+    shown = records[:top] if top else records
+    notes = [f"{r['plan']}: {r['notes']}" for r in shown if r["fits"] and r.get("notes")]
     if fmt == "json":
-        return {"plans": table.head(top)}, extra
-    return {"plans": table.head(top)}, extra
+        return {"plans": Table.from_records(shown, tuple(df.columns))}, {**extra}
+    columns = SERVING_COLUMNS if fmt == "table" else tuple(df.columns)
+    table = Table.from_records(records, columns).head(top)
+    return {"plans": table}, {**extra, "_notes": notes}

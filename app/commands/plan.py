@@ -105,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"roofcast plan: wrote {args.output}", file=sys.stderr)
     if args.format == "csv" and "verdict" in extra:  # a CSV has rows only
         print(f"roofcast plan: {extra['verdict']}", file=sys.stderr)
+    for note in extra.get("_notes", ()):
+        print(f"roofcast plan: note: {note}", file=sys.stderr)
     return 0
 
 

@@ -28,9 +28,10 @@
    * ZeRO-2 (DeepSpeed: only a gradient shard is kept, so every micro-batch reduces):
      reduce-scatter(G) per micro-batch — ``Z_i = max(0, rs - B_i)`` —, the last bucket exposed
      once, all-gather(W) after the optimizer;
-   * ZeRO-3: as ZeRO-2, plus all-gather(W) of each layer's parameters in the forward and again
-     in the backward of every micro-batch, prefetched under compute:
-     ``Z_i = max(0, ag - F_i) + max(0, ag + rs - B_i)``; no gather after the optimizer.
+   * ZeRO-3: as ZeRO-2, plus an all-gather of each layer slot's parameters in the forward and
+     again in the backward of every micro-batch (``ag`` = the sum over the stage's slots),
+     prefetched under compute: ``Z_i = max(0, ag - F_i) + max(0, ag + rs - B_i)``; no gather
+     after the optimizer.
 
    Rajbhandari et al. 2020 §7: ZeRO-1/2 move 2 x the parameters per step like an all-reduce,
    ZeRO-3 3 x.
@@ -39,7 +40,8 @@
 7. **Infer**: the forward pipeline ``(m + p - 1) x max_i (F_i + C_i + P_i)``.
 
 Interval: steps 3-7 with every kernel at its ``lower_s`` / ``upper_s`` (communication at its
-point estimate). Memory: ``memory.device_memory``.
+point estimate), widened to contain the point estimate (a shorter backward hides less of the
+gradient sync, so the all-lower step can exceed the point one by that much). Memory: ``memory.device_memory``.
 """
 
 from __future__ import annotations
@@ -209,8 +211,11 @@ def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelP
             groups["dp"] = m * t_sync + t_gather
         else:
             sync = floor
-            zero_mb = np.maximum(0.0, t_gather - fwd) + np.maximum(0.0, t_gather + t_sync - bwd)
-            groups["dp"] = m * (2 * t_gather + t_sync)
+            slot_ag = [group_time_s("all_gather", e * w_b, "dp", plan, system)
+                       for e in work.param_elems]
+            ag = _per_stage(slot_ag, starts)  # one gather per layer
+            zero_mb = np.maximum(0.0, ag - fwd) + np.maximum(0.0, ag + t_sync - bwd)
+            groups["dp"] = m * (2 * ag + t_sync)
         opt = _per_stage(timed.slot_s[("update", col)], starts) / (plan.dp if plan.zero else 1)
         if plan.zero in (1, 2):
             opt = opt + t_gather

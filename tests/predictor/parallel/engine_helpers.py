@@ -1,7 +1,8 @@
 """A tiny ``ParallelSource`` for the engine tests: every block is x[T, d] @ w1[d, 4d] -> Relu
 -> @ w2[4d, d] (T = micro_batch x seq tokens), built with ``workload_table`` in bf16 on the test
 profile ``AS_WRITTEN``; tensor parallelism divides every row's flops and bytes by ``tp`` and adds
-Megatron's 2 all-reduces of [T, d] per block in the forward and 2 in the backward. Slot 0 holds
+Megatron's 2 all-reduces of [T, d] per block in the forward and 2 in the backward; ``ep > 1``
+adds 2 all-to-alls of [T, d] per block each way (dispatch, combine). Slot 0 holds
 an embedding-like MatMul, slot L+1 a head MatMul; sizes per slot are round made-up numbers so
 the memory tests can check exact values."""
 
@@ -70,6 +71,9 @@ class FakeSource:
         comms = tuple(CommOp("all_reduce", act_bytes, "tp", ph, slot, 2.0)
                       for slot in range(1, self.layers + 1) for ph in ("forward", "backward")
                       if tp > 1)
+        comms += tuple(CommOp("all_to_all", act_bytes, "ep", ph, slot, 2.0)
+                       for slot in range(1, self.layers + 1) for ph in ("forward", "backward")
+                       if ep > 1)
         block_params = 8.0 * self.d * self.d / tp * self.param_scale
         n = self.layers + 2
         return ShardedWorkload(

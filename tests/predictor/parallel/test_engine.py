@@ -109,10 +109,33 @@ def test_zero3_gathers_every_micro_batch():
     pred = predict_parallel(src, SYSTEM, plan, global_batch=16)
     work = src.build(tp=1, ep=1, micro_batch=1, sequence_parallel=False, mode="train")
     w = work.param_elems.sum() * 2.0
-    ag = group_time_s("all_gather", w, "dp", plan, SYSTEM)
+    ag = sum(group_time_s("all_gather", e * 2.0, "dp", plan, SYSTEM) for e in work.param_elems)
     rs = group_time_s("reduce_scatter", w, "dp", plan, SYSTEM)
     assert pred.comm_s_by_group["dp"] == pytest.approx(2 * (2 * ag + rs))
     assert pred.memory.weights_bytes == pytest.approx(w / 8)
+
+
+def test_zero2_reduces_every_micro_batch():
+    src = FakeSource()
+    plan = ParallelPlan(dp=8, micro_batches=2, zero=2)
+    pred = predict_parallel(src, SYSTEM, plan, global_batch=16)
+    work = src.build(tp=1, ep=1, micro_batch=1, sequence_parallel=False, mode="train")
+    w = work.param_elems.sum() * 2.0
+    ag = group_time_s("all_gather", w, "dp", plan, SYSTEM)
+    rs = group_time_s("reduce_scatter", w, "dp", plan, SYSTEM)
+    assert pred.comm_s_by_group["dp"] == pytest.approx(2 * rs + ag)
+    assert pred.memory.gradients_bytes == pytest.approx(w / 8)
+    assert pred.memory.weights_bytes == pytest.approx(w)
+
+
+def test_expert_all_to_all_on_the_ep_group():
+    src = FakeSource(experts=8)
+    plan = ParallelPlan(dp=8, ep=4, micro_batches=2)
+    pred = predict_parallel(src, SYSTEM, plan, global_batch=16)
+    a2a = group_time_s("all_to_all", 128 * 256 * 2.0, "ep", plan, SYSTEM)
+    assert a2a > 0
+    assert pred.comm_s_by_group["ep"] == pytest.approx(2 * 4 * 2 * 2 * a2a)  # m x L x 2 x 2
+    assert pred.comm_s_by_group["tp"] == 0.0
 
 
 def test_infer_is_a_forward_pipeline():

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.graph_import.llm.load import load_llm
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.parallel.llm_activations import ActivationCase, slot_activation_bytes
 from roofcast.predictor.parallel.llm_block import (
@@ -81,7 +82,8 @@ CROSS_ENTROPY_ALL_REDUCES = 3
 class LLMParallelSource:
     """``ParallelSource`` of a decoder LLM's training (module docstring).
 
-    arch: the model; seq_tokens: tokens per sample; precision: the run's compute and
+    arch: the model (an ``LLMArch``, or a name / config path / ONNX decoder for
+    ``graph_import.llm.load.load_llm``); seq_tokens: tokens per sample; precision: the run's compute and
     activation precision (``bf16`` mixed precision by default); runtime: the execution
     profile's name (None: the GPU default runtime) — its ``attention`` (``fused`` / ``eager``)
     decides the attention kernels and what they keep; optimizer: ``adam`` or
@@ -89,9 +91,11 @@ class LLMParallelSource:
     modern LLMs pre-train without it.
     """
 
-    def __init__(self, arch: LLMArch, *, seq_tokens: int, precision: str = "bf16",
+    def __init__(self, arch: LLMArch | str, *, seq_tokens: int, precision: str = "bf16",
                  runtime: str | None = None, optimizer: str = "adam",
                  dropout: bool = False) -> None:
+        if not isinstance(arch, LLMArch):
+            arch = load_llm(arch)
         if isinstance(seq_tokens, bool) or not isinstance(seq_tokens, int | np.integer) \
                 or seq_tokens < 1:
             raise ParallelPlanError(f"seq_tokens must be a positive integer, got {seq_tokens!r}")

@@ -6,5 +6,7 @@ through the op cost registry; ``precision``: tensor-class dtypes; ``memory``: we
 activations + engine reserve, the largest batch, the devices needed; ``phases``: kernel times of
 prefill and decode steps on a device; ``calibration``: per-engine corrections fitted on measured
 serving data; ``serving``: TTFT, TPOT, end-to-end latency and tokens/s (static or continuous
-batching).
+batching), on one device or one tensor/pipeline/expert parallel replica (``sharding``: the
+checks and one device's shapes; ``comm``: the step's collectives); ``serving_plan``: every
+``tp x pp`` split of a system ranked by tokens/s.
 """

@@ -18,6 +18,12 @@ the engine's reserve (bytes).
   ``[serving]`` table ``DEFAULT_MEMORY_UTILIZATION`` = 0.9, vLLM's
   ``gpu_memory_utilization`` default): CUDA context, workspace, what the engine leaves free.
 
+**Parallel** (``cfg.tp``/``pp``/``ep``, ``sharding``): the fullest device of the replica —
+``device_weights_bytes`` (``ceil(L / pp)`` layers of ``local_arch`` with ``E / ep`` experts;
+norms replicated; embedding and LM head vocab-parallel, on the first and last stage), the KV of
+its ``ceil(L / pp)`` layers and ``kv_heads_per_device`` KV heads (replicated when ``tp`` exceeds
+the KV heads), the activations of ``local_arch``; the reserve per device.
+
 ``max_batch``: the largest batch whose total fits the capacity (0 when the weights and one
 request do not). ``devices_needed``: ``ceil((weights + one request's KV and activations) /
 (capacity x memory_utilization))`` — tensor parallelism splits weights and KV evenly, so this

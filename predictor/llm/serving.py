@@ -39,6 +39,26 @@ static, the wave's batch in both phases; continuous, the C decoding requests per
 and 1 for TTFT (one request's prompt); every metric's ``lower``/``upper`` follows from those
 intervals.
 
+**Tensor / pipeline / expert parallel** (``cfg.tp``, ``cfg.pp``, ``cfg.ep``; ``sharding``): one
+replica runs on ``tp x pp`` devices of ``system`` (``predict_serving(..., system=)``; None: one
+node of the device, ``hw_catalog.systems.system_from_device``). The kernels are one device's
+(``sharding.local_arch``: heads, KV heads, ``d_ff``, vocabulary split; MoE: the busiest expert
+group), timed over all ``L`` layers since a step passes every stage; the memory is the fullest
+device's (``memory.serving_memory``); ``max_batch`` is per replica. The engine calibration maps
+the kernel time only; the step's communication (``comm.step_comm``: ``tp`` all-reduces, the
+logits' all-gather, ``pp - 1`` sends) is added after it, to TTFT once per TTFT step and to TPOT:
+
+    TTFT = cal_prefill(kernels) + steps x comm(prefill step)
+    TPOT = cal_decode(kernels) + comm(decode step)
+
+Pipeline stages: a static batch passes them one after the other (TensorRT-LLM's static
+``GenerationSession`` runs the whole batch stage by stage: Argonne's PP rows are no faster than
+one GPU); under continuous batching the engine keeps up to ``pp`` micro-batches of
+``ceil(C / pp)`` requests in flight (TensorRT-LLM's in-flight batching micro-batch scheduler), so
+TPOT is one micro-batch's pass through all stages (x ``pp x ceil(L / pp) / L`` when the
+stages are uneven: each round waits for the fullest stage) and ``C`` requests advance per TPOT.
+``usd_per_million_tokens`` and ``tokens_per_joule`` count all ``tp x pp`` devices.
+
 **Cost and energy**: ``usd_per_million_tokens`` = the device's list price amortised over
 ``AMORTISATION_YEARS`` = 3 years of continuous use (``price / (3 x 365 x 86400 s)``) divided
 by the output tokens/s, x 1e6 (no power, hosting or idle time; None without a price);
@@ -79,7 +99,7 @@ from roofcast.predictor.llm.phases import (
     time_steps,
 )
 from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
-from roofcast.predictor.llm.sharding import Sharding, check_sharding, local_arch
+from roofcast.predictor.llm.sharding import Sharding, check_sharding, local_arch, stage_layers
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
 from roofcast.predictor.parallel.types import ParallelPlanError
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
@@ -419,7 +439,8 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
             first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
             groups = cells[i].wave_batch / math.ceil(cells[i].wave_batch / sh.pp)
             out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
-                            timed.of(second[0])[0][d], extra.decoding * groups, None,
+                            timed.of(second[0])[0][d] * _round_factor(arch, sh, groups),
+                            extra.decoding * groups, None,
                             decode_seqs=extra.decoding,
                             ttft_work=(extra.ttft_steps, *_step_work(extra.ttft)),
                             tpot_work=(1.0, *_step_work(extra.mixed)))
@@ -432,6 +453,15 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
                      for x in timed.table["peak_note"].iloc[timed.rows_of[(lb, dev)]] if x]
             out[i] = replace(out[i], peak_notes=tuple(sorted(set(notes))))
     return out
+
+
+def _round_factor(arch: LLMArch, sh: Sharding, groups: float) -> float:
+    """A steady-state round of ``groups`` micro-batches over ``pp`` stages over one pass
+    through all stages: each stage works ``groups`` times per round on its ``ceil(L / pp)``
+    layers, and a round is no shorter than one pass: ``max(1, groups x ceil(L / pp) / L)``
+    (1 for even stages with at most ``pp`` micro-batches; uneven stages wait for the
+    fullest)."""
+    return max(1.0, groups * stage_layers(arch, sh.pp) / arch.n_layers)
 
 
 def _step_work(step: Step) -> tuple[float, float]:

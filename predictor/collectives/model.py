@@ -12,8 +12,9 @@ says how many of the group sit on each node (``ranks_per_node``: 1 for a data-pa
 strided over nodes). A phase on the node's fabric runs at the kind's bandwidth
 (:data:`FABRIC_BANDWIDTH`: NVLink pairs carry only 2 ranks, wider groups cross PCIe; a fully
 connected Infinity Fabric group uses per_node - 1 of a device's links), an inter-node phase at
-the rank's NIC share ``nic.GBps x nic.count_per_node / max(sharers, nic.count_per_node)``
-(sharers: the group's ranks per node, or all devices of the node sending at once). Fabric kinds
+``streams`` x the rank's NIC share ``nic.GBps x nic.count_per_node / max(sharers,
+nic.count_per_node)`` (sharers: the group's ranks per node, or all devices of the node sending
+at once; streams: the node's ranks carrying a ring in parallel, ``steps.py``). Fabric kinds
 without curves of their own borrow a fitted kind's parameters (:data:`PARAMS_FROM`). Time of one
 algorithm =
 sum over phases of ``steps x (latency_us + step_overhead_us) x 1e-6
@@ -136,7 +137,7 @@ def _phase_s(phase: Phase, size_bytes: float, system: Any, per_node: int, sharer
              params: Mapping[str, FabricParams]) -> float:
     if phase.level == INTER:
         kind, lat_us = NIC_KIND, system.nic.latency_us
-        GBps = nic_GBps_per_rank(system, sharers)
+        GBps = nic_GBps_per_rank(system, sharers) * phase.streams
     else:
         kind, lat_us = system.fabric.kind, system.fabric.latency_us
         rule = FABRIC_BANDWIDTH.get(kind)

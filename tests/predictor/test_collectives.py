@@ -18,7 +18,7 @@ from roofcast.predictor.collectives.params import (
     data_sha256,
     load_params,
 )
-from roofcast.predictor.collectives.steps import ALGORITHMS, INTER, INTRA, Layout
+from roofcast.predictor.collectives.steps import ALGORITHMS, INTER, Layout
 from roofcast.predictor.errors import PredictionError
 
 MiB = 2**20
@@ -40,15 +40,18 @@ def test_ring_all_reduce_moves_2_n_minus_1_over_n_of_the_size(n):
     assert (gather.steps, gather.wire_bytes) == (n - 1, pytest.approx((n - 1) / n * 1000.0))
 
 
-def test_nvls_only_on_nvlink4_switches_and_hierarchical_only_across_nodes():
+def test_nvls_only_on_nvlink4_switches_and_rings_across_nodes_use_every_ranks_nic():
     nvls = ALGORITHMS["all_reduce"]["nvls"]
     assert nvls(1e6, Layout(8, 8, "nvswitch", 300.0)) is None
     assert nvls(1e6, Layout(8, 8, "nvswitch", 450.0))[0].wire_bytes == 1e6
-    hier = ALGORITHMS["all_reduce"]["hierarchical"]
-    assert hier(1e6, Layout(8, 8, "nvswitch", 300.0)) is None
-    phases = hier(8e6, Layout(16, 8, "nvswitch", 300.0))
-    assert [p.level for p in phases] == [INTRA, INTER, INTRA]
-    assert phases[1].wire_bytes == pytest.approx(1e6)  # size/8 all-reduced over 2 nodes
+    assert nvls(1e6, Layout(16, 8, "nvswitch", 450.0)) is None  # one node only
+    (ring,) = ALGORITHMS["all_reduce"]["ring"](16e6, Layout(16, 8, "nvswitch", 300.0))
+    # NCCL's ring over all 16 ranks: each node's 8 NIC shares carry it in parallel
+    assert (ring.level, ring.streams, ring.steps) == (INTER, 8, 30)
+    assert ring.wire_bytes == pytest.approx(2 * 15 / 16 * 16e6)
+    (gather,) = ALGORITHMS["all_gather"]["ring"](16e6, Layout(4, 1, "nvswitch", 300.0))
+    assert (gather.level, gather.streams, gather.wire_bytes) == (INTER, 1, pytest.approx(12e6))
+    assert ALGORITHMS["all_reduce"]["tree"](1e6, Layout(16, 8, "nvswitch", 300.0)) is None
 
 
 def test_closed_form_time_of_send_recv():

@@ -122,6 +122,11 @@ def systems_output(preds: Sequence[ParallelPrediction], fmt: str
 
 
 # ----------------------------------------------------------------------------- plan search
+def _number(value: Any) -> bool:
+    """A value that is a number (not None, not NaN)."""
+    return isinstance(value, int | float) and value == value
+
+
 def plan_rows(table: pd.DataFrame, fmt: str = "json") -> list[dict[str, Any]]:
     """The search's table (``as_dict`` columns + rank) as records with memory in GiB; a CSV
     cell holds the notes as one "; "-separated string."""
@@ -173,6 +178,8 @@ def search_output(search: Any, fmt: str, top: int | None, header: Mapping[str, A
                                             tuple(rows[0]) if rows else ("rank",)),
                 "rejected": rejected}, extra
     columns = ("rank", *PLAN_COLUMNS)
+    if fmt == "table" and not any(_number(r.get("tokens_per_s")) for r in rows):
+        columns = tuple(c for c in columns if c != "tokens_per_s")  # not a sequence model
     if fmt == "csv":
         columns = (*columns, *(k for k in (rows[0] if rows else {}) if k not in columns))
     table = Table.from_records(rows, columns).head(top)

@@ -124,3 +124,30 @@ def test_compare_two_systems_runs_the_same_plan_on_each(capsys):
     assert {r["plan"] for r in rows} == {"dp1 tp8 pp1 m1"}
     assert rows[0]["speedup"] == 1.0
     assert rows[1]["speedup"] == pytest.approx(rows[0]["step_s"] / rows[1]["step_s"])
+
+
+# ----------------------------------------------------------------------------- ONNX graphs
+def test_predict_an_onnx_model_on_a_system_is_the_api_graph_step(capsys):
+    argv = ("predict", "bert_base", "--system", "hgx-h100", "--tp", "2", "--global-batch",
+            "64", "--mode", "train", "--dim", "sequence=128")
+    doc = run_json(capsys, *argv)
+    pred = roofcast.predict("bert_base", system="hgx-h100", tp=2, global_batch=64,
+                            mode="train", dims={"sequence": 128})
+    assert doc["plan"] == pred.plan.label() == "dp4 tp2 pp1 m1"
+    assert doc["step_s"] == pytest.approx(pred.step_s, rel=1e-12)
+    assert doc["comm_tp_s"] > 0
+    assert doc["micro_batch"] == 16
+
+
+def test_plan_an_onnx_model_without_sequence_leaves_tokens_out(capsys):
+    argv = ("plan", "resnet50", "--hw", "a100-80gb-sxm", "--devices", "4", "--global-batch",
+            "256", "--top", "3")
+    doc = run_json(capsys, *argv)
+    search = roofcast.plan("resnet50", hw="a100-80gb-sxm", devices=4, global_batch=256)
+    assert doc["best"] == search.best.plan.label()
+    assert doc["plans"][0]["tokens_per_s"] is None
+    assert "seq_tokens" not in doc
+    assert main(list(argv)) == 0
+    out = capsys.readouterr().out
+    assert "tokens_per_s" not in out
+    assert "samples_per_s" in out

@@ -523,3 +523,19 @@ def plan_memory_bars(table: pd.DataFrame) -> go.Figure:
     fig = _layout(fig, "Memory per device", height=max(280, 40 * len(table) + 150))
     fig.update_layout(legend={"y": -0.12})
     return fig
+
+
+def serving_plan_bars(table: pd.DataFrame) -> go.Figure:
+    """Output tokens/s of all replicas per serving plan (rows of
+    ``predictor.llm.serving_plan.serving_plan_search``, best first), with TPOT and the memory
+    of the fullest device written beside each bar; a plan that does not fit has no bar."""
+    fig = go.Figure(go.Bar(x=table["tokens_per_s"], y=table["plan"], orientation="h",
+                           marker_color="#4C78A8", name="output tokens/s",
+                           hovertemplate="%{y}: %{x:,.4g} tokens/s<extra></extra>"))
+    fig.update_xaxes(title="output tokens/s (all replicas)")
+    _device_rows(fig, table["plan"], [
+        f"<b>TPOT {t:.4g} ms</b><br>{m:.4g} / {c:.4g} GiB" if f else
+        f"<b>does not fit</b><br>{o:.4g} GiB over"
+        for t, m, c, f, o in zip(table["tpot_ms"], table["memory_GiB"], table["capacity_GiB"],
+                                 table["fits"], table["over_GiB"], strict=True)])
+    return _layout(fig, "Serving plans", height=max(280, 40 * len(table) + 150))

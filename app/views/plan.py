@@ -9,6 +9,10 @@ step), and the memory of the most loaded device (weights, gradients, optimizer s
 activations, working set) against its capacity. When no plan fits, the page says which comes
 closest and by how much it is over.
 
+Serving (LLM configs): every tensor x pipeline split of the devices into replicas
+(``predictor.llm.serving_plan.serving_plan_search``), ranked by output tokens/s of all replicas
+at as many requests as fit, with TTFT, TPOT and the fullest device's memory.
+
 The model is a bundled LLM config (Megatron-LM on its architecture) or a zoo ONNX model
 (sharded from its graph); the system a catalog system (``roofcast systems list``) or N of a
 catalog device.
@@ -27,7 +31,7 @@ from roofcast.app.parallel_report import closest_sentence, fit_sentence, plan_ro
 
 MODEL_SOURCES = ("LLM config", "Zoo ONNX model")
 PLACEMENTS = ("Catalog system", "Device × count")
-MODES = {"train": "training step", "infer": "inference step"}
+MODES = {"train": "training step", "infer": "inference step", "serve": "LLM serving"}
 RECOMPUTE = {"both": (False, True), "off": (False,), "on": (True,)}
 DEFAULTS: dict[str, Any] = {"plan_model_source": MODEL_SOURCES[0], "plan_llm": "llama-3.1-70b",
                             "plan_zoo": "bert_base", "plan_placement": PLACEMENTS[0],
@@ -39,6 +43,17 @@ DEFAULTS: dict[str, Any] = {"plan_model_source": MODEL_SOURCES[0], "plan_llm": "
 SHOWN = ("rank", "plan", "micro_batch", "step_s", "compute_s", "exposed_comm_s", "bubble_s",
          "optimizer_s", "samples_per_s", "tokens_per_s", "memory_GiB", "capacity_GiB", "fits",
          "over_GiB")
+
+
+SERVING_SHOWN = ("rank", "plan", "replicas", "batch", "ttft_ms", "tpot_ms", "tokens_per_s",
+                 "comm_tpot_ms", "memory_GiB", "capacity_GiB", "fits", "over_GiB", "notes")
+
+
+@st.cache_data(max_entries=16, show_spinner="Searching the serving plans…")
+def serving(model: str, where: tuple, input_tokens: int) -> pd.DataFrame:
+    """``roofcast.plan(mode="serve")``'s ranked table (cached per input)."""
+    kw = dict(where)
+    return api.plan(model, kw.pop("system", None), **kw, mode="serve", seq_tokens=input_tokens)
 
 
 @st.cache_data(max_entries=16, show_spinner="Searching the plans…")
@@ -82,9 +97,11 @@ def controls() -> tuple[str, dict, dict]:
         mode = st.radio("Mode", tuple(MODES), key="plan_mode", horizontal=True,
                         format_func=MODES.__getitem__)
         global_batch = st.number_input("Global batch (samples per step)", min_value=1,
-                                       max_value=1 << 24, step=64, key="plan_global_batch")
-        seq = st.number_input("Tokens per sample (LLM)", min_value=1, max_value=1 << 20,
-                              step=512, key="plan_seq",
+                                       max_value=1 << 24, step=64, key="plan_global_batch",
+                                       disabled=mode == "serve",
+                                       help="serving: as many requests as fit per replica")
+        seq = st.number_input("Tokens per sample (LLM; serving: prompt tokens)", min_value=1,
+                              max_value=1 << 20, step=512, key="plan_seq",
                               help="capped at the model's context; ignored by ONNX models")
     c4, c5, c6 = st.columns(3)
     zero = c4.multiselect("ZeRO stages to try", [0, 1, 2, 3], key="plan_zero")
@@ -124,6 +141,9 @@ def render() -> None:
                "with its breakdown and the memory of each device.")
     model, where, settings = controls()
     st.session_state["plan_label"] = f"{model} on {where.get('system') or where['hw']}"
+    if settings["mode"] == "serve":
+        render_serving(model, where, settings)
+        return
     try:
         table, rejected, elapsed = search(model, tuple(where.items()),
                                           settings["global_batch"], settings["mode"],
@@ -156,6 +176,38 @@ def render() -> None:
     if notes:
         with st.expander(f"Notes ({len(notes)})"):
             st.markdown("\n".join(f"- {n}" for n in notes))
+
+
+def render_serving(model: str, where: dict, settings: dict) -> None:
+    """The serving plans: the best as metrics (or the closest plan's excess), the tokens/s
+    chart and the ranked table."""
+    if not model.startswith("llm:"):
+        st.info("Serving plans are for LLM configs: pick one under Model.")
+        return
+    try:
+        table = serving(model, tuple(where.items()), settings["seq"] or 512)
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    fits = table[table["fits"]]
+    if len(fits):
+        best = fits.iloc[0]
+        cols = st.columns(4)
+        cols[0].metric("Best plan", best["plan"])
+        cols[1].metric("Output tokens/s", f"{best['tokens_per_s']:,.4g}")
+        cols[2].metric("TPOT", f"{best['tpot_ms']:.4g} ms")
+        cols[3].metric("Memory per device", f"{best['memory_GiB']:.4g} GiB")
+    elif len(table):
+        close = table.loc[table["over_GiB"].idxmin()]
+        st.warning(f"no serving plan fits: the closest, {close['plan']}, needs "
+                   f"{close['memory_GiB']:.4g} GiB per device, {close['over_GiB']:.4g} GiB over "
+                   f"the {close['capacity_GiB']:.4g} GiB", icon=":material/memory:")
+    top = table.head(settings["top"])
+    st.plotly_chart(charts.serving_plan_bars(top), width="stretch")
+    shown = top[list(SERVING_SHOWN)]
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g")
+                                for c in shown.columns if shown[c].dtype.kind == "f"})
 
 
 if __name__ == "__main__":

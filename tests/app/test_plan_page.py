@@ -65,3 +65,25 @@ def test_device_times_count_and_bad_counts():
     assert not at.exception
     assert at.error
     assert "nodes of 8" in at.error[0].value
+
+
+def test_serving_mode_ranks_the_serving_plans_as_the_api_does():
+    at = start(PAGE, plan_llm="llama-3.1-70b", plan_system="hgx-h100", plan_mode="serve",
+               plan_seq=512)
+    assert_clean(at)
+    want = roofcast.plan("llama-3.1-70b", "hgx-h100", mode="serve", seq_tokens=512)
+    table = at.dataframe[0].value
+    assert table["plan"].tolist() == want["plan"].head(10).tolist()
+    assert table["tokens_per_s"].tolist() == pytest.approx(
+        want["tokens_per_s"].head(10).tolist(), rel=1e-12, nan_ok=True)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Best plan"] == want["plan"].iloc[0]
+    bars = figure(at, "Serving plans")
+    assert values(bars["data"][0]["x"]) == pytest.approx(
+        want["tokens_per_s"].head(10).tolist(), rel=1e-12, nan_ok=True)
+
+
+def test_serving_mode_asks_for_an_llm_config():
+    at = start(PAGE, plan_model_source="Zoo ONNX model", plan_mode="serve")
+    assert_clean(at)
+    assert "LLM configs" in at.info[0].value

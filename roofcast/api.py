@@ -270,8 +270,8 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     >>> p.device, p.config.input_tokens, p.ttft_s < p.e2e_latency_s
     ('h100-sxm', 1024, True)
     >>> record = p.as_dict()             # milliseconds, tokens/s, GiB
-    >>> sorted(k for k in record if k.endswith(("_ms", "_per_s")))[:3]
-    ['e2e_latency_ms', 'output_tokens_per_s', 'total_tokens_per_s']
+    >>> sorted(k for k in record if k.endswith("_per_s"))
+    ['output_tokens_per_s', 'total_tokens_per_s']
     >>> df = roofcast.llm("llama-3.1-70b", ["h100-sxm", "h200", "mi300x"],
     ...                   input_tokens=2048, output_tokens=256, weights="fp8")
     >>> list(df["device"]), float(df["speedup"].iloc[0])

@@ -96,8 +96,8 @@ def run_parallel(args: argparse.Namespace) -> int:
     any work."""
     import sys
 
-    from roofcast.app.commands.llm import render
     from roofcast.app.commands.predict import parallel_options
+    from roofcast.app.output_file import render
     from roofcast.app.parallel_args import placement
     from roofcast.app.parallel_report import systems_output
     from roofcast.parallel_api import predict_parallel, target_system

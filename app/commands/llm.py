@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roofcast.app.argtypes import positive_int, runtime_name
-from roofcast.app.output import Table, add_format_arg, emit
+from roofcast.app.output import Table, add_format_arg
+from roofcast.app.output_file import check_writable, render, write_atomically
 from roofcast.app.parallel_args import SERVING_FLAGS, add_degree_args, add_placement_args
 from roofcast.predictor.llm.types import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
@@ -282,42 +283,3 @@ def list_output() -> tuple[dict[str, Any], dict[str, Any]]:
     table = table[["name", "family", "params_B", "active_params_B", "layers", "d_model", "heads",
                    "kv_heads", "head_dim", "max_context", "kv_bytes_per_token_fp16"]]
     return {"models": table}, {"bundled_models": len(table)}
-
-
-# ----------------------------------------------------------------------------- writing
-def render(tables: dict[str, Any], fmt: str, extra: dict[str, Any]) -> str:
-    import io
-
-    buf = io.StringIO()
-    emit(tables, fmt, out=buf, extra={k: v for k, v in extra.items() if not k.startswith("_")})
-    return buf.getvalue()
-
-
-def check_writable(path: Path) -> None:
-    """PredictionError unless ``path`` can be written: its folder exists, it is no folder."""
-    from roofcast.predictor.errors import PredictionError
-
-    if path.is_dir():
-        raise PredictionError(f"--output {path} is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise PredictionError(f"--output {path}: folder {path.parent} does not exist")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a
-    reader sees the old file or the whole new one, never a part."""
-    import os
-    import tempfile
-
-    from roofcast.predictor.errors import PredictionError
-
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise PredictionError(f"cannot write --output {path}: {exc.strerror or exc}") from None

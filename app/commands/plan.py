@@ -92,7 +92,7 @@ def check_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofcast.app.commands.llm import check_writable, render, write_atomically
+    from roofcast.app.output_file import check_writable, render, write_atomically
 
     if args.output is not None:
         check_writable(args.output)  # before any work

@@ -312,7 +312,7 @@ def parallel_options(args: argparse.Namespace, command: str) -> dict:
 
 def run_parallel(args: argparse.Namespace) -> int:
     """One step of a plan on several devices (module docstring)."""
-    from roofcast.app.commands.llm import render
+    from roofcast.app.output_file import render
     from roofcast.app.parallel_args import placement
     from roofcast.app.parallel_report import step_output
     from roofcast.parallel_api import predict_parallel

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from roofcast.app.commands.llm import render
+from roofcast.app.output_file import render
 from roofcast.app.parallel_report import closest_sentence, plan_rows, search_output
 from roofcast.parallel_api import plan
 from tests.app.test_parallel_flags import arg_error, user_error

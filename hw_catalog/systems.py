@@ -415,7 +415,7 @@ def system_from_device(hw: Any, n_devices: int) -> SystemSpec:
     if n_devices % per_node:
         raise HardwareSpecError(
             f"{n_devices} devices of {spec.id} do not fill nodes of {NODE_DEVICES}; use a multiple "
-            f"of {NODE_DEVICES}, or a catalog system (roofcast hw systems) or a what-if "
+            f"of {NODE_DEVICES}, or a catalog system (roofcast systems list) or a what-if "
             f"'hgx-h100:nodes=N'")
     fabric = next((f for rule in FABRIC_RULES if (f := rule(spec, per_node))), None)
     if fabric is None:

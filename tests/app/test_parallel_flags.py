@@ -167,3 +167,26 @@ def test_llm_without_parallel_flags_prints_no_replica_lines(capsys):
     out = capsys.readouterr().out
     assert "devices:" not in out
     assert "tp:" not in out
+
+
+def test_predict_without_hw_or_system_says_what_to_give(capsys):
+    assert "give --hw ID" in user_error(capsys, "predict", "resnet50")
+    assert "give --hw A,B,C" in user_error(capsys, "compare", "resnet50")
+
+
+def test_zero_and_recompute_flags_reach_the_plan_and_shrink_memory(capsys):
+    base = ("predict", "llama-3.1-8b", "--system", "hgx-h100", "--global-batch", "8",
+            "--mode", "train", "--format", "json")
+    docs = {}
+    for extra in ((), ("--zero", "3"), ("--recompute",), ("--tp", "2", "--sequence-parallel")):
+        assert main([*base, *extra]) == 0
+        docs[extra] = json.loads(capsys.readouterr().out)
+    plain, zero3 = docs[()], docs[("--zero", "3")]
+    assert (plain["zero"], zero3["zero"]) == (0, 3)
+    assert zero3["optimizer_bytes"] == pytest.approx(plain["optimizer_bytes"] / 8)
+    assert zero3["weights_bytes"] < plain["weights_bytes"]
+    rc = docs[("--recompute",)]
+    assert rc["recompute"] is True
+    assert rc["activations_bytes"] < plain["activations_bytes"]
+    sp = docs[("--tp", "2", "--sequence-parallel")]
+    assert sp["plan"] == "dp4 tp2 pp1 m1 sp"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from roofcast.predictor.collectives.measured import measured_layout
+from roofcast.predictor.collectives.measured import PROBE_CURVE, measured_layout, probed_nic
 from roofcast.predictor.collectives.model import model_time_s
 from roofcast.predictor.collectives.params import FabricParams
 
@@ -38,10 +38,19 @@ def _unpack(x: np.ndarray, kinds: tuple[str, ...]) -> dict[str, FabricParams]:
     return out
 
 
-def predict_rows(rows: pd.DataFrame, params: Mapping[str, FabricParams]) -> np.ndarray:
+Probes = Mapping[str, tuple[float, float]]
+"""curve system -> (size_bytes, time_s) of its network probe (``measured.probe_points``)"""
+
+
+def predict_rows(rows: pd.DataFrame, params: Mapping[str, FabricParams],
+                 probes: Probes | None = None) -> np.ndarray:
+    """Model times of measured rows, each on its measured layout; a system in ``probes`` gets
+    the NIC its probe implies under ``params`` (``measured.probed_nic``)."""
+    probes = probes or {}
+    nics = {s: probed_nic(s, probe, params["nic/p2p"]) for s, probe in probes.items()}
     out = []
     for r in rows.itertuples(index=False):
-        sysm = measured_layout(r.system, r.n_ranks, r.ranks_per_node)
+        sysm = measured_layout(r.system, r.n_ranks, r.ranks_per_node, nics.get(r.system))
         out.append(model_time_s(r.collective, r.size_bytes, r.n_ranks, sysm, params,
                                 ranks_per_node=r.ranks_per_node))
     return np.array(out)
@@ -54,22 +63,33 @@ EXCLUDED_CURVES: dict[tuple[str, str, int, int], str] = {
 }
 
 
-def fit_rows(curves: pd.DataFrame) -> pd.DataFrame:
+def is_probe(curves: pd.DataFrame, probes: Probes) -> pd.Series:
+    """Rows of the probe curves of the systems in ``probes``."""
+    collective, n, per_node = PROBE_CURVE
+    return (curves.system.isin(list(probes)) & (curves.collective == collective)
+            & (curves.n_ranks == n) & (curves.ranks_per_node == per_node))
+
+
+def fit_rows(curves: pd.DataFrame, probes: Probes | None = None) -> pd.DataFrame:
+    """Rows the fit uses: sizes in range, not excluded, not a probe curve."""
     keys = list(zip(curves.system, curves.collective, curves.n_ranks, curves.ranks_per_node, strict=False))
     excluded = pd.Series([k in EXCLUDED_CURVES for k in keys], index=curves.index)
     in_range = (curves.size_bytes >= FIT_MIN_BYTES) & (curves.size_bytes <= FIT_MAX_BYTES)
-    return curves[in_range & ~excluded]
+    return curves[in_range & ~excluded & ~is_probe(curves, probes or {})]
 
 
-def fit_params(curves: pd.DataFrame) -> dict[str, FabricParams]:
-    rows = fit_rows(curves)
+def fit_params(curves: pd.DataFrame, probes: Probes | None = None) -> dict[str, FabricParams]:
+    """Least-squares parameters over ``fit_rows``; systems in ``probes`` on their probed NICs
+    (only those of systems present in ``curves`` are used)."""
+    probes = {s: p for s, p in (probes or {}).items() if s in set(curves.system)}
+    rows = fit_rows(curves, probes)
     measured = np.log(rows.time_s.to_numpy(float))
     x0 = np.append(np.tile([5.0, 0.7, np.log(1e6)], len(KINDS)), [1.2, 1.0])
     lo = np.append(np.tile([0.0, 0.01, np.log(1e3)], len(KINDS)), [0.5, 0.3])
     hi = np.append(np.tile([200.0, 1.0, np.log(1e10)], len(KINDS)), [3.0, 3.0])
 
     def resid(x: np.ndarray) -> np.ndarray:
-        return np.log(predict_rows(rows, _unpack(x, KINDS))) - measured
+        return np.log(predict_rows(rows, _unpack(x, KINDS), probes)) - measured
 
     res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, diff_step=1e-3)
     return _unpack(res.x, KINDS)

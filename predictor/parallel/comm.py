@@ -41,6 +41,7 @@ def group_stride(group: str, plan: ParallelPlan) -> tuple[int, int]:
     }[group]
 
 
+@lru_cache(maxsize=4096)
 def group_layout(n_ranks: int, stride: int, devices_per_node: int) -> tuple[int, int]:
     """(nodes touched, ranks per node) of the group ``0, s, 2s, ...`` (n ranks, stride s) on
     nodes of ``devices_per_node`` consecutive ranks. Uneven spreads (a stride that does not

@@ -19,8 +19,11 @@
 5. **Data-parallel gradient sync** (``G`` = the stage's gradient bytes at the run's precision,
    ``W`` its weight bytes), as DDP / Megatron-LM overlap it with the last micro-batch's
    backward in buckets (Li et al. 2020, "PyTorch Distributed", §3.2.3; DDP's 25 MiB buckets):
-   ``exposed = max(T - B_i, T x min(1, 25 MiB / G))`` — the part longer than the backward, and
-   at least the last bucket, which only starts when the backward is done. T:
+   the last bucket (``T x min(1, 25 MiB / G)``) only starts when stage i's backward is done.
+   The step ends with stage 0's last backward; stage i finished its own ``D_i = B_0 + ... +
+   B_{i-1}`` earlier (the last micro-batch's gradient still flows back through the earlier
+   stages), so ``exposed_i = max(0, T - (B_i + D_i), T x min(1, 25 MiB / G) - D_i)`` and the
+   step pays the largest over stages (one stage: ``max(T - B, last bucket)``). T:
 
    * ZeRO-0: all-reduce(G) once per step;
    * ZeRO-1 (Megatron's distributed optimizer): reduce-scatter(G) once per step, and after the
@@ -47,7 +50,7 @@ gradient sync, so the all-lower step can exceed the point one by that much). Mem
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,7 +62,7 @@ from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
 from roofcast.predictor.parallel.comm import group_time_s
 from roofcast.predictor.parallel.memory import bytes_per_param, device_memory
 from roofcast.predictor.parallel.plan import check_plan
-from roofcast.predictor.parallel.schedule import one_f_one_b, stage_slots
+from roofcast.predictor.parallel.schedule import bubble_fraction, one_f_one_b, stage_slots
 from roofcast.predictor.parallel.types import (
     GROUPS,
     ModelFacts,
@@ -74,6 +77,9 @@ from roofcast.predictor.simulate import evaluate
 
 PHASES: tuple[str, ...] = ("forward", "backward", "update")
 TIME_COLUMNS: tuple[str, ...] = ("time_s", "lower_s", "upper_s")
+#: a plan that fits with less than this fraction of the capacity free gets a note (what the
+#: memory model leaves out — CUDA context, NCCL buffers, fragmentation — takes a few GiB).
+HEADROOM = 0.05
 #: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``, Li et al. 2020).
 DDP_BUCKET_BYTES = 25 * 2**20
 
@@ -100,31 +106,67 @@ def distinct_rows(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse
 
 
-def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIMATOR
-                  ) -> TimedWorkload:
-    """Evaluate ``work.rows`` once on ``hw`` and sum them per (phase, slot)."""
+def _checked_rows(work: ShardedWorkload) -> pd.DataFrame:
     rows = work.rows.reset_index(drop=True)
     missing = {"count", "layer", "phase"} - set(rows.columns)
     if missing:
         raise ParallelPlanError(f"sharded workload rows lack column(s) {', '.join(sorted(missing))}")
-    n_slots = len(work.param_elems)
     layer = rows["layer"].to_numpy(dtype=int)
+    n_slots = len(work.param_elems)
     if len(layer) and (layer.min() < 0 or layer.max() >= n_slots):
         raise ParallelPlanError(f"row layer slots must lie in 0..{n_slots - 1}")
-    profile = get_runtime(work.config.runtime if work.config.runtime is not None
-                          else work.runtime)
-    unique, inverse = distinct_rows(rows)
-    ev = evaluate(rows.iloc[unique].reset_index(drop=True), hw, work.config, estimator, profile)
-    count = rows["count"].to_numpy(dtype=float)
-    phase = rows["phase"].astype(str).to_numpy()
-    slot_s = {}
-    for ph in PHASES:
-        mask = phase == ph
-        for col in TIME_COLUMNS:
-            vals = ev[col].to_numpy(dtype=float)[inverse][mask] * count[mask]
-            slot_s[(ph, col)] = np.bincount(layer[mask], weights=vals, minlength=n_slots)
+    return rows
+
+
+def _evaluation_key(work: ShardedWorkload) -> tuple:
+    """What ``evaluate`` reads besides the rows: the runtime profile and the run config apart
+    from its dims (features read ``config.threads`` and the profile; the rows carry the dims)."""
+    runtime = work.config.runtime if work.config.runtime is not None else work.runtime
+    return (replace(work.config, dims={}, runtime=None), get_runtime(runtime))
+
+
+def time_workloads(works: Sequence[ShardedWorkload], hw: Any,
+                   estimator: Any = DEFAULT_ESTIMATOR) -> list[TimedWorkload]:
+    """``time_workload`` of several workloads with one ``evaluate`` per distinct (config,
+    runtime): the distinct rows of all of them are timed together (the plan search's builds
+    share most kernels)."""
+    rows = [_checked_rows(w) for w in works]
+    picks = [distinct_rows(r) for r in rows]
+    groups: dict[tuple, list[int]] = {}
+    for i, w in enumerate(works):
+        groups.setdefault(_evaluation_key(w), []).append(i)
+    row_s: list[dict[str, np.ndarray]] = [{} for _ in works]
+    for (config, profile), members in groups.items():
+        parts = [rows[i].iloc[picks[i][0]] for i in members]
+        stacked = pd.concat(parts, ignore_index=True)
+        first, inverse = distinct_rows(stacked)
+        ev = evaluate(stacked.iloc[first].reset_index(drop=True), hw, config, estimator, profile)
+        offsets = np.cumsum([0] + [len(p) for p in parts])
+        for j, i in enumerate(members):
+            back = inverse[offsets[j]:offsets[j + 1]][picks[i][1]]
+            row_s[i] = {col: ev[col].to_numpy(dtype=float)[back] for col in TIME_COLUMNS}
     name = estimator if isinstance(estimator, str) else getattr(estimator, "name", str(estimator))
-    return TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s)
+    out = []
+    for work, r, times in zip(works, rows, row_s, strict=True):
+        n_slots = len(work.param_elems)
+        layer = r["layer"].to_numpy(dtype=int)
+        count = r["count"].to_numpy(dtype=float)
+        phase = r["phase"].astype(str).to_numpy()
+        slot_s = {}
+        for ph in PHASES:
+            mask = phase == ph
+            for col in TIME_COLUMNS:
+                slot_s[(ph, col)] = np.bincount(layer[mask], weights=times[col][mask] * count[mask],
+                                                minlength=n_slots)
+        out.append(TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s))
+    return out
+
+
+def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIMATOR
+                  ) -> TimedWorkload:
+    """Evaluate the distinct rows of ``work`` on ``hw`` and sum time x count per (phase,
+    slot)."""
+    return time_workloads([work], hw, estimator)[0]
 
 
 def slot_comm_s(timed: TimedWorkload, plan: ParallelPlan, system: Any
@@ -200,19 +242,26 @@ def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelP
         w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
         params = _per_stage(work.param_elems, starts)
         grad_bytes = params * g_b
-        t_sync, t_gather = _dp_times(grad_bytes, params * w_b, plan, system)
+        key = ("dp", system, plan.dp, plan.tp, plan.pp, plan.zero)
+        if key not in timed.cache:  # the same for every column and micro-batch count
+            timed.cache[key] = _dp_times(grad_bytes, params * w_b, plan, system)
+        t_sync, t_gather = timed.cache[key]
         bucket = np.minimum(1.0, DDP_BUCKET_BYTES / np.maximum(grad_bytes, 1.0))
-        floor = t_sync * np.where(grad_bytes > 0, bucket, 0.0)
+        after = np.concatenate([[0.0], np.cumsum(bwd)[:-1]])  # D_i
+        floor = np.maximum(0.0, t_sync * np.where(grad_bytes > 0, bucket, 0.0) - after)
         if plan.zero <= 1:
-            sync, zero_mb = np.maximum(t_sync - bwd, floor), zeros
+            sync, zero_mb = np.maximum(t_sync - bwd - after, floor), zeros
             groups["dp"] = t_sync + t_gather
         elif plan.zero == 2:
             sync, zero_mb = floor, np.maximum(0.0, t_sync - bwd)
             groups["dp"] = m * t_sync + t_gather
         else:
             sync = floor
-            slot_ag = [group_time_s("all_gather", e * w_b, "dp", plan, system)
-                       for e in work.param_elems]
+            key = ("ag", system, plan.dp, plan.tp)
+            if key not in timed.cache:
+                timed.cache[key] = [group_time_s("all_gather", e * w_b, "dp", plan, system)
+                                    for e in work.param_elems]
+            slot_ag = timed.cache[key]
             ag = _per_stage(slot_ag, starts)  # one gather per layer
             zero_mb = np.maximum(0.0, ag - fwd) + np.maximum(0.0, ag + t_sync - bwd)
             groups["dp"] = m * (2 * ag + t_sync)
@@ -249,6 +298,15 @@ def assemble(timed: TimedWorkload, facts: ModelFacts, system: Any, plan: Paralle
     samples_per_s = global_batch / point.step_s if point.step_s > 0 else float("inf")
     tokens = samples_per_s * facts.seq_tokens if facts.seq_tokens else None
     all_notes = tuple(notes) + tuple(work.notes)
+    if plan.pp > 1:
+        all_notes += (f"1F1B over {plan.pp} stages x {plan.micro_batches} micro-batches: bubble "
+                      f"{point.bubble_s / point.step_s:.1%} of the step (equal stages: "
+                      f"(p-1)/(m+p-1) = {bubble_fraction(plan.pp, plan.micro_batches):.1%})",)
+    if memory.fits and memory.total_bytes > (1 - HEADROOM) * memory.capacity_bytes:
+        all_notes += (f"fits with less than {HEADROOM:.0%} of the device's memory to spare "
+                      f"({(memory.capacity_bytes - memory.total_bytes) / 2**30:.1f} GiB); the "
+                      "framework / CUDA context, communication buffers and fragmentation (not "
+                      "modelled) may not fit in that",)
     if not memory.fits:
         all_notes += (f"does not fit: {memory.total_bytes / 2**30:.1f} GiB per device > "
                       f"{memory.capacity_bytes / 2**30:.1f} GiB, over by "

@@ -32,8 +32,8 @@ tensor group ``tp`` only when ``t > 1``):
 **Pipeline boundary**: ``2 T d / t_s`` bytes (with sequence parallelism Megatron sends the
 sequence-split activation).
 
-**Not modelled**: context parallelism, the tied embedding's gradient all-reduce between the
-first and last stage, MoE load imbalance and token dropping, distributed-optimizer details
+**Not modelled**: context parallelism, a tied embedding's copy on the last pipeline stage and
+its gradient all-reduce with the first, MoE load imbalance and token dropping, distributed-optimizer details
 (the engine's ZeRO), and overlapping the tensor collectives with compute.
 """
 
@@ -70,7 +70,7 @@ from roofcast.predictor.precision import storage_bytes
 from roofcast.predictor.runtimes import get_runtime
 from roofcast.predictor.runtimes.catalog import default_runtime_name
 from roofcast.predictor.workload import check_precision
-from roofcast.predictor.workload_rows import COLUMNS
+from roofcast.predictor.workload_rows import COLUMNS, frame
 
 #: bytes of an fp32 element (the cross-entropy's all-reduced statistics).
 _FP32 = 4.0
@@ -108,7 +108,9 @@ class LLMParallelSource:
         check_precision(self.profile, precision)
         self.config = RunConfig(precision=precision, mode="train", optimizer=optimizer,
                                 runtime=self.profile.name)
-        self.dropout = bool(dropout)
+        if not isinstance(dropout, bool):
+            raise ParallelPlanError(f"dropout must be true or false, got {dropout!r}")
+        self.dropout = dropout
         self._cache: dict[tuple, ShardedWorkload] = {}
 
     @cached_property
@@ -133,7 +135,7 @@ class LLMParallelSource:
         if mode not in PARALLEL_MODES:
             raise ParallelPlanError(f"mode must be one of {', '.join(PARALLEL_MODES)}, got "
                                     f"{mode!r}")
-        key = (int(tp), int(ep), int(micro_batch), bool(sequence_parallel), mode)
+        key = (tp, ep, micro_batch, bool(sequence_parallel), mode)
         if key not in self._cache:
             self._cache[key] = self._build(*key)
         return self._cache[key]
@@ -170,7 +172,7 @@ class LLMParallelSource:
                  f"and repeated for its {self.arch.n_layers} slots",
                  f"attention {self.profile.attention} ({self.profile.name}); activation memory "
                  "from Korthikanti et al. 2022's count, term by term for this architecture"]
-        if self.arch.kv_dim and shard.tp > self.arch.n_kv_heads:
+        if shard.tp > self.arch.n_kv_heads:
             notes.append(f"{self.arch.n_kv_heads} KV heads < tp={shard.tp}: KV projections "
                          "replicated")
         if self.arch.n_experts > 1:
@@ -190,19 +192,12 @@ def slot_rows(parts: tuple[dict[str, list], dict[str, list], dict[str, list]],
     n_embed, n_block, n_head = (len(p["key"]) for p in parts)
     slots = np.concatenate([np.zeros(n_embed, int), np.repeat(np.arange(1, layers + 1), n_block),
                             np.full(n_head, layers + 1)])
-    numeric = {"flops", "bytes_read", "bytes_written", "weight_bytes", "gemm_batch", "gemm_m",
-               "gemm_n", "gemm_k", "inner_elems"}
-    cols = {}
-    for c in COLUMNS:
-        kind = float if c in numeric else object
-        cols[c] = np.concatenate([np.asarray(embed[c], kind),
-                                  np.tile(np.asarray(block[c], kind), layers),
-                                  np.asarray(head[c], kind)])
+    cols = {c: np.concatenate([np.asarray(embed[c], object),
+                               np.tile(np.asarray(block[c], object), layers),
+                               np.asarray(head[c], object)]) for c in COLUMNS}
     prefix = np.array([f"s{i}:" for i in range(layers + 2)], dtype=object)
     cols["key"] = prefix[slots] + cols["key"]
-    cols["count"] = np.ones(len(slots))
-    cols["layer"] = slots
-    return pd.DataFrame(cols)
+    return frame(cols).assign(count=1.0, layer=slots)
 
 
 def comm_ops(arch: LLMArch, shard: LLMShard, tokens: float, elem_bytes: float, mode: str,

@@ -25,8 +25,10 @@ activations (the working set of one layer; a forward frees the previous layer's 
 
 ``other_bytes``: the transient working set beyond that — pipeline send/recv buffers (the
 boundary activation sent forward and its gradient received, 2 x ``boundary_bytes`` on a
-stage with neighbours) and ZeRO-3's gathered layers. Not modelled: the framework / CUDA context,
-allocator fragmentation, communication library buffers.
+stage with neighbours) and ZeRO-3's gathered layers. Not modelled: the activation gradients of
+the layer being back-propagated (freed as they are consumed; at most about that layer's saved
+activations), the framework / CUDA context, allocator fragmentation, communication library
+buffers — ``engine`` notes a plan that fits with less than 5 % to spare.
 
 ``device_memory`` reports the most loaded device (largest total over stages).
 """

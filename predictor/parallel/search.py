@@ -8,7 +8,8 @@ stages, recomputation and sequence-parallel choices. A candidate that cannot run
 numbers left out, or a duplicate: ZeRO with ``dp = 1`` and sequence parallelism with
 ``tp = 1`` change nothing and are skipped). The rest are predicted by ``engine.assemble``; the
 source's ``build`` and the kernel timing run once per ``(tp, ep, micro_batch,
-sequence_parallel)`` and serve every ``dp / pp / m / zero / recompute`` sharing them.
+sequence_parallel)`` and serve every ``dp / pp / m / zero / recompute`` sharing them; the
+distinct kernels of a batch of builds are timed in one ``evaluate``.
 
 Ranking: plans that fit in memory first, by step time; then those that do not, by how much they
 are over (``over_bytes``), then step time. ``rank`` starts at 1.
@@ -29,7 +30,7 @@ import pandas as pd
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
-from roofcast.predictor.parallel.engine import TimedWorkload, assemble, time_workload
+from roofcast.predictor.parallel.engine import TimedWorkload, assemble, time_workloads
 from roofcast.predictor.parallel.plan import check_plan, divisors
 from roofcast.predictor.parallel.types import (
     PARALLEL_MODES,
@@ -59,6 +60,10 @@ class PlanSearch:
         if self.best is not None or not self.predictions:
             return self.best
         return min(self.predictions, key=lambda p: (p.memory.over_bytes, p.step_s))
+
+
+#: builds timed together in one ``evaluate`` (bounds the rows held at once).
+BATCH = 16
 
 
 def _reason(err: Exception, model: str) -> str:
@@ -100,14 +105,34 @@ def _rank(table: pd.DataFrame) -> pd.DataFrame:
     return order
 
 
+def _build_all(source: ParallelSource, keys: Sequence[tuple], mode: str, hw: Any,
+               estimator: Any, model: str) -> dict[tuple, TimedWorkload | str]:
+    """key (tp, ep, micro_batch, sp) -> its timed workload, or the reason the source refused
+    it. Built and timed in batches of ``BATCH`` (one ``evaluate`` per batch)."""
+    out: dict[tuple, TimedWorkload | str] = {}
+    distinct = list(dict.fromkeys(keys))
+    for lo in range(0, len(distinct), BATCH):
+        works, ok = [], []
+        for key in distinct[lo:lo + BATCH]:
+            tp, ep, mb, sp = key
+            try:
+                works.append(source.build(tp=tp, ep=ep, micro_batch=mb, sequence_parallel=sp,
+                                          mode=mode))
+                ok.append(key)
+            except ParallelPlanError as err:
+                out[key] = _reason(err, model)
+        out.update(zip(ok, time_workloads(works, hw, estimator), strict=True))
+    return out
+
+
 def plan_search(source: ParallelSource, system: Any, *, global_batch: int, mode: str = "train",
                 estimator: Any = DEFAULT_ESTIMATOR, zero: Sequence[int] = (0, 1),
                 recompute: Sequence[bool] = (False, True),
                 sequence_parallel: Sequence[bool] = (False, True),
                 max_plans: int | None = None) -> PlanSearch:
     """Predict every candidate plan of ``source`` on ``system`` (module docstring) and rank
-    them. ``max_plans``: evaluate at most that many (the rest are counted in ``rejected``
-    as not evaluated)."""
+    them. ``max_plans``: evaluate at most that many of the candidates ``check_plan`` accepts
+    (the rest are counted in ``rejected`` as not evaluated)."""
     start = time.perf_counter()
     if mode not in PARALLEL_MODES:
         raise ParallelPlanError(f"mode must be one of {', '.join(PARALLEL_MODES)}, got {mode!r}")
@@ -121,8 +146,7 @@ def plan_search(source: ParallelSource, system: Any, *, global_batch: int, mode:
     facts = source.facts
     hw = get_device(system.device)
     rejected: Counter[str] = Counter()
-    built: dict[tuple, TimedWorkload | str] = {}
-    preds: list[ParallelPrediction] = []
+    checked: list[tuple[ParallelPlan, tuple[str, ...], tuple]] = []
     for cand in _candidates(system.n_devices, facts, global_batch, mode, zero, recompute,
                             sequence_parallel):
         if isinstance(cand, str):
@@ -135,27 +159,22 @@ def plan_search(source: ParallelSource, system: Any, *, global_batch: int, mode:
         except ParallelPlanError as err:
             rejected[_reason(err, facts.name)] += 1
             continue
-        if max_plans is not None and len(preds) >= max_plans:
+        if max_plans is not None and len(checked) >= max_plans:
             rejected["not evaluated (max_plans reached)"] += 1
             continue
         mb = global_batch // (cand.dp * cand.micro_batches)
-        key = (cand.tp, cand.ep, mb, cand.sequence_parallel)
-        if key not in built:
-            try:
-                work = source.build(tp=cand.tp, ep=cand.ep, micro_batch=mb,
-                                    sequence_parallel=cand.sequence_parallel, mode=mode)
-                built[key] = time_workload(work, hw, estimator)
-            except ParallelPlanError as err:
-                built[key] = _reason(err, facts.name)
+        checked.append((cand, notes, (cand.tp, cand.ep, mb, cand.sequence_parallel)))
+    built = _build_all(source, [k for _, _, k in checked], mode, hw, estimator, facts.name)
+    preds: list[ParallelPrediction] = []
+    for cand, notes, key in checked:
         timed = built[key]
         if isinstance(timed, str):
             rejected[timed] += 1
-            continue
-        if cand.pp > max(timed.work.layers, 1):
+        elif cand.pp > max(timed.work.layers, 1):
             rejected["pp exceeds the layer slots the source built"] += 1
-            continue
-        preds.append(assemble(timed, facts, system, cand, global_batch=global_batch, mode=mode,
-                              notes=notes))
+        else:
+            preds.append(assemble(timed, facts, system, cand, global_batch=global_batch,
+                                  mode=mode, notes=notes))
     table = _rank(pd.DataFrame([p.as_dict() for p in preds]))
     fitting = [p for p in preds if p.fits]
     best = min(fitting, key=lambda p: p.step_s) if fitting else None

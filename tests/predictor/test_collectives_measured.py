@@ -45,3 +45,26 @@ def test_catalog_system_answers_with_its_measured_curve():
     row = curves[(curves.system == "azure_nd_h200_v5")].iloc[12]
     hgx = get_system("hgx-h200")
     assert collective_time_s("all_reduce", row.size_bytes, 8, hgx) == pytest.approx(row.time_s)
+
+
+def test_probed_nic_reproduces_the_probe_and_the_fit_skips_probe_curves():
+    from roofcast.predictor.collectives import model_time_s
+    from roofcast.predictor.collectives.fit import fit_rows, is_probe
+    from roofcast.predictor.collectives.measured import probe_points, probed_nic
+    from roofcast.predictor.collectives.params import load_params
+
+    curves = load_curves()
+    probes = probe_points(curves, 2**30)
+    assert set(probes) == {"a100_dgx", "h100_dgx", "a100_pairwise_nvlink", "a40_pairwise_nvlink"}
+    size, time_s = probes["a100_dgx"]
+    params = load_params()
+    nic = probed_nic("a100_dgx", (size, time_s), params["nic/p2p"])
+    assert nic.count_per_node == get_system("dgx-a100").nic.count_per_node
+    layout = measured_layout("a100_dgx", 2, 1, nic)
+    assert model_time_s("send_recv", size, 2, layout, params, ranks_per_node=1) == pytest.approx(time_s)
+    assert is_probe(curves, probes).sum() == sum(
+        ((curves.system == s) & (curves.collective == "send_recv") & (curves.ranks_per_node == 1)).sum()
+        for s in probes)
+    assert not is_probe(fit_rows(curves, probes), probes).any()
+    with pytest.raises(PredictionError, match="cannot probe"):
+        probed_nic("a100_dgx", (size, 1e-9), params["nic/p2p"])

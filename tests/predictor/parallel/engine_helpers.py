@@ -44,6 +44,7 @@ class FakeSource:
     seq: int = 128
     experts: int | None = None
     param_scale: float = 1.0
+    head_scale: float = 1.0  # param_elems of slot L+1 (the head) x this
     builds: list = field(default_factory=list)
 
     @property
@@ -77,7 +78,8 @@ class FakeSource:
         block_params = 8.0 * self.d * self.d / tp * self.param_scale
         n = self.layers + 2
         return ShardedWorkload(
-            rows=rows, comms=comms, param_elems=np.full(n, block_params),
+            rows=rows, comms=comms,
+            param_elems=np.array([block_params] * (n - 1) + [block_params * self.head_scale]),
             activation_bytes=np.full(n, ACT_PER_SAMPLE * micro_batch / tp),
             checkpoint_bytes=np.full(n, CKPT_PER_SAMPLE * micro_batch),
             boundary_bytes=BOUNDARY_PER_SAMPLE * micro_batch, config=config,

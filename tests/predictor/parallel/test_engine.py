@@ -44,16 +44,22 @@ def test_single_device_is_the_sum_of_the_rows():
     assert src.builds[0] == (1, 1, 1, False, "train")
 
 
-def test_1f1b_tp_pp_dp_step_matches_formula():
-    src = FakeSource(layers=4)
-    plan = ParallelPlan(dp=2, tp=2, pp=2, micro_batches=4)
+@pytest.mark.parametrize(("kw", "plan"), [
+    ({}, ParallelPlan(dp=2, tp=2, pp=2, micro_batches=4)),
+    # gradient sync longer than the backward: the exposed part depends on D_i
+    ({"d": 1024, "param_scale": 20.0, "head_scale": 6.0},
+     ParallelPlan(dp=4, tp=1, pp=2, micro_batches=2)),
+])
+def test_1f1b_tp_pp_dp_step_matches_formula(kw, plan):
+    src = FakeSource(layers=4, **kw)
     pred = predict_parallel(src, SYSTEM, plan, global_batch=16)
-    work = src.build(tp=2, ep=1, micro_batch=2, sequence_parallel=False, mode="train")
+    mb = 16 // (plan.dp * plan.micro_batches)
+    work = src.build(tp=plan.tp, ep=1, micro_batch=mb, sequence_parallel=False, mode="train")
     t = slot_times(work)
     stages = [[0, 1, 2], [3, 4, 5]]
-    t_ar = group_time_s("all_reduce", 2 * 128 * 256 * 2.0, "tp", plan, SYSTEM)
+    t_ar = group_time_s("all_reduce", mb * 128 * src.d * 2.0, "tp", plan, SYSTEM)
     p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, SYSTEM)
-    per_mb, sync, opt = [], [], []
+    per_mb, sync, opt, done_before = [], [], [], 0.0
     for s in stages:
         f, b = t["forward"][s].sum(), t["backward"][s].sum()
         blocks = sum(1 for x in s if 1 <= x <= 4)
@@ -61,17 +67,21 @@ def test_1f1b_tp_pp_dp_step_matches_formula():
         per_mb.append(f + b + comm)
         grad = work.param_elems[s].sum() * 2.0
         t_dp = group_time_s("all_reduce", grad, "dp", plan, SYSTEM)
-        sync.append(max(t_dp - b, t_dp * min(1.0, DDP_BUCKET_BYTES / grad)))
+        # stage 1 ends its last backward stage 0's backward (done_before) before the step ends
+        sync.append(max(0.0, t_dp - b - done_before,
+                        t_dp * min(1.0, DDP_BUCKET_BYTES / grad) - done_before))
+        done_before += b
         opt.append(t["update"][s].sum())
-    expected = (4 + 2 - 1) * max(per_mb) + max(sync) + max(opt)
+    m = plan.micro_batches
+    expected = (m + 2 - 1) * max(per_mb) + max(sync) + max(opt)
     assert pred.step_s == pytest.approx(expected, rel=1e-12)
     assert pred.stage_s == pytest.approx(tuple(per_mb))
     assert pred.bubble_s == pytest.approx(max(per_mb))
     parts = pred.compute_s + pred.exposed_comm_s + pred.bubble_s + pred.optimizer_s
     assert parts == pytest.approx(pred.step_s)
     assert pred.lower_s <= pred.step_s <= pred.upper_s
-    assert pred.comm_s_by_group["tp"] == pytest.approx(4 * 2 * 2 * 2 * t_ar)
-    assert pred.micro_batch == 2
+    assert pred.comm_s_by_group["tp"] == pytest.approx(m * 2 * 2 * 2 * t_ar)
+    assert pred.micro_batch == mb
     assert pred.samples_per_s == pytest.approx(16 / pred.step_s)
     assert pred.tokens_per_s == pytest.approx(pred.samples_per_s * 128)
 
@@ -176,3 +186,17 @@ def test_group_placement_on_a_cluster():
         "all_reduce", 2**30, 8, CLUSTER)
     assert np.isfinite(strided)
     assert strided > 0
+
+
+def test_tight_fit_is_noted():
+    src = FakeSource()
+    base = predict_parallel(src, SYSTEM, ParallelPlan(dp=8), global_batch=8)
+    assert not any("to spare" in n for n in base.notes)
+    # scale the parameters so the plan uses 97 % of the 80 GiB
+    per_param = base.memory.weights_bytes + base.memory.gradients_bytes + base.memory.optimizer_bytes
+    scale = (0.97 * base.memory.capacity_bytes - base.memory.activations_bytes
+             - base.memory.other_bytes) / per_param
+    tight = predict_parallel(FakeSource(param_scale=scale), SYSTEM, ParallelPlan(dp=8),
+                             global_batch=8)
+    assert tight.fits
+    assert any("less than 5% of the device's memory to spare" in n for n in tight.notes)

@@ -230,6 +230,7 @@ def test_moe_expert_parallel():
                 "16, 32 or 64"),
     ({"ep": 2}, "ep=2 needs a mixture-of-experts model"),
     ({"tp": 0}, "tp must be a positive integer"),
+    ({"tp": "2"}, "tp must be a positive integer"),
     ({"mb": 0}, "micro_batch must be a positive integer"),
     ({"mode": "serve"}, "mode must be one of train, infer"),
 ])

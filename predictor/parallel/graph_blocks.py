@@ -14,7 +14,8 @@ blocks, L+1 after the last one (final norm, head). Found from the graph alone:
 * **other graphs** (e.g. ResNets): a block is a segment between consecutive cuts that joins
   two branches (a residual add); chain segments between blocks join the next block;
 * fewer than two blocks: ``layers`` is None and the topological order is cut into
-  ``CHUNKS`` chunks of equal forward FLOPs (pipeline stages then take whole chunks).
+  ``CHUNKS`` chunks of equal forward FLOPs (at most one per costed node; a node goes to the
+  chunk holding the middle of its work; pipeline stages then take whole chunks).
 """
 
 from __future__ import annotations
@@ -182,9 +183,9 @@ def _chunks(order: list[OpNode]) -> Blocks:
         flops = np.ones(len(order))
         total = float(len(order))
     chunks = max(1, min(CHUNKS, int(np.count_nonzero(flops))))
-    edges = np.cumsum(flops) / total  # fraction done after each node
-    slot = {n.name: 1 + min(chunks - 1, int(e * chunks - 1e-9)) if e > 0 else 1
-            for n, e in zip(order, edges, strict=True)}
+    middle = (np.cumsum(flops) - flops / 2) / total  # where each node's work sits
+    slot = {n.name: 1 + min(chunks - 1, int(mid * chunks))
+            for n, mid in zip(order, middle, strict=True)}
     return Blocks(slot, None, chunks, (None,) * (chunks + 1),
                   f"no repeated blocks: the topological order cut into {chunks} chunks of equal "
                   "forward FLOPs")

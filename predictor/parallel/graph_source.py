@@ -234,10 +234,13 @@ def _bytes(t: TensorInfo, precision: str) -> float:
 
 def _layout_note(layout: ShardLayout, tp: int) -> str:
     rules = Counter(s.rule for s in layout.nodes.values())
+    gathered = [n for n, s in layout.nodes.items() if s.rule == "gathered"]
+    where = f" (e.g. {', '.join(gathered[:3])})" if gathered else ""
     return (f"tensor parallel tp={tp} inferred from the graph: {rules.get('column', 0)} "
-            f"column-parallel, {rules.get('row', 0)} row-parallel, {rules.get('split', 0)} "
-            f"split, {rules.get('gathered', 0)} gathered nodes, {rules.get('vocab', 0)} "
-            "vocab-parallel embedding(s)")
+            f"column-parallel, {rules.get('row', 0)} row-parallel, {rules.get('vocab', 0)} "
+            f"vocab-parallel, {rules.get('split', 0)} split and {rules.get('gathered', 0)} "
+            f"all-gathered nodes{where}; a model output of a column-parallel GEMM stays split "
+            "(Megatron's vocab-parallel loss)")
 
 
 def _shares(node: OpNode, layout: ShardLayout, tp: int, precision: str

@@ -37,7 +37,9 @@ and it runs replicated):
 * **pooling**: split on batch or channels; gathered when a pooled (spatial) axis is split.
 * **views and data movement**: Reshape/Flatten/Squeeze/Unsqueeze map the split axis through
   the shape (the split axis keeps its place when the elements before it are the same: a
-  [b, s, 768] split on 768 reshaped to [b, s, 12, 64] is split on the 12 heads); Transpose
+  [b, s, 768] split on 768 reshaped to [b, s, 12, 64] is split on the 12 heads; a split
+  may sit inside an axis that merges dims before it — torch's [s, b·12, 64] — with an
+  *outer factor*, ``ShardLayout.outer``); Transpose
   permutes it; Concat/Split along it keep it split (each rank holds its part of every piece:
   Megatron's interleaved QKV); Slice/Pad/Resize keep it when that axis is untouched; Gather
   from the graph's largest embedding table is *vocab-parallel* (table rows split, output
@@ -110,12 +112,16 @@ class ShardLayout:
     split_weights: Mapping[str, int]
     attention_heads: tuple[int, ...]
     sequence_parallel: bool = False
+    #: tensor -> outer factor of a split axis that merges other dims before the split one
+    #: (torch's attention export folds [batch, heads] into one axis: split on the heads,
+    #: each rank holds its heads of every batch row); absent: 1
+    outer: Mapping[str, int] = field(default_factory=dict)
 
     def tensor_fraction(self, t: TensorInfo | None, tp: int) -> float:
         """Share of ``t`` one rank holds."""
         if t is None or t.name not in self.axis:
             return 1.0
-        return split_fraction(int(t.shape[self.axis[t.name]]), tp)
+        return split_fraction(int(t.shape[self.axis[t.name]]) // self.outer.get(t.name, 1), tp)
 
 
 @dataclass
@@ -136,6 +142,7 @@ class _State:
     gathered: set[str] = field(default_factory=set)
     #: split tensor -> the column-parallel / vocab nodes its split comes from
     origin: dict[str, frozenset[str]] = field(default_factory=dict)
+    outer: dict[str, int] = field(default_factory=dict)
     #: split starts whose split reaches a gather (not a row-parallel GEMM): replicate them
     wasted: set[str] = field(default_factory=set)
     #: replicated tensors whose gradient is partial on each rank -> (tensor, first such node)
@@ -143,6 +150,9 @@ class _State:
 
     def axis_of(self, t: TensorInfo | None) -> Axis:
         return None if t is None else self.axis.get(t.name)
+
+    def outer_of(self, t: TensorInfo | None) -> int:
+        return 1 if t is None else self.outer.get(t.name, 1)
 
     def gather(self, t: TensorInfo, node: OpNode) -> None:
         """All-gather split ``t`` before ``node`` (once per tensor): forward all_gather,
@@ -177,10 +187,12 @@ class _State:
 
 @dataclass(frozen=True)
 class Decision:
-    """A rule's answer: output axes (per output position), the node's shard."""
+    """A rule's answer: output axes (per output position), the node's shard; ``outer``: the
+    split outputs' outer factor (None: that of the node's first split input)."""
 
     outputs: tuple[Axis, ...]
     shard: NodeShard = NodeShard()
+    outer: int | None = None
 
 
 ShardRule = Callable[[OpNode, _State], Decision]
@@ -238,7 +250,7 @@ def _linear(node: OpNode, st: _State, x: TensorInfo, w: TensorInfo, k_axis: int,
         st.split_weights[w.name] = int(w.shape[w_k])
         out = st.reduce_output(y, node)
         return Decision((out,) + (None,) * (len(node.outputs) - 1),
-                        NodeShard(int(x.shape[k_axis]), "k", "row"))
+                        NodeShard(int(x.shape[k_axis]), "k", "row"), outer=1)
     if ax is not None:
         st.gather(x, node)
     if node.name in st.replicate:
@@ -289,7 +301,7 @@ def _activation_gemm(node: OpNode, st: _State, a: TensorInfo, b: TensorInfo) -> 
             return _split_all(node, axis, int(y.shape[axis]), "b")
     if aa == ra - 1 and ab == rb - 2:  # both split on the contraction: partial sums
         out = st.reduce_output(y, node)
-        return Decision((out,), NodeShard(int(a.shape[-1]), "k", "row"))
+        return Decision((out,), NodeShard(int(a.shape[-1]), "k", "row"), outer=1)
     return _gathered(node, st)
 
 
@@ -399,7 +411,7 @@ def _softmax(node: OpNode, st: _State) -> Decision:
     if ax in reduced:
         return _gathered(node, st)
     if rank >= 3 and ax <= rank - 3:  # attention probabilities [.., heads, q, k]
-        st.heads.append(int(x.shape[ax]))
+        st.heads.append(int(x.shape[ax]) // st.outer_of(x))
     return _split_all(node, ax, int(x.shape[ax]))
 
 
@@ -432,7 +444,7 @@ def _reduction(node: OpNode, st: _State) -> Decision:
     if ax in axes:
         if node.op_type in _SUMMING:
             return Decision((st.reduce_output(out, node),) + (None,) * (len(node.outputs) - 1),
-                            NodeShard(int(x.shape[ax]), None, "row"))
+                            NodeShard(int(x.shape[ax]), None, "row"), outer=1)
         return _gathered(node, st)
     keep = len(out.shape) == rank
     new = ax if keep else ax - sum(1 for a in axes if a < ax)
@@ -460,23 +472,36 @@ def _metadata(node: OpNode, st: _State) -> Decision:
 
 
 
-def map_axis(src: tuple[int, ...], dst: tuple[int, ...], axis: int) -> Axis:
-    """Where a split of ``src`` axis ``axis`` lands in a reshape to ``dst``: the ``dst`` axis
-    with the same number of elements before it (size-1 axes skipped), else None (no single
-    axis holds the split). When that axis has 2 or 3 elements and the split axis continues
-    into the next one, it is a packed [k, v] / [q, k, v] axis: Megatron interleaves the pieces
-    so that each rank holds its part of every piece, and the split moves to the next axis."""
-    before = math.prod(src[:axis])
+def map_axis(src: tuple[int, ...], dst: tuple[int, ...], axis: int, outer: int = 1
+             ) -> tuple[int, int] | None:
+    """Where a split of ``src`` axis ``axis`` (viewed as [outer, m], split on m) lands in a
+    reshape to ``dst``: (dst axis, its outer factor), or None when no single axis holds it.
+
+    The split starts after ``before = prod(src[:axis]) * outer`` elements; the dst axis i with
+    ``prod(dst[:i]) <= before < prod(dst[:i + 1])`` holds it when its outer factor
+    ``before / prod(dst[:i])`` is whole and divides ``dst[i]``, and m and ``dst[i] / outer``
+    nest (one divides the other: splitting either in tp contiguous chunks is the same split).
+    A [b, s, 768] split on 768 reshaped to [b, s, 12, 64] is split on the 12 heads; torch's
+    [s, b, 768] -> [s, b·12, 64] is split on axis 1 with outer factor b. When the dst axis
+    has 2 or 3 elements and the split continues into the next axis, it is a packed [k, v] /
+    [q, k, v] axis: Megatron interleaves the pieces so that each rank holds its part of every
+    piece, and the split moves to the next axis."""
+    before = math.prod(src[:axis]) * outer
+    m = src[axis] // outer
     acc = 1
     for i, d in enumerate(dst):
-        if acc == before and d > 1:
-            if d <= 3 and i + 1 < len(dst) and d * dst[i + 1] <= src[axis] \
-                    and src[axis] % (d * dst[i + 1]) == 0:
-                return i + 1
-            return i
+        if acc <= before < acc * d or (acc == before and d > 1):
+            if before % acc or d % (before // acc):
+                return None
+            new_outer = before // acc
+            m_new = d // new_outer
+            if m_new <= 1 or (m % m_new and m_new % m):
+                return None
+            if (new_outer == 1 and d <= 3 and i + 1 < len(dst) and d * dst[i + 1] <= m
+                    and m % (d * dst[i + 1]) == 0):
+                return i + 1, 1
+            return i, new_outer
         acc *= d
-        if acc > before:
-            return None
     return None
 
 
@@ -486,11 +511,12 @@ def _view(node: OpNode, st: _State) -> Decision:
     ax = st.axis_of(x)
     if x is None or ax is None or not node.outputs:
         return _replicated(node)
-    new = map_axis(tuple(x.shape), tuple(node.outputs[0].shape), ax)
-    if new is None:
+    mapped = map_axis(tuple(x.shape), tuple(node.outputs[0].shape), ax, st.outer_of(x))
+    if mapped is None:
         return _gathered(node, st)
+    new, outer = mapped
     return Decision((new,) + (None,) * (len(node.outputs) - 1),
-                    NodeShard(int(node.outputs[0].shape[new]), None, "split"))
+                    NodeShard(int(node.outputs[0].shape[new]) // outer, None, "split"), outer)
 
 
 @shard_rule("Transpose")
@@ -610,7 +636,7 @@ def shard_layout(graph: Graph, *, sequence_parallel: bool = False,
         if name not in st.gathered:
             st.comms.append(LayoutComm("all_reduce", t, "backward", node_name))
     return ShardLayout(dict(st.axis), dict(st.nodes), tuple(st.comms), dict(st.split_weights),
-                       tuple(st.heads), sequence_parallel)
+                       tuple(st.heads), sequence_parallel, dict(st.outer))
 
 
 _ROUNDS = 6
@@ -634,10 +660,15 @@ def _walk(graph: Graph, st: _State) -> None:
         else:
             origin = frozenset().union(*(st.origin.get(t.name, frozenset())
                                          for t in node.inputs if t is not None))
+        outer = decision.outer
+        if outer is None:
+            outer = next((st.outer_of(t) for t in node.inputs if st.axis_of(t) is not None), 1)
         for out, ax in zip(node.outputs, decision.outputs, strict=False):
             if ax is not None:
                 st.axis[out.name] = ax
                 st.origin[out.name] = origin
+                if outer > 1:
+                    st.outer[out.name] = outer
 
 
 def _starts_split(node: OpNode, st: _State) -> bool:

@@ -156,3 +156,63 @@ def test_resnet50_zoo_has_residual_blocks():
     assert w.param_elems.sum() < 0.55 * src.build(
         tp=1, micro_batch=4, sequence_parallel=False, mode="train").param_elems.sum()
     assert all(c.group == "tp" for c in w.comms)
+
+
+def test_bert_base_end_to_end_dp_tp_on_one_hgx_node():
+    from roofcast.predictor.parallel.engine import predict_parallel
+    from roofcast.predictor.parallel.types import ParallelPlan
+
+    model = roofcast.load_model("bert_base", sequence=128)
+    src = GraphParallelSource(model.graph_at, RunConfig(precision="bf16"), name="bert_base")
+    dp8 = predict_parallel(src, "hgx-h100:nodes=1", ParallelPlan(dp=8), global_batch=64)
+    tp2 = predict_parallel(src, "hgx-h100:nodes=1", ParallelPlan(dp=4, tp=2), global_batch=64)
+    # 8 samples on one device vs 16 samples split over two tensor ranks: the same compute
+    assert tp2.compute_s == pytest.approx(dp8.compute_s, rel=0.05)
+    assert tp2.comm_s_by_group["tp"] > 0
+    assert dp8.comm_s_by_group.get("tp", 0.0) == 0
+    assert tp2.memory.weights_bytes < 0.6 * dp8.memory.weights_bytes
+    assert tp2.step_s > tp2.compute_s
+
+
+def test_vit_attention_heads_split_through_torchs_merged_batch_heads_axis():
+    model = roofcast.load_model("vit_b_16")
+    src = GraphParallelSource(model.graph_at, RunConfig(precision="bf16"), name="vit_b_16")
+    assert (src.facts.layers, src.facts.heads, src.facts.hidden) == (12, 12, 768)
+    w = src.build(tp=4, micro_batch=2, sequence_parallel=False, mode="train")
+    fwd = sorted((c.collective, c.layer, c.count) for c in w.comms if c.phase == "forward")
+    assert fwd == [("all_reduce", layer, 2.0) for layer in range(1, 13)]
+    one = src.build(tp=1, micro_batch=2, sequence_parallel=False, mode="train")
+    attn = one.rows["op_type"].eq("Softmax") & one.rows["phase"].eq("forward")
+    assert w.rows.loc[attn, "flops"].sum() == pytest.approx(one.rows.loc[attn, "flops"].sum() / 4)
+
+
+def test_graph_without_repeated_blocks_is_cut_into_flop_balanced_chunks():
+    src = _source(mlp_pair)
+    assert src.facts.layers is None
+    assert src.facts.heads is None
+    w = src.build(tp=1, micro_batch=4, sequence_parallel=False, mode="train")
+    assert w.layers == 3  # one chunk per costed node here: up, act, down
+    fwd = w.rows[w.rows["phase"] == "forward"].set_index("node")
+    assert list(fwd.loc[["up", "act", "down"], "layer"]) == [1, 2, 3]
+    assert any("chunks" in n for n in w.notes)
+    assert w.param_elems[1] == 16 * 64
+    assert w.param_elems[3] == 64 * 16
+
+
+def test_tp1_is_the_single_device_workload_and_memory():
+    from roofcast.predictor.memory import memory_footprint
+    from roofcast.predictor.workload import workload_table
+
+    src = _source(attention_blocks, precision="bf16")
+    w = src.build(tp=1, micro_batch=2, sequence_parallel=False, mode="train")
+    config = src.run_config(2, "train")
+    assert config.mode == "train"
+    assert config.dims == src.graph(2).dims
+    plain = workload_table(src.graph(2), config, src.runtime)
+    assert w.rows.drop(columns=["layer", "count"]).equals(plain)
+    assert set(w.rows["count"]) == {1.0}
+    fp = memory_footprint(src.graph(2), config)
+    assert w.param_elems.sum() * 4 == fp.gradient_bytes  # fp32 gradients of every parameter
+    # saved activations: every kernel's float outputs (predictor.memory also counts the inputs)
+    inputs = 2 * 4 * 96 * 2
+    assert w.activation_bytes.sum() == pytest.approx(fp.saved_activation_bytes - inputs)

@@ -57,11 +57,15 @@ def test_sequence_parallel_turns_all_reduces_into_reduce_scatter_and_all_gather(
 
 
 def test_map_axis_follows_heads_and_packed_qkv():
-    assert map_axis((2, 4, 96), (2, 4, 12, 8), 2) == 2
-    assert map_axis((2, 12, 4, 8), (2, 12, 32), 1) == 1
-    assert map_axis((2, 4, 288), (2, 4, 3, 96), 2) == 3  # [q | k | v] interleaved per rank
-    assert map_axis((2, 4, 96), (8, 96), 2) == 1
-    assert map_axis((2, 4, 96), (2, 384), 2) is None
+    assert map_axis((2, 4, 96), (2, 4, 12, 8), 2) == (2, 1)
+    assert map_axis((2, 12, 4, 8), (2, 12, 32), 1) == (1, 1)
+    assert map_axis((2, 4, 288), (2, 4, 3, 96), 2) == (3, 1)  # [q | k | v] interleaved per rank
+    assert map_axis((2, 4, 96), (8, 96), 2) == (1, 1)
+    assert map_axis((2, 4, 96), (2, 384), 2) == (1, 4)  # [4, 96] merged, split on the 96
+    # torch's attention export: [s, b, d] -> [s, b * heads, head_dim] -> [b, heads, s, hd]
+    assert map_axis((5, 2, 96), (5, 24, 8), 2) == (1, 2)
+    assert map_axis((24, 5, 8), (2, 12, 5, 8), 0, outer=2) == (1, 1)
+    assert map_axis((2, 4, 96), (2, 4, 7, 8), 2) is None  # not a reshape of the same tensor
 
 
 def test_split_fraction_pads_uneven_splits():

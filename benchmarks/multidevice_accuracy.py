@@ -6,7 +6,10 @@ For each hardware group (the catalog system whose ``measured_as`` names the curv
 and Azure's ND of the same GPU are one group, left out together) the step model is fitted
 without the group's curves and predicts them at the measured sizes from 1 MiB to 1 GiB, each on
 its catalog system laid out as measured (``predictor/collectives/measured.py``).
-Error = |predicted - measured| / measured. Target: median <= 15 %. Then the tensor/pipeline-
+Networks the source does not publish are probed by each system's own 2-node send/recv curve, as
+the shipped parameters are fitted (``benchmarks/fit_collectives.py``); the same with catalog/
+guessed NICs is printed for comparison. Error = |predicted - measured| / measured. Target:
+median <= 15 %. Then the tensor/pipeline-
 parallel serving rows of Argonne Fig 5a (``benchmarks/tp_pp_serving.tp_pp_rows_table``) where
 that module exists.
 """
@@ -65,16 +68,16 @@ def print_figures(errors: pd.DataFrame, cross_label: str) -> None:
 
 def main() -> int:
     curves = load_curves()
-    errors = loso_errors(curves)
-    print("Collectives, leave-one-system-out (hardware group left out of the fit), 1 MiB..1 GiB")
+    errors = loso_errors(curves, probe=True)
+    print("Collectives, leave-one-system-out (hardware group left out of the fit), 1 MiB..1 GiB;")
+    print("networks the source does not publish probed by each system's own 2-node send/recv curve")
+    print("at its largest size, as benchmarks/fit_collectives.py fits them (probe curves not scored):")
     print(summary(errors).to_string())
-    print("A. cross-node curves laid out on the catalog system's NICs (or a guess):")
-    print_figures(errors, "cross-node curves whose network is not published (NIC as catalog/guess)")
-    probed = loso_errors(curves, probe=True)
-    print("B. the same, the unpublished networks probed by each system's own 2-node send/recv "
-          "curve at its largest size (those probe curves not scored):")
-    print(summary(probed[probed.ranks_per_node < probed.n_ranks]).to_string())
-    print_figures(probed, "cross-node curves, network probed")
+    print_figures(errors, "cross-node curves, network probed")
+    catalog = loso_errors(curves)
+    print("For comparison, cross-node curves laid out on the catalog system's NICs (DGX A100: 8x "
+          "200 Gb/s HDR) or a guess (1x 25 GbE), probe curves scored too:")
+    print_figures(catalog, "cross-node curves whose network is not published (NIC as catalog/guess)")
     print_serving_rows()
     return 0
 

@@ -147,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     print(summary(table).to_string())
     ok = table[table.predicted_s.notna()]
     one, multi = ok[ok.devices == 1], ok[ok.devices > 1]
+    held = one[~one.in_fit]
     print(f"one device: {len(one)} rows ({int(one.in_fit.sum())} of them among the calibration's "
-          f"fitted rows), median |error| {one.err_pct.abs().median():.1f} %")
+          f"fitted rows), median |error| {one.err_pct.abs().median():.1f} %; the {len(held)} "
+          f"not in the fit: {held.err_pct.abs().median():.1f} %")
     print(f"multi-device (the check): {len(multi)} rows, median |error| "
           f"{multi.err_pct.abs().median():.1f} %")
     if "--rows" in (argv or sys.argv[1:]):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import math
@@ -126,7 +127,8 @@ def validate_system_document(doc: Mapping[str, Any], label: str) -> None:
         errors.append("sources: empty; name the datasheet each figure comes from")
     if isinstance(doc.get("nodes"), int) and doc["nodes"] > 1 and "nic" not in doc:
         errors.append(f"nodes = {doc['nodes']}: a multi-node system needs a [nic] table "
-                      f"(count_per_node, GBps, latency_us)")
+                      f"(count_per_node, GBps, latency_us; as what-if keys nic_count, nic_GBps, "
+                      f"nic_latency_us)")
     if isinstance(doc.get("device"), str) and not errors:
         try:
             get_device(doc["device"])
@@ -255,10 +257,10 @@ def derive_system(base: SystemSpec, **changes: Any) -> SystemSpec:
         path = WHATIF_KEYS[key]
         table = doc
         if len(path) == 2:
-            if path[0] not in doc:
+            if path[0] not in doc and path[0] != "nic":
                 raise HardwareSpecError(
                     f"system {base.id!r} has no [{path[0]}] table, so {key!r} cannot be changed")
-            table = doc[path[0]]
+            table = doc.setdefault(path[0], {})
         table[path[-1]] = _coerce(key, (TOP | FABRIC | NIC).get(path[-1], Field("str")), value)
     desc = ",".join(f"{k}={v}" for k, v in changes.items())
     doc["id"] = f"{base.id}:{desc}"
@@ -267,6 +269,11 @@ def derive_system(base: SystemSpec, **changes: Any) -> SystemSpec:
     doc["sources"] = [*base.sources, f"derived from '{base.id}' by {desc} (what-if values)"]
     doc.pop("aliases", None)
     doc.pop("measured_as", None)
+    if "nic" in doc and not base.nic and len(doc["nic"]) < len(NIC):
+        raise HardwareSpecError(
+            f"system {base.id!r} has no [nic] table: give nic_count, nic_GBps and nic_latency_us "
+            f"together to add one, e.g. '{base.id}:nodes=2,nic_count=1,nic_GBps=25,"
+            "nic_latency_us=5'")
     validate_system_document(doc, f"what-if system {doc['id']!r}")
     return doc_to_system(doc)
 
@@ -395,10 +402,33 @@ def _nic_guess(hw: Any, fabric: _Fabric, per_node: int) -> tuple[NicSpec, str]:
     return nic, "NIC GUESSED: one 200 Gb/s NIC per node (a common PCIe server configuration)"
 
 
-def system_from_device(hw: Any, n_devices: int) -> SystemSpec:
-    """An ad-hoc system of ``n_devices`` of catalog device ``hw`` (id, name or ``HardwareSpec``).
+def _from_catalog(device: str, n: int) -> SystemSpec | None:
+    """A built-in single-node system of ``device`` that ``n`` devices fit: the system itself
+    (``n`` = its devices), ``n`` of its devices (fewer; its measured curves still apply), or
+    ``n / devices`` nodes of it (a multiple; needs its ``[nic]``)."""
+    catalog = load_systems()
+    for sys_id, system in catalog.systems.items():
+        builtin = Path(catalog.files[sys_id]).parent == BUILTIN_SYSTEMS_DIR
+        if system.device != device or system.nodes != 1 or not builtin:
+            continue
+        per_node = system.devices_per_node
+        if n == per_node:
+            return system
+        if n < per_node:
+            return dataclasses.replace(derive_system(system, devices_per_node=n),
+                                       measured_as=system.measured_as)
+        if n % per_node == 0 and system.nic:
+            return derive_system(system, nodes=n // per_node)
+    return None
 
-    The fabric follows the device's ``[interconnect]`` (:data:`FABRIC_RULES`, first match):
+
+def system_from_device(hw: Any, n_devices: int) -> SystemSpec:
+    """A system of ``n_devices`` of catalog device ``hw`` (id, name or ``HardwareSpec``).
+
+    A built-in single-node system of that device answers where ``n_devices`` fits it
+    (:func:`_from_catalog`: ``h100-sxm`` x 8 is ``hgx-h100``, x 32 ``hgx-h100:nodes=4``, x 4
+    ``hgx-h100:devices_per_node=4``), so both ways of asking give one answer. Otherwise an
+    ad-hoc system: the fabric follows the device's ``[interconnect]`` (:data:`FABRIC_RULES`, first match):
     NVLink on a baseboard part (:data:`SWITCHED_FORM_FACTORS`) -> ``nvswitch``; other NVLink parts -> ``nvlink-pairs`` (bridges); Infinity Fabric ->
     ``infinity-fabric``; else ``pcie-host`` at the host link. Link bandwidth per direction =
     the device's ``device_link`` (quoted bidirectional) / 2, or its ``host_link`` (per
@@ -411,6 +441,8 @@ def system_from_device(hw: Any, n_devices: int) -> SystemSpec:
     if isinstance(n_devices, bool) or not isinstance(n_devices, int) or n_devices < 1:
         raise HardwareSpecError(f"number of devices must be a whole number >= 1, got {n_devices!r}")
     spec = hw if isinstance(hw, HardwareSpec) else get_device(hw)
+    if spec.origin == "builtin" and (known := _from_catalog(spec.id, n_devices)):
+        return known
     per_node = min(n_devices, NODE_DEVICES)
     if n_devices % per_node:
         raise HardwareSpecError(

@@ -191,6 +191,10 @@ def collective_time_s(collective: str, size_bytes: float, n_ranks: int, system: 
                       concurrent_per_node: int | None = None) -> float:
     """Time (s) of one ``collective`` of ``size_bytes`` per rank over ``n_ranks`` of ``system``.
 
+    size_bytes: the full buffer of one rank, as nccl-tests counts it: the all-reduce buffer;
+        the all-gather *output* (n x the per-rank shard); the reduce-scatter *input* (n x the
+        output shard); the all-to-all send buffer (all n chunks); the send/recv message.
+
     ranks_per_node: how the group is placed, e.g. 1 for a data-parallel group strided over
         nodes (4 ranks, one per node); None packs the ranks (``min(n_ranks, devices_per_node)``).
     concurrent_per_node: devices of one node sending over its NICs at the same time, this

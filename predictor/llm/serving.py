@@ -41,7 +41,7 @@ intervals.
 
 **Tensor / pipeline / expert parallel** (``cfg.tp``, ``cfg.pp``, ``cfg.ep``; ``sharding``): one
 replica runs on ``tp x pp`` devices of ``system`` (``predict_serving(..., system=)``; None: one
-node of the device, ``hw_catalog.systems.system_from_device``). The kernels are one device's
+node of the device, ``sharding.replica_system``). The kernels are one device's
 (``sharding.local_arch``: heads, KV heads, ``d_ff``, vocabulary split; MoE: the busiest expert
 group), timed over all ``L`` layers since a step passes every stage; the memory is the fullest
 device's (``memory.serving_memory``); ``max_batch`` is per replica. The engine calibration maps
@@ -99,9 +99,14 @@ from roofcast.predictor.llm.phases import (
     time_steps,
 )
 from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
-from roofcast.predictor.llm.sharding import Sharding, check_sharding, local_arch, stage_layers
+from roofcast.predictor.llm.sharding import (
+    Sharding,
+    check_sharding,
+    local_arch,
+    pipeline_round_factor,
+    replica_system,
+)
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
-from roofcast.predictor.parallel.types import ParallelPlanError
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
 from roofcast.predictor.runtimes.profile import ServingSpec
 
@@ -239,27 +244,6 @@ def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec) -> _Continuous:
     in_step = max(1, round(decoding))
     return _Continuous(Step(f"c{c}:mixed", (Segment(in_step, 1, ctx), prefill)),
                        Step(f"c{c}:ttft", ttft), math.ceil(n / budget), decoding)
-
-
-def replica_system(hw: HardwareSpec, sh: Sharding, system: Any = None) -> Any:
-    """The system one replica of ``sh`` runs on: ``system`` (its device must be ``hw`` and it
-    must have the ``tp x pp`` devices), else ``tp x pp`` devices of ``hw`` in one node
-    (``hw_catalog.systems.system_from_device``, nodes of 8 beyond that); None on one device
-    without a system."""
-    if system is None:
-        if sh.trivial:
-            return None
-        from roofcast.hw_catalog.systems import system_from_device
-
-        return system_from_device(hw, sh.devices)
-    if system.device != hw.id:
-        raise PredictionError(f"system {system.id!r} is made of {system.device}, not {hw.id}; "
-                              f"predict on {system.device} or choose a system of {hw.id}")
-    if sh.devices > system.n_devices:
-        raise ParallelPlanError(f"tp={sh.tp} x pp={sh.pp} = {sh.devices} devices exceed the "
-                                f"{system.n_devices} of system {system.id!r}; lower tp or pp, "
-                                "or choose a larger system")
-    return system
 
 
 def _cells(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
@@ -439,7 +423,7 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
             first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
             groups = cells[i].wave_batch / math.ceil(cells[i].wave_batch / sh.pp)
             out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
-                            timed.of(second[0])[0][d] * _round_factor(arch, sh, groups),
+                            timed.of(second[0])[0][d] * pipeline_round_factor(arch, sh, groups),
                             extra.decoding * groups, None,
                             decode_seqs=extra.decoding,
                             ttft_work=(extra.ttft_steps, *_step_work(extra.ttft)),
@@ -453,15 +437,6 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
                      for x in timed.table["peak_note"].iloc[timed.rows_of[(lb, dev)]] if x]
             out[i] = replace(out[i], peak_notes=tuple(sorted(set(notes))))
     return out
-
-
-def _round_factor(arch: LLMArch, sh: Sharding, groups: float) -> float:
-    """A steady-state round of ``groups`` micro-batches over ``pp`` stages over one pass
-    through all stages: each stage works ``groups`` times per round on its ``ceil(L / pp)``
-    layers, and a round is no shorter than one pass: ``max(1, groups x ceil(L / pp) / L)``
-    (1 for even stages with at most ``pp`` micro-batches; uneven stages wait for the
-    fullest)."""
-    return max(1.0, groups * stage_layers(arch, sh.pp) / arch.n_layers)
 
 
 def _step_work(step: Step) -> tuple[float, float]:
@@ -603,15 +578,18 @@ def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig
                   batches: Sequence[int | str] | None = None, *,
                   estimator: str = DEFAULT_ESTIMATOR) -> pd.DataFrame:
     """One row per device x batch (batches are concurrencies when ``cfg`` has one): the
-    ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``),
+    ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``,
+    ``parallel_comm`` -> ``comm_ttft_ms``/``comm_tpot_ms``),
     ``fits``, ``max_batch``, ``devices_needed``, for charts and device comparisons."""
     rows = []
     for p in predict_many(arch, hws, cfg, batches, estimator=estimator, kernels=False):
         d = p.as_dict()
         mem = d.pop("memory_GiB")
+        comm = d.pop("parallel_comm")
         d.pop("notes")
         d.pop("config")
         d.update({f"mem_{k}_GiB": v for k, v in mem.items()})
+        d.update({f"comm_{k}": v for k, v in comm.items()})
         d["fits"] = p.memory.fits and p.max_batch > 0
         d["notes"] = "; ".join(p.notes)
         rows.append(d)

@@ -24,17 +24,23 @@ moe_ep_size = tp_size``; vLLM's TP is the same Megatron split, Shoeybi et al. 20
 
 ``check_sharding`` refuses a layout the model cannot take (``ParallelPlanError`` naming the
 degree and the degrees that would work); ``local_arch`` is the shape one device runs (heads,
-KV heads, ``d_ff`` and vocabulary divided; all ``L`` layers, since a step passes every stage).
+KV heads, ``d_ff`` and vocabulary divided; all ``L`` layers, since a step passes every stage);
+``replica_system`` the system a replica runs on; ``pipeline_round_factor`` the cost of uneven
+stages when micro-batches fill the pipeline.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.hw_catalog.spec import HardwareSpec
+from roofcast.hw_catalog.systems import system_from_device
+from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.parallel.types import ParallelPlanError
 
 
@@ -139,3 +145,31 @@ def local_arch(arch: LLMArch, sh: Sharding) -> LLMArch:
 def stage_layers(arch: LLMArch, pp: int) -> int:
     """Layers of the largest pipeline stage: ``ceil(L / pp)``."""
     return math.ceil(arch.n_layers / pp)
+
+
+def pipeline_round_factor(arch: LLMArch, sh: Sharding, groups: float) -> float:
+    """A steady-state round of ``groups`` micro-batches over ``pp`` stages over one pass
+    through all stages: each stage works ``groups`` times per round on its ``ceil(L / pp)``
+    layers, and a round is no shorter than one pass: ``max(1, groups x ceil(L / pp) / L)``
+    (1 for even stages with at most ``pp`` micro-batches; uneven stages wait for the
+    fullest)."""
+    return max(1.0, groups * stage_layers(arch, sh.pp) / arch.n_layers)
+
+
+def replica_system(hw: HardwareSpec, sh: Sharding, system: Any = None) -> Any:
+    """The system one replica of ``sh`` runs on: ``system`` (its device must be ``hw`` and it
+    must have the ``tp x pp`` devices), else ``tp x pp`` devices of ``hw`` in one node
+    (``hw_catalog.systems.system_from_device``, nodes of 8 beyond that); None on one device
+    without a system."""
+    if system is None:
+        if sh.trivial:
+            return None
+        return system_from_device(hw, sh.devices)
+    if system.device != hw.id:
+        raise PredictionError(f"system {system.id!r} is made of {system.device}, not {hw.id}; "
+                              f"predict on {system.device} or choose a system of {hw.id}")
+    if sh.devices > system.n_devices:
+        raise ParallelPlanError(f"tp={sh.tp} x pp={sh.pp} = {sh.devices} devices exceed the "
+                                f"{system.n_devices} of system {system.id!r}; lower tp or pp, "
+                                "or choose a larger system")
+    return system

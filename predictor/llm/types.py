@@ -2,7 +2,8 @@
 
 JSON/CLI keys (``ServingPrediction.as_dict``) carry display units: ``ttft_ms``, ``tpot_ms``,
 ``e2e_latency_ms``, ``output_tokens_per_s``, ``total_tokens_per_s``, ``max_batch``,
-``memory_GiB`` (and the ``*_lower``/``*_upper`` interval ends of each metric).
+``memory_GiB`` (and the ``*_lower``/``*_upper`` interval ends of each metric), ``devices`` (of
+one replica) and ``parallel_comm`` (``ttft_ms``/``tpot_ms``: the communication inside them).
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ class ServingPrediction:
         m = self.memory
         rec.update({
             "max_batch": self.max_batch, "devices_needed": self.devices_needed,
-            "devices": self.devices, "comm_ttft_ms": _num(self.comm_ttft_s, 1e3),
-            "comm_tpot_ms": _num(self.comm_tpot_s, 1e3),
+            "devices": self.devices, "parallel_comm": {"ttft_ms": _num(self.comm_ttft_s, 1e3),
+                                                       "tpot_ms": _num(self.comm_tpot_s, 1e3)},
             "memory_GiB": {k: _num(v, 1 / GIB) for k, v in (
                 ("weights", m.weights_bytes), ("kv_cache", m.kv_cache_bytes),
                 ("activations", m.activations_bytes), ("reserve", m.reserve_bytes),

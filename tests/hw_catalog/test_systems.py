@@ -91,6 +91,11 @@ def test_unknown_system_lists_close_ids():
         get_system("hgx-h10")
 
 
+def test_whatif_adds_a_nic_to_a_box_without_one():
+    two = get_system("l40s-8-pcie:nodes=2,nic_count=2,nic_GBps=50,nic_latency_us=4")
+    assert (two.nodes, two.nic) == (2, NicSpec(2, 50.0, 4.0))
+
+
 def test_whatif_nodes_and_bandwidth():
     four = get_system("hgx-h100:nodes=4")
     assert (four.nodes, four.n_devices, four.device) == (4, 32, "h100-sxm")
@@ -109,7 +114,7 @@ def test_whatif_nodes_and_bandwidth():
     ("hgx-h100:fabric=token-ring", "not one of nvswitch"),
     ("hgx-h100:device=nosuchgpu", "unknown device 'nosuchgpu'"),
     ("l40s-8-pcie:nodes=2", "needs a \\[nic\\] table"),
-    ("l40s-8-pcie:nic_GBps=50", "has no \\[nic\\] table"),
+    ("l40s-8-pcie:nic_GBps=50", "has no \\[nic\\] table: give nic_count, nic_GBps and"),
     ("hgx-h100:nodes", "what-if system 'hgx-h100:nodes' must look like"),
     ("hgx-h100:nodes=2,nodes=3", "each key once"),
 ])

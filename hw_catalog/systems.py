@@ -351,8 +351,8 @@ def _names(hw: Any) -> str:
 
 
 def _switched(hw: Any, n: int) -> _Fabric | None:
-    link = (hw.device_link or "").lower()
     del n
+    link = (hw.device_link or "").lower()
     if "nvlink" in link and any(k in _names(hw) for k in SWITCHED_FORM_FACTORS):
         return _Fabric("nvswitch", hw.device_link_Bps / 2e9,
                        f"{hw.device_link} through NVSwitch (a baseboard part): "

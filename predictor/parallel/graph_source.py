@@ -102,6 +102,8 @@ class GraphParallelSource:
         self.runtime = (default_runtime_name("gpu") if runtime is None
                         else get_runtime(runtime).name)
         self._graphs: dict[int, Graph] = {}
+        self._params: dict[int, dict] = {}
+        self._orders: dict[int, list[OpNode]] = {}
         self._rows: dict[tuple[int, str], pd.DataFrame] = {}
         self._layouts: dict[tuple[int, bool, str], ShardLayout] = {}
         self._blocks: dict[int, Blocks] = {}
@@ -113,6 +115,18 @@ class GraphParallelSource:
         if micro_batch not in self._graphs:
             self._graphs[micro_batch] = self._graph_at(micro_batch)
         return self._graphs[micro_batch]
+
+    def order(self, micro_batch: int) -> list[OpNode]:
+        """The graph's nodes in topological order."""
+        if micro_batch not in self._orders:
+            self._orders[micro_batch] = list(self.graph(micro_batch).ops())
+        return self._orders[micro_batch]
+
+    def params(self, micro_batch: int) -> dict:
+        """``predictor.training.trainable_params`` of the graph at ``micro_batch``."""
+        if micro_batch not in self._params:
+            self._params[micro_batch] = trainable_params(self.graph(micro_batch))
+        return self._params[micro_batch]
 
     def run_config(self, micro_batch: int, mode: str) -> RunConfig:
         return dataclasses.replace(self.config, dims=self.graph(micro_batch).dims,
@@ -186,9 +200,10 @@ class GraphParallelSource:
         config = self.run_config(mb, mode)
         layout = self.layout(mb, sp, mode)
         blocks = self.blocks(mb)
-        nodes = {n.name: n for n in g.ops()}
+        order = self.order(mb)
+        nodes = {n.name: n for n in order}
         rows = self.rows(mb, mode).copy()
-        params = trainable_params(g)
+        params = self.params(mb)
         slot_of = dict(blocks.slot)
         for name, p in params.items():
             slot_of[name] = blocks.slot.get(p.consumers[0], 0)
@@ -206,7 +221,7 @@ class GraphParallelSource:
                 layout.split_weights else 1.0
             param_elems[slot_of[name]] += p.tensor.numel * share
         act = np.zeros(n_slots)
-        for node in g.ops():
+        for node in order:
             if node.cost is None or node.cost.engine == Engine.FREE:
                 continue
             act[blocks.slot[node.name]] += sum(

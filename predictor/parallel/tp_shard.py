@@ -594,10 +594,10 @@ def _gather(node: OpNode, st: _State) -> Decision:
 # ------------------------------------------------------------------------ the walk
 
 
-def _vocab_table(graph: Graph) -> str | None:
+def _vocab_table(order: list[OpNode]) -> str | None:
     """The largest 2-D float weight a Gather reads rows from (the token embedding)."""
     best: tuple[int, str] | None = None
-    for node in graph.ops():
+    for node in order:
         t = node.input(0)
         if (node.op_type == "Gather" and t is not None and t.name in node.weight_inputs
                 and len(t.shape) == 2 and int(node.attrs.get("axis", 0)) == 0):
@@ -622,13 +622,14 @@ def shard_layout(graph: Graph, *, sequence_parallel: bool = False,
     LayerNorm before any row-parallel GEMM, e.g. a ViT's patch embedding) saves nothing:
     such split starts are made replicated and the walk is redone (at most ``_ROUNDS`` times).
     """
-    weights = frozenset(n for node in graph.ops() for n in node.weight_inputs)
-    vocab = _vocab_table(graph)
+    order = list(graph.ops())
+    weights = frozenset(n for node in order for n in node.weight_inputs)
+    vocab = _vocab_table(order)
     replicate: frozenset[str] = frozenset()
     for _ in range(_ROUNDS):
         st = _State(graph, sequence_parallel, frozenset(requires_grad), weights, vocab,
                     replicate=replicate)
-        _walk(graph, st)
+        _walk(order, st)
         if not st.wasted - replicate:
             break
         replicate = replicate | st.wasted
@@ -642,8 +643,8 @@ def shard_layout(graph: Graph, *, sequence_parallel: bool = False,
 _ROUNDS = 6
 
 
-def _walk(graph: Graph, st: _State) -> None:
-    for node in graph.ops():
+def _walk(order: list[OpNode], st: _State) -> None:
+    for node in order:
         if not any(st.axis_of(t) is not None for t in node.inputs) and not _starts_split(node, st):
             st.nodes[node.name] = NodeShard()
             continue

@@ -15,7 +15,9 @@ blocks, L+1 after the last one (final norm, head). Found from the graph alone:
   two branches (a residual add); chain segments between blocks join the next block;
 * fewer than two blocks: ``layers`` is None and the topological order is cut into
   ``CHUNKS`` chunks of equal forward FLOPs (at most one per costed node; a node goes to the
-  chunk holding the middle of its work; pipeline stages then take whole chunks).
+  chunk holding the middle of its work; pipeline stages then take whole chunks). A chunk's
+  boundary is the output of the node before it (other tensors live across the cut in a
+  branched graph are not counted: a lower bound of what a pipeline stage sends).
 """
 
 from __future__ import annotations
@@ -186,6 +188,12 @@ def _chunks(order: list[OpNode]) -> Blocks:
     middle = (np.cumsum(flops) - flops / 2) / total  # where each node's work sits
     slot = {n.name: 1 + min(chunks - 1, int(mid * chunks))
             for n, mid in zip(order, middle, strict=True)}
-    return Blocks(slot, None, chunks, (None,) * (chunks + 1),
+    first = {}
+    for i, n in enumerate(order):
+        first.setdefault(slot[n.name], i)
+    first[chunks + 1] = len(order)
+    bounds = tuple(_output_at(order, first[k] - 1) if k in first else None
+                   for k in range(1, chunks + 2))
+    return Blocks(slot, None, chunks, bounds,
                   f"no repeated blocks: the topological order cut into {chunks} chunks of equal "
                   "forward FLOPs")

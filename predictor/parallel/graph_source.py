@@ -214,33 +214,51 @@ class GraphParallelSource:
             _scale_rows(rows, nodes, layout, tp, config.precision)
             notes.append(_layout_note(layout, tp))
         comms = _comms(layout, slot_of, tp, config.precision, mode)
-        n_slots = blocks.slots
-        param_elems = np.zeros(n_slots)
+        param_elems = np.zeros(blocks.slots)
         for name, p in params.items():
-            share = split_fraction(layout.split_weights[name], tp) if name in \
-                layout.split_weights else 1.0
+            share = (split_fraction(layout.split_weights[name], tp)
+                     if name in layout.split_weights else 1.0)
             param_elems[slot_of[name]] += p.tensor.numel * share
-        act = np.zeros(n_slots)
-        for node in order:
-            if node.cost is None or node.cost.engine == Engine.FREE:
-                continue
-            act[blocks.slot[node.name]] += sum(
-                _bytes(t, config.precision) * layout.tensor_fraction(t, tp)
-                for t in node.outputs if t.dtype in FLOAT_DTYPES and t.is_concrete)
-        ckpt = np.zeros(n_slots)
-        ckpt[0] = sum(_bytes(t, config.precision) for t in g.inputs if t.is_concrete)
-        for i, t in enumerate(blocks.boundaries, start=1):
-            ckpt[i] = act[i] if t is None else _bytes(t, config.precision) * \
-                layout.tensor_fraction(t, tp)
-        boundary = max((_bytes(t, config.precision) * layout.tensor_fraction(t, tp)
-                        for t in blocks.boundaries if t is not None), default=float(ckpt[1:].max()))
+        act = _activation_bytes(order, blocks, layout, tp, config.precision)
+        ckpt, boundary = _boundaries(g, blocks, layout, tp, config.precision, act)
         if blocks.layers is None:
             notes.append("pipeline stages take whole chunks of the topological order "
                          "(no repeated blocks found)")
         return ShardedWorkload(rows=rows, comms=comms, param_elems=param_elems,
                                activation_bytes=act, checkpoint_bytes=ckpt,
-                               boundary_bytes=float(boundary), config=config,
+                               boundary_bytes=boundary, config=config,
                                runtime=self.runtime, notes=tuple(notes))
+
+
+def _activation_bytes(order: list[OpNode], blocks: Blocks, layout: ShardLayout, tp: int,
+                      precision: str) -> np.ndarray:
+    """Per slot: the float outputs of its kernels at one rank's share (what the backward
+    keeps; ``predictor.memory`` counts the same buffers, plus the model inputs)."""
+    act = np.zeros(blocks.slots)
+    for node in order:
+        if node.cost is None or node.cost.engine == Engine.FREE:
+            continue
+        act[blocks.slot[node.name]] += sum(
+            _bytes(t, precision) * layout.tensor_fraction(t, tp)
+            for t in node.outputs if t.dtype in FLOAT_DTYPES and t.is_concrete)
+    return act
+
+
+def _boundaries(g: Graph, blocks: Blocks, layout: ShardLayout, tp: int, precision: str,
+                act: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per slot the tensor entering it at one rank's share (slot 0: the model inputs; a slot
+    without a known boundary tensor keeps its activations), and the largest of them between
+    slots 0..L+1 (the pipeline send)."""
+    ckpt = np.zeros(blocks.slots)
+    ckpt[0] = sum(_bytes(t, precision) for t in g.inputs if t.is_concrete)
+    sent = []
+    for i, t in enumerate(blocks.boundaries, start=1):
+        if t is None:
+            ckpt[i] = act[i]
+        else:
+            ckpt[i] = _bytes(t, precision) * layout.tensor_fraction(t, tp)
+            sent.append(ckpt[i])
+    return ckpt, float(max(sent, default=ckpt[1:].max()))
 
 
 def _bytes(t: TensorInfo, precision: str) -> float:

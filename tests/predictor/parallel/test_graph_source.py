@@ -197,6 +197,8 @@ def test_graph_without_repeated_blocks_is_cut_into_flop_balanced_chunks():
     assert any("chunks" in n for n in w.notes)
     assert w.param_elems[1] == 16 * 64
     assert w.param_elems[3] == 64 * 16
+    assert w.boundary_bytes == 4 * 64 * 4  # the [4, 64] activation between up and down
+    assert w.checkpoint_bytes[3] == 4 * 64 * 4
 
 
 def test_tp1_is_the_single_device_workload_and_memory():

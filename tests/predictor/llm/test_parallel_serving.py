@@ -254,3 +254,14 @@ def test_plan_search_keeps_refused_splits_with_their_reason(archs):
     assert len(refused) == 1
     assert not refused.fits.iloc[0]
     assert "tp=8 does not divide the 28 attention heads" in refused.notes.iloc[0]
+
+
+def test_plan_search_fills_a_static_engine_to_its_max_batch(archs, static_engine):
+    table = serving_plan_search(archs["llama-2-7b"], get_system("dgx-a100"),
+                                ServingConfig(512, 64, runtime=static_engine))
+    fits = table[table.fits]
+    assert len(fits) == 10
+    assert (fits.batch == fits.max_batch).all()
+    # more devices per replica hold more requests each
+    by_devices = fits.groupby("devices_per_replica").max_batch.min()
+    assert by_devices.is_monotonic_increasing

@@ -109,3 +109,32 @@ def runtime_name(text: str) -> str:
     if text in names:
         return text
     raise argparse.ArgumentTypeError(f"unknown runtime {text!r}; choose one of:\n{runtime_menu()}")
+
+
+def zero_stage(text: str) -> int:
+    """argparse ``type=`` for ``--zero``: a ZeRO stage 0, 1, 2 or 3 (Rajbhandari et al. 2020:
+    0 none, 1 optimizer states sharded over the data-parallel group, 2 + gradients,
+    3 + parameters)."""
+    if text.strip() not in ("0", "1", "2", "3"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no ZeRO stage; use 0 (none), 1 (optimizer states sharded), "
+            f"2 (+ gradients) or 3 (+ parameters)")
+    return int(text)
+
+
+def zero_stages(text: str) -> tuple[int, ...]:
+    """Comma-separated ZeRO stages (``0,1``), each checked by ``zero_stage``, in order, once."""
+    return tuple(dict.fromkeys(zero_stage(t) for t in comma_items(text, "ZeRO stages", "0,1")))
+
+
+def system_list(text: str) -> list[str]:
+    """Comma-separated system refs (``hgx-h100,dgx-a100``), keeping what-if specs whole: a
+    part with '=' but no ':' continues the previous what-if spec
+    (``hgx-h100:nodes=4,nic_GBps=100,dgx-a100`` is two systems)."""
+    out: list[str] = []
+    for part in comma_items(text, "system ids", "hgx-h100,dgx-a100"):
+        if out and "=" in part and ":" not in part and ":" in out[-1]:
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out

@@ -466,3 +466,76 @@ def llm_memory_bars(df: pd.DataFrame) -> go.Figure:
     fig = _layout(fig, "Memory per device", height=max(280, 52 * len(df) + 150))
     fig.update_layout(legend={"y": -0.12})
     return fig
+
+
+# ----------------------------------------------------------------------------- parallel plans
+#: parts of a plan's step (``ParallelPrediction`` fields, seconds; they sum to ``step_s``).
+PLAN_STEP_PARTS = {"compute_s": ("compute", "#4C78A8"),
+                   "exposed_comm_s": ("exposed communication", "#F58518"),
+                   "bubble_s": ("pipeline bubble", "#BAB0AC"),
+                   "optimizer_s": ("optimizer", "#54A24B")}
+#: per-device memory parts (``ParallelPrediction.as_dict`` keys, bytes).
+PLAN_MEMORY_PARTS = {"weights_bytes": ("weights", "#4C78A8"),
+                     "gradients_bytes": ("gradients", "#E45756"),
+                     "optimizer_bytes": ("optimizer states", "#54A24B"),
+                     "activations_bytes": ("activations", "#F58518"),
+                     "other_bytes": ("working set", "#BAB0AC")}
+
+
+def plan_step_bars(table: pd.DataFrame) -> go.Figure:
+    """One horizontal bar per plan (rows of ``PlanSearch.table``, best first, labelled by
+    ``plan``): compute, exposed communication, pipeline bubble and optimizer stacked (seconds);
+    the step time and fit written beside each bar."""
+    fig = go.Figure()
+    for col, (name, color) in PLAN_STEP_PARTS.items():
+        fig.add_trace(go.Bar(x=table[col], y=table["plan"], orientation="h", name=name,
+                             marker_color=color,
+                             hovertemplate="%{y}: %{x:.4g} s " + name + "<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="seconds per step")
+    _device_rows(fig, table["plan"], [
+        f"<b>{s:.4g} s</b><br>{'fits' if f else 'does not fit'}"
+        for s, f in zip(table["step_s"], table["fits"], strict=True)])
+    fig = _layout(fig, "Step time per plan", height=max(280, 40 * len(table) + 150))
+    fig.update_layout(legend={"y": -0.12})
+    return fig
+
+
+def plan_memory_bars(table: pd.DataFrame) -> go.Figure:
+    """Per plan: the most loaded device's weights, gradients, optimizer states, activations and
+    working set stacked (GiB) against the device capacity (a black tick)."""
+    gib = 2.0**30
+    fig = go.Figure()
+    for col, (name, color) in PLAN_MEMORY_PARTS.items():
+        fig.add_trace(go.Bar(x=table[col] / gib, y=table["plan"], orientation="h", name=name,
+                             marker_color=color,
+                             hovertemplate="%{y}: %{x:.4g} GiB " + name + "<extra></extra>"))
+    fig.add_trace(go.Scatter(x=table["capacity_bytes"] / gib, y=table["plan"], mode="markers",
+                             name="device capacity",
+                             marker={"symbol": "line-ns-open", "size": 22, "color": "#000",
+                                     "line": {"width": 3}},
+                             hovertemplate="%{y}: capacity %{x:.4g} GiB<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="GiB per device")
+    _device_rows(fig, table["plan"], [
+        f"<b>{t / gib:.4g} / {c / gib:.4g} GiB</b>" for t, c in
+        zip(table["memory_bytes"], table["capacity_bytes"], strict=True)])
+    fig = _layout(fig, "Memory per device", height=max(280, 40 * len(table) + 150))
+    fig.update_layout(legend={"y": -0.12})
+    return fig
+
+
+def serving_plan_bars(table: pd.DataFrame) -> go.Figure:
+    """Output tokens/s of all replicas per serving plan (rows of
+    ``predictor.llm.serving_plan.serving_plan_search``, best first), with TPOT and the memory
+    of the fullest device written beside each bar; a plan that does not fit has no bar."""
+    fig = go.Figure(go.Bar(x=table["tokens_per_s"], y=table["plan"], orientation="h",
+                           marker_color="#4C78A8", name="output tokens/s",
+                           hovertemplate="%{y}: %{x:,.4g} tokens/s<extra></extra>"))
+    fig.update_xaxes(title="output tokens/s (all replicas)")
+    _device_rows(fig, table["plan"], [
+        f"<b>TPOT {t:.4g} ms</b><br>{m:.4g} / {c:.4g} GiB" if f else
+        f"<b>does not fit</b><br>{o:.4g} GiB over"
+        for t, m, c, f, o in zip(table["tpot_ms"], table["memory_GiB"], table["capacity_GiB"],
+                                 table["fits"], table["over_GiB"], strict=True)])
+    return _layout(fig, "Serving plans", height=max(280, 40 * len(table) + 150))

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 COMMAND_MODULES = ("inspect", "hw", "runtimes", "predict", "compare", "sweep", "measure", "data",
-                   "train", "models", "app", "advise", "llm")
+                   "train", "models", "app", "advise", "llm", "systems", "plan")
 
 
 def user_errors() -> tuple[type[BaseException], ...]:

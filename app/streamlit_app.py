@@ -22,6 +22,9 @@ PAGES = {
     "LLM serving": [
         st.Page("views/llm.py", title="LLM serving", icon=":material/chat:"),
     ],
+    "Multi-device": [
+        st.Page("views/plan.py", title="Plan explorer", icon=":material/hub:"),
+    ],
     "Hardware": [
         st.Page("views/compare.py", title="Compare hardware", icon=":material/compare_arrows:"),
         st.Page("views/whatif.py", title="What-if device", icon=":material/tune:"),
@@ -41,6 +44,8 @@ with st.sidebar:  # after the page: shows the values its widgets just set
     if s.get("_page") == "llm":  # the LLM page has its own model and devices
         st.markdown(f"**LLM** `{s.get('llm_label', '')}`  \n"
                     f"**Devices** {', '.join(f'`{d}`' for d in s.get('llm_devices', []))}")
+    elif s.get("_page") == "plan":  # the plan explorer has its own model and system
+        st.markdown(f"**Plans of** `{s.get('plan_label', '')}`")
     else:
         st.markdown(
             f"**Model** `{state.model_label(s['model_ref'])}`  \n"

@@ -17,6 +17,12 @@ roofcast`` stays cheap):
 * ``llm(model, hw, input_tokens=, output_tokens=, batch=|concurrency=, weights=, kv_cache=,
   runtime=)`` -> a ``ServingPrediction`` (TTFT, TPOT, tokens/s, memory fit) for one device, a
   DataFrame for a list; ``llm_configs()`` -> the bundled LLM configs.
+* several devices: ``systems()`` -> the catalog's multi-device systems (DataFrame),
+  ``system(id_or_whatif)`` -> ``SystemSpec`` (``"hgx-h100:nodes=4"``);
+  ``predict(model, system=..., tp=..., pp=..., global_batch=...)`` (or ``hw=..., devices=N``)
+  -> a ``ParallelPrediction`` (step time = compute + exposed communication + bubble +
+  optimizer, per-device memory); ``plan(model, system, global_batch=..., mode=)`` -> the
+  plans ranked (``PlanSearch``; ``mode="serve"``: a DataFrame of serving plans).
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ __version__ = "0.1.0"
 
 #: the API's names, all defined in ``roofcast.api``.
 API: tuple[str, ...] = ("ExecutionProfile", "Model", "Prediction", "advise", "compare", "device",
-                        "llm", "llm_configs", "load_model", "make_estimator", "predict", "runtimes",
-                        "sweep", "train", "zoo_models")
+                        "llm", "llm_configs", "load_model", "make_estimator", "plan", "predict",
+                        "predict_parallel", "runtimes", "sweep", "system", "systems", "train",
+                        "zoo_models")
 __all__ = [*API, "__version__"]
 
 

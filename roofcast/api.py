@@ -38,6 +38,14 @@ import pandas as pd
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import Model, load_model, zoo_models
+from roofcast.parallel_api import (
+    PLAN_FIELDS,
+    plan,
+    predict_parallel,
+    system,
+    systems,
+    target_system,
+)
 from roofcast.predictor.advisor import Advice
 from roofcast.predictor.advisor import advise as _advise
 from roofcast.predictor.compare import compare_devices
@@ -60,10 +68,14 @@ from roofcast.predictor.sweep import sweep as _sweep
 if TYPE_CHECKING:
     from roofcast.graph_import.llm.arch import LLMArch
     from roofcast.predictor.llm.types import ServingPrediction
+    from roofcast.predictor.parallel.types import ParallelPrediction
 
 #: the execution settings ``predict``/``compare`` take as keywords (``RunConfig`` fields).
 SETTINGS: tuple[str, ...] = ("runtime", "precision", "mode", "threads", "inter_op", "fusion",
                              "optimizer")
+#: keywords of ``predict`` that make it a multi-device prediction (``predict_parallel``).
+PARALLEL_KEYWORDS: tuple[str, ...] = ("system", "devices", "global_batch", "seq_tokens",
+                                      *PLAN_FIELDS)
 
 
 def device(spec: str | HardwareSpec) -> HardwareSpec:
@@ -79,9 +91,9 @@ def _model(model: Any, batch: int | None, dims: Mapping[str, int] | None) -> Mod
     return load_model(model, bound)
 
 
-def predict(model: Any, hw: str | HardwareSpec, *, batch: int | None = None,
+def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | None = None,
             dims: Mapping[str, int] | None = None, estimator: Any = DEFAULT_ESTIMATOR,
-            allow_incomplete: bool = False, **settings: Any) -> Prediction:
+            allow_incomplete: bool = False, **settings: Any) -> Prediction | ParallelPrediction:
     """Predict one run of ``model`` on ``hw``.
 
     ``model``: a ``Model`` (``load_model``) or anything ``load_model`` takes; ``batch`` and
@@ -93,7 +105,31 @@ def predict(model: Any, hw: str | HardwareSpec, *, batch: int | None = None,
     ``time_s`` (the step: critical path with ``inter_op``), ``lower_s``/``upper_s`` (interval),
     ``by_op_type``/``by_bound``/``by_phase``, ``memory`` (bytes), ``estimator`` and the
     learned estimators' OOD flags (``ood``, ``ood_ops``, ``summary``).
+
+    Several devices: any of ``system=`` (a catalog system or what-if, ``systems()``),
+    ``devices=`` (N of ``hw``), ``dp=``, ``tp=``, ``pp=``, ``ep=``, ``micro_batches=``,
+    ``zero=``, ``sequence_parallel=``, ``recompute=``, ``global_batch=`` (the whole step's
+    samples; ``batch`` is the one-device option) predicts one step of that plan and returns a
+    ``ParallelPrediction`` (``roofcast.parallel_api.predict_parallel``: ``step_s`` = compute +
+    exposed communication + pipeline bubble + optimizer, per-device ``memory``, ``fits``).
+
+    >>> p = roofcast.predict("bert_base", system="hgx-h100", tp=2, global_batch=64,
+    ...                      mode="train", dims={"sequence": 128})          # doctest: +SKIP
+    >>> p.step_s, p.exposed_comm_s, p.memory.fits                           # doctest: +SKIP
     """
+    parallel = {k: settings.pop(k) for k in PARALLEL_KEYWORDS if k in settings}
+    if parallel:
+        if batch is not None:
+            raise PredictionError("batch= is the one-device batch; on several devices give "
+                                  "global_batch= (the whole step's samples)")
+        if allow_incomplete:
+            raise PredictionError("allow_incomplete= is a one-device option; a multi-device "
+                                  "step needs every kernel's cost")
+        settings.setdefault("mode", "infer")  # as on one device
+        return predict_parallel(model, hw=hw, dims=dims, estimator=estimator,
+                                **parallel, **_settings(settings))
+    if hw is None:
+        raise PredictionError("give hw= (a device), or system= / devices= for several devices")
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
     spec = device(hw)
@@ -198,11 +234,12 @@ LLM_MEMORY: dict[str, str] = {"total": "memory_GiB", "weights": "weights_GiB",
                               "reserve": "reserve_GiB", "capacity": "capacity_GiB"}
 
 
-def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
+def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None = None, *,
         input_tokens: int = 512, output_tokens: int = 128, batch: int | None = None,
         concurrency: int | str | None = None, weights: str = "fp16",
         kv_cache: str | None = None, activations: str = "fp16", runtime: str | None = None,
-        estimator: str | None = None) -> ServingPrediction | pd.DataFrame:
+        estimator: str | None = None, system: Any = None, devices: int | None = None,
+        tp: int = 1, pp: int = 1, ep: int = 1) -> ServingPrediction | pd.DataFrame:
     """LLM serving of ``model`` on ``hw``: time to first token, time per output token,
     end-to-end latency, tokens/s, memory fit.
 
@@ -233,22 +270,35 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
     >>> p.device, p.config.input_tokens, p.ttft_s < p.e2e_latency_s
     ('h100-sxm', 1024, True)
     >>> record = p.as_dict()             # milliseconds, tokens/s, GiB
-    >>> sorted(k for k in record if k.endswith(("_ms", "_per_s")))[:3]
-    ['e2e_latency_ms', 'output_tokens_per_s', 'total_tokens_per_s']
+    >>> sorted(k for k in record if k.endswith("_per_s"))
+    ['output_tokens_per_s', 'total_tokens_per_s']
     >>> df = roofcast.llm("llama-3.1-70b", ["h100-sxm", "h200", "mi300x"],
     ...                   input_tokens=2048, output_tokens=256, weights="fp8")
     >>> list(df["device"]), float(df["speedup"].iloc[0])
     (['h100-sxm', 'h200', 'mi300x'], 1.0)
     >>> df[["device", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch"]]  # doctest: +SKIP
+
+    Several devices serving one replica: ``tp`` (tensor-parallel ranks: heads, FFN and vocab
+    split, two all-reduces per layer per step), ``pp`` (pipeline stages of layers), ``ep``
+    (expert-parallel ranks) on ``system`` (a catalog system or what-if; ``hw`` is then its
+    device) or on ``devices`` of ``hw`` (default tp x pp of it, one node);
+    ``predict_serving(..., system=)`` times the kernels per device and the collectives on the
+    system's links. ``plan(model, system, mode="serve")`` ranks every (tp, pp) instead.
     """
     from roofcast.predictor.llm.serving import predict_many, predict_serving
     from roofcast.predictor.llm.types import ServingConfig
 
     # checked by the serving model (positive lengths within the context, one of batch and
     # concurrency, known dtypes the engine runs), which raises PredictionError naming the value
+    degrees = {k: v for k, v in {"tp": tp, "pp": pp, "ep": ep}.items() if v != 1}
     cfg = ServingConfig(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                         concurrency=concurrency, weights=weights, kv_cache=kv_cache,
-                        activations=activations, runtime=runtime)
+                        activations=activations, runtime=runtime, **degrees)
+    if system is not None or devices is not None:
+        return _llm_on_systems(model, hw, cfg, system, devices, estimator)
+    if hw is None:
+        raise PredictionError("give hw= (a device or a list), or system= / devices= for "
+                              "several devices serving one replica")
     one = isinstance(hw, str | HardwareSpec)
     specs = [device(hw)] if one else _devices(hw)  # every device checked before any work
     arch = llm_arch(model)
@@ -256,6 +306,30 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec], *,
     if one:
         return predict_serving(arch, specs[0], cfg, **kw)
     return llm_frame(predict_many(arch, specs, cfg, **kw))  # all devices timed together
+
+
+def _llm_on_systems(model: Any, hw: Any, cfg: Any, system: Any, devices: int | None,
+                    estimator: str | None) -> ServingPrediction | pd.DataFrame:
+    """``llm`` on a system (one prediction) or on ``devices`` of each device of ``hw`` (one
+    prediction for one device, a DataFrame for a list); every system resolved before any
+    work."""
+    from roofcast.predictor.llm.serving import predict_serving
+
+    if system is not None and (hw is not None or devices is not None):
+        raise PredictionError("give system= or hw= with devices=, not both (a system has its "
+                              "own devices)")
+    if system is not None:
+        targets = [target_system(system)]
+        one = True
+    else:
+        if hw is None:
+            raise PredictionError("devices= needs hw=: the device of which to take N")
+        one = isinstance(hw, str | HardwareSpec)
+        targets = [target_system(hw=h, devices=devices) for h in ([hw] if one else hw)]
+    arch = llm_arch(model)
+    kw = {} if estimator is None else {"estimator": estimator}
+    preds = [predict_serving(arch, device(t.device), cfg, system=t, **kw) for t in targets]
+    return preds[0] if one else llm_frame(preds)
 
 
 def llm_configs() -> pd.DataFrame:
@@ -340,5 +414,5 @@ def _source(model: Model) -> Callable[[int], Any]:
 
 
 __all__ = ["AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
-           "device", "llm", "llm_configs", "load_model", "make_estimator", "predict", "runtimes",
-           "sweep", "train", "zoo_models"]
+           "device", "llm", "llm_configs", "load_model", "make_estimator", "plan", "predict",
+           "predict_parallel", "runtimes", "sweep", "system", "systems", "train", "zoo_models"]

@@ -6,6 +6,12 @@ throughput (samples/s = batch / time), memory footprint and whether it fits, lis
 per unit of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and
 the dominant bound. Uses ``predictor.compare.compare_devices`` (one vectorised evaluation for all
 devices; the app's Compare page calls the same function).
+
+Several systems (``--system A,B``, or ``--hw A,B --devices N``: N of each device), with the plan
+flags of ``roofcast predict`` (``--tp``, ``--pp``, ``--global-batch``, ...): one row per system,
+the same plan's step and its parts (compute, exposed communication, bubble, optimizer),
+``speedup`` over the first system, per-device memory and whether it fits (``over_GiB``: by how
+much it does not).
 """
 
 from __future__ import annotations
@@ -21,17 +27,19 @@ from roofcast.app.commands.predict import (
     run_config,
 )
 from roofcast.app.output import add_format_arg, context_columns, emit
+from roofcast.app.parallel_args import add_training_plan_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="predicted time, speedup and cost on several devices",
                        description=__doc__)
     add_run_args(p)
-    p.add_argument("--hw", required=True, metavar="A,B,C",
+    p.add_argument("--hw", metavar="A,B,C",
                    help="comma-separated device ids (what-if specs BASE:key=value allowed)")
     p.add_argument("--baseline", metavar="ID", help="device the speedups are relative to "
                    "(default: the first of --hw)")
     add_format_arg(p)
+    add_training_plan_args(p, several=True)
     p.set_defaults(func=run)
 
 
@@ -83,12 +91,48 @@ def fusion_summary(config, runtimes) -> bool | str:
                                        for n, on in defaults.items())
 
 
+def run_parallel(args: argparse.Namespace) -> int:
+    """The same plan on several systems (module docstring); every system is resolved before
+    any work."""
+    import sys
+
+    from roofcast.app.commands.predict import parallel_options
+    from roofcast.app.output_file import render
+    from roofcast.app.parallel_args import placement
+    from roofcast.app.parallel_report import systems_output
+    from roofcast.parallel_api import predict_parallel, target_system
+    from roofcast.predictor.errors import PredictionError
+
+    if args.baseline is not None:
+        raise PredictionError("--baseline names a device of --hw; with several systems the "
+                              "first one is the baseline (reorder --system)")
+    where = placement(args, "compare")
+    if args.system is not None:
+        targets = [target_system(s) for s in where["system"]]
+    else:
+        targets = [target_system(hw=h, devices=args.devices) for h in split_devices(args.hw)]
+    options = parallel_options(args, "compare")
+    preds = [predict_parallel(args.model, system=t, **options) for t in targets]
+    tables, extra = systems_output(preds, args.format)
+    sys.stdout.write(render(tables, args.format, extra))
+    for note in extra.get("_notes", ()):
+        print(f"roofcast compare: note: {note}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from roofcast.app.parallel_args import is_parallel
     from roofcast.predictor.compare import compare_devices
+    from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.sweep import NOTE_SEP
 
+    if is_parallel(args):
+        return run_parallel(args)
+    if args.hw is None:
+        raise PredictionError("give --hw A,B,C (devices; roofcast hw list), or --system A,B / "
+                              "--hw A,B --devices N to compare multi-device systems")
     devices = split_devices(args.hw)
     estimator = args.estimator
     runtimes = device_runtimes(devices, args.runtime)  # before any work

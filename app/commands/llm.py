@@ -15,7 +15,13 @@ lengths; $ per million output tokens and output tokens per joule where the catal
 device's price / power (a note states the assumption: the list price amortised over three years
 of continuous use, the full TDP); notes (fp8 emulated, does not fit: needs N devices, ...) on
 stderr. Several devices print one row per device, ``speedup`` = output tokens/s
-over the first device's. ``--output FILE`` writes the output there instead (atomically: the
+over the first device's.
+
+One replica over several devices: ``--tp N`` (tensor-parallel: heads, FFN and vocabulary split,
+two all-reduces per layer per step), ``--pp N`` (pipeline stages of layers), ``--ep N``
+(expert-parallel MoE ranks) on ``--system ID`` or ``--devices N`` of ``--hw`` (default: tp x pp
+of it in one node); the memory is then per device. ``roofcast plan MODEL --mode serve`` ranks
+every (tp, pp) of a system instead. ``--output FILE`` writes the output there instead (atomically: the
 file is complete or untouched). ``roofcast.llm(...)`` is the same from Python.
 """
 
@@ -27,7 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roofcast.app.argtypes import positive_int, runtime_name
-from roofcast.app.output import Table, add_format_arg, emit
+from roofcast.app.output import Table, add_format_arg
+from roofcast.app.output_file import check_writable, render, write_atomically
+from roofcast.app.parallel_args import SERVING_FLAGS, add_degree_args, add_placement_args
 from roofcast.predictor.llm.types import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
 if TYPE_CHECKING:
@@ -88,6 +96,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "kind's engine)")
     p.add_argument("--estimator", default=None, metavar="NAME",
                    help="kernel-time estimator (default roofline+eff)")
+    group = p.add_argument_group("one replica on several devices")
+    add_placement_args(group)
+    add_degree_args(group, SERVING_FLAGS)
     add_format_arg(p)
     p.add_argument("--output", type=Path, metavar="FILE",
                    help="write the output to FILE instead of the terminal (atomically)")
@@ -100,15 +111,15 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_writable(args.output)  # before any work
     if args.list:
-        if args.model or args.hw:
+        if args.model or args.hw or args.system:
             raise PredictionError("--list takes no MODEL or --hw; drop them, or drop --list")
         tables, extra = list_output()
     else:
         if not args.model:
             raise PredictionError("give a MODEL (roofcast llm --list shows the bundled ones)")
-        if not args.hw:
+        if not args.hw and args.system is None:
             raise PredictionError("give --hw ID[,ID...]: the device(s) to serve on "
-                                  "(roofcast hw list)")
+                                  "(roofcast hw list), or --system ID")
         tables, extra = serving_output(args)
     text = render(tables, args.format, extra)
     if args.output is None:
@@ -125,25 +136,58 @@ def run(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- serving
 def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """Tables and header scalars of a serving run (one device or several)."""
+    import pandas as pd
+
     from roofcast import api
     from roofcast.app.commands.compare import split_devices
     from roofcast.predictor.llm.types import ServingConfig
 
-    devices = split_devices(args.hw)
-    specs = [api.device(d) for d in devices]  # every id checked before any work
     options = {"input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
                "batch": args.batch, "concurrency": args.concurrency, "weights": args.weights,
                "kv_cache": args.kv, "activations": args.activations, "runtime": args.runtime}
-    cfg = ServingConfig(**options)
+    degrees = serving_degrees(args)
+    cfg = ServingConfig(**options, **degrees)
     arch = api.llm_arch(args.model)
     if args.estimator is not None:
         options["estimator"] = args.estimator
+    if args.system is not None or args.devices is not None:
+        where = parallel_placement(args)
+        result = api.llm(arch, **where, **options, **degrees)
+        if isinstance(result, pd.DataFrame):
+            return several_devices(result, arch, cfg, args.format)
+        if args.format == "csv":
+            return several_devices(api.llm_frame([result]), arch, cfg, "csv")
+        return one_device(result, arch, args.format)
+    devices = split_devices(args.hw)
+    specs = [api.device(d) for d in devices]  # every id checked before any work
+    options.update(degrees)  # tp x pp > 1 on --hw alone: one node of tp x pp of each device
     if len(specs) == 1:
         pred = api.llm(arch, specs[0], **options)
         if args.format == "csv":  # a CSV is rows: the one device's row
             return several_devices(api.llm_frame([pred]), arch, cfg, "csv")
         return one_device(pred, arch, args.format)
     return several_devices(api.llm(arch, specs, **options), arch, cfg, args.format)
+
+
+def serving_degrees(args: argparse.Namespace) -> dict[str, int]:
+    """``ServingConfig`` tp / pp / ep the user gave (none: the one-device config, as before)."""
+    return {name: getattr(args, name) for name in SERVING_FLAGS if getattr(args, name) is not None}
+
+
+def parallel_placement(args: argparse.Namespace) -> dict[str, Any]:
+    """``api.llm`` keywords of ``--system ID`` or ``--hw A[,B] --devices N`` (not both)."""
+    from roofcast.app.commands.compare import split_devices
+    from roofcast.predictor.errors import PredictionError
+
+    if args.system is not None:
+        if args.hw or args.devices is not None:
+            raise PredictionError("give --system ID or --hw ID --devices N, not both (the "
+                                  "system names its device and count)")
+        return {"system": args.system}
+    hws = split_devices(args.hw) if args.hw else []
+    if not hws:
+        raise PredictionError("--devices N needs --hw ID: the device of which to take N")
+    return {"hw": hws[0] if len(hws) == 1 else hws, "devices": args.devices}
 
 
 def header(arch, cfg, fmt: str) -> dict[str, Any]:
@@ -156,9 +200,10 @@ def header(arch, cfg, fmt: str) -> dict[str, Any]:
         return {**head, "config": asdict(cfg)}
     batching = ({"concurrency": cfg.concurrency} if cfg.concurrency is not None
                 else {"batch": cfg.batch or 1})
+    replica = {k: getattr(cfg, k) for k in SERVING_FLAGS if getattr(cfg, k, 1) != 1}
     return {**head, "input_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens,
             **batching, "weights": cfg.weights, "kv_cache": cfg.kv_cache or cfg.activations,
-            "activations": cfg.activations}
+            "activations": cfg.activations, **replica}
 
 
 def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -172,6 +217,8 @@ def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
         extra["fits"] = bool(pred.memory.fits and pred.max_batch > 0)
         return {}, extra
     row = api.llm_row(pred)
+    if pred.devices > 1:  # one replica over several devices: memory is per device
+        extra["devices"] = pred.devices
     extra.update({"device": pred.device, "runtime": pred.runtime, "estimator": pred.estimator,
                   "served_batch": pred.batch, "max_batch": pred.max_batch, "fits": row["fits"],
                   "devices_needed": pred.devices_needed,
@@ -236,42 +283,3 @@ def list_output() -> tuple[dict[str, Any], dict[str, Any]]:
     table = table[["name", "family", "params_B", "active_params_B", "layers", "d_model", "heads",
                    "kv_heads", "head_dim", "max_context", "kv_bytes_per_token_fp16"]]
     return {"models": table}, {"bundled_models": len(table)}
-
-
-# ----------------------------------------------------------------------------- writing
-def render(tables: dict[str, Any], fmt: str, extra: dict[str, Any]) -> str:
-    import io
-
-    buf = io.StringIO()
-    emit(tables, fmt, out=buf, extra={k: v for k, v in extra.items() if not k.startswith("_")})
-    return buf.getvalue()
-
-
-def check_writable(path: Path) -> None:
-    """PredictionError unless ``path`` can be written: its folder exists, it is no folder."""
-    from roofcast.predictor.errors import PredictionError
-
-    if path.is_dir():
-        raise PredictionError(f"--output {path} is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise PredictionError(f"--output {path}: folder {path.parent} does not exist")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a
-    reader sees the old file or the whole new one, never a part."""
-    import os
-    import tempfile
-
-    from roofcast.predictor.errors import PredictionError
-
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise PredictionError(f"cannot write --output {path}: {exc.strerror or exc}") from None

@@ -4,6 +4,13 @@ Prints the per-op table (largest time first; ``--top N``), the totals by op type
 (compute / memory / overhead) and by phase (forward / backward / update), and the memory
 footprint with whether it fits the device. ``--mode train`` predicts one training step
 (forward + backward + optimizer update) from the forward-only graph.
+
+Several devices (``--system ID`` or ``--hw ID --devices N``, with ``--dp/--tp/--pp/--ep``,
+``--micro-batches``, ``--zero``, ``--sequence-parallel``, ``--recompute``, ``--global-batch``):
+one step of that plan — its time split into compute, exposed communication, pipeline bubble and
+optimizer, each group's communication, each stage's micro-batch time, the memory of the most
+loaded device and whether it fits (by how much it does not). MODEL may then also be a bundled
+LLM config (``roofcast llm --list``). Without these flags nothing changes.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from roofcast.app.output import (
     emit,
     top_rows,
 )
+from roofcast.app.parallel_args import add_training_plan_args
 from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 
 if TYPE_CHECKING:
@@ -45,8 +53,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                         "(repeatable; a name the model lacks is an error listing its dims)")
     p.add_argument("--batch", type=positive_int, metavar="N",
                    help="batch size (shorthand for --dim batch=N; default 1)")
-    p.add_argument("--precision", default="fp32", metavar="P",
-                   help=f"compute precision: {'|'.join(PRECISIONS)} (default fp32)")
+    p.add_argument("--precision", metavar="P",
+                   help=f"compute precision: {'|'.join(PRECISIONS)} (default fp32; an LLM "
+                        f"config on several devices: bf16)")
     p.add_argument("--mode", default="infer", metavar="MODE",
                    help=f"{'|'.join(MODES)}: inference or one training step (default infer)")
     add_execution_args(p)
@@ -82,12 +91,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="predicted time, bottlenecks and memory on one device",
                        description=__doc__)
     add_run_args(p)
-    p.add_argument("--hw", required=True, metavar="ID",
+    p.add_argument("--hw", metavar="ID",
                    help="device id, name or what-if spec BASE:key=value,... (roofcast hw list)")
     add_top_arg(p, "kernels")
     p.add_argument("--max-batch", action="store_true",
                    help="also find the largest batch that fits the device memory (re-imports)")
     add_format_arg(p)
+    add_training_plan_args(p, several=False)
     p.set_defaults(func=run)
 
 
@@ -129,7 +139,7 @@ def run_config(args: argparse.Namespace, graph: Graph) -> RunConfig:
     """The run's RunConfig: dims from the imported graph (``predictor.config.run_config``)."""
     from roofcast.predictor.config import run_config as config_for
 
-    return config_for(graph, precision=args.precision, mode=args.mode, threads=args.threads,
+    return config_for(graph, precision=args.precision or "fp32", mode=args.mode, threads=args.threads,
                       inter_op=args.inter_op, fusion=args.fusion, optimizer=args.optimizer,
                       runtime=args.runtime)
 
@@ -211,11 +221,18 @@ def memory_table(pred: Prediction, hw) -> pd.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
+    from roofcast.app.parallel_args import is_parallel
     from roofcast.hw_catalog.catalog import get_device
+    from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.estimator_registry import LEARNED_NAMES
     from roofcast.predictor.memory import max_batch_that_fits
     from roofcast.predictor.simulate import predict_graph
 
+    if is_parallel(args):
+        return run_parallel(args)
+    if args.hw is None:
+        raise PredictionError("give --hw ID (one device; roofcast hw list), or --system ID / "
+                              "--hw ID --devices N for several")
     hw = get_device(args.hw)
     graph, batch = load_user_graph(args)
     config = run_config(args, graph)
@@ -267,6 +284,46 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table":
         for note in pred.notes:
             print(f"roofcast predict: note: {note}", file=sys.stderr)
+    return 0
+
+
+#: predict's one-device options refused on the multi-device path.
+ONE_DEVICE_OPTIONS = ("batch", "max_batch", "inter_op", "threads", "allow_incomplete")
+
+
+def parallel_options(args: argparse.Namespace, command: str) -> dict:
+    """``roofcast.parallel_api.predict_parallel`` keywords of a multi-device predict/compare
+    (placement aside): the plan flags given, the global batch, mode, estimator and the
+    model's settings; a one-device-only flag is refused."""
+    from roofcast.app.model_ref import bind_dims
+    from roofcast.app.parallel_args import one_device_only, plan_flags_given
+
+    one_device_only(args, command, ONE_DEVICE_OPTIONS)
+    options = {**plan_flags_given(args), "global_batch": args.global_batch, "mode": args.mode,
+               "estimator": args.estimator, "precision": args.precision,
+               "optimizer": args.optimizer, "runtime": args.runtime}
+    dims = bind_dims(args.dim)
+    if dims:
+        options["dims"] = dims
+    if args.fusion is not None:
+        options["fusion"] = args.fusion
+    return options
+
+
+def run_parallel(args: argparse.Namespace) -> int:
+    """One step of a plan on several devices (module docstring)."""
+    from roofcast.app.output_file import render
+    from roofcast.app.parallel_args import placement
+    from roofcast.app.parallel_report import step_output
+    from roofcast.parallel_api import predict_parallel
+
+    where = placement(args, "predict")
+    options = parallel_options(args, "predict")
+    pred = predict_parallel(args.model, **where, **options)
+    tables, extra = step_output(pred, args.format)
+    sys.stdout.write(render(tables, args.format, extra))
+    for note in extra.get("_notes", ()):
+        print(f"roofcast predict: note: {note}", file=sys.stderr)
     return 0
 
 

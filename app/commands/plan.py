@@ -1,0 +1,143 @@
+"""``roofcast plan MODEL --system ID --global-batch N``: the parallel plans of a model on a
+system, ranked.
+
+Training (``--mode train``, the default) or inference (``--mode infer``): every
+(dp, tp, pp, ep, micro-batches) that divides the model's heads, layers, experts, the global
+batch and the system's devices, with each ZeRO stage of ``--zero`` and with and without
+activation recomputation (``--recompute``), one step timed per plan
+(``predictor.parallel.search.plan_search``), ranked: the plans that fit the devices' memory
+first, fastest first. Each row: the step time and its parts (compute, exposed communication,
+pipeline bubble, optimizer: they sum to the step), samples and tokens per second, memory per
+device against its capacity (``over_GiB``: by how much it does not fit). When nothing fits, the
+verdict says which plan comes closest and by how much it is over.
+
+Serving (``--mode serve``, decoder LLMs): every (tp, pp) whose product divides the devices,
+``devices / (tp x pp)`` replicas, ranked by tokens/s (``predictor.llm.serving_plan``);
+``--seq`` is then the prompt length, ``--global-batch`` the static batch per replica (default:
+as many requests as fit).
+
+MODEL: a bundled LLM name (``roofcast llm --list``), a Hugging Face id, a ``config.json`` or an
+ONNX decoder (Megatron-LM on the architecture), or any other ONNX file / zoo name (sharded from
+the graph). A zoo name wins over a bundled LLM of the same name: ``llm:gpt2`` is the config,
+``gpt2`` the zoo's ONNX export. ``--output FILE`` writes atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from roofcast.app.argtypes import positive_int, runtime_name, zero_stages
+from roofcast.app.output import add_format_arg, add_top_arg, top_rows
+from roofcast.app.parallel_args import add_placement_args
+
+MODES = ("train", "infer", "serve")
+RECOMPUTE = {"both": (False, True), "on": (True,), "off": (False,)}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="rank the parallel plans (dp, tp, pp, ...) of a model on a "
+                                    "multi-device system", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="bundled LLM name, Hugging Face id, config.json, ONNX file "
+                                 "or zoo name")
+    add_placement_args(p)
+    p.add_argument("--hw", metavar="ID", help="with --devices N: N of this catalog device")
+    p.add_argument("--global-batch", type=positive_int, metavar="N",
+                   help="train/infer: samples per step over all replicas (required); serve: "
+                        "static batch per replica (default: as many as fit)")
+    p.add_argument("--mode", choices=MODES, default="train",
+                   help="train (default), infer, or serve (LLM serving plans)")
+    p.add_argument("--seq", type=positive_int, metavar="N",
+                   help="tokens per sample (LLM default 4096, capped at its context; a graph's "
+                        "'sequence' dim); serve: prompt tokens (default 512)")
+    p.add_argument("--output-tokens", type=positive_int, default=128, metavar="M",
+                   help="serve: generated tokens per request (default 128)")
+    p.add_argument("--zero", type=zero_stages, default=(0, 1), metavar="STAGES",
+                   help="ZeRO stages to try, comma-separated (default 0,1)")
+    p.add_argument("--recompute", choices=tuple(RECOMPUTE), default="both",
+                   help="activation recomputation: try both (default), only on, only off")
+    p.add_argument("--precision", metavar="P",
+                   help="compute precision (default: bf16 for an LLM, fp32 for a graph)")
+    p.add_argument("--optimizer", default="adam", metavar="OPT", help="optimizer (default adam)")
+    p.add_argument("--runtime", type=runtime_name, metavar="NAME",
+                   help="execution runtime (default: the device kind's)")
+    p.add_argument("--estimator", metavar="NAME", help="per-kernel estimator (default: the "
+                                                       "engine's, time-roofline)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                   help="bind another dim of an ONNX model (repeatable)")
+    add_top_arg(p, "plans", default=10)
+    add_format_arg(p)
+    p.add_argument("--output", type=Path, metavar="FILE",
+                   help="write the output to FILE instead of the terminal (atomically)")
+    p.set_defaults(func=run)
+
+
+def check_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The placement keywords, after every check that needs no model (exactly one of
+    ``--system`` and ``--hw --devices``; a global batch for train/infer; serve-only and
+    train-only flags where they apply). Raises ``PredictionError``."""
+    from roofcast.app.parallel_args import placement
+    from roofcast.predictor.errors import PredictionError
+
+    where = placement(args, "plan")
+    if args.mode != "serve" and args.global_batch is None:
+        raise PredictionError(f"--mode {args.mode} needs --global-batch N: the samples of one "
+                              f"step over all replicas (e.g. --global-batch 1024)")
+    if args.mode == "serve" and args.dim:
+        raise PredictionError("--dim applies to ONNX graphs; serving plans take an LLM config")
+    return where
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofcast.app.output_file import check_writable, render, write_atomically
+
+    if args.output is not None:
+        check_writable(args.output)  # before any work
+    tables, extra = plan_output(args)
+    text = render(tables, args.format, extra)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(args.output, text)
+        print(f"roofcast plan: wrote {args.output}", file=sys.stderr)
+    if args.format == "csv" and "verdict" in extra:  # a CSV has rows only
+        print(f"roofcast plan: {extra['verdict']}", file=sys.stderr)
+    for note in extra.get("_notes", ()):
+        print(f"roofcast plan: note: {note}", file=sys.stderr)
+    return 0
+
+
+def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Tables and header of the search (module docstring)."""
+    from roofcast import parallel_api
+    from roofcast.app.model_ref import bind_dims
+    from roofcast.app.parallel_report import search_output, serving_output
+
+    where = check_args(args)
+    target = parallel_api.target_system(**where)  # an unknown system fails before any work
+    top = top_rows(args)
+    header: dict[str, Any] = {"model": str(args.model), "system": target.id,
+                              "device": target.device, "devices": target.n_devices,
+                              "mode": args.mode}
+    kw: dict[str, Any] = {} if args.estimator is None else {"estimator": args.estimator}
+    if args.mode == "serve":
+        options = {"runtime": args.runtime} if args.runtime else {}
+        df = parallel_api.plan(args.model, target, mode="serve", global_batch=args.global_batch,
+                               seq_tokens=args.seq, output_tokens=args.output_tokens,
+                               **options, **kw)
+        header.update({"input_tokens": args.seq or 512, "output_tokens": args.output_tokens})
+        return serving_output(df, args.format, top, header)
+    dims = bind_dims(args.dim)
+    source = parallel_api.parallel_source(
+        args.model, mode=args.mode, precision=args.precision, optimizer=args.optimizer,
+        runtime=args.runtime, seq_tokens=args.seq, onnx_decoders=True,
+        **({"dims": dims} if dims else {}))
+    facts = source.facts
+    header.update({"model": facts.name, "global_batch": args.global_batch,
+                   **({} if facts.seq_tokens is None else {"seq_tokens": facts.seq_tokens})})
+    search = parallel_api.plan(source, target, global_batch=args.global_batch, mode=args.mode,
+                               zero=args.zero, recompute=RECOMPUTE[args.recompute], **kw)
+    return search_output(search, args.format, top, header)

@@ -1,0 +1,278 @@
+"""The multi-device part of roofcast's Python API (re-exported by ``roofcast.api``).
+
+* ``systems()`` -> DataFrame of the catalog's systems; ``system(ref)`` -> ``SystemSpec`` (an id,
+  alias or what-if ``"hgx-h100:nodes=4"``);
+* ``predict_parallel(model, system=..., tp=..., ...)`` -> ``ParallelPrediction``: one step of a
+  plan (``roofcast.predict`` comes here when given ``system=``, ``devices=`` or a degree);
+* ``plan(model, system=..., global_batch=...)`` -> ``PlanSearch`` (train / infer: every
+  feasible (dp, tp, pp, micro-batches, ZeRO, recompute) ranked by step time) or, for
+  ``mode="serve"``, the serving plans (tp, pp, replicas) ranked by tokens/s as a DataFrame.
+
+Where: ``system`` (catalog id or what-if) or ``hw`` + ``devices`` (N of one catalog device,
+``hw_catalog.systems.resolve_system``). The model: an ONNX file / zoo name (sharded from the
+graph: ``predictor.parallel.graph_source.GraphParallelSource``) or a decoder LLM — bundled name,
+Hugging Face id, ``config.json``, ``LLMArch`` (Megatron-LM on the architecture:
+``predictor.parallel.llm_source.LLMParallelSource``). ``model_kind`` says which
+(``parallel_source``).
+
+Units: seconds (``_s``), bytes (``_bytes``), as ``ParallelPrediction`` holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from roofcast.models import Model, load_model
+from roofcast.predictor.errors import PredictionError
+
+if TYPE_CHECKING:
+    from roofcast.hw_catalog.spec import HardwareSpec
+    from roofcast.hw_catalog.system import SystemSpec
+    from roofcast.predictor.parallel.types import ParallelPrediction, ParallelSource
+
+#: ``plan`` modes: training / inference steps through ``plan_search``, LLM serving plans.
+PLAN_MODES: tuple[str, ...] = ("train", "infer", "serve")
+#: ``ParallelPlan`` fields a caller may give (None: completed by ``complete_plan``).
+PLAN_FIELDS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "micro_batches", "zero",
+                                "sequence_parallel", "recompute")
+#: tokens per training sample when an LLM run gives none (capped at the model's context).
+DEFAULT_SEQ_TOKENS = 4096
+#: a model reference that starts so is an LLM config (``llm:gpt2``: the bundled config, not the
+#: zoo's ONNX export of the same name).
+LLM_PREFIX = "llm:"
+#: default precision of an LLM training run (mixed precision as Megatron-LM trains).
+LLM_TRAIN_PRECISION = "bf16"
+#: the columns of ``systems()``.
+SYSTEM_COLUMNS: tuple[str, ...] = (
+    "id", "name", "device", "nodes", "devices_per_node", "devices", "fabric", "link_GBps",
+    "fabric_latency_us", "nic_count_per_node", "nic_GBps", "nic_latency_us",
+    "nic_GBps_per_node", "measured_as", "aliases")
+
+
+# ----------------------------------------------------------------------------- systems
+def systems() -> pd.DataFrame:
+    """The systems of the catalog (built-in, then ``$ROOFCAST_SYSTEMS_DIR``), one row each
+    (``SYSTEM_COLUMNS``): device id, nodes x devices per node, the intra-node fabric (kind,
+    per-device GB/s per direction, latency µs), NICs per node (count, GB/s each, latency µs;
+    empty for a single box without a documented network), ``measured_as`` (the measured
+    collective curves it stands for)."""
+    from roofcast.hw_catalog.systems import list_systems
+
+    return pd.DataFrame([system_row(s) for s in list_systems()], columns=list(SYSTEM_COLUMNS))
+
+
+def system_row(spec: SystemSpec) -> dict[str, Any]:
+    """One system as a flat record (``SYSTEM_COLUMNS``; lists joined by ", ")."""
+    nic = spec.nic
+    return {
+        "id": spec.id, "name": spec.name, "device": spec.device, "nodes": spec.nodes,
+        "devices_per_node": spec.devices_per_node, "devices": spec.n_devices,
+        "fabric": spec.fabric.kind, "link_GBps": spec.fabric.link_GBps,
+        "fabric_latency_us": spec.fabric.latency_us,
+        "nic_count_per_node": nic.count_per_node if nic else None,
+        "nic_GBps": nic.GBps if nic else None, "nic_latency_us": nic.latency_us if nic else None,
+        "nic_GBps_per_node": spec.nic_GBps_per_node if nic else None,
+        "measured_as": ", ".join(spec.measured_as), "aliases": ", ".join(spec.aliases),
+    }
+
+
+def system(ref: str | SystemSpec) -> SystemSpec:
+    """A system: a catalog id, name or alias (``"hgx-h100"``), a what-if
+    (``"hgx-h100:nodes=4,nic_GBps=100"``) or a ``SystemSpec`` (returned as is). Unknown ids
+    raise ``HardwareSpecError`` naming close ones."""
+    from roofcast.hw_catalog.systems import get_system
+
+    return get_system(ref)
+
+
+def target_system(system: str | SystemSpec | None = None, *, hw: str | HardwareSpec | None = None,
+                  devices: int | None = None) -> SystemSpec:
+    """The system a run uses: ``system``, or ``devices`` of ``hw`` as one ad-hoc system
+    (``hw_catalog.systems.resolve_system``: exactly one way must be given)."""
+    from roofcast.hw_catalog.systems import resolve_system
+
+    return resolve_system(system, hw=hw, devices=devices)
+
+
+# ----------------------------------------------------------------------------- models
+def is_source(model: Any) -> bool:
+    """Whether ``model`` is already a ``ParallelSource`` (it has ``facts`` and ``build``)."""
+    return hasattr(model, "facts") and callable(getattr(model, "build", None))
+
+
+def model_kind(model: Any, *, onnx_decoders: bool = False) -> str:
+    """``"llm"``, ``"graph"`` or ``"source"`` (a ``ParallelSource``, used as is): how
+    ``model`` is sharded.
+
+    An ``LLMArch``, a bundled LLM name or Hugging Face id (when no zoo model has that name;
+    ``llm:NAME`` forces the LLM config, e.g. ``llm:gpt2``), a ``config.json`` (or a folder
+    holding one) -> ``llm``; a ``Model``, a zoo name (``zoo:NAME`` forces the zoo), any other
+    ONNX file -> ``graph``; with ``onnx_decoders`` an ONNX file that
+    ``load_llm`` reads as a decoder -> ``llm`` (``roofcast plan`` does this). A name that is
+    neither is refused naming both lists."""
+    from roofcast.graph_import.errors import LLMConfigError
+    from roofcast.graph_import.llm.arch import LLMArch
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.training_data import zoo
+
+    if is_source(model):
+        return "source"
+    if isinstance(model, LLMArch):
+        return "llm"
+    if isinstance(model, Model | bytes):
+        return "graph"
+    text = str(model)
+    if text.startswith(LLM_PREFIX):
+        return "llm"
+    path = Path(text)
+    if path.exists():
+        if path.is_dir() or path.suffix.lower() == ".json":
+            return "llm"
+        if onnx_decoders:
+            try:
+                load_llm(path)
+                return "llm"
+            except LLMConfigError:
+                return "graph"
+        return "graph"
+    if text.startswith("zoo:") or text in zoo.list_models():
+        return "graph"
+    try:
+        load_llm(text)
+    except LLMConfigError as exc:
+        raise PredictionError(
+            f"unknown model {text!r}: no file, no zoo model ({', '.join(zoo.list_models())}) "
+            f"and no LLM config ({exc})") from None
+    return "llm"
+
+
+def parallel_source(model: Any, *, mode: str = "train", precision: str | None = None,
+                    optimizer: str = "adam", runtime: str | None = None,
+                    seq_tokens: int | None = None, dims: Mapping[str, int] | None = None,
+                    onnx_decoders: bool = False, **settings: Any) -> ParallelSource:
+    """The ``ParallelSource`` of ``model`` (``model_kind``).
+
+    LLM: ``LLMParallelSource(arch, seq_tokens=seq_tokens or min(4096, context),
+    precision=precision or "bf16", runtime, optimizer)``; ``dims``/``settings`` do not apply.
+    Graph: ``GraphParallelSource(model.graph_at, run_config(graph, precision (fp32), mode,
+    optimizer, runtime, **settings), name)`` — ``dims`` bind the model's other dims (the batch
+    is each micro-batch's, set by the plan); ``seq_tokens`` binds a ``sequence`` dim."""
+    kind = model_kind(model, onnx_decoders=onnx_decoders)
+    if kind == "source":
+        return model
+    if kind == "llm":
+        from roofcast.graph_import.llm.load import load_llm
+        from roofcast.predictor.parallel.llm_source import LLMParallelSource
+
+        extra = sorted(k for k, v in settings.items() if v is not None) + (["dims"] if dims else [])
+        if extra:
+            raise PredictionError(f"{', '.join(extra)} do not apply to an LLM config; give "
+                                  f"seq_tokens=, precision=, optimizer=, runtime=")
+        arch = model if not isinstance(model, str | Path) else load_llm(
+            str(model).removeprefix(LLM_PREFIX) if isinstance(model, str) else model)
+        seq = seq_tokens or min(DEFAULT_SEQ_TOKENS, arch.max_context)
+        return LLMParallelSource(arch, seq_tokens=seq,
+                                 precision=precision or LLM_TRAIN_PRECISION, runtime=runtime,
+                                 optimizer=optimizer)
+    from roofcast.predictor.config import run_config
+    from roofcast.predictor.parallel.graph_source import GraphParallelSource
+
+    bound = {**(dims or {}), **({} if seq_tokens is None else {"sequence": seq_tokens})}
+    m = load_model(model.removeprefix("zoo:") if isinstance(model, str) else model, bound)
+    config = run_config(m.graph, precision=precision or "fp32", mode=mode, optimizer=optimizer,
+                        runtime=runtime, **settings)
+    return GraphParallelSource(m.graph_at, config, name=m.name)
+
+
+# ----------------------------------------------------------------------------- one plan
+def predict_parallel(model: Any, *, system: str | SystemSpec | None = None,
+                     hw: str | HardwareSpec | None = None, devices: int | None = None,
+                     global_batch: int | None = None, mode: str = "train",
+                     estimator: Any = None, dp: int | None = None, tp: int | None = None,
+                     pp: int | None = None, ep: int | None = None,
+                     micro_batches: int | None = None, zero: int | None = None,
+                     sequence_parallel: bool | None = None, recompute: bool | None = None,
+                     **source_options: Any) -> ParallelPrediction:
+    """One step of ``model`` on several devices under one plan (``engine.predict_parallel``).
+
+    Where: ``system`` or ``hw`` + ``devices`` (``target_system``). The plan: the degrees given;
+    the others from ``complete_plan`` (dp = devices / (tp x pp); ep, micro-batches 1; ZeRO 0).
+    ``global_batch``: the step's samples over all replicas (None: dp x micro_batches, one
+    sample per micro-batch); ``mode``: ``train`` (forward + backward + optimizer) or ``infer``.
+    ``source_options``: ``parallel_source``'s (precision, optimizer, runtime, seq_tokens, dims,
+    ...). A degree that does not divide the heads, layers, experts, batch or devices raises
+    ``ParallelPlanError`` naming it; a plan that does not fit is predicted with
+    ``memory.fits`` False and ``memory.over_bytes`` by how much."""
+    from roofcast.predictor.parallel.engine import predict_parallel as _predict
+    from roofcast.predictor.parallel.plan import complete_plan
+
+    target = target_system(system, hw=hw, devices=devices)
+    given = {k: v for k, v in {"dp": dp, "tp": tp, "pp": pp, "ep": ep,
+                               "micro_batches": micro_batches, "zero": zero,
+                               "sequence_parallel": sequence_parallel,
+                               "recompute": recompute}.items() if v is not None}
+    plan = complete_plan(target.n_devices, **given)
+    batch = global_batch or plan.dp * plan.micro_batches
+    source = parallel_source(model, mode=mode, **source_options)
+    return _predict(source, target, plan, global_batch=batch, mode=mode,
+                    **_estimator_kw(estimator))
+
+
+# ----------------------------------------------------------------------------- search
+def plan(model: Any, system: str | SystemSpec | None = None, *,
+         hw: str | HardwareSpec | None = None, devices: int | None = None,
+         global_batch: int | None = None, mode: str = "train", estimator: Any = None,
+         zero: Sequence[int] = (0, 1), recompute: Sequence[bool] = (False, True),
+         seq_tokens: int | None = None, output_tokens: int = 128, **options: Any) -> Any:
+    """Search the plans of ``model`` on a system and rank them.
+
+    ``mode="train"`` / ``"infer"``: every (dp, tp, pp, ep, micro-batches) that divides the
+    model and the ``global_batch`` (required), with each ZeRO stage of ``zero`` and
+    recomputation choice of ``recompute``, timed by ``search.plan_search`` -> a ``PlanSearch``
+    (``table``: one row per evaluated plan, ``ParallelPrediction.as_dict`` columns + ``rank``,
+    plans that fit first by step time; ``best`` (None: nothing fits); ``rejected``: reason ->
+    count; ``elapsed_s``). ``seq_tokens``: tokens per sample (LLM default 4096, capped at the
+    context). ``options``: ``parallel_source``'s (precision, optimizer, runtime, dims).
+
+    ``mode="serve"`` (decoder LLMs): every (tp, pp) whose product divides the devices, as
+    replicas of ``predictor.llm.serving_plan.serving_plan_search`` -> DataFrame ranked by
+    tokens/s; ``seq_tokens`` = prompt tokens (default 512), ``output_tokens``,
+    ``global_batch`` = the static batch per replica (None: as many requests as fit);
+    ``options``: ``ServingConfig``'s dtypes and ``runtime``."""
+    if mode not in PLAN_MODES:
+        raise PredictionError(f"mode must be one of {', '.join(PLAN_MODES)}, got {mode!r}")
+    target = target_system(system, hw=hw, devices=devices)
+    if mode == "serve":
+        return _serving_plans(model, target, global_batch, seq_tokens, output_tokens,
+                              estimator, options)
+    from roofcast.predictor.parallel.search import plan_search
+
+    if global_batch is None:
+        raise PredictionError("give global_batch: the samples of one whole step over all "
+                              "replicas (e.g. 1024)")
+    source = parallel_source(model, mode=mode, seq_tokens=seq_tokens, onnx_decoders=True,
+                             **options)
+    return plan_search(source, target, global_batch=global_batch, mode=mode,
+                       zero=tuple(zero), recompute=tuple(recompute), **_estimator_kw(estimator))
+
+
+def _serving_plans(model: Any, target: SystemSpec, batch: int | None, input_tokens: int | None,
+                   output_tokens: int, estimator: Any, options: Mapping[str, Any]) -> pd.DataFrame:
+    from roofcast.graph_import.llm.arch import LLMArch
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm.serving_plan import serving_plan_search
+    from roofcast.predictor.llm.types import ServingConfig
+
+    arch = model if isinstance(model, LLMArch) else load_llm(str(model).removeprefix(LLM_PREFIX))
+    cfg = ServingConfig(input_tokens=input_tokens or 512, output_tokens=output_tokens,
+                        batch=batch, concurrency=None if batch else "max", **options)
+    return serving_plan_search(arch, target, cfg, **_estimator_kw(estimator))
+
+
+def _estimator_kw(estimator: Any) -> dict[str, Any]:
+    """``estimator=`` for the engine when the caller chose one (else the engine's default)."""
+    return {} if estimator is None else {"estimator": estimator}

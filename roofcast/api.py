@@ -92,7 +92,7 @@ def _model(model: Any, batch: int | None, dims: Mapping[str, int] | None) -> Mod
 
 
 def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | None = None,
-            dims: Mapping[str, int] | None = None, estimator: Any = DEFAULT_ESTIMATOR,
+            dims: Mapping[str, int] | None = None, estimator: Any = None,
             allow_incomplete: bool = False, **settings: Any) -> Prediction | ParallelPrediction:
     """Predict one run of ``model`` on ``hw``.
 
@@ -103,7 +103,8 @@ def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | No
     ``inter_op`` (critical-path time), ``fusion``, ``optimizer``. The ``Prediction`` holds
     ``per_op`` (one row per kernel, seconds), ``total_s``/``total_ms`` (sequential sum),
     ``time_s`` (the step: critical path with ``inter_op``), ``lower_s``/``upper_s`` (interval),
-    ``by_op_type``/``by_bound``/``by_phase``, ``memory`` (bytes), ``estimator`` and the
+    ``by_op_type``/``by_bound``/``by_phase``, ``memory`` (bytes), ``estimator`` (None:
+    ``time-roofline`` on one device, ``roofline+eff`` on several) and the
     learned estimators' OOD flags (``ood``, ``ood_ops``, ``summary``).
 
     Several devices: any of ``system=`` (a catalog system or what-if, ``systems()``),
@@ -134,7 +135,8 @@ def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | No
     config = run_config(m.graph, **_settings(settings))
     spec = device(hw)
     resolve_runtime(config.runtime, spec.kind)  # refused before any work
-    return predict_graph(m.graph, spec, config, as_estimator(estimator),
+    return predict_graph(m.graph, spec, config,
+                         as_estimator(DEFAULT_ESTIMATOR if estimator is None else estimator),
                          allow_incomplete=allow_incomplete)
 
 

@@ -22,6 +22,7 @@ import math
 from roofcast.app.commands.predict import (
     GIB,
     add_run_args,
+    chosen_estimator,
     graph_source,
     load_user_graph,
     run_config,
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         raise PredictionError("give --hw A,B,C (devices; roofcast hw list), or --system A,B / "
                               "--hw A,B --devices N to compare multi-device systems")
     devices = split_devices(args.hw)
-    estimator = args.estimator
+    estimator = chosen_estimator(args)
     runtimes = device_runtimes(devices, args.runtime)  # before any work
     graph, batch = load_user_graph(args)
     config = run_config(args, graph)

@@ -63,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compute precision (default: bf16 for an LLM, fp32 for a graph)")
     p.add_argument("--optimizer", default="adam", metavar="OPT", help="optimizer (default adam)")
     p.add_argument("--runtime", type=runtime_name, metavar="NAME",
-                   help="execution runtime (default: the device kind's)")
+                   help="execution runtime (default: megatron-lm for LLM training plans, the "
+                        "engine for --mode serve, the device kind's for ONNX graphs)")
     p.add_argument("--estimator", metavar="NAME", help="per-kernel estimator (default: the "
                                                        "engine's, time-roofline)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",

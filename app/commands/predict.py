@@ -71,11 +71,18 @@ def add_execution_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inter-op", action="store_true",
                    help="let independent ops run concurrently (critical-path time)")
     add_runtime_args(p)
-    p.add_argument("--estimator", default=DEFAULT_ESTIMATOR, metavar="NAME",
-                   help=f"per-op estimator: analytical ({DEFAULT_ESTIMATOR}, the default, "
+    p.add_argument("--estimator", metavar="NAME",
+                   help=f"per-op estimator: analytical ({DEFAULT_ESTIMATOR}, the default on "
+                        "one device; roofline+eff on several, "
                         "roofline, ...) or learned/auto (an unknown name lists them all)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="predict even when some ops have no cost (their time is left out)")
+
+
+def chosen_estimator(args: argparse.Namespace) -> str:
+    """The one-device estimator: ``--estimator`` or the default (``DEFAULT_ESTIMATOR``); the
+    multi-device path passes None on to the parallel engine's own default."""
+    return args.estimator or DEFAULT_ESTIMATOR
 
 
 def add_runtime_args(p: argparse.ArgumentParser) -> None:
@@ -236,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
     hw = get_device(args.hw)
     graph, batch = load_user_graph(args)
     config = run_config(args, graph)
-    estimator = args.estimator
+    estimator = chosen_estimator(args)
     run = execution(config, hw)  # refuses a runtime that does not run on hw before any work
     pred = predict_graph(graph, hw, config, estimator, allow_incomplete=args.allow_incomplete)
     top = top_rows(args)

@@ -20,7 +20,7 @@ from roofcast.app.commands.compare import (
     runtime_summary,
     split_devices,
 )
-from roofcast.app.commands.predict import GIB, add_execution_args
+from roofcast.app.commands.predict import GIB, add_execution_args, chosen_estimator
 from roofcast.app.output import add_format_arg, context_columns, emit
 
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     runtimes = device_runtimes(devices, args.runtime)  # before any work
     dims = [s for s in args.dim if s.split("=", 1)[0].strip() != "batch"]
     df = sweep(lambda b: load_graph(args.model, dims, b), devices, args.batches,
-               args.precisions, args.modes, args.estimator, baseline=args.baseline,
+               args.precisions, args.modes, chosen_estimator(args), baseline=args.baseline,
                fusion=args.fusion, inter_op=args.inter_op, optimizer=args.optimizer,
                threads=args.threads, allow_incomplete=args.allow_incomplete,
                runtime=args.runtime)
@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
     })
     config = RunConfig(fusion=args.fusion, runtime=args.runtime)
     extra = {"model": str(df["model"].iloc[0]), "runtime": runtime_summary(runtimes.values()),
-             "estimator": args.estimator, "fusion": fusion_summary(config, runtimes.values()),
+             "estimator": chosen_estimator(args), "fusion": fusion_summary(config, runtimes.values()),
              "inter_op": args.inter_op, "baseline": str(df["baseline"].iloc[0])}
-    table = context_columns(table, args.format, estimator=args.estimator)
+    table = context_columns(table, args.format, estimator=chosen_estimator(args))
     emit({"cells": table}, args.format,
          extra={k: (None if isinstance(v, float) and not math.isfinite(v) else v)
                 for k, v in extra.items()})

@@ -58,7 +58,6 @@ import pandas as pd
 
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
 from roofcast.predictor.parallel.comm import group_time_s
 from roofcast.predictor.parallel.memory import bytes_per_param, device_memory
 from roofcast.predictor.parallel.plan import check_plan
@@ -76,6 +75,10 @@ from roofcast.predictor.runtimes import get_runtime
 from roofcast.predictor.simulate import evaluate
 
 PHASES: tuple[str, ...] = ("forward", "backward", "update")
+#: the per-kernel estimator of multi-device runs when none is named: ``roofline+eff``, the
+#: measured-best on GPU whole models (README "How accurate": 4.6 % median against
+#: ``time-roofline``'s 17.2 %) and the one LLM serving uses; systems are GPU systems.
+PARALLEL_ESTIMATOR = "roofline+eff"
 TIME_COLUMNS: tuple[str, ...] = ("time_s", "lower_s", "upper_s")
 #: a plan that fits with less than this fraction of the capacity free gets a note (what the
 #: memory model leaves out — CUDA context, NCCL buffers, fragmentation — takes a few GiB).
@@ -126,7 +129,7 @@ def _evaluation_key(work: ShardedWorkload) -> tuple:
 
 
 def time_workloads(works: Sequence[ShardedWorkload], hw: Any,
-                   estimator: Any = DEFAULT_ESTIMATOR) -> list[TimedWorkload]:
+                   estimator: Any = PARALLEL_ESTIMATOR) -> list[TimedWorkload]:
     """``time_workload`` of several workloads with one ``evaluate`` per distinct (config,
     runtime): the distinct rows of all of them are timed together (the plan search's builds
     share most kernels)."""
@@ -162,7 +165,7 @@ def time_workloads(works: Sequence[ShardedWorkload], hw: Any,
     return out
 
 
-def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = DEFAULT_ESTIMATOR
+def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = PARALLEL_ESTIMATOR
                   ) -> TimedWorkload:
     """Evaluate the distinct rows of ``work`` on ``hw`` and sum time x count per (phase,
     slot)."""
@@ -324,7 +327,7 @@ def assemble(timed: TimedWorkload, facts: ModelFacts, system: Any, plan: Paralle
 
 def predict_parallel(source: ParallelSource, system: Any, plan: ParallelPlan, *,
                      global_batch: int, mode: str = "train",
-                     estimator: Any = DEFAULT_ESTIMATOR) -> ParallelPrediction:
+                     estimator: Any = PARALLEL_ESTIMATOR) -> ParallelPrediction:
     """One step of ``plan`` for ``source`` on ``system`` (a ``SystemSpec`` or a catalog id /
     what-if such as ``hgx-h100:nodes=4``): see the module docstring."""
     system = get_system(system)

@@ -68,7 +68,6 @@ from roofcast.predictor.parallel.types import (
 )
 from roofcast.predictor.precision import storage_bytes
 from roofcast.predictor.runtimes import get_runtime
-from roofcast.predictor.runtimes.catalog import default_runtime_name
 from roofcast.predictor.workload import check_precision
 from roofcast.predictor.workload_rows import COLUMNS, frame
 
@@ -77,6 +76,9 @@ _FP32 = 4.0
 #: the cross-entropy's all-reduces per micro-batch (Megatron's vocab_parallel_cross_entropy:
 #: logits max, predicted logit, sum of exponentials).
 CROSS_ENTROPY_ALL_REDUCES = 3
+#: the runtime LLM training plans model when none is named: Megatron-LM with Transformer
+#: Engine (flash attention), the framework the plans' placement and schedule follow.
+TRAINING_RUNTIME = "megatron-lm"
 
 
 class LLMParallelSource:
@@ -85,7 +87,8 @@ class LLMParallelSource:
     arch: the model (an ``LLMArch``, or a name / config path / ONNX decoder for
     ``graph_import.llm.load.load_llm``); seq_tokens: tokens per sample; precision: the run's compute and
     activation precision (``bf16`` mixed precision by default); runtime: the execution
-    profile's name (None: the GPU default runtime) — its ``attention`` (``fused`` / ``eager``)
+    profile's name (None: ``megatron-lm``, ``TRAINING_RUNTIME``: the framework such plans
+    run on, with flash attention) — its ``attention`` (``fused`` / ``eager``)
     decides the attention kernels and what they keep; optimizer: ``adam`` or
     ``sgd_momentum``; dropout: Megatron GPT-style dropout (masks kept, ``Mul`` kernels);
     modern LLMs pre-train without it.
@@ -104,7 +107,7 @@ class LLMParallelSource:
                                     f"context of {arch.name}")
         self.arch = arch
         self.seq_tokens = int(seq_tokens)
-        self.profile = get_runtime(runtime or default_runtime_name("gpu"))
+        self.profile = get_runtime(runtime or TRAINING_RUNTIME)
         check_precision(self.profile, precision)
         self.config = RunConfig(precision=precision, mode="train", optimizer=optimizer,
                                 runtime=self.profile.name)

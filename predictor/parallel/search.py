@@ -29,8 +29,12 @@ import pandas as pd
 
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR
-from roofcast.predictor.parallel.engine import TimedWorkload, assemble, time_workloads
+from roofcast.predictor.parallel.engine import (
+    PARALLEL_ESTIMATOR,
+    TimedWorkload,
+    assemble,
+    time_workloads,
+)
 from roofcast.predictor.parallel.plan import check_plan, divisors
 from roofcast.predictor.parallel.types import (
     PARALLEL_MODES,
@@ -126,7 +130,7 @@ def _build_all(source: ParallelSource, keys: Sequence[tuple], mode: str, hw: Any
 
 
 def plan_search(source: ParallelSource, system: Any, *, global_batch: int, mode: str = "train",
-                estimator: Any = DEFAULT_ESTIMATOR, zero: Sequence[int] = (0, 1),
+                estimator: Any = PARALLEL_ESTIMATOR, zero: Sequence[int] = (0, 1),
                 recompute: Sequence[bool] = (False, True),
                 sequence_parallel: Sequence[bool] = (False, True),
                 max_plans: int | None = None) -> PlanSearch:

@@ -11,7 +11,11 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
 from roofcast.predictor.collectives import collective_time_s
 from roofcast.predictor.parallel.comm import group_layout, group_time_s
-from roofcast.predictor.parallel.engine import DDP_BUCKET_BYTES, predict_parallel
+from roofcast.predictor.parallel.engine import (
+    DDP_BUCKET_BYTES,
+    PARALLEL_ESTIMATOR,
+    predict_parallel,
+)
 from roofcast.predictor.parallel.types import ParallelPlan, ParallelPlanError
 from roofcast.predictor.simulate import evaluate
 from tests.predictor.graph_helpers import AS_WRITTEN
@@ -23,7 +27,8 @@ CLUSTER = get_system("hgx-h100-x4")
 
 def slot_times(work, col="time_s"):
     """(phase -> per-slot seconds) recomputed from evaluate."""
-    ev = evaluate(work.rows, get_device("h100-sxm"), work.config, "time-roofline", AS_WRITTEN)
+    ev = evaluate(work.rows, get_device("h100-sxm"), work.config, PARALLEL_ESTIMATOR,
+                  AS_WRITTEN)
     out = {}
     for ph in ("forward", "backward", "update"):
         sel = work.rows["phase"] == ph

@@ -16,7 +16,7 @@ from roofcast.predictor.runtimes import (
 )
 
 BUILTINS = ("onnxruntime-cpu", "pytorch-eager", "torch-compile", "tensorrt", "vllm",
-            "tensorrt-llm", "llama.cpp", "deepspeed-mii")
+            "tensorrt-llm", "llama.cpp", "deepspeed-mii", "megatron-lm")
 ENGINES = ("vllm", "tensorrt-llm", "llama.cpp", "deepspeed-mii")
 GOOD = """name = "{name}"
 description = "a test runtime"

@@ -85,15 +85,15 @@ def main() -> int:
 def print_serving_rows() -> None:
     """The TP/PP serving rows (Argonne Fig 5a) from ``benchmarks/tp_pp_serving.py``."""
     try:
-        from tp_pp_serving import tp_pp_rows_table
+        from tp_pp_serving import main as tp_pp_main
     except ModuleNotFoundError as exc:
         if exc.name != "tp_pp_serving":
             raise
         print("TP/PP serving rows (Argonne Fig 5a): not available (benchmarks/tp_pp_serving.py "
               "is not there)")
         return
-    print("TP/PP serving rows (Argonne Fig 5a, A100, TensorRT-LLM):")
-    print(tp_pp_rows_table().to_string())
+    print("TP/PP serving rows (benchmarks/tp_pp_serving.py; --rows there prints every row):")
+    tp_pp_main([])
 
 
 if __name__ == "__main__":

@@ -26,14 +26,16 @@ def test_serving_rows_say_not_available_without_the_module(bench, monkeypatch, c
     assert "not available" in capsys.readouterr().out
 
 
-def test_serving_rows_are_printed_from_tp_pp_rows_table(bench, monkeypatch, capsys):
+def test_serving_rows_are_the_summary_of_tp_pp_serving(bench, monkeypatch, capsys):
     fake = type(sys)("tp_pp_serving")
-    fake.tp_pp_rows_table = lambda: pd.DataFrame({"parallelism": ["TP"], "median_err_%": [12.5]})
+    calls = []
+    fake.main = lambda argv: calls.append(argv) or print("multi-device (the check): 12.5 %")
     monkeypatch.setitem(sys.modules, "tp_pp_serving", fake)
     bench.print_serving_rows()
     out = capsys.readouterr().out
-    assert "Argonne" in out
-    assert "12.5" in out
+    assert "TP/PP serving rows" in out
+    assert "12.5 %" in out
+    assert calls == [[]]  # the summary, not every row (--rows)
 
 
 def test_summary_reports_median_per_system_and_collective(bench):

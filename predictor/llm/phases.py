@@ -41,7 +41,7 @@ from roofcast.predictor.estimator_registry import as_estimator
 from roofcast.predictor.llm.kernels import Segment, steps_workload
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.types import ServingConfig
-from roofcast.predictor.runtimes import ExecutionProfile, default_serving_engine, get_runtime
+from roofcast.predictor.runtimes import ExecutionProfile, resolve_engine
 from roofcast.predictor.simulate import evaluate
 
 DEFAULT_ESTIMATOR = "roofline+eff"
@@ -81,10 +81,12 @@ class StepTimes:
         return self.table.iloc[self.rows_of[(label, device)]].reset_index(drop=True)
 
 
-def engine_profile(runtime: str | None, hw: HardwareSpec) -> ExecutionProfile:
-    """The serving engine's profile: ``runtime``, else the device kind's default serving
-    engine (``default_serving_engine``)."""
-    return get_runtime(default_serving_engine(hw.kind) if runtime is None else runtime)
+def engine_profile(runtime: str | ExecutionProfile | None, hw: HardwareSpec) -> ExecutionProfile:
+    """The serving engine's profile on ``hw``: ``runtime``, else the device kind's default
+    serving engine; refused (naming the engines that run there) when it does not run on the
+    device's kind or vendor (``runtimes.catalog.resolve_engine``; a plain runtime without a
+    ``[serving]`` table serves on the defaults)."""
+    return resolve_engine(runtime, hw, allow_plain=True)
 
 
 #: ``applies`` condition of an overlapping row -> whether a device meets it (fp8 units given).

@@ -172,17 +172,6 @@ def check_request(arch: LLMArch, cfg: ServingConfig, profile: ExecutionProfile) 
                                   "instead of a concurrency")
 
 
-def check_device(profile: ExecutionProfile, hw: HardwareSpec) -> None:
-    """``PredictionError`` when the engine does not run on ``hw`` (kind or vendor)."""
-    if not profile.runs_on(hw.kind):
-        raise PredictionError(f"engine {profile.name!r} runs on "
-                              f"{', '.join(profile.device_kinds)} devices, not on {hw.id} "
-                              f"({hw.kind})")
-    if not profile.runs_on_vendor(hw.vendor):
-        raise PredictionError(f"engine {profile.name!r} runs on {', '.join(profile.vendors)} "
-                              f"devices, not on {hw.id} ({hw.vendor}); choose another runtime")
-
-
 @dataclass(frozen=True)
 class _Cell:
     """One (device, batch) to predict."""
@@ -254,7 +243,6 @@ def _cells(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
     for hw in hws:
         profile = engine_profile(cfg.runtime, hw)
         check_request(arch, cfg, profile)
-        check_device(profile, hw)
         where = replica_system(hw, sh, system)
         mb = max_batch(arch, hw, cfg, profile)
         dn = devices_needed(arch, hw, cfg, profile)

@@ -132,12 +132,15 @@ def resolve_runtime(name: str | ExecutionProfile | None, kind: str,
     return prof
 
 
-def resolve_engine(name: str | ExecutionProfile | None, hw) -> ExecutionProfile:
+def resolve_engine(name: str | ExecutionProfile | None, hw, *,
+                   allow_plain: bool = False) -> ExecutionProfile:
     """The LLM serving engine of a run on device ``hw`` (a ``HardwareSpec``): ``name`` (None:
-    ``default_serving_engine(hw.kind)``), refused when it has no ``[serving]`` table or does not
-    run on the device's kind or vendor; the message names the engines that do."""
+    ``default_serving_engine(hw.kind)``), refused when it does not run on the device's kind or
+    vendor, or has no ``[serving]`` table — unless ``allow_plain``: a plain runtime
+    (``pytorch-eager``: Hugging Face ``generate``) then serves with ``ServingSpec``'s defaults.
+    The message names the engines that do run there."""
     prof = get_runtime(default_serving_engine(hw.kind) if name is None else name)
-    if prof.serving is None:
+    if prof.serving is None and not allow_plain:
         engines = [n for n in runtime_names() if get_runtime(n).serving is not None
                    and _runs_there(get_runtime(n), hw.kind, hw.vendor)]
         raise PredictionError(f"runtime {prof.name!r} is not an LLM serving engine (no [serving] "

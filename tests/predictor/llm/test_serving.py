@@ -169,7 +169,9 @@ def test_engine_dtype_and_batching_refusals(archs, engine, static_engine):
     with pytest.raises(PredictionError, match="batches statically"):
         check_request(a, ServingConfig(10, 10, concurrency=4), static_engine)
     nvidia_only = replace(engine, vendors=("NVIDIA",))
-    with pytest.raises(PredictionError, match="runs on NVIDIA devices, not on mi300x"):
+    with pytest.raises(PredictionError, match=r"engine 'test-engine' runs on NVIDIA devices "
+                                              r"only, not AMD; for a gpu by AMD choose one "
+                                              r"of: .*vllm"):
         predict_serving(a, get_device("mi300x"), ServingConfig(10, 10, runtime=nvidia_only))
 
 

@@ -4,10 +4,11 @@ Starts ``roofcast app`` (isolated user folders), drives one browser session thro
 (ResNet-50 at batch 8 on the default device; a what-if device with 2x bandwidth; the test
 measurement file imported into the default measurement store with ``roofcast data import`` and
 retrained on; an uploaded model with an unbound dim; the LLM serving page with its default model
-and devices) and writes full-page PNGs to ``docs/screenshots/``.
+and devices; the plan explorer with its default model and system) and writes full-page PNGs to
+``docs/screenshots/``.
 
-Run: ``python docs/take_screenshots.py [--llm-only]`` (needs chromium + chromium-driver and
-selenium); ``--llm-only`` takes the LLM serving page alone.
+Run: ``python docs/take_screenshots.py [--only llm|plan]`` (needs chromium + chromium-driver
+and selenium); ``--only PAGE`` takes that page alone.
 """
 
 from __future__ import annotations
@@ -82,11 +83,26 @@ def llm_page(driver) -> None:
     shoot(driver, "llm")
 
 
-def llm_only() -> int:
+def plan_page(driver) -> None:
+    """The plan explorer with its default model and system."""
+    go_to_page(driver, "Plan explorer", timeout=180)
+    wait_for(driver, lambda d: "plans evaluated" in d.page_source, timeout=180)
+    idle(driver)
+    shoot(driver, "plan")
+
+
+#: pages ``--only`` can take alone.
+ALONE = {"llm": llm_page, "plan": plan_page}
+
+
+def only(page: str) -> int:
+    if page not in ALONE:
+        print(f"--only takes one of: {', '.join(ALONE)}", file=sys.stderr)
+        return 2
     with running_app() as url, chromium(WIDTH, 1000) as driver:
         driver.get(url)
         idle(driver)
-        llm_page(driver)
+        ALONE[page](driver)
     return 0
 
 
@@ -172,8 +188,10 @@ def main() -> int:
         shoot(driver, "upload_unbound_dim")
 
         llm_page(driver)
+        plan_page(driver)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(llm_only() if "--llm-only" in sys.argv[1:] else main())
+    args = sys.argv[1:]
+    sys.exit(only(args[1] if len(args) > 1 else "") if args[:1] == ["--only"] else main())

@@ -115,6 +115,12 @@ def controls() -> tuple[str, dict, dict]:
     return model, where, settings
 
 
+def rate_text(per_s: float) -> str:
+    """A rate for a metric tile: whole numbers with thousands separators from 1000 up
+    (41,830), 4 significant digits below."""
+    return f"{per_s:,.0f}" if per_s >= 1000 else f"{per_s:.4g}"
+
+
 def verdict(rows: list[dict]) -> None:
     """The best plan as metrics, or a warning naming the closest plan and its excess."""
     closest = closest_sentence(rows)
@@ -122,13 +128,14 @@ def verdict(rows: list[dict]) -> None:
         st.warning(closest, icon=":material/memory:")
         return
     best = next(r for r in rows if r["fits"])
-    cols = st.columns(4)
+    cols = st.columns([2, 1, 1, 1])
     cols[0].metric("Best plan", best["plan"])
     cols[1].metric("Step time", f"{best['step_s']:.4g} s",
                    help=f"interval {best['lower_s']:.4g} – {best['upper_s']:.4g} s")
     rate = best["tokens_per_s"]
-    cols[2].metric("Tokens/s" if rate is not None and rate == rate else "Samples/s",
-                   f"{rate if rate is not None and rate == rate else best['samples_per_s']:,.4g}")
+    known = rate is not None and rate == rate
+    cols[2].metric("Tokens/s" if known else "Samples/s",
+                   rate_text(rate if known else best["samples_per_s"]))
     cols[3].metric("Memory per device", f"{best['memory_GiB']:.4g} GiB",
                    help=fit_sentence(best))
 
@@ -194,7 +201,7 @@ def render_serving(model: str, where: dict, settings: dict) -> None:
         best = fits.iloc[0]
         cols = st.columns(4)
         cols[0].metric("Best plan", best["plan"])
-        cols[1].metric("Output tokens/s", f"{best['tokens_per_s']:,.4g}")
+        cols[1].metric("Output tokens/s", rate_text(best["tokens_per_s"]))
         cols[2].metric("TPOT", f"{best['tpot_ms']:.4g} ms")
         cols[3].metric("Memory per device", f"{best['memory_GiB']:.4g} GiB")
     elif len(table):

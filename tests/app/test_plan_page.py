@@ -87,3 +87,11 @@ def test_serving_mode_asks_for_an_llm_config():
     at = start(PAGE, plan_model_source="Zoo ONNX model", plan_mode="serve")
     assert_clean(at)
     assert "LLM configs" in at.info[0].value
+
+
+def test_rates_read_as_whole_numbers_from_a_thousand():
+    from roofcast.app.views.plan import rate_text
+
+    assert rate_text(41826.4) == "41,826"
+    assert rate_text(999.94) == "999.9"
+    assert rate_text(7.447) == "7.447"

@@ -232,6 +232,29 @@ def test_a_custom_allreduce_table_picks_the_first_rule_that_admits_the_group(use
     assert get_runtime("deepspeed-mii").serving.custom_allreduce is None
 
 
+def test_the_shipped_engines_custom_allreduce_follows_their_sources():
+    trt = get_runtime("tensorrt-llm").serving.custom_allreduce
+    vllm = get_runtime("vllm").serving.custom_allreduce
+    for car in (trt, vllm):
+        assert car.world_sizes == (2, 4, 6, 8)
+        assert "nvswitch" in car.fabrics
+        assert not {"pcie-switch", "pcie-host"} & set(car.fabrics)
+        assert car.algorithm(8192, 4, "nvswitch") == "one_shot"
+        assert car.algorithm(64 * 2**20, 4, "nvswitch") is None   # NCCL above the maximum
+        assert car.algorithm(8192, 3, "nvswitch") is None
+    # TensorRT-LLM AUTO: 2 ranks one-shot up to the 16e6 B workspace; 4: one-shot below 1e6
+    assert trt.algorithm(15e6, 2, "nvswitch") == "one_shot"
+    assert trt.algorithm(999_999, 4, "nvswitch") == "one_shot"
+    assert trt.algorithm(1e6, 4, "nvswitch") == "two_shot"
+    assert trt.algorithm(5e5, 8, "nvswitch") == "two_shot"
+    assert trt.algorithm(8e6, 8, "nvswitch") is None
+    # vLLM: < 8 MiB; fully connected: one-shot below 512 KiB (<= 4 ranks) / 256 KiB (<= 8)
+    assert vllm.algorithm(8 * 2**20 - 16, 2, "nvswitch") == "one_shot"
+    assert vllm.algorithm(512 * 1024, 4, "nvswitch") == "two_shot"
+    assert vllm.algorithm(256 * 1024 - 16, 8, "nvswitch") == "one_shot"
+    assert vllm.algorithm(256 * 1024, 8, "nvswitch") == "two_shot"
+
+
 @pytest.mark.parametrize(("replace", "message"), [
     (("world_sizes = [2, 4]", "world_sizes = [1, 4]"), "world_sizes must be a non-empty list"),
     (("world_sizes = [2, 4]", "world_sizes = []"), "world_sizes must be a non-empty list"),

@@ -30,7 +30,14 @@ from typing import Any
 from roofcast.hw_catalog import get_device
 from roofcast.predictor.collectives.curves import measured_time_s
 from roofcast.predictor.collectives.params import FabricParams, load_params
-from roofcast.predictor.collectives.steps import ALGORITHMS, COLL, INTER, Layout, Phase
+from roofcast.predictor.collectives.steps import (
+    ALGORITHMS,
+    COLL,
+    ENGINE_ALGORITHMS,
+    INTER,
+    Layout,
+    Phase,
+)
 from roofcast.predictor.errors import PredictionError
 
 NIC_KIND = "nic"
@@ -147,7 +154,8 @@ def _phase_s(phase: Phase, size_bytes: float, system: Any, per_node: int, sharer
         raise PredictionError(f"no fitted collective parameters for fabric kind {kind!r}; "
                               f"fitted kinds: {', '.join(sorted(params))}")
     p = params[key]
-    bw = GBps * 1e9 * p.efficiency(max(size_bytes, 1.0))
+    at = size_bytes if phase.eff_bytes is None else phase.eff_bytes
+    bw = GBps * 1e9 * p.efficiency(max(at, 1.0))
     return phase.steps * (lat_us + p.step_overhead_us) * 1e-6 + phase.wire_bytes / bw
 
 
@@ -179,6 +187,26 @@ def model_time_s(collective: str, size_bytes: float, n_ranks: int, system: Any,
             times.append(sum(_phase_s(ph, size_bytes, system, per_node, sharers, params)
                              for ph in phases))
     return min(times)
+
+
+def engine_time_s(collective: str, algorithm: str, size_bytes: float, n_ranks: int, system: Any,
+                  params: Mapping[str, FabricParams] | None = None) -> float | None:
+    """Time (s) of an engine's own ``algorithm`` kernel for ``collective`` (``steps``
+    :data:`ENGINE_ALGORITHMS`: one-shot / two-shot all-reduce) over ``n_ranks`` packed ranks,
+    timed by the step model with the fabric's fitted parameters; None where it does not run on
+    this layout (more than one node, or ranks without direct NVLink peers). No measured curve:
+    the curves are NCCL's."""
+    algos = ENGINE_ALGORITHMS.get(collective, {})
+    if algorithm not in algos:
+        known = ", ".join(f"{c}/{a}" for c, d in ENGINE_ALGORITHMS.items() for a in d)
+        raise PredictionError(f"no engine algorithm {collective}/{algorithm}; known: {known}")
+    per_node = _check(collective, size_bytes, n_ranks, system)
+    lay = Layout(n_ranks, per_node, system.fabric.kind, system.fabric.link_GBps)
+    phases = algos[algorithm](float(size_bytes), lay)
+    if phases is None:
+        return None
+    params = load_params() if params is None else params
+    return sum(_phase_s(ph, size_bytes, system, per_node, per_node, params) for ph in phases)
 
 
 def measured_names(system: Any) -> tuple[str, ...]:

@@ -23,6 +23,19 @@ Per-rank bytes sent per phase (n ranks in the phase):
 
 Each algorithm is a registered function returning its phases or ``None`` where it does not apply;
 the predicted time is the fastest applicable algorithm's, as NCCL's tuner picks.
+
+Engine all-reduce kernels (:data:`ENGINE_ALGORITHMS`, not NCCL's: an engine's profile chooses one
+by message size, ``runtimes.profile.CustomAllReduce``, and nothing picks the fastest). Both run
+on one node whose ranks all reach each other over direct peer links (:data:`FULL_MESH_MAX_RANKS`)
+and move data with plain loads / stores over the fabric, timed as point-to-point transfers (P2P):
+
+* one-shot: 1 step; each rank reads the other n-1 ranks' buffers -> (n-1) x size
+* two-shot: reduce-scatter then all-gather over peer buffers: 2 steps of (n-1)/n x size
+
+Their efficiency is evaluated at each step's bytes (:attr:`Phase.eff_bytes`): with
+``efficiency = eff_max x b / (b + half_size)`` a step of ``b`` bytes takes
+``(b + half_size) / (GBps x eff_max)``, the fitted p2p ramp paid once per step, not once per
+peer (which evaluating at the buffer size would make it: (n-1) x half_size).
 """
 
 from __future__ import annotations
@@ -49,6 +62,10 @@ class Phase:
     level: str  # INTRA (the node's fabric) or INTER (the NICs)
     protocol: str = COLL  # COLL (NCCL collective kernels), P2P (send/recv, all-to-all) or NVLS
     streams: int = 1  # INTER: NIC shares of one node carrying the phase in parallel (ring: r)
+    #: bytes the efficiency is evaluated at (None: the collective's size, as the fit does).
+    #: An engine kernel's step is one bulk transfer -- its n-1 peer reads are issued together --
+    #: so it pays the efficiency ramp once per step, at the step's bytes.
+    eff_bytes: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,3 +148,44 @@ def _send_recv(size: float, lay: Layout) -> tuple[Phase, ...]:
 
 
 COLLECTIVES = tuple(ALGORITHMS)
+
+# --------------------------------------------------------------------- engine all-reduce kernels
+FULL_MESH_MAX_RANKS: dict[str, int | None] = {
+    "nvswitch": None, "nvlink-domain": None, "nvlink-pairs": 2,
+}
+"""Fabric kind -> the largest group on one node whose ranks all reach each other over a direct
+NVLink peer path (None: any group of the node); kinds not listed have none (PCIe): vLLM's
+``full_nvlink`` / TensorRT-LLM's NVLink check."""
+
+ENGINE_ALGORITHMS: dict[str, dict[str, Algorithm]] = {}
+
+
+def register_engine(collective: str, name: str) -> Callable[[Algorithm], Algorithm]:
+    def deco(fn: Algorithm) -> Algorithm:
+        ENGINE_ALGORITHMS.setdefault(collective, {})[name] = fn
+        return fn
+    return deco
+
+
+def full_mesh(lay: Layout) -> bool:
+    """One node, and every pair of its ranks joined by NVLink (:data:`FULL_MESH_MAX_RANKS`)."""
+    if not _single_node(lay) or lay.kind not in FULL_MESH_MAX_RANKS:
+        return False
+    limit = FULL_MESH_MAX_RANKS[lay.kind]
+    return limit is None or lay.n <= limit
+
+
+@register_engine("all_reduce", "one_shot")
+def _ar_one_shot(size: float, lay: Layout) -> tuple[Phase, ...] | None:
+    if not full_mesh(lay):
+        return None
+    wire = (lay.n - 1) * size
+    return (Phase(1, wire, INTRA, P2P, eff_bytes=wire),)
+
+
+@register_engine("all_reduce", "two_shot")
+def _ar_two_shot(size: float, lay: Layout) -> tuple[Phase, ...] | None:
+    if not full_mesh(lay):
+        return None
+    step = (lay.n - 1) / lay.n * size
+    return (Phase(2, 2 * step, INTRA, P2P, eff_bytes=step),)

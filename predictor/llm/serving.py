@@ -455,8 +455,11 @@ def _cell_comm(arch: LLMArch, cell: _Cell, cfg: ServingConfig, t: _Times) -> _Co
     act = TensorDtypes.of(cfg).act_bytes
     steps, tokens, emit = t.ttft_work
     _, dtok, demit = t.tpot_work
-    return _Comm(step_comm(arch, sh, cell.system, tokens=tokens, emit=emit, act_bytes=act),
-                 step_comm(arch, sh, cell.system, tokens=dtok, emit=demit, act_bytes=act),
+    custom = serving_spec(cell.profile).custom_allreduce
+    return _Comm(step_comm(arch, sh, cell.system, tokens=tokens, emit=emit, act_bytes=act,
+                           custom=custom),
+                 step_comm(arch, sh, cell.system, tokens=dtok, emit=demit, act_bytes=act,
+                           custom=custom),
                  steps)
 
 
@@ -472,6 +475,10 @@ def _parallel_notes(cell: _Cell, cfg: ServingConfig, comm: _Comm) -> list[str]:
              "applied to the kernel time only, then the collectives added (tensor parallel "
              f"{comm.tpot.tp_s * 1e3:.3g} ms and pipeline {comm.tpot.pp_s * 1e3:.3g} ms per "
              "decode step)"]
+    if comm.tpot.tp_algorithm:
+        notes.append(f"decode all-reduces: {comm.tpot.tp_algorithm.replace('_', '-')} "
+                     f"({'NCCL' if comm.tpot.tp_algorithm == 'nccl' else 'the engine kernel'}); "
+                     f"prefill all-reduces: {comm.ttft.tp_algorithm.replace('_', '-')}")
     if sh.tp > sysm.devices_per_node:
         notes.append(f"tp={sh.tp} exceeds the {sysm.devices_per_node} devices of a node: its "
                      "all-reduces cross the NICs")

@@ -26,7 +26,8 @@ folder, see ``catalog``). It says
   case-insensitive prefix: ``NVIDIA`` for TensorRT); empty: any vendor of its kinds;
 * ``[serving]`` (LLM serving engines only, ``ServingSpec``): the weight and KV-cache dtypes it
   runs, its batching, the memory fraction it claims, its prefill chunk, its per-step host
-  time and how often its attention kernel converts a quantised KV element;
+  time, how often its attention kernel converts a quantised KV element, and its own
+  all-reduce kernels (``[serving.custom_allreduce]``, ``CustomAllReduce``);
 * ``notes`` (free text) and ``sources`` (a list of references for its figures).
 """
 
@@ -36,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofcast.hw_catalog.system import FABRIC_KINDS
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
 
@@ -53,8 +55,15 @@ KNOWN_KEYS: frozenset[str] = frozenset({
 })
 SERVING_KEYS: frozenset[str] = frozenset({
     "weights", "kv_cache", "batching", "memory_utilization", "max_prefill_tokens",
-    "step_overhead_us", "kv_convert_per",
+    "step_overhead_us", "kv_convert_per", "custom_allreduce",
 })
+CUSTOM_ALLREDUCE_KEYS: frozenset[str] = frozenset({"world_sizes", "fabrics", "rules"})
+CUSTOM_ALLREDUCE_RULE_KEYS: frozenset[str] = frozenset({"max_ranks", "below_bytes", "algorithm"})
+#: the engine all-reduce kernels a rule may name: ``predictor.collectives.steps``'
+#: ``ENGINE_ALGORITHMS["all_reduce"]`` (kept here so the profile loader imports nothing heavy;
+#: a test keeps the two equal).
+ENGINE_ALLREDUCE_ALGORITHMS: tuple[str, ...] = ("one_shot", "two_shot")
+MAX_CUSTOM_ALLREDUCE_BYTES = float(1 << 40)
 #: how often a decode attention kernel converts a quantised KV element (``ServingSpec``).
 KV_CONVERT_PER: tuple[str, ...] = ("kv-head", "query-head")
 BATCHING: tuple[str, ...] = ("continuous", "static")
@@ -63,6 +72,37 @@ MAX_STEP_OVERHEAD_US = 1e5
 MAX_FLOOR_US = 1e5
 #: op families whose fp32 math a runtime may run as TF32 (matrix-unit families only).
 TF32_FAMILIES: tuple[str, ...] = ("conv", "matmul", "attention")
+
+
+@dataclass(frozen=True)
+class CustomAllReduceRule:
+    """Groups of at most ``max_ranks`` ranks reduce messages of fewer than ``below_bytes`` bytes
+    with the engine kernel ``algorithm`` (``ENGINE_ALLREDUCE_ALGORITHMS``)."""
+
+    max_ranks: int
+    below_bytes: float
+    algorithm: str
+
+
+@dataclass(frozen=True)
+class CustomAllReduce:
+    """An engine's own all-reduce kernels (the ``[serving.custom_allreduce]`` table): used for
+    groups of ``world_sizes`` ranks on one node of a fabric of ``fabrics`` kinds; the first of
+    ``rules`` that admits the group and the message picks the kernel; none: NCCL."""
+
+    world_sizes: tuple[int, ...]
+    fabrics: tuple[str, ...]
+    rules: tuple[CustomAllReduceRule, ...]
+
+    def algorithm(self, size_bytes: float, n_ranks: int, fabric_kind: str) -> str | None:
+        """The engine kernel for one all-reduce of ``size_bytes`` over ``n_ranks``, else None
+        (NCCL)."""
+        if n_ranks not in self.world_sizes or fabric_kind not in self.fabrics:
+            return None
+        for rule in self.rules:
+            if n_ranks <= rule.max_ranks and size_bytes < rule.below_bytes:
+                return rule.algorithm
+        return None
 
 
 @dataclass(frozen=True)
@@ -78,7 +118,8 @@ class ServingSpec:
     ``step_overhead_us``: host time per engine step before calibration (scheduling, sampling);
     ``kv_convert_per``: ``query-head`` when its attention kernel runs one thread block per
     query head and so converts a quantised KV element once per query head of its KV head
-    (``predictor.llm.precision``), ``kv-head`` (default) when it groups them.
+    (``predictor.llm.precision``), ``kv-head`` (default) when it groups them;
+    ``custom_allreduce``: its own tensor-parallel all-reduce kernels (None: NCCL only).
     """
 
     weights: tuple[str, ...] = ("fp16", "bf16")
@@ -88,6 +129,7 @@ class ServingSpec:
     max_prefill_tokens: int = 0
     step_overhead_us: float = 0.0
     kv_convert_per: str = "kv-head"
+    custom_allreduce: CustomAllReduce | None = None
 
 
 @dataclass(frozen=True)
@@ -270,7 +312,52 @@ def _serving(doc: Any, where: str) -> ServingSpec:
                                        MAX_STEP_OVERHEAD_US, where)),
         kv_convert_per=_choice(doc, "kv_convert_per", KV_CONVERT_PER, default.kv_convert_per,
                                where),
+        custom_allreduce=(_custom_allreduce(doc["custom_allreduce"], f"{where}.custom_allreduce")
+                          if "custom_allreduce" in doc else None),
     )
+
+
+def _ints(doc: Mapping[str, Any], key: str, low: int, high: int, where: str) -> tuple[int, ...]:
+    value = doc.get(key)
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and low <= v <= high for v in value):
+        raise PredictionError(f"{where}: {key} must be a non-empty list of integers in "
+                              f"{low}..{high}, got {value!r}")
+    return tuple(value)
+
+
+def _custom_allreduce(doc: Any, where: str) -> CustomAllReduce:
+    """Validate ``[serving.custom_allreduce]`` (``CustomAllReduce``): ``world_sizes`` integers
+    >= 2, ``fabrics`` fabric kinds (``hw_catalog.system.FABRIC_KINDS``), ``rules`` a non-empty
+    list of {max_ranks >= 2, below_bytes > 0, algorithm in ``ENGINE_ALLREDUCE_ALGORITHMS``}."""
+    if not isinstance(doc, Mapping):
+        raise PredictionError(f"{where} must be a table, got {doc!r}")
+    unknown = sorted(set(doc) - CUSTOM_ALLREDUCE_KEYS)
+    missing = sorted(CUSTOM_ALLREDUCE_KEYS - set(doc))
+    if unknown or missing:
+        raise PredictionError(f"{where}: keys must be {sorted(CUSTOM_ALLREDUCE_KEYS)}; "
+                              f"unknown {unknown}, missing {missing}")
+    sizes = _ints(doc, "world_sizes", 2, 1 << 16, where)
+    fabrics = _strings(doc, "fabrics", where)
+    bad = [f for f in fabrics if f not in FABRIC_KINDS]
+    if not fabrics or bad:
+        raise PredictionError(f"{where}: fabrics must name some of {', '.join(FABRIC_KINDS)}"
+                              f"{f'; unknown {bad}' if bad else ''}")
+    rules = doc["rules"]
+    if not isinstance(rules, list) or not rules:
+        raise PredictionError(f"{where}: rules must be a non-empty list of tables")
+    out = []
+    for i, rule in enumerate(rules):
+        at = f"{where}: rules[{i}]"
+        if not isinstance(rule, Mapping) or set(rule) != CUSTOM_ALLREDUCE_RULE_KEYS:
+            raise PredictionError(f"{at} must be a table of exactly "
+                                  f"{sorted(CUSTOM_ALLREDUCE_RULE_KEYS)}, got {rule!r}")
+        out.append(CustomAllReduceRule(
+            max_ranks=int(_number(rule, "max_ranks", 0, 2, 1 << 16, at, integer=True)),
+            below_bytes=float(_number(rule, "below_bytes", 0, 0.0, MAX_CUSTOM_ALLREDUCE_BYTES,
+                                      at, open_low=True)),
+            algorithm=_choice(rule, "algorithm", ENGINE_ALLREDUCE_ALGORITHMS, "", at)))
+    return CustomAllReduce(sizes, fabrics, tuple(out))
 
 
 def _check_attention(attention: str, passes: int, patterns: tuple[str, ...], where: str) -> None:

@@ -166,3 +166,48 @@ def test_uncurved_fabric_kinds_borrow_fitted_parameters():
     p = {"nvswitch/p2p": FabricParams(0.0, 1.0, 0.0)}
     # a pair uses 1 of a device's 7 links: 64 GB/s
     assert model_time_s("send_recv", 64e9, 2, fully, p) == pytest.approx(2e-6 + 1.0)
+
+
+# --- engine all-reduce kernels (one-shot / two-shot) -------------------------------------------
+
+def test_one_shot_and_two_shot_closed_form_with_the_p2p_ramp_once_per_step():
+    from roofcast.predictor.collectives import engine_time_s
+    p = {"nvswitch/p2p": FabricParams(3.0, 0.5, 1e6)}
+    s, n = 64 * 1024, 4
+    one = engine_time_s("all_reduce", "one_shot", s, n, system(), p)
+    # 1 step: (2 + 3) us + (n-1) s bytes at 300 GB/s x 0.5 x b / (b + 1e6), b = (n-1) s
+    b = (n - 1) * s
+    assert one == pytest.approx(5e-6 + (b + 1e6) / (300e9 * 0.5))
+    two = engine_time_s("all_reduce", "two_shot", s, n, system(), p)
+    c = (n - 1) / n * s  # each of the 2 steps moves (n-1)/n s
+    assert two == pytest.approx(2 * 5e-6 + 2 * (c + 1e6) / (300e9 * 0.5))
+    # the fitted file: one-shot of a decode-sized message beats NCCL's ring on A100 NVSwitch
+    a100 = system(per_node=4)
+    assert engine_time_s("all_reduce", "one_shot", 8192, 4, a100) < 0.5 * model_time_s(
+        "all_reduce", 8192, 4, a100)
+
+
+@pytest.mark.parametrize(("kind", "n", "nodes", "runs"), [
+    ("nvswitch", 8, 1, True), ("nvlink-domain", 8, 1, True), ("nvlink-pairs", 2, 1, True),
+    ("nvlink-pairs", 4, 1, False), ("pcie-switch", 2, 1, False), ("pcie-host", 4, 1, False),
+    ("nvswitch", 16, 2, False),
+])
+def test_engine_kernels_need_one_node_of_direct_nvlink_peers(kind, n, nodes, runs):
+    from roofcast.predictor.collectives import engine_time_s
+    sysm = system(kind=kind, nodes=nodes, device="a100-40gb-pcie")
+    for algo in ("one_shot", "two_shot"):
+        t = engine_time_s("all_reduce", algo, 1e5, n, sysm)
+        assert (t is not None) == runs
+
+
+def test_unknown_engine_algorithm_is_refused_naming_the_known_ones():
+    from roofcast.predictor.collectives import engine_time_s
+    with pytest.raises(PredictionError, match="all_reduce/one_shot, all_reduce/two_shot"):
+        engine_time_s("all_reduce", "three_shot", 1e5, 4, system())
+
+
+def test_engine_kernels_are_not_among_nccl_tuner_choices():
+    from roofcast.predictor.collectives.steps import ENGINE_ALGORITHMS
+    from roofcast.predictor.runtimes.profile import ENGINE_ALLREDUCE_ALGORITHMS
+    assert set(ENGINE_ALGORITHMS["all_reduce"]) == set(ENGINE_ALLREDUCE_ALGORITHMS)
+    assert not set(ENGINE_ALGORITHMS["all_reduce"]) & set(ALGORITHMS["all_reduce"])

@@ -11,7 +11,7 @@ import pytest
 
 from roofcast.hw_catalog import get_device
 from roofcast.hw_catalog.systems import derive_system, get_system, system_from_device
-from roofcast.predictor.collectives import collective_time_s
+from roofcast.predictor.collectives import collective_time_s, engine_time_s
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.comm import LOGIT_BYTES
 from roofcast.predictor.llm.kernels import busiest_share, expected_experts, expected_max_binomial
@@ -165,8 +165,9 @@ def test_tensor_parallel_speeds_up_decode_and_pays_its_all_reduces(archs, a100):
     assert two.ttft_s < one.ttft_s
     assert one.comm_tpot_s == 0.0
     assert one.devices == 1
-    # decode step: 8 tokens -> 2 all-reduces per layer of 8 x 4096 x 2 bytes + the logits
-    want = (2 * 32 * collective_time_s("all_reduce", 8 * 4096 * 2.0, 2, sysm)
+    # decode step: 8 tokens -> 2 all-reduces per layer of 8 x 4096 x 2 bytes (TensorRT-LLM's
+    # one-shot kernel: 2 ranks on NVSwitch, 64 KiB < 16e6) + the logits' NCCL all-gather
+    want = (2 * 32 * engine_time_s("all_reduce", "one_shot", 8 * 4096 * 2.0, 2, sysm)
             + collective_time_s("all_gather", 8 * 32000 * LOGIT_BYTES, 2, sysm))
     assert two.comm_tpot_s == pytest.approx(want)
     assert two.as_dict()["devices"] == 2
@@ -265,3 +266,23 @@ def test_plan_search_fills_a_static_engine_to_its_max_batch(archs, static_engine
     # more devices per replica hold more requests each
     by_devices = fits.groupby("devices_per_replica").max_batch.min()
     assert by_devices.is_monotonic_increasing
+
+
+def test_engine_all_reduce_kernels_follow_the_profile_and_fall_back_to_nccl(archs, a100):
+    """TensorRT-LLM (AUTO) on 4 x A100 NVSwitch: one-shot below 1e6 B, two-shot up to 8e6 B,
+    NCCL above; an engine without the table, or a PCIe fabric, runs NCCL."""
+    a = archs["llama-2-7b"]
+    sysm = system_from_device(A100, 4)
+    trt = predict_serving(a, a100, _cfg(tp=4), system=sysm)
+    assert any("decode all-reduces: one-shot" in n for n in trt.notes)
+    want = (2 * 32 * engine_time_s("all_reduce", "one_shot", 8 * 4096 * 2.0, 4, sysm)
+            + collective_time_s("all_gather", 8 * 32000 * LOGIT_BYTES, 4, sysm))
+    assert trt.comm_tpot_s == pytest.approx(want)
+    mii = predict_serving(a, a100, _cfg(tp=4, runtime="deepspeed-mii", batch=8), system=sysm)
+    nccl = (2 * 32 * collective_time_s("all_reduce", 8 * 4096 * 2.0, 4, sysm)
+            + collective_time_s("all_gather", 8 * 32000 * LOGIT_BYTES, 4, sysm))
+    assert mii.comm_tpot_s == pytest.approx(nccl)
+    assert trt.comm_tpot_s < mii.comm_tpot_s
+    pcie = derive_system(sysm, fabric="pcie-switch", link_GBps=32)
+    on_pcie = predict_serving(a, a100, _cfg(tp=4), system=pcie)
+    assert any("decode all-reduces: nccl" in n for n in on_pcie.notes)

@@ -206,3 +206,80 @@ def test_bad_vendor_lists_and_serving_values_are_refused(user_dir, text, message
     write(user_dir, "bad", text + GOOD.format(name="bad"))
     with pytest.raises(PredictionError, match=message):
         get_runtime("bad")
+
+
+# --- [serving.custom_allreduce] -------------------------------------------------------------------
+
+CUSTOM_AR = """
+[serving.custom_allreduce]
+world_sizes = [2, 4]
+fabrics = ["nvswitch"]
+rules = [
+  { max_ranks = 2, below_bytes = 1000, algorithm = "one_shot" },
+  { max_ranks = 4, below_bytes = 500, algorithm = "two_shot" },
+]
+"""
+
+
+def test_a_custom_allreduce_table_picks_the_first_rule_that_admits_the_group(user_dir):
+    write(user_dir, "car", GOOD.format(name="car") + SERVING + CUSTOM_AR)
+    car = get_runtime("car").serving.custom_allreduce
+    assert car.algorithm(999, 2, "nvswitch") == "one_shot"
+    assert car.algorithm(1000, 2, "nvswitch") is None      # below_bytes is strict
+    assert car.algorithm(499, 4, "nvswitch") == "two_shot"
+    assert car.algorithm(499, 4, "pcie-switch") is None    # fabric not listed
+    assert car.algorithm(10, 6, "nvswitch") is None        # world size not supported
+    assert get_runtime("deepspeed-mii").serving.custom_allreduce is None
+
+
+def test_the_shipped_engines_custom_allreduce_follows_their_sources():
+    trt = get_runtime("tensorrt-llm").serving.custom_allreduce
+    vllm = get_runtime("vllm").serving.custom_allreduce
+    for car in (trt, vllm):
+        assert car.world_sizes == (2, 4, 6, 8)
+        assert "nvswitch" in car.fabrics
+        assert not {"pcie-switch", "pcie-host"} & set(car.fabrics)
+        assert car.algorithm(8192, 4, "nvswitch") == "one_shot"
+        assert car.algorithm(64 * 2**20, 4, "nvswitch") is None   # NCCL above the maximum
+        assert car.algorithm(8192, 3, "nvswitch") is None
+    # TensorRT-LLM AUTO: 2 ranks one-shot up to the 16e6 B workspace; 4: one-shot below 1e6
+    assert trt.algorithm(15e6, 2, "nvswitch") == "one_shot"
+    assert trt.algorithm(999_999, 4, "nvswitch") == "one_shot"
+    assert trt.algorithm(1e6, 4, "nvswitch") == "two_shot"
+    assert trt.algorithm(5e5, 8, "nvswitch") == "two_shot"
+    assert trt.algorithm(8e6, 8, "nvswitch") is None
+    # vLLM: < 8 MiB; fully connected: one-shot below 512 KiB (<= 4 ranks) / 256 KiB (<= 8)
+    assert vllm.algorithm(8 * 2**20 - 16, 2, "nvswitch") == "one_shot"
+    assert vllm.algorithm(512 * 1024, 4, "nvswitch") == "two_shot"
+    assert vllm.algorithm(256 * 1024 - 16, 8, "nvswitch") == "one_shot"
+    assert vllm.algorithm(256 * 1024, 8, "nvswitch") == "two_shot"
+
+
+@pytest.mark.parametrize(("replace", "message"), [
+    (("world_sizes = [2, 4]", "world_sizes = [1, 4]"), "world_sizes must be a non-empty list"),
+    (("world_sizes = [2, 4]", "world_sizes = []"), "world_sizes must be a non-empty list"),
+    (('fabrics = ["nvswitch"]', 'fabrics = ["nvlink"]'), "fabrics must name some of.*'nvlink'"),
+    (('"one_shot"', '"three_shot"'), "algorithm = 'three_shot'; choose one of one_shot, two_shot"),
+    (("below_bytes = 1000", "below_bytes = 0"), "below_bytes must be a number in \\(0"),
+    (("below_bytes = 1000", "below_bytes = -5"), "below_bytes must be a number"),
+    (("max_ranks = 2,", "max_ranks = 1,"), "max_ranks must be an integer in \\[2"),
+    (("max_ranks = 2,", "max_ranks = 2.5,"), "max_ranks must be an integer"),
+    (("max_ranks = 2,", "ranks = 2,"), "rules\\[0\\] must be a table of exactly"),
+    (("world_sizes = [2, 4]\n", ""), "missing \\['world_sizes'\\]"),
+    (("world_sizes = [2, 4]\n", "world_sizes = [2, 4]\nmax_bytes = 1\n"), "unknown \\['max_bytes'\\]"),
+])
+def test_bad_custom_allreduce_tables_are_refused_naming_the_key(user_dir, replace, message):
+    old, new = replace
+    assert old in CUSTOM_AR
+    write(user_dir, "bad", GOOD.format(name="bad") + SERVING + CUSTOM_AR.replace(old, new, 1))
+    with pytest.raises(PredictionError, match=message) as err:
+        get_runtime("bad")
+    assert "custom_allreduce" in str(err.value)
+    assert "bad.toml" in str(err.value)
+
+
+def test_an_empty_rule_list_is_refused(user_dir):
+    text = CUSTOM_AR.split("rules = [")[0] + "rules = []\n"
+    write(user_dir, "bad", GOOD.format(name="bad") + SERVING + text)
+    with pytest.raises(PredictionError, match="rules must be a non-empty list"):
+        get_runtime("bad")

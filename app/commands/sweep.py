@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
         return run_spec(args)
     given = [f"--{k.replace('_', '-')}" for k in SPEC_ONLY if getattr(args, k) is not None]
     if given:
-        raise PredictionError(f"{', '.join(given)} only apply to a sweep spec file "
-                              "(roofcast sweep SPEC.toml)")
+        raise PredictionError(f"{', '.join(given)}: only for a sweep spec file "
+                              "(roofcast sweep SPEC.toml), not for roofcast sweep MODEL")
     if args.hw is None:
         raise PredictionError("roofcast sweep MODEL needs --hw A,B (device ids), or give a "
                               "sweep spec file ending in .toml")

@@ -23,7 +23,8 @@ the rule: w = ceil(cells_per_task / G) (tests, tuning).
   (``graph_cache``): a worker imports a model once per (dims, batch), not once per cell/task;
 * a device that is not in the catalog, or on which the runtime does not run, fails only its
   own cells; a model/batch whose import fails fails only its cells; if the vectorised call
-  still raises, each device is retried on its own so one bad device cannot sink the rest;
+  still raises, each batch and then each device is retried on its own, so one bad device or
+  batch cannot sink the rest;
   every failure is a row with ``error`` = the message and NaN metrics.
 
 ``cell_id``'s runtime part is the spec's runtime (``default`` = each device kind's default
@@ -193,18 +194,25 @@ def run_task(task: SweepTask) -> pd.DataFrame:
 
 def _predict(task: SweepTask, devices: dict[str, str], graphs: dict[int, Graph]
              ) -> tuple[list[pd.DataFrame], list[dict]]:
-    """One vectorised call; if it raises, one call per device (isolating the bad one)."""
+    """One vectorised call; if it raises, the batches one by one, and within a batch that
+    still fails the devices one by one — so a failure lands on exactly the cells it belongs
+    to (a device-wide failure costs one call per device, only when something failed)."""
     try:
         return [_call(task, devices, graphs)], []
-    except Exception:  # retried per device below
-        pass
+    except Exception as exc:
+        if len(graphs) == 1 and len(devices) == 1:
+            (batch,), (text,) = graphs, devices.values()
+            return [], _error_rows(task, [c for c in _grid(task)
+                                          if c[0] == text and c[1] == batch], _message(exc))
     frames, errors = [], []
-    for hw_id, text in devices.items():
-        try:
-            frames.append(_call(task, {hw_id: text}, graphs))
-        except Exception as exc:  # this device's cells fail
-            errors += _error_rows(task, [c for c in _grid(task) if c[0] == text
-                                         and c[1] in graphs], _message(exc))
+    if len(graphs) > 1:
+        parts = [(devices, {b: g}) for b, g in graphs.items()]
+    else:
+        parts = [({hw_id: text}, graphs) for hw_id, text in devices.items()]
+    for devs, grs in parts:
+        got, failed = _predict(task, devs, grs)
+        frames += got
+        errors += failed
     return frames, errors
 
 

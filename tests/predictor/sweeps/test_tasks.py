@@ -150,6 +150,18 @@ def test_failing_import_and_failing_device_become_rows(tmp_path, monkeypatch):
     assert (df.loc[[GPU, CPU], "error"] == "").all()
     assert df.loc["no-such-device", "error"].str.contains("unknown device").all()
 
+    def batch_four_fails(source, devices, batches, *a, **kw):  # a device-independent failure
+        if 4 in batches:
+            raise RuntimeError("batch 4 is broken")
+        return real(source, devices, batches, *a, **kw)
+
+    monkeypatch.setattr(tasks_mod, "sweep", batch_four_fails)
+    df = run_task(plan_tasks(spec)[0])
+    known = df[df["device"] != "no-such-device"]
+    assert known.loc[known["batch"] == 4, "error"].str.contains("batch 4 is broken").all()
+    assert known.loc[known["batch"] == 1, "error"].eq("").all()
+    assert len(df) == 16
+
 
 def test_model_without_batch_dim_is_a_cell_error(tmp_path):
     from onnx import TensorProto, helper

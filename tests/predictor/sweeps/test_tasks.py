@@ -175,3 +175,11 @@ def test_model_without_batch_dim_is_a_cell_error(tmp_path):
     spec = read_spec(write_spec(tmp_path, SMALL.replace('"mlp.onnx"', '"fixed.onnx"')))
     df = run_task(plan_tasks(spec)[0])
     assert df["error"].str.contains("no 'batch' dim").sum() == 12  # 3 known devices x 2 x 2
+
+
+def test_precision_a_runtime_lacks_fails_only_those_cells(tmp_path):
+    spec = read_spec(write_spec(tmp_path, SMALL.replace('"fp16"]', '"int8"]')))
+    df = run_task(plan_tasks(spec)[0])
+    known = df[df["device"] != "no-such-device"].set_index(["device", "precision"])["error"]
+    assert known.loc[[(GPU, "int8"), (GPU2, "int8")]].str.contains("does not run int8").all()
+    assert known.loc[[(GPU, "fp32"), (GPU2, "fp32"), (CPU, "fp32"), (CPU, "int8")]].eq("").all()

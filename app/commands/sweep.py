@@ -57,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_execution_args(p)
     p.add_argument("--baseline", metavar="ID", help="device the speedups are relative to "
                    "(default: the first of --hw)")
+    model_only = {a.dest: (a.option_strings[0], a.default) for a in p._actions
+                  if a.option_strings and a.dest not in ("help", "hw")}
     add_format_arg(p)
     g = p.add_argument_group("sweep spec file (SPEC.toml)")
     g.add_argument("--scheduler", metavar="S", help="local (default: in this process), "
@@ -65,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default NAME.parquet; refused if it is not empty and not a sweep)")
     g.add_argument("--cells-per-task", type=positive_int, metavar="N",
                    help=f"minimum cells per task (default {CELLS_PER_TASK_TEXT})")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, model_only=model_only)
 
 
 CELLS_PER_TASK_TEXT = "sized so a task is >= 100 ms (predictor.sweeps.tasks)"
@@ -79,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
         if args.hw is not None:
             raise PredictionError("--hw is for `roofcast sweep MODEL`; a spec file lists its "
                                   "devices under [sweep] devices = [...]")
+        given = [flag for dest, (flag, default) in args.model_only.items()
+                 if getattr(args, dest) != default]
+        if given:
+            raise PredictionError(f"{', '.join(given)}: only for `roofcast sweep MODEL`; a spec "
+                                  "file sets batches, precisions, modes, runtimes, estimator "
+                                  "and dims under [sweep]")
         return run_spec(args)
     given = [f"--{k.replace('_', '-')}" for k in SPEC_ONLY if getattr(args, k) is not None]
     if given:

@@ -50,6 +50,8 @@ def test_table_format_default_output_folder(spec_path, tmp_path, capsys, monkeyp
 @pytest.mark.parametrize(("argv", "message"), [
     (["--hw", "t4"], "--hw is for `roofcast sweep MODEL`"),
     (["--scheduler", "nope:1"], "unknown scheduler 'nope'"),
+    (["--batches", "8"], "--batches: only for `roofcast sweep MODEL`"),
+    (["--estimator", "roofline", "--inter-op"], "--inter-op, --estimator: only for"),
 ])
 def test_spec_user_errors_one_line(spec_path, capsys, argv, message):
     assert main(["sweep", str(spec_path), *argv]) == 2

@@ -133,7 +133,7 @@ def run_spec(args: argparse.Namespace) -> int:
     _check_output(folder)
     result = run_sweep(spec, args.scheduler or "local", cells_per_task=args.cells_per_task,
                        progress=ProgressBar(sys.stderr, f"sweep {spec.name}"))
-    write_dataset(result, folder, name=spec.name)
+    write_dataset(result, folder, name=spec.name, spec=spec)
     pareto = pareto_front(result.cells)
     extra = {"sweep": spec.name, "cells": len(result.cells), "errors": result.n_errors,
              "scheduler": result.scheduler, "elapsed_s": round(result.elapsed_s, 3),

@@ -34,6 +34,9 @@ def test_spec_sweep_writes_dataset_and_prints_tables(spec_path, tmp_path, capsys
     assert all(r["model"] == "mlp.onnx" for r in doc["pareto"])
     cells = read_dataset(out)
     assert len(cells) == 16
+    meta = json.loads((out / "_roofcast_sweep.json").read_text())
+    assert meta["spec"]["devices"][-1] == "no-such-device"
+    assert meta["cells"] == 16
     assert "16/16 cells 100%" in captured.err
     assert "0/16 cells" in captured.err
 

@@ -132,7 +132,7 @@ def run_on_client(client, tasks: Sequence[SweepTask], advance: Advance = None, *
     futures = [client.submit(run, task, pure=False, retries=RETRIES) for task in tasks]
     index = {future.key: i for i, future in enumerate(futures)}
     out: list[pd.DataFrame | None] = [None] * len(tasks)
-    for future in as_completed(futures):
+    for future in as_completed(futures, loop=client.loop):  # no default client needed
         i = index[future.key]
         if future.status == "finished":
             out[i] = future.result()
@@ -152,7 +152,7 @@ def run_dask_local(tasks: Sequence[SweepTask], address: str,
 
     n_workers = parse_local_workers(address)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster, set_as_default=False) as client:
         return run_on_client(client, tasks, advance)
 

@@ -27,6 +27,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from roofcast.predictor.sweeps import dask_scheduler as ds
+from roofcast.predictor.sweeps import tasks as sweep_tasks
 from roofcast.predictor.sweeps.schedulers import check_cells, run_local, run_sweep
 from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
 from roofcast.predictor.sweeps.types import SweepSpec
@@ -102,6 +103,34 @@ def test_dask_local_gives_the_local_table(tasks):
     assert ticks[-1] == (20, 20)
     assert [d for d, _ in ticks] == sorted(d for d, _ in ticks)
     assert len(ticks) == len(tasks) + 1  # the 0 tick, then one per task
+
+
+def test_dask_address_runs_on_a_running_cluster_and_leaves_it_running(client, local_cells):
+    url = client.scheduler.address  # tcp://127.0.0.1:PORT
+    result = run_sweep(SPEC, "dask://" + url.removeprefix("tcp://"), cells_per_task=CELLS_PER_TASK)
+    pd.testing.assert_frame_equal(result.cells, local_cells)
+    assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2  # the cluster is still up
+
+
+def _graph_imports() -> int:
+    return sweep_tasks.graph_cache.cache_info().misses
+
+
+def test_each_worker_imports_a_graph_once_not_once_per_task(client, tasks):
+    ds.run_on_client(client, tasks)
+    imports = client.run(_graph_imports)
+    distinct = len(SPEC.models) * len(SPEC.batches)  # (model, batch) pairs: 2
+    # 5 tasks x 2 batches = 10 graph look-ups over 2 workers; each worker imports each
+    # (model, batch) at most once, however many of the tasks it ran
+    assert all(n <= distinct for n in imports.values()), imports
+    assert sum(imports.values()) < len(tasks) * distinct
+
+
+def test_scheduler_without_workers_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(ds, "WORKERS_TIMEOUT_S", 0.5)
+    with LocalCluster(n_workers=0, protocol="tcp", dashboard_address=":0") as empty, \
+            pytest.raises(ds.DaskSchedulerError, match=r"has no workers after 0.5 s"):
+        run_sweep(SPEC, "dask://" + empty.scheduler_address.removeprefix("tcp://"))
 
 
 def test_killed_worker_loses_and_duplicates_no_cell(client, tasks, local_cells, tmp_path):

@@ -112,6 +112,13 @@ def test_dask_address_runs_on_a_running_cluster_and_leaves_it_running(client, lo
     assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2  # the cluster is still up
 
 
+def test_workers_without_roofcast_are_a_clear_error(client, monkeypatch):
+    monkeypatch.setattr(ds, "WORKER_MODULE", "roofcast_not_installed_here")
+    url = client.scheduler.address.removeprefix("tcp://")
+    with pytest.raises(ds.DaskSchedulerError, match=r"cannot import roofcast_not_installed_here"):
+        run_sweep(SPEC, "dask://" + url)
+
+
 def _graph_imports() -> int:
     return sweep_tasks.graph_cache.cache_info().misses
 

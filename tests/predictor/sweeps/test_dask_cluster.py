@@ -171,5 +171,5 @@ def test_task_killing_its_worker_every_time_is_reported_per_cell(client, tasks, 
     cells = check_cells(frames, tasks)
     hit = cells["task_id"] == victim
     assert hit.sum() == tasks[1].n_cells
-    assert cells.loc[hit, "error"].str.contains("worker process died").all()
+    assert cells.loc[hit, "error"].str.contains("worker process running this task died").all()
     pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])

@@ -11,7 +11,7 @@ Registers two prefixes in ``schedulers.SCHEDULERS`` (a scheduler function is
   ``dask worker tcp://HOST:PORT`` on machines that have roofcast installed) and leaves the
   cluster running.
 
-Each task is one ``client.submit(tasks.run_task, task, pure=False, retries=RETRIES)``: ``pure=False``
+Each task is one call of ``tasks.run_task`` (``client.map(..., pure=False, retries=RETRIES)``): ``pure=False``
 gives every submission its own key (two equal tasks are never merged), ``retries`` re-runs a
 task whose function raised; a task whose *worker died* is re-run by the scheduler itself (up to
 ``distributed.scheduler.allowed-failures`` deaths, default 3). Results are gathered as they
@@ -131,7 +131,9 @@ def run_on_client(client, tasks: Sequence[SweepTask], advance: Advance = None, *
     ``run`` (default ``tasks.run_task``) must be importable by the workers.
     """
     run = sweep_tasks.run_task if run is None else run
-    futures = [client.submit(run, task, pure=False, retries=RETRIES) for task in tasks]
+    # one map (one graph update), not a submit per task: the scheduler sees the whole batch of
+    # independent tasks at once and queues them, handing a worker a task when a thread frees
+    futures = client.map(run, list(tasks), pure=False, retries=RETRIES)
     index = {future.key: i for i, future in enumerate(futures)}
     out: list[pd.DataFrame | None] = [None] * len(tasks)
     for future in as_completed(futures, loop=client.loop):  # no default client needed

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.learned.data import TrainingSet, combine, measurement_set
+from roofcast.predictor.learned.data import SourceUse, TrainingSet, combine, measurement_set
 from roofcast.predictor.learned.features import FEATURES, learned_features
 from roofcast.predictor.learned.model import XGB_PARAMS, FamilyModel, harness_floor, reference_time
 
@@ -163,7 +163,9 @@ def _stack(parts: list[TrainingSet | None], folder: Path) -> TrainingSet:
     sets = [p for p in parts if p is not None]
     if not sets:
         raise PredictionError(f"{folder}: no usable measurement rows in the export")
-    return sets[0] if len(sets) == 1 else combine(sets)
+    ts = sets[0] if len(sets) == 1 else combine(sets)
+    return replace(ts, source=sets[0].source,
+                   used=(SourceUse(sets[0].source, len(ts), str(folder)),))
 
 
 def read_local(folder: str | Path) -> TrainingSet:

@@ -99,6 +99,8 @@ def _load(args: argparse.Namespace, sources: list[str], devices: list[str] | Non
                                   "folder: --from DIR (write it with `roofcast data export "
                                   "--format parquet --partition-by device --output DIR`)")
         client = stack.enter_context(distributed.open_client(args.scheduler))
+        workers = len(client.scheduler_info().get("workers", {}))
+        say(f"Dask scheduler {client.scheduler.address}: {workers} workers")
         data = distributed.read_cluster(exports[0], client)
         sets = [data.ts]
         fit = distributed.DaskFitter(client, data)

@@ -10,7 +10,8 @@ Layout (Hive partitioning, what pyarrow and Dask read back)::
 The partition column is not stored inside the files (it is the folder name); every file has the
 same Arrow schema (``arrow_schema``: the import columns of ``training_data.schema``, ``str``/
 ``json`` -> string, ``int`` -> int64, ``float`` -> float64), so the partitions read as one table.
-The store is read one partition value at a time (memory: the largest device's rows).
+The store is read one partition value at a time (memory: the largest device's rows; the
+values come from ``Store.stats``, a few columns).
 
 Atomic: the dataset is written to a hidden temporary folder beside ``DIR`` and renamed onto it;
 ``DIR`` must not exist or be empty (a failed export leaves nothing behind).
@@ -83,7 +84,7 @@ def export_partitioned(store, folder: str | Path, partition_by: str = "device",
     folder = Path(folder)
     col, filter_name = partition_column(partition_by)
     _check_target(folder)
-    values = sorted(store.read(**filters)[col].astype(str).unique())
+    values = _values(store, col, filter_name, filters)
     if not values:
         raise MeasurementError("no stored rows match; nothing to export (`roofcast data stats` "
                                "lists what the store holds)")
@@ -92,9 +93,13 @@ def export_partitioned(store, folder: str | Path, partition_by: str = "device",
     tmp = folder.parent / f".{folder.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     rows = files = 0
+    written: list[str] = []
     try:
         for value in values:
             df = store.read(**{**filters, filter_name: [value]})
+            if df.empty:  # no row of this value passes the other filters
+                continue
+            written.append(value)
             part = tmp / f"{col}={quote(value, safe='')}"
             part.mkdir()
             for i, start in enumerate(range(0, len(df), rows_per_file)):
@@ -104,9 +109,12 @@ def export_partitioned(store, folder: str | Path, partition_by: str = "device",
                 pq.write_table(table, part / f"part-{i:05d}.parquet")
                 files += 1
             rows += len(df)
+        if not written:
+            raise MeasurementError("no stored rows match; nothing to export (`roofcast data "
+                                   "stats` lists what the store holds)")
         (tmp / MANIFEST).write_text(json.dumps({
             "format": FORMAT, "partition_by": partition_by, "partition_column": col,
-            "rows": rows, "partitions": len(values), "files": files,
+            "rows": rows, "partitions": len(written), "files": files,
             "columns": list(COLUMN_NAMES)}, indent=1))
         if folder.exists():
             folder.rmdir()  # checked empty above
@@ -114,7 +122,22 @@ def export_partitioned(store, folder: str | Path, partition_by: str = "device",
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return ExportReport(folder, rows, len(values), files)
+    return ExportReport(folder, rows, len(written), files)
+
+
+def _values(store, col: str, filter_name: str, filters: dict) -> list[str]:
+    """The partition values to export: the column's distinct stored values (from
+    ``Store.stats``, which reads a few columns, not whole rows), narrowed to the ones the same
+    filter asks for (device names resolved to catalog ids as ``Store.read`` does)."""
+    from roofcast.training_data.schema import resolve_devices
+
+    listed = sorted(store.stats()[col].astype(str).unique())
+    wanted = filters.get(filter_name)
+    if wanted:
+        names = [wanted] if isinstance(wanted, str) else list(wanted)
+        ids = {v if isinstance(v, str) else d for d, v in resolve_devices(names).items()}
+        listed = [v for v in listed if v in ids]
+    return listed
 
 
 def _arrow_ready(df: pd.DataFrame) -> pd.DataFrame:

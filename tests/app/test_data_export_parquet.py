@@ -132,3 +132,14 @@ def test_manifest_is_required_to_read_an_export(tmp_path):
     (tmp_path / partitioned.MANIFEST).write_text('{"format": "other"}')
     with pytest.raises(MeasurementError, match="manifest"):
         partitioned.read_manifest(tmp_path)
+
+
+def test_filters_apply_and_a_match_of_nothing_writes_nothing(capsys, store, tmp_path):
+    code, text, _ = export(capsys, store, tmp_path / "mm", "--family", "matmul")
+    assert code == 0
+    assert "wrote 120 rows in 3 partitions" in text
+    assert set(pd.read_parquet(tmp_path / "mm")["family"]) == {"matmul"}
+    code, _, err = export(capsys, store, tmp_path / "none", "--device", "t4", "--model", "nope")
+    assert code == 2
+    assert "no stored rows match" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mm"]  # no folder, no temporary

@@ -38,10 +38,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_format_arg(p_stats)
     p_stats.set_defaults(func=run_stats)
 
-    p_exp = data_sub.add_parser("export", help="write stored rows to a .csv or .parquet file "
-                                               "(the import format; CSV text cells starting "
-                                               "with = + - @ get a leading ')")
-    p_exp.add_argument("file", type=Path, metavar="FILE")
+    p_exp = data_sub.add_parser(
+        "export", help="write stored rows to a .csv or .parquet file (the import format; CSV "
+                       "text cells starting with = + - @ get a leading '), or with --format "
+                       "parquet --partition-by device --output DIR a partitioned Parquet "
+                       "dataset for `roofcast train --from DIR --scheduler ...`",
+        description="FILE: one .csv/.parquet file. --format parquet --partition-by device "
+                    "--output DIR: a Hive-partitioned Parquet dataset (DIR/device_id=ID/"
+                    "part-N.parquet plus a manifest), written to a temporary folder and renamed "
+                    "into place; DIR must be new or empty.")
+    p_exp.add_argument("file", type=Path, nargs="?", metavar="FILE")
+    p_exp.add_argument("--format", dest="export_format", choices=("parquet",),
+                       help="dataset format of --output (parquet)")
+    p_exp.add_argument("--partition-by", metavar="COL",
+                       help="one folder per value of COL: device (with --output)")
+    p_exp.add_argument("--output", type=Path, metavar="DIR",
+                       help="dataset folder to create (with --format parquet)")
     _filters(p_exp)
     _store_arg(p_exp)
     p_exp.set_defaults(func=run_export)
@@ -112,11 +124,29 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from roofcast.training_data.errors import MeasurementError
     from roofcast.training_data.store import Store
 
-    store = Store(args.store)
-    n = store.export(args.file, **_filter_kwargs(args))
-    print(f"wrote {n} rows to {args.file}")
+    dataset = args.output is not None or args.export_format or args.partition_by
+    if dataset and args.file is not None:
+        raise MeasurementError("give either FILE or --output DIR (a partitioned dataset), not both")
+    if not dataset:
+        if args.file is None:
+            raise MeasurementError("give a FILE (.csv/.parquet) or --format parquet "
+                                   "--partition-by device --output DIR")
+        store = Store(args.store)
+        n = store.export(args.file, **_filter_kwargs(args))
+        print(f"wrote {n} rows to {args.file}")
+        return 0
+    if args.output is None:
+        raise MeasurementError("a partitioned export needs --output DIR (a new folder)")
+    from roofcast.training_data.partitioned import export_partitioned
+
+    report = export_partitioned(Store(args.store), args.output,
+                                partition_by=args.partition_by or "device",
+                                **_filter_kwargs(args))
+    print(f"wrote {report.rows} rows in {report.partitions} partitions ({report.files} files) "
+          f"to {report.folder}")
     return 0
 
 

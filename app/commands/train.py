@@ -3,12 +3,20 @@
 Sources (``--from``, comma-separated or repeated; default ``bundled,public``): ``bundled`` (the
 bundled CPU dataset), ``public`` (public GPU kernels: NeuSight, DeepBench; their packaged copy
 unless ``$ROOFCAST_SHARED_DATA`` or ``../shared/data`` holds the full files, same rows), ``store``
-(the measurement store, ``--store PATH``), or a CSV/Parquet FILE of measurement rows. Each
+(the measurement store, ``--store PATH``), a CSV/Parquet FILE of measurement rows, or a DIR
+written by ``roofcast data export --format parquet --partition-by device --output DIR``. Each
 source's row count and where it was read are printed. Validation is grouped cross-validation:
 leave-one-device-out for GPU rows, leave-one-model-out for CPU rows. Printed: per-family errors
 (median, p90 and time-weighted median APE) beside the analytical baseline, interval coverage,
 end-to-end errors of whole-model runs, and with ``--holdout-device`` / ``--holdout-model`` the
 errors of the final model on the rows kept out of training.
+
+Scheduler (``--scheduler``): ``local`` (default, in process), ``dask-local:N`` (a Dask
+LocalCluster of N worker processes) or ``dask://HOST:PORT`` (a running Dask scheduler). A Dask
+scheduler trains on one exported DIR: its Parquet partitions are read and featurized on the
+workers and the XGBoost candidate is fitted there with ``xgboost.dask``; the model choice,
+folds, validation and intervals are those of local training
+(``predictor.learned.distributed``).
 
 Saving: the model is installed as ``--install NAME`` (default ``latest``) in the user's model
 folder and made the active one, which ``predict``/``compare``/``advise --estimator
@@ -26,6 +34,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import ExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofcast.app.output import add_format_arg, emit
@@ -42,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--from", dest="sources", action="append", metavar="SRC",
                    help="bundled | public | store | FILE (comma-separated or repeated; "
                         "default bundled,public)")
+    p.add_argument("--scheduler", default="local", metavar="S",
+                   help="local (default) | dask-local:N | dask://HOST:PORT (Dask: --from one "
+                        "exported Parquet DIR)")
     p.add_argument("--devices", metavar="A,B", help="train only on these device ids")
     p.add_argument("--holdout-device", action="append", default=[], metavar="ID",
                    help="keep this device out of training and report errors on it (repeatable)")
@@ -65,11 +78,55 @@ def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for text in values or [] for v in text.split(",") if v.strip()]
 
 
+def _load(args: argparse.Namespace, sources: list[str], devices: list[str] | None, cap: int,
+          say, stack: ExitStack):
+    """(training set, fitter) for the sources on ``args.scheduler``: exported Parquet DIRs are
+    read by ``distributed`` (on the cluster for a Dask scheduler, which then fits there too),
+    the other sources by ``data.load_sources``."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.predictor.learned import distributed
+    from roofcast.predictor.learned.data import combine, load_sources
+    from roofcast.predictor.learned.model import FamilyModel
+    from roofcast.training_data.partitioned import is_export
+
+    prefix, _ = distributed.parse_scheduler(args.scheduler)
+    exports = [s for s in sources if Path(s).is_dir() and is_export(s)]
+    others = [s for s in sources if s not in exports]
+    fit = FamilyModel.fit
+    if prefix != "local":
+        if others or len(exports) != 1:
+            raise PredictionError(f"--scheduler {args.scheduler} trains on one exported Parquet "
+                                  "folder: --from DIR (write it with `roofcast data export "
+                                  "--format parquet --partition-by device --output DIR`)")
+        client = stack.enter_context(distributed.open_client(args.scheduler))
+        workers = len(client.scheduler_info().get("workers", {}))
+        say(f"Dask scheduler {client.scheduler.address}: {workers} workers")
+        data = distributed.read_cluster(exports[0], client)
+        sets = [data.ts]
+        fit = distributed.DaskFitter(client, data)
+    else:
+        sets = [distributed.read_local(e) for e in exports]
+    for e, ts in zip(exports, sets, strict=True):
+        say(f"{e}: {len(ts)} rows from the Parquet export"
+            + (f" (dropped {ts.dropped})" if ts.dropped else ""))
+    if others:
+        sets.append(load_sources(others, devices=devices, store_path=args.store, cap=cap,
+                                 say=say))
+    ts = sets[0] if len(sets) == 1 else combine(sets)
+    if devices and exports:
+        from roofcast.hw_catalog.catalog import get_device
+
+        ts = ts.subset(ts.X["device"].isin({get_device(d).id for d in devices}).to_numpy())
+        if len(ts) == 0:
+            raise PredictionError("no training rows left after the --devices filter")
+    return ts, fit
+
+
 def run(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from roofcast.predictor.errors import PredictionError
-    from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
+    from roofcast.predictor.learned.data import DEFAULT_CAP
     from roofcast.predictor.learned.installed import check_name, install
     from roofcast.predictor.learned.persistence import check_output, save
     from roofcast.predictor.learned.training import (
@@ -97,16 +154,18 @@ def run(args: argparse.Namespace) -> int:
     cap = args.cap if args.cap is not None else (DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)
     if cap < 1:
         raise PredictionError(f"--cap must be >= 1, got {cap}")
-    ts = load_sources(sources, devices=devices, store_path=args.store, cap=cap, say=say)
-    train_ts, held = split_holdout(ts, _split(args.holdout_device), _split(args.holdout_model))
-    command = "roofcast train " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["train"] else ""
-    result = train(train_ts, quick=args.quick, progress=say,
-                   meta={"sources": sources, "command": command, "cap": cap,
-                         "holdout_devices": _split(args.holdout_device),
-                         "holdout_models": _split(args.holdout_model),
-                         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                         "source_rows": {u.name: u.rows for u in ts.used},
-                         "source_origins": {u.name: u.origin for u in ts.used}})
+    with ExitStack() as stack:
+        ts, fit = _load(args, sources, devices, cap, say, stack)
+        train_ts, held = split_holdout(ts, _split(args.holdout_device), _split(args.holdout_model))
+        command = "roofcast train " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["train"] else ""
+        result = train(train_ts, quick=args.quick, progress=say, fit=fit,
+                       meta={"sources": sources, "command": command, "cap": cap,
+                             "scheduler": args.scheduler,
+                             "holdout_devices": _split(args.holdout_device),
+                             "holdout_models": _split(args.holdout_model),
+                             "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                             "source_rows": {u.name: u.rows for u in ts.used},
+                             "source_origins": {u.name: u.origin for u in ts.used}})
     tables = validation_tables(result)
     if not args.per_group:
         tables.pop("per_group", None)

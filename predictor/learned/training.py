@@ -126,15 +126,21 @@ class TrainResult:
     notes: list[str] = field(default_factory=list)
 
 
+#: how one candidate is fitted: ``FamilyModel.fit``'s signature (``(key, candidate, F, meas_s,
+#: t_bound, groups, xgb_params, weight) -> FamilyModel``); ``distributed`` passes one that fits
+#: the XGBoost candidate with ``xgboost.dask`` on a cluster.
+Fitter = Callable[..., FamilyModel]
+
+
 def _cv_predict(candidate: str, F: pd.DataFrame, meas: np.ndarray, bound: np.ndarray,
                 groups: np.ndarray, folds: np.ndarray, key: str, xgb_params: dict | None,
-                weight: np.ndarray | None) -> np.ndarray:
+                weight: np.ndarray | None, fit: Fitter = FamilyModel.fit) -> np.ndarray:
     """Out-of-fold predicted seconds: each fold by a model (and floor) fitted without it."""
     out = np.empty(len(meas))
     for f in np.unique(folds):
         test = folds == f
         w = None if weight is None else weight[~test]
-        fm = FamilyModel.fit(key, candidate, F.iloc[~test], meas[~test], bound[~test],
+        fm = fit(key, candidate, F.iloc[~test], meas[~test], bound[~test],
                              groups[~test], xgb_params, w)
         out[test] = fm.predict_time(F.iloc[test], bound[test])
     return out
@@ -151,8 +157,10 @@ def time_weights(meas_s: np.ndarray, power: float) -> np.ndarray | None:
 
 def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: bool = False,
           alpha: float = ALPHA, progress: Callable[[str], None] | None = None,
-          meta: dict[str, Any] | None = None, weight_power: float = WEIGHT_POWER) -> TrainResult:
-    """Fit, cross-validate and calibrate (module docstring)."""
+          meta: dict[str, Any] | None = None, weight_power: float = WEIGHT_POWER,
+          fit: Fitter = FamilyModel.fit) -> TrainResult:
+    """Fit, cross-validate and calibrate (module docstring); ``fit`` fits one candidate
+    (``Fitter``; ``distributed.train_on_cluster`` passes the Dask one)."""
     say = progress or (lambda _msg: None)
     xgb_params = QUICK_XGB if quick else None
     X = ts.X
@@ -190,13 +198,13 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
         errs, oofs = {}, {}
         for cand in candidates:
             oofs[cand] = _cv_predict(cand, Fk, meas[rows], bound[rows], gk, folds, key,
-                                     xgb_params, wk)
+                                     xgb_params, wk, fit)
             errs[cand] = cv_score(oofs[cand], meas[rows], folds)
         best = min(candidates, key=lambda c: (errs[c], CANDIDATES.index(c)))
         say(f"{key}: {len(rows)} rows, {cv}; CV error (median + time-weighted median "
             "APE)/2, rows weighted 1/(rows of their fold): "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in errs.items()) + f" -> {best}")
-        models[key] = FamilyModel.fit(key, best, Fk, meas[rows], bound[rows], gk, xgb_params, wk)
+        models[key] = fit(key, best, Fk, meas[rows], bound[rows], gk, xgb_params, wk)
         oof = oofs[best]
         oof_all[rows] = oof
         lp = np.log10(oof)

@@ -1,4 +1,6 @@
-"""``roofcast sweep MODEL --hw A,B --batches 1,8,32``: devices x batches x precisions x modes.
+"""``roofcast sweep MODEL --hw A,B --batches 1,8,32``: devices x batches x precisions x modes;
+``roofcast sweep SPEC.toml [--scheduler local|dask-local:N|dask://HOST:PORT] [--output DIR]``:
+a design-space sweep from a spec file (``predictor.sweeps``), written as a Parquet dataset.
 
 One row per (device, batch, precision, mode) cell, from ``predictor.sweep.sweep`` (one
 vectorised evaluation for every cell; ``roofcast.sweep`` in Python): the runtime modelled on the
@@ -6,14 +8,26 @@ device (``--runtime``, else the device kind's default), predicted step time, spe
 baseline device in the same cell, throughput (samples/s = batch / time), memory footprint and
 whether it fits, throughput per list-price dollar and per TDP watt (empty where the catalog has
 no price or TDP), and the dominant bound.
+
+With a ``.toml`` file instead of a model (``predictor.sweeps.spec`` documents the file): the grid
+models x devices x runtimes x batches x precisions x modes is cut into tasks of >= 100 ms, run
+on the scheduler (``local``: in this process; ``dask-local:N``: a LocalCluster of N worker
+processes; ``dask://HOST:PORT``: a running Dask scheduler), with a progress bar on stderr; the
+cells go to a Parquet dataset folder (``--output``, default ``NAME.parquet`` for the spec's
+name; written atomically) and the summary (per model x device) and Pareto front (per model,
+latency vs $/throughput) are printed. A cell that cannot be predicted (unknown device, failed
+import) is a row with ``error`` set; the sweep still completes.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
+from pathlib import Path
+from typing import TextIO
 
-from roofcast.app.argtypes import name_list, positive_int_list
+from roofcast.app.argtypes import name_list, positive_int, positive_int_list
 from roofcast.app.commands.compare import (
     device_runtimes,
     fusion_summary,
@@ -27,9 +41,11 @@ from roofcast.app.output import add_format_arg, context_columns, emit
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="predicted time over devices x batches x precisions x modes",
                        description=__doc__)
-    p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
-    p.add_argument("--hw", required=True, metavar="A,B,C",
-                   help="comma-separated device ids (what-if specs BASE:key=value allowed)")
+    p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50), "
+                   "or a sweep spec file ending in .toml")
+    p.add_argument("--hw", metavar="A,B,C",
+                   help="comma-separated device ids (what-if specs BASE:key=value allowed); "
+                   "required with MODEL, not with SPEC.toml (the file lists the devices)")
     p.add_argument("--batches", type=positive_int_list, default=[1], metavar="N[,N...]",
                    help="batch sizes (default 1); the model is imported once per batch")
     p.add_argument("--precisions", type=name_list, default=["fp32"], metavar="P[,P...]",
@@ -42,10 +58,95 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", metavar="ID", help="device the speedups are relative to "
                    "(default: the first of --hw)")
     add_format_arg(p)
+    g = p.add_argument_group("sweep spec file (SPEC.toml)")
+    g.add_argument("--scheduler", metavar="S", help="local (default: in this process), "
+                   "dask-local:N (a Dask LocalCluster of N workers) or dask://HOST:PORT")
+    g.add_argument("--output", metavar="DIR", help="Parquet dataset folder to write "
+                   "(default NAME.parquet; refused if it is not empty and not a sweep)")
+    g.add_argument("--cells-per-task", type=positive_int, metavar="N",
+                   help=f"minimum cells per task (default {CELLS_PER_TASK_TEXT})")
     p.set_defaults(func=run)
 
 
+CELLS_PER_TASK_TEXT = "sized so a task is >= 100 ms (predictor.sweeps.tasks)"
+SPEC_ONLY = ("scheduler", "output", "cells_per_task")
+
+
 def run(args: argparse.Namespace) -> int:
+    from roofcast.predictor.errors import PredictionError
+
+    if args.model.endswith(".toml"):
+        if args.hw is not None:
+            raise PredictionError("--hw is for `roofcast sweep MODEL`; a spec file lists its "
+                                  "devices under [sweep] devices = [...]")
+        return run_spec(args)
+    given = [f"--{k.replace('_', '-')}" for k in SPEC_ONLY if getattr(args, k) is not None]
+    if given:
+        raise PredictionError(f"{', '.join(given)} only apply to a sweep spec file "
+                              "(roofcast sweep SPEC.toml)")
+    if args.hw is None:
+        raise PredictionError("roofcast sweep MODEL needs --hw A,B (device ids), or give a "
+                              "sweep spec file ending in .toml")
+    return run_model(args)
+
+
+class ProgressBar:
+    """A plain-text bar on ``out`` (stderr): redrawn in place on a terminal, else one line per
+    10 % step so a log file stays short."""
+
+    WIDTH = 30
+
+    def __init__(self, out: TextIO, label: str) -> None:
+        self.out, self.label = out, label
+        self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.last_step = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        share = done / total if total else 1.0
+        step = int(share * 10)
+        if not self.tty and step == self.last_step:
+            return
+        self.last_step = step
+        fill = int(share * self.WIDTH)
+        line = (f"{self.label} [{'#' * fill}{'.' * (self.WIDTH - fill)}] "
+                f"{done}/{total} cells {share:4.0%}")
+        end = "\n" if not self.tty or done >= total else ""
+        self.out.write(("\r" if self.tty else "") + line + end)
+        self.out.flush()
+
+
+def run_spec(args: argparse.Namespace) -> int:
+    from roofcast.predictor.sweeps.output import pareto_front, summary, write_dataset
+    from roofcast.predictor.sweeps.schedulers import run_sweep
+    from roofcast.predictor.sweeps.spec import read_spec
+
+    spec = read_spec(args.model)
+    folder = Path(args.output or f"{spec.name}.parquet")
+    _check_output(folder)
+    result = run_sweep(spec, args.scheduler or "local", cells_per_task=args.cells_per_task,
+                       progress=ProgressBar(sys.stderr, f"sweep {spec.name}"))
+    write_dataset(result, folder, name=spec.name)
+    pareto = pareto_front(result.cells)
+    extra = {"sweep": spec.name, "cells": len(result.cells), "errors": result.n_errors,
+             "scheduler": result.scheduler, "elapsed_s": round(result.elapsed_s, 3),
+             "cells_per_s": round(result.cells_per_s, 1), "output": str(folder)}
+    front = pareto[["model", "device", "runtime", "batch", "precision", "mode", "time_s",
+                    "usd_per_throughput", "throughput_samples_per_s", "memory_bytes"]]
+    emit({"summary": summary(result.cells), "pareto": front}, args.format, extra=extra)
+    return 0
+
+
+def _check_output(folder: Path) -> None:
+    """Refuse a bad --output before the sweep runs (write_dataset checks again)."""
+    from roofcast.predictor.sweeps.output import SweepOutputError, is_sweep_folder
+
+    if folder.exists() and (not folder.is_dir()
+                            or (any(folder.iterdir()) and not is_sweep_folder(folder))):
+        raise SweepOutputError(f"output {folder} is a file or a non-empty folder that holds no "
+                               "earlier sweep; choose a new or empty folder for --output")
+
+
+def run_model(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from roofcast.app.model_ref import load_graph

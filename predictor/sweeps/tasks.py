@@ -3,13 +3,19 @@
 **Planning.** One task = one model x one runtime x a slice of the devices x every batch,
 precision and mode (one vectorised ``predictor.sweep.sweep`` call). Order and ids are
 deterministic: models, then runtimes, then device slices, in the spec's order; ``task_id``
-counts from 0. Sizing rule: a task holds at least ``cells_per_task`` cells (default
-``CELLS_PER_TASK``), i.e. ``ceil(cells_per_task / (batches x precisions x modes))`` devices,
-and the devices are then spread evenly over ``ceil(devices / that)`` slices. Measured
-(``time-roofline``, resnet50/bert_base, batch 1-64, see ``benchmarks/sweep_scale.py``): a
-``sweep`` call costs ~20-60 ms of fixed work per (batch, precision, mode) (import, workload,
-memory) plus ~1-3 ms per cell, so 64 cells per task is >= 100 ms even for the smallest zoo
-model while keeping tasks many enough to spread over workers.
+counts from 0.
+
+Sizing rule, from the measured cost of a ``sweep`` call (``time-roofline``, graphs cached,
+2 shared cores): with G = batches x precisions x modes and w devices, a task costs about
+G x (F + w x c), F = ``TASK_FIXED_S`` ~35 ms of per-(batch, precision, mode) work that does
+not depend on the devices (workload table, fusion plan, memory; ~35 ms for resnet50 and
+mobilenet_v2, ~125 ms for bert_base) and c = ``CELL_S`` ~1 ms per device-cell (resnet50: 147 ms
+for 1 device x G=4, 327 ms for 43 devices; 1.0-1.5 ms per extra device-cell). Splitting the
+devices repeats F in every slice, so a slice holds at least w = max(ceil(F / c),
+ceil((``TASK_MIN_S`` / G - F) / c)) devices: the fixed part is at most half the task, and
+a task takes >= 100 ms even at G = 1 (65 devices). The devices are cut into
+max(1, floor(devices / w)) slices of near-equal size (each >= w). ``cells_per_task`` overrides
+the rule: w = ceil(cells_per_task / G) (tests, tuning).
 
 **Running.** ``run_task`` returns one ``CELL_COLUMNS`` row per cell of the task:
 
@@ -44,8 +50,11 @@ from roofcast.predictor.runtimes.catalog import resolve_runtime
 from roofcast.predictor.sweep import sweep
 from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepSpec, SweepTask, cell_id
 
-#: default minimum cells per task (module docstring: >= 100 ms per task)
-CELLS_PER_TASK = 64
+#: measured costs of a task (module docstring): fixed per (batch, precision, mode), per cell
+TASK_FIXED_S = 0.035
+CELL_S = 0.001
+#: the least a task should take (scheduler overhead per task is ~1-10 ms on Dask)
+TASK_MIN_S = 0.1
 #: graphs kept per process (a zoo graph is a few MB; 8 batches x a few models fit)
 GRAPH_CACHE_SIZE = 64
 KIND_PREFIX = "kind:"
@@ -66,15 +75,12 @@ def expand_devices(devices: Sequence[str]) -> tuple[str, ...]:
 
 def plan_tasks(spec: SweepSpec, *, cells_per_task: int | None = None) -> list[SweepTask]:
     """The tasks of ``spec`` (module docstring: order, ids, sizing)."""
-    target = CELLS_PER_TASK if cells_per_task is None else cells_per_task
-    if target < 1:
-        raise ValueError(f"cells_per_task must be >= 1, got {target}")
     devices = expand_devices(spec.devices)
     per_device = len(spec.batches) * len(spec.precisions) * len(spec.modes)
     if not devices or per_device == 0:
         return []
-    width = max(1, math.ceil(target / per_device))
-    n_slices = math.ceil(len(devices) / width)
+    width = slice_width(per_device, cells_per_task)
+    n_slices = max(1, len(devices) // width)
     slices = [tuple(s) for s in np.array_split(np.array(devices, dtype=object), n_slices)]
     dims = tuple(sorted((str(k), int(v)) for k, v in spec.dims.items()))
     root = str(Path(spec.source).parent) if spec.source else ""
@@ -88,6 +94,18 @@ def plan_tasks(spec: SweepSpec, *, cells_per_task: int | None = None) -> list[Sw
                     modes=tuple(spec.modes), dims=dims, estimator=spec.estimator,
                     model_root=root))
     return tasks
+
+
+def slice_width(per_device: int, cells_per_task: int | None = None) -> int:
+    """The least devices per task for ``per_device`` = batches x precisions x modes cells per
+    device (module docstring's sizing rule)."""
+    if cells_per_task is not None:
+        if cells_per_task < 1:
+            raise ValueError(f"cells_per_task must be >= 1, got {cells_per_task}")
+        return max(1, math.ceil(cells_per_task / per_device))
+    amortised = math.ceil(TASK_FIXED_S / CELL_S)
+    long_enough = math.ceil((TASK_MIN_S / per_device - TASK_FIXED_S) / CELL_S)
+    return max(1, amortised, long_enough)
 
 
 def _grid(task: SweepTask) -> Iterator[tuple[str, int, str, str]]:

@@ -1,0 +1,254 @@
+"""Read and validate a sweep file: ``read_spec(path) -> SweepSpec``.
+
+The file is TOML, one ``[sweep]`` table and its ``[sweep.dims]``::
+
+    [sweep]
+    name = "vision-fleet"
+    models = ["resnet50", "models/my_net.onnx"]   # zoo names or .onnx paths
+    devices = ["h100-sxm", "h100-sxm:mem_bw_GBps=6700", "kind:cpu"]
+    batches = [1, 8, 64]
+    precisions = ["fp32", "fp16"]
+    modes = ["infer"]
+    runtimes = ["default"]          # "default" = each device kind's default profile
+    estimator = "time-roofline"
+    baseline = "h100-sxm"           # optional; one of the devices
+    [sweep.dims]
+    sequence = 128                  # bound in every model that has the dim
+
+Every key is checked and each problem is a ``SweepSpecError`` naming the key, the bad value
+and what to write: unknown keys, wrong types (``true`` is not a number), empty lists (the grid
+is empty), duplicates, an unknown precision/mode/runtime/estimator/zoo name/device kind, a file
+over ``MAX_SPEC_BYTES``, a grid over ``MAX_CELLS``, and ``.onnx`` paths that are absolute or
+lead outside the spec file's folder (symlinks resolved). A device id missing from the catalog is
+**not** a spec error: its cells carry the error (``tasks.run_task``). ``kind:KIND`` expands to
+every catalog device of that kind; a device the catalog knows is written as its catalog id.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.schema import KINDS
+from roofcast.predictor.config import MODES
+from roofcast.predictor.estimator_registry import estimator_names
+from roofcast.predictor.precision import PRECISIONS
+from roofcast.predictor.runtimes.catalog import runtime_names
+from roofcast.predictor.sweeps.tasks import DEFAULT_RUNTIME, KIND_PREFIX, expand_devices
+from roofcast.predictor.sweeps.types import SweepSpec, SweepSpecError
+from roofcast.training_data import zoo
+
+MAX_SPEC_BYTES = 256 * 1024
+#: 10^8 cells: far past what one sweep should be (10^7 on a 32-worker cluster)
+MAX_CELLS = 10**8
+LIST_KEYS = ("models", "devices", "batches", "precisions", "modes", "runtimes")
+KEYS = (*LIST_KEYS, "name", "estimator", "baseline", "dims")
+REQUIRED = ("models", "devices")
+
+
+def read_spec(path: str | Path) -> SweepSpec:
+    """The validated spec of the TOML file at ``path`` (module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SweepSpecError(f"sweep file {str(path)!r} does not exist or is not a file")
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise SweepSpecError(f"sweep file {path} is {size} bytes, over the {MAX_SPEC_BYTES}-byte "
+                             "limit; a sweep file lists names, not data — use kind:KIND selectors")
+    try:
+        doc = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SweepSpecError(f"sweep file {path} is not valid UTF-8 TOML: {exc}") from exc
+    return parse_spec(doc, source=path)
+
+
+def parse_spec(doc: Mapping[str, Any], *, source: Path) -> SweepSpec:
+    """The spec of a parsed TOML document (``source``: the file, for messages and paths)."""
+    where = str(source)
+    extra = sorted(set(doc) - {"sweep"})
+    if extra:
+        raise SweepSpecError(f"{where}: unknown top-level key(s) {extra}; everything goes under "
+                             "a [sweep] table")
+    table = doc.get("sweep")
+    if not isinstance(table, Mapping):
+        raise SweepSpecError(f"{where}: no [sweep] table; start the file with [sweep] and "
+                             "models = [...], devices = [...]")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise SweepSpecError(f"{where}: unknown key(s) in [sweep]: {unknown}; the keys are "
+                             f"{', '.join(KEYS)}")
+    for key in REQUIRED:
+        if key not in table:
+            raise SweepSpecError(f"{where}: [sweep] has no {key!r}; add {key} = [...]")
+    lists = {key: _list(table, key, where) for key in LIST_KEYS if key in table}
+    root = source.resolve().parent
+    models = tuple(_model(m, root, where) for m in lists["models"])
+    devices = _devices(lists["devices"], where)
+    spec = SweepSpec(
+        models=models, devices=devices,
+        batches=tuple(_checked(lists, "batches", _positive_int, where, (1,))),
+        precisions=tuple(_checked(lists, "precisions", _choice(PRECISIONS), where, ("fp32",))),
+        modes=tuple(_checked(lists, "modes", _choice(MODES), where, ("infer",))),
+        runtimes=tuple(_checked(lists, "runtimes",
+                                _choice((DEFAULT_RUNTIME, *runtime_names())), where,
+                                (DEFAULT_RUNTIME,))),
+        dims=_dims(table.get("dims", {}), where),
+        estimator=_scalar(table, "estimator", _choice(estimator_names()), where,
+                          "time-roofline"),
+        baseline=_baseline(table.get("baseline"), devices, where),
+        name=_scalar(table, "name", _name, where, source.stem),
+        source=str(source.resolve()),
+    )
+    if spec.n_cells > MAX_CELLS:
+        raise SweepSpecError(f"{where}: the grid has {spec.n_cells:,} cells, over the "
+                             f"{MAX_CELLS:,} limit; split it into several sweep files")
+    return spec
+
+
+def _list(table: Mapping[str, Any], key: str, where: str) -> list:
+    value = table[key]
+    if not isinstance(value, list):
+        raise SweepSpecError(f"{where}: [sweep] {key} = {value!r} must be a list, "
+                             f"e.g. {key} = [{_example(key)}]")
+    if not value:
+        raise SweepSpecError(f"{where}: the grid is empty: [sweep] {key} = [] gives no cells; "
+                             f"list at least one, e.g. {key} = [{_example(key)}]")
+    seen: set = set()
+    for item in value:
+        if item in seen:
+            raise SweepSpecError(f"{where}: [sweep] {key} lists {item!r} twice; list it once")
+        seen.add(item)
+    return value
+
+
+def _example(key: str) -> str:
+    return {"models": '"resnet50"', "devices": '"h100-sxm"', "batches": "1, 8",
+            "precisions": '"fp32"', "modes": '"infer"', "runtimes": '"default"'}[key]
+
+
+def _checked(lists: dict, key: str, check: Callable[[Any, str], Any], where: str,
+             default: tuple) -> list:
+    if key not in lists:
+        return list(default)
+    out = []
+    for item in lists[key]:
+        try:
+            out.append(check(item, key))
+        except ValueError as exc:
+            raise SweepSpecError(f"{where}: [sweep] {exc}") from None
+    return out
+
+
+def _scalar(table: Mapping[str, Any], key: str, check: Callable[[Any, str], Any], where: str,
+            default: Any) -> Any:
+    if key not in table:
+        return default
+    try:
+        return check(table[key], key)
+    except ValueError as exc:
+        raise SweepSpecError(f"{where}: [sweep] {exc}") from None
+
+
+def _positive_int(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{key}: {value!r} is not a positive integer; write e.g. 1, 8, 64")
+    return value
+
+
+def _choice(allowed: tuple[str, ...]) -> Callable[[Any, str], str]:
+    def check(value: Any, key: str) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"{key}: {value!r} is not one of {', '.join(allowed)}")
+        return value
+    return check
+
+
+def _name(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise ValueError(f"{key}: {value!r} must be a non-empty string of at most 200 chars")
+    return value.strip()
+
+
+def _model(value: Any, root: Path, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SweepSpecError(f"{where}: [sweep] models: {value!r} is not a zoo name or an "
+                             ".onnx path (a string)")
+    if value.endswith(".onnx"):
+        rel = Path(value)
+        if rel.is_absolute():
+            raise SweepSpecError(f"{where}: [sweep] models: {value!r} is an absolute path; "
+                                 "write the path relative to the sweep file's folder")
+        target = (root / rel).resolve()
+        if not target.is_relative_to(root):
+            raise SweepSpecError(f"{where}: [sweep] models: {value!r} leads outside the sweep "
+                                 f"file's folder {root}; put the model beside the sweep file")
+        return value
+    name = value.removeprefix("zoo:")
+    if name not in zoo.list_models():
+        raise SweepSpecError(f"{where}: [sweep] models: {value!r} is neither an .onnx path nor "
+                             f"a zoo model; zoo models: {', '.join(zoo.list_models())}")
+    return name
+
+
+def _devices(values: list, where: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            raise SweepSpecError(f"{where}: [sweep] devices: {value!r} is not a device id, a "
+                                 "what-if spec 'BASE:key=value' or 'kind:KIND' (a string)")
+        value = value.strip()
+        if value.startswith(KIND_PREFIX):
+            kind = value[len(KIND_PREFIX):].strip()
+            if kind not in KINDS:
+                raise SweepSpecError(f"{where}: [sweep] devices: {value!r}: unknown kind "
+                                     f"{kind!r}; write kind:{' or kind:'.join(KINDS)}")
+            out.extend(expand_devices([value]))
+        else:
+            out.append(_canonical(value))
+    seen: set[str] = set()
+    for dev in out:
+        if dev in seen:
+            raise SweepSpecError(f"{where}: [sweep] devices: {dev!r} appears twice (an alias of "
+                                 "a listed id, or already in a kind: selector); list it once")
+        seen.add(dev)
+    return tuple(out)
+
+
+def _canonical(device: str) -> str:
+    """The catalog id of a known plain device name; anything else as written (an unknown id
+    becomes per-cell errors, a what-if spec keeps its text)."""
+    if ":" in device:
+        return device
+    try:
+        return get_device(device).id
+    except HardwareSpecError:  # an unknown device fails its own cells, not the spec
+        return device
+
+
+def _dims(value: Any, where: str) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise SweepSpecError(f"{where}: [sweep.dims] must be a table of NAME = N, got {value!r}")
+    out = {}
+    for key, n in value.items():
+        if key == "batch":
+            raise SweepSpecError(f"{where}: [sweep.dims] batch: the batch is swept; use "
+                                 "[sweep] batches = [...] instead")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise SweepSpecError(f"{where}: [sweep.dims] {key} = {n!r} is not a positive "
+                                 "integer; write e.g. sequence = 128")
+        out[str(key)] = n
+    return out
+
+
+def _baseline(value: Any, devices: tuple[str, ...], where: str) -> str | None:
+    if value is None:
+        return None
+    dev = _canonical(value) if isinstance(value, str) else value
+    if dev not in devices:
+        raise SweepSpecError(f"{where}: [sweep] baseline = {value!r} is not among the devices; "
+                             "name one of them")
+    return dev

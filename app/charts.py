@@ -591,18 +591,3 @@ def _drawable(rows: pd.DataFrame) -> pd.DataFrame:
     c = pd.to_numeric(rows["usd_per_throughput"], errors="coerce")
     return rows[np.isfinite(t) & np.isfinite(c) & (t > 0) & (c > 0)]
 
-
-def sweep_best_bars(summary: pd.DataFrame, value: str, title: str, axis: str) -> go.Figure:
-    """Per device (rows of ``predictor.sweeps.output.summary``: model, device, ``value``), one
-    bar per model, devices sorted by their best ``value`` across models."""
-    fig = go.Figure()
-    order = (summary.groupby("device")[value].max().sort_values(ascending=True).index.tolist())
-    for i, (model, rows) in enumerate(summary.groupby("model", sort=False)):
-        rows = rows.set_index("device").reindex(order)
-        fig.add_trace(go.Bar(x=rows[value], y=order, orientation="h", name=str(model),
-                             marker_color=SWEEP_COLORS[i % len(SWEEP_COLORS)],
-                             hovertemplate=f"{model} on %{{y}}: %{{x:,.4g}}<extra></extra>"))
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title=axis)
-    return _layout(fig, title, height=max(280, 26 * len(order) * max(1, summary["model"].nunique())
-                                          // 2 + 150))

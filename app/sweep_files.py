@@ -13,7 +13,8 @@ folders). The explorer page reads one of two sources:
   ``.parquet`` members are written, each by our own code under a fresh temporary folder
   (never ``extractall``), counted as they are decompressed against
   ``MAX_EXTRACTED_BYTES`` in all and their declared size (a zip bomb stops at the cap, not
-  after filling the disk); other members are skipped and listed.
+  after filling the disk); other members are skipped and listed, except ``_``/``.`` names
+  (metadata by Parquet convention, such as the sweep's ``_roofcast_sweep.json``).
 
 Then :func:`read_sweep` reads the files with ``pyarrow.dataset`` (Parquet only: no pickle, no
 code is run from the files), refuses more than ``MAX_FILES`` files, ``MAX_DATASET_BYTES`` on
@@ -170,7 +171,9 @@ def extract_zip(data: bytes, dest: Path) -> tuple[list[Path], list[str]]:
             path = _member_path(info)
             if info.is_dir():
                 continue
-            if path.suffix != ".parquet" or any(p.startswith((".", "_")) for p in path.parts):
+            if any(p.startswith((".", "_")) for p in path.parts):
+                continue  # metadata by Parquet convention (the sweep's _roofcast_sweep.json)
+            if path.suffix != ".parquet":
                 skipped.append(info.filename)
                 continue
             if info.flag_bits & 0x1:

@@ -120,7 +120,7 @@ def pareto(cells: pd.DataFrame) -> None:
                      "$/throughput and are not drawn")
     st.caption("; ".join(notes) + ".")
     shown = front[[c for c in FRONT_SHOWN if c in front.columns]]
-    st.dataframe(shown, hide_index=True, width="stretch", key="sweep_front_table",
+    st.dataframe(shown, hide_index=True, width="stretch",
                  column_config=_number_format(shown))
 
 
@@ -165,11 +165,11 @@ def render() -> None:
     pareto(shown)
     st.subheader("Per model and device")
     table = summary(shown)
-    st.dataframe(table, hide_index=True, width="stretch", key="sweep_summary_table",
+    st.dataframe(table, hide_index=True, width="stretch",
                  column_config=_number_format(table))
     st.subheader("Cells")
     st.dataframe(shown.head(MAX_TABLE_ROWS), hide_index=True, width="stretch",
-                 key="sweep_cells_table", column_config=_number_format(shown))
+                 column_config=_number_format(shown))
     st.download_button(f"Download the {len(shown):,} selected cells (CSV)",
                        shown.to_csv(index=False).encode(), file_name="roofcast_sweep_cells.csv",
                        mime="text/csv")

@@ -25,11 +25,13 @@ reference, so each worker runs the module-level function with its module-level L
 
 Bad addresses are user errors (``DaskSchedulerError``, a ``PredictionError``): a malformed
 ``dask-local:N`` / ``dask://HOST:PORT`` at once, an unreachable scheduler after
-``CONNECT_TIMEOUT_S``, a scheduler without workers after ``WORKERS_TIMEOUT_S``.
+``CONNECT_TIMEOUT_S``, a scheduler without workers after ``WORKERS_TIMEOUT_S``, a worker that
+cannot import roofcast before any task is sent.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 import re
@@ -48,6 +50,8 @@ RETRIES = 2
 CONNECT_TIMEOUT_S = 10.0
 #: seconds a ``dask://`` scheduler may take to have at least one worker
 WORKERS_TIMEOUT_S = 30.0
+#: the module every ``dask://`` worker must import (checked once before any task is sent)
+WORKER_MODULE = "roofcast.predictor.sweeps.tasks"
 #: the largest ``dask-local:N`` (each worker is a process importing the predictor)
 MAX_LOCAL_WORKERS = 256
 
@@ -132,7 +136,7 @@ def run_on_client(client, tasks: Sequence[SweepTask], advance: Advance = None, *
     futures = [client.submit(run, task, pure=False, retries=RETRIES) for task in tasks]
     index = {future.key: i for i, future in enumerate(futures)}
     out: list[pd.DataFrame | None] = [None] * len(tasks)
-    for future in as_completed(futures):
+    for future in as_completed(futures, loop=client.loop):  # no default client needed
         i = index[future.key]
         if future.status == "finished":
             out[i] = future.result()
@@ -152,7 +156,7 @@ def run_dask_local(tasks: Sequence[SweepTask], address: str,
 
     n_workers = parse_local_workers(address)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster, set_as_default=False) as client:
         return run_on_client(client, tasks, advance)
 
@@ -168,7 +172,7 @@ def run_dask_remote(tasks: Sequence[SweepTask], address: str,
         client = Client(url, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise DaskSchedulerError(
-            f"cannot reach a Dask scheduler at {url} within {CONNECT_TIMEOUT_S:g} s ({exc}); "
+            f"cannot reach a Dask scheduler at {url} ({exc}); "
             "start one (`dask scheduler`, then `dask worker " + url + "`) or use dask-local:N"
         ) from exc
     with client:
@@ -179,4 +183,10 @@ def run_dask_remote(tasks: Sequence[SweepTask], address: str,
                 f"the Dask scheduler at {url} has no workers after {WORKERS_TIMEOUT_S:g} s; "
                 f"start some with `dask worker {url}` (roofcast installed on their machines)"
             ) from exc
+        try:  # a worker without roofcast would fail every task: say so once instead
+            client.run(importlib.import_module, WORKER_MODULE)
+        except ImportError as exc:
+            raise DaskSchedulerError(
+                f"a worker of the Dask cluster at {url} cannot import {WORKER_MODULE} ({exc}); "
+                "install roofcast (this version) in every worker's environment") from exc
         return run_on_client(client, tasks, advance)

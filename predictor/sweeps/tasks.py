@@ -250,6 +250,6 @@ def _columns(df: pd.DataFrame) -> pd.DataFrame:
     for c in INT_COLUMNS:
         out[c] = out[c].astype("int64")
     for c in STR_COLUMNS:
-        out[c] = out[c].fillna("").astype(str)
-    out["fits"] = out["fits"].fillna(False).astype(bool)
+        out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
+    out["fits"] = out["fits"].astype(object).where(out["fits"].notna(), False).astype(bool)
     return out

@@ -68,6 +68,7 @@ def test_failed_task_rows_have_the_task_cells_and_run_task_dtypes():
     assert list(rows.columns) == list(CELL_COLUMNS)
     assert list(rows["cell_id"]) == task_cell_ids(task)
     assert (rows["error"] == "RuntimeError: boom").all()
-    assert rows["time_s"].isna().all() and not rows["fits"].any()
+    assert rows["time_s"].isna().all()
+    assert not rows["fits"].any()
     assert (rows["task_id"] == task.task_id).all()
     pd.testing.assert_series_equal(rows.dtypes, run_task(task).dtypes)

@@ -1,0 +1,175 @@
+"""The Dask schedulers on a real 2-worker ``LocalCluster`` (processes, one thread each).
+
+* ``dask-local:2`` gives the very table of ``local`` (same cells, same numbers, same per-cell
+  errors for an unknown device) and ticks the progress to the total;
+* a worker process killed mid-sweep (``os._exit`` inside a task, once, recorded in a marker file)
+  loses and duplicates no cell: the scheduler re-runs the task on a live worker;
+* a task whose function raises is retried ``RETRIES`` times, then reported as error rows for
+  its own cells only; a task that kills its worker every time ends as ``KilledWorker`` error
+  rows, the rest of the sweep intact.
+
+One cluster serves the fault tests (``allowed-failures`` = 1: a task may see one worker die,
+the second death is ``KilledWorker``), so the file stays within a few tens of seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from pathlib import Path
+
+import cloudpickle
+import dask
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster
+
+from roofcast.predictor.sweeps import dask_scheduler as ds
+from roofcast.predictor.sweeps import tasks as sweep_tasks
+from roofcast.predictor.sweeps.schedulers import check_cells, run_local, run_sweep
+from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
+from roofcast.predictor.sweeps.types import SweepSpec
+
+# the fault-injecting task functions below travel to the workers by value (the test package is
+# not importable in the worker processes)
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+SPEC = SweepSpec(models=("mobilenet_v2",),
+                 devices=("h100-sxm", "a100-80gb-sxm", "no-such-device", "l4", "epyc-9654"),
+                 batches=(1, 4), precisions=("fp32", "fp16"))
+CELLS_PER_TASK = 4  # one device per task: 5 tasks, enough to spread over 2 workers
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return plan_tasks(SPEC, cells_per_task=CELLS_PER_TASK)
+
+
+@pytest.fixture(scope="module")
+def local_cells(tasks):
+    return check_cells(run_local(tasks, "", lambda n: None), tasks)
+
+
+@pytest.fixture(scope="module")
+def client():
+    # allowed-failures 1: the second death of a task's worker is KilledWorker (default 3);
+    # worker-saturation 1.0: a worker holds only the task it runs, so a killed worker takes
+    # no queued bystander task with it (which, at allowed-failures 1, could die twice too)
+    config = {"distributed.scheduler.allowed-failures": 1,
+              "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(config), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+def _die_once(task, *, victim: int, marker: str):
+    """Kill this worker process the first time task ``victim`` runs (pid -> ``marker``)."""
+    if task.task_id == victim and not os.path.exists(marker):
+        Path(marker).write_text(str(os.getpid()))
+        os._exit(1)
+    return run_task(task)
+
+
+def _die_always(task, *, victim: int):
+    if task.task_id == victim:
+        os._exit(1)
+    return run_task(task)
+
+
+def _raise_for(task, *, victim: int, log: str):
+    if task.task_id == victim:
+        with open(log, "a") as f:
+            f.write("try\n")
+        raise RuntimeError("boom")
+    return run_task(task)
+
+
+def test_dask_local_gives_the_local_table(tasks):
+    local = run_sweep(SPEC, "local", cells_per_task=CELLS_PER_TASK)
+    ticks = []
+    dask2 = run_sweep(SPEC, "dask-local:2", cells_per_task=CELLS_PER_TASK,
+                      progress=lambda done, total: ticks.append((done, total)))
+    pd.testing.assert_frame_equal(dask2.cells, local.cells)
+    assert len(local.cells) == SPEC.n_cells == 20
+    bad = local.cells["device"] == "no-such-device"
+    assert (local.cells.loc[bad, "error"] != "").all()
+    assert bad.sum() == 4
+    assert (local.cells.loc[~bad, "error"] == "").all()
+    assert local.cells.loc[~bad, "time_s"].gt(0).all()
+    assert ticks[-1] == (20, 20)
+    assert [d for d, _ in ticks] == sorted(d for d, _ in ticks)
+    assert len(ticks) == len(tasks) + 1  # the 0 tick, then one per task
+
+
+def test_dask_address_runs_on_a_running_cluster_and_leaves_it_running(client, local_cells):
+    url = client.scheduler.address  # tcp://127.0.0.1:PORT
+    result = run_sweep(SPEC, "dask://" + url.removeprefix("tcp://"), cells_per_task=CELLS_PER_TASK)
+    pd.testing.assert_frame_equal(result.cells, local_cells)
+    assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2  # the cluster is still up
+
+
+def test_workers_without_roofcast_are_a_clear_error(client, monkeypatch):
+    monkeypatch.setattr(ds, "WORKER_MODULE", "roofcast_not_installed_here")
+    url = client.scheduler.address.removeprefix("tcp://")
+    with pytest.raises(ds.DaskSchedulerError, match=r"cannot import roofcast_not_installed_here"):
+        run_sweep(SPEC, "dask://" + url)
+
+
+def _graph_imports() -> int:
+    return sweep_tasks.graph_cache.cache_info().misses
+
+
+def test_each_worker_imports_a_graph_once_not_once_per_task(client, tasks):
+    ds.run_on_client(client, tasks)
+    imports = client.run(_graph_imports)
+    distinct = len(SPEC.models) * len(SPEC.batches)  # (model, batch) pairs: 2
+    # 5 tasks x 2 batches = 10 graph look-ups over 2 workers; each worker imports each
+    # (model, batch) at most once, however many of the tasks it ran
+    assert all(n <= distinct for n in imports.values()), imports
+    assert sum(imports.values()) < len(tasks) * distinct
+
+
+def test_scheduler_without_workers_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(ds, "WORKERS_TIMEOUT_S", 0.5)
+    with LocalCluster(n_workers=0, protocol="tcp", dashboard_address=":0") as empty, \
+            pytest.raises(ds.DaskSchedulerError, match=r"has no workers after 0.5 s"):
+        run_sweep(SPEC, "dask://" + empty.scheduler_address.removeprefix("tcp://"))
+
+
+def test_killed_worker_loses_and_duplicates_no_cell(client, tasks, local_cells, tmp_path):
+    marker = tmp_path / "killed"
+    run = functools.partial(_die_once, victim=tasks[2].task_id, marker=str(marker))
+    frames = ds.run_on_client(client, tasks, run=run)
+    assert marker.exists(), "the victim task never ran"
+    killed_pid = int(marker.read_text())
+    assert killed_pid not in client.run(os.getpid).values()  # that worker really died
+    cells = check_cells(frames, tasks)  # raises on a lost or duplicated cell
+    pd.testing.assert_frame_equal(cells, local_cells)
+
+
+def test_raising_task_is_retried_then_reported_per_cell(client, tasks, local_cells, tmp_path):
+    log = tmp_path / "tries"
+    victim = tasks[0].task_id
+    frames = ds.run_on_client(client, tasks, run=functools.partial(
+        _raise_for, victim=victim, log=str(log)))
+    cells = check_cells(frames, tasks)
+    assert log.read_text().count("try") == ds.RETRIES + 1
+    hit = cells["task_id"] == victim
+    assert hit.sum() == tasks[0].n_cells
+    assert cells.loc[hit, "error"].str.contains("RuntimeError: boom").all()
+    assert cells.loc[hit, "time_s"].isna().all()
+    pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])
+
+
+def test_task_killing_its_worker_every_time_is_reported_per_cell(client, tasks, local_cells):
+    victim = tasks[1].task_id
+    frames = ds.run_on_client(client, tasks, run=functools.partial(_die_always, victim=victim))
+    cells = check_cells(frames, tasks)
+    hit = cells["task_id"] == victim
+    assert hit.sum() == tasks[1].n_cells
+    assert cells.loc[hit, "error"].str.contains("worker process died").all()
+    pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])

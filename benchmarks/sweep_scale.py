@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((size, r))
             if args.check and not same_table(local.result.cells, r.result.cells):
                 mismatches.append(f"{size}: dask-local:{w}")
-        print(f"  {size:>9,} target: {spec.n_cells:,} cells done "
+        print(f"  grid for {size:,}: {spec.n_cells:,} cells run on every scheduler "
               f"(load average {os.getloadavg()[0]:.1f})", flush=True)
     df = table(rows)
     with pd.option_context("display.float_format", "{:,.2f}".format, "display.width", 120):

@@ -171,7 +171,8 @@ def render() -> None:
     st.dataframe(shown.head(MAX_TABLE_ROWS), hide_index=True, width="stretch",
                  column_config=_number_format(shown))
     st.download_button(f"Download the {len(shown):,} selected cells (CSV)",
-                       shown.to_csv(index=False).encode(), file_name="roofcast_sweep_cells.csv",
+                       lambda: shown.to_csv(index=False).encode(),  # built on click only
+                       file_name="roofcast_sweep_cells.csv",
                        mime="text/csv")
     errors = shown[shown["error"] != ""]
     if len(errors):

@@ -165,6 +165,13 @@ def client_seconds_per_cell(spec: SweepSpec, cells: pd.DataFrame) -> float:
     return (time.perf_counter() - t0) / len(cells)
 
 
+def _progress(size: int, r: Run) -> None:
+    """One line per finished run, at once (a long benchmark shows what it has so far)."""
+    print(f"  grid {size:,}: {r.scheduler:<13} {len(r.result.cells):>9,} cells "
+          f"{r.result.elapsed_s:>8.1f} s {r.result.cells_per_s:>8,.0f} cells/s "
+          f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000",
@@ -183,13 +190,13 @@ def main(argv: list[str] | None = None) -> int:
         spec = grid(size)
         local = run(spec, "local")
         rows.append((size, local))
+        _progress(size, local)
         for w in workers:
             r = run(spec, f"dask-local:{w}", startups[w])
             rows.append((size, r))
+            _progress(size, r)
             if args.check and not same_table(local.result.cells, r.result.cells):
                 mismatches.append(f"{size}: dask-local:{w}")
-        print(f"  grid for {size:,}: {spec.n_cells:,} cells run on every scheduler "
-              f"(load average {os.getloadavg()[0]:.1f})", flush=True)
     df = table(rows)
     with pd.option_context("display.float_format", "{:,.2f}".format, "display.width", 120):
         print(f"\nSweep scaling ({os.cpu_count()} cores, load average "

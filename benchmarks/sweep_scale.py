@@ -2,12 +2,13 @@
 10^3 to 10^5 cells, and on paper the time of 10^7 cells on a 32-worker cluster.
 
 Run: ``python benchmarks/sweep_scale.py [--sizes 1000,10000,100000] [--workers 1,2]``
-(``--check`` also asserts every scheduler's table equals the local one, cell for cell).
+(``--check`` also asserts every scheduler's table equals the local one, cell for cell;
+``--compare DIR DIR`` only compares two sweep output folders).
 
 **Grids.** Size N is the smallest grid of this shape with >= N cells: zoo models (in
 ``zoo.list_models()`` order) x the first 50 catalog devices x 8 batches (1..128) x 4 precisions
-(fp32, fp16, bf16, fp64: every runtime here runs them) x runtimes (``default``,
-``torch-compile``) x modes (infer, train); axes are filled in that order — 10^3: 1 model x 32
+(fp32, tf32, fp16, bf16: both runtimes run them) x runtimes (``torch-compile``,
+``pytorch-eager``: the latter not on CPU-kind devices, whose cells are per-cell errors) x modes (infer, train); axes are filled in that order — 10^3: 1 model x 32
 devices (1,024 cells); 10^4: 7 models (11,200); 10^5: 17 models x 2 runtimes x 2 modes
 (108,800, the acceptance sweep ``benchmarks/data/sweeps/acceptance_100k.toml``).
 
@@ -51,8 +52,8 @@ from roofcast.training_data import zoo
 
 N_DEVICES = 50
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
-PRECISIONS = ("fp32", "fp16", "bf16", "fp64")
-RUNTIMES = ("default", "torch-compile")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+RUNTIMES = ("torch-compile", "pytorch-eager")
 MODES = ("infer", "train")
 DIMS = {"sequence": 128}
 #: the extrapolation's target
@@ -165,6 +166,17 @@ def client_seconds_per_cell(spec: SweepSpec, cells: pd.DataFrame) -> float:
     return (time.perf_counter() - t0) / len(cells)
 
 
+def compare(a: str, b: str) -> int:
+    """Print whether two sweep folders hold identical tables (0) or not (1)."""
+    from roofcast.predictor.sweeps.output import read_dataset
+
+    left, right = read_dataset(a), read_dataset(b)
+    same = same_table(left, right)
+    print(f"{a}: {len(left):,} cells ({int((left['error'] != '').sum()):,} errors); {b}: "
+          f"{len(right):,} cells; identical: {'yes' if same else 'NO'}")
+    return 0 if same else 1
+
+
 def _progress(size: int, r: Run) -> None:
     """One line per finished run, at once (a long benchmark shows what it has so far)."""
     print(f"  grid {size:,}: {r.scheduler:<13} {len(r.result.cells):>9,} cells "
@@ -180,7 +192,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="LocalCluster sizes (default 1,2; empty: local only)")
     ap.add_argument("--check", action="store_true",
                     help="assert every scheduler's table equals the local one")
+    ap.add_argument("--compare", nargs=2, metavar="DIR",
+                    help="only compare two sweep output folders (e.g. the acceptance run with "
+                         "--scheduler local and dask-local:2): identical tables or not")
     args = ap.parse_args(argv)
+    if args.compare:
+        return compare(*args.compare)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     workers = [int(w) for w in args.workers.split(",") if w.strip()]
     startups = {w: cluster_startup_s(w) for w in workers}

@@ -69,3 +69,20 @@ def test_tiny_run_prints_the_table_and_identical_tables(bench, capsys):
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("100 ")]
     assert [r[1] for r in rows] == ["local", "dask-local:1"]
     assert all(r[2] == "128" for r in rows)  # cells
+
+
+def test_compare_tells_identical_folders_from_different_ones(bench, tmp_path, capsys):
+    from roofcast.predictor.sweeps.output import write_dataset
+    from roofcast.predictor.sweeps.types import SweepResult
+    from tests.app.test_sweep_page_loading import fake_cells
+
+    cells = fake_cells()
+    a = write_dataset(SweepResult(cells, "local", 1.0), tmp_path / "a")
+    b = write_dataset(SweepResult(cells.copy(), "dask-local:2", 2.0), tmp_path / "b")
+    changed = cells.copy()
+    changed.loc[3, "time_s"] *= 1 + 1e-15
+    c = write_dataset(SweepResult(changed, "dask-local:2", 2.0), tmp_path / "c")
+    assert bench.main(["--compare", str(a), str(b)]) == 0
+    assert "identical: yes" in capsys.readouterr().out
+    assert bench.main(["--compare", str(a), str(c)]) == 1
+    assert "identical: NO" in capsys.readouterr().out

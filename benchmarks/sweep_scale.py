@@ -7,9 +7,10 @@ Run: ``python benchmarks/sweep_scale.py [--sizes 1000,10000,100000] [--workers 1
 
 **Grids.** Size N is the smallest grid of this shape with >= N cells: zoo models (in
 ``zoo.list_models()`` order) x the first 50 catalog devices x 8 batches (1..128) x 4 precisions
-(fp32, tf32, fp16, bf16: both runtimes run them) x runtimes (``torch-compile``,
-``pytorch-eager``: the latter not on CPU-kind devices, whose cells are per-cell errors) x modes (infer, train); axes are filled in that order — 10^3: 1 model x 32
-devices (1,024 cells); 10^4: 7 models (11,200); 10^5: 17 models x 2 runtimes x 2 modes
+(fp32, tf32, fp16, bf16: both runtimes run them) x runtimes (``torch-compile``, then
+``pytorch-eager``, which does not run on CPU-kind devices: per-cell errors) x modes (infer,
+then train); axes are filled in that order — 10^3: 1 model x 32 devices (1,024 cells); 10^4:
+7 models (11,200); 10^5: 17 models x 2 runtimes x 2 modes
 (108,800, the acceptance sweep ``benchmarks/data/sweeps/acceptance_100k.toml``).
 
 **What is timed.** ``SweepResult.elapsed_s``: planning + running + checking, as a user waits
@@ -69,7 +70,8 @@ def grid(n_cells: int) -> SweepSpec:
     devices = tuple(d.id for d in list_devices())[:N_DEVICES]
     per_device = len(BATCHES) * len(PRECISIONS)
     base = SweepSpec(models=models[:1], devices=devices[:1], batches=BATCHES,
-                     precisions=PRECISIONS, dims=DIMS, name=f"scale-{n_cells}")
+                     precisions=PRECISIONS, runtimes=RUNTIMES[:1], dims=DIMS,
+                     name=f"scale-{n_cells}")
     n_dev = min(len(devices), max(1, math.ceil(n_cells / per_device)))
     spec = replace(base, devices=devices[:n_dev])
     if spec.n_cells >= n_cells:

@@ -57,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_execution_args(p)
     p.add_argument("--baseline", metavar="ID", help="device the speedups are relative to "
                    "(default: the first of --hw)")
+    model_only = {a.dest: (a.option_strings[0], a.default) for a in p._actions
+                  if a.option_strings and a.dest not in ("help", "hw")}
     add_format_arg(p)
     g = p.add_argument_group("sweep spec file (SPEC.toml)")
     g.add_argument("--scheduler", metavar="S", help="local (default: in this process), "
@@ -65,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default NAME.parquet; refused if it is not empty and not a sweep)")
     g.add_argument("--cells-per-task", type=positive_int, metavar="N",
                    help=f"minimum cells per task (default {CELLS_PER_TASK_TEXT})")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, model_only=model_only)
 
 
 CELLS_PER_TASK_TEXT = "sized so a task is >= 100 ms (predictor.sweeps.tasks)"
@@ -79,11 +81,17 @@ def run(args: argparse.Namespace) -> int:
         if args.hw is not None:
             raise PredictionError("--hw is for `roofcast sweep MODEL`; a spec file lists its "
                                   "devices under [sweep] devices = [...]")
+        given = [flag for dest, (flag, default) in args.model_only.items()
+                 if getattr(args, dest) != default]
+        if given:
+            raise PredictionError(f"{', '.join(given)}: only for `roofcast sweep MODEL`; a spec "
+                                  "file sets batches, precisions, modes, runtimes, estimator "
+                                  "and dims under [sweep]")
         return run_spec(args)
     given = [f"--{k.replace('_', '-')}" for k in SPEC_ONLY if getattr(args, k) is not None]
     if given:
-        raise PredictionError(f"{', '.join(given)} only apply to a sweep spec file "
-                              "(roofcast sweep SPEC.toml)")
+        raise PredictionError(f"{', '.join(given)}: only for a sweep spec file "
+                              "(roofcast sweep SPEC.toml), not for roofcast sweep MODEL")
     if args.hw is None:
         raise PredictionError("roofcast sweep MODEL needs --hw A,B (device ids), or give a "
                               "sweep spec file ending in .toml")
@@ -125,7 +133,7 @@ def run_spec(args: argparse.Namespace) -> int:
     _check_output(folder)
     result = run_sweep(spec, args.scheduler or "local", cells_per_task=args.cells_per_task,
                        progress=ProgressBar(sys.stderr, f"sweep {spec.name}"))
-    write_dataset(result, folder, name=spec.name)
+    write_dataset(result, folder, name=spec.name, spec=spec)
     pareto = pareto_front(result.cells)
     extra = {"sweep": spec.name, "cells": len(result.cells), "errors": result.n_errors,
              "scheduler": result.scheduler, "elapsed_s": round(result.elapsed_s, 3),

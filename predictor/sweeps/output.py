@@ -2,7 +2,8 @@
 
 * ``write_dataset(result, folder)``: a Parquet dataset folder (``part-00000.parquet``, ... of
   ``ROWS_PER_PART`` cells each, ``CELL_COLUMNS``) plus ``_roofcast_sweep.json`` (name,
-  scheduler, wall time, cell and error counts; Parquet readers skip ``_``-files). Written
+  scheduler, wall time, cell and error counts, the spec's grid; Parquet readers skip
+  ``_``-files). Written
   atomically: into a temporary sibling folder, then renamed into place — a reader never sees
   half a sweep. A folder that exists must be empty or an earlier sweep output (it has the
   marker file); anything else is refused rather than overwritten. ``read_dataset`` reads one.
@@ -21,13 +22,14 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult
+from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult, SweepSpec
 
 MARKER = "_roofcast_sweep.json"
 ROWS_PER_PART = 1_000_000
@@ -44,8 +46,10 @@ def is_sweep_folder(folder: Path) -> bool:
     return (folder / MARKER).is_file()
 
 
-def write_dataset(result: SweepResult, folder: str | Path, *, name: str = "sweep") -> Path:
-    """Write ``result.cells`` as a Parquet dataset folder, atomically (module docstring)."""
+def write_dataset(result: SweepResult, folder: str | Path, *, name: str = "sweep",
+                  spec: SweepSpec | None = None) -> Path:
+    """Write ``result.cells`` as a Parquet dataset folder, atomically (module docstring);
+    ``spec``'s grid goes into the marker file when given."""
     folder = Path(folder)
     if folder.exists():
         if not folder.is_dir():
@@ -67,7 +71,8 @@ def write_dataset(result: SweepResult, folder: str | Path, *, name: str = "sweep
             part.to_parquet(tmp / f"part-{i:05d}.parquet", index=False, engine="pyarrow")
         meta = {"name": name, "scheduler": result.scheduler,
                 "elapsed_s": result.elapsed_s, "cells": len(cells),
-                "errors": result.n_errors, "columns": list(CELL_COLUMNS)}
+                "errors": result.n_errors, "columns": list(CELL_COLUMNS),
+                "spec": None if spec is None else {**asdict(spec), "dims": dict(spec.dims)}}
         (tmp / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
         _replace(tmp, folder)
     except BaseException:

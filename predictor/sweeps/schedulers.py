@@ -75,8 +75,8 @@ def get_scheduler(prefix: str) -> Scheduler:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             raise SweepSchedulerError(
-                f"scheduler {prefix!r} needs {exc.name!r}, which is not installed; "
-                "install it (pip install 'dask[distributed]') or use --scheduler local") from exc
+                f"scheduler {prefix!r} needs {exc.name!r}, which is not installed (the dask "
+                "schedulers: pip install 'dask[distributed]'); or use --scheduler local") from exc
     if prefix not in SCHEDULERS:
         known = sorted({*SCHEDULERS, *PLUGIN_MODULES})
         raise SweepSchedulerError(

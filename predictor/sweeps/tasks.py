@@ -23,7 +23,8 @@ the rule: w = ceil(cells_per_task / G) (tests, tuning).
   (``graph_cache``): a worker imports a model once per (dims, batch), not once per cell/task;
 * a device that is not in the catalog, or on which the runtime does not run, fails only its
   own cells; a model/batch whose import fails fails only its cells; if the vectorised call
-  still raises, each device is retried on its own so one bad device cannot sink the rest;
+  still raises, it is split by precision, mode, batch, then device and retried, so one bad
+  precision (int8 on pytorch-eager), batch or device cannot sink the rest;
   every failure is a row with ``error`` = the message and NaN metrics.
 
 ``cell_id``'s runtime part is the spec's runtime (``default`` = each device kind's default
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -183,7 +185,8 @@ def run_task(task: SweepTask) -> pd.DataFrame:
                                          and c[0] in good_devices.values()], _message(exc))
     frames = []
     if good_devices and graphs:
-        frames, failed = _predict(task, good_devices, graphs)
+        frames, failed = _predict(task, _Part(good_devices, graphs, task.precisions,
+                                              task.modes))
         errors += failed
     if errors:
         frames.append(pd.DataFrame.from_records(errors))
@@ -191,26 +194,52 @@ def run_task(task: SweepTask) -> pd.DataFrame:
     return _columns(out)
 
 
-def _predict(task: SweepTask, devices: dict[str, str], graphs: dict[int, Graph]
-             ) -> tuple[list[pd.DataFrame], list[dict]]:
-    """One vectorised call; if it raises, one call per device (isolating the bad one)."""
+@dataclass(frozen=True)
+class _Part:
+    """A sub-grid of a task: devices (resolved id -> spec text), graphs by batch, precisions
+    and modes."""
+
+    devices: dict[str, str]
+    graphs: dict[int, Graph]
+    precisions: tuple[str, ...]
+    modes: tuple[str, ...]
+
+    def cells(self) -> list[tuple[str, int, str, str]]:
+        return [(d, b, p, m) for d in self.devices.values() for b in self.graphs
+                for p in self.precisions for m in self.modes]
+
+    def split(self) -> list[_Part]:
+        """One part per precision, else per mode, else per batch, else per device."""
+        if len(self.precisions) > 1:
+            return [replace(self, precisions=(p,)) for p in self.precisions]
+        if len(self.modes) > 1:
+            return [replace(self, modes=(m,)) for m in self.modes]
+        if len(self.graphs) > 1:
+            return [replace(self, graphs={b: g}) for b, g in self.graphs.items()]
+        return [replace(self, devices={k: v}) for k, v in self.devices.items()]
+
+
+def _predict(task: SweepTask, part: _Part) -> tuple[list[pd.DataFrame], list[dict]]:
+    """One vectorised call; if it raises, the part is split (``_Part.split``: precisions,
+    modes, batches, then devices) and each piece retried, so a failure lands on exactly the
+    cells it belongs to. Only a failing call costs extra calls."""
     try:
-        return [_call(task, devices, graphs)], []
-    except Exception:  # retried per device below
-        pass
+        return [_call(task, part)], []
+    except Exception as exc:
+        if len(part.cells()) == 1 or len(part.split()) == 1:
+            return [], _error_rows(task, part.cells(), _message(exc))
     frames, errors = [], []
-    for hw_id, text in devices.items():
-        try:
-            frames.append(_call(task, {hw_id: text}, graphs))
-        except Exception as exc:  # this device's cells fail
-            errors += _error_rows(task, [c for c in _grid(task) if c[0] == text
-                                         and c[1] in graphs], _message(exc))
+    for piece in part.split():
+        got, failed = _predict(task, piece)
+        frames += got
+        errors += failed
     return frames, errors
 
 
-def _call(task: SweepTask, devices: dict[str, str], graphs: dict[int, Graph]) -> pd.DataFrame:
-    df = sweep(graphs.__getitem__, list(devices.values()), list(graphs), task.precisions,
-               task.modes, task.estimator,
+def _call(task: SweepTask, part: _Part) -> pd.DataFrame:
+    devices = part.devices
+    df = sweep(part.graphs.__getitem__, list(devices.values()), list(part.graphs),
+               part.precisions, part.modes, task.estimator,
                runtime=None if task.runtime == DEFAULT_RUNTIME else task.runtime)
     spec_text = df["device"].map(devices)
     out = pd.DataFrame({

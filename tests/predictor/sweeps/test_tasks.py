@@ -150,6 +150,18 @@ def test_failing_import_and_failing_device_become_rows(tmp_path, monkeypatch):
     assert (df.loc[[GPU, CPU], "error"] == "").all()
     assert df.loc["no-such-device", "error"].str.contains("unknown device").all()
 
+    def batch_four_fails(source, devices, batches, *a, **kw):  # a device-independent failure
+        if 4 in batches:
+            raise RuntimeError("batch 4 is broken")
+        return real(source, devices, batches, *a, **kw)
+
+    monkeypatch.setattr(tasks_mod, "sweep", batch_four_fails)
+    df = run_task(plan_tasks(spec)[0])
+    known = df[df["device"] != "no-such-device"]
+    assert known.loc[known["batch"] == 4, "error"].str.contains("batch 4 is broken").all()
+    assert known.loc[known["batch"] == 1, "error"].eq("").all()
+    assert len(df) == 16
+
 
 def test_model_without_batch_dim_is_a_cell_error(tmp_path):
     from onnx import TensorProto, helper
@@ -163,3 +175,11 @@ def test_model_without_batch_dim_is_a_cell_error(tmp_path):
     spec = read_spec(write_spec(tmp_path, SMALL.replace('"mlp.onnx"', '"fixed.onnx"')))
     df = run_task(plan_tasks(spec)[0])
     assert df["error"].str.contains("no 'batch' dim").sum() == 12  # 3 known devices x 2 x 2
+
+
+def test_precision_a_runtime_lacks_fails_only_those_cells(tmp_path):
+    spec = read_spec(write_spec(tmp_path, SMALL.replace('"fp16"]', '"int8"]')))
+    df = run_task(plan_tasks(spec)[0])
+    known = df[df["device"] != "no-such-device"].set_index(["device", "precision"])["error"]
+    assert known.loc[[(GPU, "int8"), (GPU2, "int8")]].str.contains("does not run int8").all()
+    assert known.loc[[(GPU, "fp32"), (GPU2, "fp32"), (CPU, "fp32"), (CPU, "int8")]].eq("").all()

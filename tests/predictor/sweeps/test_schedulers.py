@@ -1,0 +1,102 @@
+"""``run_sweep`` and the scheduler registry: the local scheduler, parsing, the progress
+callback, and the no-loss/no-duplicate check against misbehaving schedulers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from roofcast.predictor.sweeps import schedulers as sched
+from roofcast.predictor.sweeps.schedulers import (
+    SweepIntegrityError,
+    SweepSchedulerError,
+    parse_scheduler,
+    register_scheduler,
+    run_sweep,
+)
+from roofcast.predictor.sweeps.spec import read_spec
+from roofcast.predictor.sweeps.tasks import run_task
+
+from .helpers import SMALL, write_spec
+
+
+@pytest.fixture
+def small(tmp_path):
+    return read_spec(write_spec(tmp_path, SMALL))
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """A scratch copy of SCHEDULERS, so test schedulers do not leak."""
+    monkeypatch.setattr(sched, "SCHEDULERS", dict(sched.SCHEDULERS))
+    return sched.SCHEDULERS
+
+
+@pytest.mark.parametrize(("text", "parsed"), [
+    ("local", ("local", "")), ("dask-local:2", ("dask-local", "2")),
+    ("dask://10.0.0.5:8786", ("dask", "10.0.0.5:8786")), (" dask://h:1 ", ("dask", "h:1")),
+])
+def test_parse_scheduler(text, parsed):
+    assert parse_scheduler(text) == parsed
+
+
+def test_local_sweep_sorted_complete_with_progress(small):
+    seen = []
+    result = run_sweep(small, progress=lambda done, total: seen.append((done, total)),
+                       cells_per_task=4)
+    cells = result.cells
+    assert len(cells) == small.n_cells == 16
+    assert list(cells["cell_id"]) == sorted(cells["cell_id"])
+    assert result.n_errors == 4  # the unknown device's cells, reported, not raised
+    assert result.scheduler == "local"
+    assert result.elapsed_s > 0
+    assert seen[0] == (0, 16)
+    assert seen[-1] == (16, 16)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert cells["task_id"].nunique() == 4  # 4 devices, 4 cells each
+
+
+def test_unknown_scheduler_and_local_address(small):
+    with pytest.raises(SweepSchedulerError, match="unknown scheduler 'slurm'"):
+        run_sweep(small, "slurm://x")
+    with pytest.raises(SweepSchedulerError, match="takes no address"):
+        run_sweep(small, "local:3")
+
+
+def test_missing_plugin_module_is_a_clear_error(small, registry, monkeypatch):
+    monkeypatch.setitem(sched.PLUGIN_MODULES, "fancy", "roofcast.predictor.sweeps.no_such_mod")
+    with pytest.raises(SweepSchedulerError, match=r"needs 'roofcast\.predictor\.sweeps\.no_such"):
+        run_sweep(small, "fancy:1")
+
+
+def test_registered_scheduler_any_order_same_result(small, registry):
+    @register_scheduler("backwards")
+    def backwards(tasks, address, advance):
+        assert address == "x"
+        out = []
+        for task in reversed(tasks):
+            out.append(run_task(task))
+            advance(task.n_cells)
+        return out
+
+    assert registry["backwards"] is backwards
+    local = run_sweep(small, cells_per_task=4).cells
+    other = run_sweep(small, "backwards:x", cells_per_task=4)
+    assert other.scheduler == "backwards:x"
+    pd.testing.assert_frame_equal(local, other.cells)
+
+
+@pytest.mark.parametrize(("mangle", "message"), [
+    (lambda frames: [*frames, frames[0]], "more than once"),   # a retried task counted twice
+    (lambda frames: frames[1:], "missing"),                   # a lost task
+    (lambda frames: [frames[0].iloc[1:], *frames[1:]], "missing"),   # a lost cell
+    (lambda frames: [f.assign(cell_id=f["cell_id"] + "x") for f in frames], "unplanned"),
+    (lambda frames: [f.drop(columns="error") for f in frames], "columns"),
+])
+def test_lost_or_duplicated_cells_raise(small, registry, mangle, message):
+    @register_scheduler("bad")
+    def bad(tasks, address, advance):
+        return mangle([run_task(t) for t in tasks])
+
+    with pytest.raises(SweepIntegrityError, match=message):
+        run_sweep(small, "bad", cells_per_task=4)

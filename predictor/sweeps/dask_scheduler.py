@@ -11,7 +11,7 @@ Registers two prefixes in ``schedulers.SCHEDULERS`` (a scheduler function is
   ``dask worker tcp://HOST:PORT`` on machines that have roofcast installed) and leaves the
   cluster running.
 
-Each task is one ``client.submit(tasks.run_task, task, pure=False, retries=RETRIES)``: ``pure=False``
+Each task is one call of ``tasks.run_task`` (``client.map(..., pure=False, retries=RETRIES)``): ``pure=False``
 gives every submission its own key (two equal tasks are never merged), ``retries`` re-runs a
 task whose function raised; a task whose *worker died* is re-run by the scheduler itself (up to
 ``distributed.scheduler.allowed-failures`` deaths, default 3). Results are gathered as they
@@ -38,6 +38,8 @@ import re
 from collections.abc import Callable, Sequence
 
 import pandas as pd
+from distributed import Client, LocalCluster, as_completed
+from distributed.scheduler import KilledWorker
 
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.sweeps import tasks as sweep_tasks
@@ -116,11 +118,9 @@ def failed_task_rows(task: SweepTask, message: str) -> pd.DataFrame:
 
 
 def _failure_message(exc: BaseException) -> str:
-    from distributed.scheduler import KilledWorker
-
     if isinstance(exc, KilledWorker):
-        return (f"the task's worker process died on every try ({exc}); the task may need more "
-                "memory than a worker has")
+        return (f"the worker process running this task died repeatedly ({exc}); the task may "
+                "need more memory than a worker has")
     return f"task failed on the Dask worker after {RETRIES + 1} tries: {type(exc).__name__}: {exc}"
 
 
@@ -130,10 +130,10 @@ def run_on_client(client, tasks: Sequence[SweepTask], advance: Advance = None, *
 
     ``run`` (default ``tasks.run_task``) must be importable by the workers.
     """
-    from distributed import as_completed
-
     run = sweep_tasks.run_task if run is None else run
-    futures = [client.submit(run, task, pure=False, retries=RETRIES) for task in tasks]
+    # one map (one graph update), not a submit per task: the scheduler sees the whole batch of
+    # independent tasks at once and queues them, handing a worker a task when a thread frees
+    futures = client.map(run, list(tasks), pure=False, retries=RETRIES)
     index = {future.key: i for i, future in enumerate(futures)}
     out: list[pd.DataFrame | None] = [None] * len(tasks)
     for future in as_completed(futures, loop=client.loop):  # no default client needed
@@ -145,15 +145,16 @@ def run_on_client(client, tasks: Sequence[SweepTask], advance: Advance = None, *
         future.release()
         if advance is not None:
             advance(tasks[i].n_cells)
-    return [frame for frame in out if frame is not None]
+    missing = [t.task_id for t, frame in zip(tasks, out, strict=True) if frame is None]
+    if missing:  # as_completed yields every future once; a gap is a bug, never a short table
+        raise RuntimeError(f"Dask returned no result for task(s) {missing}")
+    return out
 
 
 @register_scheduler("dask-local")
 def run_dask_local(tasks: Sequence[SweepTask], address: str,
                    advance: Advance = None) -> list[pd.DataFrame]:
     """``dask-local:N``: a fresh ``LocalCluster`` of N single-threaded worker processes."""
-    from distributed import Client, LocalCluster
-
     n_workers = parse_local_workers(address)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
@@ -165,8 +166,6 @@ def run_dask_local(tasks: Sequence[SweepTask], address: str,
 def run_dask_remote(tasks: Sequence[SweepTask], address: str,
                     advance: Advance = None) -> list[pd.DataFrame]:
     """``dask://HOST:PORT``: the running cluster behind that scheduler (left running)."""
-    from distributed import Client
-
     url = parse_remote_address(address)
     try:
         client = Client(url, timeout=CONNECT_TIMEOUT_S, set_as_default=False)

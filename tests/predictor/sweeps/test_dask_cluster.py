@@ -55,8 +55,9 @@ def local_cells(tasks):
 @pytest.fixture(scope="module")
 def client():
     # allowed-failures 1: the second death of a task's worker is KilledWorker (default 3);
-    # worker-saturation 1.0: a worker holds only the task it runs, so a killed worker takes
-    # no queued bystander task with it (which, at allowed-failures 1, could die twice too)
+    # worker-saturation 1.0: a worker holds only the task it runs (the 5 tasks of one map are
+    # queued on the scheduler: more than 2 x threads), so a killed worker takes no bystander
+    # task with it (which, at allowed-failures 1, could die twice too)
     config = {"distributed.scheduler.allowed-failures": 1,
               "distributed.scheduler.worker-saturation": 1.0}
     with dask.config.set(config), \
@@ -171,5 +172,5 @@ def test_task_killing_its_worker_every_time_is_reported_per_cell(client, tasks, 
     cells = check_cells(frames, tasks)
     hit = cells["task_id"] == victim
     assert hit.sum() == tasks[1].n_cells
-    assert cells.loc[hit, "error"].str.contains("worker process died").all()
+    assert cells.loc[hit, "error"].str.contains("worker process running this task died").all()
     pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pandas as pd
 import pytest
 
 from roofcast.predictor.sweeps import dask_scheduler as ds
-from roofcast.predictor.sweeps.schedulers import SCHEDULERS, get_scheduler, run_sweep
+from roofcast.predictor.sweeps.schedulers import (
+    SCHEDULERS,
+    SweepSchedulerError,
+    get_scheduler,
+    run_sweep,
+)
 from roofcast.predictor.sweeps.tasks import plan_tasks, run_task, task_cell_ids
 from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepSpec
 
@@ -20,6 +26,14 @@ def test_both_prefixes_are_registered_on_first_use():
     assert get_scheduler("dask-local") is ds.run_dask_local
     assert get_scheduler("dask") is ds.run_dask_remote
     assert SCHEDULERS["dask-local"] is ds.run_dask_local
+
+
+def test_without_dask_installed_the_prefix_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # "import distributed" now fails
+    monkeypatch.delitem(sys.modules, ds.__name__)
+    monkeypatch.delitem(SCHEDULERS, "dask-local")
+    with pytest.raises(SweepSchedulerError, match=r"needs 'distributed', which is not installed"):
+        get_scheduler("dask-local")
 
 
 @pytest.mark.parametrize(("text", "n"), [("2", 2), ("dask-local:3", 3), (" 1 ", 1)])

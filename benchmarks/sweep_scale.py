@@ -231,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nOn paper: {ext['cells']:,} cells on {ext['workers']} workers "
               f"(r1 = {ext['r1_cells_per_s']:,.0f} cells/s per worker, 2-worker efficiency "
               f"{ext['efficiency_2']:.2f}, {per_cell:,.0f} B per cell at the client):")
+        n_tasks = int(df.loc[df["size"] == df["size"].max(), "tasks"].max())
+        if n_tasks < 2:
+            print(f"  (the largest grid has {n_tasks} task: 2 workers had nothing to share, so "
+                  "the efficiency above is load noise, not scaling; run a larger --sizes)")
         for key in ("startup_s", "compute_s", "transfer_s", "client_s", "total_s"):
             print(f"  {key:<11} {ext[key]:>10,.1f}")
         print(f"  => {ext['cells_per_s']:,.0f} cells/s; the client holds "

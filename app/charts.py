@@ -539,3 +539,55 @@ def serving_plan_bars(table: pd.DataFrame) -> go.Figure:
         for t, m, c, f, o in zip(table["tpot_ms"], table["memory_GiB"], table["capacity_GiB"],
                                  table["fits"], table["over_GiB"], strict=True)])
     return _layout(fig, "Serving plans", height=max(280, 40 * len(table) + 150))
+
+
+# ----------------------------------------------------------------------------- sweeps
+#: colours of a sweep's models (cycled), one per model in the order given
+SWEEP_COLORS = ("#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2",
+                "#FF9DA6", "#9D755D", "#BAB0AC")
+
+
+def _cell_text(rows: pd.DataFrame) -> list[str]:
+    return [f"{d} · {r} · batch {b} · {p} · {m}" for d, r, b, p, m in
+            zip(rows["device"], rows["runtime"], rows["batch"], rows["precision"], rows["mode"],
+                strict=True)]
+
+
+def sweep_pareto(cells: pd.DataFrame, front: pd.DataFrame) -> go.Figure:
+    """Latency vs cost of throughput for a sweep's cells (rows with ``CELL_COLUMNS``): each
+    cell a faint point at (``time_s`` in ms, ``usd_per_throughput`` = list price / samples per
+    s), both axes log; per model the Pareto front (``front``: the cells no other cell of the
+    model beats on both) as a line with larger markers. Down and left is better. Cells without
+    a finite, positive time and price are not drawn (the page says how many)."""
+    fig = go.Figure()
+    models = list(dict.fromkeys([*front["model"], *cells["model"]]))
+    for i, model in enumerate(models):
+        color = SWEEP_COLORS[i % len(SWEEP_COLORS)]
+        rows = _drawable(cells[cells["model"] == model])
+        if len(rows):
+            fig.add_trace(go.Scattergl(
+                x=rows["time_s"] * 1e3, y=rows["usd_per_throughput"], mode="markers",
+                name=f"{model} cells", legendgroup=model, text=_cell_text(rows),
+                marker={"color": color, "size": 5, "opacity": 0.35},
+                hovertemplate=(f"{model}<br>%{{text}}<br>%{{x:.4g}} ms, "
+                               "$%{y:.4g} per sample/s<extra></extra>")))
+        best = _drawable(front[front["model"] == model]).sort_values("time_s")
+        if len(best):
+            fig.add_trace(go.Scatter(
+                x=best["time_s"] * 1e3, y=best["usd_per_throughput"], mode="lines+markers",
+                name=f"{model} Pareto front", legendgroup=model, text=_cell_text(best),
+                line={"color": color, "width": 2, "shape": "hv"},
+                marker={"color": color, "size": 9, "line": {"color": "#000", "width": 1}},
+                hovertemplate=(f"<b>{model}</b> (front)<br>%{{text}}<br>%{{x:.4g}} ms, "
+                               "$%{y:.4g} per sample/s<extra></extra>")))
+    fig.update_xaxes(title="predicted time per step (ms)", type="log")
+    fig.update_yaxes(title="$ per (sample/s)  (list price / throughput)", type="log")
+    return _layout(fig, "Latency vs $/throughput", height=520)
+
+
+def _drawable(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows a log-log latency/cost plot can show: finite, positive time and $/throughput."""
+    t = pd.to_numeric(rows["time_s"], errors="coerce")
+    c = pd.to_numeric(rows["usd_per_throughput"], errors="coerce")
+    return rows[np.isfinite(t) & np.isfinite(c) & (t > 0) & (c > 0)]
+

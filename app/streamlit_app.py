@@ -31,6 +31,7 @@ PAGES = {
     ],
     "Data": [
         st.Page("views/measurements.py", title="Measurements & retrain", icon=":material/science:"),
+        st.Page("views/sweep.py", title="Sweep explorer", icon=":material/scatter_plot:"),
     ],
 }
 
@@ -44,6 +45,8 @@ with st.sidebar:  # after the page: shows the values its widgets just set
     if s.get("_page") == "llm":  # the LLM page has its own model and devices
         st.markdown(f"**LLM** `{s.get('llm_label', '')}`  \n"
                     f"**Devices** {', '.join(f'`{d}`' for d in s.get('llm_devices', []))}")
+    elif s.get("_page") == "sweep":  # the sweep explorer shows a loaded sweep, no model
+        st.markdown(f"**Sweep** `{s.get('sweep_label') or 'none loaded'}`")
     elif s.get("_page") == "plan":  # the plan explorer has its own model and system
         st.markdown(f"**Plans of** `{s.get('plan_label', '')}`")
     else:

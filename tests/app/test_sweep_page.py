@@ -1,0 +1,149 @@
+"""The Sweep explorer page driven with ``AppTest``, on a real sweep (``run_sweep`` of two zoo
+models x four devices and an unknown one, written by ``output.write_dataset``): loaded from a
+folder path or an uploaded zip, its metrics, Pareto chart and summary are the library's for the
+same cells, filters narrow them, and a path outside the working directory or a hostile zip is
+an ``st.error``, never an exception."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import zipfile
+from pathlib import Path
+
+import plotly.io as pio
+import pytest
+
+from roofcast.app import charts
+from roofcast.predictor.sweeps.output import pareto_front, summary, write_dataset
+from roofcast.predictor.sweeps.schedulers import run_sweep
+from roofcast.predictor.sweeps.types import SweepSpec
+from tests.app.test_pages import assert_clean, isolated, start, values  # noqa: F401 (fixture)
+from tests.app.test_sweep_page_loading import fake_cells, zip_folder
+
+PAGE = "sweep"
+FRONT, SUMMARY, CELLS = 0, 1, 2  # the page's tables, in order
+SPEC = SweepSpec(models=("mobilenet_v2", "resnet50"),
+                 devices=("h100-sxm", "a100-80gb-sxm", "t4", "xeon-8480plus", "no-such-gpu"),
+                 batches=(1, 8), precisions=("fp32", "fp16"))
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The sweep's cells and its folder."""
+    result = run_sweep(SPEC)
+    folder = write_dataset(result, tmp_path_factory.mktemp("sweeps") / "s1")
+    return result.cells, folder
+
+
+@pytest.fixture
+def work(swept, tmp_path, monkeypatch):
+    """A working directory holding the sweep under runs/s1."""
+    cells, folder = swept
+    (tmp_path / "runs").mkdir()
+    shutil.copytree(folder, tmp_path / "runs" / "s1")
+    monkeypatch.chdir(tmp_path)
+    return cells
+
+
+def figure(at, title: str) -> dict:
+    for chart in at.get("plotly_chart"):
+        fig = pio.from_json(chart.proto.spec).to_plotly_json()
+        if fig["layout"]["title"]["text"] == title:
+            return fig
+    raise AssertionError(f"no chart {title!r}")
+
+
+def front_points(fig: dict) -> dict[str, list[float]]:
+    return {t["name"].removesuffix(" Pareto front"): values(t["x"]) for t in fig["data"]
+            if t["name"].endswith("Pareto front")}
+
+
+def assert_shows(at, cells, loaded=None) -> None:
+    """The page's metrics are those of the ``loaded`` sweep (default: ``cells``); its front
+    and summary the library's for the selected ``cells``."""
+    loaded = cells if loaded is None else loaded
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Cells"] == f"{len(loaded):,}"
+    assert metrics["Cells with an error"] == f"{int((loaded['error'] != '').sum()):,}"
+    assert at.subheader[0].value == f"Pareto front ({len(cells):,} cells selected)"
+    front = pareto_front(cells)
+    got = front_points(figure(at, "Latency vs $/throughput"))
+    assert set(got) == set(front["model"])
+    for model, rows in front.groupby("model"):
+        assert got[model] == pytest.approx(sorted(rows["time_s"] * 1e3), rel=1e-12)
+    shown_front = at.dataframe[FRONT].value
+    assert shown_front["time_s"].tolist() == pytest.approx(front["time_s"].tolist(), rel=1e-12)
+    table = at.dataframe[SUMMARY].value
+    want = summary(cells)
+    assert table["device"].tolist() == want["device"].tolist()
+    assert table["best_time_s"].tolist() == pytest.approx(want["best_time_s"].tolist(),
+                                                          rel=1e-12, nan_ok=True)
+
+
+def test_folder_path_shows_the_sweep_its_front_and_summary(work):
+    at = start(PAGE, sweep_path="runs/s1")
+    assert_clean(at)
+    assert (work["error"] != "").sum() == 8  # the unknown device fails its own cells only
+    assert_shows(at, work)
+    cells = at.dataframe[CELLS].value
+    assert cells["cell_id"].tolist() == work["cell_id"].tolist()
+
+
+def test_filters_narrow_the_cells_and_the_front(work):
+    at = start(PAGE, sweep_path="runs/s1")
+    at.multiselect(key="sweep_f_model").set_value(["resnet50"])
+    at.multiselect(key="sweep_f_precision").set_value(["fp16"]).run()
+    assert_clean(at)
+    want = work[(work["model"] == "resnet50") & (work["precision"] == "fp16")]
+    assert at.dataframe[CELLS].value["cell_id"].tolist() == \
+        want["cell_id"].tolist()
+    assert_shows(at, want, loaded=work)
+    at.multiselect(key="sweep_f_device").set_value([]).run()
+    assert_clean(at)
+    assert "No cell matches" in at.info[0].value
+
+
+def test_zip_upload_shows_the_same_sweep(work, swept):
+    at = start(PAGE, sweep_source="Zipped folder")
+    assert "Upload a zip" in at.info[0].value
+    at.file_uploader(key="sweep_zip").set_value(
+        ("s1.zip", zip_folder(swept[1]), "application/zip")).run()
+    assert_clean(at)
+    assert_shows(at, work)
+
+
+@pytest.mark.parametrize(("state", "words"), [
+    ({"sweep_path": "/etc"}, "outside the working directory"),
+    ({"sweep_path": "../.."}, "outside the working directory"),
+    ({"sweep_path": "runs/empty"}, "no .parquet files"),
+])
+def test_bad_folders_are_page_errors(work, state, words):
+    (Path.cwd() / "runs" / "empty").mkdir()
+    at = start(PAGE, **state)
+    assert not at.exception
+    assert words in at.error[0].value
+
+
+def test_hostile_zip_is_a_page_error_and_writes_nothing(work, tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("../../escaped.parquet", b"x")
+    at = start(PAGE, sweep_source="Zipped folder")
+    at.file_uploader(key="sweep_zip").set_value(("evil.zip", buf.getvalue(),
+                                                 "application/zip")).run()
+    assert not at.exception
+    assert "climbs out of the folder" in at.error[0].value
+    assert not list(tmp_path.parent.rglob("escaped.parquet"))
+
+
+def test_pareto_chart_draws_each_models_front_and_cells():
+    cells = fake_cells()
+    front = pareto_front(cells)
+    fig = charts.sweep_pareto(cells, front).to_plotly_json()
+    names = [t["name"] for t in fig["data"]]
+    assert sorted(names) == sorted(f"{m} {w}" for m in ("resnet50", "bert_base")
+                                   for w in ("cells", "Pareto front"))
+    drawn = sum(len(values(t["x"])) for t in fig["data"] if t["name"].endswith("cells"))
+    priced = cells["usd_per_throughput"].notna().sum()
+    assert drawn == priced < len(cells)  # the device without a price is not drawn

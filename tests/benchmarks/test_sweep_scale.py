@@ -1,0 +1,88 @@
+"""``benchmarks/sweep_scale.py``: the grids it sizes, the extrapolation's arithmetic, and a tiny
+run (128 cells, local and a 1-worker LocalCluster) whose tables are identical."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "sweep_scale.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("sweep_scale", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("target", "cells", "models", "devices", "runtimes", "modes"), [
+    (100, 4 * 32, 1, 4, 1, 1),
+    (1_000, 32 * 32, 1, 32, 1, 1),
+    (10_000, 7 * 50 * 32, 7, 50, 1, 1),
+    (100_000, 17 * 50 * 32 * 2 * 2, 17, 50, 2, 2),
+])
+def test_grids_are_the_smallest_of_their_shape_past_the_target(bench, target, cells, models,
+                                                               devices, runtimes, modes):
+    spec = bench.grid(target)
+    assert spec.n_cells == cells >= target
+    assert (len(spec.models), len(spec.devices), len(spec.runtimes), len(spec.modes)) == (
+        models, devices, runtimes, modes)
+    assert spec.batches == (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def test_the_100k_grid_is_the_acceptance_spec(bench):
+    from roofcast.predictor.sweeps.spec import read_spec
+
+    acceptance = read_spec(BENCHMARK.parent / "data" / "sweeps" / "acceptance_100k.toml")
+    spec = bench.grid(100_000)
+    for axis in ("models", "devices", "batches", "precisions", "modes", "runtimes"):
+        assert getattr(spec, axis) == getattr(acceptance, axis), axis
+    assert dict(spec.dims) == dict(acceptance.dims)
+
+
+def test_extrapolation_arithmetic(bench):
+    df = pd.DataFrame([
+        {"size": 10, "scheduler": "dask-local:1", "cells": 1000, "startup_s": 2.0, "wall_s": 12.0},
+        {"size": 10, "scheduler": "dask-local:2", "cells": 1000, "startup_s": 3.0, "wall_s": 8.0},
+    ])
+    ext = bench.extrapolate(df, bytes_per_cell=500.0, client_s_per_cell=1e-6, n_cells=10**6,
+                            workers=10)
+    assert ext["r1_cells_per_s"] == pytest.approx(1000 / 10.0)  # startup taken out
+    assert ext["efficiency_2"] == pytest.approx((12.0 / 8.0) / 2)
+    compute = 10**6 / (10 * 100.0 * 0.75)
+    transfer = 10**6 * 500.0 / 1.25e9
+    assert ext["total_s"] == pytest.approx(3.0 + compute + transfer + 1.0)
+    assert ext["client_memory_GB"] == pytest.approx(0.5)
+
+
+def test_tiny_run_prints_the_table_and_identical_tables(bench, capsys):
+    assert bench.main(["--sizes", "100", "--workers", "1", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "tables identical to local: yes" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("100 ")]
+    assert [r[1] for r in rows] == ["local", "dask-local:1"]
+    assert all(r[2] == "128" for r in rows)  # cells
+
+
+def test_compare_tells_identical_folders_from_different_ones(bench, tmp_path, capsys):
+    from roofcast.predictor.sweeps.output import write_dataset
+    from roofcast.predictor.sweeps.types import SweepResult
+    from tests.app.test_sweep_page_loading import fake_cells
+
+    cells = fake_cells()
+    a = write_dataset(SweepResult(cells, "local", 1.0), tmp_path / "a")
+    b = write_dataset(SweepResult(cells.copy(), "dask-local:2", 2.0), tmp_path / "b")
+    changed = cells.copy()
+    changed.loc[3, "time_s"] *= 1 + 1e-15
+    c = write_dataset(SweepResult(changed, "dask-local:2", 2.0), tmp_path / "c")
+    assert bench.main(["--compare", str(a), str(b)]) == 0
+    assert "identical: yes" in capsys.readouterr().out
+    assert bench.main(["--compare", str(a), str(c)]) == 1
+    assert "identical: NO" in capsys.readouterr().out

@@ -208,16 +208,17 @@ def predict_parallel(model: Any, *, system: str | SystemSpec | None = None,
     ``ParallelPlanError`` naming it; a plan that does not fit is predicted with
     ``memory.fits`` False and ``memory.over_bytes`` by how much."""
     from roofcast.predictor.parallel.engine import predict_parallel as _predict
-    from roofcast.predictor.parallel.plan import complete_plan
+    from roofcast.predictor.parallel.plan import check_model_degrees, complete_plan
 
     target = target_system(system, hw=hw, devices=devices)
     given = {k: v for k, v in {"dp": dp, "tp": tp, "pp": pp, "ep": ep,
                                "micro_batches": micro_batches, "zero": zero,
                                "sequence_parallel": sequence_parallel,
                                "recompute": recompute}.items() if v is not None}
+    source = parallel_source(model, mode=mode, **source_options)
+    check_model_degrees(source.facts, **{k: given[k] for k in ("tp", "pp", "ep") if k in given})
     plan = complete_plan(target.n_devices, **given)
     batch = global_batch or plan.dp * plan.micro_batches
-    source = parallel_source(model, mode=mode, **source_options)
     return _predict(source, target, plan, global_batch=batch, mode=mode,
                     **_estimator_kw(estimator))
 

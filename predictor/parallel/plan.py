@@ -117,15 +117,31 @@ def _check_pp(plan: ParallelPlan, facts: ModelFacts) -> list[str]:
     return []
 
 
+def _check_experts(ep: int, facts: ModelFacts) -> None:
+    if ep == 1:
+        return
+    if facts.experts is None:
+        raise ParallelPlanError(f"ep={ep} but {facts.name} has no experts (a dense "
+                                "model); use ep=1")
+    if facts.experts % ep:
+        raise ParallelPlanError(f"ep={ep} does not divide the {facts.experts} experts of "
+                                f"{facts.name}; use {_choices(divisors(facts.experts))}")
+
+
+def check_model_degrees(facts: ModelFacts, *, tp: int = 1, pp: int = 1, ep: int = 1) -> None:
+    """Refuse degrees the model alone cannot take — tp against the (KV) heads, pp against the
+    layers, ep against the experts — before anything about devices or batch, so the reason
+    given is the model's ("tp=5 does not divide the 12 heads of bert_base ...")."""
+    probe = ParallelPlan(tp=tp, pp=pp, ep=ep)
+    _check_tp(probe, facts, None)
+    _check_pp(probe, facts)
+    _check_experts(ep, facts)
+
+
 def _check_ep(plan: ParallelPlan, facts: ModelFacts) -> list[str]:
     if plan.ep == 1:
         return []
-    if facts.experts is None:
-        raise ParallelPlanError(f"ep={plan.ep} but {facts.name} has no experts (a dense "
-                                "model); use ep=1")
-    if facts.experts % plan.ep:
-        raise ParallelPlanError(f"ep={plan.ep} does not divide the {facts.experts} experts of "
-                                f"{facts.name}; use {_choices(divisors(facts.experts))}")
+    _check_experts(plan.ep, facts)
     group = plan.dp * plan.tp
     if group % plan.ep:
         ok = [d for d in divisors(group) if facts.experts % d == 0]
@@ -168,6 +184,7 @@ def check_plan(plan: ParallelPlan, facts: ModelFacts, *, n_devices: int, global_
         raise ParallelPlanError(f"expected a ParallelPlan, got {type(plan).__name__}")
     global_batch = _check_global_batch(global_batch)
     notes = _check_mode(plan, mode)
+    check_model_degrees(facts, tp=plan.tp, pp=plan.pp, ep=plan.ep)  # the model's reason first
     _check_devices(plan, n_devices)
     _check_batch(plan, global_batch)
     notes += _check_tp(plan, facts, devices_per_node)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from roofcast.predictor.parallel.plan import check_plan, complete_plan, divisors
+from roofcast.predictor.parallel.plan import (
+    check_model_degrees,
+    check_plan,
+    complete_plan,
+    divisors,
+)
 from roofcast.predictor.parallel.types import ModelFacts, ParallelPlan, ParallelPlanError
 
 LLAMA = ModelFacts(name="llama-3.1-70b", layers=80, heads=64, kv_heads=8, hidden=8192,
@@ -112,3 +117,22 @@ def test_complete_plan_refusals():
         complete_plan(32, dp=2, tp=8)
     with pytest.raises(ParallelPlanError, match="tp must be a positive integer"):
         complete_plan(8, tp=0)
+
+
+def test_the_models_reason_comes_before_the_devices_and_the_batch():
+    facts = ModelFacts("m", layers=12, heads=12, kv_heads=12)
+    # tp=5 fails the heads, the 8 devices and the batch of 7 at once: the heads are named
+    with pytest.raises(ParallelPlanError, match="tp=5 does not divide the 12 attention heads"):
+        check_plan(ParallelPlan(dp=1, tp=5), facts, n_devices=8, global_batch=7, mode="train")
+    with pytest.raises(ParallelPlanError, match="pp=5 does not divide the 12 layers"):
+        check_model_degrees(facts, pp=5)
+    with pytest.raises(ParallelPlanError, match="ep=2 but m has no experts"):
+        check_model_degrees(facts, ep=2)
+    check_model_degrees(facts, tp=4, pp=3)  # degrees the model takes pass
+
+
+def test_api_names_the_heads_not_the_devices_for_a_tp_that_fits_neither():
+    import roofcast
+
+    with pytest.raises(ParallelPlanError, match="tp=3 does not divide the 64 attention heads"):
+        roofcast.predict("llama-3.1-70b", system="hgx-h100", tp=3, global_batch=8, mode="train")

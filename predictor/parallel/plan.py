@@ -138,17 +138,17 @@ def check_model_degrees(facts: ModelFacts, *, tp: int = 1, pp: int = 1, ep: int 
     _check_experts(ep, facts)
 
 
-def _check_ep(plan: ParallelPlan, facts: ModelFacts) -> list[str]:
+def _check_ep_group(plan: ParallelPlan, facts: ModelFacts) -> None:
+    """Expert ranks come out of a stage's data x tensor ranks (the experts themselves are
+    ``_check_experts``')."""
     if plan.ep == 1:
-        return []
-    _check_experts(plan.ep, facts)
+        return
     group = plan.dp * plan.tp
     if group % plan.ep:
         ok = [d for d in divisors(group) if facts.experts % d == 0]
         raise ParallelPlanError(
             f"ep={plan.ep} does not divide dp x tp = {group} (expert ranks are carved out of a "
             f"stage's data x tensor ranks); use ep in {_choices(ok)}")
-    return []
 
 
 def _check_mode(plan: ParallelPlan, mode: str) -> list[str]:
@@ -184,12 +184,13 @@ def check_plan(plan: ParallelPlan, facts: ModelFacts, *, n_devices: int, global_
         raise ParallelPlanError(f"expected a ParallelPlan, got {type(plan).__name__}")
     global_batch = _check_global_batch(global_batch)
     notes = _check_mode(plan, mode)
-    check_model_degrees(facts, tp=plan.tp, pp=plan.pp, ep=plan.ep)  # the model's reason first
-    _check_devices(plan, n_devices)
-    _check_batch(plan, global_batch)
+    # the model's reasons first (as check_model_degrees), then the devices and the batch
     notes += _check_tp(plan, facts, devices_per_node)
     notes += _check_pp(plan, facts)
-    notes += _check_ep(plan, facts)
+    _check_experts(plan.ep, facts)
+    _check_devices(plan, n_devices)
+    _check_batch(plan, global_batch)
+    _check_ep_group(plan, facts)
     return tuple(notes)
 
 

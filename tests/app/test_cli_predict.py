@@ -5,31 +5,17 @@ from __future__ import annotations
 import io
 import json
 
-import numpy as np
-import onnx
 import pandas as pd
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from roofcast.app.cli import main
+from tests.predictor.sweeps.helpers import write_mlp
 
 
 @pytest.fixture(scope="module")
 def mlp_path(tmp_path_factory):
     """x[batch, 64] @ w[64, 32] + b[32] -> Relu -> y."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    w = numpy_helper.from_array(np.zeros((64, 32), np.float32), "w")
-    b = numpy_helper.from_array(np.zeros(32, np.float32), "b")
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
-             helper.make_node("Add", ["h", "b"], ["z"], name="bias"),
-             helper.make_node("Relu", ["z"], ["y"], name="relu")]
-    graph = helper.make_graph(nodes, "mlp", [x], [y], initializer=[w, b])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = tmp_path_factory.mktemp("models") / "mlp.onnx"
-    onnx.save(model, path)
-    return str(path)
+    return str(write_mlp(tmp_path_factory.mktemp("models") / "mlp.onnx"))
 
 
 def run_json(capsys, *argv):

@@ -79,6 +79,15 @@ def values(data) -> list:
     return list(data)
 
 
+def figure(at, title: str) -> dict:
+    """The plotly chart of the page whose title is ``title``, as a dict."""
+    for chart in at.get("plotly_chart"):
+        fig = pio.from_json(chart.proto.spec).to_plotly_json()
+        if fig["layout"]["title"]["text"] == title:
+            return fig
+    raise AssertionError(f"no chart {title!r}")
+
+
 def tiny_onnx(dim: str = "N") -> bytes:
     """x[dim, 16] @ w[16, 8] -> Relu: one symbolic dim, weights inline."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim, 16])

@@ -4,22 +4,19 @@ request (a device count no plan divides) is an ``st.error``, never an exception.
 
 from __future__ import annotations
 
-import plotly.io as pio
 import pytest
 
 import roofcast
-from tests.app.test_pages import assert_clean, isolated, start, values  # noqa: F401 (fixture)
+from tests.app.test_pages import (  # noqa: F401 (isolated: a fixture)
+    assert_clean,
+    figure,
+    isolated,
+    start,
+    values,
+)
 
 PAGE = "plan"
 SMALL = {"plan_llm": "llama-3.1-8b", "plan_system": "hgx-h100", "plan_global_batch": 64}
-
-
-def figure(at, title: str) -> dict:
-    for chart in at.get("plotly_chart"):
-        fig = pio.from_json(chart.proto.spec).to_plotly_json()
-        if fig["layout"]["title"]["text"] == title:
-            return fig
-    raise AssertionError(f"no chart {title!r}")
 
 
 def test_page_ranks_the_plans_as_the_api_does():

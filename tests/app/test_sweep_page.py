@@ -11,14 +11,19 @@ import shutil
 import zipfile
 from pathlib import Path
 
-import plotly.io as pio
 import pytest
 
 from roofcast.app import charts
 from roofcast.predictor.sweeps.output import pareto_front, summary, write_dataset
 from roofcast.predictor.sweeps.schedulers import run_sweep
 from roofcast.predictor.sweeps.types import SweepSpec
-from tests.app.test_pages import assert_clean, isolated, start, values  # noqa: F401 (fixture)
+from tests.app.test_pages import (  # noqa: F401 (isolated: a fixture)
+    assert_clean,
+    figure,
+    isolated,
+    start,
+    values,
+)
 from tests.app.test_sweep_page_loading import fake_cells, zip_folder
 
 PAGE = "sweep"
@@ -44,14 +49,6 @@ def work(swept, tmp_path, monkeypatch):
     shutil.copytree(folder, tmp_path / "runs" / "s1")
     monkeypatch.chdir(tmp_path)
     return cells
-
-
-def figure(at, title: str) -> dict:
-    for chart in at.get("plotly_chart"):
-        fig = pio.from_json(chart.proto.spec).to_plotly_json()
-        if fig["layout"]["title"]["text"] == title:
-            return fig
-    raise AssertionError(f"no chart {title!r}")
 
 
 def front_points(fig: dict) -> dict[str, list[float]]:

@@ -1,7 +1,7 @@
 """Whole outputs as text and ``--output FILE``: ``render`` (tables and header scalars in a
-``--format``, ``app.output.emit``), ``check_writable`` (before any work) and
-``write_atomically`` (the file is complete or untouched). Used by ``llm``, ``plan`` and the
-multi-device ``predict`` / ``compare``."""
+``--format``, ``app.output.emit``), ``check_writable`` (before any work),
+``write_atomically`` (the file is complete or untouched) and ``deliver`` (stdout or that
+file). Used by ``llm``, ``plan`` and the multi-device ``predict`` / ``compare``."""
 
 from __future__ import annotations
 
@@ -47,3 +47,15 @@ def write_atomically(path: Path, text: str) -> None:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise PredictionError(f"cannot write --output {path}: {exc.strerror or exc}") from None
+
+
+def deliver(text: str, output: Path | None, command: str) -> None:
+    """``text`` on stdout, or written atomically to ``output`` with "roofcast COMMAND: wrote
+    FILE" on stderr."""
+    import sys
+
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
+        print(f"roofcast {command}: wrote {output}", file=sys.stderr)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofcast.app.argtypes import positive_int, runtime_name
 from roofcast.app.output import Table, add_format_arg
-from roofcast.app.output_file import check_writable, render, write_atomically
+from roofcast.app.output_file import check_writable, deliver, render
 from roofcast.app.parallel_args import SERVING_FLAGS, add_degree_args, add_placement_args
 from roofcast.predictor.llm.types import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
@@ -121,12 +121,7 @@ def run(args: argparse.Namespace) -> int:
             raise PredictionError("give --hw ID[,ID...]: the device(s) to serve on "
                                   "(roofcast hw list), or --system ID")
         tables, extra = serving_output(args)
-    text = render(tables, args.format, extra)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        write_atomically(args.output, text)
-        print(f"roofcast llm: wrote {args.output}", file=sys.stderr)
+    deliver(render(tables, args.format, extra), args.output, "llm")
     if args.format != "json":  # json holds its notes
         for note in extra.get("_notes", ()):
             print(f"roofcast llm: note: {note}", file=sys.stderr)

@@ -93,17 +93,12 @@ def check_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofcast.app.output_file import check_writable, render, write_atomically
+    from roofcast.app.output_file import check_writable, deliver, render
 
     if args.output is not None:
         check_writable(args.output)  # before any work
     tables, extra = plan_output(args)
-    text = render(tables, args.format, extra)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        write_atomically(args.output, text)
-        print(f"roofcast plan: wrote {args.output}", file=sys.stderr)
+    deliver(render(tables, args.format, extra), args.output, "plan")
     if args.format == "csv" and "verdict" in extra:  # a CSV has rows only
         print(f"roofcast plan: {extra['verdict']}", file=sys.stderr)
     for note in extra.get("_notes", ()):

@@ -47,6 +47,7 @@ import pandas as pd
 
 from roofcast.hw_catalog.catalog import list_devices
 from roofcast.predictor.sweeps import tasks as sweep_tasks
+from roofcast.predictor.sweeps.family_graph import graph_cache
 from roofcast.predictor.sweeps.schedulers import check_cells, run_sweep
 from roofcast.predictor.sweeps.types import SweepResult, SweepSpec
 from roofcast.training_data import zoo
@@ -109,7 +110,7 @@ def cluster_startup_s(n_workers: int) -> float:
 
 def run(spec: SweepSpec, scheduler: str, startup_s: float = 0.0) -> Run:
     """One cold run of ``spec`` on ``scheduler`` (the local graph cache cleared first)."""
-    sweep_tasks.graph_cache.cache_clear()
+    graph_cache.cache_clear()
     return Run(scheduler, run_sweep(spec, scheduler), startup_s)
 
 

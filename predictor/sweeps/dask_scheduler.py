@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -43,8 +42,9 @@ from distributed.scheduler import KilledWorker
 
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.sweeps import tasks as sweep_tasks
+from roofcast.predictor.sweeps.cells import error_rows
 from roofcast.predictor.sweeps.schedulers import register_scheduler
-from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepTask, cell_id
+from roofcast.predictor.sweeps.types import SweepTask
 
 #: times a task whose function raised is re-submitted (Dask ``retries``); 3 runs in all
 RETRIES = 2
@@ -101,20 +101,7 @@ def parse_remote_address(address: str) -> str:
 def failed_task_rows(task: SweepTask, message: str) -> pd.DataFrame:
     """One ``CELL_COLUMNS`` row per cell of ``task``: ``error`` = ``message``, NaN metrics,
     ``fits`` False (the dtypes of ``tasks.run_task``'s frames, so the Parquet parts agree)."""
-    grid = [(d, int(b), p, m) for d in task.devices for b in task.batches
-            for p in task.precisions for m in task.modes]
-    n = len(grid)
-    columns = {
-        "cell_id": [cell_id(task.model, d, task.runtime, b, p, m) for d, b, p, m in grid],
-        "model": [task.model] * n, "device": [g[0] for g in grid], "runtime": [task.runtime] * n,
-        "batch": pd.array([g[1] for g in grid], dtype="int64"),
-        "precision": [g[2] for g in grid], "mode": [g[3] for g in grid],
-        "estimator": [task.estimator] * n, "fits": pd.array([False] * n, dtype=bool),
-        "dominant_bound": [""] * n, "task_id": pd.array([task.task_id] * n, dtype="int64"),
-        "error": [message] * n,
-    }
-    return pd.DataFrame({c: columns.get(c, pd.array([math.nan] * n, dtype="float64"))
-                         for c in CELL_COLUMNS})
+    return error_rows(task, task.cells(), message)
 
 
 def _failure_message(exc: BaseException) -> str:

@@ -9,7 +9,8 @@ progress bar's tick). Prefixes of optional engines (Dask) are registered by thei
 imported on first use (``PLUGIN_MODULES``), so this module never imports them.
 
 ``run_sweep`` plans the tasks (``tasks.plan_tasks``), runs them, sorts the cells by
-``cell_id`` and checks the result: every planned cell exactly once — a lost or duplicated
+``cell_id``, checks the result and fills ``speedup`` against the spec's baseline
+(``with_speedup``): every planned cell exactly once — a lost or duplicated
 cell (a scheduler bug, a retried task counted twice) raises ``SweepIntegrityError``, never a
 silently short table. ``elapsed_s`` is the wall time of planning + running + checking.
 """
@@ -116,7 +117,7 @@ def run_sweep(spec: SweepSpec, scheduler: str = "local", *, progress: Progress |
     if progress is not None:
         progress(0, total)
     frames = fn(tasks, address, advance)
-    cells = check_cells(frames, tasks)
+    cells = with_speedup(check_cells(frames, tasks), spec.baseline)
     return SweepResult(cells=cells, scheduler=scheduler,
                        elapsed_s=time.perf_counter() - start)
 
@@ -144,3 +145,31 @@ def check_cells(frames: Sequence[pd.DataFrame], tasks: Sequence[SweepTask]) -> p
             f"{len(lost)} planned cell(s) missing (e.g. {sorted(lost)[:1]}), "
             f"{len(extra)} unplanned cell(s) returned (e.g. {sorted(extra)[:1]})")
     return cells.sort_values("cell_id", kind="stable").reset_index(drop=True)
+
+
+#: the cell columns that, with the hardware, make a cell: rows equal on these compare
+#: across hardware (``with_speedup``)
+SAME_WORK = ("model", "runtime", "batch", "precision", "mode", "plan", "input_tokens",
+             "output_tokens")
+
+
+def hardware_of(cells: pd.DataFrame) -> pd.Series:
+    """Each cell's hardware text as the spec wrote it: the device, or ``system:`` + system
+    for a cell on a ``system:`` entry (``cells.key_columns``)."""
+    on_system = cells["device"] == ""
+    return cells["device"].where(~on_system, "system:" + cells["system"])
+
+
+def with_speedup(cells: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
+    """``cells`` with ``speedup`` = time_s of the ``baseline`` hardware's cell of the same work
+    (``SAME_WORK``) / this cell's time_s; NaN without a baseline, where the baseline's cell
+    failed or is missing (a ``system:`` baseline for a single-device cell)."""
+    out = cells.copy()
+    if baseline is None or out.empty:
+        out["speedup"] = float("nan")
+        return out
+    base = out[hardware_of(out) == baseline]
+    base_t = base.set_index(list(SAME_WORK))["time_s"]
+    keys = pd.MultiIndex.from_frame(out[list(SAME_WORK)])
+    out["speedup"] = base_t.reindex(keys).to_numpy() / out["time_s"].to_numpy()
+    return out

@@ -3,17 +3,24 @@
 The file is TOML, one ``[sweep]`` table and its ``[sweep.dims]``::
 
     [sweep]
-    name = "vision-fleet"
-    models = ["resnet50", "models/my_net.onnx"]   # zoo names or .onnx paths
-    devices = ["h100-sxm", "h100-sxm:mem_bw_GBps=6700", "kind:cpu"]
+    name = "fleet"
+    models = ["resnet50", "models/my_net.onnx",   # zoo names or .onnx paths: graphs
+              "llama-3.1-8b", "configs/my_llm.json"]   # bundled LLMs, llm:NAME, config.json
+    devices = ["h100-sxm", "h100-sxm:mem_bw_GBps=6700", "kind:cpu", "system:hgx-h100"]
     batches = [1, 8, 64]
-    precisions = ["fp32", "fp16"]
-    modes = ["infer"]
-    runtimes = ["default"]          # "default" = each device kind's default profile
-    estimator = "time-roofline"
+    precisions = ["fp32", "fp16"]   # serving cells: the weights' dtype
+    modes = ["infer", "serve"]      # infer/train: graphs and plans; serve: LLM configs
+    runtimes = ["default"]          # "default" = each device kind's default profile/engine
+    plans = ["single", "tp4", "tp2 pp2"]   # parallel plans (plans.parse_plan)
+    input_tokens = [512]            # LLM prompt (serve) or sample (infer/train) tokens
+    output_tokens = [128]           # LLM generated tokens (serve)
+    estimator = "time-roofline"     # optional: each family's default
     baseline = "h100-sxm"           # optional; one of the devices
     [sweep.dims]
-    sequence = 128                  # bound in every model that has the dim
+    sequence = 128                  # bound in every graph model that has the dim
+
+Which combinations are cells (``serve`` only for LLM configs, ``system:`` entries only with
+plans) is ``types.cell_groups``; a grid whose every combination is excluded is empty.
 
 Every key is checked and each problem is a ``SweepSpecError`` naming the key, the bad value
 and what to write: unknown keys, wrong types (``true`` is not a number), empty lists (the grid
@@ -21,7 +28,8 @@ is empty), duplicates, an unknown precision/mode/runtime/estimator/zoo name/devi
 over ``MAX_SPEC_BYTES``, a grid over ``MAX_CELLS``, and ``.onnx`` paths that are absolute or
 lead outside the spec file's folder (symlinks resolved). A device id missing from the catalog is
 **not** a spec error: its cells carry the error (``tasks.run_task``). ``kind:KIND`` expands to
-every catalog device of that kind; a device the catalog knows is written as its catalog id.
+every catalog device of that kind; a device the catalog knows is written as its catalog id;
+``system:ID`` entries are kept as written (an unknown system fails its own cells).
 """
 
 from __future__ import annotations
@@ -31,21 +39,35 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from roofcast.graph_import.errors import LLMConfigError
+from roofcast.graph_import.llm.load import bundled_llms, load_llm
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.schema import KINDS
-from roofcast.predictor.config import MODES
 from roofcast.predictor.estimator_registry import estimator_names
+from roofcast.predictor.llm.types import WEIGHT_DTYPES
 from roofcast.predictor.precision import PRECISIONS
 from roofcast.predictor.runtimes.catalog import runtime_names
+from roofcast.predictor.sweeps.plans import canonical_plan
 from roofcast.predictor.sweeps.tasks import DEFAULT_RUNTIME, KIND_PREFIX, expand_devices
-from roofcast.predictor.sweeps.types import SweepSpec, SweepSpecError
+from roofcast.predictor.sweeps.types import (
+    SINGLE,
+    SWEEP_MODES,
+    SYSTEM_PREFIX,
+    SweepSpec,
+    SweepSpecError,
+)
 from roofcast.training_data import zoo
 
 MAX_SPEC_BYTES = 256 * 1024
 #: 10^8 cells: far past what one sweep should be (10^7 on a 32-worker cluster)
 MAX_CELLS = 10**8
-LIST_KEYS = ("models", "devices", "batches", "precisions", "modes", "runtimes")
+LIST_KEYS = ("models", "devices", "batches", "precisions", "modes", "runtimes", "plans",
+             "input_tokens", "output_tokens")
+#: the prefix that forces an LLM config where a zoo model has the same name (``llm:gpt2``)
+LLM_PREFIX = "llm:"
+#: precisions a sweep may list: the graph predictor's and the serving weights' dtypes
+SWEEP_PRECISIONS = tuple(dict.fromkeys((*PRECISIONS, *WEIGHT_DTYPES)))
 KEYS = (*LIST_KEYS, "name", "estimator", "baseline", "dims")
 REQUIRED = ("models", "devices")
 
@@ -86,23 +108,35 @@ def parse_spec(doc: Mapping[str, Any], *, source: Path) -> SweepSpec:
             raise SweepSpecError(f"{where}: [sweep] has no {key!r}; add {key} = [...]")
     lists = {key: _list(table, key, where) for key in LIST_KEYS if key in table}
     root = source.resolve().parent
-    models = tuple(_model(m, root, where) for m in lists["models"])
+    models = [_model(m, root, where) for m in lists["models"]]
     devices = _devices(lists["devices"], where)
+    plans = tuple(_checked(lists, "plans", _plan, where, (SINGLE,)))
+    if len(set(plans)) < len(plans):
+        raise SweepSpecError(f"{where}: [sweep] plans lists one plan twice (parts in another "
+                             "order are the same plan); list it once")
     spec = SweepSpec(
-        models=models, devices=devices,
+        models=tuple(m for m, _ in models), devices=devices,
+        llms=tuple(m for m, is_llm in models if is_llm),
         batches=tuple(_checked(lists, "batches", _positive_int, where, (1,))),
-        precisions=tuple(_checked(lists, "precisions", _choice(PRECISIONS), where, ("fp32",))),
-        modes=tuple(_checked(lists, "modes", _choice(MODES), where, ("infer",))),
+        precisions=tuple(_checked(lists, "precisions", _choice(SWEEP_PRECISIONS), where,
+                                  ("fp32",))),
+        modes=tuple(_checked(lists, "modes", _choice(SWEEP_MODES), where, ("infer",))),
         runtimes=tuple(_checked(lists, "runtimes",
                                 _choice((DEFAULT_RUNTIME, *runtime_names())), where,
                                 (DEFAULT_RUNTIME,))),
+        plans=plans,
+        input_tokens=tuple(_checked(lists, "input_tokens", _positive_int, where, (512,))),
+        output_tokens=tuple(_checked(lists, "output_tokens", _positive_int, where, (128,))),
         dims=_dims(table.get("dims", {}), where),
-        estimator=_scalar(table, "estimator", _choice(estimator_names()), where,
-                          "time-roofline"),
+        estimator=_scalar(table, "estimator", _choice(estimator_names()), where, None),
         baseline=_baseline(table.get("baseline"), devices, where),
         name=_scalar(table, "name", _name, where, source.stem),
         source=str(source.resolve()),
     )
+    if spec.n_cells == 0:
+        raise SweepSpecError(f"{where}: the grid is empty: no model has a cell with these modes, "
+                             "plans and devices ('serve' applies to LLM configs only, "
+                             "system: entries to plans other than 'single' only)")
     if spec.n_cells > MAX_CELLS:
         raise SweepSpecError(f"{where}: the grid has {spec.n_cells:,} cells, over the "
                              f"{MAX_CELLS:,} limit; split it into several sweep files")
@@ -127,7 +161,9 @@ def _list(table: Mapping[str, Any], key: str, where: str) -> list:
 
 def _example(key: str) -> str:
     return {"models": '"resnet50"', "devices": '"h100-sxm"', "batches": "1, 8",
-            "precisions": '"fp32"', "modes": '"infer"', "runtimes": '"default"'}[key]
+            "precisions": '"fp32"', "modes": '"infer"', "runtimes": '"default"',
+            "plans": '"single", "tp4"', "input_tokens": "512, 2048",
+            "output_tokens": "128"}[key]
 
 
 def _checked(lists: dict, key: str, check: Callable[[Any, str], Any], where: str,
@@ -173,11 +209,14 @@ def _name(value: Any, key: str) -> str:
     return value.strip()
 
 
-def _model(value: Any, root: Path, where: str) -> str:
+def _model(value: Any, root: Path, where: str) -> tuple[str, bool]:
+    """(the model's text, whether it is an LLM config): an ``.onnx`` path (a graph) or a
+    ``.json`` path (an LLM config), confined to the spec's folder; a zoo name (a graph; the
+    zoo wins a name clash); a bundled LLM name or Hugging Face id, or ``llm:NAME``."""
     if not isinstance(value, str) or not value.strip():
-        raise SweepSpecError(f"{where}: [sweep] models: {value!r} is not a zoo name or an "
-                             ".onnx path (a string)")
-    if value.endswith(".onnx"):
+        raise SweepSpecError(f"{where}: [sweep] models: {value!r} is not a zoo name, an LLM "
+                             "config or an .onnx / .json path (a string)")
+    if value.endswith((".onnx", ".json")):
         rel = Path(value)
         if rel.is_absolute():
             raise SweepSpecError(f"{where}: [sweep] models: {value!r} is an absolute path; "
@@ -186,12 +225,25 @@ def _model(value: Any, root: Path, where: str) -> str:
         if not target.is_relative_to(root):
             raise SweepSpecError(f"{where}: [sweep] models: {value!r} leads outside the sweep "
                                  f"file's folder {root}; put the model beside the sweep file")
-        return value
+        return value, value.endswith(".json")
     name = value.removeprefix("zoo:")
-    if name not in zoo.list_models():
-        raise SweepSpecError(f"{where}: [sweep] models: {value!r} is neither an .onnx path nor "
-                             f"a zoo model; zoo models: {', '.join(zoo.list_models())}")
-    return name
+    if not value.startswith(LLM_PREFIX) and name in zoo.list_models():
+        return name, False
+    try:
+        load_llm(value.removeprefix(LLM_PREFIX))
+    except LLMConfigError:
+        raise SweepSpecError(
+            f"{where}: [sweep] models: {value!r} is neither an .onnx/.json path, a zoo model "
+            f"({', '.join(zoo.list_models())}) nor a bundled LLM config "
+            f"({', '.join(bundled_llms())})") from None
+    return value, True
+
+
+def _plan(value: Any, key: str) -> str:
+    try:
+        return canonical_plan(value)
+    except ValueError as exc:
+        raise ValueError(f"{key}: {exc}") from None
 
 
 def _devices(values: list, where: str) -> tuple[str, ...]:
@@ -201,7 +253,12 @@ def _devices(values: list, where: str) -> tuple[str, ...]:
             raise SweepSpecError(f"{where}: [sweep] devices: {value!r} is not a device id, a "
                                  "what-if spec 'BASE:key=value' or 'kind:KIND' (a string)")
         value = value.strip()
-        if value.startswith(KIND_PREFIX):
+        if value.startswith(SYSTEM_PREFIX):
+            if not value[len(SYSTEM_PREFIX):].strip():
+                raise SweepSpecError(f"{where}: [sweep] devices: {value!r} names no system; "
+                                     "write system:ID, e.g. system:hgx-h100")
+            out.append(value)
+        elif value.startswith(KIND_PREFIX):
             kind = value[len(KIND_PREFIX):].strip()
             if kind not in KINDS:
                 raise SweepSpecError(f"{where}: [sweep] devices: {value!r}: unknown kind "
@@ -221,7 +278,7 @@ def _devices(values: list, where: str) -> tuple[str, ...]:
 def _canonical(device: str) -> str:
     """The catalog id of a known plain device name; anything else as written (an unknown id
     becomes per-cell errors, a what-if spec keeps its text)."""
-    if ":" in device:
+    if ":" in device:  # a what-if or a system entry
         return device
     try:
         return get_device(device).id

@@ -20,7 +20,7 @@ import pytest
 from roofcast.app import sweep_files
 from roofcast.app.sweep_files import SweepLoadError, extract_zip, load_folder, load_zip
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.sweeps.types import CELL_COLUMNS, cell_id
+from roofcast.predictor.sweeps.types import CELL_COLUMNS, CellKey, cell_id
 
 DEVICES = {"h100-sxm": (30000.0, 700.0, 80e9), "a100-sxm": (15000.0, 400.0, 40e9),
            "xeon-8480": (float("nan"), 350.0, 512e9)}
@@ -44,7 +44,7 @@ def fake_cells(models=("resnet50", "bert_base"), batches=(1, 8), precisions=("fp
                     thr = batch / t
                     mem = 1e8 * (m_i + 1) * batch
                     rows.append({
-                        "cell_id": cell_id(model, device, "default", batch, precision, "infer"),
+                        "cell_id": cell_id(model, "default", CellKey(device, batch, precision, "infer")),
                         "model": model, "device": device, "runtime": "default", "batch": batch,
                         "precision": precision, "mode": "infer", "estimator": "time-roofline",
                         "time_s": t, "lower_s": 0.8 * t, "upper_s": 1.3 * t,

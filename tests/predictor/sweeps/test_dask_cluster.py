@@ -27,7 +27,6 @@ import pytest
 from distributed import Client, LocalCluster
 
 from roofcast.predictor.sweeps import dask_scheduler as ds
-from roofcast.predictor.sweeps import tasks as sweep_tasks
 from roofcast.predictor.sweeps.schedulers import check_cells, run_local, run_sweep
 from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
 from roofcast.predictor.sweeps.types import SweepSpec
@@ -121,7 +120,9 @@ def test_workers_without_roofcast_are_a_clear_error(client, monkeypatch):
 
 
 def _graph_imports() -> int:
-    return sweep_tasks.graph_cache.cache_info().misses
+    from roofcast.predictor.sweeps.family_graph import graph_cache
+
+    return graph_cache.cache_info().misses
 
 
 def test_each_worker_imports_a_graph_once_not_once_per_task(client, tasks):

@@ -23,7 +23,8 @@ def test_valid_spec_values_and_defaults(tmp_path):
     assert spec.precisions == ("fp32", "fp16")
     assert spec.modes == ("infer",)
     assert spec.runtimes == ("default",)
-    assert spec.estimator == "time-roofline"
+    assert spec.estimator is None  # each family's default (families.FAMILY_SPECS)
+    assert spec.plans == ("single",) and spec.llms == ()
     assert spec.baseline is None
     assert spec.name == "small"
     assert spec.source == str((tmp_path / "spec.toml").resolve())
@@ -66,11 +67,12 @@ BAD = [
     ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nbatches=[0]", "not a positive integer"),
     ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nbatches=['8']", "not a positive integer"),
     ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nprecisions=['fp13']", "'fp13' is not one"),
-    ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nmodes=['serve']", "'serve' is not one"),
+    ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nmodes=['serve']", "'serve' applies to LLM"),
+    ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nmodes=['fly']", "'fly' is not one"),
     ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nruntimes=['jax']", "'jax' is not one"),
     ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nestimator='magic'", "'magic' is not one"),
     ("[sweep]\nmodels=['resnet50']\ndevices=['t4']\nname=''", "non-empty string"),
-    ("[sweep]\nmodels=['resnet5O']\ndevices=['t4']", "neither an .onnx path nor a zoo"),
+    ("[sweep]\nmodels=['resnet5O']\ndevices=['t4']", "neither an .onnx/.json path, a zoo model"),
     ("[sweep]\nmodels=[3]\ndevices=['t4']", "not a zoo name"),
     ("[sweep]\nmodels=['/etc/x.onnx']\ndevices=['t4']", "absolute path"),
     ("[sweep]\nmodels=['../x.onnx']\ndevices=['t4']", "leads outside"),

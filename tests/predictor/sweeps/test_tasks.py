@@ -9,19 +9,18 @@ import numpy as np
 import pytest
 
 from roofcast.predictor.sweep import sweep
-from roofcast.predictor.sweeps import tasks as tasks_mod
+from roofcast.predictor.sweeps import family_graph as tasks_mod
+from roofcast.predictor.sweeps.families import FAMILY_SPECS
+from roofcast.predictor.sweeps.family_graph import graph_cache
 from roofcast.predictor.sweeps.spec import read_spec
 from roofcast.predictor.sweeps.tasks import (
-    CELL_S,
-    TASK_FIXED_S,
     TASK_MIN_S,
-    graph_cache,
     plan_tasks,
     run_task,
     slice_width,
     task_cell_ids,
 )
-from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepSpec, cell_id
+from roofcast.predictor.sweeps.types import CELL_COLUMNS, CellKey, SweepSpec, cell_id
 
 from .helpers import CPU, GPU, GPU2, SMALL, write_spec
 
@@ -41,7 +40,7 @@ def test_plan_covers_the_grid_once_deterministically(cells_per_task):
     assert tasks == plan_tasks(spec, cells_per_task=cells_per_task)
     assert [t.task_id for t in tasks] == list(range(len(tasks)))
     ids = [c for t in tasks for c in task_cell_ids(t)]
-    grid = [cell_id(m, d, r, b, p, "infer") for m, d, r, b, p in itertools.product(
+    grid = [cell_id(m, r, CellKey(d, b, p, "infer")) for m, d, r, b, p in itertools.product(
         spec.models, spec.devices, spec.runtimes, spec.batches, spec.precisions)]
     assert len(ids) == spec.n_cells == len(set(ids))
     assert set(ids) == set(grid)
@@ -61,13 +60,15 @@ def test_slices_follow_cells_per_task():
     assert all(t.n_cells == per_device * len(GPUS) for t in plan_tasks(_spec()))
 
 
+@pytest.mark.parametrize("family", sorted(FAMILY_SPECS))
 @pytest.mark.parametrize("per_device", [1, 2, 4, 32, 640])
-def test_default_sizing_rule(per_device):
-    w = slice_width(per_device)
-    est_s = per_device * (TASK_FIXED_S + w * CELL_S)  # the docstring's cost model
+def test_default_sizing_rule(per_device, family):
+    f = FAMILY_SPECS[family]
+    w = slice_width(per_device, fixed_s=f.fixed_s, cell_s=f.cell_s)
+    est_s = per_device * (f.fixed_s + w * f.cell_s)  # the docstring's cost model
     assert est_s >= TASK_MIN_S
-    assert w * CELL_S >= TASK_FIXED_S  # the repeated fixed part is at most half a task
-    assert w == slice_width(per_device, None)
+    assert w * f.cell_s >= f.fixed_s  # the repeated fixed part is at most half a task
+    assert w == slice_width(per_device, None, fixed_s=f.fixed_s, cell_s=f.cell_s)
     with pytest.raises(ValueError, match="cells_per_task must be >= 1"):
         slice_width(per_device, 0)
 

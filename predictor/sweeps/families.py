@@ -1,0 +1,71 @@
+"""The families of sweep cells and how each is run: ``run_task(task) -> DataFrame``.
+
+``FAMILY_SPECS``: family name -> ``Family`` (the module that registers its runner, the
+task-sizing costs). A family module defines ``@register_family(name) def run(task) ->
+DataFrame``: one ``CELL_COLUMNS`` row per cell of ``task`` (``SweepTask.cells``), never
+raising for a bad cell (``cells.error_rows``). Modules are imported on first use, so the
+planner and the schedulers never import the LLM or parallel predictors they do not run.
+
+Sizing costs (``fixed_s`` per combination of the non-hardware axes, ``cell_s`` per hardware
+cell; ``tasks.slice_width``) are each family's measured costs, said in its module docstring.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from roofcast.predictor.sweeps.types import SweepTask
+
+Runner = Callable[[SweepTask], pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of cells: ``module`` registers its runner; ``estimator``: the family's
+    default (a spec without ``estimator``; the same default as its CLI command); ``fixed_s``:
+    seconds per (batch x precision x mode x plan x tokens) combination that do not depend on
+    the hardware; ``cell_s``: seconds per hardware cell."""
+
+    name: str
+    module: str
+    estimator: str
+    fixed_s: float
+    cell_s: float
+
+
+FAMILY_SPECS: dict[str, Family] = {
+    "graph": Family("graph", "roofcast.predictor.sweeps.family_graph", "time-roofline",
+                    0.035, 0.001),
+    "serving": Family("serving", "roofcast.predictor.sweeps.family_serving", "roofline+eff",
+                      0.010, 0.002),
+    "parallel": Family("parallel", "roofcast.predictor.sweeps.family_parallel",
+                       "roofline+eff", 0.020, 0.020),
+}
+RUNNERS: dict[str, Runner] = {}
+
+
+def register_family(name: str) -> Callable[[Runner], Runner]:
+    """Decorator: the runner of family ``name`` (one of ``FAMILY_SPECS``)."""
+    if name not in FAMILY_SPECS:
+        raise ValueError(f"unknown sweep family {name!r}; add it to FAMILY_SPECS first")
+
+    def add(fn: Runner) -> Runner:
+        RUNNERS[name] = fn
+        return fn
+    return add
+
+
+def runner(name: str) -> Runner:
+    """The registered runner of family ``name`` (importing its module on first use)."""
+    if name not in RUNNERS:
+        importlib.import_module(FAMILY_SPECS[name].module)
+    return RUNNERS[name]
+
+
+def run_task(task: SweepTask) -> pd.DataFrame:
+    """Predict every cell of ``task`` with its family's runner; never raises for a bad cell."""
+    return runner(task.family)(task)

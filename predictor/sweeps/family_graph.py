@@ -1,0 +1,169 @@
+"""Graph cells: an ONNX/zoo model on one device, vectorised by ``predictor.sweep.sweep``.
+
+A ``graph`` task is one model x one runtime x a slice of the devices x every batch, precision
+and mode (plan ``single``, no tokens), predicted in one ``sweep`` call.
+
+* Graphs come from a per-process LRU cache keyed by (model, dims, batch, folder)
+  (``graph_cache``): a worker imports a model once per (dims, batch), not once per cell/task.
+* A device that is not in the catalog, or on which the runtime does not run, fails only its
+  own cells; a model/batch whose import fails fails only its cells; if the vectorised call
+  still raises, it is split by precision, mode, batch, then device and retried, so one bad
+  precision (int8 on pytorch-eager), batch or device cannot sink the rest; every failure is a
+  row with ``error`` = the message and NaN metrics.
+
+Sizing (``families.FAMILY_SPECS["graph"]``), measured with ``time-roofline``, graphs cached, 2
+shared cores: with G = batches x precisions x modes and w devices, a task costs about
+G x (F + w x c), F ~35 ms of per-(batch, precision, mode) work that does not depend on the
+devices (workload table, fusion plan, memory; ~35 ms for resnet50 and mobilenet_v2, ~125 ms
+for bert_base) and c ~1 ms per device-cell (resnet50: 147 ms for 1 device x G=4, 327 ms for
+43 devices).
+
+``runtime`` column: the profile that was modelled (the spec's text where the cell failed
+before a profile was chosen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from roofcast.graph_import import import_model
+from roofcast.graph_import.dims import model_dim_names
+from roofcast.graph_import.types import Graph
+from roofcast.hw_catalog.catalog import get_device
+from roofcast.models import resolve_model_path
+from roofcast.predictor.runtimes.catalog import resolve_runtime
+from roofcast.predictor.sweep import sweep
+from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
+from roofcast.predictor.sweeps.families import register_family
+from roofcast.predictor.sweeps.types import SINGLE, CellKey, SweepTask
+
+#: graphs kept per process (a zoo graph is a few MB; 8 batches x a few models fit)
+GRAPH_CACHE_SIZE = 64
+DEFAULT_RUNTIME = "default"
+
+
+def model_source(model: str, root: str) -> Path:
+    """A spec model: an ``.onnx`` path (relative to the spec's folder) or a zoo name."""
+    if model.endswith(".onnx"):
+        path = Path(model)
+        return path if path.is_absolute() or not root else Path(root) / path
+    return resolve_model_path(model)
+
+
+@lru_cache(maxsize=GRAPH_CACHE_SIZE)
+def graph_cache(model: str, dims: tuple[tuple[str, int], ...], batch: int, root: str) -> Graph:
+    """The model imported at ``batch`` with the spec's dims that it has (per-process cache).
+
+    The spec's dims apply to the models that name them (``sequence`` binds BERT, not ResNet);
+    a model without a ``batch`` dim cannot be swept over batches and raises."""
+    source = model_source(model, root)
+    probe = import_model(source, dims={"batch": batch}, name=source.stem)
+    names = model_dim_names(probe)
+    if "batch" not in names:
+        raise ValueError(f"model {model!r} has no 'batch' dim (its dims: "
+                         f"{', '.join(names) or 'none'}); it cannot be swept over batches")
+    wanted = {k: v for k, v in dims if k in names and k != "batch"}
+    if not wanted:
+        return probe
+    return import_model(source, dims={**wanted, "batch": batch}, name=source.stem)
+
+
+@register_family("graph")
+def run_graph(task: SweepTask) -> pd.DataFrame:
+    """Predict every cell of a graph ``task`` (module docstring); never raises for a bad cell."""
+    errors: list[pd.DataFrame] = []
+    cells = task.cells()
+    good_devices: dict[str, str] = {}  # resolved id -> spec text
+    for device in task.devices:
+        try:
+            hw = get_device(device)
+            resolve_runtime(None if task.runtime == DEFAULT_RUNTIME else task.runtime, hw.kind)
+            if hw.id in good_devices:
+                raise ValueError(f"device {device!r} is {good_devices[hw.id]!r} again")
+            good_devices[hw.id] = device
+        except Exception as exc:  # a bad device fails its own cells only
+            errors.append(error_rows(task, [c for c in cells if c.hardware == device],
+                                     message(exc)))
+    graphs: dict[int, Graph] = {}
+    for batch in task.batches:
+        try:
+            graphs[batch] = graph_cache(task.model, task.dims, batch, task.model_root)
+        except Exception as exc:  # a failed import fails its batch's cells
+            errors.append(error_rows(task, [c for c in cells if c.batch == batch
+                                            and c.hardware in good_devices.values()],
+                                     message(exc)))
+    frames = []
+    if good_devices and graphs:
+        frames, failed = _predict(task, _Part(good_devices, graphs, task.precisions,
+                                              task.modes))
+        errors += failed
+    return concat(frames + errors)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A sub-grid of a task: devices (resolved id -> spec text), graphs by batch, precisions
+    and modes."""
+
+    devices: dict[str, str]
+    graphs: dict[int, Graph]
+    precisions: tuple[str, ...]
+    modes: tuple[str, ...]
+
+    def cells(self) -> list[CellKey]:
+        return [CellKey(d, b, p, m) for d in self.devices.values() for b in self.graphs
+                for p in self.precisions for m in self.modes]
+
+    def split(self) -> list[_Part]:
+        """One part per precision, else per mode, else per batch, else per device."""
+        if len(self.precisions) > 1:
+            return [replace(self, precisions=(p,)) for p in self.precisions]
+        if len(self.modes) > 1:
+            return [replace(self, modes=(m,)) for m in self.modes]
+        if len(self.graphs) > 1:
+            return [replace(self, graphs={b: g}) for b, g in self.graphs.items()]
+        return [replace(self, devices={k: v}) for k, v in self.devices.items()]
+
+
+def _predict(task: SweepTask, part: _Part) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+    """One vectorised call; if it raises, the part is split (``_Part.split``: precisions,
+    modes, batches, then devices) and each piece retried, so a failure lands on exactly the
+    cells it belongs to. Only a failing call costs extra calls."""
+    try:
+        return [_call(task, part)], []
+    except Exception as exc:
+        if len(part.cells()) == 1 or len(part.split()) == 1:
+            return [], [error_rows(task, part.cells(), message(exc))]
+    frames, errors = [], []
+    for piece in part.split():
+        got, failed = _predict(task, piece)
+        frames += got
+        errors += failed
+    return frames, errors
+
+
+def _call(task: SweepTask, part: _Part) -> pd.DataFrame:
+    devices = part.devices
+    estimator = task.estimator
+    df = sweep(part.graphs.__getitem__, list(devices.values()), list(part.graphs),
+               part.precisions, part.modes, estimator,
+               runtime=None if task.runtime == DEFAULT_RUNTIME else task.runtime)
+    keys: Sequence[CellKey] = [
+        CellKey(d, int(b), p, m, SINGLE) for d, b, p, m in
+        zip(df["device"].map(devices), df["batch"], df["precision"], df["mode"], strict=True)]
+    out = pd.DataFrame({
+        **key_columns(task, keys), "runtime": df["runtime"].to_numpy(), "n_devices": 1,
+        "estimator": estimator,
+        **{c: df[c].to_numpy() for c in ("time_s", "lower_s", "upper_s",
+                                         "throughput_samples_per_s", "memory_bytes",
+                                         "mem_capacity_bytes", "fits", "price_usd", "tdp_W",
+                                         "throughput_per_W", "dominant_bound")},
+        "usd_per_throughput": (df["price_usd"] / df["throughput_samples_per_s"]).to_numpy(),
+        "error": "",
+    })
+    return columns(out)

@@ -83,17 +83,18 @@ def _load(args: argparse.Namespace, sources: list[str], devices: list[str] | Non
     """(training set, fitter) for the sources on ``args.scheduler``: exported Parquet DIRs are
     read by ``distributed`` (on the cluster for a Dask scheduler, which then fits there too),
     the other sources by ``data.load_sources``."""
+    from roofcast.predictor import dask_client
     from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.learned import distributed
     from roofcast.predictor.learned.data import combine, load_sources
     from roofcast.predictor.learned.model import FamilyModel
     from roofcast.training_data.partitioned import is_export
 
-    prefix, _ = distributed.parse_scheduler(args.scheduler)
+    on_dask = dask_client.parse_scheduler(args.scheduler).is_dask
     exports = [s for s in sources if Path(s).is_dir() and is_export(s)]
     others = [s for s in sources if s not in exports]
     fit = FamilyModel.fit
-    if prefix != "local":
+    if on_dask:
         if others or len(exports) != 1:
             raise PredictionError(f"--scheduler {args.scheduler} trains on one exported Parquet "
                                   "folder: --from DIR (write it with `roofcast data export "

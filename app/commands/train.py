@@ -15,7 +15,10 @@ Scheduler (``--scheduler``): ``local`` (default, in process), ``dask-local:N`` (
 LocalCluster of N worker processes) or ``dask://HOST:PORT`` (a running Dask scheduler). A Dask
 scheduler trains on one exported DIR: its Parquet partitions are read and featurized on the
 workers and the XGBoost candidate is fitted there with ``xgboost.dask``; the model choice,
-folds, validation and intervals are those of local training
+folds, validation and intervals are those of local training. A fit of at most 100,000 rows runs
+on one worker and gives the local model exactly; larger fits are spread over the workers
+(XGBoost's distributed sketch: figures within the tolerance its tests state). The scheduler text
+is read by ``predictor.dask_client``, as ``roofcast sweep`` reads it
 (``predictor.learned.distributed``).
 
 Saving: the model is installed as ``--install NAME`` (default ``latest``) in the user's model

@@ -33,28 +33,34 @@ different seed does (DeepBench cpu/conv, 289 rows: time-weighted median APE 13.5
 p90 98.8 vs 113.4 % spread over 2 workers vs local). A fit of at most ``ONE_WORKER_MAX_ROWS``
 rows is therefore collected into one partition (``repartition(npartitions=1)``, the rows in
 training-set order): ``xgboost.dask`` then trains on the one worker that holds it, with the
-local parameters and seed, and gives the local booster bit for bit (tested). Why 100,000: at 20
-features a fit's rows are about 18 MB (8 B x (20 features + target + weight) per row), far
-below a worker's memory; and measured on this 2-core machine (150 rounds, depth 5), one
-partition was as fast as two up to that size (300 rows 0.35 vs 0.68 s, 30,000 rows 0.55 vs
-0.81 s, 100,000 rows 1.14 vs 1.09 s; 300,000 rows 2.7 vs 3.1 s under load): below it the
-spread costs more in communication than it saves. Larger fits are spread over the workers that
-hold their rows, and their figures stay within the tolerance the tests state
-(``tests/predictor/learned/test_distributed.py``): with more rows per worker the merged sketch
-is closer to the single one.
+local parameters and seed, and gives the local booster bit for bit (tested; DeepBench's five
+keys, 223 to 4,025 rows: ``dask-local:2`` gives local training's validation tables exactly).
+Why 100,000: a fit's rows are then at most about 18 MB (8 B x (20 features + target + weight)
+per row), which any worker holds comfortably, and a single-thread fit of them takes about a
+second (1.1 s measured, 150 rounds, depth 5). Speed does not argue for a lower threshold: on
+this 2-core machine one partition was never slower than two up to 300,000 rows (300 rows 0.35
+vs 0.68 s, 30,000 rows 0.55 vs 0.81 s, 100,000 rows 1.14 vs 1.09 s, 300,000 rows 2.7 vs 3.1 s,
+under load). Where spreading starts to pay on idle multi-core workers was not measured. Larger
+fits are spread over the workers that hold their rows, and their figures stay within the
+tolerance the tests state (``tests/predictor/learned/test_distributed.py``, forced with
+``one_worker_max_rows=0``): with more rows per worker the merged sketch is closer to the single
+one.
 
 **What scales and what does not.** On the workers, and never gathered: the learned features of
-the rows used for XGBoost (``ClusterData.features``, 8 B x 20 per row) and the XGBoost fits.
-In the client, O(rows): the stacked training set (``ClusterData.ts``: the featurized tidy rows,
-about 480 B per row on DeepBench), and inside ``training.train`` the learned features again
-(about 260 B per row), the measured, bound, baseline and out-of-fold arrays (8 B each per
-row) and the key and group labels: about 1 kB per row in all, so 10^6 rows need about 1 GB of
-client memory and 10^7 rows about 10 GB. The ``ridge`` and ``median`` candidates, the
-out-of-fold predictions (``FamilyModel.predict_time`` on the client's features), the conformal
-intervals, the OOD sets and the validation tables are computed in the client from these arrays,
-and the grouped cross-validation's folds, candidates and fits run one after another. Keeping
-the client bounded would take ``training.train`` itself onto partitions (predictions per
-partition on the workers, the per-row errors gathered for the medians and quantiles) — not done.
+the rows (``ClusterData.features``, 8 B x 20 per row) and the XGBoost fits. In the client,
+O(rows): the stacked training set (``ClusterData.ts``: the featurized tidy rows, measured 480 B
+per row on DeepBench) and, while ``training.train`` runs, the learned features again, the
+measured, bound, baseline and out-of-fold arrays, key and group labels and each fit's row
+selection (targets and weights sent to the workers, 16 B per row): a peak of 1.3 kB per row
+over the training set (``tracemalloc`` slope between 3,848 and 7,779 DeepBench rows, quick).
+About 1.8 kB per row in all: 10^6 rows need about 2 GB of client memory, 10^7 rows about 18 GB.
+The ``ridge`` and ``median`` candidates, the out-of-fold predictions (``FamilyModel.
+predict_time`` on the client's features), the conformal intervals, the OOD sets and the
+validation tables are computed in the client from these arrays, and the grouped
+cross-validation's folds, candidates and fits run one after another (each XGBoost fit on the
+cluster, the next waiting for it). Keeping the client bounded would take ``training.train``
+itself onto partitions (predictions per partition on the workers, only the per-row errors
+gathered for the medians and quantiles) — not done.
 """
 
 from __future__ import annotations

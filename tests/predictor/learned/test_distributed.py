@@ -83,6 +83,23 @@ def test_the_cluster_featurizes_the_partitions_as_the_local_reader(export, clust
     assert list(feats.index) == list(range(240))
 
 
+def test_both_readers_take_the_files_in_sorted_path_order(export, client, tmp_path):
+    """Folders p4 and p100-pcie-16gb: sorted paths put p100 first, a natural sort (what
+    ``dask.dataframe.read_parquet`` did) p4 first; the cluster must stack them as locally, or
+    XGBoost's row subsampling sees other rows."""
+    import shutil
+
+    folder = tmp_path / "ds"
+    shutil.copytree(export, folder)
+    (folder / "device_id=v100-pcie-32gb").rename(folder / "device_id=p4")
+    local_ts = distributed.read_local(folder)
+    cluster_ts = distributed.read_cluster(folder, client).ts
+    devices = list(dict.fromkeys(local_ts.X["device"].astype(str)))
+    assert devices == ["p100-pcie-16gb", "p4", "t4"]
+    pd.testing.assert_frame_equal(cluster_ts.X, local_ts.X)
+    assert cluster_ts.data_hash == local_ts.data_hash
+
+
 def test_small_fits_on_one_worker_give_the_local_model_exactly(local, cluster):
     _, dist = cluster
     assert len(dist.ts) <= distributed.ONE_WORKER_MAX_ROWS

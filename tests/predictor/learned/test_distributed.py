@@ -174,3 +174,13 @@ def test_an_unreachable_scheduler_fails_quickly(monkeypatch):
 def test_a_folder_that_is_not_an_export_is_refused(tmp_path):
     with pytest.raises(PredictionError, match="not a roofcast Parquet export"):
         distributed.read_local(tmp_path)
+
+
+def test_a_running_cluster_is_reached_by_its_address_and_trains_alike(export, client, local):
+    """``dask://HOST:PORT``: the shared connector (workers present, each imports
+    ``WORKER_MODULES``), the same model as local training; the cluster is left running."""
+    address = client.scheduler.address.removeprefix("tcp://")
+    res = distributed.train_dataset(export, f"dask://{address}", quick=True)
+    pd.testing.assert_frame_equal(validation_tables(res)["per_family"],
+                                  validation_tables(local)["per_family"], check_exact=True)
+    assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2

@@ -46,9 +46,15 @@ an error (an engine that does not run the dtype on one device, a context too lon
 its own cells only. LLM configs (``llm_cache``) and systems (``system_cache``) are cached per
 process.
 
-**Sizing** (``families.FAMILY_SPECS["serving"]``): fixed_s per (precision x plan x tokens x
-batch) combination, cell_s per hardware cell; measured (see ``fixed_s``/``cell_s`` there and the
-figures below) with ``benchmarks``-style timing of ``run_serving`` on warm caches.
+**Sizing** (``families.FAMILY_SPECS["serving"]``: fixed_s 8 ms per (batch x precision x plan x
+tokens) combination, cell_s 1.2 ms per hardware cell), measured with ``roofline+eff`` on 2
+shared cores (load 4.2-4.5), warm caches, the least of 5 runs of ``run_serving`` over the
+first w = 1, 8, 24 catalog GPUs x batches (1, 8) x precisions (fp16, int4) x tokens (512, 128)
+x plans, fitted to G x (F + w x c): llm:gpt2 single F 9.5 ms c 1.1 ms (42 / 75 / 145 ms),
+single+tp2 F 8.9 / c 0.9 (84 / 123 / 250 ms); llama-3.1-8b single F 8.3 / c 0.8, single+tp2
+F 5.5 / c 1.6; llama-3.1-70b single+tp2 F 9.8 / c 1.7 (70b alone on one device mostly does not
+fit: no timing, c 1.5, F ~0). Before the catalog was pinned the same gpt2 single+tp2 task took
+~1.3 s at w = 24: the serving model's calibration looks each device up ~5 times a cell.
 """
 
 from __future__ import annotations

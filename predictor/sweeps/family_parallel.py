@@ -20,8 +20,9 @@ tokens (LLMs: ``(seq_tokens, 0)``; graphs: ``(0, 0)``, their other dims from ``t
 per-process LRU cache (``source_cache``: model, folder, mode, precision, runtime, seq tokens /
 dims; graph sources are built per mode, an LLM source serves both modes); a source caches each
 ``build`` (tp, ep, micro-batch, sp, mode); per device all the task's distinct builds are timed
-in one ``engine.time_workloads`` call (one ``evaluate`` per precision); each cell then costs one
-``assemble``. A plan that does not fit is predicted with ``fits`` False.
+together (``engine.stack_workloads`` once per distinct set of builds, then
+``engine.time_stacked``: one ``evaluate`` per precision and mode on each device); each cell then
+costs one ``assemble``. A plan that does not fit is predicted with ``fits`` False.
 
 **Errors** land on their own cells only: an unknown device / system, a runtime that does not
 run on the device, a model that does not load, a degree that does not divide the heads /
@@ -63,9 +64,11 @@ from roofcast.hw_catalog.systems import get_system, resolve_system
 from roofcast.models import load_model
 from roofcast.predictor.parallel.engine import (
     PARALLEL_ESTIMATOR,
+    StackedWorkloads,
     TimedWorkload,
     assemble,
-    time_workloads,
+    stack_workloads,
+    time_stacked,
 )
 from roofcast.predictor.parallel.llm_source import TRAINING_RUNTIME, LLMParallelSource
 from roofcast.predictor.parallel.plan import check_model_degrees, check_plan, complete_plan
@@ -189,19 +192,23 @@ def _prepare(task: SweepTask, cell: CellKey, runtime: str) -> _Ready:
     return _Ready(cell, source, work, system, plan, notes, name)
 
 
-def _time(works: Sequence[ShardedWorkload], hw: Any, estimator: Any
-          ) -> dict[int, TimedWorkload | str]:
-    """id(work) -> its timed workload (or the error text): all together in one
-    ``time_workloads``, each alone if that raises."""
+def _time(works: Sequence[ShardedWorkload], hw: Any, estimator: Any,
+          stacks: dict[tuple[int, ...], StackedWorkloads]) -> dict[int, TimedWorkload | str]:
+    """id(work) -> its timed workload (or the error text): all together (``stacks``: the
+    device-independent half, shared by the devices that time the same builds), each alone if
+    that raises."""
+    key = tuple(id(w) for w in works)
     try:
-        return {id(w): t for w, t in zip(works, time_workloads(works, hw, estimator),
-                                         strict=True)}
+        if key not in stacks:
+            stacks[key] = stack_workloads(works)
+        timed = time_stacked(stacks[key], hw, estimator)
+        return {id(w): t for w, t in zip(works, timed, strict=True)}
     except Exception as exc:
         if len(works) == 1:
             return {id(works[0]): message(exc)}
     out: dict[int, TimedWorkload | str] = {}
     for w in works:
-        out.update(_time([w], hw, estimator))
+        out.update(_time([w], hw, estimator, stacks))
     return out
 
 
@@ -248,10 +255,11 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
             continue
         by_device[ready.system.device].append(ready)
     rows: list[tuple[CellKey, dict[str, Any]]] = []
+    stacks: dict[tuple[int, ...], StackedWorkloads] = {}
     for device, cells in by_device.items():
         hw = get_device(device)
         works = list({id(r.work): r.work for r in cells}.values())
-        timed = _time(works, hw, estimator)
+        timed = _time(works, hw, estimator, stacks)
         for r in cells:
             t = timed[id(r.work)]
             if isinstance(t, str):

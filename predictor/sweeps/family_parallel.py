@@ -170,13 +170,30 @@ def _runtime(task: SweepTask, hardware: str) -> str:
     return resolve_runtime(name, hw.kind, hw.vendor).name
 
 
-def _prepare(task: SweepTask, cell: CellKey, runtime: str) -> _Ready:
+def _source(task: SweepTask, cell: CellKey, runtime: str, failed: dict[tuple, Exception]
+            ) -> ParallelSource:
+    """The cell's source (``source_cache``) with its facts; a source that failed (a model that
+    does not import, tokens past the context, a precision the runtime refuses) fails the other
+    cells that need it without being tried again (``failed``: key -> its exception)."""
+    llm = task.llm
+    key = (task.model, task.model_root, llm, "" if llm else cell.mode, cell.precision, runtime,
+           cell.tokens[0] if llm else 0, () if llm else task.dims)
+    if key in failed:
+        raise failed[key]
+    try:
+        source = source_cache(*key)
+        source.facts  # noqa: B018 (a graph source imports the model here)
+    except Exception as exc:
+        failed[key] = exc
+        raise
+    return source
+
+
+def _prepare(task: SweepTask, cell: CellKey, runtime: str, failed: dict[tuple, Exception]
+             ) -> _Ready:
     """Steps 1-3 of the module docstring up to the build; raises for a cell that cannot run."""
     given = parse_plan(cell.plan)
-    llm = task.llm
-    source = source_cache(task.model, task.model_root, llm, "" if llm else cell.mode,
-                          cell.precision, runtime, cell.tokens[0] if llm else 0,
-                          () if llm else task.dims)
+    source = _source(task, cell, runtime, failed)
     facts = source.facts
     check_model_degrees(facts, **{k: int(given[k]) for k in ("tp", "pp", "ep") if k in given})
     if cell.hardware.startswith(SYSTEM_PREFIX):
@@ -252,11 +269,12 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
             runtimes[hardware] = ""
             errors[message(exc)] += [c for c in task.cells() if c.hardware == hardware]
     by_device: dict[str, list[_Ready]] = defaultdict(list)
+    failed: dict[tuple, Exception] = {}
     for cell in task.cells():
         if not runtimes[cell.hardware]:
             continue
         try:
-            ready = _prepare(task, cell, runtimes[cell.hardware])
+            ready = _prepare(task, cell, runtimes[cell.hardware], failed)
         except Exception as exc:
             errors[message(exc)].append(cell)
             continue

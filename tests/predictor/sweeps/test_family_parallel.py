@@ -201,3 +201,27 @@ input_tokens = [{SEQ}]
     assert (parallel["error"] == "").all(), parallel["error"].unique()
     assert set(parallel[parallel["model"] == "llm:gpt2"]["runtime"]) == {"megatron-lm"}
     assert parallel["tokens_per_s"].notna().sum() == 4  # the LLM's cells only
+
+
+def test_a_model_that_does_not_load_fails_its_cells_and_is_tried_once(tmp_path, monkeypatch):
+    (tmp_path / "bad.onnx").write_bytes(b"not an onnx file")
+    calls = []
+    load = fp.load_model
+    monkeypatch.setattr(fp, "load_model", lambda source: calls.append(source) or load(source))
+    task = SweepTask(task_id=0, model="bad.onnx", runtime="default", devices=(GPU, GPU2),
+                     batches=(8,), precisions=("fp16",), modes=("infer",), dims=(),
+                     estimator="roofline+eff", model_root=str(tmp_path), family="parallel",
+                     plans=("tp2", "tp2 pp2"))
+    df = fp.run_parallel(task)
+    assert len(df) == 4
+    assert df["error"].str.contains("bad.onnx|onnx", case=False).all(), df["error"].unique()
+    assert len(calls) == 1
+
+
+def test_tokens_past_the_context_fail_their_cells_only():
+    df = fp.run_parallel(llm_task(devices=(GPU,), plans=("tp2",), modes=("infer",),
+                                  tokens=((SEQ, 0), (4096, 0))))
+    long = df[df["input_tokens"] == 4096]
+    assert len(long) == 1
+    assert "exceeds the 1024-token context" in long["error"].iloc[0]
+    assert (df[df["input_tokens"] == SEQ]["error"] == "").all()

@@ -170,30 +170,33 @@ def _runtime(task: SweepTask, hardware: str) -> str:
     return resolve_runtime(name, hw.kind, hw.vendor).name
 
 
-def _source(task: SweepTask, cell: CellKey, runtime: str, failed: dict[tuple, Exception]
-            ) -> ParallelSource:
-    """The cell's source (``source_cache``) with its facts; a source that failed (a model that
-    does not import, tokens past the context, a precision the runtime refuses) fails the other
-    cells that need it without being tried again (``failed``: key -> its exception)."""
+def _source(task: SweepTask, cell: CellKey, runtime: str,
+            memo: dict[tuple, ParallelSource | Exception]) -> ParallelSource:
+    """The cell's source (``source_cache``) with its facts, held in the task's ``memo`` (so a
+    task needing more sources than the LRU keeps does not rebuild them per hardware entry); a
+    source that failed (a model that does not import, tokens past the context, a precision the
+    runtime refuses) fails the other cells that need it without being tried again."""
     llm = task.llm
     key = (task.model, task.model_root, llm, "" if llm else cell.mode, cell.precision, runtime,
            cell.tokens[0] if llm else 0, () if llm else task.dims)
-    if key in failed:
-        raise failed[key]
-    try:
-        source = source_cache(*key)
-        source.facts  # noqa: B018 (a graph source imports the model here)
-    except Exception as exc:
-        failed[key] = exc
-        raise
-    return source
+    if key not in memo:
+        try:
+            source = source_cache(*key)
+            source.facts  # noqa: B018 (a graph source imports the model here)
+            memo[key] = source
+        except Exception as exc:
+            memo[key] = exc
+    got = memo[key]
+    if isinstance(got, Exception):
+        raise got
+    return got
 
 
-def _prepare(task: SweepTask, cell: CellKey, runtime: str, failed: dict[tuple, Exception]
-             ) -> _Ready:
+def _prepare(task: SweepTask, cell: CellKey, runtime: str,
+             memo: dict[tuple, ParallelSource | Exception]) -> _Ready:
     """Steps 1-3 of the module docstring up to the build; raises for a cell that cannot run."""
     given = parse_plan(cell.plan)
-    source = _source(task, cell, runtime, failed)
+    source = _source(task, cell, runtime, memo)
     facts = source.facts
     check_model_degrees(facts, **{k: int(given[k]) for k in ("tp", "pp", "ep") if k in given})
     if cell.hardware.startswith(SYSTEM_PREFIX):
@@ -269,12 +272,12 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
             runtimes[hardware] = ""
             errors[message(exc)] += [c for c in task.cells() if c.hardware == hardware]
     by_device: dict[str, list[_Ready]] = defaultdict(list)
-    failed: dict[tuple, Exception] = {}
+    memo: dict[tuple, ParallelSource | Exception] = {}
     for cell in task.cells():
         if not runtimes[cell.hardware]:
             continue
         try:
-            ready = _prepare(task, cell, runtimes[cell.hardware], failed)
+            ready = _prepare(task, cell, runtimes[cell.hardware], memo)
         except Exception as exc:
             errors[message(exc)].append(cell)
             continue
@@ -282,7 +285,11 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
     rows: list[tuple[CellKey, dict[str, Any]]] = []
     stacks: dict[tuple[int, ...], StackedWorkloads] = {}
     for device, cells in by_device.items():
-        hw = get_device(device)
+        try:
+            hw = get_device(device)
+        except Exception as exc:  # a system file naming a device the catalog lacks
+            errors[message(exc)] += [r.cell for r in cells]
+            continue
         works = list({id(r.work): r.work for r in cells}.values())
         timed = _time(works, hw, estimator, stacks)
         for r in cells:

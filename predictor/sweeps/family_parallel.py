@@ -76,6 +76,7 @@ from roofcast.predictor.parallel.engine import (
     assemble,
     stack_workloads,
     time_stacked,
+    time_stacked_devices,
 )
 from roofcast.predictor.parallel.llm_source import TRAINING_RUNTIME, LLMParallelSource
 from roofcast.predictor.parallel.plan import check_model_degrees, check_plan, complete_plan
@@ -239,6 +240,27 @@ def _time(works: Sequence[ShardedWorkload], hw: Any, estimator: Any,
     return out
 
 
+def _time_task(by_device: dict[str, list[_Ready]], hws: dict[str, Any], estimator: Any
+               ) -> dict[str, dict[int, TimedWorkload | str]]:
+    """device -> id(work) -> its timed workload (or the error text). The task's distinct builds
+    are stacked once and timed on all its devices together (``engine.time_stacked_devices``: one
+    ``evaluate`` per precision and mode); if that raises, each device times its own builds
+    (``_time``)."""
+    devices = list(by_device)
+    if devices:
+        works = list({id(r.work): r.work for d in devices for r in by_device[d]}.values())
+        try:
+            per_device = time_stacked_devices(stack_workloads(works), [hws[d] for d in devices],
+                                              estimator)
+            return {d: {id(w): t for w, t in zip(works, timed, strict=True)}
+                    for d, timed in zip(devices, per_device, strict=True)}
+        except Exception:  # each device alone below, so the failure lands where it belongs
+            pass
+    stacks: dict[tuple[int, ...], StackedWorkloads] = {}
+    return {d: _time(list({id(r.work): r.work for r in by_device[d]}.values()), hws[d],
+                     estimator, stacks) for d in devices}
+
+
 def _row(ready: _Ready, pred: ParallelPrediction, hw: Any, llm: bool) -> dict[str, Any]:
     """The metric columns of one predicted cell (module docstring)."""
     n = ready.plan.n_devices
@@ -282,16 +304,16 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
             errors[message(exc)].append(cell)
             continue
         by_device[ready.system.device].append(ready)
-    rows: list[tuple[CellKey, dict[str, Any]]] = []
-    stacks: dict[tuple[int, ...], StackedWorkloads] = {}
-    for device, cells in by_device.items():
+    hws: dict[str, Any] = {}
+    for device in list(by_device):
         try:
-            hw = get_device(device)
+            hws[device] = get_device(device)
         except Exception as exc:  # a system file naming a device the catalog lacks
-            errors[message(exc)] += [r.cell for r in cells]
-            continue
-        works = list({id(r.work): r.work for r in cells}.values())
-        timed = _time(works, hw, estimator, stacks)
+            errors[message(exc)] += [r.cell for r in by_device.pop(device)]
+    timed_on = _time_task(by_device, hws, estimator)
+    rows: list[tuple[CellKey, dict[str, Any]]] = []
+    for device, cells in by_device.items():
+        hw, timed = hws[device], timed_on[device]
         for r in cells:
             t = timed[id(r.work)]
             if isinstance(t, str):

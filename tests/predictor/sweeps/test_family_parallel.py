@@ -163,23 +163,36 @@ def test_runtime_that_does_not_run_on_a_device_fails_its_cells_only():
     assert (df[df["device"] == GPU]["error"] == "").all()
 
 
-def test_builds_are_stacked_once_and_timed_once_per_device(monkeypatch):
+def test_builds_are_stacked_once_and_timed_on_all_devices_together(monkeypatch):
     stacks, timings = [], []
-    stack, time_stacked = fp.stack_workloads, fp.time_stacked
+    stack, time_devices = fp.stack_workloads, fp.time_stacked_devices
     monkeypatch.setattr(fp, "stack_workloads", lambda works: stacks.append(works) or stack(works))
-    monkeypatch.setattr(fp, "time_stacked",
-                        lambda s, hw, est: timings.append(hw.id) or time_stacked(s, hw, est))
-    task = llm_task(devices=(GPU, GPU2), batches=(8, 16))
+    monkeypatch.setattr(fp, "time_stacked_devices", lambda s, hws, est: timings.append(
+        [hw.id for hw in hws]) or time_devices(s, hws, est))
+    task = llm_task(devices=(GPU, GPU2, SYSTEM), batches=(8, 16))
     df = fp.run_parallel(task)
     assert (df["error"] == "").all()
-    assert len(df) == task.n_cells == 24
-    # 2 batches x 2 modes x tp 1/2 = 8 builds for 24 cells; both devices time the same set
+    assert len(df) == task.n_cells == 36
+    # device entries: 2 batches x 2 modes x tp 1/2 = 8 builds; the system's dp=8/4/2 adds
+    # micro-batches 1, 2 (tp1, tp2) and 4 (tp2 pp2): 36 cells, one stack, one timing call
     assert len(stacks) == 1
-    assert len(stacks[0]) == 8
-    assert sorted(timings) == sorted([GPU, GPU2])
+    assert len(stacks[0]) == len({id(w) for w in stacks[0]}) < task.n_cells
+    assert timings == [[GPU, GPU2]]  # hgx-h100's device is h100-sxm: timed once
     misses = fp.source_cache.cache_info().misses
     fp.run_parallel(replace(task, devices=(GPU2,)))
     assert fp.source_cache.cache_info().misses == misses  # the source is reused
+
+
+def test_a_failing_shared_timing_falls_back_per_device(monkeypatch):
+    def broken(stacked, hws, estimator):
+        raise RuntimeError("shared timing failed")
+
+    monkeypatch.setattr(fp, "time_stacked_devices", broken)
+    task = llm_task(devices=(GPU, GPU2), plans=("tp2",), modes=("infer",))
+    df = fp.run_parallel(task)
+    assert (df["error"] == "").all()
+    for row in df.itertuples():
+        assert row.time_s == api_prediction("llm:gpt2", row, seq_tokens=SEQ).step_s
 
 
 def test_run_sweep_mixing_graph_and_parallel_cells(tmp_path):

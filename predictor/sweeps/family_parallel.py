@@ -40,16 +40,17 @@ system = the ``system:`` text without the prefix, or ``N x DEVICE`` for N device
 entry; runtime = the profile modelled (the spec's text where the cell failed before one was
 chosen).
 
-Sizing (``families.FAMILY_SPECS["parallel"]``: fixed_s 5 ms, cell_s 3 ms), measured with
-``roofline+eff`` on 2 shared cores (load 1.9-3.2), G = 2 batches x 2 modes x 3 plans = 12
-combinations, w GPU entries, sources warm (a later task of the same model in a process), the
-least of 3 runs, fitted to G x (F + w x c): llm:gpt2 F 4.0 ms c 2.6 ms, llama-3.1-8b F 5.1 /
-c 2.6, bert_base F 4.1 / c 3.4, resnet50 F 2.5 / c 3.2 (e.g. llama-3.1-8b: 86 ms at w=1,
-315 ms at w=8, 796 ms at w=24). The first task of a model in a process also pays its builds:
-~6-11 ms per combination for an LLM, ~50 ms (resnet50) to ~270 ms (bert_base) for a graph.
-c is mostly the per-device ``evaluate`` (one per precision and mode); ``assemble`` is ~0.7 ms
-a cell. Calling ``predict_parallel`` per cell instead (source cached) costs ~10.6 ms a cell
-(gpt2, 8 devices x 12 combinations: 1.02 s against 0.21 s here).
+Sizing (``families.FAMILY_SPECS["parallel"]``: fixed_s 6 ms, cell_s 1 ms), measured with
+``roofline+eff`` on 2 shared cores (load 4.2-4.5), G = 2 batches x 2 modes x 3 plans = 12
+combinations, w GPU entries (1, 4, 12, 32), sources warm (a later task of the same model in a
+process), the least of 3 runs, fitted to G x (F + w x c): llm:gpt2 F 8.2 ms c 0.58 ms,
+llama-3.1-8b F 6.5 / c 0.49, llama-3.1-70b F 4.6 / c 0.66, bert_base F 3.4 / c 1.9, resnet50
+F 3.9 / c 0.76 (e.g. llama-3.1-70b: 67 ms at w=1, 120 ms at w=12, 316 ms at w=32). The first
+task of a model in a process also pays its builds: ~11-20 ms per combination for an LLM,
+~30 ms (resnet50) to ~190 ms (bert_base) for a graph. Most of c is ``assemble`` (~0.4 ms a
+cell) and, for graphs with many distinct kernels (bert_base), the efficiency curves' lookup
+inside ``evaluate``. Timing each device alone instead (one ``evaluate`` per device) costs
+c ~2.5-3.4 ms; calling ``predict_parallel`` per cell (source cached) ~10.6 ms a cell.
 """
 
 from __future__ import annotations

@@ -19,9 +19,10 @@ tokens (LLMs: ``(seq_tokens, 0)``; graphs: ``(0, 0)``, their other dims from ``t
 **Sharing** (the plan search's machinery, ``predictor.parallel.search``): sources come from a
 per-process LRU cache (``source_cache``: model, folder, mode, precision, runtime, seq tokens /
 dims; graph sources are built per mode, an LLM source serves both modes); a source caches each
-``build`` (tp, ep, micro-batch, sp, mode); per device all the task's distinct builds are timed
-together (``engine.stack_workloads`` once per distinct set of builds, then
-``engine.time_stacked``: one ``evaluate`` per precision and mode on each device); each cell then
+``build`` (tp, ep, micro-batch, sp, mode); the task's distinct builds are stacked once
+(``engine.stack_workloads``) and timed on all its devices together
+(``engine.time_stacked_devices``: one ``evaluate`` per precision and mode over every device,
+each device alone only if that raises); each cell then
 costs one ``assemble``. A plan that does not fit is predicted with ``fits`` False.
 
 **Errors** land on their own cells only: an unknown device / system, a runtime that does not
@@ -47,7 +48,7 @@ process), the least of 3 runs, fitted to G x (F + w x c): llm:gpt2 F 8.2 ms c 0.
 llama-3.1-8b F 6.5 / c 0.49, llama-3.1-70b F 4.6 / c 0.66, bert_base F 3.4 / c 1.9, resnet50
 F 3.9 / c 0.76 (e.g. llama-3.1-70b: 67 ms at w=1, 120 ms at w=12, 316 ms at w=32). The first
 task of a model in a process also pays its builds: ~11-20 ms per combination for an LLM,
-~30 ms (resnet50) to ~190 ms (bert_base) for a graph. Most of c is ``assemble`` (~0.4 ms a
+~30 ms (resnet50) to ~190 ms (bert_base) for a graph. Most of c is ``assemble`` (~0.4-0.7 ms a
 cell) and, for graphs with many distinct kernels (bert_base), the efficiency curves' lookup
 inside ``evaluate``. Timing each device alone instead (one ``evaluate`` per device) costs
 c ~2.5-3.4 ms; calling ``predict_parallel`` per cell (source cached) ~10.6 ms a cell.

@@ -210,7 +210,8 @@ def _prepare(task: SweepTask, cell: CellKey, runtime: str,
         plan = complete_plan(int(given.get("dp", 1)) * int(given.get("tp", 1))
                              * int(given.get("pp", 1)), **given)
         system = system_cache(cell.hardware, plan.n_devices)
-        name = f"{plan.n_devices} x {cell.hardware}"
+        # the contract: "" for one device, else the ad-hoc system's name
+        name = f"{plan.n_devices} x {cell.hardware}" if plan.n_devices > 1 else ""
     notes = check_plan(plan, facts, n_devices=system.n_devices, global_batch=cell.batch,
                        mode=cell.mode, devices_per_node=system.devices_per_node)
     work = source.build(tp=plan.tp, ep=plan.ep,

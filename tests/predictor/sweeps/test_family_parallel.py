@@ -39,7 +39,7 @@ def llm_task(**changes) -> SweepTask:
 def api_prediction(model, row, **options):
     """``roofcast.parallel_api.predict_parallel`` for the cell of ``row``."""
     given = parse_plan(row.plan)
-    if row.system.endswith(f"x {row.device}"):  # N devices of a device entry
+    if row.system == "" or row.system.endswith(f"x {row.device}"):  # devices of a device entry
         where = {"hw": row.device, "devices": row.n_devices}
         given.setdefault("dp", 1)
     else:

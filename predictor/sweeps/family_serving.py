@@ -242,7 +242,7 @@ def _run(task: SweepTask) -> pd.DataFrame:
             errors.append(error_rows(task, _keys(task, [text], modes_of(task)), message(exc)))
     frames: list[pd.DataFrame] = []
     if SERVE not in task.modes or not entries:
-        return concat(frames + errors)
+        return concat([*frames, _known(concat(errors), entries)])
     for plan in task.plans:
         try:
             given = serving_plan(plan)
@@ -286,7 +286,22 @@ def _run(task: SweepTask) -> pd.DataFrame:
                                        estimator_of(task))
                 frames += got
                 errors += failed
-    return concat(frames + errors)
+    return concat([*frames, _known(concat(errors), entries)])
+
+
+def _known(errors: pd.DataFrame, entries: dict[str, _Entry]) -> pd.DataFrame:
+    """Error rows of entries that resolved: ``device`` = a ``system:`` entry's device and
+    ``runtime`` = the engine chosen (the spec's texts stay where the entry failed)."""
+    if errors.empty or not entries:
+        return errors
+    on_system = errors["device"] == ""
+    hardware = errors["device"].where(~on_system, SYSTEM_PREFIX + errors["system"])
+    entry = hardware.map(entries)
+    ok = entry.notna()
+    errors.loc[ok, "runtime"] = [e.engine.name for e in entry[ok]]
+    fill = ok & on_system
+    errors.loc[fill, "device"] = [e.hw.id for e in entry[fill]]
+    return errors
 
 
 def estimator_of(task: SweepTask) -> str:

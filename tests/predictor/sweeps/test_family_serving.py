@@ -175,6 +175,9 @@ def test_errors_land_on_their_own_cells():
     assert good["time_s"].notna().all()
     bad = df[df["error"] != ""]
     assert bad["time_s"].isna().all()
+    # a system cell that failed after its system resolved names the system's device
+    on_system = bad[bad["cell_id"].str.contains(f"|{SYSTEM}|", regex=False)]
+    assert set(on_system["device"]) == {GPU}
     assert not bad["fits"].any()
 
 

@@ -11,8 +11,8 @@ else the engine's name) x a slice of the hardware entries x every batch, precisi
   activations=ACT, runtime=ENGINE or None, tp, pp, ep)``. **Precision rule**: the precision is
   the weights' dtype; the activations (and so the KV cache) are ``bf16`` / ``fp32`` for those
   precisions and ``fp16`` for every other one (fp16, fp8, int8, int4: weight-only
-  quantisation over fp16 activations, as ``roofcast llm --weights`` does). A dtype the engine
-  does not run (``check_request``) fails its cells only.
+  quantisation over ``ServingConfig``'s default fp16 activations). A dtype the engine does not
+  run (``check_request``) fails its cells only.
 * The plan (``plans.parse_plan``): ``single`` = one device; ``tpT ppP epE dpD``: one replica
   over T x P devices (E expert groups inside the tensor group), D replicas. Micro-batches,
   ZeRO, sp and rc are training/step parts: a plan naming them fails its serving cells.
@@ -36,15 +36,18 @@ runtime = the engine modelled (the spec's text where the cell failed before one 
 estimator = the task's. A model that does not fit keeps the prediction's NaN metrics with
 ``fits`` False (and dominant_bound "").
 
-**Speed**: one ``predict_many(..., kernels=False)`` call per (precision, plan, tokens) times
-every device entry x batch together where the replica's system is the one ``predict_many``
+**Speed**: one ``predict_many(..., kernels=False)`` call per (precision, plan, tokens) and
+engine times every device entry x batch together where the replica's system is the one ``predict_many``
 builds itself (``system=None``: one device, or T x P devices of a device with D = 1, i.e.
 ``sharding.replica_system``; or T x P = 1, which has no communication); a replica inside a
 larger system (a ``system:`` entry, or D > 1 on a device) is called per entry with that
 system. If a call raises, its entries are split in halves, then its batches, and retried, so
 an error (an engine that does not run the dtype on one device, a context too long) lands on
 its own cells only. LLM configs (``llm_cache``) and systems (``system_cache``) are cached per
-process.
+process; each entry's engine is resolved once a task and handed to ``predict_many`` as its
+profile object (no profile file read per call); the device catalog is pinned for the task
+(``hw_catalog.catalog.pinned_catalog``: the serving model looks each device up ~5 times a cell,
+and every look-up otherwise stats all device files).
 
 **Sizing** (``families.FAMILY_SPECS["serving"]``: fixed_s 8 ms per (batch x precision x plan x
 tokens) combination, cell_s 1.2 ms per hardware cell), measured with ``roofline+eff`` on 2

@@ -49,15 +49,18 @@ profile object (no profile file read per call); the device catalog is pinned for
 (``hw_catalog.catalog.pinned_catalog``: the serving model looks each device up ~5 times a cell,
 and every look-up otherwise stats all device files).
 
-**Sizing** (``families.FAMILY_SPECS["serving"]``: fixed_s 8 ms per (batch x precision x plan x
-tokens) combination, cell_s 1.2 ms per hardware cell), measured with ``roofline+eff`` on 2
-shared cores (load 4.2-4.5), warm caches, the least of 5 runs of ``run_serving`` over the
-first w = 1, 8, 24 catalog GPUs x batches (1, 8) x precisions (fp16, int4) x tokens (512, 128)
-x plans, fitted to G x (F + w x c): llm:gpt2 single F 9.5 ms c 1.1 ms (42 / 75 / 145 ms),
-single+tp2 F 8.9 / c 0.9 (84 / 123 / 250 ms); llama-3.1-8b single F 8.3 / c 0.8, single+tp2
-F 5.5 / c 1.6; llama-3.1-70b single+tp2 F 9.8 / c 1.7 (70b alone on one device mostly does not
-fit: no timing, c 1.5, F ~0). Before the catalog was pinned the same gpt2 single+tp2 task took
-~1.3 s at w = 24: the serving model's calibration looks each device up ~5 times a cell.
+**Sizing** (``families.FAMILY_SPECS["serving"]``: fixed_s 9 ms per (batch x precision x plan x
+tokens) combination, cell_s 1 ms per hardware cell: the medians of the 8 fits below), measured
+with ``roofline+eff`` on 2 shared cores, warm caches, the least of 5 runs of ``run_serving`` on
+a ``SweepTask`` of the first w = 1, 8, 24 catalog GPUs x batches (1, 8) x precisions (fp16,
+int4) x tokens (512, 128) x plans, fitted to G x (F + w x c). Load 4.2-4.5: llm:gpt2 single F
+9.5 ms c 1.1 ms (42 / 75 / 145 ms), single+tp2 F 8.9 / c 0.9 (84 / 123 / 250 ms);
+llama-3.1-8b single F 8.3 / c 0.8, single+tp2 F 5.5 / c 1.6. Load 1.5-2.2: gpt2 single F 8.1
+/ c 1.6, single+tp2 F 15.0 / c 0.9; llama-3.1-8b single F 14.6 / c 1.2, single+tp2 F 15.8 / c
+0.7 (135 / 165 / 256 ms). llama-3.1-70b mostly does not fit one device (no timing): F ~0, c 1.5.
+A 6,336-cell serving sweep (3 LLMs x 44 entries x 4 batches x 2 precisions x 3 plans x 2
+tokens) ran at 780 cells/s locally (load 1.7). Before the catalog was pinned and the engines
+passed as profiles the gpt2 single+tp2 task took ~1.3 s at w = 24 (load 4.5).
 """
 
 from __future__ import annotations

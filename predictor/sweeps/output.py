@@ -26,8 +26,8 @@
   ``tokens_per_s``, else $ per (sample/s) = ``usd_per_throughput``. Hardware, plan, runtime,
   batch and precision are the choices that compete. Only predicted cells that fit in memory and
   have a finite latency and cost (a list price) compete: a cell that cannot run or has no price
-  is no option to buy. The front carries ``cost_usd_per_rate`` and ``rate_unit``
-  (``tokens/s`` or ``samples/s``).
+  is no option to buy. The front carries ``cost_usd_per_rate``, ``rate_unit`` (``tokens/s`` or
+  ``samples/s``) and ``hardware``.
 """
 
 from __future__ import annotations
@@ -193,10 +193,11 @@ def summary(cells: pd.DataFrame) -> pd.DataFrame:
 def pareto_front(cells: pd.DataFrame) -> pd.DataFrame:
     """Per work (``FRONT_KEYS``), the non-dominated cells on (``time_s``,
     ``cost_usd_per_rate``), both lower better (module docstring), sorted by the work then
-    time; with the columns ``cost_usd_per_rate`` and ``rate_unit``."""
+    time; with the columns ``cost_usd_per_rate``, ``rate_unit`` and ``hardware``."""
     ok = _predicted(cells)
     ok = ok.assign(cost_usd_per_rate=pareto_cost(ok),
-                   rate_unit=np.where(ok["input_tokens"] > 0, TOKEN_RATE, SAMPLE_RATE))
+                   rate_unit=np.where(ok["input_tokens"] > 0, TOKEN_RATE, SAMPLE_RATE),
+                   hardware=hardware_of(ok))
     ok = ok[ok["fits"].astype(bool) & np.isfinite(ok["time_s"])
             & np.isfinite(ok["cost_usd_per_rate"])]
     if ok.empty:

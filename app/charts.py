@@ -548,9 +548,10 @@ SWEEP_COLORS = ("#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B"
 
 
 def _cell_text(rows: pd.DataFrame) -> list[str]:
-    """Hover text of sweep cells: hardware (the device, or the system of a ``system:`` cell),
-    plan when not ``single``, runtime, batch, precision, mode."""
-    hardware = rows["device"].where(rows["device"] != "", "system:" + rows.get("system", ""))
+    """Hover text of sweep cells: the ``hardware`` column where the rows have it (the spec's
+    entry: a device or ``system:ID``), else the device; the plan when not ``single``, runtime,
+    batch, precision, mode."""
+    hardware = rows["hardware"] if "hardware" in rows else rows["device"]
     plans = rows["plan"] if "plan" in rows else pd.Series("single", index=rows.index)
     return [f"{d}{'' if pl == 'single' else ' · ' + pl} · {r} · batch {b} · {p} · {m}"
             for d, pl, r, b, p, m in zip(hardware, plans, rows["runtime"], rows["batch"],

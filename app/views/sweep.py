@@ -231,12 +231,13 @@ def render() -> None:
     if loaded is None:
         return
     sweep, label = loaded
-    cells = sweep.cells.assign(tokens=tokens_text(sweep.cells))
+    cells = sweep.cells.assign(tokens=tokens_text(sweep.cells),
+                               hardware=hardware_of(sweep.cells))
     st.session_state["sweep_label"] = label
     cols = st.columns(5)
     cols[0].metric("Cells", f"{len(cells):,}")
     cols[1].metric("Models", cells["model"].nunique())
-    cols[2].metric("Hardware", hardware_of(cells).nunique(),
+    cols[2].metric("Hardware", cells["hardware"].nunique(),
                    help="devices and system: entries of the sweep")
     cols[3].metric("Families", cells["family"].nunique())
     cols[4].metric("Cells with an error", f"{int((cells['error'] != '').sum()):,}")
@@ -255,7 +256,7 @@ def render() -> None:
     if speedup.notna().any():
         best = shown.loc[speedup.idxmax()]
         st.caption(f"Best speedup over the sweep's baseline: {speedup.max():.3g}x "
-                   f"({best['model']} on {hardware_of(shown).loc[speedup.idxmax()]}, "
+                   f"({best['model']} on {best['hardware']}, "
                    f"{best['family']}, plan {best['plan']}, batch {best['batch']}).")
     st.subheader("Per model, family and hardware")
     table = summary(shown)

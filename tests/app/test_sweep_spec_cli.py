@@ -11,6 +11,7 @@ import pytest
 
 from roofcast.app.cli import main
 from roofcast.predictor.sweeps.output import read_dataset
+from roofcast.predictor.sweeps.schedulers import hardware_of
 from tests.predictor.sweeps.helpers import SMALL, write_spec
 
 
@@ -94,7 +95,7 @@ def test_new_families_columns_and_speedup_in_the_tables(tmp_path, capsys):
     for row in front:
         cell = cells[(cells["model"] == row["model"]) & (cells["family"] == row["family"])
                      & (cells["plan"] == row["plan"]) & (cells["batch"] == int(row["batch"]))
-                     & (cells["mode"] == row["mode"]) & (cells["device"] == row["hardware"])]
+                     & (cells["mode"] == row["mode"]) & (hardware_of(cells) == row["hardware"])]
         assert len(cell) == 1
         want = cell["speedup"].iloc[0]  # NaN where the baseline has no cell of the same work
         assert float(row["speedup"] or "nan") == pytest.approx(want, rel=1e-3, nan_ok=True)

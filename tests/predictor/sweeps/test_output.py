@@ -101,12 +101,20 @@ def _cells(rows, **fixed):
     ``fixed`` overrides other columns for every row."""
     cols = ["model", "device", "time_s", "usd_per_throughput", "fits", "error"]
     df = pd.DataFrame(rows, columns=cols)
-    df["cell_id"] = [f"c{i}" for i in range(len(df))]
     defaults = {"family": "graph", "system": "", "n_devices": 1, "mode": "infer",
                 "plan": "single", "input_tokens": 0, "output_tokens": 0,
                 "tokens_per_s": np.nan, "price_usd": np.nan, "speedup": np.nan}
     for col, value in {**defaults, **fixed}.items():
         df[col] = value
+    return _ids(df)
+
+
+def _ids(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with a distinct ``cell_id`` per row whose hardware part is the device, or
+    ``system:`` + the system where the row has one and no device."""
+    hardware = df["device"].where(df["device"] != "", "system:" + df["system"])
+    df["cell_id"] = [f"{m}|{h}|default|{i}|fp16|{mode}|{p}|-" for i, (m, h, mode, p) in
+                     enumerate(zip(df["model"], hardware, df["mode"], df["plan"], strict=True))]
     return df
 
 
@@ -134,8 +142,8 @@ def test_summary_keeps_families_and_systems_apart():
                     family="parallel", plan="tp4", system="hgx-h100", n_devices=8)
     llm = _cells([("g", "h", 2.0, 1.0, True, "")], family="serving", mode="serve",
                  input_tokens=512, output_tokens=128, tokens_per_s=1000.0, price_usd=500.0)
-    df = pd.concat([graph, plans, system, llm], ignore_index=True)
-    df["cell_id"] = [f"c{i}" for i in range(len(df))]
+    df = _ids(pd.concat([graph, plans, system, llm], ignore_index=True))
+    df.loc[df["system"] == "hgx-h100", "device"] = "h"  # as parallel cells carry it
     s = summary(df)
     rows = {(r.model, r.family, r.hardware): r for r in s.itertuples()}
     assert set(rows) == {("m", "graph", "h"), ("m", "parallel", "h"),
@@ -175,8 +183,7 @@ def test_pareto_front_per_family_mode_and_request_shape():
     serve["tokens_per_s"] = [10.0, 1000.0]
     long = _cells([("g", "cheap", 30.0, 1.0, True, "")], **{**shape, "input_tokens": 4096},
                   price_usd=100.0, tokens_per_s=50.0)
-    df = pd.concat([graph, plan, train, serve, long], ignore_index=True)
-    df["cell_id"] = [f"c{i}" for i in range(len(df))]
+    df = _ids(pd.concat([graph, plan, train, serve, long], ignore_index=True))
     front = pareto_front(df)
     got = {(r.model, r.family, r.mode, r.input_tokens, r.device) for r in front.itertuples()}
     assert got == {("m", "graph", "infer", 0, "a"), ("m", "parallel", "infer", 0, "a"),

@@ -12,9 +12,11 @@ import zipfile
 from pathlib import Path
 
 import pandas as pd
+import plotly.io as pio
 import pytest
 
 from roofcast.app import charts
+from roofcast.app.views import sweep as sweep_view
 from roofcast.predictor.sweeps.output import pareto_front, summary, write_dataset
 from roofcast.predictor.sweeps.schedulers import run_sweep
 from roofcast.predictor.sweeps.types import SweepSpec
@@ -229,3 +231,33 @@ def test_a_sweep_of_the_first_round_is_refused_with_re_run(tmp_path, monkeypatch
     at = start(PAGE, sweep_path="old")
     assert not at.exception
     assert "re-run the sweep" in at.error[0].value
+
+
+def test_a_real_sweep_of_three_families_draws_a_chart_per_family(tmp_path, monkeypatch):
+    """run_sweep of a zoo model and gpt2 on two devices and a system: entry, with a plan and
+    a baseline: the page draws one chart per family and cost unit that has priced cells, its
+    front is the library's, and the summary keeps the system apart from its device."""
+    spec = SweepSpec(models=("mobilenet_v2", "llm:gpt2"), llms=("llm:gpt2",),
+                     devices=("h100-sxm", "a100-80gb-sxm", "system:hgx-h100"), batches=(1, 8),
+                     precisions=("fp16",), modes=("infer", "serve"), plans=("single", "tp2"),
+                     input_tokens=(128,), output_tokens=(32,), baseline="a100-80gb-sxm")
+    result = run_sweep(spec)
+    write_dataset(result, tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    at = start(PAGE, sweep_path="real")
+    assert_clean(at)
+    cells = result.cells
+    front = pareto_front(cells)
+    titles = {pio.from_json(c.proto.spec).to_plotly_json()["layout"]["title"]["text"]
+              for c in at.get("plotly_chart")}
+    want = {sweep_view.PANELS[(f, u)][0] for f, u in zip(front["family"], front["rate_unit"],
+                                                        strict=True)}
+    assert {"Graph cells: latency vs $/throughput",
+            "Parallel plans: step time vs $/throughput",
+            "Parallel plans (LLM): step time vs $/(tokens/s)"} <= want
+    assert titles == want
+    assert at.dataframe[FRONT].value["time_s"].tolist() == pytest.approx(
+        front["time_s"].tolist(), rel=1e-12)
+    hardware = set(at.dataframe[SUMMARY].value["hardware"])
+    assert {"h100-sxm", "system:hgx-h100"} <= hardware
+    assert "speedup" in at.dataframe[FRONT].value.columns

@@ -30,6 +30,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -42,7 +43,14 @@ from roofcast.app.sweep_files import (
     read_sweep,
     resolve_folder,
 )
-from roofcast.predictor.sweeps.output import TOKEN_RATE, pareto_cost, pareto_front, summary
+from roofcast.predictor.sweeps.output import (
+    SAMPLE_RATE,
+    TOKEN_RATE,
+    pareto_cost,
+    pareto_front,
+    rate_unit,
+    summary,
+)
 from roofcast.predictor.sweeps.schedulers import hardware_of
 
 SOURCES = ("Folder path", "Zipped folder")
@@ -57,15 +65,17 @@ FILTERS_PER_ROW = 4
 NONE_TEXT = "(none)"
 #: a Pareto chart per (family, cost unit): title, latency axis title
 PANELS = {
-    ("graph", "samples/s"): ("Graph cells: latency vs $/throughput",
+    ("graph", SAMPLE_RATE): ("Graph cells: latency vs $/throughput",
                              "predicted time per batch (ms)"),
-    ("serving", "tokens/s"): ("LLM serving: e2e latency vs $/(tokens/s)",
+    ("serving", TOKEN_RATE): ("LLM serving: e2e latency vs $/(tokens/s)",
                               "end-to-end latency of a request batch, TTFT + (M-1) x TPOT (ms)"),
-    ("parallel", "samples/s"): ("Parallel plans: step time vs $/throughput",
+    ("parallel", SAMPLE_RATE): ("Parallel plans: step time vs $/throughput",
                                 "predicted time per step (ms)"),
-    ("parallel", "tokens/s"): ("Parallel plans (LLM): step time vs $/(tokens/s)",
+    ("parallel", TOKEN_RATE): ("Parallel plans (LLM): step time vs $/(tokens/s)",
                                "predicted time per step (ms)"),
 }
+#: the cost axis' unit as the chart writes it ("$ per (token/s)")
+RATE_LABELS = {SAMPLE_RATE: "sample/s", TOKEN_RATE: "token/s"}
 #: table columns shown only when some selected cell has a value (finite, non-zero)
 OPTIONAL = ("input_tokens", "output_tokens", "tokens_per_s", "ttft_s", "tpot_s", "speedup",
             "best_tokens_per_s_per_usd", "best_speedup")
@@ -119,14 +129,14 @@ def load() -> tuple[LoadedSweep, str] | None:
 
 
 def tokens_text(cells: pd.DataFrame) -> pd.Series:
-    """``IN:OUT`` per cell (``-`` for a cell without tokens), as in ``cell_id``; built once per
-    distinct pair."""
-    pairs = cells[["input_tokens", "output_tokens"]].drop_duplicates()
-    text = {(i, o): "-" if (i, o) == (0, 0) else f"{i}:{o}"
-            for i, o in zip(pairs["input_tokens"], pairs["output_tokens"], strict=True)}
-    keys = pd.MultiIndex.from_frame(cells[["input_tokens", "output_tokens"]])
-    return pd.Series([text[k] for k in keys], index=cells.index, dtype=object) if len(keys) \
-        else pd.Series(dtype=object)
+    """``IN:OUT`` per cell (``-`` for a cell without tokens), as in ``cell_id``; formatted once
+    per distinct pair (a sweep has a handful, its cells up to millions)."""
+    key = (cells["input_tokens"].to_numpy(np.int64) << 32) | cells["output_tokens"].to_numpy(
+        np.int64)
+    pairs, where = np.unique(key, return_inverse=True)
+    text = np.array(["-" if k == 0 else f"{k >> 32}:{k & 0xFFFFFFFF}" for k in pairs.tolist()],
+                    dtype=object)
+    return pd.Series(text[where] if len(key) else [], index=cells.index, dtype=object)
 
 
 def filters(cells: pd.DataFrame, label: str) -> pd.DataFrame:
@@ -163,9 +173,7 @@ def _series(rows: pd.DataFrame, several: list[str]) -> pd.Series:
 def pareto(cells: pd.DataFrame) -> None:
     """A Pareto chart per family and cost unit (``PANELS``), then the front's table."""
     ok = cells[cells["error"] == ""]
-    ok = ok.assign(cost_usd_per_rate=pareto_cost(ok),
-                   rate_unit=(ok["input_tokens"] > 0).map({True: TOKEN_RATE,
-                                                           False: "samples/s"}))
+    ok = ok.assign(cost_usd_per_rate=pareto_cost(ok), rate_unit=rate_unit(ok))
     front = pareto_front(ok)
     priced = ok["cost_usd_per_rate"].notna() & (ok["cost_usd_per_rate"] > 0)
     notes = [f"{len(front)} cells on the front of {ok['model'].nunique()} model(s)"]
@@ -182,7 +190,7 @@ def pareto(cells: pd.DataFrame) -> None:
             else others
         st.plotly_chart(charts.sweep_pareto(drawn, best, title=title, cost="cost_usd_per_rate",
                                             group="series", x_title=x_title,
-                                            rate=unit.removesuffix("s/s") + "/s"),
+                                            rate=RATE_LABELS[unit]),
                         width="stretch")
         notes.append(f"{family} ({unit}): {len(drawn):,} of the other {len(others):,} priced "
                      "cells drawn" + (" (a seeded sample)" if len(drawn) < len(others) else ""))

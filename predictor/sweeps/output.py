@@ -168,6 +168,12 @@ def pareto_cost(cells: pd.DataFrame) -> pd.Series:
     return per_token.where(llm, cells["usd_per_throughput"]).astype(float)
 
 
+def rate_unit(cells: pd.DataFrame) -> np.ndarray:
+    """The unit ``pareto_cost`` prices each cell's throughput in: ``TOKEN_RATE`` for LLM cells
+    (``input_tokens`` > 0), else ``SAMPLE_RATE``."""
+    return np.where(cells["input_tokens"] > 0, TOKEN_RATE, SAMPLE_RATE)
+
+
 def summary(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (model, family, hardware): cells, errors, best time, best throughput per $ (samples
     and, for LLM cells, tokens), fits share, best speedup (module docstring)."""
@@ -196,7 +202,7 @@ def pareto_front(cells: pd.DataFrame) -> pd.DataFrame:
     time; with the columns ``cost_usd_per_rate``, ``rate_unit`` and ``hardware``."""
     ok = _predicted(cells)
     ok = ok.assign(cost_usd_per_rate=pareto_cost(ok),
-                   rate_unit=np.where(ok["input_tokens"] > 0, TOKEN_RATE, SAMPLE_RATE),
+                   rate_unit=rate_unit(ok),
                    hardware=hardware_of(ok))
     ok = ok[ok["fits"].astype(bool) & np.isfinite(ok["time_s"])
             & np.isfinite(ok["cost_usd_per_rate"])]

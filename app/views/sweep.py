@@ -27,6 +27,7 @@ to the cells that fit in memory, and shows:
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -94,14 +95,21 @@ FRONT_SHOWN = ("model", "family", "mode", "hardware", "n_devices", "plan", "runt
 def _read_folder(folder: str, stamp: str) -> LoadedSweep:
     """The sweep in ``folder`` (cached per folder and its files' sizes and times)."""
     del stamp  # cache key only
-    return read_sweep(parquet_files(Path(folder)), Path(folder))
+    return _derived(read_sweep(parquet_files(Path(folder)), Path(folder)))
 
 
 @st.cache_data(max_entries=2, show_spinner="Reading the zipped sweep…")
 def _read_zip(digest: str, _data: bytes) -> LoadedSweep:
     """The sweep in an uploaded zip (cached per content hash)."""
     del digest  # cache key only
-    return load_zip(_data)
+    return _derived(load_zip(_data))
+
+
+def _derived(sweep: LoadedSweep) -> LoadedSweep:
+    """The sweep with the columns the page derives once per load, not per rerun: ``tokens``
+    (``tokens_text``) and ``hardware`` (the spec's entry, ``hardware_of``)."""
+    cells = sweep.cells.assign(tokens=tokens_text(sweep.cells), hardware=hardware_of(sweep.cells))
+    return replace(sweep, cells=cells)
 
 
 def load() -> tuple[LoadedSweep, str] | None:
@@ -239,8 +247,7 @@ def render() -> None:
     if loaded is None:
         return
     sweep, label = loaded
-    cells = sweep.cells.assign(tokens=tokens_text(sweep.cells),
-                               hardware=hardware_of(sweep.cells))
+    cells = sweep.cells
     st.session_state["sweep_label"] = label
     cols = st.columns(5)
     cols[0].metric("Cells", f"{len(cells):,}")

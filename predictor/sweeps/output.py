@@ -168,6 +168,12 @@ def pareto_cost(cells: pd.DataFrame) -> pd.Series:
     return per_token.where(llm, cells["usd_per_throughput"]).astype(float)
 
 
+def _hardware(cells: pd.DataFrame) -> pd.Series:
+    """The ``hardware`` column where the caller added it (the explorer, once per load), else
+    ``hardware_of`` (read from the cell ids)."""
+    return cells["hardware"] if "hardware" in cells.columns else hardware_of(cells)
+
+
 def rate_unit(cells: pd.DataFrame) -> np.ndarray:
     """The unit ``pareto_cost`` prices each cell's throughput in: ``TOKEN_RATE`` for LLM cells
     (``input_tokens`` > 0), else ``SAMPLE_RATE``."""
@@ -179,7 +185,7 @@ def summary(cells: pd.DataFrame) -> pd.DataFrame:
     and, for LLM cells, tokens), fits share, best speedup (module docstring)."""
     if cells.empty:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
-    cells = cells.assign(hardware=hardware_of(cells))
+    cells = cells.assign(hardware=_hardware(cells))
     with np.errstate(divide="ignore", invalid="ignore"):
         cells["tokens_per_s_per_usd"] = cells["tokens_per_s"] / cells["price_usd"]
     ok = _predicted(cells)
@@ -203,7 +209,7 @@ def pareto_front(cells: pd.DataFrame) -> pd.DataFrame:
     ok = _predicted(cells)
     ok = ok.assign(cost_usd_per_rate=pareto_cost(ok),
                    rate_unit=rate_unit(ok),
-                   hardware=hardware_of(ok))
+                   hardware=_hardware(ok))
     ok = ok[ok["fits"].astype(bool) & np.isfinite(ok["time_s"])
             & np.isfinite(ok["cost_usd_per_rate"])]
     if ok.empty:

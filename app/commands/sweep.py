@@ -136,7 +136,7 @@ FRONT_COLUMNS = ("model", "family", "mode", "hardware", "n_devices", "plan", "ru
                  "rate_unit", "throughput_samples_per_s", "tokens_per_s", "ttft_s", "tpot_s",
                  "memory_bytes", "speedup")
 LLM_ONLY = ("input_tokens", "output_tokens", "tokens_per_s", "ttft_s", "tpot_s",
-            "best_tokens_per_s_per_usd")
+            "best_tokens_per_s_per_dollar")
 BASELINE_ONLY = ("speedup", "best_speedup")
 
 

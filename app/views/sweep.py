@@ -79,7 +79,7 @@ PANELS = {
 RATE_LABELS = {SAMPLE_RATE: "sample/s", TOKEN_RATE: "token/s"}
 #: table columns shown only when some selected cell has a value (finite, non-zero)
 OPTIONAL = ("input_tokens", "output_tokens", "tokens_per_s", "ttft_s", "tpot_s", "speedup",
-            "best_tokens_per_s_per_usd", "best_speedup")
+            "best_tokens_per_s_per_dollar", "best_speedup")
 #: cells drawn on the Pareto chart besides the front (a seeded sample beyond)
 MAX_POINTS = 5_000
 #: cells shown in the table (the download has all the filtered cells)

@@ -7,14 +7,14 @@
   atomically: into a temporary sibling folder, then renamed into place — a reader never sees
   half a sweep. A folder that exists must be empty or an earlier sweep output (it has the
   marker file); anything else is refused rather than overwritten. ``read_dataset`` reads one.
-* ``summary(cells)``: per model x family x hardware (``hardware_of``: the device, or
-  ``system:`` + the system for a cell on a ``system:`` entry) — the most devices a predicted
-  cell of it uses (``max_devices``: a plan on a device uses dp x tp x pp of it), cells, errors,
-  the best (lowest) ``time_s``, the best throughput per dollar = max(throughput / price) = 1 /
-  min(``usd_per_throughput``) in samples (requests) per s per $, the same in tokens per s per $
-  for LLM cells (max(``tokens_per_s`` / ``price_usd``), NaN otherwise), the share of
-  predicted cells whose memory fits, and the best (largest) ``speedup`` (NaN without a
-  baseline). A family's ``time_s`` is its own quantity (one batch, one serving request batch's
+* ``summary(cells)``: per model x family x hardware (``schedulers.hardware_of``: the spec's
+  entry, read from the cell id — a device or what-if, or ``system:ID``) — the most devices a
+  predicted cell of it uses (``max_devices``: a plan on a device uses dp x tp x pp of it),
+  cells, errors, the best (lowest) ``time_s``, ``best_throughput_per_dollar`` = max(throughput
+  / price) = 1 / min(``usd_per_throughput``) in samples (requests) per s per $,
+  ``best_tokens_per_s_per_dollar`` = max(``tokens_per_s`` / ``price_usd``) for LLM cells (NaN
+  otherwise), ``fits_share`` of the predicted cells, and ``best_speedup``, the largest
+  ``speedup`` (NaN without a baseline). A family's ``time_s`` is its own quantity (one batch, one serving request batch's
   end-to-end latency, one training/inference step), so families are never mixed in a row.
 * ``pareto_front(cells)``: per **work** (``FRONT_KEYS``: model, family, mode, input_tokens,
   output_tokens — a model with two families has a front per family, an LLM one per request
@@ -49,7 +49,7 @@ from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult, SweepSpec
 MARKER = "_roofcast_sweep.json"
 ROWS_PER_PART = 1_000_000
 SUMMARY_COLUMNS = ("model", "family", "hardware", "max_devices", "cells", "errors",
-                   "best_time_s", "best_throughput_per_usd", "best_tokens_per_s_per_usd",
+                   "best_time_s", "best_throughput_per_dollar", "best_tokens_per_s_per_dollar",
                    "fits_share", "best_speedup")
 
 
@@ -195,10 +195,10 @@ def summary(cells: pd.DataFrame) -> pd.DataFrame:
     best = ok.groupby(keys, sort=True).agg(
         max_devices=("n_devices", "max"),
         best_time_s=("time_s", "min"), min_usd=("usd_per_throughput", "min"),
-        best_tokens_per_s_per_usd=("tokens_per_s_per_usd", "max"),
+        best_tokens_per_s_per_dollar=("tokens_per_s_per_usd", "max"),
         fits_share=("fits", "mean"), best_speedup=("speedup", "max"))
     out = counts.join(best, how="left").reset_index()
-    out["best_throughput_per_usd"] = 1.0 / out["min_usd"]
+    out["best_throughput_per_dollar"] = 1.0 / out["min_usd"]
     return out[list(SUMMARY_COLUMNS)]
 
 

@@ -126,11 +126,11 @@ def test_summary_by_model_and_device():
     assert s.loc["a", "cells"] == 3
     assert s.loc["a", "errors"] == 1
     assert s.loc["a", "best_time_s"] == 1.0
-    assert s.loc["a", "best_throughput_per_usd"] == pytest.approx(0.1)
+    assert s.loc["a", "best_throughput_per_dollar"] == pytest.approx(0.1)
     assert s.loc["a", "fits_share"] == 0.5  # of the predicted cells
-    assert np.isnan(s.loc["b", "best_throughput_per_usd"])  # no price: not invented
+    assert np.isnan(s.loc["b", "best_throughput_per_dollar"])  # no price: not invented
     assert np.isnan(s.loc["a", "best_speedup"])  # no baseline: no speedup
-    assert np.isnan(s.loc["a", "best_tokens_per_s_per_usd"])  # not an LLM
+    assert np.isnan(s.loc["a", "best_tokens_per_s_per_dollar"])  # not an LLM
 
 
 def test_summary_keeps_families_and_systems_apart():
@@ -154,7 +154,7 @@ def test_summary_keeps_families_and_systems_apart():
     assert rows[("m", "parallel", "h")].best_speedup == 5.0
     assert rows[("m", "parallel", "system:hgx-h100")].errors == 1
     assert rows[("m", "parallel", "system:hgx-h100")].max_devices == 8
-    assert rows[("g", "serving", "h")].best_tokens_per_s_per_usd == pytest.approx(2.0)
+    assert rows[("g", "serving", "h")].best_tokens_per_s_per_dollar == pytest.approx(2.0)
 
 
 def test_pareto_front_small_case():

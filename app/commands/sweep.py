@@ -129,7 +129,7 @@ class ProgressBar:
         self.out.flush()
 
 
-#: the front's columns (``output.pareto_front``), in order; ``_shown`` drops the LLM ones for a
+#: the front's columns (``output.pareto_front``), in order; ``_dropped`` names the LLM ones for a
 #: sweep without LLM cells and ``speedup`` without a baseline
 FRONT_COLUMNS = ("model", "family", "mode", "hardware", "n_devices", "plan", "runtime", "batch",
                  "precision", "input_tokens", "output_tokens", "time_s", "cost_usd_per_rate",

@@ -170,23 +170,39 @@ def time_stacked(stacked: StackedWorkloads, hw: Any, estimator: Any = PARALLEL_E
                  ) -> list[TimedWorkload]:
     """The device half of ``time_workloads``: one ``evaluate`` per group on ``hw``, then time x
     count summed per (phase, slot) for each workload."""
-    row_s: list[dict[str, np.ndarray]] = [{} for _ in stacked.works]
+    return time_stacked_devices(stacked, [hw], estimator)[0]
+
+
+def time_stacked_devices(stacked: StackedWorkloads, hws: Sequence[Any],
+                         estimator: Any = PARALLEL_ESTIMATOR) -> list[list[TimedWorkload]]:
+    """``time_stacked`` on several devices at once: per group **one** ``evaluate`` over the
+    devices (``featurize``'s device-major stack: device d's copy of distinct row r is row
+    ``d x rows + r``) -> per device, the timed workloads in ``stacked.works`` order."""
+    n_dev = len(hws)
+    row_s: list[list[dict[str, np.ndarray]]] = [[{} for _ in stacked.works] for _ in hws]
     for config, profile, members, distinct, backs in stacked.groups:
-        ev = evaluate(distinct, hw, config, estimator, profile)
-        for i, back in zip(members, backs, strict=True):
-            row_s[i] = {col: ev[col].to_numpy(dtype=float)[back] for col in TIME_COLUMNS}
+        ev = evaluate(distinct, list(hws) if n_dev > 1 else hws[0], config, estimator, profile)
+        cols = {col: ev[col].to_numpy(dtype=float).reshape(n_dev, len(distinct))
+                for col in TIME_COLUMNS}
+        for d in range(n_dev):
+            for i, back in zip(members, backs, strict=True):
+                row_s[d][i] = {col: cols[col][d][back] for col in TIME_COLUMNS}
     name = estimator if isinstance(estimator, str) else getattr(estimator, "name", str(estimator))
     out = []
-    for work, (layer, count, masks), times in zip(stacked.works, stacked.slots, row_s,
-                                                  strict=True):
-        n_slots = len(work.param_elems)
-        slot_s = {}
-        for ph in PHASES:
-            mask = masks[ph]
-            for col in TIME_COLUMNS:
-                slot_s[(ph, col)] = np.bincount(layer[mask], weights=times[col][mask] * count[mask],
-                                                minlength=n_slots)
-        out.append(TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s))
+    for hw, times_of in zip(hws, row_s, strict=True):
+        timed = []
+        for work, (layer, count, masks), times in zip(stacked.works, stacked.slots, times_of,
+                                                      strict=True):
+            n_slots = len(work.param_elems)
+            slot_s = {}
+            for ph in PHASES:
+                mask = masks[ph]
+                for col in TIME_COLUMNS:
+                    slot_s[(ph, col)] = np.bincount(layer[mask],
+                                                    weights=times[col][mask] * count[mask],
+                                                    minlength=n_slots)
+            timed.append(TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s))
+        out.append(timed)
     return out
 
 

@@ -19,9 +19,10 @@ tokens (LLMs: ``(seq_tokens, 0)``; graphs: ``(0, 0)``, their other dims from ``t
 **Sharing** (the plan search's machinery, ``predictor.parallel.search``): sources come from a
 per-process LRU cache (``source_cache``: model, folder, mode, precision, runtime, seq tokens /
 dims; graph sources are built per mode, an LLM source serves both modes); a source caches each
-``build`` (tp, ep, micro-batch, sp, mode); per device all the task's distinct builds are timed
-together (``engine.stack_workloads`` once per distinct set of builds, then
-``engine.time_stacked``: one ``evaluate`` per precision and mode on each device); each cell then
+``build`` (tp, ep, micro-batch, sp, mode); the task's distinct builds are stacked once
+(``engine.stack_workloads``) and timed on all its devices together
+(``engine.time_stacked_devices``: one ``evaluate`` per precision and mode over every device,
+each device alone only if that raises); each cell then
 costs one ``assemble``. A plan that does not fit is predicted with ``fits`` False.
 
 **Errors** land on their own cells only: an unknown device / system, a runtime that does not
@@ -40,9 +41,17 @@ system = the ``system:`` text without the prefix, or ``N x DEVICE`` for N device
 entry; runtime = the profile modelled (the spec's text where the cell failed before one was
 chosen).
 
-Sizing (``families.FAMILY_SPECS["parallel"]``), measured by ``benchmarks``-style timing in
-``tests``' grids, ``roofline+eff``, warm caches, 2 shared cores (load ~4): see the figures in
-``FIXED_S_NOTE``.
+Sizing (``families.FAMILY_SPECS["parallel"]``: fixed_s 6 ms, cell_s 1 ms), measured with
+``roofline+eff`` on 2 shared cores (load 4.2-4.5), G = 2 batches x 2 modes x 3 plans = 12
+combinations, w GPU entries (1, 4, 12, 32), sources warm (a later task of the same model in a
+process), the least of 3 runs, fitted to G x (F + w x c): llm:gpt2 F 8.2 ms c 0.58 ms,
+llama-3.1-8b F 6.5 / c 0.49, llama-3.1-70b F 4.6 / c 0.66, bert_base F 3.4 / c 1.9, resnet50
+F 3.9 / c 0.76 (e.g. llama-3.1-70b: 67 ms at w=1, 120 ms at w=12, 316 ms at w=32). The first
+task of a model in a process also pays its builds: ~11-20 ms per combination for an LLM,
+~30 ms (resnet50) to ~190 ms (bert_base) for a graph. Most of c is ``assemble`` (~0.4-0.7 ms a
+cell) and, for graphs with many distinct kernels (bert_base), the efficiency curves' lookup
+inside ``evaluate``. Timing each device alone instead (one ``evaluate`` per device) costs
+c ~2.5-3.4 ms; calling ``predict_parallel`` per cell (source cached) ~10.6 ms a cell.
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ from roofcast.predictor.parallel.engine import (
     assemble,
     stack_workloads,
     time_stacked,
+    time_stacked_devices,
 )
 from roofcast.predictor.parallel.llm_source import TRAINING_RUNTIME, LLMParallelSource
 from roofcast.predictor.parallel.plan import check_model_degrees, check_plan, complete_plan
@@ -163,13 +173,33 @@ def _runtime(task: SweepTask, hardware: str) -> str:
     return resolve_runtime(name, hw.kind, hw.vendor).name
 
 
-def _prepare(task: SweepTask, cell: CellKey, runtime: str) -> _Ready:
+def _source(task: SweepTask, cell: CellKey, runtime: str,
+            memo: dict[tuple, ParallelSource | Exception]) -> ParallelSource:
+    """The cell's source (``source_cache``) with its facts, held in the task's ``memo`` (so a
+    task needing more sources than the LRU keeps does not rebuild them per hardware entry); a
+    source that failed (a model that does not import, tokens past the context, a precision the
+    runtime refuses) fails the other cells that need it without being tried again."""
+    llm = task.llm
+    key = (task.model, task.model_root, llm, "" if llm else cell.mode, cell.precision, runtime,
+           cell.tokens[0] if llm else 0, () if llm else task.dims)
+    if key not in memo:
+        try:
+            source = source_cache(*key)
+            source.facts  # noqa: B018 (a graph source imports the model here)
+            memo[key] = source
+        except Exception as exc:
+            memo[key] = exc
+    got = memo[key]
+    if isinstance(got, Exception):
+        raise got
+    return got
+
+
+def _prepare(task: SweepTask, cell: CellKey, runtime: str,
+             memo: dict[tuple, ParallelSource | Exception]) -> _Ready:
     """Steps 1-3 of the module docstring up to the build; raises for a cell that cannot run."""
     given = parse_plan(cell.plan)
-    llm = task.llm
-    source = source_cache(task.model, task.model_root, llm, "" if llm else cell.mode,
-                          cell.precision, runtime, cell.tokens[0] if llm else 0,
-                          () if llm else task.dims)
+    source = _source(task, cell, runtime, memo)
     facts = source.facts
     check_model_degrees(facts, **{k: int(given[k]) for k in ("tp", "pp", "ep") if k in given})
     if cell.hardware.startswith(SYSTEM_PREFIX):
@@ -180,7 +210,8 @@ def _prepare(task: SweepTask, cell: CellKey, runtime: str) -> _Ready:
         plan = complete_plan(int(given.get("dp", 1)) * int(given.get("tp", 1))
                              * int(given.get("pp", 1)), **given)
         system = system_cache(cell.hardware, plan.n_devices)
-        name = f"{plan.n_devices} x {cell.hardware}"
+        # the contract: "" for one device, else the ad-hoc system's name
+        name = f"{plan.n_devices} x {cell.hardware}" if plan.n_devices > 1 else ""
     notes = check_plan(plan, facts, n_devices=system.n_devices, global_batch=cell.batch,
                        mode=cell.mode, devices_per_node=system.devices_per_node)
     work = source.build(tp=plan.tp, ep=plan.ep,
@@ -210,6 +241,27 @@ def _time(works: Sequence[ShardedWorkload], hw: Any, estimator: Any,
     for w in works:
         out.update(_time([w], hw, estimator, stacks))
     return out
+
+
+def _time_task(by_device: dict[str, list[_Ready]], hws: dict[str, Any], estimator: Any
+               ) -> dict[str, dict[int, TimedWorkload | str]]:
+    """device -> id(work) -> its timed workload (or the error text). The task's distinct builds
+    are stacked once and timed on all its devices together (``engine.time_stacked_devices``: one
+    ``evaluate`` per precision and mode); if that raises, each device times its own builds
+    (``_time``)."""
+    devices = list(by_device)
+    if devices:
+        works = list({id(r.work): r.work for d in devices for r in by_device[d]}.values())
+        try:
+            per_device = time_stacked_devices(stack_workloads(works), [hws[d] for d in devices],
+                                              estimator)
+            return {d: {id(w): t for w, t in zip(works, timed, strict=True)}
+                    for d, timed in zip(devices, per_device, strict=True)}
+        except Exception:  # each device alone below, so the failure lands where it belongs
+            pass
+    stacks: dict[tuple[int, ...], StackedWorkloads] = {}
+    return {d: _time(list({id(r.work): r.work for r in by_device[d]}.values()), hws[d],
+                     estimator, stacks) for d in devices}
 
 
 def _row(ready: _Ready, pred: ParallelPrediction, hw: Any, llm: bool) -> dict[str, Any]:
@@ -245,21 +297,26 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
             runtimes[hardware] = ""
             errors[message(exc)] += [c for c in task.cells() if c.hardware == hardware]
     by_device: dict[str, list[_Ready]] = defaultdict(list)
+    memo: dict[tuple, ParallelSource | Exception] = {}
     for cell in task.cells():
         if not runtimes[cell.hardware]:
             continue
         try:
-            ready = _prepare(task, cell, runtimes[cell.hardware])
+            ready = _prepare(task, cell, runtimes[cell.hardware], memo)
         except Exception as exc:
             errors[message(exc)].append(cell)
             continue
         by_device[ready.system.device].append(ready)
+    hws: dict[str, Any] = {}
+    for device in list(by_device):
+        try:
+            hws[device] = get_device(device)
+        except Exception as exc:  # a system file naming a device the catalog lacks
+            errors[message(exc)] += [r.cell for r in by_device.pop(device)]
+    timed_on = _time_task(by_device, hws, estimator)
     rows: list[tuple[CellKey, dict[str, Any]]] = []
-    stacks: dict[tuple[int, ...], StackedWorkloads] = {}
     for device, cells in by_device.items():
-        hw = get_device(device)
-        works = list({id(r.work): r.work for r in cells}.values())
-        timed = _time(works, hw, estimator, stacks)
+        hw, timed = hws[device], timed_on[device]
         for r in cells:
             t = timed[id(r.work)]
             if isinstance(t, str):

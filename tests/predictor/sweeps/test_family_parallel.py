@@ -39,7 +39,7 @@ def llm_task(**changes) -> SweepTask:
 def api_prediction(model, row, **options):
     """``roofcast.parallel_api.predict_parallel`` for the cell of ``row``."""
     given = parse_plan(row.plan)
-    if row.system.endswith(f"x {row.device}"):  # N devices of a device entry
+    if row.system == "" or row.system.endswith(f"x {row.device}"):  # devices of a device entry
         where = {"hw": row.device, "devices": row.n_devices}
         given.setdefault("dp", 1)
     else:
@@ -90,7 +90,7 @@ def test_llm_cells_one_row_each_with_the_engine_numbers():
     device_rows = by_hw[by_hw["hw"] == GPU2]
     assert dict(zip(device_rows["plan"], device_rows["n_devices"], strict=False)) == {
         "single": 1, "tp2": 2, "tp2 pp2": 4}
-    assert set(device_rows["system"]) == {f"{n} x {GPU2}" for n in (1, 2, 4)}
+    assert set(device_rows["system"]) == {"", *(f"{n} x {GPU2}" for n in (2, 4))}  # "": 1
     for row in df.itertuples():
         assert_same(row, api_prediction("llm:gpt2", row, seq_tokens=SEQ), llm=True)
 
@@ -163,23 +163,36 @@ def test_runtime_that_does_not_run_on_a_device_fails_its_cells_only():
     assert (df[df["device"] == GPU]["error"] == "").all()
 
 
-def test_builds_are_stacked_once_and_timed_once_per_device(monkeypatch):
+def test_builds_are_stacked_once_and_timed_on_all_devices_together(monkeypatch):
     stacks, timings = [], []
-    stack, time_stacked = fp.stack_workloads, fp.time_stacked
+    stack, time_devices = fp.stack_workloads, fp.time_stacked_devices
     monkeypatch.setattr(fp, "stack_workloads", lambda works: stacks.append(works) or stack(works))
-    monkeypatch.setattr(fp, "time_stacked",
-                        lambda s, hw, est: timings.append(hw.id) or time_stacked(s, hw, est))
-    task = llm_task(devices=(GPU, GPU2), batches=(8, 16))
+    monkeypatch.setattr(fp, "time_stacked_devices", lambda s, hws, est: timings.append(
+        [hw.id for hw in hws]) or time_devices(s, hws, est))
+    task = llm_task(devices=(GPU, GPU2, SYSTEM), batches=(8, 16))
     df = fp.run_parallel(task)
     assert (df["error"] == "").all()
-    assert len(df) == task.n_cells == 24
-    # 2 batches x 2 modes x tp 1/2 = 8 builds for 24 cells; both devices time the same set
+    assert len(df) == task.n_cells == 36
+    # device entries: 2 batches x 2 modes x tp 1/2 = 8 builds; the system's dp=8/4/2 adds
+    # micro-batches 1, 2 (tp1, tp2) and 4 (tp2 pp2): 36 cells, one stack, one timing call
     assert len(stacks) == 1
-    assert len(stacks[0]) == 8
-    assert sorted(timings) == sorted([GPU, GPU2])
+    assert len(stacks[0]) == len({id(w) for w in stacks[0]}) < task.n_cells
+    assert timings == [[GPU, GPU2]]  # hgx-h100's device is h100-sxm: timed once
     misses = fp.source_cache.cache_info().misses
     fp.run_parallel(replace(task, devices=(GPU2,)))
     assert fp.source_cache.cache_info().misses == misses  # the source is reused
+
+
+def test_a_failing_shared_timing_falls_back_per_device(monkeypatch):
+    def broken(stacked, hws, estimator):
+        raise RuntimeError("shared timing failed")
+
+    monkeypatch.setattr(fp, "time_stacked_devices", broken)
+    task = llm_task(devices=(GPU, GPU2), plans=("tp2",), modes=("infer",))
+    df = fp.run_parallel(task)
+    assert (df["error"] == "").all()
+    for row in df.itertuples():
+        assert row.time_s == api_prediction("llm:gpt2", row, seq_tokens=SEQ).step_s
 
 
 def test_run_sweep_mixing_graph_and_parallel_cells(tmp_path):
@@ -201,3 +214,27 @@ input_tokens = [{SEQ}]
     assert (parallel["error"] == "").all(), parallel["error"].unique()
     assert set(parallel[parallel["model"] == "llm:gpt2"]["runtime"]) == {"megatron-lm"}
     assert parallel["tokens_per_s"].notna().sum() == 4  # the LLM's cells only
+
+
+def test_a_model_that_does_not_load_fails_its_cells_and_is_tried_once(tmp_path, monkeypatch):
+    (tmp_path / "bad.onnx").write_bytes(b"not an onnx file")
+    calls = []
+    load = fp.load_model
+    monkeypatch.setattr(fp, "load_model", lambda source: calls.append(source) or load(source))
+    task = SweepTask(task_id=0, model="bad.onnx", runtime="default", devices=(GPU, GPU2),
+                     batches=(8,), precisions=("fp16",), modes=("infer",), dims=(),
+                     estimator="roofline+eff", model_root=str(tmp_path), family="parallel",
+                     plans=("tp2", "tp2 pp2"))
+    df = fp.run_parallel(task)
+    assert len(df) == 4
+    assert df["error"].str.contains("bad.onnx|onnx", case=False).all(), df["error"].unique()
+    assert len(calls) == 1
+
+
+def test_tokens_past_the_context_fail_their_cells_only():
+    df = fp.run_parallel(llm_task(devices=(GPU,), plans=("tp2",), modes=("infer",),
+                                  tokens=((SEQ, 0), (4096, 0))))
+    long = df[df["input_tokens"] == 4096]
+    assert len(long) == 1
+    assert "exceeds the 1024-token context" in long["error"].iloc[0]
+    assert (df[df["input_tokens"] == SEQ]["error"] == "").all()

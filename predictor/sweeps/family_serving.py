@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import product
 from pathlib import Path
@@ -66,7 +66,7 @@ import pandas as pd
 
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.load import load_llm
-from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.catalog import get_device, pinned_catalog
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.hw_catalog.systems import get_system, resolve_system
 from roofcast.predictor.errors import PredictionError
@@ -76,6 +76,7 @@ from roofcast.predictor.llm.serving import predict_many
 from roofcast.predictor.llm.sharding import Sharding, check_sharding
 from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
 from roofcast.predictor.parallel.plan import complete_plan
+from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
 from roofcast.predictor.sweeps.families import FAMILY_SPECS, register_family
 from roofcast.predictor.sweeps.plans import parse_plan
@@ -140,10 +141,12 @@ def serving_plan(text: str) -> dict[str, int]:
 # ----------------------------------------------------------------------------- layout
 @dataclass(frozen=True)
 class _Entry:
-    """A hardware entry that resolved: its text, device, system (``system:`` entries)."""
+    """A hardware entry that resolved: its text, device, engine profile (``engine_profile``)
+    and system (``system:`` entries)."""
 
     text: str
     hw: HardwareSpec
+    engine: ExecutionProfile
     system: Any = None
 
 
@@ -159,12 +162,21 @@ class _Layout:
     label: str
 
 
-def _entry(text: str, runtime: str | None) -> _Entry:
-    """Resolve a hardware text and check the engine runs on its device."""
+def _entry(text: str, runtime: str | None,
+           engines: dict[tuple[str, str], ExecutionProfile | Exception]) -> _Entry:
+    """Resolve a hardware text and its engine (``engines``: the task's memo per device kind
+    and vendor); an engine that does not run on the device raises."""
     system = system_cache(text, None) if text.startswith(SYSTEM_PREFIX) else None
     hw = get_device(system.device if system is not None else text)
-    engine_profile(runtime, hw)  # an engine that does not run on the device fails its cells
-    return _Entry(text, hw, system)
+    where = (hw.kind, hw.vendor)
+    if where not in engines:
+        try:
+            engines[where] = engine_profile(runtime, hw)
+        except Exception as exc:
+            engines[where] = exc
+    if isinstance(engines[where], Exception):
+        raise engines[where]
+    return _Entry(text, hw, engines[where], system)
 
 
 def _layout(entry: _Entry, given: dict[str, int], sh: Sharding) -> _Layout:
@@ -197,7 +209,13 @@ class _Combo:
 @register_family("serving")
 def run_serving(task: SweepTask) -> pd.DataFrame:
     """Predict every cell of a serving ``task`` (module docstring); never raises for a bad
-    cell."""
+    cell. The device catalog is pinned for the task (``pinned_catalog``: the serving model
+    looks devices up several times a cell)."""
+    with pinned_catalog():
+        return _run(task)
+
+
+def _run(task: SweepTask) -> pd.DataFrame:
     cells = task.cells()
     try:
         arch = llm_cache(task.model, task.model_root)
@@ -210,9 +228,10 @@ def run_serving(task: SweepTask) -> pd.DataFrame:
         errors.append(error_rows(task, wrong, f"ServingCellError: serving cells take mode "
                                               f"{SERVE!r}, not {wrong[0].mode!r}"))
     entries: dict[str, _Entry] = {}
+    engines: dict[tuple[str, str], ExecutionProfile | Exception] = {}
     for text in task.devices:
         try:
-            entries[text] = _entry(text, runtime)
+            entries[text] = _entry(text, runtime, engines)
         except Exception as exc:  # an unknown device / system, a wrong engine
             errors.append(error_rows(task, _keys(task, [text], modes_of(task)), message(exc)))
     frames: list[pd.DataFrame] = []
@@ -227,7 +246,7 @@ def run_serving(task: SweepTask) -> pd.DataFrame:
             errors.append(error_rows(task, _keys(task, list(entries), plans=(plan,)),
                                      message(exc)))
             continue
-        shared: list[_Layout] = []  # system None: one predict_many call for all of them
+        shared: dict[str, list[_Layout]] = {}  # system None: one call per engine
         alone: list[list[_Layout]] = []  # a replica in a larger system: one call per entry
         for text, entry in entries.items():
             try:
@@ -237,10 +256,10 @@ def run_serving(task: SweepTask) -> pd.DataFrame:
                                          message(exc)))
                 continue
             if lay.system is None:
-                shared.append(lay)
+                shared.setdefault(entry.engine.name, []).append(lay)
             else:
                 alone.append([lay])
-        groups = [shared, *alone] if shared else alone
+        groups = [*shared.values(), *alone]
         if not groups:
             continue
         for precision, tokens in product(task.precisions, task.tokens):
@@ -291,8 +310,10 @@ def _predict(task: SweepTask, arch: LLMArch, combo: _Combo, layouts: list[_Layou
     """One ``predict_many`` over ``layouts`` x ``batches``; if it raises, the entries are
     split in halves (then the batches) and each half retried, so the failure lands on the
     cells it belongs to. Only a failing call costs extra calls."""
+    # the entries' engine as a profile object: predict_many does not read its file again
+    cfg = replace(combo.cfg, runtime=layouts[0].entry.engine)
     try:
-        preds = predict_many(arch, [lay.entry.hw for lay in layouts], combo.cfg, list(batches),
+        preds = predict_many(arch, [lay.entry.hw for lay in layouts], cfg, list(batches),
                              estimator=estimator, kernels=False, system=layouts[0].system)
         return [_rows(task, combo, layouts, batches, preds, estimator)], []
     except Exception as exc:

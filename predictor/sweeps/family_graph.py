@@ -28,13 +28,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from roofcast.graph_import import import_model
 from roofcast.graph_import.dims import model_dim_names
 from roofcast.graph_import.types import Graph
-from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.catalog import get_device, load_catalog
+from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import resolve_model_path
 from roofcast.predictor.runtimes.catalog import resolve_runtime
 from roofcast.predictor.sweep import sweep
@@ -73,19 +75,50 @@ def graph_cache(model: str, dims: tuple[tuple[str, int], ...], batch: int, root:
     return import_model(source, dims={**wanted, "batch": batch}, name=source.stem)
 
 
+def known_devices() -> dict[str, HardwareSpec]:
+    """The per-process map device text -> ``get_device(text)``, kept while the device catalog
+    is the same object (``load_catalog`` hands out one object until a device file changes):
+    a task checks the catalog once (``load_catalog`` stats every device file) instead of
+    once per device. Failures are not kept."""
+    catalog = load_catalog()
+    if _DEVICES[0] is not catalog:
+        _DEVICES[:] = [catalog, {}]
+    return _DEVICES[1]
+
+
+_DEVICES: list[Any] = [None, {}]  # [the catalog the entries come from, text -> device]
+
+
+def _runtime_problem(runtime: str, kind: str) -> Exception | None:
+    """Why ``runtime`` does not run on a device of ``kind`` (None: it does)."""
+    try:
+        resolve_runtime(None if runtime == DEFAULT_RUNTIME else runtime, kind)
+    except Exception as exc:
+        return exc
+    return None
+
+
 @register_family("graph")
 def run_graph(task: SweepTask) -> pd.DataFrame:
     """Predict every cell of a graph ``task`` (module docstring); never raises for a bad cell."""
     errors: list[pd.DataFrame] = []
     cells = task.cells()
     good_devices: dict[str, str] = {}  # resolved id -> spec text
+    specs: dict[str, HardwareSpec] = {}  # resolved id -> device
+    runtimes: dict[str, Exception | None] = {}  # device kind -> why the runtime does not run
+    known = known_devices()
     for device in task.devices:
         try:
-            hw = get_device(device)
-            resolve_runtime(None if task.runtime == DEFAULT_RUNTIME else task.runtime, hw.kind)
+            hw = known[device] if device in known else known.setdefault(device,
+                                                                        get_device(device))
+            if hw.kind not in runtimes:
+                runtimes[hw.kind] = _runtime_problem(task.runtime, hw.kind)
+            if runtimes[hw.kind] is not None:
+                raise runtimes[hw.kind]
             if hw.id in good_devices:
                 raise ValueError(f"device {device!r} is {good_devices[hw.id]!r} again")
             good_devices[hw.id] = device
+            specs[hw.id] = hw
         except Exception as exc:  # a bad device fails its own cells only
             errors.append(error_rows(task, [c for c in cells if c.hardware == device],
                                      message(exc)))
@@ -100,7 +133,7 @@ def run_graph(task: SweepTask) -> pd.DataFrame:
     frames = []
     if good_devices and graphs:
         frames, failed = _predict(task, _Part(good_devices, graphs, task.precisions,
-                                              task.modes))
+                                              task.modes), specs)
         errors += failed
     return concat(frames + errors)
 
@@ -130,27 +163,28 @@ class _Part:
         return [replace(self, devices={k: v}) for k, v in self.devices.items()]
 
 
-def _predict(task: SweepTask, part: _Part) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+def _predict(task: SweepTask, part: _Part, specs: dict[str, HardwareSpec]
+             ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     """One vectorised call; if it raises, the part is split (``_Part.split``: precisions,
     modes, batches, then devices) and each piece retried, so a failure lands on exactly the
     cells it belongs to. Only a failing call costs extra calls."""
     try:
-        return [_call(task, part)], []
+        return [_call(task, part, specs)], []
     except Exception as exc:
         if len(part.cells()) == 1 or len(part.split()) == 1:
             return [], [error_rows(task, part.cells(), message(exc))]
     frames, errors = [], []
     for piece in part.split():
-        got, failed = _predict(task, piece)
+        got, failed = _predict(task, piece, specs)
         frames += got
         errors += failed
     return frames, errors
 
 
-def _call(task: SweepTask, part: _Part) -> pd.DataFrame:
+def _call(task: SweepTask, part: _Part, specs: dict[str, HardwareSpec]) -> pd.DataFrame:
     devices = part.devices
     estimator = task.estimator
-    df = sweep(part.graphs.__getitem__, list(devices.values()), list(part.graphs),
+    df = sweep(part.graphs.__getitem__, [specs[i] for i in devices], list(part.graphs),
                part.precisions, part.modes, estimator,
                runtime=None if task.runtime == DEFAULT_RUNTIME else task.runtime)
     keys: Sequence[CellKey] = [

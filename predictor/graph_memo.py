@@ -11,8 +11,10 @@ depend on the devices — the kernel plan, the workload table, the memory footpr
 * Entries are keyed by the graph's identity (a weak reference guards against a reused id:
   a dead graph's entry is never returned) and by ``key`` (hashable: the frozen config and
   profile dataclasses compare by value, so an edited profile is a new key).
-* At most ``MAX_ENTRIES`` entries, least recently used dropped first (a workload table is
-  ~0.1-1 MB: 256 entries are ~16 graphs x 16 (precision, mode, runtime) combinations).
+* At most ``MAX_ENTRIES`` entries, least recently used dropped first. A graph task of G
+  (batch, precision, mode) combinations uses ~2 G + 2 x batches entries (workload and memory
+  per combination, plan and trainable parameters per graph): 512 hold a task of G = 200, so
+  the next device slice of the same model finds all of them; a workload table is ~0.1-1 MB.
 * Callers must not modify what they get back (the same object is handed to every caller).
 """
 
@@ -28,7 +30,7 @@ import networkx as nx
 from roofcast.graph_import.types import Graph
 
 T = TypeVar("T")
-MAX_ENTRIES = 256
+MAX_ENTRIES = 512
 _MEMO: OrderedDict[tuple[int, int, Hashable], tuple[weakref.ref, Any]] = OrderedDict()
 
 

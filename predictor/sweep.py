@@ -44,8 +44,9 @@ from roofcast.predictor.features import featurize
 from roofcast.predictor.graph_memo import memo
 from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
+from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.simulate import critical_path_times, step_dag
-from roofcast.predictor.workload import kernel_plan, workload_table
+from roofcast.predictor.workload import check_precision, workload_table
 
 BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
 NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
@@ -140,7 +141,10 @@ def _profile_cells(graphs, configs, profile: ExecutionProfile, specs: list, est,
 def _workload(graph, config, profile: ExecutionProfile, allow_incomplete: bool):
     """(kernel plan, workload table) of one (graph, config, profile): device-independent, so
     a sweep builds it once per process (``graph_memo``)."""
-    plan = kernel_plan(graph, config, profile)
+    check_precision(profile, config.precision)
+    # the plan does not depend on the precision or mode: one per (graph, profile, fusion)
+    plan = memo(graph, ("plan", profile, config.fusion),
+                lambda: build_plan(graph, profile, config.fusion))
     w = workload_table(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan)
     if w.empty:
         raise PredictionError(f"model {graph.name!r} has no op that does work")

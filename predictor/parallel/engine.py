@@ -128,41 +128,90 @@ def _evaluation_key(work: ShardedWorkload) -> tuple:
     return (replace(work.config, dims={}, runtime=None), get_runtime(runtime))
 
 
+@dataclass(frozen=True)
+class StackedWorkloads:
+    """What timing workloads needs that does not depend on the device (``stack_workloads``):
+    per distinct (config, runtime) group the stacked distinct rows of its members and the map
+    back to each member's rows; per workload its rows' slot, count and phase masks. Timing the
+    same builds on many devices (a sweep's hardware axis) stacks them once."""
+
+    works: tuple[ShardedWorkload, ...]
+    groups: tuple[tuple[Any, Any, tuple[int, ...], pd.DataFrame, tuple[np.ndarray, ...]], ...]
+    slots: tuple[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]], ...]
+
+
+def stack_workloads(works: Sequence[ShardedWorkload]) -> StackedWorkloads:
+    """The device-independent half of ``time_workloads``: each workload's distinct rows,
+    stacked per distinct (config, runtime) and made distinct again."""
+    rows = [_checked_rows(w) for w in works]
+    picks = [distinct_rows(r) for r in rows]
+    members_of: dict[tuple, list[int]] = {}
+    for i, w in enumerate(works):
+        members_of.setdefault(_evaluation_key(w), []).append(i)
+    groups = []
+    for (config, profile), members in members_of.items():
+        parts = [rows[i].iloc[picks[i][0]] for i in members]
+        stacked = pd.concat(parts, ignore_index=True)
+        first, inverse = distinct_rows(stacked)
+        offsets = np.cumsum([0] + [len(p) for p in parts])
+        backs = tuple(inverse[offsets[j]:offsets[j + 1]][picks[i][1]]
+                      for j, i in enumerate(members))
+        groups.append((config, profile, tuple(members),
+                       stacked.iloc[first].reset_index(drop=True), backs))
+    slots = []
+    for r in rows:
+        phase = r["phase"].astype(str).to_numpy()
+        slots.append((r["layer"].to_numpy(dtype=int), r["count"].to_numpy(dtype=float),
+                      {ph: phase == ph for ph in PHASES}))
+    return StackedWorkloads(works=tuple(works), groups=tuple(groups), slots=tuple(slots))
+
+
+def time_stacked(stacked: StackedWorkloads, hw: Any, estimator: Any = PARALLEL_ESTIMATOR
+                 ) -> list[TimedWorkload]:
+    """The device half of ``time_workloads``: one ``evaluate`` per group on ``hw``, then time x
+    count summed per (phase, slot) for each workload."""
+    return time_stacked_devices(stacked, [hw], estimator)[0]
+
+
+def time_stacked_devices(stacked: StackedWorkloads, hws: Sequence[Any],
+                         estimator: Any = PARALLEL_ESTIMATOR) -> list[list[TimedWorkload]]:
+    """``time_stacked`` on several devices at once: per group **one** ``evaluate`` over the
+    devices (``featurize``'s device-major stack: device d's copy of distinct row r is row
+    ``d x rows + r``) -> per device, the timed workloads in ``stacked.works`` order."""
+    n_dev = len(hws)
+    row_s: list[list[dict[str, np.ndarray]]] = [[{} for _ in stacked.works] for _ in hws]
+    for config, profile, members, distinct, backs in stacked.groups:
+        ev = evaluate(distinct, list(hws) if n_dev > 1 else hws[0], config, estimator, profile)
+        cols = {col: ev[col].to_numpy(dtype=float).reshape(n_dev, len(distinct))
+                for col in TIME_COLUMNS}
+        for d in range(n_dev):
+            for i, back in zip(members, backs, strict=True):
+                row_s[d][i] = {col: cols[col][d][back] for col in TIME_COLUMNS}
+    name = estimator if isinstance(estimator, str) else getattr(estimator, "name", str(estimator))
+    out = []
+    for hw, times_of in zip(hws, row_s, strict=True):
+        timed = []
+        for work, (layer, count, masks), times in zip(stacked.works, stacked.slots, times_of,
+                                                      strict=True):
+            n_slots = len(work.param_elems)
+            slot_s = {}
+            for ph in PHASES:
+                mask = masks[ph]
+                for col in TIME_COLUMNS:
+                    slot_s[(ph, col)] = np.bincount(layer[mask],
+                                                    weights=times[col][mask] * count[mask],
+                                                    minlength=n_slots)
+            timed.append(TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s))
+        out.append(timed)
+    return out
+
+
 def time_workloads(works: Sequence[ShardedWorkload], hw: Any,
                    estimator: Any = PARALLEL_ESTIMATOR) -> list[TimedWorkload]:
     """``time_workload`` of several workloads with one ``evaluate`` per distinct (config,
     runtime): the distinct rows of all of them are timed together (the plan search's builds
-    share most kernels)."""
-    rows = [_checked_rows(w) for w in works]
-    picks = [distinct_rows(r) for r in rows]
-    groups: dict[tuple, list[int]] = {}
-    for i, w in enumerate(works):
-        groups.setdefault(_evaluation_key(w), []).append(i)
-    row_s: list[dict[str, np.ndarray]] = [{} for _ in works]
-    for (config, profile), members in groups.items():
-        parts = [rows[i].iloc[picks[i][0]] for i in members]
-        stacked = pd.concat(parts, ignore_index=True)
-        first, inverse = distinct_rows(stacked)
-        ev = evaluate(stacked.iloc[first].reset_index(drop=True), hw, config, estimator, profile)
-        offsets = np.cumsum([0] + [len(p) for p in parts])
-        for j, i in enumerate(members):
-            back = inverse[offsets[j]:offsets[j + 1]][picks[i][1]]
-            row_s[i] = {col: ev[col].to_numpy(dtype=float)[back] for col in TIME_COLUMNS}
-    name = estimator if isinstance(estimator, str) else getattr(estimator, "name", str(estimator))
-    out = []
-    for work, r, times in zip(works, rows, row_s, strict=True):
-        n_slots = len(work.param_elems)
-        layer = r["layer"].to_numpy(dtype=int)
-        count = r["count"].to_numpy(dtype=float)
-        phase = r["phase"].astype(str).to_numpy()
-        slot_s = {}
-        for ph in PHASES:
-            mask = phase == ph
-            for col in TIME_COLUMNS:
-                slot_s[(ph, col)] = np.bincount(layer[mask], weights=times[col][mask] * count[mask],
-                                                minlength=n_slots)
-        out.append(TimedWorkload(work=work, device=hw, estimator=name, slot_s=slot_s))
-    return out
+    share most kernels). ``stack_workloads`` then ``time_stacked``."""
+    return time_stacked(stack_workloads(works), hw, estimator)
 
 
 def time_workload(work: ShardedWorkload, hw: Any, estimator: Any = PARALLEL_ESTIMATOR

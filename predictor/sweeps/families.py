@@ -43,7 +43,7 @@ FAMILY_SPECS: dict[str, Family] = {
     "serving": Family("serving", "roofcast.predictor.sweeps.family_serving", "roofline+eff",
                       0.010, 0.002),
     "parallel": Family("parallel", "roofcast.predictor.sweeps.family_parallel",
-                       "roofline+eff", 0.020, 0.020),
+                       "roofline+eff", 0.006, 0.001),
 }
 RUNNERS: dict[str, Runner] = {}
 

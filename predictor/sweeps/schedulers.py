@@ -147,10 +147,9 @@ def check_cells(frames: Sequence[pd.DataFrame], tasks: Sequence[SweepTask]) -> p
     return cells.sort_values("cell_id", kind="stable").reset_index(drop=True)
 
 
-#: the cell columns that, with the hardware, make a cell: rows equal on these compare
-#: across hardware (``with_speedup``)
-SAME_WORK = ("model", "runtime", "batch", "precision", "mode", "plan", "input_tokens",
-             "output_tokens")
+#: the cell columns that, with the hardware and the spec's runtime, make a cell: rows equal
+#: on these compare across hardware (``with_speedup``)
+SAME_WORK = ("model", "batch", "precision", "mode", "plan", "input_tokens", "output_tokens")
 
 
 def hardware_of(cells: pd.DataFrame) -> pd.Series:
@@ -162,14 +161,17 @@ def hardware_of(cells: pd.DataFrame) -> pd.Series:
 
 def with_speedup(cells: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
     """``cells`` with ``speedup`` = time_s of the ``baseline`` hardware's cell of the same work
-    (``SAME_WORK``) / this cell's time_s; NaN without a baseline, where the baseline's cell
-    failed or is missing (a ``system:`` baseline for a single-device cell)."""
+    (``SAME_WORK`` and the spec's runtime, the third part of ``cell_id``: ``default`` compares
+    each kind's default runtime) / this cell's time_s; NaN without a baseline, where the
+    baseline's cell failed or is missing (a ``system:`` baseline for a single-device cell)."""
     out = cells.copy()
     if baseline is None or out.empty:
         out["speedup"] = float("nan")
         return out
-    base = out[hardware_of(out) == baseline]
-    base_t = base.set_index(list(SAME_WORK))["time_s"]
-    keys = pd.MultiIndex.from_frame(out[list(SAME_WORK)])
+    work = out[list(SAME_WORK)].assign(spec_runtime=out["cell_id"].str.split("|").str[2])
+    base = work[hardware_of(out) == baseline]
+    base_t = pd.Series(out.loc[base.index, "time_s"].to_numpy(),
+                       index=pd.MultiIndex.from_frame(base))
+    keys = pd.MultiIndex.from_frame(work)
     out["speedup"] = base_t.reindex(keys).to_numpy() / out["time_s"].to_numpy()
     return out

@@ -100,3 +100,18 @@ def test_lost_or_duplicated_cells_raise(small, registry, mangle, message):
 
     with pytest.raises(SweepIntegrityError, match=message):
         run_sweep(small, "bad", cells_per_task=4)
+
+
+def test_speedup_is_the_baseline_time_over_the_cell_time(tmp_path):
+    from .helpers import CPU, GPU, GPU2
+    body = SMALL + f'baseline = "{GPU2}"\n'
+    res = run_sweep(read_spec(write_spec(tmp_path, body)))
+    cells = res.cells.set_index(["device", "batch", "precision"])
+    base = cells.loc[GPU2, "time_s"]
+    for dev in (GPU, GPU2, CPU):
+        want = base / cells.loc[dev, "time_s"]
+        pd.testing.assert_series_equal(cells.loc[dev, "speedup"], want, check_names=False)
+    assert (cells.loc[GPU2, "speedup"] == 1.0).all()
+    assert cells.loc["no-such-device", "speedup"].isna().all()  # failed cells: no speedup
+    plain = run_sweep(read_spec(write_spec(tmp_path / "plain", SMALL)))
+    assert plain.cells["speedup"].isna().all()  # no baseline: NaN, not 1

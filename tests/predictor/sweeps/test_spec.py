@@ -24,7 +24,8 @@ def test_valid_spec_values_and_defaults(tmp_path):
     assert spec.modes == ("infer",)
     assert spec.runtimes == ("default",)
     assert spec.estimator is None  # each family's default (families.FAMILY_SPECS)
-    assert spec.plans == ("single",) and spec.llms == ()
+    assert spec.plans == ("single",)
+    assert spec.llms == ()
     assert spec.baseline is None
     assert spec.name == "small"
     assert spec.source == str((tmp_path / "spec.toml").resolve())
@@ -114,3 +115,56 @@ def test_missing_file_too_big_and_too_many_cells(tmp_path, monkeypatch):
     with pytest.raises(SweepSpecError, match="8 cells, over the 7 limit"):
         read_spec(write_spec(tmp_path, "[sweep]\nmodels=['resnet50']\ndevices=['t4', 'a10']\n"
                              "batches=[1, 2]\nprecisions=['fp32', 'fp16']"))
+
+
+LLM_GRID = """
+[sweep]
+models = ["resnet50", "llm:gpt2", "phi-2"]
+devices = ["h100-sxm", "system:hgx-h100"]
+batches = [1, 8]
+precisions = ["fp16", "int4"]
+modes = ["infer", "serve"]
+plans = ["single", "pp2 tp2", "tp2"]
+input_tokens = [128, 1024]
+output_tokens = [64]
+"""
+
+
+def test_llm_configs_plans_and_systems_make_the_documented_cells(tmp_path):
+    from roofcast.predictor.sweeps.types import cell_groups
+    spec = read_spec(write_spec(tmp_path, LLM_GRID))
+    assert spec.llms == ("llm:gpt2", "phi-2")  # the zoo's gpt2 needs no prefix
+    assert spec.plans == ("single", "tp2 pp2", "tp2")  # canonical part order
+    groups = {(g.model, g.family): g for g in cell_groups(spec)}
+    assert set(groups) == {("resnet50", "graph"), ("resnet50", "parallel"),
+                           ("llm:gpt2", "serving"), ("llm:gpt2", "parallel"),
+                           ("phi-2", "serving"), ("phi-2", "parallel")}
+    graph = groups["resnet50", "graph"]
+    assert graph.hardware == ("h100-sxm",)  # a system takes plans only
+    assert graph.plans == ("single",)
+    assert groups["resnet50", "parallel"].plans == ("tp2 pp2", "tp2")
+    serve = groups["llm:gpt2", "serving"]
+    assert serve.modes == ("serve",)
+    assert serve.tokens == ((128, 64), (1024, 64))
+    assert groups["llm:gpt2", "parallel"].tokens == ((128, 0), (1024, 0))
+    # 2 hw x 2 batches x 2 precisions x [graph 1x1x1 (1 device) + parallel 1 mode x 2 plans]
+    # + per LLM: serve 3 plans x 2 tokens + parallel 1 mode x 3 plans x 2 tokens
+    assert spec.n_cells == 2 * 2 * (1 + 2 * 2) + 2 * 2 * 2 * 2 * (3 * 2 + 3 * 2)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('plans = ["tp2", "tp0"]', "'tp0' must be tp1"),
+    ('plans = ["tp2 tp4"]', "gives tp twice"),
+    ('plans = ["tp2", "x3"]', "unknown part 'x3'"),
+    ('plans = ["tp2 pp2", "pp2 tp2"]', "lists one plan twice"),
+    ('input_tokens = [0]', "not a positive integer"),
+    ('models = ["no-such-llm"]', "nor a bundled LLM config"),
+    ('models = ["../outside.json"]', "leads outside"),
+    ('devices = ["system:"]', "names no system"),
+])
+def test_bad_new_keys_name_the_problem(tmp_path, line, message):
+    body = LLM_GRID.replace(line.split(" = ")[0] + " = ", "_replaced = ", 1) \
+        if line.split(" = ")[0] in LLM_GRID else LLM_GRID
+    body = "\n".join(x for x in body.splitlines() if not x.startswith("_replaced")) + "\n" + line
+    with pytest.raises(SweepSpecError, match=message):
+        read_spec(write_spec(tmp_path, body))

@@ -31,6 +31,7 @@ bound (the bound label holding most of the cell's time).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.simulate import critical_path_times, step_dag
-from roofcast.predictor.workload import check_precision, workload_table
+from roofcast.predictor.workload import check_precision, forward_kernels, workload_table
 
 BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
 NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
@@ -145,7 +146,11 @@ def _workload(graph, config, profile: ExecutionProfile, allow_incomplete: bool):
     # the plan does not depend on the precision or mode: one per (graph, profile, fusion)
     plan = memo(graph, ("plan", profile, config.fusion),
                 lambda: build_plan(graph, profile, config.fusion))
-    w = workload_table(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan)
+    # the mapped forward rows do not depend on the mode: one per config with mode "infer"
+    forward = memo(graph, ("forward", replace(config, mode="infer"), profile, allow_incomplete),
+                   lambda: forward_kernels(graph, config, profile, allow_incomplete, plan))
+    w = workload_table(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan,
+                       forward=forward)
     if w.empty:
         raise PredictionError(f"model {graph.name!r} has no op that does work")
     return plan, w

@@ -51,6 +51,7 @@ from roofcast.predictor.runtimes.catalog import runtime_names
 from roofcast.predictor.sweeps.plans import canonical_plan
 from roofcast.predictor.sweeps.tasks import DEFAULT_RUNTIME, KIND_PREFIX, expand_devices
 from roofcast.predictor.sweeps.types import (
+    ID_SEPARATOR,
     SINGLE,
     SWEEP_MODES,
     SYSTEM_PREFIX,
@@ -153,6 +154,9 @@ def _list(table: Mapping[str, Any], key: str, where: str) -> list:
                              f"list at least one, e.g. {key} = [{_example(key)}]")
     seen: set = set()
     for item in value:
+        if isinstance(item, str) and ID_SEPARATOR in item:
+            raise SweepSpecError(f"{where}: [sweep] {key}: {item!r} contains {ID_SEPARATOR!r}, "
+                                 "which separates the parts of a cell id; rename it")
         if item in seen:
             raise SweepSpecError(f"{where}: [sweep] {key} lists {item!r} twice; list it once")
         seen.add(item)

@@ -51,6 +51,8 @@ SINGLE = "single"
 NO_TOKENS: tuple[int, int] = (0, 0)
 #: the hardware prefix of a system entry (``system:hgx-h100``)
 SYSTEM_PREFIX = "system:"
+#: joins the parts of a cell id (``cell_id``); spec texts may not contain it
+ID_SEPARATOR = "|"
 #: the families of cells, in planning order (module docstring)
 FAMILIES: tuple[str, ...] = ("graph", "serving", "parallel")
 #: modes of a sweep: ``infer``/``train`` (graphs and plans), ``serve`` (LLM configs only)
@@ -109,7 +111,7 @@ def cell_id(model: str, runtime: str, key: CellKey) -> str:
     """The cell's stable id: ``model|hardware|runtime|batch|precision|mode|plan|IN:OUT``
     (``-`` for no tokens)."""
     tokens = "-" if key.tokens == NO_TOKENS else f"{key.tokens[0]}:{key.tokens[1]}"
-    return "|".join((model, key.hardware, runtime, str(key.batch), key.precision, key.mode,
+    return ID_SEPARATOR.join((model, key.hardware, runtime, str(key.batch), key.precision, key.mode,
                      key.plan, tokens))
 
 

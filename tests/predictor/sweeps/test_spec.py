@@ -161,6 +161,7 @@ def test_llm_configs_plans_and_systems_make_the_documented_cells(tmp_path):
     ('models = ["no-such-llm"]', "nor a bundled LLM config"),
     ('models = ["../outside.json"]', "leads outside"),
     ('devices = ["system:"]', "names no system"),
+    ('models = ["a|b.onnx"]', "separates the parts of a cell id"),
 ])
 def test_bad_new_keys_name_the_problem(tmp_path, line, message):
     body = LLM_GRID.replace(line.split(" = ")[0] + " = ", "_replaced = ", 1) \

@@ -41,7 +41,7 @@ FAMILY_SPECS: dict[str, Family] = {
     "graph": Family("graph", "roofcast.predictor.sweeps.family_graph", "time-roofline",
                     0.035, 0.001),
     "serving": Family("serving", "roofcast.predictor.sweeps.family_serving", "roofline+eff",
-                      0.010, 0.002),
+                      0.009, 0.001),
     "parallel": Family("parallel", "roofcast.predictor.sweeps.family_parallel",
                        "roofline+eff", 0.006, 0.001),
 }

@@ -11,8 +11,8 @@ else the engine's name) x a slice of the hardware entries x every batch, precisi
   activations=ACT, runtime=ENGINE or None, tp, pp, ep)``. **Precision rule**: the precision is
   the weights' dtype; the activations (and so the KV cache) are ``bf16`` / ``fp32`` for those
   precisions and ``fp16`` for every other one (fp16, fp8, int8, int4: weight-only
-  quantisation over fp16 activations, as ``roofcast llm --weights`` does). A dtype the engine
-  does not run (``check_request``) fails its cells only.
+  quantisation over ``ServingConfig``'s default fp16 activations). A dtype the engine does not
+  run (``check_request``) fails its cells only.
 * The plan (``plans.parse_plan``): ``single`` = one device; ``tpT ppP epE dpD``: one replica
   over T x P devices (E expert groups inside the tensor group), D replicas. Micro-batches,
   ZeRO, sp and rc are training/step parts: a plan naming them fails its serving cells.
@@ -36,26 +36,38 @@ runtime = the engine modelled (the spec's text where the cell failed before one 
 estimator = the task's. A model that does not fit keeps the prediction's NaN metrics with
 ``fits`` False (and dominant_bound "").
 
-**Speed**: one ``predict_many(..., kernels=False)`` call per (precision, plan, tokens) times
-every device entry x batch together where the replica's system is the one ``predict_many``
+**Speed**: one ``predict_many(..., kernels=False)`` call per (precision, plan, tokens) and
+engine times every device entry x batch together where the replica's system is the one ``predict_many``
 builds itself (``system=None``: one device, or T x P devices of a device with D = 1, i.e.
 ``sharding.replica_system``; or T x P = 1, which has no communication); a replica inside a
 larger system (a ``system:`` entry, or D > 1 on a device) is called per entry with that
 system. If a call raises, its entries are split in halves, then its batches, and retried, so
 an error (an engine that does not run the dtype on one device, a context too long) lands on
 its own cells only. LLM configs (``llm_cache``) and systems (``system_cache``) are cached per
-process.
+process; each entry's engine is resolved once a task and handed to ``predict_many`` as its
+profile object (no profile file read per call); the device catalog is pinned for the task
+(``hw_catalog.catalog.pinned_catalog``: the serving model looks each device up ~5 times a cell,
+and every look-up otherwise stats all device files).
 
-**Sizing** (``families.FAMILY_SPECS["serving"]``): fixed_s per (precision x plan x tokens x
-batch) combination, cell_s per hardware cell; measured (see ``fixed_s``/``cell_s`` there and the
-figures below) with ``benchmarks``-style timing of ``run_serving`` on warm caches.
+**Sizing** (``families.FAMILY_SPECS["serving"]``: fixed_s 9 ms per (batch x precision x plan x
+tokens) combination, cell_s 1 ms per hardware cell: the medians of the 8 fits below), measured
+with ``roofline+eff`` on 2 shared cores, warm caches, the least of 5 runs of ``run_serving`` on
+a ``SweepTask`` of the first w = 1, 8, 24 catalog GPUs x batches (1, 8) x precisions (fp16,
+int4) x tokens (512, 128) x plans, fitted to G x (F + w x c). Load 4.2-4.5: llm:gpt2 single F
+9.5 ms c 1.1 ms (42 / 75 / 145 ms), single+tp2 F 8.9 / c 0.9 (84 / 123 / 250 ms);
+llama-3.1-8b single F 8.3 / c 0.8, single+tp2 F 5.5 / c 1.6. Load 1.5-2.2: gpt2 single F 8.1
+/ c 1.6, single+tp2 F 15.0 / c 0.9; llama-3.1-8b single F 14.6 / c 1.2, single+tp2 F 15.8 / c
+0.7 (135 / 165 / 256 ms). llama-3.1-70b mostly does not fit one device (no timing): F ~0, c 1.5.
+A 6,336-cell serving sweep (3 LLMs x 44 entries x 4 batches x 2 precisions x 3 plans x 2
+tokens) ran at 780 cells/s locally (load 1.7). Before the catalog was pinned and the engines
+passed as profiles the gpt2 single+tp2 task took ~1.3 s at w = 24 (load 4.5).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import product
 from pathlib import Path
@@ -66,7 +78,7 @@ import pandas as pd
 
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.load import load_llm
-from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.catalog import get_device, pinned_catalog
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.hw_catalog.systems import get_system, resolve_system
 from roofcast.predictor.errors import PredictionError
@@ -76,6 +88,7 @@ from roofcast.predictor.llm.serving import predict_many
 from roofcast.predictor.llm.sharding import Sharding, check_sharding
 from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
 from roofcast.predictor.parallel.plan import complete_plan
+from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
 from roofcast.predictor.sweeps.families import FAMILY_SPECS, register_family
 from roofcast.predictor.sweeps.plans import parse_plan
@@ -140,10 +153,12 @@ def serving_plan(text: str) -> dict[str, int]:
 # ----------------------------------------------------------------------------- layout
 @dataclass(frozen=True)
 class _Entry:
-    """A hardware entry that resolved: its text, device, system (``system:`` entries)."""
+    """A hardware entry that resolved: its text, device, engine profile (``engine_profile``)
+    and system (``system:`` entries)."""
 
     text: str
     hw: HardwareSpec
+    engine: ExecutionProfile
     system: Any = None
 
 
@@ -159,12 +174,21 @@ class _Layout:
     label: str
 
 
-def _entry(text: str, runtime: str | None) -> _Entry:
-    """Resolve a hardware text and check the engine runs on its device."""
+def _entry(text: str, runtime: str | None,
+           engines: dict[tuple[str, str], ExecutionProfile | Exception]) -> _Entry:
+    """Resolve a hardware text and its engine (``engines``: the task's memo per device kind
+    and vendor); an engine that does not run on the device raises."""
     system = system_cache(text, None) if text.startswith(SYSTEM_PREFIX) else None
     hw = get_device(system.device if system is not None else text)
-    engine_profile(runtime, hw)  # an engine that does not run on the device fails its cells
-    return _Entry(text, hw, system)
+    where = (hw.kind, hw.vendor)
+    if where not in engines:
+        try:
+            engines[where] = engine_profile(runtime, hw)
+        except Exception as exc:
+            engines[where] = exc
+    if isinstance(engines[where], Exception):
+        raise engines[where]
+    return _Entry(text, hw, engines[where], system)
 
 
 def _layout(entry: _Entry, given: dict[str, int], sh: Sharding) -> _Layout:
@@ -197,7 +221,13 @@ class _Combo:
 @register_family("serving")
 def run_serving(task: SweepTask) -> pd.DataFrame:
     """Predict every cell of a serving ``task`` (module docstring); never raises for a bad
-    cell."""
+    cell. The device catalog is pinned for the task (``pinned_catalog``: the serving model
+    looks devices up several times a cell)."""
+    with pinned_catalog():
+        return _run(task)
+
+
+def _run(task: SweepTask) -> pd.DataFrame:
     cells = task.cells()
     try:
         arch = llm_cache(task.model, task.model_root)
@@ -210,14 +240,15 @@ def run_serving(task: SweepTask) -> pd.DataFrame:
         errors.append(error_rows(task, wrong, f"ServingCellError: serving cells take mode "
                                               f"{SERVE!r}, not {wrong[0].mode!r}"))
     entries: dict[str, _Entry] = {}
+    engines: dict[tuple[str, str], ExecutionProfile | Exception] = {}
     for text in task.devices:
         try:
-            entries[text] = _entry(text, runtime)
+            entries[text] = _entry(text, runtime, engines)
         except Exception as exc:  # an unknown device / system, a wrong engine
             errors.append(error_rows(task, _keys(task, [text], modes_of(task)), message(exc)))
     frames: list[pd.DataFrame] = []
     if SERVE not in task.modes or not entries:
-        return concat(frames + errors)
+        return concat([*frames, _known(concat(errors), entries)])
     for plan in task.plans:
         try:
             given = serving_plan(plan)
@@ -227,7 +258,7 @@ def run_serving(task: SweepTask) -> pd.DataFrame:
             errors.append(error_rows(task, _keys(task, list(entries), plans=(plan,)),
                                      message(exc)))
             continue
-        shared: list[_Layout] = []  # system None: one predict_many call for all of them
+        shared: dict[str, list[_Layout]] = {}  # system None: one call per engine
         alone: list[list[_Layout]] = []  # a replica in a larger system: one call per entry
         for text, entry in entries.items():
             try:
@@ -237,10 +268,10 @@ def run_serving(task: SweepTask) -> pd.DataFrame:
                                          message(exc)))
                 continue
             if lay.system is None:
-                shared.append(lay)
+                shared.setdefault(entry.engine.name, []).append(lay)
             else:
                 alone.append([lay])
-        groups = [shared, *alone] if shared else alone
+        groups = [*shared.values(), *alone]
         if not groups:
             continue
         for precision, tokens in product(task.precisions, task.tokens):
@@ -261,7 +292,22 @@ def run_serving(task: SweepTask) -> pd.DataFrame:
                                        estimator_of(task))
                 frames += got
                 errors += failed
-    return concat(frames + errors)
+    return concat([*frames, _known(concat(errors), entries)])
+
+
+def _known(errors: pd.DataFrame, entries: dict[str, _Entry]) -> pd.DataFrame:
+    """Error rows of entries that resolved: ``device`` = a ``system:`` entry's device and
+    ``runtime`` = the engine chosen (the spec's texts stay where the entry failed)."""
+    if errors.empty or not entries:
+        return errors
+    on_system = errors["device"] == ""
+    hardware = errors["device"].where(~on_system, SYSTEM_PREFIX + errors["system"])
+    entry = hardware.map(entries)
+    ok = entry.notna()
+    errors.loc[ok, "runtime"] = [e.engine.name for e in entry[ok]]
+    fill = ok & on_system
+    errors.loc[fill, "device"] = [e.hw.id for e in entry[fill]]
+    return errors
 
 
 def estimator_of(task: SweepTask) -> str:
@@ -291,8 +337,10 @@ def _predict(task: SweepTask, arch: LLMArch, combo: _Combo, layouts: list[_Layou
     """One ``predict_many`` over ``layouts`` x ``batches``; if it raises, the entries are
     split in halves (then the batches) and each half retried, so the failure lands on the
     cells it belongs to. Only a failing call costs extra calls."""
+    # the entries' engine as a profile object: predict_many does not read its file again
+    cfg = replace(combo.cfg, runtime=layouts[0].entry.engine)
     try:
-        preds = predict_many(arch, [lay.entry.hw for lay in layouts], combo.cfg, list(batches),
+        preds = predict_many(arch, [lay.entry.hw for lay in layouts], cfg, list(batches),
                              estimator=estimator, kernels=False, system=layouts[0].system)
         return [_rows(task, combo, layouts, batches, preds, estimator)], []
     except Exception as exc:

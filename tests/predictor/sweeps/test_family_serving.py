@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from roofcast.graph_import.llm.load import load_llm
-from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.catalog import get_device, load_catalog, pinned_catalog
 from roofcast.hw_catalog.systems import get_system, resolve_system
 from roofcast.predictor.llm.serving import predict_serving
 from roofcast.predictor.llm.types import ServingConfig
@@ -174,6 +175,9 @@ def test_errors_land_on_their_own_cells():
     assert good["time_s"].notna().all()
     bad = df[df["error"] != ""]
     assert bad["time_s"].isna().all()
+    # a system cell that failed after its system resolved names the system's device
+    on_system = bad[bad["cell_id"].str.contains(f"|{SYSTEM}|", regex=False)]
+    assert set(on_system["device"]) == {GPU}
     assert not bad["fits"].any()
 
 
@@ -230,3 +234,20 @@ output_tokens = [16]
     assert len(graph) == 2
     assert (graph["error"] == "").all()
     assert np.isfinite(serving["time_s"]).all()
+
+
+def test_pinned_catalog_skips_file_checks_inside_the_block_only(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    data = Path(__file__).parents[2] / "hw_catalog" / "data" / "fixture-gpu.toml"
+    monkeypatch.setenv("ROOFCAST_HW_DIR", str(tmp_path))
+    path = tmp_path / "fixture-gpu.toml"
+    path.write_text(data.read_text())
+    assert get_device("fixture-gpu").mem_bw_Bps == 3350e9
+    with pinned_catalog() as catalog:
+        path.write_text(path.read_text().replace("bandwidth_GBps = 3350",
+                                                 "bandwidth_GBps = 3351"))
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        assert load_catalog() is catalog
+        assert get_device("fixture-gpu").mem_bw_Bps == 3350e9  # not re-checked in the block
+    assert get_device("fixture-gpu").mem_bw_Bps == 3351e9  # seen after it

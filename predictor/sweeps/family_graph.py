@@ -11,12 +11,24 @@ and mode (plan ``single``, no tokens), predicted in one ``sweep`` call.
   precision (int8 on pytorch-eager), batch or device cannot sink the rest; every failure is a
   row with ``error`` = the message and NaN metrics.
 
-Sizing (``families.FAMILY_SPECS["graph"]``), measured with ``time-roofline``, graphs cached, 2
-shared cores: with G = batches x precisions x modes and w devices, a task costs about
-G x (F + w x c), F ~35 ms of per-(batch, precision, mode) work that does not depend on the
-devices (workload table, fusion plan, memory; ~35 ms for resnet50 and mobilenet_v2, ~125 ms
-for bert_base) and c ~1 ms per device-cell (resnet50: 147 ms for 1 device x G=4, 327 ms for
-43 devices).
+Sizing (``families.FAMILY_SPECS["graph"]``: fixed_s 10 ms, cell_s 0.25 ms): with G = batches
+x precisions x modes and w devices, a task costs about G x (F + w x c). Measured with
+``benchmarks/family_costs.py`` (process CPU time, the least of 5 runs, ``time-roofline``,
+default runtime, G = batches (1, 8) x fp16 x (infer, train), 1 and 43 GPUs, graphs imported;
+2 shared cores, load 3.0-3.5):
+
+* **cold** (``--cold``: the first task of a model in a process; on a cluster, every worker
+  that gets a slice of it): F 9.4 ms resnet50, 9.3 ms mobilenet_v2, 17.9 ms bert_base — the
+  kernel plan (once per graph and runtime), the forward rows (once per precision, shared by
+  infer and train), training rows and memory per (batch, precision, mode);
+* **warm** (a later device slice in the same process: ``predictor.graph_memo`` keeps all of
+  that): F 5.4 / 5.7 / 6.3 ms (featurize, one ``explain``, the cell table);
+* c 0.23 ms resnet50 and mobilenet_v2, 0.48 ms bert_base (more kernels per cell).
+
+``fixed_s`` is the cold F (what splitting the devices repeats across workers). Before the
+speed-ups (same method and load) F was 13.7 / 15.5 / 50.5 ms and c 0.64 / 0.48 / 0.84 ms:
+every task rebuilt every workload, re-sorted the graph on every ``Graph.ops``, re-read the
+device catalog twice and the runtime profile once per device.
 
 ``runtime`` column: the profile that was modelled (the spec's text where the cell failed
 before a profile was chosen).

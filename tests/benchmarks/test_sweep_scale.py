@@ -122,3 +122,19 @@ def test_family_rates_count_every_cell_once_per_family(bench):
     assert (rates["seconds"] > 0).all()
     assert rates["cells_per_s"].to_numpy() == pytest.approx(
         (rates["cells"] / rates["seconds"]).to_numpy())
+
+
+def test_family_costs_fit_and_a_tiny_measurement(capsys):
+    spec = importlib.util.spec_from_file_location("family_costs",
+                                                  BENCHMARK.parent / "family_costs.py")
+    costs = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = costs
+    spec.loader.exec_module(costs)
+    f_s, c_s = costs.fit(t_1=0.050, t_w=0.130, n_combos=4, w=11)  # 4 x (F + c) = 50 ms
+    assert c_s == pytest.approx(0.080 / 40)
+    assert f_s == pytest.approx(0.0125 - 0.002)
+    assert costs.main(["--models", "mobilenet_v2", "--width", "2", "--reps", "1",
+                       "--modes", "infer", "--batches", "1", "--cold"]) == 0
+    out = capsys.readouterr().out
+    assert "mobilenet_v2: G=1, 1 entry" in out
+    assert "2 entries" in out

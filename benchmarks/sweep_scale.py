@@ -151,6 +151,8 @@ def clear_caches() -> None:
         for value in vars(module).values():
             if callable(getattr(value, "cache_clear", None)):
                 value.cache_clear()
+        if callable(getattr(module, "clear_caches", None)):
+            module.clear_caches()  # what a family keeps beyond its lru_caches
     graph_memo.clear()
 
 

@@ -74,17 +74,41 @@ def graph_cache(model: str, dims: tuple[tuple[str, int], ...], batch: int, root:
     """The model imported at ``batch`` with the spec's dims that it has (per-process cache).
 
     The spec's dims apply to the models that name them (``sequence`` binds BERT, not ResNet);
-    a model without a ``batch`` dim cannot be swept over batches and raises."""
+    a model without a ``batch`` dim cannot be swept over batches and raises. Which dims a
+    model names is learnt from its first import (a probe at ``batch`` alone) and kept
+    (``_DIM_NAMES``, per file version), so its other batches import once each, not twice."""
     source = model_source(model, root)
-    probe = import_model(source, dims={"batch": batch}, name=source.stem)
-    names = model_dim_names(probe)
+    try:
+        stat = source.stat()
+        key = (str(source), stat.st_mtime_ns, stat.st_size)  # an edited file is asked again
+    except OSError:
+        key = None  # the import says what is wrong
+    names = _DIM_NAMES.get(key) if key else None
+    probe = None
+    if names is None:
+        probe = import_model(source, dims={"batch": batch}, name=source.stem)
+        names = tuple(model_dim_names(probe))
+        if key:
+            _DIM_NAMES[key] = names
     if "batch" not in names:
         raise ValueError(f"model {model!r} has no 'batch' dim (its dims: "
                          f"{', '.join(names) or 'none'}); it cannot be swept over batches")
     wanted = {k: v for k, v in dims if k in names and k != "batch"}
     if not wanted:
-        return probe
+        return probe or import_model(source, dims={"batch": batch}, name=source.stem)
     return import_model(source, dims={**wanted, "batch": batch}, name=source.stem)
+
+
+#: (model file, mtime, size) -> the dim names of the model (``graph_cache``'s first import)
+_DIM_NAMES: dict[tuple[str, int, int], tuple[str, ...]] = {}
+
+
+def clear_caches() -> None:
+    """Forget the imported graphs, the models' dim names and the resolved devices (a cold
+    start, as in a fresh worker)."""
+    graph_cache.cache_clear()
+    _DIM_NAMES.clear()
+    _DEVICES[:] = [None, {}]
 
 
 def known_devices() -> dict[str, HardwareSpec]:

@@ -7,7 +7,11 @@
   and pytorch-eager; a named runtime that does not run on a device's kind is a
   ``PredictionError``). Devices are grouped by profile;
 * the model is imported once per batch (``graph_source(batch)``) and its workload built once per
-  (batch, precision, mode, profile) — device-independent within a profile;
+  (batch, precision, mode, profile) — device-independent within a profile. For an imported
+  (frozen) graph these are kept per process (``predictor.graph_memo``), so the next call with
+  other devices reuses them: the kernel plan per (graph, profile, fusion), the forward rows
+  mapped to kernels per precision (shared by infer and train), the workload table and the
+  memory footprint per (batch, precision, mode, profile);
 * for each (precision, mode) the workloads of all batches are stacked into one table, and
   ``predictor.features.featurize`` (vectorised over devices: the device columns are looked up
   once per device and (engine, dtype) pair) builds the table of rows x devices; **one**

@@ -5,6 +5,9 @@ and mode (plan ``single``, no tokens), predicted in one ``sweep`` call.
 
 * Graphs come from a per-process LRU cache keyed by (model, dims, batch, folder)
   (``graph_cache``): a worker imports a model once per (dims, batch), not once per cell/task.
+* Device texts are resolved once per process while the device catalog is unchanged
+  (``known_devices``), the runtime once per device kind and task; ``sweep`` gets the resolved
+  devices.
 * A device that is not in the catalog, or on which the runtime does not run, fails only its
   own cells; a model/batch whose import fails fails only its cells; if the vectorised call
   still raises, it is split by precision, mode, batch, then device and retried, so one bad

@@ -20,6 +20,7 @@ depend on the devices — the kernel plan, the workload table, the memory footpr
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -31,6 +32,7 @@ from roofcast.graph_import.types import Graph
 
 T = TypeVar("T")
 MAX_ENTRIES = 512
+_LOCK = threading.Lock()  # Dask workers may run tasks on several threads
 _MEMO: OrderedDict[tuple[int, int, Hashable], tuple[weakref.ref, Any]] = OrderedDict()
 
 
@@ -39,18 +41,21 @@ def memo(graph: Graph, key: Hashable, build: Callable[[], T]) -> T:
     if not nx.is_frozen(graph.nx_graph):
         return build()
     slot = (id(graph), id(graph.nx_graph), key)
-    hit = _MEMO.get(slot)
-    if hit is not None and hit[0]() is graph:
+    with _LOCK:
+        hit = _MEMO.get(slot)
+        if hit is not None and hit[0]() is graph:
+            _MEMO.move_to_end(slot)
+            return hit[1]
+    value = build()  # outside the lock: two threads may build the same value, both correct
+    with _LOCK:
+        _MEMO[slot] = (weakref.ref(graph), value)
         _MEMO.move_to_end(slot)
-        return hit[1]
-    value = build()
-    _MEMO[slot] = (weakref.ref(graph), value)
-    _MEMO.move_to_end(slot)
-    while len(_MEMO) > MAX_ENTRIES:
-        _MEMO.popitem(last=False)
+        while len(_MEMO) > MAX_ENTRIES:
+            _MEMO.popitem(last=False)
     return value
 
 
 def clear() -> None:
     """Forget every entry (benchmarks timing a cold start)."""
-    _MEMO.clear()
+    with _LOCK:
+        _MEMO.clear()

@@ -1,7 +1,7 @@
 """Sweep scaling: cells/s of ``run_sweep`` locally and on a Dask LocalCluster of 1 and 2 workers,
 10^3 to 10^5 cells, and on paper the time of 10^7 cells on a 32-worker cluster.
 
-Run: ``python benchmarks/sweep_scale.py [--sizes 1000,10000,100000] [--workers 1,2]``
+Run: ``python benchmarks/sweep_scale.py [--sizes 1000,10000,100000] [--workers 1,2] [--mix]``
 (``--check`` also asserts every scheduler's table equals the local one, cell for cell;
 ``--compare DIR DIR`` only compares two sweep output folders).
 
@@ -13,8 +13,25 @@ then train); axes are filled in that order — 10^3: 1 model x 32 devices (1,024
 7 models (11,200); 10^5: 17 models x 2 runtimes x 2 modes
 (108,800, the acceptance sweep ``benchmarks/data/sweeps/acceptance_100k.toml``).
 
+**Mixed grid** (``--mix``): graph, LLM serving and parallel-plan cells in one spec
+(``mix_grid``): zoo models (``zoo.list_models()`` order) and the LLM configs ``MIX_LLMS``
+(``llm:gpt2``, ``llama-3.1-8b``) on catalog GPUs plus ``system:hgx-h100``, plans ``single``,
+``tp2``, ``tp4``, ``tp8``, modes ``infer`` and ``serve``, precisions fp16/bf16, 512 prompt +
+128 generated tokens. A graph model makes graph cells (its GPUs, ``single``) and parallel cells
+(every entry, the tp plans); an LLM makes serving cells (every entry and plan, ``serve``) and
+parallel cells (``infer``). The grid grows its GPUs (to ``N_DEVICES``), then its graph
+models, then its batches (1, 8, then 32, 128), then adds mode ``train``, prompts of 128 and
+256 tokens (gpt2 holds 1,024) and precision fp32, until it has >= N cells (10^3: 12 GPUs,
+1,036 cells; 10^4: 11 graph models on 43 GPUs, 10,516; 10^5: every axis widened, 109,416).
+Refused combinations (tp8 does not divide gpt2's 12 heads, dp does not divide a global
+batch) are error cells, counted per family. Beside the scheduler table it prints **cells/s
+per family**: the tasks of the grid run once more one after the other in this process, caches
+cold (``family_rates``), each task timed; rate = the family's cells / the seconds of its
+tasks.
+
 **What is timed.** ``SweepResult.elapsed_s``: planning + running + checking, as a user waits
-for it. Each run starts cold: the local run clears the process's graph cache first; a
+for it. Each run starts cold: the local run clears the process's caches first (every
+family module's ``lru_cache`` caches and ``graph_memo``: ``clear_caches``); a
 ``dask-local:N`` run starts its own LocalCluster (``startup_s`` = the time to start and stop an
 idle cluster of N workers, measured once per N, is inside that wall time), whose fresh worker
 processes import the predictor and the graphs they need. ``cells/s`` = cells / wall;
@@ -47,7 +64,6 @@ import pandas as pd
 
 from roofcast.hw_catalog.catalog import list_devices
 from roofcast.predictor.sweeps import tasks as sweep_tasks
-from roofcast.predictor.sweeps.family_graph import graph_cache
 from roofcast.predictor.sweeps.schedulers import check_cells, run_sweep
 from roofcast.predictor.sweeps.types import SweepResult, SweepSpec
 from roofcast.training_data import zoo
@@ -63,6 +79,17 @@ TARGET_CELLS = 10**7
 TARGET_WORKERS = 32
 #: client link bandwidth in the extrapolation (10 Gbit/s), bytes/s
 CLIENT_BPS = 1.25e9
+#: the mixed grid's axes (module docstring)
+MIX_LLMS = ("llm:gpt2", "llama-3.1-8b")
+MIX_SYSTEMS = ("system:hgx-h100",)
+MIX_PLANS = ("single", "tp2", "tp4", "tp8")
+MIX_MODES = ("infer", "serve")
+MIX_PRECISIONS = ("fp16", "bf16")
+MIX_BATCHES = ((1, 8), (1, 8, 32, 128))
+#: what the mixed grid widens last, in this order, past its batches
+MIX_MODES_WIDE = ("infer", "train", "serve")
+MIX_INPUT_TOKENS_WIDE = (128, 256, 512)
+MIX_PRECISIONS_WIDE = ("fp16", "bf16", "fp32")
 
 
 def grid(n_cells: int) -> SweepSpec:
@@ -87,6 +114,66 @@ def grid(n_cells: int) -> SweepSpec:
     return spec
 
 
+def mix_grid(n_cells: int) -> SweepSpec:
+    """The smallest mixed grid (module docstring) with >= ``n_cells`` cells."""
+    graph_models = tuple(zoo.list_models())
+    gpus = tuple(d.id for d in list_devices("gpu"))[:N_DEVICES]
+    base = SweepSpec(models=(graph_models[0], *MIX_LLMS), llms=MIX_LLMS,
+                     devices=(gpus[0], *MIX_SYSTEMS), batches=MIX_BATCHES[0],
+                     precisions=MIX_PRECISIONS, modes=MIX_MODES, plans=MIX_PLANS, dims=DIMS,
+                     input_tokens=(512,), output_tokens=(128,), name=f"mix-{n_cells}")
+    candidates = [replace(base, devices=(*gpus[:n], *MIX_SYSTEMS))
+                  for n in range(1, len(gpus) + 1)]
+    widest = candidates[-1]
+    candidates += [replace(widest, models=(*graph_models[:k], *MIX_LLMS))
+                   for k in range(2, len(graph_models) + 1)]
+    for axis, values in (("batches", MIX_BATCHES[1]), ("modes", MIX_MODES_WIDE),
+                         ("input_tokens", MIX_INPUT_TOKENS_WIDE),
+                         ("precisions", MIX_PRECISIONS_WIDE)):
+        candidates.append(replace(candidates[-1], **{axis: values}))
+    for spec in candidates:
+        if spec.n_cells >= n_cells:
+            return spec
+    raise ValueError(f"the largest mixed grid has {candidates[-1].n_cells:,} cells; "
+                     f"asked {n_cells:,}")
+
+
+def clear_caches() -> None:
+    """Forget what this process keeps between tasks: every family module's ``lru_cache`` caches
+    (graphs, LLM configs, parallel sources, systems) and ``graph_memo``."""
+    import importlib
+
+    from roofcast.predictor import graph_memo
+    from roofcast.predictor.sweeps.families import FAMILY_SPECS
+
+    for family in FAMILY_SPECS.values():
+        module = importlib.import_module(family.module)
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+        if callable(getattr(module, "clear_caches", None)):
+            module.clear_caches()  # what a family keeps beyond its lru_caches
+    graph_memo.clear()
+
+
+def family_rates(spec: SweepSpec) -> pd.DataFrame:
+    """Cells/s per family: the tasks of ``spec`` run one after the other in this process,
+    caches cold, each timed (module docstring). One row per family: tasks, cells, errors,
+    seconds, cells/s, ms per cell."""
+    clear_caches()
+    rows = []
+    for task in sweep_tasks.plan_tasks(spec):
+        t0 = time.perf_counter()
+        cells = sweep_tasks.run_task(task)
+        rows.append({"family": task.family, "tasks": 1, "cells": len(cells),
+                     "errors": int((cells["error"] != "").sum()),
+                     "seconds": time.perf_counter() - t0})
+    df = pd.DataFrame(rows).groupby("family", sort=False).sum().reset_index()
+    df["cells_per_s"] = df["cells"] / df["seconds"]
+    df["ms_per_cell"] = 1e3 * df["seconds"] / df["cells"]
+    return df
+
+
 @dataclass(frozen=True)
 class Run:
     scheduler: str
@@ -109,8 +196,8 @@ def cluster_startup_s(n_workers: int) -> float:
 
 
 def run(spec: SweepSpec, scheduler: str, startup_s: float = 0.0) -> Run:
-    """One cold run of ``spec`` on ``scheduler`` (the local graph cache cleared first)."""
-    graph_cache.cache_clear()
+    """One cold run of ``spec`` on ``scheduler`` (the local caches cleared first)."""
+    clear_caches()
     return Run(scheduler, run_sweep(spec, scheduler), startup_s)
 
 
@@ -193,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated target cell counts (default 1000,10000,100000)")
     ap.add_argument("--workers", default="1,2",
                     help="LocalCluster sizes (default 1,2; empty: local only)")
+    ap.add_argument("--mix", action="store_true",
+                    help="mixed grids: graph, LLM serving and parallel-plan cells (mix_grid), "
+                         "and cells/s per family")
     ap.add_argument("--check", action="store_true",
                     help="assert every scheduler's table equals the local one")
     ap.add_argument("--compare", nargs=2, metavar="DIR",
@@ -206,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     startups = {w: cluster_startup_s(w) for w in workers}
     rows: list[tuple[int, Run]] = []
     mismatches = []
+    make_grid = mix_grid if args.mix else grid
     for size in sizes:
-        spec = grid(size)
+        spec = make_grid(size)
         local = run(spec, "local")
         rows.append((size, local))
         _progress(size, local)
@@ -222,13 +313,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nSweep scaling ({os.cpu_count()} cores, load average "
               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}):")
         print(df.to_string(index=False))
+    if args.mix:
+        for size in sizes:
+            rates = family_rates(make_grid(size))
+            with pd.option_context("display.float_format", "{:,.2f}".format):
+                print(f"\nCells/s per family, grid {size:,} (one process, caches cold, load "
+                      f"average {os.getloadavg()[0]:.1f}):")
+                print(rates.to_string(index=False))
     if args.check:
         print("tables identical to local: " + ("yes" if not mismatches else
                                                 f"NO ({'; '.join(mismatches)})"))
     if {"dask-local:1", "dask-local:2"} <= set(df["scheduler"]):
         largest = rows[-1 - len(workers)][1].result.cells
         per_cell = largest.memory_usage(deep=True).sum() / len(largest)
-        ext = extrapolate(df, per_cell, client_seconds_per_cell(grid(sizes[-1]), largest))
+        ext = extrapolate(df, per_cell, client_seconds_per_cell(make_grid(sizes[-1]), largest))
         print(f"\nOn paper: {ext['cells']:,} cells on {ext['workers']} workers "
               f"(r1 = {ext['r1_cells_per_s']:,.0f} cells/s per worker, 2-worker efficiency "
               f"{ext['efficiency_2']:.2f}, {per_cell:,.0f} B per cell at the client):")

@@ -169,6 +169,7 @@ def build_graph(
         (o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0
     )
     init_names = set(initializers)
+    nx.freeze(nxg)  # an imported graph does not change: Graph.order keeps its sort
     return Graph(
         name=name or g.name or "model",
         nx_graph=nxg,

@@ -158,9 +158,31 @@ class Graph:
     skeleton: bytes = field(default=b"", repr=False)
 
     def ops(self) -> Iterator[OpNode]:
-        """OpNodes in a topological order."""
-        for n in nx.topological_sort(self.nx_graph):
-            yield self.nx_graph.nodes[n]["op"]
+        """OpNodes in a topological order (``order``)."""
+        g = self.nx_graph
+        kept = self.__dict__.get("_ops")
+        if kept is not None and kept[0] is g:
+            return iter(kept[1])
+        nodes = g.nodes
+        ops = tuple(nodes[n]["op"] for n in self.order())
+        if nx.is_frozen(g):
+            self.__dict__["_ops"] = (g, ops)
+        return iter(ops)
+
+    def order(self) -> tuple[str, ...]:
+        """Node names in a topological order. On a frozen ``nx_graph`` (``nx.freeze``: an
+        imported graph, ``graph_import.build``) the order, and the ops in it (``ops``), are
+        computed once and kept: its nodes and edges cannot change (and an imported graph's
+        nodes keep their ``op``); an unfrozen graph is sorted on every call. The same order as
+        ``nx.topological_sort`` either way."""
+        g = self.nx_graph
+        kept = self.__dict__.get("_order")
+        if kept is not None and kept[0] is g:
+            return kept[1]
+        order = tuple(nx.topological_sort(g))
+        if nx.is_frozen(g):
+            self.__dict__["_order"] = (g, order)
+        return order
 
     def __len__(self) -> int:
         return self.nx_graph.number_of_nodes()

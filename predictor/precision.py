@@ -17,6 +17,8 @@ Model (documented, applied identically everywhere):
 
 from __future__ import annotations
 
+import functools
+
 from roofcast.graph_import.types import OpCost, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
 
@@ -61,10 +63,12 @@ def storage_bytes(precision: str) -> int:
     return STORAGE_BYTES[precision]
 
 
+@functools.lru_cache(maxsize=1024)
 def float_scale(source_dtype: str, precision: str) -> float:
     """Factor applied to the bytes of a tensor of ONNX dtype ``source_dtype`` at ``precision``.
 
     = storage_bytes(precision) / itemsize(source_dtype) for float dtypes, 1 otherwise.
+    (Kept per (dtype, precision): a sweep asks it for every tensor of every op.)
     """
     _check(precision)
     if source_dtype not in FLOAT_DTYPES:

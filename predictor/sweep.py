@@ -7,7 +7,11 @@
   and pytorch-eager; a named runtime that does not run on a device's kind is a
   ``PredictionError``). Devices are grouped by profile;
 * the model is imported once per batch (``graph_source(batch)``) and its workload built once per
-  (batch, precision, mode, profile) — device-independent within a profile;
+  (batch, precision, mode, profile) — device-independent within a profile. For an imported
+  (frozen) graph these are kept per process (``predictor.graph_memo``), so the next call with
+  other devices reuses them: the kernel plan per (graph, profile, fusion), the forward rows
+  mapped to kernels per precision (shared by infer and train), the workload table and the
+  memory footprint per (batch, precision, mode, profile);
 * for each (precision, mode) the workloads of all batches are stacked into one table, and
   ``predictor.features.featurize`` (vectorised over devices: the device columns are looked up
   once per device and (engine, dtype) pair) builds the table of rows x devices; **one**
@@ -31,6 +35,7 @@ bound (the bound label holding most of the cell's time).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,10 +46,12 @@ from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.features import featurize
+from roofcast.predictor.graph_memo import memo
 from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
+from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.simulate import critical_path_times, step_dag
-from roofcast.predictor.workload import kernel_plan, workload_table
+from roofcast.predictor.workload import check_precision, forward_kernels, workload_table
 
 BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
 NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
@@ -90,8 +97,11 @@ def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
     base_id = specs[0].id if baseline is None else _baseline_id(baseline, specs)
     est = as_estimator(estimator)
     by_profile: dict[str, tuple[ExecutionProfile, list]] = {}
+    by_kind: dict[str, ExecutionProfile] = {}  # one profile lookup per device kind
     for hw in specs:
-        prof = resolve_runtime(runtime, hw.kind)
+        if hw.kind not in by_kind:
+            by_kind[hw.kind] = resolve_runtime(runtime, hw.kind)
+        prof = by_kind[hw.kind]
         by_profile.setdefault(prof.name, (prof, []))[1].append(hw)
     graphs = {b: graph_source(b) for b in dict.fromkeys(batches)}
     frames = []
@@ -120,19 +130,34 @@ def _profile_cells(graphs, configs, profile: ExecutionProfile, specs: list, est,
     """The cells of the devices running under ``profile`` for one (precision, mode)."""
     works, plans = [], {}
     for cell, (b, graph) in enumerate(graphs.items()):
-        plans[b] = kernel_plan(graph, configs[b], profile)
-        w = workload_table(graph, configs[b], profile, allow_incomplete=allow_incomplete,
-                           plan=plans[b])
-        if w.empty:
-            raise PredictionError(f"model {graph.name!r} has no op that does work")
+        plans[b], w = memo(graph, ("workload", configs[b], profile, allow_incomplete),
+                           lambda g=graph, c=configs[b]: _workload(g, c, profile,
+                                                                   allow_incomplete))
         works.append(w.assign(_cell=cell))
     stack = pd.concat(works, ignore_index=True)
     cfg0 = next(iter(configs.values()))
     feats = featurize(stack, specs, cfg0, profile)
     expl = est.explain(feats)
-    out = _cells(stack, feats, expl, graphs, configs, plans, specs, len(specs), inter_op,
+    out = _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op,
                  precision, mode)
     return out.assign(runtime=profile.name)
+
+
+def _workload(graph, config, profile: ExecutionProfile, allow_incomplete: bool):
+    """(kernel plan, workload table) of one (graph, config, profile): device-independent, so
+    a sweep builds it once per process (``graph_memo``)."""
+    check_precision(profile, config.precision)
+    # the plan does not depend on the precision or mode: one per (graph, profile, fusion)
+    plan = memo(graph, ("plan", profile, config.fusion),
+                lambda: build_plan(graph, profile, config.fusion))
+    # the mapped forward rows do not depend on the mode: one per config with mode "infer"
+    forward = memo(graph, ("forward", replace(config, mode="infer"), profile, allow_incomplete),
+                   lambda: forward_kernels(graph, config, profile, allow_incomplete, plan))
+    w = workload_table(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan,
+                       forward=forward)
+    if w.empty:
+        raise PredictionError(f"model {graph.name!r} has no op that does work")
+    return plan, w
 
 
 def _baseline_id(baseline, specs: list) -> str:
@@ -147,8 +172,8 @@ def _baseline_id(baseline, specs: list) -> str:
     return wanted
 
 
-def _cells(stack, feats, expl, graphs, configs, plans, specs, n_dev, inter_op, precision, mode):
-    n_cell = len(graphs)
+def _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op, precision, mode):
+    n_cell, n_dev = len(graphs), len(specs)
     dev = np.repeat(np.arange(n_dev), len(stack))  # featurize is device-major
     idx = feats["_cell"].to_numpy() * n_dev + dev
     size = n_cell * n_dev
@@ -175,24 +200,32 @@ def _cells(stack, feats, expl, graphs, configs, plans, specs, n_dev, inter_op, p
             t = time.reshape(n_dev, n_rows)[:, rows].T
             lengths, _ = critical_path_times(dag, t)
             crit[cell * n_dev + np.arange(n_dev)] = lengths
-    records = []
-    for cell, (b, graph) in enumerate(graphs.items()):
-        mem = memory_footprint(graph, configs[b], plans[b]).total_bytes
-        for d, hw in enumerate(specs):
-            i = cell * n_dev + d
-            records.append({
-                "model": graph.name, "device": hw.id, "batch": b, "precision": precision,
-                "mode": mode, "total_s": sums["time_s"][i], "critical_path_s": crit[i],
-                "memory_bytes": mem, "mem_capacity_bytes": float(hw.mem_capacity_bytes),
-                "price_usd": np.nan if hw.price_usd is None else float(hw.price_usd),
-                "tdp_W": np.nan if hw.tdp_W is None else float(hw.tdp_W),
-                "dominant_bound": dominant[i], "compute_s": sums["compute_s"][i],
-                "memory_s": sums["memory_s"][i], "overhead_s": sums["overhead_s"][i],
-                "kernels": int(kernels[i]), "peak_notes": notes[i],
-                "lower_s": sums["lower_s"][i], "upper_s": sums["upper_s"][i],
-                **{f"{b}_bound_s": by_bound[i, j] for j, b in enumerate(BOUNDS)},
-            })
-    return pd.DataFrame.from_records(records)
+    # cell-major columns (row i = cell * n_dev + d), built whole rather than row by row
+    mems = [memo(graph, ("memory", configs[b], profile),
+                 lambda g=graph, c=configs[b], p=plans[b]: memory_footprint(g, c, p)).total_bytes
+            for b, graph in graphs.items()]
+
+    def per_cell(values) -> list:  # one value per cell, repeated for each device
+        return [v for v in values for _ in range(n_dev)]
+
+    def per_device(values) -> list:  # one value per device, repeated for each cell
+        return list(values) * n_cell
+
+    return pd.DataFrame({
+        "model": per_cell(g.name for g in graphs.values()),
+        "device": per_device(hw.id for hw in specs), "batch": per_cell(graphs),
+        "precision": [precision] * size, "mode": [mode] * size, "total_s": sums["time_s"],
+        "critical_path_s": crit, "memory_bytes": per_cell(mems),
+        "mem_capacity_bytes": per_device(float(hw.mem_capacity_bytes) for hw in specs),
+        "price_usd": per_device(np.nan if hw.price_usd is None else float(hw.price_usd)
+                                for hw in specs),
+        "tdp_W": per_device(np.nan if hw.tdp_W is None else float(hw.tdp_W) for hw in specs),
+        "dominant_bound": dominant, "compute_s": sums["compute_s"],
+        "memory_s": sums["memory_s"], "overhead_s": sums["overhead_s"],
+        "kernels": kernels.astype(np.int64), "peak_notes": notes,
+        "lower_s": sums["lower_s"], "upper_s": sums["upper_s"],
+        **{f"{bound}_bound_s": by_bound[:, j] for j, bound in enumerate(BOUNDS)},
+    })
 
 
 def _finish(out: pd.DataFrame, base_id: str) -> pd.DataFrame:

@@ -80,6 +80,7 @@ from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
 from roofcast.graph_import.costs.registry import backward_kind, op_family, spec_of
 from roofcast.graph_import.types import Engine, Graph, OpNode, TensorInfo
 from roofcast.predictor.config import RunConfig
+from roofcast.predictor.graph_memo import memo
 from roofcast.predictor.precision import FLOAT_DTYPES, compute_dtype, rescale_bytes, rescale_cost
 from roofcast.predictor.workload_rows import COLUMNS, frame
 
@@ -123,7 +124,12 @@ def is_float(t: TensorInfo | None) -> bool:
 
 
 def trainable_params(graph: Graph) -> dict[str, Param]:
-    """Trainable parameters by tensor name (distinct; shared weights once), in first-use order."""
+    """Trainable parameters by tensor name (distinct; shared weights once), in first-use order
+    (kept per imported graph, ``graph_memo``; each call gets its own dict)."""
+    return dict(memo(graph, "trainable_params", lambda: _trainable_params(graph)))
+
+
+def _trainable_params(graph: Graph) -> dict[str, Param]:
     found: dict[str, tuple[TensorInfo, list[str]]] = {}
     for node in graph.ops():
         entry = spec_of(node)

@@ -127,14 +127,25 @@ def kernel_plan(graph: Graph, config: RunConfig, profile: ExecutionProfile | str
 
 
 def workload_table(graph: Graph, config: RunConfig, profile: ExecutionProfile | str,
-                   allow_incomplete: bool = False, plan: KernelPlan | None = None
-                   ) -> pd.DataFrame:
+                   allow_incomplete: bool = False, plan: KernelPlan | None = None,
+                   forward: pd.DataFrame | None = None) -> pd.DataFrame:
     """The workload of one run of ``graph`` under ``config`` as ``profile`` runs it (forward
     rows mapped to the runtime's kernels [+ training]). ``plan``: the ``kernel_plan`` when the
-    caller already built it."""
+    caller already built it; ``forward``: the mapped forward rows (``forward_kernels``) when
+    the caller already built them (they do not depend on the mode: a sweep builds them once
+    for ``infer`` and ``train``)."""
+    if forward is None:
+        forward = forward_kernels(graph, config, profile, allow_incomplete, plan)
+    if config.mode == "train":
+        return pd.concat([forward, training_rows(graph, config)], ignore_index=True)
+    return forward
+
+
+def forward_kernels(graph: Graph, config: RunConfig, profile: ExecutionProfile | str,
+                    allow_incomplete: bool = False, plan: KernelPlan | None = None
+                    ) -> pd.DataFrame:
+    """The forward rows of ``graph`` at ``config.precision`` mapped to the kernels ``profile``
+    launches (``plan``: its ``kernel_plan``, built when None); the same for every mode."""
     rows = forward_rows(graph, config, allow_incomplete=allow_incomplete)
     plan = kernel_plan(graph, config, profile) if plan is None else plan
-    rows = apply_plan(graph, rows, plan, config.precision)
-    if config.mode == "train":
-        rows = pd.concat([rows, training_rows(graph, config)], ignore_index=True)
-    return rows
+    return apply_plan(graph, rows, plan, config.precision)

@@ -30,6 +30,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -105,28 +107,61 @@ def run(args: argparse.Namespace) -> int:
 
 
 class ProgressBar:
-    """A plain-text bar on ``out`` (stderr): redrawn in place on a terminal, else one line per
-    10 % step so a log file stays short."""
+    """A plain-text progress line on ``out`` (stderr): ``LABEL [####......] DONE/TOTAL cells
+    PCT RATE cells/s ETA H:MM:SS`` (at 100 %: the elapsed time instead of the ETA).
+
+    RATE = cells done / seconds since the first call (``progress(0, total)``: the sweep has
+    been planned); ETA = cells left / RATE ("?" until a cell is done). On a terminal the line
+    is redrawn in place (``\\r``) at most every ``redraw_s``; elsewhere (a log file, a CI job)
+    one line is printed at the start, then at most one every ``interval_s`` (10 s), and one at
+    100 %, so a sweep of hours logs a few hundred lines, not one per task. ``clock``: seconds,
+    monotonic (tests pass a fake one)."""
 
     WIDTH = 30
 
-    def __init__(self, out: TextIO, label: str) -> None:
-        self.out, self.label = out, label
+    def __init__(self, out: TextIO, label: str, *, interval_s: float = 10.0,
+                 redraw_s: float = 0.1, clock: Callable[[], float] = time.monotonic) -> None:
+        self.out, self.label, self.clock = out, label, clock
         self.tty = bool(getattr(out, "isatty", lambda: False)())
-        self.last_step = -1
+        self.every_s = redraw_s if self.tty else interval_s
+        self.start: float | None = None
+        self.last_s: float | None = None
+        self.finished = False
+        self.shown = 0  # length of the line on the terminal
 
     def __call__(self, done: int, total: int) -> None:
-        share = done / total if total else 1.0
-        step = int(share * 10)
-        if not self.tty and step == self.last_step:
+        now = self.clock()
+        if self.start is None:
+            self.start = now
+        complete = done >= total
+        if self.finished or (not complete and self.last_s is not None
+                             and now - self.last_s < self.every_s):
             return
-        self.last_step = step
-        fill = int(share * self.WIDTH)
-        line = (f"{self.label} [{'#' * fill}{'.' * (self.WIDTH - fill)}] "
-                f"{done}/{total} cells {share:4.0%}")
-        end = "\n" if not self.tty or done >= total else ""
-        self.out.write(("\r" if self.tty else "") + line + end)
+        self.last_s, self.finished = now, complete
+        text = self.line(done, total, now - self.start)
+        if self.tty:  # over the previous line: pad so a shorter line leaves no tail
+            text, self.shown = "\r" + text.ljust(self.shown), len(text)
+        self.out.write(text + ("\n" if not self.tty or complete else ""))
         self.out.flush()
+
+    def line(self, done: int, total: int, elapsed_s: float) -> str:
+        """The text of one line after ``elapsed_s`` seconds (class docstring)."""
+        share = min(done / total, 1.0) if total else 1.0
+        fill = int(share * self.WIDTH)
+        rate = done / elapsed_s if elapsed_s > 0 and done else None
+        speed = "- cells/s" if rate is None else f"{rate:,.0f} cells/s"
+        if done >= total:
+            when = f"in {_clock_text(elapsed_s)}"
+        else:
+            when = "ETA ?" if rate is None else f"ETA {_clock_text((total - done) / rate)}"
+        return (f"{self.label} [{'#' * fill}{'.' * (self.WIDTH - fill)}] "
+                f"{done:,}/{total:,} cells {share:4.0%} {speed} {when}")
+
+
+def _clock_text(seconds: float) -> str:
+    """``H:MM:SS`` of ``seconds`` (rounded up, so a short wait never reads 0:00:00)."""
+    s = math.ceil(max(seconds, 0.0))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 #: the front's columns (``output.pareto_front``), in order; ``_dropped`` names the LLM ones for a

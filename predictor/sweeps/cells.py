@@ -62,9 +62,14 @@ def columns(df: pd.DataFrame) -> pd.DataFrame:
     for c in INT_COLUMNS:
         out[c] = pd.to_numeric(out[c], errors="coerce").fillna(0).astype("int64")
     for c in STR_COLUMNS:
+        if out[c].dtype == _STR and not out[c].hasnans:
+            continue  # already str with no missing value: the conversion would rebuild it
         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
     out["fits"] = out["fits"].astype(object).where(out["fits"].notna(), False).astype(bool)
     return out
+
+
+_STR = pd.Series([""]).astype(str).dtype  # what ``astype(str)`` gives (pandas' str dtype)
 
 
 def concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:

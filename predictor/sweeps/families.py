@@ -7,7 +7,11 @@ raising for a bad cell (``cells.error_rows``). Modules are imported on first use
 planner and the schedulers never import the LLM or parallel predictors they do not run.
 
 Sizing costs (``fixed_s`` per combination of the non-hardware axes, ``cell_s`` per hardware
-cell; ``tasks.slice_width``) are each family's measured costs, said in its module docstring.
+cell; ``tasks.slice_width``) are each family's measured costs, said in its module docstring;
+``benchmarks/family_costs.py`` measures them (process CPU time, the least of 5 runs, 1 and 43
+GPUs). Last measured together (load 3.0-3.5 on 2 shared cores, after the graph speed-ups):
+graph F 9-18 ms cold / 5-6 ms warm, c 0.2-0.5 ms; serving F 9 ms, c 0.9-1.1 ms (its owner's
+9 ms / 1 ms hold); parallel F 5-6 ms, c 0.4-0.7 ms (its owner's 6 ms holds, 1 ms was high).
 """
 
 from __future__ import annotations
@@ -39,11 +43,11 @@ class Family:
 
 FAMILY_SPECS: dict[str, Family] = {
     "graph": Family("graph", "roofcast.predictor.sweeps.family_graph", "time-roofline",
-                    0.035, 0.001),
+                    0.010, 0.00025),
     "serving": Family("serving", "roofcast.predictor.sweeps.family_serving", "roofline+eff",
                       0.009, 0.001),
     "parallel": Family("parallel", "roofcast.predictor.sweeps.family_parallel",
-                       "roofline+eff", 0.006, 0.001),
+                       "roofline+eff", 0.006, 0.0005),
 }
 RUNNERS: dict[str, Runner] = {}
 

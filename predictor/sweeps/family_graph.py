@@ -5,18 +5,33 @@ and mode (plan ``single``, no tokens), predicted in one ``sweep`` call.
 
 * Graphs come from a per-process LRU cache keyed by (model, dims, batch, folder)
   (``graph_cache``): a worker imports a model once per (dims, batch), not once per cell/task.
+* Device texts are resolved once per process while the device catalog is unchanged
+  (``known_devices``), the runtime once per device kind and task; ``sweep`` gets the resolved
+  devices.
 * A device that is not in the catalog, or on which the runtime does not run, fails only its
   own cells; a model/batch whose import fails fails only its cells; if the vectorised call
   still raises, it is split by precision, mode, batch, then device and retried, so one bad
   precision (int8 on pytorch-eager), batch or device cannot sink the rest; every failure is a
   row with ``error`` = the message and NaN metrics.
 
-Sizing (``families.FAMILY_SPECS["graph"]``), measured with ``time-roofline``, graphs cached, 2
-shared cores: with G = batches x precisions x modes and w devices, a task costs about
-G x (F + w x c), F ~35 ms of per-(batch, precision, mode) work that does not depend on the
-devices (workload table, fusion plan, memory; ~35 ms for resnet50 and mobilenet_v2, ~125 ms
-for bert_base) and c ~1 ms per device-cell (resnet50: 147 ms for 1 device x G=4, 327 ms for
-43 devices).
+Sizing (``families.FAMILY_SPECS["graph"]``: fixed_s 10 ms, cell_s 0.25 ms): with G = batches
+x precisions x modes and w devices, a task costs about G x (F + w x c). Measured with
+``benchmarks/family_costs.py`` (process CPU time, the least of 5 runs, ``time-roofline``,
+default runtime, G = batches (1, 8) x fp16 x (infer, train), 1 and 43 GPUs, graphs imported;
+2 shared cores, load 3.0-3.5):
+
+* **cold** (``--cold``: the first task of a model in a process; on a cluster, every worker
+  that gets a slice of it): F 9.4 ms resnet50, 9.3 ms mobilenet_v2, 17.9 ms bert_base — the
+  kernel plan (once per graph and runtime), the forward rows (once per precision, shared by
+  infer and train), training rows and memory per (batch, precision, mode);
+* **warm** (a later device slice in the same process: ``predictor.graph_memo`` keeps all of
+  that): F 5.4 / 5.7 / 6.3 ms (featurize, one ``explain``, the cell table);
+* c 0.23 ms resnet50 and mobilenet_v2, 0.48 ms bert_base (more kernels per cell).
+
+``fixed_s`` is the cold F (what splitting the devices repeats across workers). Before the
+speed-ups (same method and load) F was 13.7 / 15.5 / 50.5 ms and c 0.64 / 0.48 / 0.84 ms:
+every task rebuilt every workload, re-sorted the graph on every ``Graph.ops``, re-read the
+device catalog twice and the runtime profile once per device.
 
 ``runtime`` column: the profile that was modelled (the spec's text where the cell failed
 before a profile was chosen).
@@ -28,13 +43,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from roofcast.graph_import import import_model
 from roofcast.graph_import.dims import model_dim_names
 from roofcast.graph_import.types import Graph
-from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.catalog import get_device, load_catalog
+from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import resolve_model_path
 from roofcast.predictor.runtimes.catalog import resolve_runtime
 from roofcast.predictor.sweep import sweep
@@ -60,17 +77,64 @@ def graph_cache(model: str, dims: tuple[tuple[str, int], ...], batch: int, root:
     """The model imported at ``batch`` with the spec's dims that it has (per-process cache).
 
     The spec's dims apply to the models that name them (``sequence`` binds BERT, not ResNet);
-    a model without a ``batch`` dim cannot be swept over batches and raises."""
+    a model without a ``batch`` dim cannot be swept over batches and raises. Which dims a
+    model names is learnt from its first import (a probe at ``batch`` alone) and kept
+    (``_DIM_NAMES``, per file version), so its other batches import once each, not twice."""
     source = model_source(model, root)
-    probe = import_model(source, dims={"batch": batch}, name=source.stem)
-    names = model_dim_names(probe)
+    try:
+        stat = source.stat()
+        key = (str(source), stat.st_mtime_ns, stat.st_size)  # an edited file is asked again
+    except OSError:
+        key = None  # the import says what is wrong
+    names = _DIM_NAMES.get(key) if key else None
+    probe = None
+    if names is None:
+        probe = import_model(source, dims={"batch": batch}, name=source.stem)
+        names = tuple(model_dim_names(probe))
+        if key:
+            _DIM_NAMES[key] = names
     if "batch" not in names:
         raise ValueError(f"model {model!r} has no 'batch' dim (its dims: "
                          f"{', '.join(names) or 'none'}); it cannot be swept over batches")
     wanted = {k: v for k, v in dims if k in names and k != "batch"}
     if not wanted:
-        return probe
+        return probe or import_model(source, dims={"batch": batch}, name=source.stem)
     return import_model(source, dims={**wanted, "batch": batch}, name=source.stem)
+
+
+#: (model file, mtime, size) -> the dim names of the model (``graph_cache``'s first import)
+_DIM_NAMES: dict[tuple[str, int, int], tuple[str, ...]] = {}
+
+
+def clear_caches() -> None:
+    """Forget the imported graphs, the models' dim names and the resolved devices (a cold
+    start, as in a fresh worker)."""
+    graph_cache.cache_clear()
+    _DIM_NAMES.clear()
+    _DEVICES[:] = [None, {}]
+
+
+def known_devices() -> dict[str, HardwareSpec]:
+    """The per-process map device text -> ``get_device(text)``, kept while the device catalog
+    is the same object (``load_catalog`` hands out one object until a device file changes):
+    a task checks the catalog once (``load_catalog`` stats every device file) instead of
+    once per device. Failures are not kept."""
+    catalog = load_catalog()
+    if _DEVICES[0] is not catalog:
+        _DEVICES[:] = [catalog, {}]
+    return _DEVICES[1]
+
+
+_DEVICES: list[Any] = [None, {}]  # [the catalog the entries come from, text -> device]
+
+
+def _runtime_problem(runtime: str, kind: str) -> Exception | None:
+    """Why ``runtime`` does not run on a device of ``kind`` (None: it does)."""
+    try:
+        resolve_runtime(None if runtime == DEFAULT_RUNTIME else runtime, kind)
+    except Exception as exc:
+        return exc
+    return None
 
 
 @register_family("graph")
@@ -79,13 +143,21 @@ def run_graph(task: SweepTask) -> pd.DataFrame:
     errors: list[pd.DataFrame] = []
     cells = task.cells()
     good_devices: dict[str, str] = {}  # resolved id -> spec text
+    specs: dict[str, HardwareSpec] = {}  # resolved id -> device
+    runtimes: dict[str, Exception | None] = {}  # device kind -> why the runtime does not run
+    known = known_devices()
     for device in task.devices:
         try:
-            hw = get_device(device)
-            resolve_runtime(None if task.runtime == DEFAULT_RUNTIME else task.runtime, hw.kind)
+            hw = known[device] if device in known else known.setdefault(device,
+                                                                        get_device(device))
+            if hw.kind not in runtimes:
+                runtimes[hw.kind] = _runtime_problem(task.runtime, hw.kind)
+            if runtimes[hw.kind] is not None:
+                raise runtimes[hw.kind]
             if hw.id in good_devices:
                 raise ValueError(f"device {device!r} is {good_devices[hw.id]!r} again")
             good_devices[hw.id] = device
+            specs[hw.id] = hw
         except Exception as exc:  # a bad device fails its own cells only
             errors.append(error_rows(task, [c for c in cells if c.hardware == device],
                                      message(exc)))
@@ -100,7 +172,7 @@ def run_graph(task: SweepTask) -> pd.DataFrame:
     frames = []
     if good_devices and graphs:
         frames, failed = _predict(task, _Part(good_devices, graphs, task.precisions,
-                                              task.modes))
+                                              task.modes), specs)
         errors += failed
     return concat(frames + errors)
 
@@ -130,27 +202,28 @@ class _Part:
         return [replace(self, devices={k: v}) for k, v in self.devices.items()]
 
 
-def _predict(task: SweepTask, part: _Part) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+def _predict(task: SweepTask, part: _Part, specs: dict[str, HardwareSpec]
+             ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     """One vectorised call; if it raises, the part is split (``_Part.split``: precisions,
     modes, batches, then devices) and each piece retried, so a failure lands on exactly the
     cells it belongs to. Only a failing call costs extra calls."""
     try:
-        return [_call(task, part)], []
+        return [_call(task, part, specs)], []
     except Exception as exc:
         if len(part.cells()) == 1 or len(part.split()) == 1:
             return [], [error_rows(task, part.cells(), message(exc))]
     frames, errors = [], []
     for piece in part.split():
-        got, failed = _predict(task, piece)
+        got, failed = _predict(task, piece, specs)
         frames += got
         errors += failed
     return frames, errors
 
 
-def _call(task: SweepTask, part: _Part) -> pd.DataFrame:
+def _call(task: SweepTask, part: _Part, specs: dict[str, HardwareSpec]) -> pd.DataFrame:
     devices = part.devices
     estimator = task.estimator
-    df = sweep(part.graphs.__getitem__, list(devices.values()), list(part.graphs),
+    df = sweep(part.graphs.__getitem__, [specs[i] for i in devices], list(part.graphs),
                part.precisions, part.modes, estimator,
                runtime=None if task.runtime == DEFAULT_RUNTIME else task.runtime)
     keys: Sequence[CellKey] = [

@@ -86,3 +86,55 @@ def test_compare_tells_identical_folders_from_different_ones(bench, tmp_path, ca
     assert "identical: yes" in capsys.readouterr().out
     assert bench.main(["--compare", str(a), str(c)]) == 1
     assert "identical: NO" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("target", "cells", "graph_models", "gpus", "batches"), [
+    (1_000, 1_036, 1, 12, 2),
+    (10_000, 10_516, 11, 43, 2),
+    (100_000, 109_416, 17, 43, 4),
+])
+def test_mixed_grids_hold_every_family_and_grow_in_order(bench, target, cells, graph_models,
+                                                         gpus, batches):
+    from roofcast.predictor.sweeps.types import cell_groups
+
+    spec = bench.mix_grid(target)
+    assert spec.n_cells == cells >= target
+    assert spec.llms == bench.MIX_LLMS
+    assert len(spec.models) - len(spec.llms) == graph_models
+    assert spec.devices[-1] == "system:hgx-h100"
+    assert (len(spec.devices) - 1, len(spec.batches)) == (gpus, batches)
+    assert spec.plans == ("single", "tp2", "tp4", "tp8")
+    assert {g.family for g in cell_groups(spec)} == {"graph", "serving", "parallel"}
+    smaller = bench.mix_grid(target // 2)
+    assert smaller.n_cells < spec.n_cells
+
+
+def test_family_rates_count_every_cell_once_per_family(bench):
+    from roofcast.predictor.sweeps.types import SweepSpec
+
+    spec = SweepSpec(models=("mobilenet_v2", "llm:gpt2"), llms=("llm:gpt2",),
+                     devices=("h100-sxm",), precisions=("fp16",), modes=("infer", "serve"),
+                     plans=("single", "tp2"), input_tokens=(64,), output_tokens=(8,))
+    rates = bench.family_rates(spec).set_index("family")
+    # graph: 1 cell; parallel: mobilenet tp2 + gpt2 single/tp2 in infer; serving: single/tp2
+    assert rates["cells"].to_dict() == {"graph": 1, "parallel": 3, "serving": 2}
+    assert rates["cells"].sum() == spec.n_cells
+    assert (rates["seconds"] > 0).all()
+    assert rates["cells_per_s"].to_numpy() == pytest.approx(
+        (rates["cells"] / rates["seconds"]).to_numpy())
+
+
+def test_family_costs_fit_and_a_tiny_measurement(capsys):
+    spec = importlib.util.spec_from_file_location("family_costs",
+                                                  BENCHMARK.parent / "family_costs.py")
+    costs = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = costs
+    spec.loader.exec_module(costs)
+    f_s, c_s = costs.fit(t_1=0.050, t_w=0.130, n_combos=4, w=11)  # 4 x (F + c) = 50 ms
+    assert c_s == pytest.approx(0.080 / 40)
+    assert f_s == pytest.approx(0.0125 - 0.002)
+    assert costs.main(["--models", "mobilenet_v2", "--width", "2", "--reps", "1",
+                       "--modes", "infer", "--batches", "1", "--cold"]) == 0
+    out = capsys.readouterr().out
+    assert "mobilenet_v2: G=1, 1 entry" in out
+    assert "2 entries" in out

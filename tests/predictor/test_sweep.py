@@ -76,3 +76,35 @@ def test_bad_sweep_arguments():
         sweep(batched_chain, [DEVICES[0], DEVICES[0]], [1])
     with pytest.raises(PredictionError, match="no batch sizes"):
         sweep(batched_chain, DEVICES, [])
+
+
+def test_graph_cache_imports_each_batch_once_after_learning_the_dims(tmp_path, monkeypatch):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from roofcast.predictor.sweeps import family_graph
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "seq",
+                              [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "seq.onnx")
+    calls = []
+    real = family_graph.import_model
+
+    def counted(source, dims, name):
+        calls.append(dict(dims))
+        return real(source, dims=dims, name=name)
+
+    monkeypatch.setattr(family_graph, "import_model", counted)
+    family_graph.clear_caches()
+    dims = (("sequence", 16), ("unused", 3))
+    graphs = [family_graph.graph_cache("seq.onnx", dims, b, str(tmp_path)) for b in (1, 4, 8)]
+    # a probe at the first batch, then one import per batch with the dims the model names
+    assert calls == [{"batch": 1}, {"sequence": 16, "batch": 1}, {"sequence": 16, "batch": 4},
+                     {"sequence": 16, "batch": 8}]
+    assert [g.dims["batch"] for g in graphs] == [1, 4, 8]
+    assert all(g.dims["sequence"] == 16 for g in graphs)
+    family_graph.clear_caches()

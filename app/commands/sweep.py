@@ -15,7 +15,8 @@ modes x plans x tokens; which combinations are cells: ``predictor.sweeps.types.c
 is cut into tasks of >= 100 ms, run on the scheduler (``local``: in this process;
 ``dask-local:N``: a LocalCluster of N worker processes; ``dask://HOST:PORT``: a running Dask
 scheduler), with a progress bar on stderr; the cells go to a Parquet dataset folder
-(``--output``, default ``NAME.parquet`` for the spec's name; written atomically) and two tables
+(``--output``, default ``NAME.parquet`` for the spec's name; streamed as tasks finish, so this
+process never holds every cell, and renamed into place at the end) and two tables
 are printed (``predictor.sweeps.output``): the summary per model x family x hardware and the
 Pareto front per work (model, family, mode, request shape: latency vs $ per sample/s, or per
 token/s for LLM cells), with the family, hardware, devices, plan, tokens and — with a
@@ -72,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--scheduler", metavar="S", help="local (default: in this process), "
                    "dask-local:N (a Dask LocalCluster of N workers) or dask://HOST:PORT")
     g.add_argument("--output", metavar="DIR", help="Parquet dataset folder to write "
-                   "(default NAME.parquet; refused if it is not empty and not a sweep)")
+                   "(default NAME.parquet; refused if it is not empty and not a sweep; written as the cells arrive, renamed into place at the end)")
     g.add_argument("--cells-per-task", type=positive_int, metavar="N",
                    help=f"minimum cells per task (default {CELLS_PER_TASK_TEXT})")
     p.set_defaults(func=run, model_only=model_only)
@@ -176,23 +177,22 @@ BASELINE_ONLY = ("speedup", "best_speedup")
 
 
 def run_spec(args: argparse.Namespace) -> int:
-    from roofcast.predictor.sweeps.output import pareto_front, summary, write_dataset
+    from roofcast.predictor.sweeps.output import DatasetWriter
     from roofcast.predictor.sweeps.schedulers import run_sweep
     from roofcast.predictor.sweeps.spec import read_spec
 
     spec = read_spec(args.model)
     folder = Path(args.output or f"{spec.name}.parquet")
-    _check_output(folder)
+    # streamed: each task's cells go to the folder as they arrive (never all in this process)
+    writer = DatasetWriter(folder, name=spec.name, spec=spec)
     result = run_sweep(spec, args.scheduler or "local", cells_per_task=args.cells_per_task,
-                       progress=ProgressBar(sys.stderr, f"sweep {spec.name}"))
-    write_dataset(result, folder, name=spec.name, spec=spec)
-    pareto = pareto_front(result.cells)
-    extra = {"sweep": spec.name, "cells": len(result.cells), "errors": result.n_errors,
+                       progress=ProgressBar(sys.stderr, f"sweep {spec.name}"), sink=writer)
+    extra = {"sweep": spec.name, "cells": result.n_cells, "errors": result.n_errors,
              "scheduler": result.scheduler, "elapsed_s": round(result.elapsed_s, 3),
              "cells_per_s": round(result.cells_per_s, 1), "baseline": spec.baseline,
              "output": str(folder)}
     drop = _dropped(spec.llms, spec.baseline)
-    tables = {"summary": summary(result.cells), "pareto": pareto[list(FRONT_COLUMNS)]}
+    tables = {"summary": result.summary, "pareto": result.front[list(FRONT_COLUMNS)]}
     emit({name: t[[c for c in t.columns if c not in drop]] for name, t in tables.items()},
          args.format, extra=extra)
     return 0
@@ -202,16 +202,6 @@ def _dropped(llms: tuple[str, ...], baseline: str | None) -> set[str]:
     """Columns that say nothing for this sweep: the LLM ones without LLM configs, the speedups
     without a baseline (NaN in every row)."""
     return {*(() if llms else LLM_ONLY), *(() if baseline else BASELINE_ONLY)}
-
-
-def _check_output(folder: Path) -> None:
-    """Refuse a bad --output before the sweep runs (write_dataset checks again)."""
-    from roofcast.predictor.sweeps.output import SweepOutputError, is_sweep_folder
-
-    if folder.exists() and (not folder.is_dir()
-                            or (any(folder.iterdir()) and not is_sweep_folder(folder))):
-        raise SweepOutputError(f"output {folder} is a file or a non-empty folder that holds no "
-                               "earlier sweep; choose a new or empty folder for --output")
 
 
 def run_model(args: argparse.Namespace) -> int:

@@ -1,8 +1,8 @@
 """Sweep tasks on a Dask cluster: ``--scheduler dask-local:N`` and ``--scheduler dask://HOST:PORT``.
 
 Registers two prefixes in ``schedulers.SCHEDULERS`` (a scheduler function is
-``(tasks, address, advance) -> list[pd.DataFrame]``, one frame per task, in task order;
-``schedulers.get_scheduler`` imports this module on first use of either prefix):
+``(tasks, address, deliver) -> None``, calling ``deliver(task, frame)`` once per task as it
+completes; ``schedulers.get_scheduler`` imports this module on first use of either prefix):
 
 * ``dask-local:N`` starts a ``distributed.LocalCluster`` of N worker *processes* with one
   thread each (the vectorised predictor holds the GIL for much of a task, so processes, not
@@ -15,8 +15,10 @@ Each task is one call of ``tasks.run_task`` (``client.map(..., pure=False, retri
 gives every submission its own key (two equal tasks are never merged), ``retries`` re-runs a
 task whose function raised; a task whose *worker died* is re-run by the scheduler itself (up to
 ``distributed.scheduler.allowed-failures`` deaths, default 3). Results are gathered as they
-complete (``distributed.as_completed``) so ``advance(n_cells)`` ticks the progress bar per
-finished task. A task that still fails (its function raised ``RETRIES + 1`` times, or its worker died too
+complete (``distributed.as_completed``) and delivered at once, then released, so the client
+holds one result at a time (the sweep's sink streams it on). One ``client.map`` gives the
+tasks priorities in list order, so they start in the order ``run_sweep`` planned (the
+baseline's tasks first). A task that still fails (its function raised ``RETRIES + 1`` times, or its worker died too
 often: ``KilledWorker``) becomes one error row per cell of the task — the sweep goes on and the
 failure is reported per cell, as ``tasks.run_task`` reports the failures it catches itself.
 
@@ -43,6 +45,7 @@ from roofcast.predictor import dask_client
 from roofcast.predictor.sweeps import tasks as sweep_tasks
 from roofcast.predictor.sweeps.cells import error_rows
 from roofcast.predictor.sweeps.schedulers import register_scheduler
+from roofcast.predictor.sweeps.stream import Deliver
 from roofcast.predictor.sweeps.types import SweepTask
 
 #: times a task whose function raised is re-submitted (Dask ``retries``); 3 runs in all
@@ -50,8 +53,6 @@ RETRIES = 2
 #: the module every ``dask://`` worker must import (checked once before any task is sent)
 WORKER_MODULE = "roofcast.predictor.sweeps.tasks"
 
-#: ``advance(n_cells)``: a task of ``n_cells`` cells finished (the progress bar's tick)
-Advance = Callable[[int], None] | None
 RunTask = Callable[[SweepTask], pd.DataFrame]
 
 
@@ -71,47 +72,43 @@ def _failure_message(exc: BaseException) -> str:
     return f"task failed on the Dask worker after {RETRIES + 1} tries: {type(exc).__name__}: {exc}"
 
 
-def run_on_client(client, tasks: Sequence[SweepTask], advance: Advance = None, *,
-                  run: RunTask | None = None) -> list[pd.DataFrame]:
-    """Submit every task to ``client``; the frames in task order (see the module docstring).
-
-    ``run`` (default ``tasks.run_task``) must be importable by the workers.
-    """
+def run_on_client(client, tasks: Sequence[SweepTask], deliver: Deliver, *,
+                  run: RunTask | None = None) -> None:
+    """Submit every task to ``client`` and ``deliver(task, frame)`` each as it completes (see
+    the module docstring). ``run`` (default ``tasks.run_task``) must be importable by the
+    workers."""
     run = sweep_tasks.run_task if run is None else run
     # one map (one graph update), not a submit per task: the scheduler sees the whole batch of
     # independent tasks at once and queues them, handing a worker a task when a thread frees
     futures = client.map(run, list(tasks), pure=False, retries=RETRIES)
     index = {future.key: i for i, future in enumerate(futures)}
-    out: list[pd.DataFrame | None] = [None] * len(tasks)
+    done = [False] * len(tasks)
     for future in as_completed(futures, loop=client.loop):  # no default client needed
         i = index[future.key]
         if future.status == "finished":
-            out[i] = future.result()
+            frame = future.result()
         else:  # "error" (raised every try) or "lost"/"cancelled" surfaces as an exception
-            out[i] = failed_task_rows(tasks[i], _failure_message(future.exception()))
+            frame = failed_task_rows(tasks[i], _failure_message(future.exception()))
         future.release()
-        if advance is not None:
-            advance(tasks[i].n_cells)
-    missing = [t.task_id for t, frame in zip(tasks, out, strict=True) if frame is None]
+        done[i] = True
+        deliver(tasks[i], frame)
+    missing = [t.task_id for t, d in zip(tasks, done, strict=True) if not d]
     if missing:  # as_completed yields every future once; a gap is a bug, never a short table
         raise RuntimeError(f"Dask returned no result for task(s) {missing}")
-    return out
 
 
 @register_scheduler("dask-local")
-def run_dask_local(tasks: Sequence[SweepTask], address: str,
-                   advance: Advance = None) -> list[pd.DataFrame]:
+def run_dask_local(tasks: Sequence[SweepTask], address: str, deliver: Deliver) -> None:
     """``dask-local:N``: a fresh ``LocalCluster`` of N single-threaded worker processes."""
     spec = dask_client.SchedulerSpec("dask-local",
                                      workers=dask_client.parse_local_workers(address))
     with dask_client.open_client(spec) as client:
-        return run_on_client(client, tasks, advance)
+        run_on_client(client, tasks, deliver)
 
 
 @register_scheduler("dask")
-def run_dask_remote(tasks: Sequence[SweepTask], address: str,
-                    advance: Advance = None) -> list[pd.DataFrame]:
+def run_dask_remote(tasks: Sequence[SweepTask], address: str, deliver: Deliver) -> None:
     """``dask://HOST:PORT``: the running cluster behind that scheduler (left running)."""
     spec = dask_client.SchedulerSpec("dask", address=dask_client.parse_remote_address(address))
     with dask_client.open_client(spec, (WORKER_MODULE,)) as client:
-        return run_on_client(client, tasks, advance)
+        run_on_client(client, tasks, deliver)

@@ -1,12 +1,22 @@
 """A sweep's outputs: the Parquet dataset, the summary table and the Pareto front.
 
 * ``write_dataset(result, folder)``: a Parquet dataset folder (``part-00000.parquet``, ... of
-  ``ROWS_PER_PART`` cells each, ``CELL_COLUMNS``) plus ``_roofcast_sweep.json`` (name,
+  at most ``ROWS_PER_PART`` cells each, ``CELL_COLUMNS``) plus ``_roofcast_sweep.json`` (name,
   scheduler, wall time, cell and error counts, the columns, the spec's grid with every key —
   plans, tokens, LLM configs, ``system:`` entries; Parquet readers skip ``_``-files). Written
   atomically: into a temporary sibling folder, then renamed into place — a reader never sees
   half a sweep. A folder that exists must be empty or an earlier sweep output (it has the
-  marker file); anything else is refused rather than overwritten. ``read_dataset`` reads one.
+  marker file); anything else is refused rather than overwritten. ``read_dataset`` reads one
+  (parts in name order: sort by ``cell_id`` for a canonical order).
+* ``DatasetWriter(folder, name=, spec=)``: the same folder, streamed — a sink for
+  ``schedulers.run_sweep(..., sink=)``. Frames are buffered until the next one would pass
+  ``ROWS_PER_PART`` rows, then written as one part sorted by ``cell_id`` (a frame larger than
+  that is cut into parts of ``ROWS_PER_PART``), into the temporary folder that ``close``
+  renames into place and ``abort`` (a failure, Ctrl-C) deletes. Beside the parts it keeps the
+  summary (``SummaryAccumulator``) and the Pareto front (``FrontAccumulator``) incrementally:
+  the client holds at most ~``ROWS_PER_PART`` cells plus one frame, the summary's groups and the
+  front's candidates, never the whole sweep. Parts are sorted each by ``cell_id``, not across
+  parts (tasks arrive in any order).
 * ``summary(cells)``: per model x family x hardware (``schedulers.hardware_of``: the spec's
   entry, read from the cell id — a device or what-if, or ``system:ID``) — the most devices a
   predicted cell of it uses (``max_devices``: a plan on a device uses dp x tp x pp of it),
@@ -28,6 +38,15 @@
   have a finite latency and cost (a list price) compete: a cell that cannot run or has no price
   is no option to buy. The front carries ``cost_usd_per_rate``, ``rate_unit`` (``tokens/s`` or
   ``samples/s``) and ``hardware``.
+
+**Incremental, equal results.** ``SummaryAccumulator`` keeps per group mergeable partials —
+cells and errors (sums), predicted cells and fitting ones (sums: fits_share = fits / predicted),
+max devices, min time, min $/throughput, max tokens/s/$, max speedup — merged with the same
+sums, mins and maxes: the table equals ``summary`` of all cells exactly (sums of integers,
+min/max are order-free). ``FrontAccumulator`` keeps each frame's front: a cell dominated in
+the union is dominated by a cell of some frame's front (dominance is transitive), so the front
+of the union equals the front of the union of the frames' fronts (``pareto_front`` sorts its
+rows by work, time, cost and ``cell_id``: the same order too).
 """
 
 from __future__ import annotations
@@ -43,11 +62,12 @@ import numpy as np
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.sweeps.schedulers import hardware_of
+from roofcast.predictor.sweeps.stream import empty_cells, hardware_of
 from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult, SweepSpec
 
 MARKER = "_roofcast_sweep.json"
-ROWS_PER_PART = 1_000_000
+#: most cells per Parquet part; also what a streamed writer buffers (~1 kB per cell in pandas)
+ROWS_PER_PART = 100_000
 SUMMARY_COLUMNS = ("model", "family", "hardware", "max_devices", "cells", "errors",
                    "best_time_s", "best_throughput_per_dollar", "best_tokens_per_s_per_dollar",
                    "fits_share", "best_speedup")
@@ -66,35 +86,58 @@ def write_dataset(result: SweepResult, folder: str | Path, *, name: str = "sweep
                   spec: SweepSpec | None = None) -> Path:
     """Write ``result.cells`` as a Parquet dataset folder, atomically (module docstring);
     ``spec``'s grid goes into the marker file when given."""
+    if result.cells is None:
+        raise ValueError("this sweep was streamed to a folder (result.folder); it holds no cells")
     folder = Path(folder)
-    if folder.exists():
-        if not folder.is_dir():
-            raise SweepOutputError(f"output {folder} is a file; give a folder path for --output")
-        if any(folder.iterdir()) and not is_sweep_folder(folder):
-            raise SweepOutputError(f"output folder {folder} is not empty and holds no earlier "
-                                   "sweep; choose a new or empty folder for --output")
-    parent = folder.absolute().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=parent))
+    tmp = _open_tmp(folder)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would hide the dataset from others
         cells = result.cells[list(CELL_COLUMNS)]
         n_parts = max(1, -(-len(cells) // ROWS_PER_PART))
         for i in range(n_parts):
             part = cells.iloc[i * ROWS_PER_PART:(i + 1) * ROWS_PER_PART]
             part.to_parquet(tmp / f"part-{i:05d}.parquet", index=False, engine="pyarrow")
-        meta = {"name": name, "scheduler": result.scheduler,
-                "elapsed_s": result.elapsed_s, "cells": len(cells),
-                "errors": result.n_errors, "columns": list(CELL_COLUMNS),
-                "spec": None if spec is None else {**asdict(spec), "dims": dict(spec.dims)}}
-        (tmp / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
+        _write_marker(tmp, _meta(name, result.scheduler, result.elapsed_s, len(cells),
+                                 result.n_errors, spec))
         _replace(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
+
+
+def check_folder(folder: Path) -> None:
+    """Refuse an output that is a file or a non-empty folder without an earlier sweep."""
+    if folder.exists():
+        if not folder.is_dir():
+            raise SweepOutputError(f"output {folder} is a file; give a folder path for --output")
+        if any(folder.iterdir()) and not is_sweep_folder(folder):
+            raise SweepOutputError(f"output folder {folder} is not empty (a non-empty folder "
+                                   "that holds no earlier sweep); choose a new or empty folder "
+                                   "for --output")
+
+
+def _open_tmp(folder: Path) -> Path:
+    """A fresh temporary sibling of ``folder`` (after ``check_folder``), readable as the umask
+    allows (mkdtemp's 0700 would hide the dataset from others)."""
+    check_folder(folder)
+    parent = folder.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    return tmp
+
+
+def _meta(name: str, scheduler: str, elapsed_s: float, cells: int, errors: int,
+          spec: SweepSpec | None) -> dict:
+    return {"name": name, "scheduler": scheduler, "elapsed_s": elapsed_s, "cells": cells,
+            "errors": errors, "columns": list(CELL_COLUMNS),
+            "spec": None if spec is None else {**asdict(spec), "dims": dict(spec.dims)}}
+
+
+def _write_marker(tmp: Path, meta: dict) -> None:
+    (tmp / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def _replace(tmp: Path, folder: Path) -> None:
@@ -228,3 +271,153 @@ def pareto_front(cells: pd.DataFrame) -> pd.DataFrame:
         mask = (u < before) & (u <= group_min)
         keep.append(group[mask])
     return pd.concat(keep).reset_index(drop=True)
+
+
+#: partial rows kept before the summary's partials are merged (and, doubled after each merge,
+#: front candidates before they are reduced to their front)
+COMPACT_ROWS = 50_000
+_KEYS = ["model", "family", "hardware"]
+#: the summary's partials over the predicted cells: column -> (source column, merge)
+_BEST_PARTS = {"predicted": ("cell_id", "size"), "fitting": ("fits", "sum"),
+               "max_devices": ("n_devices", "max"), "best_time_s": ("time_s", "min"),
+               "min_usd": ("usd_per_throughput", "min"),
+               "best_tokens_per_s_per_dollar": ("tokens_per_s_per_usd", "max"),
+               "best_speedup": ("speedup", "max")}
+_MERGE = {"cells": "sum", "errors": "sum",
+          **{k: ("sum" if how == "size" else how) for k, (_, how) in _BEST_PARTS.items()}}
+
+
+class SummaryAccumulator:
+    """``summary`` computed frame by frame from mergeable partials (module docstring)."""
+
+    def __init__(self) -> None:
+        self.counts: list[pd.DataFrame] = []
+        self.best: list[pd.DataFrame] = []
+        self.rows = 0
+
+    def add(self, cells: pd.DataFrame) -> None:
+        if cells.empty:
+            return
+        cells = cells.assign(hardware=_hardware(cells), failed=cells["error"] != "")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cells["tokens_per_s_per_usd"] = cells["tokens_per_s"] / cells["price_usd"]
+        self.counts.append(cells.groupby(_KEYS, sort=True).agg(
+            cells=("cell_id", "size"), errors=("failed", "sum")))
+        best = _predicted(cells).groupby(_KEYS, sort=True).agg(**_BEST_PARTS)
+        if not self.best or len(best):  # one (maybe empty) frame gives the dtypes
+            self.best.append(best)
+        self.rows += len(self.counts[-1]) + len(best)
+        if self.rows > COMPACT_ROWS:
+            self.counts, self.best = [_merge(self.counts)], [_merge(self.best)]
+            self.rows = len(self.counts[0]) + len(self.best[0])
+
+    def table(self) -> pd.DataFrame:
+        """The summary of every cell added (``summary``'s rows, columns and dtypes)."""
+        if not self.counts:
+            return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+        counts, best = _merge(self.counts), _merge(self.best)
+        best["fits_share"] = best["fitting"] / best["predicted"]
+        best = best.drop(columns=["predicted", "fitting"])
+        out = counts.join(best, how="left").reset_index()
+        out["best_throughput_per_dollar"] = 1.0 / out["min_usd"]
+        return out[list(SUMMARY_COLUMNS)]
+
+
+def _merge(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Partials (indexed by ``_KEYS``) of any frames merged into one row per group."""
+    if len(parts) == 1:
+        return parts[0]
+    both = pd.concat([p for p in parts if len(p)] or parts[:1])
+    return both.groupby(level=_KEYS, sort=True).agg({c: _MERGE[c] for c in both.columns})
+
+
+class FrontAccumulator:
+    """``pareto_front`` computed frame by frame: each frame's front is kept as candidates,
+    reduced to their own front when they pass a limit (module docstring)."""
+
+    def __init__(self) -> None:
+        self.parts: list[pd.DataFrame] = []
+        self.rows = 0
+        self.limit = COMPACT_ROWS
+
+    def add(self, cells: pd.DataFrame) -> None:
+        front = pareto_front(cells)
+        if front.empty:
+            return
+        self.parts.append(front)
+        self.rows += len(front)
+        if self.rows > self.limit:
+            self.parts = [pareto_front(pd.concat(self.parts, ignore_index=True))]
+            self.rows = len(self.parts[0])
+            self.limit = max(COMPACT_ROWS, 2 * self.rows)
+
+    def front(self) -> pd.DataFrame:
+        """The Pareto front of every cell added (``pareto_front``'s rows and order)."""
+        if not self.parts:
+            return pareto_front(empty_cells())
+        return pareto_front(pd.concat(self.parts, ignore_index=True))
+
+
+class DatasetWriter:
+    """A ``run_sweep`` sink that streams the cells into a Parquet dataset folder (module
+    docstring); ``close`` returns a ``SweepResult`` without ``cells``, with the summary, the
+    front, the counts and the folder. The folder is checked at once (before the sweep runs)."""
+
+    def __init__(self, folder: str | Path, *, name: str = "sweep",
+                 spec: SweepSpec | None = None) -> None:
+        self.folder, self.name, self.spec = Path(folder), name, spec
+        self.tmp: Path | None = _open_tmp(self.folder)
+        self.buffer: list[pd.DataFrame] = []
+        self.buffered = self.parts = self.cells = self.errors = 0
+        self.summary, self.front = SummaryAccumulator(), FrontAccumulator()
+
+    def add(self, frame: pd.DataFrame) -> None:
+        frame = frame[list(CELL_COLUMNS)]
+        self.summary.add(frame)
+        self.front.add(frame)
+        self.cells += len(frame)
+        self.errors += int((frame["error"] != "").sum())
+        if self.buffered + len(frame) > ROWS_PER_PART:
+            self._flush()
+        if len(frame) > ROWS_PER_PART:  # one big frame: full parts now, the tail buffered
+            frame = frame.sort_values("cell_id", kind="stable")
+            full = len(frame) // ROWS_PER_PART * ROWS_PER_PART
+            for i in range(0, full, ROWS_PER_PART):
+                self._write(frame.iloc[i:i + ROWS_PER_PART])
+            frame = frame.iloc[full:]
+        if len(frame):
+            self.buffer.append(frame)
+            self.buffered += len(frame)
+
+    def _flush(self) -> None:
+        if self.buffer:
+            self._write(pd.concat(self.buffer, ignore_index=True)
+                        .sort_values("cell_id", kind="stable"))
+        self.buffer, self.buffered = [], 0
+
+    def _write(self, part: pd.DataFrame) -> None:
+        assert self.tmp is not None, "the writer is closed"
+        part.to_parquet(self.tmp / f"part-{self.parts:05d}.parquet", index=False,
+                        engine="pyarrow")
+        self.parts += 1
+
+    def close(self, scheduler: str, elapsed_s: float) -> SweepResult:
+        self._flush()
+        if not self.parts:  # no cell: one empty part, as write_dataset
+            self._write(empty_cells())
+        assert self.tmp is not None, "the writer is closed"
+        _write_marker(self.tmp, _meta(self.name, scheduler, elapsed_s, self.cells,
+                                      self.errors, self.spec))
+        _replace(self.tmp, self.folder)
+        self.tmp = None
+        return SweepResult(cells=None, scheduler=scheduler, elapsed_s=elapsed_s,
+                           summary=self.summary.table(), front=self.front.front(),
+                           cell_count=self.cells, error_count=self.errors,
+                           folder=str(self.folder))
+
+    def abort(self) -> None:
+        """Delete the temporary folder (nothing half-written stays)."""
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+        self.buffer, self.buffered = [], 0

@@ -1,18 +1,24 @@
-"""Run a sweep's tasks on a scheduler: ``run_sweep(spec, scheduler="local") -> SweepResult``.
+"""Run a sweep's tasks on a scheduler: ``run_sweep(spec, scheduler="local", sink=None)``.
 
-Schedulers are a registry, ``SCHEDULERS``: prefix -> ``fn(tasks, address, advance) ->
-list[DataFrame]`` (one ``CELL_COLUMNS`` frame per task, any order), added with
-``@register_scheduler(prefix)``. The scheduler text is ``PREFIX``, ``PREFIX:ADDRESS`` or
-``PREFIX://ADDRESS`` (``local``, ``dask-local:4``, ``dask://10.0.0.5:8786``); the function gets
-the address part. ``advance(n_cells)`` is called by the scheduler as each task finishes (the
-progress bar's tick). Prefixes of optional engines (Dask) are registered by their module,
+Schedulers are a registry, ``SCHEDULERS``: prefix -> ``fn(tasks, address, deliver) -> None``,
+added with ``@register_scheduler(prefix)``. A scheduler runs every task and calls
+``deliver(task, frame)`` once per task as it finishes (any order; the ``CELL_COLUMNS`` frame of
+that task), so the client never waits for, or holds, the whole sweep. Tasks come in the order
+they should start (the baseline's first: ``stream.baseline_first``); a parallel scheduler
+should start them roughly in that order. The scheduler text is ``PREFIX``, ``PREFIX:ADDRESS``
+or ``PREFIX://ADDRESS`` (``local``, ``dask-local:4``, ``dask://10.0.0.5:8786``); the function
+gets the address part. Prefixes of optional engines (Dask) are registered by their module,
 imported on first use (``PLUGIN_MODULES``), so this module never imports them.
 
-``run_sweep`` plans the tasks (``tasks.plan_tasks``), runs them, sorts the cells by
-``cell_id``, checks the result and fills ``speedup`` against the spec's baseline
-(``with_speedup``): every planned cell exactly once — a lost or duplicated
-cell (a scheduler bug, a retried task counted twice) raises ``SweepIntegrityError``, never a
-silently short table. ``elapsed_s`` is the wall time of planning + running + checking.
+``run_sweep`` plans the tasks (``tasks.plan_tasks``), runs them and streams each delivered
+frame through ``stream.TaskLedger`` (every planned task exactly once, each frame exactly its
+task's cells: a lost or duplicated cell or task — a scheduler bug, a retried task counted
+twice — raises ``SweepIntegrityError``, never a silently short table), ``stream.SpeedupFiller``
+(``speedup`` against the spec's baseline) and into the sink: ``stream.MemorySink`` by default
+(``SweepResult.cells``, sorted by ``cell_id``) or ``output.DatasetWriter`` (a Parquet folder,
+summary and Pareto front computed as frames arrive). The progress callback ticks per delivered
+task. On any failure (or Ctrl-C) the sink is aborted: nothing half-written stays.
+``elapsed_s`` is the wall time of planning + running + checking + the sink.
 """
 
 from __future__ import annotations
@@ -21,17 +27,31 @@ import importlib
 import time
 from collections.abc import Callable, Sequence
 
-import pandas as pd
-
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.sweeps.tasks import plan_tasks, run_task, task_cell_ids
-from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult, SweepSpec, SweepTask
+from roofcast.predictor.sweeps.stream import (
+    SAME_WORK,
+    CellSink,
+    Deliver,
+    MemorySink,
+    Progress,
+    SpeedupFiller,
+    SweepIntegrityError,
+    TaskLedger,
+    baseline_first,
+    collect_cells,
+    hardware_of,
+    with_speedup,
+)
+from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
+from roofcast.predictor.sweeps.types import SweepResult, SweepSpec, SweepTask
 
-#: ``advance(n_cells)``: a task of ``n_cells`` cells finished
-Advance = Callable[[int], None]
-#: ``progress(done_cells, total_cells)``: what ``run_sweep``'s caller gets
-Progress = Callable[[int, int], None]
-Scheduler = Callable[[Sequence[SweepTask], str, Advance], list[pd.DataFrame]]
+__all__ = ["PLUGIN_MODULES", "SAME_WORK", "SCHEDULERS", "Deliver", "Progress", "Scheduler",
+           "SweepIntegrityError", "SweepSchedulerError", "collect_cells", "get_scheduler",
+           "hardware_of", "parse_scheduler", "register_scheduler", "run_local", "run_sweep",
+           "with_speedup"]
+
+#: ``fn(tasks, address, deliver)``: run every task, ``deliver(task, frame)`` each once
+Scheduler = Callable[[Sequence[SweepTask], str, Deliver], None]
 
 SCHEDULERS: dict[str, Scheduler] = {}
 #: prefix -> module that registers it when imported (optional dependencies)
@@ -43,10 +63,6 @@ PLUGIN_MODULES: dict[str, str] = {
 
 class SweepSchedulerError(PredictionError):
     """The scheduler text names no known scheduler, or its engine is not installed."""
-
-
-class SweepIntegrityError(RuntimeError):
-    """A scheduler lost or duplicated cells (a bug, not a user error)."""
 
 
 def register_scheduler(prefix: str) -> Callable[[Scheduler], Scheduler]:
@@ -87,95 +103,34 @@ def get_scheduler(prefix: str) -> Scheduler:
 
 
 @register_scheduler("local")
-def run_local(tasks: Sequence[SweepTask], address: str, advance: Advance) -> list[pd.DataFrame]:
-    """In-process: the tasks one after another (each one vectorised ``sweep`` call)."""
+def run_local(tasks: Sequence[SweepTask], address: str, deliver: Deliver) -> None:
+    """In-process: the tasks one after another (each one vectorised call), each delivered as
+    it finishes."""
     if address:
         raise SweepSchedulerError(f"scheduler 'local' takes no address (got {address!r})")
-    frames = []
     for task in tasks:
-        frames.append(run_task(task))
-        advance(task.n_cells)
-    return frames
+        deliver(task, run_task(task))
 
 
 def run_sweep(spec: SweepSpec, scheduler: str = "local", *, progress: Progress | None = None,
-              cells_per_task: int | None = None) -> SweepResult:
-    """Plan, run on ``scheduler`` and check the sweep (module docstring)."""
-    prefix, address = parse_scheduler(scheduler)
-    fn = get_scheduler(prefix)  # before any work: a bad name fails fast
+              cells_per_task: int | None = None, sink: CellSink | None = None) -> SweepResult:
+    """Plan, run on ``scheduler``, check and stream the sweep into ``sink`` (default: in
+    memory) — module docstring."""
+    sink = MemorySink() if sink is None else sink
     start = time.perf_counter()
-    tasks = plan_tasks(spec, cells_per_task=cells_per_task)
-    total = sum(t.n_cells for t in tasks)
-    done = 0
-
-    def advance(n_cells: int) -> None:
-        nonlocal done
-        done += n_cells
+    try:
+        prefix, address = parse_scheduler(scheduler)
+        fn = get_scheduler(prefix)  # before any work: a bad name fails fast
+        tasks = baseline_first(plan_tasks(spec, cells_per_task=cells_per_task), spec.baseline)
+        filler = SpeedupFiller(tasks, spec.baseline, sink.add)
+        ledger = TaskLedger(tasks, filler, progress)
         if progress is not None:
-            progress(done, total)
-
-    if progress is not None:
-        progress(0, total)
-    frames = fn(tasks, address, advance)
-    cells = with_speedup(check_cells(frames, tasks), spec.baseline)
-    return SweepResult(cells=cells, scheduler=scheduler,
-                       elapsed_s=time.perf_counter() - start)
-
-
-def check_cells(frames: Sequence[pd.DataFrame], tasks: Sequence[SweepTask]) -> pd.DataFrame:
-    """Concatenate the task frames, sorted by ``cell_id``; raise ``SweepIntegrityError`` unless
-    every planned cell is there exactly once with the ``CELL_COLUMNS``."""
-    planned = [c for t in tasks for c in task_cell_ids(t)]
-    if not frames:
-        cells = pd.DataFrame({c: pd.Series(dtype=object) for c in CELL_COLUMNS})
-    else:
-        cells = pd.concat(list(frames), ignore_index=True)
-    if list(cells.columns) != list(CELL_COLUMNS):
-        raise SweepIntegrityError(f"task frames have columns {list(cells.columns)}, "
-                                  f"expected {list(CELL_COLUMNS)}")
-    ids = cells["cell_id"]
-    dup = ids[ids.duplicated()].unique()
-    if len(dup):
-        raise SweepIntegrityError(f"{len(dup)} cell(s) returned more than once, e.g. {dup[0]!r}")
-    want = set(planned)
-    got = set(ids)
-    lost, extra = want - got, got - want
-    if lost or extra:
-        raise SweepIntegrityError(
-            f"{len(lost)} planned cell(s) missing (e.g. {sorted(lost)[:1]}), "
-            f"{len(extra)} unplanned cell(s) returned (e.g. {sorted(extra)[:1]})")
-    return cells.sort_values("cell_id", kind="stable").reset_index(drop=True)
-
-
-#: the cell columns that, with the hardware and the spec's runtime, make a cell: rows equal
-#: on these compare across hardware (``with_speedup``)
-SAME_WORK = ("model", "batch", "precision", "mode", "plan", "input_tokens", "output_tokens")
-
-
-def hardware_of(cells: pd.DataFrame) -> pd.Series:
-    """Each cell's hardware text as the spec wrote it (a device, a what-if, ``system:ID``): the
-    part of its ``cell_id`` after ``model|`` and before the six key parts that follow (runtime,
-    batch, precision, mode, plan, tokens). Not the ``device`` column: a parallel cell on a
-    ``system:`` entry carries the system's device id there, and a plan on a what-if the
-    derived device. (~1 s per 10^6 cells.)"""
-    hardware = [cid[len(model) + 1:].rsplit("|", 6)[0]
-                for cid, model in zip(cells["cell_id"], cells["model"], strict=True)]
-    return pd.Series(hardware, index=cells.index, dtype=object)
-
-
-def with_speedup(cells: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
-    """``cells`` with ``speedup`` = time_s of the ``baseline`` hardware's cell of the same work
-    (``SAME_WORK`` and the spec's runtime, the third part of ``cell_id``: ``default`` compares
-    each kind's default runtime) / this cell's time_s; NaN without a baseline, where the
-    baseline's cell failed or is missing (a ``system:`` baseline for a single-device cell)."""
-    out = cells.copy()
-    if baseline is None or out.empty:
-        out["speedup"] = float("nan")
-        return out
-    work = out[list(SAME_WORK)].assign(spec_runtime=out["cell_id"].str.split("|").str[2])
-    base = work[hardware_of(out) == baseline]
-    base_t = pd.Series(out.loc[base.index, "time_s"].to_numpy(),
-                       index=pd.MultiIndex.from_frame(base))
-    keys = pd.MultiIndex.from_frame(work)
-    out["speedup"] = base_t.reindex(keys).to_numpy() / out["time_s"].to_numpy()
-    return out
+            progress(0, ledger.total)
+        fn(tasks, address, ledger.deliver)
+        ledger.finish()
+        if filler.held_frames:  # every task came, so every baseline did: a bug if not
+            raise SweepIntegrityError(f"{filler.held_frames} frame(s) never got their baseline")
+        return sink.close(scheduler, time.perf_counter() - start)
+    except BaseException:
+        sink.abort()
+        raise

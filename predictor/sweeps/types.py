@@ -248,17 +248,35 @@ class SweepTask:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """The cells (``CELL_COLUMNS``, sorted by ``cell_id``), the scheduler's name, wall time
-    and the rate ``cells_per_s`` = len(cells) / elapsed_s."""
+    """What ``run_sweep`` returns: the scheduler's name, the wall time and the cells.
 
-    cells: pd.DataFrame
+    In memory (the Python API's default sink): ``cells`` (``CELL_COLUMNS``, sorted by
+    ``cell_id``); ``summary`` and ``front`` are None (``output.summary(cells)``,
+    ``output.pareto_front(cells)`` compute them). Streamed to a Parquet folder
+    (``output.DatasetWriter``, what ``roofcast sweep SPEC.toml`` does): ``cells`` is None — the
+    client never held them all — and the sink's incremental ``summary`` and ``front`` (equal to
+    the in-memory ones), the counts ``cell_count`` / ``error_count`` and ``folder`` are set.
+    ``cells_per_s`` = cells / elapsed_s either way."""
+
+    cells: pd.DataFrame | None
     scheduler: str
     elapsed_s: float
+    summary: pd.DataFrame | None = None
+    front: pd.DataFrame | None = None
+    cell_count: int | None = None
+    error_count: int | None = None
+    folder: str = ""
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.cells) if self.cells is not None else int(self.cell_count or 0)
 
     @property
     def cells_per_s(self) -> float:
-        return len(self.cells) / self.elapsed_s if self.elapsed_s > 0 else float("nan")
+        return self.n_cells / self.elapsed_s if self.elapsed_s > 0 else float("nan")
 
     @property
     def n_errors(self) -> int:
+        if self.cells is None:
+            return int(self.error_count or 0)
         return int((self.cells["error"] != "").sum())

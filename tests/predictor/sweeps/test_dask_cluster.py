@@ -28,7 +28,7 @@ from distributed import Client, LocalCluster
 
 from roofcast.predictor import dask_client
 from roofcast.predictor.sweeps import dask_scheduler as ds
-from roofcast.predictor.sweeps.schedulers import check_cells, run_local, run_sweep
+from roofcast.predictor.sweeps.schedulers import collect_cells, run_local, run_sweep
 from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
 from roofcast.predictor.sweeps.types import SweepSpec
 
@@ -47,9 +47,15 @@ def tasks():
     return plan_tasks(SPEC, cells_per_task=CELLS_PER_TASK)
 
 
+def _on_client(client, tasks, run):
+    """The checked cells of ``tasks`` run with ``run`` on ``client`` (each task delivered once,
+    each frame exactly its task's cells), sorted by cell_id."""
+    return collect_cells(tasks, lambda deliver: ds.run_on_client(client, tasks, deliver, run=run))
+
+
 @pytest.fixture(scope="module")
 def local_cells(tasks):
-    return check_cells(run_local(tasks, "", lambda n: None), tasks)
+    return collect_cells(tasks, lambda deliver: run_local(tasks, "", deliver))
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +133,7 @@ def _graph_imports() -> int:
 
 
 def test_each_worker_imports_a_graph_once_not_once_per_task(client, tasks):
-    ds.run_on_client(client, tasks)
+    ds.run_on_client(client, tasks, lambda task, frame: None)
     imports = client.run(_graph_imports)
     distinct = len(SPEC.models) * len(SPEC.batches)  # (model, batch) pairs: 2
     # 5 tasks x 2 batches = 10 graph look-ups over 2 workers; each worker imports each
@@ -146,20 +152,17 @@ def test_scheduler_without_workers_is_a_clear_error(monkeypatch):
 def test_killed_worker_loses_and_duplicates_no_cell(client, tasks, local_cells, tmp_path):
     marker = tmp_path / "killed"
     run = functools.partial(_die_once, victim=tasks[2].task_id, marker=str(marker))
-    frames = ds.run_on_client(client, tasks, run=run)
+    cells = _on_client(client, tasks, run)  # raises on a lost or duplicated cell
     assert marker.exists(), "the victim task never ran"
     killed_pid = int(marker.read_text())
     assert killed_pid not in client.run(os.getpid).values()  # that worker really died
-    cells = check_cells(frames, tasks)  # raises on a lost or duplicated cell
     pd.testing.assert_frame_equal(cells, local_cells)
 
 
 def test_raising_task_is_retried_then_reported_per_cell(client, tasks, local_cells, tmp_path):
     log = tmp_path / "tries"
     victim = tasks[0].task_id
-    frames = ds.run_on_client(client, tasks, run=functools.partial(
-        _raise_for, victim=victim, log=str(log)))
-    cells = check_cells(frames, tasks)
+    cells = _on_client(client, tasks, functools.partial(_raise_for, victim=victim, log=str(log)))
     assert log.read_text().count("try") == ds.RETRIES + 1
     hit = cells["task_id"] == victim
     assert hit.sum() == tasks[0].n_cells
@@ -170,8 +173,7 @@ def test_raising_task_is_retried_then_reported_per_cell(client, tasks, local_cel
 
 def test_task_killing_its_worker_every_time_is_reported_per_cell(client, tasks, local_cells):
     victim = tasks[1].task_id
-    frames = ds.run_on_client(client, tasks, run=functools.partial(_die_always, victim=victim))
-    cells = check_cells(frames, tasks)
+    cells = _on_client(client, tasks, functools.partial(_die_always, victim=victim))
     hit = cells["task_id"] == victim
     assert hit.sum() == tasks[1].n_cells
     assert cells.loc[hit, "error"].str.contains("worker process running this task died").all()

@@ -71,13 +71,10 @@ def test_missing_plugin_module_is_a_clear_error(small, registry, monkeypatch):
 
 def test_registered_scheduler_any_order_same_result(small, registry):
     @register_scheduler("backwards")
-    def backwards(tasks, address, advance):
+    def backwards(tasks, address, deliver):
         assert address == "x"
-        out = []
         for task in reversed(tasks):
-            out.append(run_task(task))
-            advance(task.n_cells)
-        return out
+            deliver(task, run_task(task))
 
     assert registry["backwards"] is backwards
     local = run_sweep(small, cells_per_task=4).cells
@@ -86,18 +83,59 @@ def test_registered_scheduler_any_order_same_result(small, registry):
     pd.testing.assert_frame_equal(local, other.cells)
 
 
-@pytest.mark.parametrize(("mangle", "message"), [
-    (lambda frames: [*frames, frames[0]], "more than once"),   # a retried task counted twice
-    (lambda frames: frames[1:], "missing"),                   # a lost task
-    (lambda frames: [frames[0].iloc[1:], *frames[1:]], "missing"),   # a lost cell
-    (lambda frames: [f.assign(cell_id=f["cell_id"] + "x") for f in frames], "unplanned"),
-    (lambda frames: [f.drop(columns="error") for f in frames], "columns"),
-])
-def test_lost_or_duplicated_cells_raise(small, registry, mangle, message):
-    @register_scheduler("bad")
-    def bad(tasks, address, advance):
-        return mangle([run_task(t) for t in tasks])
+def _first_twice(tasks, deliver):
+    for task in [*tasks, tasks[0]]:  # a retried task delivered twice
+        deliver(task, run_task(task))
 
+
+def _one_lost(tasks, deliver):
+    for task in tasks[1:]:
+        deliver(task, run_task(task))
+
+
+def _cell_lost(tasks, deliver):
+    for i, task in enumerate(tasks):
+        frame = run_task(task)
+        deliver(task, frame.iloc[1:] if i == 0 else frame)
+
+
+def _cell_twice(tasks, deliver):
+    for i, task in enumerate(tasks):
+        frame = run_task(task)
+        deliver(task, pd.concat([frame, frame.iloc[:1]]) if i == 1 else frame)
+
+
+def _renamed(tasks, deliver):
+    for task in tasks:
+        frame = run_task(task)
+        deliver(task, frame.assign(cell_id=frame["cell_id"] + "x"))
+
+
+def _swapped(tasks, deliver):  # task 0's cells delivered as task 1 and back
+    frames = [run_task(t) for t in tasks]
+    deliver(tasks[0], frames[1])
+    deliver(tasks[1], frames[0])
+
+
+def _no_error_column(tasks, deliver):
+    for task in tasks:
+        deliver(task, run_task(task).drop(columns="error"))
+
+
+def _foreign_task(tasks, deliver):
+    from dataclasses import replace
+    for task in tasks:
+        deliver(replace(task, task_id=task.task_id + 100), run_task(task))
+
+
+@pytest.mark.parametrize(("scheduler", "message"), [
+    (_first_twice, "delivered more than once"), (_one_lost, "task.s. missing"),
+    (_cell_lost, "cell.s. missing"), (_cell_twice, "more than once"),
+    (_renamed, "unplanned cell"), (_swapped, "missing"),
+    (_no_error_column, "columns"), (_foreign_task, "unplanned"),
+])
+def test_lost_or_duplicated_cells_raise(small, registry, scheduler, message):
+    register_scheduler("bad")(lambda tasks, address, deliver: scheduler(tasks, deliver))
     with pytest.raises(SweepIntegrityError, match=message):
         run_sweep(small, "bad", cells_per_task=4)
 

@@ -44,12 +44,21 @@ the multi-worker figures are bounded by the cores actually free, not by Dask.
 
 r1 = the 1-worker rate on the largest grid with its startup taken out (cells/s per worker);
 e = the measured 2-worker efficiency (speedup over 1 worker / 2, at most 1; it can only fall
-with more workers, so this T is a lower bound); b = bytes per cell as the client holds them
+with more workers, so this T is a lower bound); b = bytes per cell in pandas at the client
 (measured: ``DataFrame.memory_usage(deep=True)`` / cells), B = 1.25e9 B/s (10 Gbit/s to the
-client); k = the client's per-cell time to concatenate the task frames, check that every cell came
-once and sort them (``schedulers.check_cells``, timed on the largest local result);
-startup_32 = the 2-worker startup (workers start in parallel). The client holds every cell:
-N x b bytes of memory, printed too.
+client: every cell still travels to it); k = the client's per-cell time to check each task's
+frame, fill its speedups and stream it into the Parquet writer with the summary and the
+Pareto front (``stream.TaskLedger`` -> ``output.DatasetWriter``, timed on the largest local
+result split by task, as ``roofcast sweep SPEC.toml --output DIR`` runs it);
+startup_32 = the 2-worker startup (workers start in parallel).
+
+**Client memory.** The client streams: it holds one task's frame, at most
+``output.ROWS_PER_PART`` buffered cells (one Parquet part), the summary's groups and the
+front's candidates — not N x b bytes. The printed bound is min(N, ROWS_PER_PART) x b.
+Measured (``benchmarks/sweep_memory.py``, 11,200 cells of ``grid(10_000)``, ``--scheduler
+local``, each mode in a fresh process): see the note of issue 18 for the figures; with the
+cells in memory the client's peak grows with N (the table, its concatenation and sort, the
+summary and front over it), streamed it does not.
 """
 
 from __future__ import annotations
@@ -64,7 +73,9 @@ import pandas as pd
 
 from roofcast.hw_catalog.catalog import list_devices
 from roofcast.predictor.sweeps import tasks as sweep_tasks
-from roofcast.predictor.sweeps.schedulers import check_cells, run_sweep
+from roofcast.predictor.sweeps.output import ROWS_PER_PART, DatasetWriter
+from roofcast.predictor.sweeps.schedulers import run_sweep
+from roofcast.predictor.sweeps.stream import SpeedupFiller, TaskLedger
 from roofcast.predictor.sweeps.types import SweepResult, SweepSpec
 from roofcast.training_data import zoo
 
@@ -243,24 +254,42 @@ def extrapolate(df: pd.DataFrame, bytes_per_cell: float, client_s_per_cell: floa
     return {"cells": n_cells, "workers": workers, "r1_cells_per_s": r1,
             "efficiency_2": efficiency, "startup_s": two["startup_s"], "compute_s": compute_s,
             "transfer_s": transfer_s, "client_s": client_s, "total_s": total,
-            "cells_per_s": n_cells / total, "client_memory_GB": n_cells * bytes_per_cell / 1e9}
+            "cells_per_s": n_cells / total,
+            "client_memory_GB": min(n_cells, ROWS_PER_PART) * bytes_per_cell / 1e9}
 
 
 def client_seconds_per_cell(spec: SweepSpec, cells: pd.DataFrame) -> float:
-    """The client's time per cell to concatenate the task frames, check that every planned
-    cell came once and sort (``schedulers.check_cells``), timed on ``cells`` split by task."""
-    frames = [g for _, g in cells.groupby("task_id", sort=False)]
-    tasks = sweep_tasks.plan_tasks(spec)
-    t0 = time.perf_counter()
-    check_cells(frames, tasks)
-    return (time.perf_counter() - t0) / len(cells)
+    """The client's time per cell to check each task's frame, fill its speedups and stream it
+    into a Parquet folder with the summary and the front (``stream.TaskLedger``,
+    ``stream.SpeedupFiller``, ``output.DatasetWriter``: the CLI's path), timed on ``cells``
+    split by task."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    tasks = {t.task_id: t for t in sweep_tasks.plan_tasks(spec)}
+    frames = [(tasks[int(i)], g) for i, g in cells.groupby("task_id", sort=False)]
+    folder = Path(tempfile.mkdtemp())
+    try:
+        t0 = time.perf_counter()
+        writer = DatasetWriter(folder / "out", name=spec.name, spec=spec)
+        filler = SpeedupFiller(list(tasks.values()), spec.baseline, writer.add)
+        ledger = TaskLedger(list(tasks.values()), filler)
+        for task, frame in frames:
+            ledger.deliver(task, frame)
+        ledger.finish()
+        writer.close("local", 0.0)
+        return (time.perf_counter() - t0) / len(cells)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def compare(a: str, b: str) -> int:
     """Print whether two sweep folders hold identical tables (0) or not (1)."""
     from roofcast.predictor.sweeps.output import read_dataset
 
-    left, right = read_dataset(a), read_dataset(b)
+    # parts are sorted each by cell_id, not across parts (tasks arrive in any order)
+    left, right = (read_dataset(f).sort_values("cell_id", kind="stable") for f in (a, b))
     same = same_table(left, right)
     print(f"{a}: {len(left):,} cells ({int((left['error'] != '').sum()):,} errors); {b}: "
           f"{len(right):,} cells; identical: {'yes' if same else 'NO'}")
@@ -336,8 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                   "the efficiency above is load noise, not scaling; run a larger --sizes)")
         for key in ("startup_s", "compute_s", "transfer_s", "client_s", "total_s"):
             print(f"  {key:<11} {ext[key]:>10,.1f}")
-        print(f"  => {ext['cells_per_s']:,.0f} cells/s; the client holds "
-              f"{ext['client_memory_GB']:.1f} GB of cells")
+        print(f"  => {ext['cells_per_s']:,.0f} cells/s; the client streams, buffering at most "
+              f"{ext['client_memory_GB']:.2f} GB of cells (one Parquet part)")
     return 1 if mismatches else 0
 
 

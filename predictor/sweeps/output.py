@@ -352,10 +352,12 @@ class FrontAccumulator:
             self.limit = max(COMPACT_ROWS, 2 * self.rows)
 
     def front(self) -> pd.DataFrame:
-        """The Pareto front of every cell added (``pareto_front``'s rows and order)."""
+        """The Pareto front of every cell added (``pareto_front``'s rows and order; frames
+        that came with a ``hardware`` column give it last, as ``pareto_front`` of the cells)."""
         if not self.parts:
             return pareto_front(empty_cells())
-        return pareto_front(pd.concat(self.parts, ignore_index=True))
+        front = pareto_front(pd.concat(self.parts, ignore_index=True))
+        return front[[*(c for c in front.columns if c != "hardware"), "hardware"]]
 
 
 class DatasetWriter:
@@ -373,8 +375,9 @@ class DatasetWriter:
 
     def add(self, frame: pd.DataFrame) -> None:
         frame = frame[list(CELL_COLUMNS)]
-        self.summary.add(frame)
-        self.front.add(frame)
+        tagged = frame.assign(hardware=hardware_of(frame))  # read from the ids once, not twice
+        self.summary.add(tagged)
+        self.front.add(tagged)
         self.cells += len(frame)
         self.errors += int((frame["error"] != "").sum())
         if self.buffered + len(frame) > ROWS_PER_PART:

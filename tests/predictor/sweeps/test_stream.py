@@ -70,7 +70,8 @@ def test_streamed_sink_equals_in_memory(mixed, in_memory, tmp_path, monkeypatch)
     streamed = run_sweep(mixed, cells_per_task=CELLS_PER_TASK,
                          sink=DatasetWriter(tmp_path / "out", name=mixed.name, spec=mixed))
     cells = in_memory.cells
-    assert streamed.cells is None and streamed.folder == str(tmp_path / "out")
+    assert streamed.cells is None
+    assert streamed.folder == str(tmp_path / "out")
     assert (streamed.n_cells, streamed.n_errors) == (len(cells), in_memory.n_errors)
     assert 0 < in_memory.n_errors < len(cells)
     assert cells["speedup"].notna().any()  # the baseline's speedups are in both
@@ -81,7 +82,8 @@ def test_streamed_sink_equals_in_memory(mixed, in_memory, tmp_path, monkeypatch)
     assert len(parts) >= -(-len(cells) // 7)  # ceil(cells / 7): no part over the limit
     for part in parts:
         ids = pd.read_parquet(part)["cell_id"]
-        assert 0 < len(ids) <= 7 and ids.is_monotonic_increasing
+        assert 0 < len(ids) <= 7
+        assert ids.is_monotonic_increasing
     back = read_dataset(tmp_path / "out").sort_values("cell_id").reset_index(drop=True)
     memory_back = read_dataset(output.write_dataset(in_memory, tmp_path / "mem"))
     pd.testing.assert_frame_equal(back, memory_back, check_exact=True)
@@ -102,7 +104,9 @@ def test_speedups_wait_for_a_baseline_that_comes_last(mixed, in_memory, registry
 
     late = run_sweep(mixed, "baseline-last", cells_per_task=CELLS_PER_TASK)
     firsts = [mixed.baseline in t.devices for t in tasks_seen]
-    assert firsts == sorted(firsts, reverse=True) and any(firsts) and not all(firsts)
+    assert firsts == sorted(firsts, reverse=True)  # the baseline's tasks were planned first
+    assert any(firsts)
+    assert not all(firsts)
     pd.testing.assert_frame_equal(late.cells, in_memory.cells, check_exact=True)
     plain = pd.concat([run_task(t) for t in tasks_seen])
     whole = with_speedup(plain, mixed.baseline).sort_values("cell_id").reset_index(drop=True)

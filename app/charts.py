@@ -548,46 +548,57 @@ SWEEP_COLORS = ("#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B"
 
 
 def _cell_text(rows: pd.DataFrame) -> list[str]:
-    return [f"{d} · {r} · batch {b} · {p} · {m}" for d, r, b, p, m in
-            zip(rows["device"], rows["runtime"], rows["batch"], rows["precision"], rows["mode"],
-                strict=True)]
+    """Hover text of sweep cells: the ``hardware`` column where the rows have it (the spec's
+    entry: a device or ``system:ID``), else the device; the plan when not ``single``, runtime,
+    batch, precision, mode."""
+    hardware = rows["hardware"] if "hardware" in rows else rows["device"]
+    plans = rows["plan"] if "plan" in rows else pd.Series("single", index=rows.index)
+    return [f"{d}{'' if pl == 'single' else ' · ' + pl} · {r} · batch {b} · {p} · {m}"
+            for d, pl, r, b, p, m in zip(hardware, plans, rows["runtime"], rows["batch"],
+                                         rows["precision"], rows["mode"], strict=True)]
 
 
-def sweep_pareto(cells: pd.DataFrame, front: pd.DataFrame) -> go.Figure:
+def sweep_pareto(cells: pd.DataFrame, front: pd.DataFrame, *,
+                 title: str = "Latency vs $/throughput", cost: str = "usd_per_throughput",
+                 group: str = "model", x_title: str = "predicted time per step (ms)",
+                 rate: str = "sample/s") -> go.Figure:
     """Latency vs cost of throughput for a sweep's cells (rows with ``CELL_COLUMNS``): each
-    cell a faint point at (``time_s`` in ms, ``usd_per_throughput`` = list price / samples per
-    s), both axes log; per model the Pareto front (``front``: the cells no other cell of the
-    model beats on both) as a line with larger markers. Down and left is better. Cells without
-    a finite, positive time and price are not drawn (the page says how many)."""
+    cell a faint point at (``time_s`` in ms, ``cost``: default ``usd_per_throughput`` = list
+    price / samples per s; the explorer passes $ per token/s for LLM cells and names the unit
+    ``rate``), both axes log; per ``group`` (default the model) the Pareto front (``front``:
+    the cells no other cell of the group beats on both) as a line with larger markers. Down and
+    left is better. Cells without a finite, positive time and cost are not drawn (the page says
+    how many)."""
     fig = go.Figure()
-    models = list(dict.fromkeys([*front["model"], *cells["model"]]))
-    for i, model in enumerate(models):
+    groups = list(dict.fromkeys([*front[group], *cells[group]]))
+    for i, name in enumerate(groups):
         color = SWEEP_COLORS[i % len(SWEEP_COLORS)]
-        rows = _drawable(cells[cells["model"] == model])
+        rows = _drawable(cells[cells[group] == name], cost)
         if len(rows):
             fig.add_trace(go.Scattergl(
-                x=rows["time_s"] * 1e3, y=rows["usd_per_throughput"], mode="markers",
-                name=f"{model} cells", legendgroup=model, text=_cell_text(rows),
+                x=rows["time_s"] * 1e3, y=rows[cost], mode="markers",
+                name=f"{name} cells", legendgroup=name, text=_cell_text(rows),
                 marker={"color": color, "size": 5, "opacity": 0.35},
-                hovertemplate=(f"{model}<br>%{{text}}<br>%{{x:.4g}} ms, "
-                               "$%{y:.4g} per sample/s<extra></extra>")))
-        best = _drawable(front[front["model"] == model]).sort_values("time_s")
+                hovertemplate=(f"{name}<br>%{{text}}<br>%{{x:.4g}} ms, "
+                               f"$%{{y:.4g}} per {rate}<extra></extra>")))
+        best = _drawable(front[front[group] == name], cost).sort_values("time_s")
         if len(best):
             fig.add_trace(go.Scatter(
-                x=best["time_s"] * 1e3, y=best["usd_per_throughput"], mode="lines+markers",
-                name=f"{model} Pareto front", legendgroup=model, text=_cell_text(best),
+                x=best["time_s"] * 1e3, y=best[cost], mode="lines+markers",
+                name=f"{name} Pareto front", legendgroup=name, text=_cell_text(best),
                 line={"color": color, "width": 2, "shape": "hv"},
                 marker={"color": color, "size": 9, "line": {"color": "#000", "width": 1}},
-                hovertemplate=(f"<b>{model}</b> (front)<br>%{{text}}<br>%{{x:.4g}} ms, "
-                               "$%{y:.4g} per sample/s<extra></extra>")))
-    fig.update_xaxes(title="predicted time per step (ms)", type="log")
-    fig.update_yaxes(title="$ per (sample/s)  (list price / throughput)", type="log")
-    return _layout(fig, "Latency vs $/throughput", height=520)
+                hovertemplate=(f"<b>{name}</b> (front)<br>%{{text}}<br>%{{x:.4g}} ms, "
+                               f"$%{{y:.4g}} per {rate}<extra></extra>")))
+    fig.update_xaxes(title=x_title, type="log")
+    fig.update_yaxes(title=f"$ per ({rate})  (list price / throughput)", type="log")
+    return _layout(fig, title, height=520)
 
 
-def _drawable(rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows a log-log latency/cost plot can show: finite, positive time and $/throughput."""
+def _drawable(rows: pd.DataFrame, cost: str = "usd_per_throughput") -> pd.DataFrame:
+    """Rows a log-log latency/cost plot can show: finite, positive time and cost."""
     t = pd.to_numeric(rows["time_s"], errors="coerce")
-    c = pd.to_numeric(rows["usd_per_throughput"], errors="coerce")
+    c = pd.to_numeric(rows[cost], errors="coerce")
     return rows[np.isfinite(t) & np.isfinite(c) & (t > 0) & (c > 0)]
+
 

@@ -19,8 +19,9 @@ folders). The explorer page reads one of two sources:
 Then :func:`read_sweep` reads the files with ``pyarrow.dataset`` (Parquet only: no pickle, no
 code is run from the files), refuses more than ``MAX_FILES`` files, ``MAX_DATASET_BYTES`` on
 disk or ``MAX_ROWS`` rows (counted from the Parquet footers before anything is loaded), and
-checks the table: every ``CELL_COLUMNS`` column present, numeric columns numeric, ``fits``
-boolean, ``cell_id`` unique. Every refusal is a :class:`SweepLoadError` naming the file or
+checks the table: every ``CELL_COLUMNS`` column present (a folder of the first round's columns,
+without family/system/plan/tokens, is an older sweep: re-run it), numeric columns numeric,
+``fits`` boolean, ``cell_id`` unique. Every refusal is a :class:`SweepLoadError` naming the file or
 member and what to do.
 """
 
@@ -38,7 +39,12 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.sweeps.types import CELL_COLUMNS
+from roofcast.predictor.sweeps.types import (
+    CELL_COLUMNS,
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    STR_COLUMNS,
+)
 
 #: the uploaded zip's size (compressed), as the app's other uploads
 MAX_ZIP_BYTES = 200 * 2**20
@@ -51,12 +57,16 @@ MAX_DATASET_BYTES = 2 * 2**30
 #: cells loaded at once (~1 kB each in memory: a few GB at the cap)
 MAX_ROWS = 5_000_000
 #: columns that must hold numbers (NaN allowed: a cell with an error, a device with no price)
-NUMERIC_COLUMNS = ("batch", "time_s", "lower_s", "upper_s", "throughput_samples_per_s",
-                   "memory_bytes", "mem_capacity_bytes", "price_usd", "tdp_W",
-                   "usd_per_throughput", "throughput_per_W", "task_id")
+NUMERIC_COLUMNS = (*INT_COLUMNS, *FLOAT_COLUMNS)
 #: columns read as text (hive partition folders give them as dictionary strings)
-TEXT_COLUMNS = ("cell_id", "model", "device", "runtime", "precision", "mode", "estimator",
-                "dominant_bound", "error")
+TEXT_COLUMNS = STR_COLUMNS
+#: the columns the first round of sweeps wrote (before families, systems, plans and tokens): a
+#: folder with these and not the rest is an older sweep, to re-run rather than "not a sweep"
+FIRST_ROUND_COLUMNS = ("cell_id", "model", "device", "runtime", "batch", "precision", "mode",
+                       "estimator", "time_s", "lower_s", "upper_s", "throughput_samples_per_s",
+                       "memory_bytes", "mem_capacity_bytes", "fits", "price_usd", "tdp_W",
+                       "usd_per_throughput", "throughput_per_W", "dominant_bound", "task_id",
+                       "error")
 _CHUNK = 1 << 20
 
 
@@ -262,6 +272,10 @@ def check_cells(cells: pd.DataFrame) -> pd.DataFrame:
     """``cells`` with ``CELL_COLUMNS`` first, typed; :class:`SweepLoadError` when a column is
     missing or of the wrong kind, or a cell appears twice."""
     missing = [c for c in CELL_COLUMNS if c not in cells.columns]
+    if missing and all(c in cells.columns for c in FIRST_ROUND_COLUMNS):
+        raise SweepLoadError(f"an older roofcast sweep: the Parquet files lack the column(s) "
+                             f"{', '.join(missing)} (families, systems, plans, tokens); re-run "
+                             "the sweep (`roofcast sweep SPEC.toml --output DIR`) and load that")
     if missing:
         raise SweepLoadError(f"not a roofcast sweep: the Parquet files lack the column(s) "
                              f"{', '.join(missing)}; load the folder `roofcast sweep "

@@ -10,13 +10,19 @@ whether it fits, throughput per list-price dollar and per TDP watt (empty where 
 no price or TDP), and the dominant bound.
 
 With a ``.toml`` file instead of a model (``predictor.sweeps.spec`` documents the file): the grid
-models x devices x runtimes x batches x precisions x modes is cut into tasks of >= 100 ms, run
-on the scheduler (``local``: in this process; ``dask-local:N``: a LocalCluster of N worker
-processes; ``dask://HOST:PORT``: a running Dask scheduler), with a progress bar on stderr; the
-cells go to a Parquet dataset folder (``--output``, default ``NAME.parquet`` for the spec's
-name; written atomically) and the summary (per model x device) and Pareto front (per model,
-latency vs $/throughput) are printed. A cell that cannot be predicted (unknown device, failed
-import) is a row with ``error`` set; the sweep still completes.
+(models and LLM configs x devices and ``system:`` entries x runtimes x batches x precisions x
+modes x plans x tokens; which combinations are cells: ``predictor.sweeps.types.cell_groups``)
+is cut into tasks of >= 100 ms, run on the scheduler (``local``: in this process;
+``dask-local:N``: a LocalCluster of N worker processes; ``dask://HOST:PORT``: a running Dask
+scheduler), with a progress bar on stderr; the cells go to a Parquet dataset folder
+(``--output``, default ``NAME.parquet`` for the spec's name; written atomically) and two tables
+are printed (``predictor.sweeps.output``): the summary per model x family x hardware and the
+Pareto front per work (model, family, mode, request shape: latency vs $ per sample/s, or per
+token/s for LLM cells), with the family, hardware, devices, plan, tokens and — with a
+``baseline`` — the speedup (columns that are empty for every cell of the sweep are left out:
+the LLM ones without LLM configs, the speedups without a baseline). A cell that cannot be
+predicted (unknown device, failed import) is a row with ``error`` set; the sweep still
+completes.
 """
 
 from __future__ import annotations
@@ -158,6 +164,17 @@ def _clock_text(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
+#: the front's columns (``output.pareto_front``), in order; ``_dropped`` names the LLM ones for a
+#: sweep without LLM cells and ``speedup`` without a baseline
+FRONT_COLUMNS = ("model", "family", "mode", "hardware", "n_devices", "plan", "runtime", "batch",
+                 "precision", "input_tokens", "output_tokens", "time_s", "cost_usd_per_rate",
+                 "rate_unit", "throughput_samples_per_s", "tokens_per_s", "ttft_s", "tpot_s",
+                 "memory_bytes", "speedup")
+LLM_ONLY = ("input_tokens", "output_tokens", "tokens_per_s", "ttft_s", "tpot_s",
+            "best_tokens_per_s_per_dollar")
+BASELINE_ONLY = ("speedup", "best_speedup")
+
+
 def run_spec(args: argparse.Namespace) -> int:
     from roofcast.predictor.sweeps.output import pareto_front, summary, write_dataset
     from roofcast.predictor.sweeps.schedulers import run_sweep
@@ -172,11 +189,19 @@ def run_spec(args: argparse.Namespace) -> int:
     pareto = pareto_front(result.cells)
     extra = {"sweep": spec.name, "cells": len(result.cells), "errors": result.n_errors,
              "scheduler": result.scheduler, "elapsed_s": round(result.elapsed_s, 3),
-             "cells_per_s": round(result.cells_per_s, 1), "output": str(folder)}
-    front = pareto[["model", "device", "runtime", "batch", "precision", "mode", "time_s",
-                    "usd_per_throughput", "throughput_samples_per_s", "memory_bytes"]]
-    emit({"summary": summary(result.cells), "pareto": front}, args.format, extra=extra)
+             "cells_per_s": round(result.cells_per_s, 1), "baseline": spec.baseline,
+             "output": str(folder)}
+    drop = _dropped(spec.llms, spec.baseline)
+    tables = {"summary": summary(result.cells), "pareto": pareto[list(FRONT_COLUMNS)]}
+    emit({name: t[[c for c in t.columns if c not in drop]] for name, t in tables.items()},
+         args.format, extra=extra)
     return 0
+
+
+def _dropped(llms: tuple[str, ...], baseline: str | None) -> set[str]:
+    """Columns that say nothing for this sweep: the LLM ones without LLM configs, the speedups
+    without a baseline (NaN in every row)."""
+    return {*(() if llms else LLM_ONLY), *(() if baseline else BASELINE_ONLY)}
 
 
 def _check_output(folder: Path) -> None:

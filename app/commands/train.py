@@ -15,7 +15,10 @@ Scheduler (``--scheduler``): ``local`` (default, in process), ``dask-local:N`` (
 LocalCluster of N worker processes) or ``dask://HOST:PORT`` (a running Dask scheduler). A Dask
 scheduler trains on one exported DIR: its Parquet partitions are read and featurized on the
 workers and the XGBoost candidate is fitted there with ``xgboost.dask``; the model choice,
-folds, validation and intervals are those of local training
+folds, validation and intervals are those of local training. A fit of at most 100,000 rows runs
+on one worker and gives the local model exactly; larger fits are spread over the workers
+(XGBoost's distributed sketch: figures within the tolerance its tests state). The scheduler text
+is read by ``predictor.dask_client``, as ``roofcast sweep`` reads it
 (``predictor.learned.distributed``).
 
 Saving: the model is installed as ``--install NAME`` (default ``latest``) in the user's model
@@ -83,17 +86,18 @@ def _load(args: argparse.Namespace, sources: list[str], devices: list[str] | Non
     """(training set, fitter) for the sources on ``args.scheduler``: exported Parquet DIRs are
     read by ``distributed`` (on the cluster for a Dask scheduler, which then fits there too),
     the other sources by ``data.load_sources``."""
+    from roofcast.predictor import dask_client
     from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.learned import distributed
     from roofcast.predictor.learned.data import combine, load_sources
     from roofcast.predictor.learned.model import FamilyModel
     from roofcast.training_data.partitioned import is_export
 
-    prefix, _ = distributed.parse_scheduler(args.scheduler)
+    on_dask = dask_client.parse_scheduler(args.scheduler).is_dask
     exports = [s for s in sources if Path(s).is_dir() and is_export(s)]
     others = [s for s in sources if s not in exports]
     fit = FamilyModel.fit
-    if prefix != "local":
+    if on_dask:
         if others or len(exports) != 1:
             raise PredictionError(f"--scheduler {args.scheduler} trains on one exported Parquet "
                                   "folder: --from DIR (write it with `roofcast data export "

@@ -2,16 +2,23 @@
 
 ``roofcast train --from DIR --scheduler local|dask-local:N|dask://HOST:PORT``; ``DIR`` is a
 ``roofcast data export --format parquet --partition-by device --output DIR`` dataset
-(``training_data.partitioned``).
+(``training_data.partitioned``). The scheduler text is read and the client opened by
+``predictor.dask_client`` (the parser and connector the sweeps use too); ``open_client`` adds
+the check that ``xgboost.dask`` is installed and, on a ``dask://`` cluster, that every worker
+imports this module and ``xgboost.dask`` (``WORKER_MODULES``).
 
 Both schedulers run the same steps, so their results differ only where XGBoost's own
 distributed algorithm differs:
 
-1. **Read and featurize per partition**: one task per Parquet file (``dask.dataframe.
-   read_parquet(DIR).to_delayed()``; in process: the same files read with pyarrow, in the same
-   order), each turning its tidy rows into a training set (``data.measurement_set``, the
-   featurization of ``--from store``). The partitions are stacked (``data.combine``: the data
-   hash is the hash over the partitions' hashes, the same for both schedulers).
+1. **Read and featurize per file**: one task per Parquet file of the export, the files in
+   sorted path order (``dataset_files``), each read by the same function in process and on a
+   worker (``read_part``: the file's rows plus its Hive ``key=value`` folder columns) and turned
+   into a training set (``data.measurement_set``, the featurization of ``--from store``). The
+   parts are stacked (``data.combine``: the data hash is the hash over the parts' hashes, the
+   same for both schedulers), so both schedulers see the same rows in the same order: XGBoost's
+   row subsampling depends on it (``dask.dataframe.read_parquet``, used before, ordered the 5
+   NeuSight device folders differently from the sorted paths, 9.6 % of the rows elsewhere, and
+   moved the figures of keys trained on one worker by up to 1.7 pp: softmax's coverage).
 2. **Fit, cross-validate, calibrate**: ``training.train``, unchanged: the same keys, grouped
    folds, candidates (``model.CANDIDATES``), scores, intervals, OOD sets and validation tables.
    On a cluster it is given ``DaskFitter``: the ``xgboost`` candidate — nearly all the work —
@@ -22,36 +29,69 @@ distributed algorithm differs:
    fitted in the client as locally.
 3. The model is saved as now (XGBoost UBJ + JSON, ``persistence``).
 
-What differs on a cluster: XGBoost's distributed ``hist`` builds its quantile sketch from
-per-worker sketches and draws ``subsample``/``colsample_bytree`` per worker, so the trees are
-not bit-identical to a single-process fit; the tests bound the effect on the validation
-figures (``tests/predictor/learned/test_distributed.py``). The client still holds one row of
-featurized inputs per measurement (validation needs every out-of-fold prediction); the fits
-and the featurization are what moves to the workers.
+**Small fits run on one worker** (``ONE_WORKER_MAX_ROWS`` = 100,000 rows): XGBoost's
+distributed ``hist`` builds its quantile sketch from per-worker sketches and draws
+``subsample``/``colsample_bytree`` per worker, so a fit spread over workers gives other trees
+than a single-process fit; on a small key that moves the validation figures by as much as a
+different seed does (DeepBench cpu/conv, 289 rows: time-weighted median APE 13.5 vs 18.3 %,
+p90 98.8 vs 113.4 % spread over 2 workers vs local). A fit of at most ``ONE_WORKER_MAX_ROWS``
+rows is therefore collected into one partition (``repartition(npartitions=1)``, the rows in
+training-set order): ``xgboost.dask`` then trains on the one worker that holds it, with the
+local parameters and seed, and gives the local booster bit for bit (tested; DeepBench's five
+keys, 223 to 4,025 rows: ``dask-local:2`` gives local training's validation tables exactly;
+NeuSight, 267,230 rows: its four keys up to 99,469 rows exactly, and gpu/matmul, 131,386 rows
+and spread, within 0.08 pp of local on median, time-weighted median, p90 and coverage, where
+XGBoost seed 1 instead of 0 moves them by up to 1.0 pp).
+Why 100,000: a fit's rows are then at most about 18 MB (8 B x (20 features + target + weight)
+per row), which any worker holds comfortably, and a single-thread fit of them takes about a
+second (1.1 s measured, 150 rounds, depth 5). Speed does not argue for a lower threshold: on
+this 2-core machine one partition was never slower than two up to 300,000 rows (300 rows 0.35
+vs 0.68 s, 30,000 rows 0.55 vs 0.81 s, 100,000 rows 1.14 vs 1.09 s, 300,000 rows 2.7 vs 3.1 s,
+under load). Where spreading starts to pay on idle multi-core workers was not measured. Larger
+fits are spread over the workers that hold their rows, and their figures stay within the
+tolerance the tests state (``tests/predictor/learned/test_distributed.py``, forced with
+``one_worker_max_rows=0``): with more rows per worker the merged sketch is closer to the single
+one.
 
-Schedulers (``SCHEDULERS`` registry, prefix -> client factory): ``local`` (no Dask),
-``dask-local:N`` (a ``distributed.LocalCluster`` of N single-threaded worker processes, closed
-afterwards), ``dask://HOST:PORT`` (an existing scheduler; ``CONNECT_TIMEOUT_S`` to connect).
+**What scales and what does not.** On the workers, and never gathered: the learned features of
+the rows (``ClusterData.features``, 8 B x 20 per row) and the XGBoost fits. In the client,
+O(rows): the stacked training set (``ClusterData.ts``: the featurized tidy rows, measured 480 B
+per row on DeepBench) and, while ``training.train`` runs, the learned features again, the
+measured, bound, baseline and out-of-fold arrays, key and group labels and each fit's row
+selection (targets and weights sent to the workers, 16 B per row): a peak of 1.3 kB per row
+over the training set (``tracemalloc`` slope between 3,848 and 7,779 DeepBench rows, quick).
+About 1.8 kB per row in all: 10^6 rows need about 2 GB of client memory, 10^7 rows about 18 GB.
+The ``ridge`` and ``median`` candidates, the out-of-fold predictions (``FamilyModel.
+predict_time`` on the client's features), the conformal intervals, the OOD sets and the
+validation tables are computed in the client from these arrays, and the grouped
+cross-validation's folds, candidates and fits run one after another (each XGBoost fit on the
+cluster, the next waiting for it). Keeping the client bounded would take ``training.train``
+itself onto partitions (predictions per partition on the workers, only the per-row errors
+gathered for the medians and quantiles) — not done.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
 
+from roofcast.predictor import dask_client
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.learned.data import SourceUse, TrainingSet, combine, measurement_set
 from roofcast.predictor.learned.features import FEATURES, learned_features
 from roofcast.predictor.learned.model import XGB_PARAMS, FamilyModel, harness_floor, reference_time
 
-CONNECT_TIMEOUT_S = 10
-MAX_LOCAL_WORKERS = 64
+#: a fit of at most this many rows runs on one worker (module docstring: "Small fits")
+ONE_WORKER_MAX_ROWS = 100_000
+#: what every worker of a ``dask://`` cluster must import (``dask_client.open_client``)
+WORKER_MODULES = ("roofcast.predictor.learned.distributed", "xgboost.dask")
 #: XGBRegressor parameter names -> ``xgboost.train`` names (the rest are the same).
 _BOOSTER_NAMES = {"random_state": "seed"}
 #: local settings a cluster fit drops: ``n_jobs`` (each worker uses its own thread count,
@@ -60,62 +100,13 @@ _LOCAL_ONLY = ("n_jobs",)
 
 
 # ----------------------------------------------------------------------------- schedulers
-def _local_cluster(arg: str) -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    try:
-        n = int(arg)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_LOCAL_WORKERS:
-        raise PredictionError(f"dask-local:{arg}: give a worker count 1..{MAX_LOCAL_WORKERS}, "
-                              "e.g. --scheduler dask-local:2")
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        yield client
-
-
-def _remote(arg: str) -> Iterator[Any]:
-    from distributed import Client
-
-    if not arg or ":" not in arg:
-        raise PredictionError(f"dask://{arg}: give the scheduler as dask://HOST:PORT")
-    address = f"tcp://{arg}"
-    try:
-        client = Client(address, timeout=CONNECT_TIMEOUT_S)
-    except (OSError, TimeoutError) as exc:
-        raise PredictionError(f"cannot reach the Dask scheduler at {address} within "
-                              f"{CONNECT_TIMEOUT_S} s ({exc}); check the address and that "
-                              "`dask scheduler` runs there") from exc
-    with client:
-        yield client
-
-
-#: ``--scheduler`` prefix -> generator yielding a ``distributed.Client`` (``open_client``).
-SCHEDULERS: dict[str, Callable[[str], Iterator[Any]]] = {
-    "dask-local": _local_cluster, "dask": _remote}
-
-
-def parse_scheduler(text: str) -> tuple[str, str]:
-    """``local`` -> ("local", ""); ``dask-local:2`` -> ("dask-local", "2");
-    ``dask://h:8786`` -> ("dask", "h:8786"); PredictionError for anything else."""
-    text = (text or "local").strip()
-    if text == "local":
-        return "local", ""
-    if text.startswith("dask://"):
-        return "dask", text[len("dask://"):]
-    prefix, _, arg = text.partition(":")
-    if prefix in SCHEDULERS and prefix != "dask":
-        return prefix, arg
-    raise PredictionError(f"unknown scheduler {text!r}; give local, dask-local:N or "
-                          "dask://HOST:PORT")
-
-
 @contextmanager
 def open_client(scheduler: str) -> Iterator[Any]:
-    """A ``distributed.Client`` for a Dask ``scheduler`` string (closed on exit)."""
-    prefix, arg = parse_scheduler(scheduler)
-    if prefix == "local":
+    """A ``distributed.Client`` for a Dask ``scheduler`` text (``dask_client.open_client``,
+    closed on exit), once ``xgboost.dask`` is known to import here; the client is the current
+    one inside the context (``Client.as_current``: ``xgboost.dask`` looks it up)."""
+    spec = dask_client.parse_scheduler(scheduler)
+    if not spec.is_dask:
         raise PredictionError("the local scheduler has no Dask client")
     try:
         import distributed  # noqa: F401
@@ -123,16 +114,14 @@ def open_client(scheduler: str) -> Iterator[Any]:
     except ImportError as exc:
         raise PredictionError(f"--scheduler {scheduler} needs dask[distributed] ({exc}); "
                               "pip install 'dask[distributed]'") from exc
-    yield from SCHEDULERS[prefix](arg)
+    with dask_client.open_client(spec, WORKER_MODULES) as client, client.as_current():
+        yield client
 
 
 # ----------------------------------------------------------------------------- reading
 def _featurize(frame: pd.DataFrame, source: str, origin: str) -> TrainingSet | None:
-    """One partition's tidy rows -> training set (None when it has no usable row)."""
+    """One file's tidy rows -> training set (None when it has no usable row)."""
     frame = frame.reset_index(drop=True)
-    for c in frame.columns:
-        if isinstance(frame[c].dtype, pd.CategoricalDtype):  # the Hive partition column
-            frame[c] = frame[c].astype(str)
     if frame.empty:
         return None
     try:
@@ -168,30 +157,26 @@ def _stack(parts: list[TrainingSet | None], folder: Path) -> TrainingSet:
                    used=(SourceUse(sets[0].source, len(ts), str(folder)),))
 
 
+def read_part(folder: str | Path, path: str | Path) -> TrainingSet | None:
+    """One Parquet file of the export at ``folder`` -> its training set (None when it has no
+    usable row): the file's rows plus its Hive partition column(s) (``key=value`` folders
+    between ``folder`` and the file, URI-decoded as pyarrow decodes them), featurized. The same
+    function reads a file in process and on a worker (module docstring, point 1)."""
+    import pyarrow.parquet as pq
+
+    folder, path = Path(folder), Path(path)
+    df = pq.ParquetFile(path).read().to_pandas()
+    for segment in path.relative_to(folder).parts[:-1]:
+        key, sep, value = segment.partition("=")
+        if sep:
+            df[key] = unquote(value)
+    return _featurize(df, f"dataset:{folder.name}", str(folder))
+
+
 def read_local(folder: str | Path) -> TrainingSet:
     """The export as one training set, in process (module docstring, point 1)."""
-    import pyarrow.dataset as ds
-
     folder = Path(folder)
-    files = dataset_files(folder)
-    dataset = ds.dataset(folder, format="parquet", partitioning="hive")
-    by_file = {Path(f.path).resolve(): f for f in dataset.get_fragments()}
-    parts = []
-    for path in files:
-        frag = by_file[path.resolve()]
-        parts.append(_featurize(_with_partition(frag), f"dataset:{folder.name}", str(folder)))
-    return _stack(parts, folder)
-
-
-def _with_partition(fragment) -> pd.DataFrame:
-    """A fragment's rows plus its Hive partition column(s), as Dask reads them."""
-    import pyarrow.dataset as ds
-
-    df = fragment.to_table().to_pandas()
-    keys = ds.get_partition_keys(fragment.partition_expression)
-    for k, v in keys.items():
-        df[k] = str(v)
-    return df
+    return _stack([read_part(folder, path) for path in dataset_files(folder)], folder)
 
 
 @dataclass
@@ -204,16 +189,14 @@ class ClusterData:
 
 
 def read_cluster(folder: str | Path, client: Any) -> ClusterData:
-    """The export read with ``dask.dataframe.read_parquet``, featurized one partition per task
-    on the workers (module docstring, point 1)."""
+    """The export read and featurized one Parquet file per task on the workers (``read_part``,
+    the files in ``dataset_files`` order, as ``read_local``; module docstring, point 1)."""
     import dask
     import dask.dataframe as dd
 
     folder = Path(folder)
-    dataset_files(folder)  # manifest and files checked before the cluster reads anything
-    ddf = dd.read_parquet(str(folder), ignore_metadata_file=True)
-    source = f"dataset:{folder.name}"
-    tasks = [dask.delayed(_featurize)(part, source, str(folder)) for part in ddf.to_delayed()]
+    files = dataset_files(folder)  # manifest and files checked before the cluster reads any
+    tasks = [dask.delayed(read_part)(str(folder), str(path)) for path in files]
     futures = client.compute(tasks)
     parts = client.gather(futures)
     ts = _stack(parts, folder)
@@ -223,7 +206,7 @@ def read_cluster(folder: str | Path, client: Any) -> ClusterData:
     kept = [f for f, p in zip(futures, parts, strict=True) if p is not None]
     feats = [dask.delayed(_features_of)(f, int(o)) for f, o in zip(kept, offsets, strict=True)]
     meta = pd.DataFrame({c: pd.Series(dtype=float) for c in FEATURES})
-    frame = dd.from_delayed(feats, meta=meta, verify_meta=False).persist()
+    frame = client.persist(dd.from_delayed(feats, meta=meta, verify_meta=False))
     return ClusterData(ts, frame)
 
 
@@ -254,10 +237,13 @@ def _take(part: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
 @dataclass
 class DaskFitter:
     """``training.Fitter`` fitting the ``xgboost`` candidate with ``xgboost.dask`` on the
-    workers' feature partitions (module docstring, point 2); other candidates as locally."""
+    workers' feature partitions (module docstring, point 2); other candidates as locally. A
+    fit of at most ``one_worker_max_rows`` rows runs on one worker (module docstring, "Small
+    fits"; 0: every fit spread over the workers that hold its rows)."""
 
     client: Any
     data: ClusterData
+    one_worker_max_rows: int = ONE_WORKER_MAX_ROWS
 
     def __call__(self, key: str, candidate: str, F: pd.DataFrame, meas_s: np.ndarray,
                  t_bound: np.ndarray, groups: np.ndarray, xgb_params: dict | None = None,
@@ -273,6 +259,8 @@ class DaskFitter:
         labels = pd.DataFrame({"_y": y, "_w": w}, index=F.index)  # F.index: row numbers
         meta = self.data.features._meta.join(labels.iloc[:0], how="inner")
         rows = self.data.features.map_partitions(_take, labels, meta=meta)
+        if len(labels) <= self.one_worker_max_rows:  # one partition, in row order: one worker
+            rows = rows.repartition(npartitions=1)
         dtrain = dxgb.DaskDMatrix(self.client, rows[list(FEATURES)], rows["_y"],
                                   weight=rows["_w"], feature_names=list(FEATURES))
         params, rounds = booster_params(xgb_params)
@@ -290,8 +278,7 @@ def train_dataset(folder: str | Path, scheduler: str = "local", **train_kwargs: 
     ``scheduler``; returns ``training.TrainResult``."""
     from roofcast.predictor.learned.training import train
 
-    prefix, _ = parse_scheduler(scheduler)
-    if prefix == "local":
+    if not dask_client.parse_scheduler(scheduler).is_dask:
         return train(read_local(folder), **train_kwargs)
     with open_client(scheduler) as client:
         data = read_cluster(folder, client)

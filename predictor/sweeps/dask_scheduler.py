@@ -23,24 +23,23 @@ failure is reported per cell, as ``tasks.run_task`` reports the failures it catc
 Graphs are imported once per worker process, not per cell: ``run_task`` is pickled by
 reference, so each worker runs the module-level function with its module-level LRU cache.
 
-Bad addresses are user errors (``DaskSchedulerError``, a ``PredictionError``): a malformed
-``dask-local:N`` / ``dask://HOST:PORT`` at once, an unreachable scheduler after
-``CONNECT_TIMEOUT_S``, a scheduler without workers after ``WORKERS_TIMEOUT_S``, a worker that
-cannot import roofcast before any task is sent.
+The address is read and the client opened by ``predictor.dask_client`` (the same parser and
+connector as ``roofcast train --scheduler``): bad addresses are user errors
+(``dask_client.DaskSchedulerError``, a ``PredictionError``): a malformed ``dask-local:N`` /
+``dask://HOST:PORT`` at once, an unreachable scheduler after ``dask_client.CONNECT_TIMEOUT_S``, a
+scheduler without workers after ``dask_client.WORKERS_TIMEOUT_S``, a worker that cannot import
+``WORKER_MODULE`` before any task is sent.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import re
 from collections.abc import Callable, Sequence
 
 import pandas as pd
-from distributed import Client, LocalCluster, as_completed
+from distributed import as_completed
 from distributed.scheduler import KilledWorker
 
-from roofcast.predictor.errors import PredictionError
+from roofcast.predictor import dask_client
 from roofcast.predictor.sweeps import tasks as sweep_tasks
 from roofcast.predictor.sweeps.cells import error_rows
 from roofcast.predictor.sweeps.schedulers import register_scheduler
@@ -48,51 +47,12 @@ from roofcast.predictor.sweeps.types import SweepTask
 
 #: times a task whose function raised is re-submitted (Dask ``retries``); 3 runs in all
 RETRIES = 2
-#: seconds to reach a ``dask://`` scheduler before giving up with a clear error
-CONNECT_TIMEOUT_S = 10.0
-#: seconds a ``dask://`` scheduler may take to have at least one worker
-WORKERS_TIMEOUT_S = 30.0
 #: the module every ``dask://`` worker must import (checked once before any task is sent)
 WORKER_MODULE = "roofcast.predictor.sweeps.tasks"
-#: the largest ``dask-local:N`` (each worker is a process importing the predictor)
-MAX_LOCAL_WORKERS = 256
 
 #: ``advance(n_cells)``: a task of ``n_cells`` cells finished (the progress bar's tick)
 Advance = Callable[[int], None] | None
 RunTask = Callable[[SweepTask], pd.DataFrame]
-
-_HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]+)$")
-
-
-class DaskSchedulerError(PredictionError):
-    """A Dask scheduler address is malformed or unreachable: the message says what to write."""
-
-
-# ---------------------------------------------------------------- addresses
-
-
-def parse_local_workers(address: str) -> int:
-    """``"2"`` or ``"dask-local:2"`` -> 2 (1 <= N <= ``MAX_LOCAL_WORKERS``)."""
-    text = address.strip().removeprefix("dask-local").removeprefix(":")
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LOCAL_WORKERS:
-        raise DaskSchedulerError(
-            f"bad scheduler 'dask-local:{text}': write dask-local:N with N the number of worker "
-            f"processes, 1 to {MAX_LOCAL_WORKERS} (e.g. dask-local:2)")
-    return int(text)
-
-
-def parse_remote_address(address: str) -> str:
-    """``"HOST:PORT"``, ``"//HOST:PORT"`` or ``"dask://HOST:PORT"`` -> ``"tcp://HOST:PORT"``."""
-    text = address.strip()
-    for prefix in ("dask://", "dask:", "tcp://", "//"):
-        text = text.removeprefix(prefix)
-    match = _HOST_PORT.match(text)
-    if match is None or not 1 <= int(match["port"]) <= 65535:
-        raise DaskSchedulerError(
-            f"bad scheduler address {address!r}: write dask://HOST:PORT, the address "
-            "`dask scheduler` prints (e.g. dask://10.0.0.5:8786), or dask-local:N for N "
-            "workers on this machine")
-    return f"tcp://{match['host']}:{match['port']}"
 
 
 # ---------------------------------------------------------------- running tasks
@@ -142,10 +102,9 @@ def run_on_client(client, tasks: Sequence[SweepTask], advance: Advance = None, *
 def run_dask_local(tasks: Sequence[SweepTask], address: str,
                    advance: Advance = None) -> list[pd.DataFrame]:
     """``dask-local:N``: a fresh ``LocalCluster`` of N single-threaded worker processes."""
-    n_workers = parse_local_workers(address)
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster, set_as_default=False) as client:
+    spec = dask_client.SchedulerSpec("dask-local",
+                                     workers=dask_client.parse_local_workers(address))
+    with dask_client.open_client(spec) as client:
         return run_on_client(client, tasks, advance)
 
 
@@ -153,26 +112,6 @@ def run_dask_local(tasks: Sequence[SweepTask], address: str,
 def run_dask_remote(tasks: Sequence[SweepTask], address: str,
                     advance: Advance = None) -> list[pd.DataFrame]:
     """``dask://HOST:PORT``: the running cluster behind that scheduler (left running)."""
-    url = parse_remote_address(address)
-    try:
-        client = Client(url, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        raise DaskSchedulerError(
-            f"cannot reach a Dask scheduler at {url} ({exc}); "
-            "start one (`dask scheduler`, then `dask worker " + url + "`) or use dask-local:N"
-        ) from exc
-    with client:
-        try:
-            client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
-        except TimeoutError as exc:
-            raise DaskSchedulerError(
-                f"the Dask scheduler at {url} has no workers after {WORKERS_TIMEOUT_S:g} s; "
-                f"start some with `dask worker {url}` (roofcast installed on their machines)"
-            ) from exc
-        try:  # a worker without roofcast would fail every task: say so once instead
-            client.run(importlib.import_module, WORKER_MODULE)
-        except ImportError as exc:
-            raise DaskSchedulerError(
-                f"a worker of the Dask cluster at {url} cannot import {WORKER_MODULE} ({exc}); "
-                "install roofcast (this version) in every worker's environment") from exc
+    spec = dask_client.SchedulerSpec("dask", address=dask_client.parse_remote_address(address))
+    with dask_client.open_client(spec, (WORKER_MODULE,)) as client:
         return run_on_client(client, tasks, advance)

@@ -153,10 +153,14 @@ SAME_WORK = ("model", "batch", "precision", "mode", "plan", "input_tokens", "out
 
 
 def hardware_of(cells: pd.DataFrame) -> pd.Series:
-    """Each cell's hardware text as the spec wrote it: the device, or ``system:`` + system
-    for a cell on a ``system:`` entry (``cells.key_columns``)."""
-    on_system = cells["device"] == ""
-    return cells["device"].where(~on_system, "system:" + cells["system"])
+    """Each cell's hardware text as the spec wrote it (a device, a what-if, ``system:ID``): the
+    part of its ``cell_id`` after ``model|`` and before the six key parts that follow (runtime,
+    batch, precision, mode, plan, tokens). Not the ``device`` column: a parallel cell on a
+    ``system:`` entry carries the system's device id there, and a plan on a what-if the
+    derived device. (~1 s per 10^6 cells.)"""
+    hardware = [cid[len(model) + 1:].rsplit("|", 6)[0]
+                for cid, model in zip(cells["cell_id"], cells["model"], strict=True)]
+    return pd.Series(hardware, index=cells.index, dtype=object)
 
 
 def with_speedup(cells: pd.DataFrame, baseline: str | None) -> pd.DataFrame:

@@ -11,9 +11,12 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import pandas as pd
+import plotly.io as pio
 import pytest
 
 from roofcast.app import charts
+from roofcast.app.views import sweep as sweep_view
 from roofcast.predictor.sweeps.output import pareto_front, summary, write_dataset
 from roofcast.predictor.sweeps.schedulers import run_sweep
 from roofcast.predictor.sweeps.types import SweepSpec
@@ -24,9 +27,16 @@ from tests.app.test_pages import (  # noqa: F401 (isolated: a fixture)
     start,
     values,
 )
-from tests.app.test_sweep_page_loading import fake_cells, zip_folder
+from tests.app.test_sweep_page_loading import (
+    fake_cells,
+    fake_serving_cells,
+    write_sweep,
+    zip_folder,
+)
 
 PAGE = "sweep"
+GRAPH_CHART = "Graph cells: latency vs $/throughput"
+SERVING_CHART = "LLM serving: e2e latency vs $/(tokens/s)"
 FRONT, SUMMARY, CELLS = 0, 1, 2  # the page's tables, in order
 SPEC = SweepSpec(models=("mobilenet_v2", "resnet50"),
                  devices=("h100-sxm", "a100-80gb-sxm", "t4", "xeon-8480plus", "no-such-gpu"),
@@ -65,7 +75,7 @@ def assert_shows(at, cells, loaded=None) -> None:
     assert metrics["Cells with an error"] == f"{int((loaded['error'] != '').sum()):,}"
     assert at.subheader[0].value == f"Pareto front ({len(cells):,} cells selected)"
     front = pareto_front(cells)
-    got = front_points(figure(at, "Latency vs $/throughput"))
+    got = front_points(figure(at, GRAPH_CHART))
     assert set(got) == set(front["model"])
     for model, rows in front.groupby("model"):
         assert got[model] == pytest.approx(sorted(rows["time_s"] * 1e3), rel=1e-12)
@@ -73,7 +83,8 @@ def assert_shows(at, cells, loaded=None) -> None:
     assert shown_front["time_s"].tolist() == pytest.approx(front["time_s"].tolist(), rel=1e-12)
     table = at.dataframe[SUMMARY].value
     want = summary(cells)
-    assert table["device"].tolist() == want["device"].tolist()
+    assert table["hardware"].tolist() == want["hardware"].tolist()
+    assert table["family"].tolist() == want["family"].tolist()
     assert table["best_time_s"].tolist() == pytest.approx(want["best_time_s"].tolist(),
                                                           rel=1e-12, nan_ok=True)
 
@@ -144,3 +155,108 @@ def test_pareto_chart_draws_each_models_front_and_cells():
     drawn = sum(len(values(t["x"])) for t in fig["data"] if t["name"].endswith("cells"))
     priced = cells["usd_per_throughput"].notna().sum()
     assert drawn == priced < len(cells)  # the device without a price is not drawn
+
+
+@pytest.fixture
+def mixed(tmp_path, monkeypatch):
+    """A working directory holding a sweep of graph cells and LLM serving cells (two request
+    shapes, three devices and a system: entry, speedups over the a100) under runs/mixed."""
+    cells = pd.concat([fake_cells(), fake_serving_cells()], ignore_index=True)
+    write_sweep(cells, tmp_path / "runs" / "mixed")
+    monkeypatch.chdir(tmp_path)
+    return cells.sort_values("cell_id", ignore_index=True)
+
+
+def test_serving_cells_get_their_own_chart_priced_per_token_rate(mixed):
+    at = start(PAGE, sweep_path="runs/mixed")
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Families"] == "2"
+    assert metrics["Hardware"] == "4"  # three devices and system:hgx-h100
+    serving = mixed[mixed["family"] == "serving"]
+    fig = figure(at, SERVING_CHART)
+    assert fig["layout"]["yaxis"]["title"]["text"].startswith("$ per (token/s)")
+    front = pareto_front(serving)
+    got = {t["name"].removesuffix(" Pareto front"): (values(t["x"]), values(t["y"]))
+           for t in fig["data"] if t["name"].endswith("Pareto front")}
+    assert set(got) == {"gpt2 · 64:16", "gpt2 · 256:16"}  # one front per request shape
+    for (n_in, n_out), rows in front.groupby(["input_tokens", "output_tokens"]):
+        rows = rows.sort_values("time_s")
+        x, y = got[f"gpt2 · {n_in}:{n_out}"]
+        assert x == pytest.approx((rows["time_s"] * 1e3).tolist(), rel=1e-12)
+        assert y == pytest.approx((rows["price_usd"] / rows["tokens_per_s"]).tolist(),
+                                  rel=1e-12)
+    assert front_points(figure(at, GRAPH_CHART))  # the graph cells keep their chart
+    shown = at.dataframe[FRONT].value
+    assert {"family", "plan", "n_devices", "input_tokens", "tokens_per_s", "speedup"} <= \
+        set(shown.columns)
+    best = serving.loc[serving["speedup"].idxmax()]
+    assert any(f"{best['speedup']:.3g}x" in c.value and "Best speedup" in c.value
+               for c in at.caption)
+
+
+def test_family_tokens_and_system_filters(mixed):
+    at = start(PAGE, sweep_path="runs/mixed")
+    at.multiselect(key="sweep_f_family").set_value(["serving"])
+    at.multiselect(key="sweep_f_tokens").set_value(["256:16"])
+    at.multiselect(key="sweep_f_system").set_value(["hgx-h100"]).run()
+    assert_clean(at)
+    want = mixed[(mixed["family"] == "serving") & (mixed["input_tokens"] == 256)
+                 & (mixed["system"] == "hgx-h100")]
+    assert at.dataframe[CELLS].value["cell_id"].tolist() == want["cell_id"].tolist()
+    assert len(want) == 2
+    summary_rows = at.dataframe[SUMMARY].value
+    assert summary_rows["hardware"].tolist() == ["system:hgx-h100"]
+    with pytest.raises(AssertionError, match="no chart"):
+        figure(at, GRAPH_CHART)  # no graph cell selected: no graph chart
+    at.multiselect(key="sweep_f_family").set_value(["graph"]).run()
+    assert "No cell matches" in at.info[0].value  # graph cells have no system nor tokens
+
+
+def test_graph_only_sweep_hides_token_and_speedup_columns(work):
+    at = start(PAGE, sweep_path="runs/s1")
+    for table in (at.dataframe[FRONT].value, at.dataframe[SUMMARY].value):
+        assert not {"input_tokens", "tokens_per_s", "ttft_s", "speedup", "best_speedup",
+                    "best_tokens_per_s_per_dollar"} & set(table.columns)
+    with pytest.raises(AssertionError, match="no chart"):
+        figure(at, SERVING_CHART)
+
+
+def test_a_sweep_of_the_first_round_is_refused_with_re_run(tmp_path, monkeypatch):
+    old = fake_cells().drop(columns=["family", "system", "n_devices", "plan", "input_tokens",
+                                     "output_tokens", "tokens_per_s", "ttft_s", "tpot_s",
+                                     "speedup"])
+    write_sweep(old, tmp_path / "old")
+    monkeypatch.chdir(tmp_path)
+    at = start(PAGE, sweep_path="old")
+    assert not at.exception
+    assert "re-run the sweep" in at.error[0].value
+
+
+def test_a_real_sweep_of_three_families_draws_a_chart_per_family(tmp_path, monkeypatch):
+    """run_sweep of a zoo model and gpt2 on two devices and a system: entry, with a plan and
+    a baseline: the page draws one chart per family and cost unit that has priced cells, its
+    front is the library's, and the summary keeps the system apart from its device."""
+    spec = SweepSpec(models=("mobilenet_v2", "llm:gpt2"), llms=("llm:gpt2",),
+                     devices=("h100-sxm", "a100-80gb-sxm", "system:hgx-h100"), batches=(1, 8),
+                     precisions=("fp16",), modes=("infer", "serve"), plans=("single", "tp2"),
+                     input_tokens=(128,), output_tokens=(32,), baseline="a100-80gb-sxm")
+    result = run_sweep(spec)
+    write_dataset(result, tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    at = start(PAGE, sweep_path="real")
+    assert_clean(at)
+    cells = result.cells
+    front = pareto_front(cells)
+    titles = {pio.from_json(c.proto.spec).to_plotly_json()["layout"]["title"]["text"]
+              for c in at.get("plotly_chart")}
+    want = {sweep_view.PANELS[(f, u)][0] for f, u in zip(front["family"], front["rate_unit"],
+                                                        strict=True)}
+    assert {GRAPH_CHART, SERVING_CHART, "Parallel plans: step time vs $/throughput",
+            "Parallel plans (LLM): step time vs $/(tokens/s)"} <= want
+    assert titles == want
+    assert at.dataframe[FRONT].value["time_s"].tolist() == pytest.approx(
+        front["time_s"].tolist(), rel=1e-12)
+    hardware = set(at.dataframe[SUMMARY].value["hardware"])
+    assert {"h100-sxm", "system:hgx-h100"} <= hardware
+    assert "speedup" in at.dataframe[FRONT].value.columns

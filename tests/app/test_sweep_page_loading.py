@@ -45,17 +45,57 @@ def fake_cells(models=("resnet50", "bert_base"), batches=(1, 8), precisions=("fp
                     mem = 1e8 * (m_i + 1) * batch
                     rows.append({
                         "cell_id": cell_id(model, "default", CellKey(device, batch, precision, "infer")),
-                        "model": model, "device": device, "runtime": "default", "batch": batch,
+                        "family": "graph", "model": model, "device": device, "system": "",
+                        "n_devices": 1, "plan": "single", "input_tokens": 0,
+                        "output_tokens": 0, "runtime": "default", "batch": batch,
                         "precision": precision, "mode": "infer", "estimator": "time-roofline",
                         "time_s": t, "lower_s": 0.8 * t, "upper_s": 1.3 * t,
                         "throughput_samples_per_s": thr, "memory_bytes": mem,
                         "mem_capacity_bytes": cap, "fits": bool(mem <= cap),
                         "price_usd": price, "tdp_W": tdp, "usd_per_throughput": price / thr,
-                        "throughput_per_W": thr / tdp,
+                        "throughput_per_W": thr / tdp, "speedup": float("nan"),
                         "dominant_bound": "memory" if batch == 1 else "compute",
                         "task_id": m_i, "error": err})
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS)).sort_values("cell_id",
                                                                        ignore_index=True)
+
+
+def fake_serving_cells(model: str = "gpt2", tokens=((64, 16), (256, 16)), batches=(1, 8),
+                       baseline: str | None = "a100-sxm") -> pd.DataFrame:
+    """LLM serving cells of ``model`` on the ``DEVICES`` (one device each) and a ``system:``
+    entry (8 x the h100's price): e2e latency = TTFT + (M-1) x TPOT, output tokens/s = batch x
+    M / e2e, $/throughput per request/s; speedups over ``baseline``'s cell of the same work."""
+    systems = {**{d: ("", 1, p, t, c) for d, (p, t, c) in DEVICES.items()},
+               "": ("hgx-h100", 8, 8 * DEVICES["h100-sxm"][0], 8 * 700.0, 80e9)}
+    rows = []
+    for d_i, (device, (system, n, price, tdp, cap)) in enumerate(systems.items()):
+        for (n_in, n_out) in tokens:
+            for batch in batches:
+                ttft = 1e-5 * n_in * batch / (d_i + 1)
+                tpot = 1e-3 * (1 + 0.1 * batch) / (d_i + 1)
+                e2e = ttft + (n_out - 1) * tpot
+                rate = batch / e2e
+                key = CellKey(device or f"system:{system}", batch, "fp16", "serve", "single"
+                              if n == 1 else "tp8", (n_in, n_out))
+                rows.append({
+                    "cell_id": cell_id(model, "vllm", key), "family": "serving",
+                    "model": model, "device": device, "system": system, "n_devices": n,
+                    "runtime": "vllm", "batch": batch, "precision": "fp16", "mode": "serve",
+                    "plan": key.plan, "input_tokens": n_in, "output_tokens": n_out,
+                    "estimator": "time-roofline", "time_s": e2e, "lower_s": 0.8 * e2e,
+                    "upper_s": 1.3 * e2e, "throughput_samples_per_s": rate,
+                    "tokens_per_s": rate * n_out, "ttft_s": ttft, "tpot_s": tpot,
+                    "memory_bytes": 2e9 * batch, "mem_capacity_bytes": cap, "fits": True,
+                    "price_usd": price, "tdp_W": tdp, "usd_per_throughput": price / rate,
+                    "throughput_per_W": rate / tdp, "dominant_bound": "decode", "task_id": 9,
+                    "error": ""})
+    out = pd.DataFrame(rows, columns=list(CELL_COLUMNS))
+    if baseline is not None:
+        work = ["input_tokens", "output_tokens", "batch"]
+        base = out[out["device"] == baseline].set_index(work)["time_s"]
+        out["speedup"] = base.reindex(pd.MultiIndex.from_frame(out[work])).to_numpy() \
+            / out["time_s"].to_numpy()
+    return out.sort_values("cell_id", ignore_index=True)
 
 
 def write_sweep(cells: pd.DataFrame, folder: Path, parts: int = 2) -> Path:

@@ -3,12 +3,15 @@ and one-line user errors (exit 2); the old ``roofcast sweep MODEL --hw`` form is
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
 
 from roofcast.app.cli import main
 from roofcast.predictor.sweeps.output import read_dataset
+from roofcast.predictor.sweeps.schedulers import hardware_of
 from tests.predictor.sweeps.helpers import SMALL, write_spec
 
 
@@ -26,12 +29,18 @@ def test_spec_sweep_writes_dataset_and_prints_tables(spec_path, tmp_path, capsys
     assert doc["cells"] == 16
     assert doc["errors"] == 4
     assert doc["scheduler"] == "local"
-    assert {r["device"] for r in doc["summary"]} == {"h100-sxm", "a100-80gb-sxm", "epyc-9654",
-                                                     "no-such-device"}
-    bad = next(r for r in doc["summary"] if r["device"] == "no-such-device")
+    assert {r["hardware"] for r in doc["summary"]} == {"h100-sxm", "a100-80gb-sxm",
+                                                       "epyc-9654", "no-such-device"}
+    assert {r["family"] for r in doc["summary"]} == {"graph"}
+    bad = next(r for r in doc["summary"] if r["hardware"] == "no-such-device")
     assert bad["errors"] == 4
     assert doc["pareto"]
     assert all(r["model"] == "mlp.onnx" for r in doc["pareto"])
+    row = doc["pareto"][0]
+    assert {"family", "hardware", "n_devices", "plan", "cost_usd_per_rate"} <= set(row)
+    # no LLM config, no baseline: no token or speedup columns (NaN in every row)
+    assert not {"input_tokens", "tokens_per_s", "ttft_s", "speedup"} & set(row)
+    assert doc["baseline"] is None
     cells = read_dataset(out)
     assert len(cells) == 16
     meta = json.loads((out / "_roofcast_sweep.json").read_text())
@@ -48,6 +57,52 @@ def test_table_format_default_output_folder(spec_path, tmp_path, capsys, monkeyp
     assert "== summary ==" in text
     assert "== pareto ==" in text
     assert len(read_dataset(tmp_path / "small.parquet")) == 16
+
+
+def _csv_tables(text: str) -> dict[str, list[dict]]:
+    """``--format csv`` output (``# name`` lines between tables) as rows per table."""
+    tables: dict[str, list[dict]] = {}
+    for block in text.strip().split("# ")[1:]:
+        name, _, body = block.partition("\n")
+        tables[name.strip()] = list(csv.DictReader(io.StringIO(body)))
+    return tables
+
+
+def test_new_families_columns_and_speedup_in_the_tables(tmp_path, capsys):
+    """A spec with plans, an LLM config and a baseline: the summary has a row per family and
+    hardware (a system: entry on its own), the front the family/plan/devices/tokens columns
+    and speedups against the baseline (1 on the baseline itself)."""
+    spec = write_spec(tmp_path / "spec", SMALL.replace(
+        'models = ["mlp.onnx"]', 'models = ["mlp.onnx", "llm:gpt2"]\nbaseline = "a100-80gb-sxm"'
+    ).replace('"no-such-device"', '"system:hgx-h100"').replace(
+        'precisions = ["fp32", "fp16"]', 'precisions = ["fp16"]\nmodes = ["infer", "serve"]\n'
+        'plans = ["single", "tp2"]\ninput_tokens = [64]\noutput_tokens = [16]'))
+    assert main(["sweep", str(spec), "--output", str(tmp_path / "o"), "--format", "csv"]) == 0
+    tables = _csv_tables(capsys.readouterr().out)
+    cells = read_dataset(tmp_path / "o")
+    summary = {(r["model"], r["family"], r["hardware"]) for r in tables["summary"]}
+    assert ("mlp.onnx", "parallel", "system:hgx-h100") in summary
+    assert ("mlp.onnx", "graph", "system:hgx-h100") not in summary  # systems take plans only
+    assert {f for _, f, _ in summary} == {"graph", "parallel", "serving"}
+    assert {"best_speedup", "best_tokens_per_s_per_dollar"} <= set(tables["summary"][0])
+    front = tables["pareto"]
+    assert front
+    assert {"family", "plan", "n_devices", "input_tokens", "output_tokens", "tokens_per_s",
+            "speedup"} <= set(front[0])
+    graph = cells[(cells["family"] == "graph") & (cells["error"] == "")]
+    on_base = graph[graph["device"] == "a100-80gb-sxm"]
+    assert (on_base["speedup"] == 1.0).all()
+    for row in front:
+        cell = cells[(cells["model"] == row["model"]) & (cells["family"] == row["family"])
+                     & (cells["plan"] == row["plan"]) & (cells["batch"] == int(row["batch"]))
+                     & (cells["mode"] == row["mode"]) & (hardware_of(cells) == row["hardware"])]
+        assert len(cell) == 1
+        want = cell["speedup"].iloc[0]  # NaN where the baseline has no cell of the same work
+        assert float(row["speedup"] or "nan") == pytest.approx(want, rel=1e-3, nan_ok=True)
+    row = next(r for r in tables["summary"] if (r["model"], r["family"], r["hardware"])
+               == ("mlp.onnx", "graph", "h100-sxm"))
+    want = cells.loc[(cells["family"] == "graph") & (cells["device"] == "h100-sxm"), "speedup"]
+    assert float(row["best_speedup"]) == pytest.approx(want.max(), rel=1e-3)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

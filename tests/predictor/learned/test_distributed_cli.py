@@ -68,11 +68,11 @@ def test_a_dask_scheduler_needs_one_export(capsys, export):
 
 
 def test_an_unreachable_scheduler_is_one_line(capsys, export, monkeypatch):
-    from roofcast.predictor.learned import distributed
+    from roofcast.predictor import dask_client
 
-    monkeypatch.setattr(distributed, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(dask_client, "CONNECT_TIMEOUT_S", 1)
     code = main(["train", "--from", export, "--scheduler", "dask://127.0.0.1:1", "--no-save"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:1" in err
+    assert "cannot reach a Dask scheduler at tcp://127.0.0.1:1" in err
     assert "Traceback" not in err

@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
+from roofcast.predictor import dask_client
 from roofcast.predictor.sweeps import dask_scheduler as ds
 from roofcast.predictor.sweeps.schedulers import check_cells, run_local, run_sweep
 from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
@@ -115,7 +116,7 @@ def test_dask_address_runs_on_a_running_cluster_and_leaves_it_running(client, lo
 def test_workers_without_roofcast_are_a_clear_error(client, monkeypatch):
     monkeypatch.setattr(ds, "WORKER_MODULE", "roofcast_not_installed_here")
     url = client.scheduler.address.removeprefix("tcp://")
-    with pytest.raises(ds.DaskSchedulerError, match=r"cannot import roofcast_not_installed_here"):
+    with pytest.raises(dask_client.DaskSchedulerError, match=r"cannot import roofcast_not_installed_here"):
         run_sweep(SPEC, "dask://" + url)
 
 
@@ -136,9 +137,9 @@ def test_each_worker_imports_a_graph_once_not_once_per_task(client, tasks):
 
 
 def test_scheduler_without_workers_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(ds, "WORKERS_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(dask_client, "WORKERS_TIMEOUT_S", 0.5)
     with LocalCluster(n_workers=0, protocol="tcp", dashboard_address=":0") as empty, \
-            pytest.raises(ds.DaskSchedulerError, match=r"has no workers after 0.5 s"):
+            pytest.raises(dask_client.DaskSchedulerError, match=r"has no workers after 0.5 s"):
         run_sweep(SPEC, "dask://" + empty.scheduler_address.removeprefix("tcp://"))
 
 

@@ -1,4 +1,5 @@
-"""The Dask scheduler's addresses and error rows (no cluster started here; see test_dask_cluster)."""
+"""The Dask schedulers' registration, address errors through ``run_sweep`` and error rows (no
+cluster started here; see test_dask_cluster; the parsers: tests/predictor/test_dask_client.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 import pandas as pd
 import pytest
 
+from roofcast.predictor import dask_client
 from roofcast.predictor.sweeps import dask_scheduler as ds
 from roofcast.predictor.sweeps.schedulers import (
     SCHEDULERS,
@@ -36,42 +38,17 @@ def test_without_dask_installed_the_prefix_is_a_clear_error(monkeypatch):
         get_scheduler("dask-local")
 
 
-@pytest.mark.parametrize(("text", "n"), [("2", 2), ("dask-local:3", 3), (" 1 ", 1)])
-def test_local_workers_parsed(text, n):
-    assert ds.parse_local_workers(text) == n
-
-
-@pytest.mark.parametrize("text", ["", "0", "-1", "two", "1.5", str(ds.MAX_LOCAL_WORKERS + 1)])
-def test_bad_local_workers_say_what_to_write(text):
-    with pytest.raises(ds.DaskSchedulerError, match=r"write dask-local:N"):
-        ds.parse_local_workers(text)
-
-
-@pytest.mark.parametrize(("text", "url"), [
-    ("10.0.0.5:8786", "tcp://10.0.0.5:8786"), ("dask://sched.local:8786", "tcp://sched.local:8786"),
-    ("//h:1", "tcp://h:1"), ("tcp://h:65535", "tcp://h:65535"), ("[::1]:8786", "tcp://[::1]:8786"),
-])
-def test_remote_address_parsed(text, url):
-    assert ds.parse_remote_address(text) == url
-
-
-@pytest.mark.parametrize("text", ["", "nohost", "h:port", "h:0", "h:70000", "h:1:2", ":8786", "a b:1"])
-def test_bad_remote_address_says_what_to_write(text):
-    with pytest.raises(ds.DaskSchedulerError, match=r"write dask://HOST:PORT"):
-        ds.parse_remote_address(text)
-
-
 def test_bad_addresses_fail_through_run_sweep_before_any_work():
-    with pytest.raises(ds.DaskSchedulerError, match=r"dask-local:0"):
+    with pytest.raises(dask_client.DaskSchedulerError, match=r"dask-local:0"):
         run_sweep(SPEC, "dask-local:0")
-    with pytest.raises(ds.DaskSchedulerError, match=r"dask://HOST:PORT"):
+    with pytest.raises(dask_client.DaskSchedulerError, match=r"dask://HOST:PORT"):
         run_sweep(SPEC, "dask://nohost")
 
 
 def test_unreachable_scheduler_is_a_clear_error_within_the_timeout(monkeypatch):
-    monkeypatch.setattr(ds, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(dask_client, "CONNECT_TIMEOUT_S", 1.0)
     start = time.perf_counter()
-    with pytest.raises(ds.DaskSchedulerError, match=r"cannot reach a Dask scheduler at tcp://nohost:1"):
+    with pytest.raises(dask_client.DaskSchedulerError, match=r"cannot reach a Dask scheduler at tcp://nohost:1"):
         run_sweep(SPEC, "dask://nohost:1")
     assert time.perf_counter() - start < 15  # 1 s timeout + connection teardown, not a hang
 

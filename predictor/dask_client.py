@@ -1,0 +1,188 @@
+"""One ``--scheduler`` text, one Dask client: shared by sweeps and distributed training.
+
+``parse_scheduler(text) -> SchedulerSpec`` reads what a user writes after ``--scheduler``:
+
+* ``local`` (or nothing): in process, no Dask (``SchedulerSpec("local")``);
+* ``dask-local:N``: a ``distributed.LocalCluster`` of N worker *processes* with one thread each
+  (1 <= N <= ``MAX_LOCAL_WORKERS``; the predictor and XGBoost's Python side hold the GIL much of
+  the time, so processes, not threads, give parallelism), started and shut down by the client
+  context;
+* ``dask://HOST:PORT``: a running scheduler (``dask scheduler`` plus
+  ``dask worker tcp://HOST:PORT`` on machines with roofcast installed), left running.
+
+``open_client(spec, worker_modules)`` is the context both users enter (``PARSERS`` and
+``OPENERS`` are the registries, keyed by the prefix). For ``dask://`` it checks, in order and
+each with its own one-line ``DaskSchedulerError`` (a ``PredictionError``) that says what to do:
+the scheduler answers within ``CONNECT_TIMEOUT_S``; it has at least one worker within
+``WORKERS_TIMEOUT_S``; every worker imports ``worker_modules`` (a worker without roofcast would
+fail every task: said once, before any task is sent). A malformed text fails at once, before
+anything starts. The client is never made the process's default (``set_as_default=False``):
+callers pass it explicitly.
+
+``distributed`` is imported only inside ``open_client``, so parsing works without Dask installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from roofcast.predictor.errors import PredictionError
+
+#: seconds to reach a ``dask://`` scheduler before giving up with a clear error
+CONNECT_TIMEOUT_S = 10.0
+#: seconds a ``dask://`` scheduler may take to have at least one worker
+WORKERS_TIMEOUT_S = 30.0
+#: the largest ``dask-local:N`` (each worker is a process importing the predictor)
+MAX_LOCAL_WORKERS = 256
+
+_HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]+)$")
+_FORMS = "local, dask-local:N or dask://HOST:PORT"
+
+
+class DaskSchedulerError(PredictionError):
+    """A ``--scheduler`` text is malformed, or its Dask cluster is unreachable or unusable: the
+    message says what to write or start."""
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """A parsed ``--scheduler``: ``kind`` "local" | "dask-local" | "dask"; ``workers`` the N of
+    ``dask-local:N`` (else 0); ``address`` the ``tcp://HOST:PORT`` of ``dask://`` (else "")."""
+
+    kind: str
+    workers: int = 0
+    address: str = ""
+
+    @property
+    def is_dask(self) -> bool:
+        return self.kind != "local"
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def split_scheduler(text: str) -> tuple[str, str]:
+    """``"dask://h:1"`` -> ``("dask", "h:1")``; ``"dask-local:2"`` -> ``("dask-local", "2")``;
+    ``"local"`` -> ``("local", "")``."""
+    text = text.strip()
+    if "://" in text:
+        prefix, address = text.split("://", 1)
+    else:
+        prefix, _, address = text.partition(":")
+    return prefix.strip(), address.strip()
+
+
+def parse_local_workers(address: str) -> int:
+    """``"2"`` or ``"dask-local:2"`` -> 2 (1 <= N <= ``MAX_LOCAL_WORKERS``)."""
+    text = address.strip().removeprefix("dask-local").removeprefix(":")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LOCAL_WORKERS:
+        raise DaskSchedulerError(
+            f"bad scheduler 'dask-local:{text}': write dask-local:N with N the number of worker "
+            f"processes, 1 to {MAX_LOCAL_WORKERS} (e.g. dask-local:2)")
+    return int(text)
+
+
+def parse_remote_address(address: str) -> str:
+    """``"HOST:PORT"``, ``"//HOST:PORT"`` or ``"dask://HOST:PORT"`` -> ``"tcp://HOST:PORT"``."""
+    text = address.strip()
+    for prefix in ("dask://", "dask:", "tcp://", "//"):
+        text = text.removeprefix(prefix)
+    match = _HOST_PORT.match(text)
+    if match is None or not 1 <= int(match["port"]) <= 65535:
+        raise DaskSchedulerError(
+            f"bad scheduler address {address!r}: write dask://HOST:PORT, the address "
+            "`dask scheduler` prints (e.g. dask://10.0.0.5:8786), or dask-local:N for N "
+            "workers on this machine")
+    return f"tcp://{match['host']}:{match['port']}"
+
+
+def _parse_local(address: str) -> SchedulerSpec:
+    if address:
+        raise DaskSchedulerError(f"scheduler 'local' takes no address (got {address!r})")
+    return SchedulerSpec("local")
+
+
+#: prefix -> address parser (``parse_scheduler``)
+PARSERS: dict[str, Callable[[str], SchedulerSpec]] = {
+    "local": _parse_local,
+    "dask-local": lambda a: SchedulerSpec("dask-local", workers=parse_local_workers(a)),
+    "dask": lambda a: SchedulerSpec("dask", address=parse_remote_address(a)),
+}
+
+
+def parse_scheduler(text: str | None) -> SchedulerSpec:
+    """``local`` | ``dask-local:N`` | ``dask://HOST:PORT`` -> ``SchedulerSpec`` (module
+    docstring); ``DaskSchedulerError`` for anything else."""
+    prefix, address = split_scheduler(text or "local")
+    parser = PARSERS.get(prefix)
+    if parser is None:
+        raise DaskSchedulerError(f"unknown scheduler {(text or '').strip()!r}; write {_FORMS}")
+    return parser(address)
+
+
+# ---------------------------------------------------------------- clients
+
+
+@contextmanager
+def _local_cluster(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+@contextmanager
+def _remote(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]:
+    from distributed import Client
+
+    url = spec.address
+    try:
+        client = Client(url, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise DaskSchedulerError(
+            f"cannot reach a Dask scheduler at {url} within {CONNECT_TIMEOUT_S:g} s ({exc}); "
+            "start one (`dask scheduler`, then `dask worker " + url + "`) or use dask-local:N"
+        ) from exc
+    with client:
+        try:
+            client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+        except TimeoutError as exc:
+            raise DaskSchedulerError(
+                f"the Dask scheduler at {url} has no workers after {WORKERS_TIMEOUT_S:g} s; "
+                f"start some with `dask worker {url}` (roofcast installed on their machines)"
+            ) from exc
+        for module in worker_modules:
+            try:
+                client.run(importlib.import_module, module)
+            except ImportError as exc:
+                raise DaskSchedulerError(
+                    f"a worker of the Dask cluster at {url} cannot import {module} ({exc}); "
+                    "install roofcast (this version) in every worker's environment") from exc
+        yield client
+
+
+def _no_client(spec: SchedulerSpec, worker_modules: Sequence[str]) -> AbstractContextManager:
+    raise DaskSchedulerError("scheduler 'local' runs in this process: it has no Dask client")
+
+
+#: ``SchedulerSpec.kind`` -> ``(spec, worker_modules) -> context yielding a Client``
+OPENERS: dict[str, Callable[[SchedulerSpec, Sequence[str]], AbstractContextManager]] = {
+    "local": _no_client, "dask-local": _local_cluster, "dask": _remote}
+
+
+def open_client(scheduler: str | SchedulerSpec,
+                worker_modules: Sequence[str] = ()) -> AbstractContextManager:
+    """A context yielding a ``distributed.Client`` for ``scheduler`` (module docstring): a
+    fresh LocalCluster (shut down on exit) or a checked connection to a running scheduler
+    (closed on exit, the cluster left running). ``worker_modules``: modules every worker of a
+    ``dask://`` cluster must import."""
+    spec = scheduler if isinstance(scheduler, SchedulerSpec) else parse_scheduler(scheduler)
+    return OPENERS[spec.kind](spec, tuple(worker_modules))

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from roofcast.predictor.dask_client import split_scheduler as parse_scheduler
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.sweeps.tasks import plan_tasks, run_task, task_cell_ids
 from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult, SweepSpec, SweepTask
@@ -55,17 +56,6 @@ def register_scheduler(prefix: str) -> Callable[[Scheduler], Scheduler]:
         SCHEDULERS[prefix] = fn
         return fn
     return add
-
-
-def parse_scheduler(text: str) -> tuple[str, str]:
-    """``"dask://h:1"`` -> ``("dask", "h:1")``; ``"dask-local:2"`` -> ``("dask-local", "2")``;
-    ``"local"`` -> ``("local", "")``."""
-    text = text.strip()
-    if "://" in text:
-        prefix, address = text.split("://", 1)
-    else:
-        prefix, _, address = text.partition(":")
-    return prefix.strip(), address.strip()
 
 
 def get_scheduler(prefix: str) -> Scheduler:

@@ -9,9 +9,10 @@ planner and the schedulers never import the LLM or parallel predictors they do n
 Sizing costs (``fixed_s`` per combination of the non-hardware axes, ``cell_s`` per hardware
 cell; ``tasks.slice_width``) are each family's measured costs, said in its module docstring;
 ``benchmarks/family_costs.py`` measures them (process CPU time, the least of 5 runs, 1 and 43
-GPUs). Last measured together (load 3.0-3.5 on 2 shared cores, after the graph speed-ups):
-graph F 9-18 ms cold / 5-6 ms warm, c 0.2-0.5 ms; serving F 9 ms, c 0.9-1.1 ms (its owner's
-9 ms / 1 ms hold); parallel F 5-6 ms, c 0.4-0.7 ms (its owner's 6 ms holds, 1 ms was high).
+GPUs). Last measured together (2 shared cores, load 0.8; at load 3-3.5 all ~10 % higher):
+graph F 9-17 ms cold / 5 ms warm, c 0.2-0.4 ms (resnet50, mobilenet_v2, bert_base); serving
+F 8 ms, c 0.8-1.0 ms (llm:gpt2, llama-3.1-8b; its owner's 9 ms / 1 ms hold); parallel F 5 ms,
+c 0.3-0.6 ms (LLMs and graphs; its owner's 6 ms holds, 1 ms was high: 0.5 ms here).
 """
 
 from __future__ import annotations

@@ -28,8 +28,10 @@ default runtime, G = batches (1, 8) x fp16 x (infer, train), 1 and 43 GPUs, grap
   that): F 5.4 / 5.7 / 6.3 ms (featurize, one ``explain``, the cell table);
 * c 0.23 ms resnet50 and mobilenet_v2, 0.48 ms bert_base (more kernels per cell).
 
+At load 0.8: cold F 8.8 / 8.7 / 16.6 ms, warm F 4.9 / 4.9 / 5.4 ms, c 0.22 / 0.18 / 0.40 ms.
 ``fixed_s`` is the cold F (what splitting the devices repeats across workers). Before the
-speed-ups (same method and load) F was 13.7 / 15.5 / 50.5 ms and c 0.64 / 0.48 / 0.84 ms:
+speed-ups (same method) F was 13.7 / 15.5 / 50.5 ms and c 0.64 / 0.48 / 0.84 ms at load 3-3.5,
+12.0 / 12.2 / 37.5 ms and 0.47 / 0.43 / 0.68 ms at load 0.8:
 every task rebuilt every workload, re-sorted the graph on every ``Graph.ops``, re-read the
 device catalog twice and the runtime profile once per device.
 

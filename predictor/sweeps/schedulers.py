@@ -27,6 +27,7 @@ import importlib
 import time
 from collections.abc import Callable, Sequence
 
+from roofcast.predictor.dask_client import split_scheduler as parse_scheduler
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.sweeps.stream import (
     SAME_WORK,
@@ -71,17 +72,6 @@ def register_scheduler(prefix: str) -> Callable[[Scheduler], Scheduler]:
         SCHEDULERS[prefix] = fn
         return fn
     return add
-
-
-def parse_scheduler(text: str) -> tuple[str, str]:
-    """``"dask://h:1"`` -> ``("dask", "h:1")``; ``"dask-local:2"`` -> ``("dask-local", "2")``;
-    ``"local"`` -> ``("local", "")``."""
-    text = text.strip()
-    if "://" in text:
-        prefix, address = text.split("://", 1)
-    else:
-        prefix, _, address = text.partition(":")
-    return prefix.strip(), address.strip()
 
 
 def get_scheduler(prefix: str) -> Scheduler:

@@ -1,6 +1,7 @@
 """The client's peak memory for one sweep, cells held in memory vs streamed to Parquet.
 
-Run: ``python benchmarks/sweep_memory.py [--size 10000] [--scheduler local] [--mix]``.
+Run: ``python benchmarks/sweep_memory.py [--size 10000] [--scheduler local] [--mix]
+[--rows-per-part N]``.
 
 Each mode runs in a fresh child process (``python benchmarks/sweep_memory.py --child MODE``),
 on ``sweep_scale.grid(size)`` (``--mix``: ``sweep_scale.mix_grid``), writing a Parquet folder
@@ -13,7 +14,8 @@ and computing the summary and the Pareto front, as ``roofcast sweep SPEC.toml`` 
 Two figures per mode: ``tracemalloc``'s peak over the run (the Python and numpy allocations,
 pandas' blocks included; not pyarrow's own buffers) and the child's ``ru_maxrss`` (the whole
 process: with ``--scheduler local`` it also predicts, so it carries the predictor's caches and
-imports in both modes). ``held_MB`` = the in-memory table's ``memory_usage(deep=True)``, what the
+imports and the task's transient arrays in both modes; ``dask-local:1`` leaves the client only
+the client's work, plus the in-process Dask scheduler). ``held_MB`` = the in-memory table's ``memory_usage(deep=True)``, what the
 memory mode must hold at least once. The machine's load average is printed.
 """
 
@@ -31,11 +33,13 @@ import tracemalloc
 from pathlib import Path
 
 
-def child(mode: str, size: int, scheduler: str, mix: bool) -> dict:
+def child(mode: str, size: int, scheduler: str, mix: bool,
+          rows_per_part: int | None = None) -> dict:
     """Run one sweep in this process in ``mode`` and return its memory figures."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import sweep_scale
 
+    from roofcast.predictor.sweeps import output
     from roofcast.predictor.sweeps.output import (
         DatasetWriter,
         pareto_front,
@@ -44,6 +48,8 @@ def child(mode: str, size: int, scheduler: str, mix: bool) -> dict:
     )
     from roofcast.predictor.sweeps.schedulers import run_sweep
 
+    if rows_per_part is not None:
+        output.ROWS_PER_PART = rows_per_part
     spec = (sweep_scale.mix_grid if mix else sweep_scale.grid)(size)
     folder = Path(tempfile.mkdtemp()) / "out"
     tracemalloc.start()
@@ -63,7 +69,7 @@ def child(mode: str, size: int, scheduler: str, mix: bool) -> dict:
     return {"mode": mode, "cells": result.n_cells, "summary_rows": len(table),
             "front_rows": len(front), "wall_s": wall, "tracemalloc_peak_MB": peak / 1e6,
             "maxrss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
-            "held_MB": held}
+            "held_MB": held, "rows_per_part": output.ROWS_PER_PART, "scheduler": scheduler}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,15 +77,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=10_000)
     ap.add_argument("--scheduler", default="local")
     ap.add_argument("--mix", action="store_true")
+    ap.add_argument("--rows-per-part", type=int,
+                    help="output.ROWS_PER_PART for both modes (default: the module's); the "
+                         "streamed client buffers up to this many cells, so set it below the "
+                         "grid's size to see the bound on a small grid")
     ap.add_argument("--child", choices=("memory", "stream"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.size, args.scheduler, args.mix)))
+        print(json.dumps(child(args.child, args.size, args.scheduler, args.mix,
+                               args.rows_per_part)))
         return 0
     rows = []
     for mode in ("memory", "stream"):
         cmd = [sys.executable, __file__, "--child", mode, "--size", str(args.size),
-               "--scheduler", args.scheduler, *(["--mix"] if args.mix else [])]
+               "--scheduler", args.scheduler, *(["--mix"] if args.mix else []),
+               *([f"--rows-per-part={args.rows_per_part}"] if args.rows_per_part else [])]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,7 @@ def child(mode: str, size: int, scheduler: str, mix: bool,
     wall = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    shutil.rmtree(folder.parent, ignore_errors=True)
     return {"mode": mode, "cells": result.n_cells, "summary_rows": len(table),
             "front_rows": len(front), "wall_s": wall, "tracemalloc_peak_MB": peak / 1e6,
             "maxrss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,

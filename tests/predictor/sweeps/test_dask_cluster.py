@@ -126,6 +126,28 @@ def test_workers_without_roofcast_are_a_clear_error(client, monkeypatch):
         run_sweep(SPEC, "dask://" + url)
 
 
+def test_streamed_to_a_folder_on_the_cluster_equals_local_in_memory(client, tmp_path):
+    from dataclasses import replace
+
+    from roofcast.predictor.sweeps.output import (
+        DatasetWriter,
+        pareto_front,
+        read_dataset,
+        summary,
+    )
+
+    spec = replace(SPEC, baseline="l4")  # speedups: the baseline's tasks go first, any order
+    local = run_sweep(spec, "local", cells_per_task=CELLS_PER_TASK).cells
+    url = client.scheduler.address.removeprefix("tcp://")
+    streamed = run_sweep(spec, "dask://" + url, cells_per_task=CELLS_PER_TASK,
+                         sink=DatasetWriter(tmp_path / "out", name="d"))
+    assert local["speedup"].notna().sum() == 16  # every predicted cell has l4's time
+    pd.testing.assert_frame_equal(streamed.summary, summary(local), check_exact=True)
+    pd.testing.assert_frame_equal(streamed.front, pareto_front(local), check_exact=True)
+    back = read_dataset(tmp_path / "out").sort_values("cell_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(back, local, check_exact=True, check_dtype=False)
+
+
 def _graph_imports() -> int:
     from roofcast.predictor.sweeps.family_graph import graph_cache
 

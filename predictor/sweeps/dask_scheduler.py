@@ -85,10 +85,13 @@ def run_on_client(client, tasks: Sequence[SweepTask], deliver: Deliver, *,
     done = [False] * len(tasks)
     for future in as_completed(futures, loop=client.loop):  # no default client needed
         i = index[future.key]
-        if future.status == "finished":
+        # result(), not a look at future.status: a finished task whose worker died since (a
+        # bystander of a killed worker) is being recomputed — result() waits for it, where the
+        # status would read "pending" for a moment and the task pass for failed
+        try:
             frame = future.result()
-        else:  # "error" (raised every try) or "lost"/"cancelled" surfaces as an exception
-            frame = failed_task_rows(tasks[i], _failure_message(future.exception()))
+        except Exception as exc:  # raised every try, or KilledWorker: error rows for its cells
+            frame = failed_task_rows(tasks[i], _failure_message(exc))
         future.release()
         done[i] = True
         deliver(tasks[i], frame)

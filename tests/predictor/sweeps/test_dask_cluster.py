@@ -200,3 +200,27 @@ def test_task_killing_its_worker_every_time_is_reported_per_cell(client, tasks, 
     assert hit.sum() == tasks[1].n_cells
     assert cells.loc[hit, "error"].str.contains("worker process running this task died").all()
     pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])
+
+
+def test_a_slow_client_still_gets_the_frames_of_a_killed_workers_bystanders(client, tasks,
+                                                                            local_cells):
+    """A finished task whose worker dies before the client looks at it is recomputed, not
+    reported failed: the client (slow here: each delivery takes 0.3 s, as a sink writing a
+    part may) waits for its result."""
+    import time
+
+    victim = tasks[1].task_id
+    sink = []
+
+    def slow(task, frame):
+        time.sleep(0.3)
+        sink.append(frame)
+
+    def start(deliver):
+        ds.run_on_client(client, tasks, lambda t, f: (slow(t, f), deliver(t, f)),
+                         run=functools.partial(_die_always, victim=victim))
+
+    cells = collect_cells(tasks, start)
+    hit = cells["task_id"] == victim
+    assert cells.loc[hit, "error"].str.contains("worker process running this task died").all()
+    pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])

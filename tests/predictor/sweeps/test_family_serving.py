@@ -225,7 +225,7 @@ plans = ["single", "tp2"]
 input_tokens = [64]
 output_tokens = [16]
 """)
-    result = run_sweep(read_spec(path))  # check_cells: every planned cell once
+    result = run_sweep(read_spec(path))  # the ledger: every planned cell once
     cells = result.cells
     serving = cells[cells["family"] == "serving"]
     assert len(serving) == 2 * 2 * 2  # hardware x batches x plans

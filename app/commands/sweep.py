@@ -189,7 +189,8 @@ def run_spec(args: argparse.Namespace) -> int:
                        progress=ProgressBar(sys.stderr, f"sweep {spec.name}"), sink=writer)
     extra = {"sweep": spec.name, "cells": result.n_cells, "errors": result.n_errors,
              "scheduler": result.scheduler, "elapsed_s": round(result.elapsed_s, 3),
-             "cells_per_s": round(result.cells_per_s, 1), "baseline": spec.baseline,
+             "cells_per_s": round(result.cells_per_s, 1),
+             **({} if spec.baseline is None else {"baseline": spec.baseline}),
              "output": str(folder)}
     drop = _dropped(spec.llms, spec.baseline)
     tables = {"summary": result.summary, "pareto": result.front[list(FRONT_COLUMNS)]}

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from roofcast.predictor.sweeps.loaders import system_device
 from roofcast.predictor.sweeps.types import (
     CELL_COLUMNS,
     FLOAT_COLUMNS,
@@ -30,7 +31,7 @@ def key_columns(task: SweepTask, cells: Sequence[CellKey]) -> dict[str, list]:
     return {
         "cell_id": [cell_id(task.model, task.runtime, c) for c in cells],
         "family": [task.family] * len(cells), "model": [task.model] * len(cells),
-        "device": ["" if c.hardware.startswith(SYSTEM_PREFIX) else c.hardware for c in cells],
+        "device": [system_device(c.hardware) for c in cells],
         "system": [c.hardware.removeprefix(SYSTEM_PREFIX)
                    if c.hardware.startswith(SYSTEM_PREFIX) else "" for c in cells],
         "runtime": [task.runtime] * len(cells), "batch": [c.batch for c in cells],

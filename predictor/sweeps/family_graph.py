@@ -44,7 +44,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -54,24 +53,15 @@ from roofcast.graph_import.dims import model_dim_names
 from roofcast.graph_import.types import Graph
 from roofcast.hw_catalog.catalog import get_device, load_catalog
 from roofcast.hw_catalog.spec import HardwareSpec
-from roofcast.models import resolve_model_path
 from roofcast.predictor.runtimes.catalog import resolve_runtime
 from roofcast.predictor.sweep import sweep
 from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
 from roofcast.predictor.sweeps.families import register_family
-from roofcast.predictor.sweeps.types import SINGLE, CellKey, SweepTask
+from roofcast.predictor.sweeps.loaders import model_source
+from roofcast.predictor.sweeps.types import DEFAULT_RUNTIME, SINGLE, CellKey, SweepTask
 
 #: graphs kept per process (a zoo graph is a few MB; 8 batches x a few models fit)
 GRAPH_CACHE_SIZE = 64
-DEFAULT_RUNTIME = "default"
-
-
-def model_source(model: str, root: str) -> Path:
-    """A spec model: an ``.onnx`` path (relative to the spec's folder) or a zoo name."""
-    if model.endswith(".onnx"):
-        path = Path(model)
-        return path if path.is_absolute() or not root else Path(root) / path
-    return resolve_model_path(model)
 
 
 @lru_cache(maxsize=GRAPH_CACHE_SIZE)

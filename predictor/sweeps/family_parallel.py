@@ -60,16 +60,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.dims import model_dim_names
-from roofcast.graph_import.llm.load import load_llm
 from roofcast.hw_catalog.catalog import get_device
-from roofcast.hw_catalog.systems import get_system, resolve_system
 from roofcast.models import load_model
 from roofcast.predictor.parallel.engine import (
     PARALLEL_ESTIMATOR,
@@ -92,31 +89,18 @@ from roofcast.predictor.parallel.types import (
 from roofcast.predictor.runtimes.catalog import resolve_runtime
 from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
 from roofcast.predictor.sweeps.families import register_family
-from roofcast.predictor.sweeps.family_graph import DEFAULT_RUNTIME, model_source
+from roofcast.predictor.sweeps.loaders import llm_cache, model_source, system_cache
 from roofcast.predictor.sweeps.plans import parse_plan
-from roofcast.predictor.sweeps.types import SYSTEM_PREFIX, CellKey, SweepTask
+from roofcast.predictor.sweeps.types import DEFAULT_RUNTIME, SYSTEM_PREFIX, CellKey, SweepTask
 
 #: sources kept per process (an LLM source holds its builds: a few MB each)
 SOURCE_CACHE_SIZE = 32
-#: systems kept per process ((hardware text, devices) -> SystemSpec)
-SYSTEM_CACHE_SIZE = 1024
-#: the prefix that forces an LLM config where a zoo model has the same name
-LLM_PREFIX = "llm:"
 #: the parts of a step, in ``dominant_bound``'s tie order
 STEP_PARTS: tuple[tuple[str, str], ...] = (("compute", "compute_s"), ("comm", "exposed_comm_s"),
                                            ("bubble", "bubble_s"), ("optimizer", "optimizer_s"))
 
 
 # ----------------------------------------------------------------------------- caches
-@lru_cache(maxsize=SOURCE_CACHE_SIZE)
-def _arch(model: str, root: str) -> Any:
-    """The ``LLMArch`` of an LLM model text (``.json`` relative to ``root``)."""
-    if model.endswith(".json"):
-        path = Path(model)
-        return load_llm(path if path.is_absolute() or not root else Path(root) / path)
-    return load_llm(model.removeprefix(LLM_PREFIX))
-
-
 @lru_cache(maxsize=SOURCE_CACHE_SIZE)
 def _graph_dims(model: str, root: str, dims: tuple[tuple[str, int], ...]
                 ) -> tuple[tuple[str, int], ...]:
@@ -131,21 +115,12 @@ def source_cache(model: str, root: str, llm: bool, mode: str, precision: str, ru
     """The model's ``ParallelSource`` (per-process cache; ``mode`` is "" for an LLM: its source
     builds both modes). ``runtime``: the profile's name (already resolved)."""
     if llm:
-        return LLMParallelSource(_arch(model, root), seq_tokens=seq_tokens, precision=precision,
+        return LLMParallelSource(llm_cache(model, root), seq_tokens=seq_tokens, precision=precision,
                                  runtime=runtime)
     from roofcast.parallel_api import parallel_source
 
     return parallel_source(str(model_source(model, root)), mode=mode, precision=precision,
                            runtime=runtime, dims=dict(_graph_dims(model, root, dims)) or None)
-
-
-@lru_cache(maxsize=SYSTEM_CACHE_SIZE)
-def system_cache(hardware: str, devices: int | None) -> Any:
-    """The ``SystemSpec`` of a hardware entry: ``system:ID`` (``devices`` None) or ``devices``
-    of a device (``resolve_system``)."""
-    if hardware.startswith(SYSTEM_PREFIX):
-        return get_system(hardware.removeprefix(SYSTEM_PREFIX))
-    return resolve_system(hw=hardware, devices=devices)
 
 
 # ----------------------------------------------------------------------------- cells
@@ -328,25 +303,10 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
                 rows.append((r.cell, _row(r, pred, hw, task.llm)))
             except Exception as exc:
                 errors[message(exc)].append(r.cell)
-    frames = [_error_rows(task, cells, text) for text, cells in errors.items()]
+    frames = [error_rows(task, cells, text) for text, cells in errors.items()]
     if rows:
         keys = [c for c, _ in rows]
         metrics = pd.DataFrame([m for _, m in rows])
         frames.append(columns(pd.DataFrame({**key_columns(task, keys), "estimator": estimator,
                                             **{c: metrics[c].to_numpy() for c in metrics}})))
     return concat(frames)
-
-
-def _error_rows(task: SweepTask, cells: Sequence[CellKey], text: str) -> pd.DataFrame:
-    """``cells.error_rows`` with a ``system:`` cell's device filled where the system is known
-    (the column's meaning for system cells)."""
-    out = error_rows(task, cells, text)
-    device = []
-    for c in cells:
-        try:
-            device.append(system_cache(c.hardware, None).device
-                          if c.hardware.startswith(SYSTEM_PREFIX) else c.hardware)
-        except Exception:  # the system itself is the error
-            device.append("")
-    out["device"] = device
-    return out

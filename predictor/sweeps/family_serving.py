@@ -68,19 +68,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from itertools import product
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.llm.arch import LLMArch
-from roofcast.graph_import.llm.load import load_llm
 from roofcast.hw_catalog.catalog import get_device, pinned_catalog
 from roofcast.hw_catalog.spec import HardwareSpec
-from roofcast.hw_catalog.systems import get_system, resolve_system
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.phases import engine_profile
 from roofcast.predictor.llm.precision import TensorDtypes
@@ -91,16 +87,14 @@ from roofcast.predictor.parallel.plan import complete_plan
 from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
 from roofcast.predictor.sweeps.families import FAMILY_SPECS, register_family
+from roofcast.predictor.sweeps.loaders import llm_cache, system_cache
 from roofcast.predictor.sweeps.plans import parse_plan
-from roofcast.predictor.sweeps.types import SYSTEM_PREFIX, CellKey, SweepTask
+from roofcast.predictor.sweeps.types import DEFAULT_RUNTIME, SYSTEM_PREFIX, CellKey, SweepTask
 
 #: LLM configs kept per process (an ``LLMArch`` is a few hundred bytes)
 ARCH_CACHE_SIZE = 64
 #: systems kept per process ((hardware text, devices) -> SystemSpec)
 SYSTEM_CACHE_SIZE = 1024
-#: the prefix that forces an LLM config where a zoo model has the same name
-LLM_PREFIX = "llm:"
-DEFAULT_RUNTIME = "default"
 SERVE = "serve"
 #: the plan parts (``ParallelPlan`` fields) a serving replica takes
 SERVING_FIELDS: tuple[str, ...] = ("dp", "tp", "pp", "ep")
@@ -111,26 +105,6 @@ DEFAULT_ACTIVATIONS = "fp16"
 
 class ServingCellError(PredictionError):
     """A serving cell cannot be set up (a plan part serving does not take)."""
-
-
-# ----------------------------------------------------------------------------- caches
-@lru_cache(maxsize=ARCH_CACHE_SIZE)
-def llm_cache(model: str, root: str) -> LLMArch:
-    """The ``LLMArch`` of a spec's LLM text: ``.json`` (relative to ``root``), ``llm:NAME``
-    or a bundled name (per-process cache)."""
-    if model.endswith(".json"):
-        path = Path(model)
-        return load_llm(path if path.is_absolute() or not root else Path(root) / path)
-    return load_llm(model.removeprefix(LLM_PREFIX))
-
-
-@lru_cache(maxsize=SYSTEM_CACHE_SIZE)
-def system_cache(hardware: str, devices: int | None) -> Any:
-    """The ``SystemSpec`` of a hardware entry: ``system:ID`` (``devices`` None) or ``devices``
-    of a device text (``resolve_system``)."""
-    if hardware.startswith(SYSTEM_PREFIX):
-        return get_system(hardware.removeprefix(SYSTEM_PREFIX))
-    return resolve_system(hw=hardware, devices=devices)
 
 
 def activations_of(precision: str) -> str:
@@ -296,17 +270,15 @@ def _run(task: SweepTask) -> pd.DataFrame:
 
 
 def _known(errors: pd.DataFrame, entries: dict[str, _Entry]) -> pd.DataFrame:
-    """Error rows of entries that resolved: ``device`` = a ``system:`` entry's device and
-    ``runtime`` = the engine chosen (the spec's texts stay where the entry failed)."""
+    """Error rows of entries that resolved: ``runtime`` = the engine chosen (the spec's text
+    stays where the entry failed). A ``system:`` entry's device is ``key_columns``'s."""
     if errors.empty or not entries:
         return errors
-    on_system = errors["device"] == ""
+    on_system = errors["system"] != ""  # error rows: a system only for a system: entry
     hardware = errors["device"].where(~on_system, SYSTEM_PREFIX + errors["system"])
     entry = hardware.map(entries)
     ok = entry.notna()
     errors.loc[ok, "runtime"] = [e.engine.name for e in entry[ok]]
-    fill = ok & on_system
-    errors.loc[fill, "device"] = [e.hw.id for e in entry[fill]]
     return errors
 
 

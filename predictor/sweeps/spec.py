@@ -48,9 +48,11 @@ from roofcast.predictor.estimator_registry import estimator_names
 from roofcast.predictor.llm.types import WEIGHT_DTYPES
 from roofcast.predictor.precision import PRECISIONS
 from roofcast.predictor.runtimes.catalog import runtime_names
+from roofcast.predictor.sweeps.loaders import LLM_PREFIX
 from roofcast.predictor.sweeps.plans import canonical_plan
-from roofcast.predictor.sweeps.tasks import DEFAULT_RUNTIME, KIND_PREFIX, expand_devices
+from roofcast.predictor.sweeps.tasks import KIND_PREFIX, expand_devices
 from roofcast.predictor.sweeps.types import (
+    DEFAULT_RUNTIME,
     ID_SEPARATOR,
     SINGLE,
     SWEEP_MODES,
@@ -65,8 +67,6 @@ MAX_SPEC_BYTES = 256 * 1024
 MAX_CELLS = 10**8
 LIST_KEYS = ("models", "devices", "batches", "precisions", "modes", "runtimes", "plans",
              "input_tokens", "output_tokens")
-#: the prefix that forces an LLM config where a zoo model has the same name (``llm:gpt2``)
-LLM_PREFIX = "llm:"
 #: precisions a sweep may list: the graph predictor's and the serving weights' dtypes
 SWEEP_PRECISIONS = tuple(dict.fromkeys((*PRECISIONS, *WEIGHT_DTYPES)))
 KEYS = (*LIST_KEYS, "name", "estimator", "baseline", "dims")

@@ -30,7 +30,13 @@ import numpy as np
 
 from roofcast.hw_catalog.catalog import list_devices
 from roofcast.predictor.sweeps.families import FAMILY_SPECS, run_task
-from roofcast.predictor.sweeps.types import FAMILIES, SweepSpec, SweepTask, cell_groups
+from roofcast.predictor.sweeps.types import (
+    DEFAULT_RUNTIME,
+    FAMILIES,
+    SweepSpec,
+    SweepTask,
+    cell_groups,
+)
 
 __all__ = ["DEFAULT_RUNTIME", "KIND_PREFIX", "TASK_MIN_S", "expand_devices", "plan_tasks",
            "run_task", "slice_width", "task_cell_ids"]
@@ -38,7 +44,6 @@ __all__ = ["DEFAULT_RUNTIME", "KIND_PREFIX", "TASK_MIN_S", "expand_devices", "pl
 #: the least a task should take (scheduler overhead per task is ~1-10 ms on Dask)
 TASK_MIN_S = 0.1
 KIND_PREFIX = "kind:"
-DEFAULT_RUNTIME = "default"
 
 
 def expand_devices(devices: Sequence[str]) -> tuple[str, ...]:

@@ -45,6 +45,8 @@ import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
 
+#: the runtime text that means each device kind's default profile or engine
+DEFAULT_RUNTIME = "default"
 #: the plan of a one-device cell (no parallelism)
 SINGLE = "single"
 #: a cell's tokens when the model is not an LLM config (``input_tokens``/``output_tokens`` 0)

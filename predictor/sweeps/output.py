@@ -225,24 +225,12 @@ def rate_unit(cells: pd.DataFrame) -> np.ndarray:
 
 def summary(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (model, family, hardware): cells, errors, best time, best throughput per $ (samples
-    and, for LLM cells, tokens), fits share, best speedup (module docstring)."""
-    if cells.empty:
-        return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
-    cells = cells.assign(hardware=_hardware(cells))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cells["tokens_per_s_per_usd"] = cells["tokens_per_s"] / cells["price_usd"]
-    ok = _predicted(cells)
-    keys = ["model", "family", "hardware"]
-    counts = cells.groupby(keys, sort=True).agg(
-        cells=("cell_id", "size"), errors=("error", lambda e: int((e != "").sum())))
-    best = ok.groupby(keys, sort=True).agg(
-        max_devices=("n_devices", "max"),
-        best_time_s=("time_s", "min"), min_usd=("usd_per_throughput", "min"),
-        best_tokens_per_s_per_dollar=("tokens_per_s_per_usd", "max"),
-        fits_share=("fits", "mean"), best_speedup=("speedup", "max"))
-    out = counts.join(best, how="left").reset_index()
-    out["best_throughput_per_dollar"] = 1.0 / out["min_usd"]
-    return out[list(SUMMARY_COLUMNS)]
+    and, for LLM cells, tokens), fits share, best speedup (module docstring): the
+    ``SummaryAccumulator`` of one frame, so a streamed sweep and a table in memory share the
+    arithmetic."""
+    acc = SummaryAccumulator()
+    acc.add(cells)
+    return acc.table()
 
 
 def pareto_front(cells: pd.DataFrame) -> pd.DataFrame:

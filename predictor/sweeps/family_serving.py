@@ -89,6 +89,7 @@ from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_col
 from roofcast.predictor.sweeps.families import FAMILY_SPECS, register_family
 from roofcast.predictor.sweeps.loaders import llm_cache, system_cache
 from roofcast.predictor.sweeps.plans import parse_plan
+from roofcast.predictor.sweeps.stream import hardware_of
 from roofcast.predictor.sweeps.types import DEFAULT_RUNTIME, SYSTEM_PREFIX, CellKey, SweepTask
 
 #: LLM configs kept per process (an ``LLMArch`` is a few hundred bytes)
@@ -274,9 +275,7 @@ def _known(errors: pd.DataFrame, entries: dict[str, _Entry]) -> pd.DataFrame:
     stays where the entry failed). A ``system:`` entry's device is ``key_columns``'s."""
     if errors.empty or not entries:
         return errors
-    on_system = errors["system"] != ""  # error rows: a system only for a system: entry
-    hardware = errors["device"].where(~on_system, SYSTEM_PREFIX + errors["system"])
-    entry = hardware.map(entries)
+    entry = hardware_of(errors).map(entries)
     ok = entry.notna()
     errors.loc[ok, "runtime"] = [e.engine.name for e in entry[ok]]
     return errors

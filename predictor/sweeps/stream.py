@@ -30,7 +30,7 @@ from typing import Protocol
 import pandas as pd
 
 from roofcast.predictor.sweeps.cells import columns
-from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult, SweepTask
+from roofcast.predictor.sweeps.types import CELL_COLUMNS, ID_SEPARATOR, SweepResult, SweepTask
 
 #: ``deliver(task, frame)``: a scheduler hands over one finished task's ``CELL_COLUMNS`` frame
 Deliver = Callable[[SweepTask, pd.DataFrame], None]
@@ -161,14 +161,14 @@ def hardware_of(cells: pd.DataFrame) -> pd.Series:
     batch, precision, mode, plan, tokens). Not the ``device`` column: a parallel cell on a
     ``system:`` entry carries the system's device id there, and a plan on a what-if the
     derived device. (~1 s per 10^6 cells.)"""
-    hardware = [cid[len(model) + 1:].rsplit("|", 6)[0]
+    hardware = [cid[len(model) + 1:].rsplit(ID_SEPARATOR, 6)[0]
                 for cid, model in zip(cells["cell_id"], cells["model"], strict=True)]
     return pd.Series(hardware, index=cells.index, dtype=object)
 
 
 def _work(cells: pd.DataFrame) -> pd.DataFrame:
     """``SAME_WORK`` plus the spec's runtime (the third part of ``cell_id``)."""
-    return cells[list(SAME_WORK)].assign(spec_runtime=cells["cell_id"].str.split("|").str[2])
+    return cells[list(SAME_WORK)].assign(spec_runtime=cells["cell_id"].str.split(ID_SEPARATOR).str[2])
 
 
 def baseline_times(cells: pd.DataFrame, baseline: str) -> pd.Series:

@@ -2,7 +2,7 @@
 
 Standalone on purpose (imports only torch, and torchvision/transformers for whole models), so it
 runs on a GPU machine where roofcast itself is not installed:
-``python tools/torch_eager.py --out DIR [--budget-s 420]``.
+``python tools/torch_eager.py --out DIR [--only gemm,attention,...]``.
 Writes CSVs (``gemm.csv``, ``attention.csv``, ``vector.csv``, ``models.csv``, ``llm.csv``,
 ``kernels.csv``, ``env.json``). Times are CUDA-event milliseconds: ``graph_ms`` is one replay of a
 CUDA graph of the op divided by its repeats (GPU time, launch gaps removed), ``eager_ms`` the mean

@@ -71,3 +71,10 @@ def test_a_block_scaled_format_is_a_row():
 def test_a_bad_row_is_refused():
     with pytest.raises(ValueError, match="kind"):
         DType("fp5", 5, "floaty")
+
+
+def test_collector_labels_are_catalog_names_for_floats():
+    from roofcast.training_data.collectors.rows import dtype_label
+
+    assert [dtype_label(n) for n in ("float", "double", "bfloat16", "float8e4m3fn", "int64")] == [
+        "fp32", "fp64", "bf16", "fp8", "int64"]

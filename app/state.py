@@ -30,6 +30,7 @@ import streamlit as st
 
 from roofcast.app import wording, worker
 from roofcast.app.worker import run_limited
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.graph_import import import_model
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.types import Graph
@@ -60,7 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "optimizer": "adam",
     "fusion": False,
     "inter_op": False,
-    "estimator": "time-roofline",
+    "estimator": GRAPH_ESTIMATOR,
     "threads": None,
     "runtime": None,     # None: each device kind's default runtime; else a runtime name
 }

@@ -14,6 +14,8 @@ from typing import Any
 
 import networkx as nx
 
+from roofcast.dtypes import ONNX_ITEMSIZE_BYTES
+
 
 class Engine(StrEnum):
     """Which peak of a device bounds an op's compute term."""
@@ -61,19 +63,10 @@ class TensorInfo:
         return self.numel * self.itemsize_bytes
 
 
-_ITEMSIZE_BYTES = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "float16": 2, "bfloat16": 2,
-    "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
-    "int64": 8, "uint64": 8, "bool": 1, "float8e4m3fn": 1, "float8e4m3fnuz": 1,
-    "float8e5m2": 1, "float8e5m2fnuz": 1, "int4": 1, "uint4": 1, "string": 8,
-    "complex64": 8, "complex128": 16,
-}
-
-
 def dtype_itemsize_bytes(dtype: str) -> int:
     """Bytes per element of an ONNX dtype name (int4 rounds up to 1 byte)."""
     try:
-        return _ITEMSIZE_BYTES[dtype]
+        return ONNX_ITEMSIZE_BYTES[dtype]
     except KeyError as exc:
         raise ValueError(f"unknown dtype {dtype!r}") from exc
 

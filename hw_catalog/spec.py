@@ -6,7 +6,7 @@ converts. A what-if device is ``dataclasses.replace(spec, mem_bw_Bps=2 * spec.me
 (``__post_init__`` re-checks positivity) or a derived file / inline spec (``derive.py``).
 
 Peak lookup: ``spec.peak(engine, dtype)`` returns the device's peak for the (engine, dtype) pair
-if the device has that unit; otherwise it walks the tiers of ``FALLBACKS`` (data, below) and
+if the device has that unit; otherwise it walks the tiers of ``FALLBACKS`` (``roofcast.dtypes``) and
 picks the *fastest* candidate of the first tier the device has any of — the runtime is assumed
 to pick the fastest kernel among the paths that compute the requested dtype at the same or
 higher precision. The lookup's ``note`` says which path was used and why. ``data``/``free`` ops have no compute peak: ``flops_per_s`` is
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofcast.dtypes import DTYPE_NAMES, FALLBACKS, PEAK_KEYS
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.frozen import FrozenMap, freeze
 
@@ -29,62 +30,10 @@ ENGINES: tuple[str, ...] = ("matrix", "vector")
 NO_COMPUTE_ENGINES: tuple[str, ...] = ("data", "free")
 """Engines without a compute bound: pure data movement and shape/view ops."""
 
-PEAK_DTYPES: tuple[str, ...] = (
-    "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int32", "int8", "int4",
-)
-"""Dtype keys allowed in the device files' ``[peak_TOPS.<engine>]`` tables."""
-
-DTYPE_NAMES: Mapping[str, str] = {
-    # catalog names map to themselves
-    **{d: d for d in PEAK_DTYPES},
-    "int64": "int64", "int16": "int16",
-    # ONNX TensorProto names (graph_import.types) and common spellings
-    "float": "fp32", "float32": "fp32", "double": "fp64", "float64": "fp64",
-    "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
-    "float8e4m3fn": "fp8", "float8e4m3fnuz": "fp8", "float8e5m2": "fp8", "float8e5m2fnuz": "fp8",
-    "float8e8m0": "fp8", "float4e2m1": "fp4",
-    "uint8": "int8", "bool": "int8", "uint4": "int4", "uint16": "int16",
-    "uint32": "int32", "uint64": "int64",
-}
-"""Any accepted dtype spelling -> canonical catalog dtype."""
-
-_M, _V = "matrix", "vector"
-
-FALLBACKS: Mapping[tuple[str, str], tuple[tuple[tuple[str, str], ...], ...]] = {
-    # (engine, dtype) asked for -> tiers of candidate paths the device may have instead.
-    # The first tier in which the device has any candidate is used; the fastest candidate of
-    # that tier wins. Tier-1 candidates never compute at lower precision than asked. The last
-    # tier of the 16-bit floats is the other 16-bit float (same width; a device with only bf16
-    # runs fp16 models in bf16, as Gaudi and TPU software does); the note says so.
-    (_M, "fp64"): (((_V, "fp64"),),),
-    (_M, "fp32"): (((_V, "fp32"),),),
-    (_M, "tf32"): (((_M, "fp32"), (_V, "fp32")),),
-    (_M, "fp16"): (((_V, "fp16"), (_V, "fp32")), ((_M, "bf16"),)),
-    (_M, "bf16"): (((_V, "bf16"), (_V, "fp32")), ((_M, "fp16"),)),
-    (_M, "fp8"): (((_M, "fp16"), (_M, "bf16")), ((_V, "fp16"), (_V, "bf16"), (_V, "fp32"))),
-    (_M, "fp6"): (((_M, "fp8"),), ((_M, "fp16"), (_M, "bf16")),
-                  ((_V, "fp16"), (_V, "fp32"))),
-    (_M, "fp4"): (((_M, "fp6"),), ((_M, "fp8"),), ((_M, "fp16"), (_M, "bf16")),
-                  ((_V, "fp16"), (_V, "fp32"))),
-    (_M, "int8"): (((_V, "int8"), (_V, "int32"), (_V, "fp32")),),
-    (_M, "int4"): (((_M, "int8"),), ((_V, "int8"), (_V, "fp32"))),
-    (_M, "int16"): (((_M, "int32"),), ((_V, "int32"), (_V, "fp32"))),
-    (_M, "int32"): (((_V, "int32"), (_V, "fp32")),),
-    (_M, "int64"): (((_V, "int32"), (_V, "fp32")),),
-    (_V, "fp64"): (),
-    (_V, "fp32"): (((_M, "fp32"),),),
-    (_V, "tf32"): (((_V, "fp32"),),),
-    (_V, "fp16"): (((_V, "fp32"),), ((_V, "bf16"),)),
-    (_V, "bf16"): (((_V, "fp32"),), ((_V, "fp16"),)),
-    (_V, "fp8"): (((_V, "fp16"), (_V, "bf16"), (_V, "fp32")),),
-    (_V, "fp6"): (((_V, "fp8"), (_V, "fp16"), (_V, "fp32")),),
-    (_V, "fp4"): (((_V, "fp6"), (_V, "fp8"), (_V, "fp16"), (_V, "fp32")),),
-    (_V, "int8"): (((_V, "int32"), (_V, "fp32")),),
-    (_V, "int4"): (((_V, "int8"), (_V, "int32"), (_V, "fp32")),),
-    (_V, "int16"): (((_V, "int32"), (_V, "fp32")),),
-    (_V, "int32"): (((_V, "fp32"),),),
-    (_V, "int64"): (((_V, "int32"), (_V, "fp32")),),
-}
+PEAK_DTYPES: tuple[str, ...] = PEAK_KEYS
+"""Dtype keys allowed in the device files' ``[peak_TOPS.<engine>]`` tables. These keys, the
+accepted spellings (``DTYPE_NAMES``) and the fallback tiers (``FALLBACKS``) are views of the
+one dtype table, ``roofcast.dtypes``."""
 
 
 def canonical_dtype(dtype: str) -> str:

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from roofcast.defaults import GRAPH_ESTIMATOR as DEFAULT_ESTIMATOR
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimators import (
-    DEFAULT_ESTIMATOR,
-    ESTIMATORS,
-    EXPLAIN_COLUMNS,
-    AnalyticalEstimator,
-)
+from roofcast.predictor.estimators import ESTIMATORS, EXPLAIN_COLUMNS, AnalyticalEstimator
 from roofcast.predictor.estimators.roofline import TimeRoofline
 from roofcast.predictor.learned.estimator import LEARNED_ESTIMATORS, LearnedEstimator
 

@@ -1,41 +1,28 @@
-"""Numeric precision: which peak an op uses and how many bytes its float tensors move.
-
-Model (documented, applied identically everywhere):
+"""Numeric precision of a graph run: the peak an op uses, the bytes its float tensors move.
 
 * **Storage width.** Every *floating-point* tensor (activations and weights) is stored at the
-  width of the run's precision: fp64 8 B, fp32 and tf32 4 B (tf32 is an fp32 storage format with a
-  reduced-mantissa matrix-unit mode), fp16/bf16 2 B, fp8 and int8 1 B. So an fp32 graph run at
-  fp16 moves half the float bytes and at int8 a quarter. Integer/bool tensors (indices, masks,
-  shapes) keep their width. FLOPs never change with precision.
-* **Compute dtype.** The dtype whose peak applies is the precision itself, except on the vector
-  engine where tf32 means fp32 (tf32 exists only on matrix units). Ops on the ``data``/``free``
-  engines have no compute peak.
-* **Fallbacks.** When a device lacks a unit for (engine, dtype) — e.g. fp16 on a Tesla P4 — the
-  device's ``HardwareSpec.peak(engine, dtype)`` applies its documented fallback table and returns
-  a note; the predictor copies that note into the ``peak_note`` column, never hiding it.
+  width of the run's precision (``STORAGE_BYTES``: fp64 8 B, fp32 and tf32 4 B, fp16/bf16 2 B,
+  fp8 and int8 1 B), so an fp32 graph run at fp16 moves half the float bytes. Integer/bool
+  tensors (indices, masks, shapes) keep their width. FLOPs never change with precision.
+* **Compute dtype.** The peak that applies is the precision's own, except on the vector engine
+  where tf32 means fp32 (tf32 exists only on matrix units). ``data``/``free`` ops have none.
+* **Fallbacks.** A device without a unit for (engine, dtype) uses ``HardwareSpec.peak``'s
+  fallback tiers and returns a note, copied into the ``peak_note`` column.
+
+The widths, float names and peak keys are views of the one dtype table, ``roofcast.dtypes``.
 """
 
 from __future__ import annotations
 
 import functools
 
+from roofcast.dtypes import FLOAT_ONNX_NAMES as FLOAT_DTYPES
+from roofcast.dtypes import ONNX_ITEMSIZE_BYTES, PRECISIONS, STORAGE_BYTES, peak_key
 from roofcast.graph_import.types import OpCost, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
 
-#: the compute precisions a run may ask for (``RunConfig.precision``); defined here, below
-#: ``config`` and the runtime catalog, which both validate against it.
-PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-
-STORAGE_BYTES: dict[str, int] = {
-    "fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1,
-}
-# ONNX float dtype names whose tensors are rescaled to the run's storage width.
-FLOAT_DTYPES: frozenset[str] = frozenset({
-    "float", "float32", "double", "float64", "float16", "bfloat16",
-    "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
-})
-# (engine, precision) -> dtype whose peak applies, where it differs from the precision.
-_PEAK_DTYPE_OVERRIDES: dict[tuple[str, str], str] = {("vector", "tf32"): "fp32"}
+__all__ = ["FLOAT_DTYPES", "PRECISIONS", "STORAGE_BYTES", "compute_dtype", "float_scale",
+           "peak_dtype", "rescale_bytes", "rescale_cost", "storage_bytes"]
 
 
 def _check(precision: str) -> None:
@@ -54,7 +41,7 @@ def compute_dtype(precision: str) -> str:
 def peak_dtype(engine: str, precision: str) -> str:
     """The dtype key to look up in ``hw.peak(engine, dtype)`` (vector tf32 -> fp32)."""
     _check(precision)
-    return _PEAK_DTYPE_OVERRIDES.get((str(engine), precision), precision)
+    return peak_key(str(engine), precision)
 
 
 def storage_bytes(precision: str) -> int:
@@ -73,7 +60,7 @@ def float_scale(source_dtype: str, precision: str) -> float:
     _check(precision)
     if source_dtype not in FLOAT_DTYPES:
         return 1.0
-    return STORAGE_BYTES[precision] / TensorInfo("", (), source_dtype).itemsize_bytes
+    return STORAGE_BYTES[precision] / ONNX_ITEMSIZE_BYTES[source_dtype]
 
 
 def rescale_bytes(nbytes: float, source_dtype: str, precision: str) -> float:

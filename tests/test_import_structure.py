@@ -165,3 +165,26 @@ def test_every_module_imports_first():
                          text=True, timeout=600, cwd=ROOT, check=True).stdout.strip()
     assert out == ""
     assert len(names) > 100
+
+
+# --- the bottom modules (issue 25): roofcast.defaults and roofcast.dtypes sit below every package
+BOTTOM = ("roofcast.defaults", "roofcast.dtypes")
+
+
+def test_bottom_modules_import_nothing_of_the_project():
+    g = import_graph()
+    assert all(m in g for m in BOTTOM)
+    assert {m: sorted(g.successors(m)) for m in BOTTOM} == {m: [] for m in BOTTOM}
+
+
+@pytest.mark.parametrize("package", ["graph_import", "hw_catalog"])
+def test_lower_packages_import_only_the_bottom_modules(package):
+    """Of roofcast's own top-level modules (``roofcast/*.py``), graph_import and hw_catalog may
+    import only the bottom ones."""
+    top = {m for m in module_files() if m.count(".") <= 1
+           and m.rpartition(".")[2] not in SUBPACKAGES}
+    g = import_graph()
+    bad = sorted(f"{m} -> {t}" for m, t in g.edges
+                 if (m + ".").startswith(f"roofcast.{package}.") and t in top - set(BOTTOM))
+    assert bad == []
+    assert "roofcast.api" in top

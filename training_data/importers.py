@@ -82,7 +82,6 @@ _PROVIDER = {"neusight": "pytorch-cuda", "deepbench": "vendor-libs"}
 #: not listed keeps ``runtime`` empty, read as its device kind's default
 _RUNTIME = {"neusight": "pytorch-eager"}
 _STORAGE_DTYPE = {4: "fp32", 2: "fp16", 1: "int8"}
-_ONNX_DTYPE_NAME = {"float": "fp32", "float16": "fp16", "int8": "int8", "int32": "int32"}
 _METRIC_DIRECTION = {"time": "fwd", "latency": "fwd", "time_fwd": "fwd",
                      "time_bwd_data": "bwd_data", "time_bwd_filter": "bwd_filter",
                      "time_bwd_weights": "bwd_filter", "time_bwd": "bwd"}

@@ -36,13 +36,15 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from roofcast.defaults import LEGACY_RUNTIME_BY_KIND
 
 KINDS = ("str", "int", "float", "json")
 
@@ -147,11 +149,8 @@ MAX_ELEMENTS = 2**48
 RUNTIME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A runtime is a name as the runtime profiles spell theirs: 1-64 letters, digits, '.', '_', '-'
 (starting with a letter or digit)."""
-DEFAULT_RUNTIMES: dict[str, str] = {"cpu": "onnxruntime-cpu", "gpu": "pytorch-eager",
-                                    "accelerator": "pytorch-eager"}
-"""Device kind -> the runtime a row of that kind means when it names none: the predictor's
-defaults (``predictor.runtimes.catalog.DEFAULTS``, equal by test), kept here as data because the
-data side never imports the predictor."""
+DEFAULT_RUNTIMES: Mapping[str, str] = LEGACY_RUNTIME_BY_KIND
+"""Device kind -> the runtime a row of that kind means when it names none (``roofcast.defaults``)."""
 OP_TYPE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.+:-]{0,127}")
 """An op type is a name (``MatMul``, ``com.microsoft.FusedConv``, a fused ``Conv+Relu``), not free
 text: it starts with a letter or '_' (never a spreadsheet formula)."""

@@ -31,6 +31,7 @@ from roofcast.app.output import (
     top_rows,
 )
 from roofcast.app.parallel_args import add_training_plan_args
+from roofcast.defaults import GRAPH_ESTIMATOR as DEFAULT_ESTIMATOR
 from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from roofcast.predictor.simulate import Prediction
 
 GIB = 2.0**30
-DEFAULT_ESTIMATOR = "time-roofline"
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:

@@ -25,6 +25,7 @@ import pandas as pd
 import streamlit as st
 
 from roofcast.app import charts, controls, state, wording
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import ESTIMATORS, make_estimator
 from roofcast.training_data.errors import MeasurementError
@@ -252,7 +253,7 @@ def _from_file():
 def _compare(ts) -> None:
     """Measured vs predicted for an estimator, errors by family, and retraining."""
     names = list(ESTIMATORS)
-    chosen = st.selectbox("Estimator", names, index=names.index("time-roofline"),
+    chosen = st.selectbox("Estimator", names, index=names.index(GRAPH_ESTIMATOR),
                           key="meas_estimator")
     compare = [chosen] + (["roofline"] if chosen != "roofline" else [])
     try:

@@ -19,6 +19,5 @@ from roofcast.predictor.estimators.traffic import Traffic
 ESTIMATORS: dict[str, type[AnalyticalEstimator]] = {
     cls.name: cls for cls in (Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic)
 }
-DEFAULT_ESTIMATOR = TimeRoofline.name
 
-__all__ = ["DEFAULT_ESTIMATOR", "ESTIMATORS", "EXPLAIN_COLUMNS", "AnalyticalEstimator"]
+__all__ = ["ESTIMATORS", "EXPLAIN_COLUMNS", "AnalyticalEstimator"]

@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from roofcast.defaults import LEGACY_RUNTIME_BY_KIND
 from roofcast.predictor.errors import PredictionError
 
 #: runtimes of a model saved without the ``runtimes`` key (what the shipped data measured).
-LEGACY_RUNTIMES: dict[str, str] = {"gpu": "pytorch-eager", "cpu": "onnxruntime-cpu",
-                                   "accelerator": "pytorch-eager"}
+LEGACY_RUNTIMES: Mapping[str, str] = LEGACY_RUNTIME_BY_KIND
 #: featurized columns the runtime roads read (added by ``predictor.features.featurize``).
 RUNTIME_COLUMNS: tuple[str, ...] = ("runtime", "learned_from")
 #: separates the kind from a secondary runtime in a road (``gpu.torch-compile``).

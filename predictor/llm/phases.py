@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from roofcast.defaults import SERVING_ESTIMATOR as DEFAULT_ESTIMATOR
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
@@ -44,7 +45,6 @@ from roofcast.predictor.llm.types import ServingConfig
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_engine
 from roofcast.predictor.simulate import evaluate
 
-DEFAULT_ESTIMATOR = "roofline+eff"
 DECODE_POINTS = 3
 
 

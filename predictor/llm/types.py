@@ -12,13 +12,9 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-#: weight dtypes (weight-only quantisation below 16 bits) and KV-cache dtypes a run may ask for;
-#: an engine lists the ones it runs (``ExecutionProfile.serving``).
-WEIGHT_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
-KV_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8")
-ACTIVATION_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8")
-#: bits per element of each dtype above.
-DTYPE_BITS: dict[str, int] = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+# the weight (weight-only quantisation below 16 bits), KV-cache and activation dtypes a run may
+# ask for: roles in the one dtype table; an engine lists those it runs (ExecutionProfile.serving)
+from roofcast.dtypes import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES  # noqa: F401
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from roofcast.defaults import PARALLEL_ESTIMATOR
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
 from roofcast.predictor.parallel.comm import group_time_s
@@ -75,10 +76,6 @@ from roofcast.predictor.runtimes import get_runtime
 from roofcast.predictor.simulate import evaluate
 
 PHASES: tuple[str, ...] = ("forward", "backward", "update")
-#: the per-kernel estimator of multi-device runs when none is named: ``roofline+eff``, the
-#: measured-best on GPU whole models (README "How accurate": 4.6 % median against
-#: ``time-roofline``'s 17.2 %) and the one LLM serving uses; systems are GPU systems.
-PARALLEL_ESTIMATOR = "roofline+eff"
 TIME_COLUMNS: tuple[str, ...] = ("time_s", "lower_s", "upper_s")
 #: a plan that fits with less than this fraction of the capacity free gets a note (what the
 #: memory model leaves out — CUDA context, NCCL buffers, fragmentation — takes a few GiB).

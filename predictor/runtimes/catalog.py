@@ -3,9 +3,8 @@
 User profiles live in ``$ROOFCAST_RUNTIME_DIR``, else ``$XDG_CONFIG_HOME/roofcast/runtimes``,
 else ``~/.config/roofcast/runtimes`` (beside the user device folder). A user file with a problem
 raises ``PredictionError`` naming the file when that runtime is asked for; a user profile may not
-reuse a built-in name. ``default_runtime_name(kind)``: ``onnxruntime-cpu`` on CPUs,
-``pytorch-eager`` on GPUs and accelerators. ``default_serving_engine(kind)``: the LLM serving
-engine a device of ``kind`` gets (``vllm`` on GPUs and accelerators, ``llama.cpp`` on CPUs);
+reuse a built-in name. ``default_runtime_name(kind)`` and ``default_serving_engine(kind)``: the
+runtime and the LLM serving engine a device of ``kind`` gets (``roofcast.defaults``);
 ``resolve_engine(name, hw)``: a serving engine for a device, refused (naming the engines that do
 run there) when it is not one, or does not run on the device's kind or vendor.
 """
@@ -13,8 +12,10 @@ run there) when it is not one, or does not run on the device's kind or vendor.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
+from roofcast.defaults import ENGINE_BY_KIND, RUNTIME_BY_KIND, engine_for, runtime_for
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.runtimes.profile import ExecutionProfile, profile_from_document
 
@@ -22,9 +23,9 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 ENV_VAR = "ROOFCAST_RUNTIME_DIR"
 MAX_PROFILE_BYTES = 64 * 1024
 MAX_PROFILES = 256
-DEFAULTS: dict[str, str] = {"cpu": "onnxruntime-cpu", "gpu": "pytorch-eager",
-                            "accelerator": "pytorch-eager"}
-SERVING_DEFAULTS: dict[str, str] = {"cpu": "llama.cpp", "gpu": "vllm", "accelerator": "vllm"}
+#: device kind -> default runtime, and -> default serving engine (``roofcast.defaults``)
+DEFAULTS: Mapping[str, str] = RUNTIME_BY_KIND
+SERVING_DEFAULTS: Mapping[str, str] = ENGINE_BY_KIND
 
 
 def user_dir() -> Path:
@@ -95,12 +96,12 @@ def get_runtime(name: str | ExecutionProfile) -> ExecutionProfile:
 
 def default_runtime_name(kind: str) -> str:
     """The runtime a device of ``kind`` gets when the run names none."""
-    return DEFAULTS.get(kind, "pytorch-eager")
+    return runtime_for(kind)
 
 
 def default_serving_engine(kind: str) -> str:
     """The LLM serving engine a device of ``kind`` gets when the run names none."""
-    return SERVING_DEFAULTS.get(kind, "vllm")
+    return engine_for(kind)
 
 
 def _runs_there(prof: ExecutionProfile, kind: str, vendor: str | None) -> bool:

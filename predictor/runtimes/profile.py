@@ -37,14 +37,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# PRECISIONS: the compute precisions a run may ask for (``RunConfig.precision``) and a profile
+# may list (the one dtype table's "precision" role)
+from roofcast.dtypes import PRECISIONS
 from roofcast.hw_catalog.system import FABRIC_KINDS
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
 
-#: the compute precisions a run may ask for (``RunConfig.precision``, re-exported by
-#: ``predictor.config``) and a profile may list; defined here, in a module that imports
-#: nothing heavy, so that the catalog validates profiles without importing ``config``.
-PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 DEVICE_KINDS: tuple[str, ...] = ("gpu", "cpu", "accelerator")
 ATTENTION_IMPLEMENTATIONS: tuple[str, ...] = ("eager", "fused")
 KNOWN_KEYS: frozenset[str] = frozenset({

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from roofcast.defaults import GRAPH_ESTIMATOR, PARALLEL_ESTIMATOR, SERVING_ESTIMATOR
 from roofcast.predictor.sweeps.types import SweepTask
 
 Runner = Callable[[SweepTask], pd.DataFrame]
@@ -43,12 +44,12 @@ class Family:
 
 
 FAMILY_SPECS: dict[str, Family] = {
-    "graph": Family("graph", "roofcast.predictor.sweeps.family_graph", "time-roofline",
+    "graph": Family("graph", "roofcast.predictor.sweeps.family_graph", GRAPH_ESTIMATOR,
                     0.010, 0.00025),
-    "serving": Family("serving", "roofcast.predictor.sweeps.family_serving", "roofline+eff",
+    "serving": Family("serving", "roofcast.predictor.sweeps.family_serving", SERVING_ESTIMATOR,
                       0.009, 0.001),
     "parallel": Family("parallel", "roofcast.predictor.sweeps.family_parallel",
-                       "roofline+eff", 0.006, 0.0005),
+                       PARALLEL_ESTIMATOR, 0.006, 0.0005),
 }
 RUNNERS: dict[str, Runner] = {}
 

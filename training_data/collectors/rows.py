@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from roofcast.dtypes import DTYPE_NAMES, FLOAT_ONNX_NAMES
 from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.fused_traffic import internal_traffic
@@ -37,13 +38,10 @@ SOURCE_MICRO = "roofcast.microbench"
 RUNTIME_OF_PROVIDER: dict[str, str] = {"CPUExecutionProvider": "onnxruntime-cpu",
                                        "CUDAExecutionProvider": "onnxruntime-cuda"}
 
-DTYPE_LABELS = {"float": "fp32", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
-                "double": "fp64", "float64": "fp64"}
-
-
 def dtype_label(onnx_dtype: str) -> str:
-    """Schema dtype label of an ONNX dtype name (``float`` -> ``fp32``; ints keep their name)."""
-    return DTYPE_LABELS.get(onnx_dtype, onnx_dtype)
+    """Schema dtype label of an ONNX dtype name (floats by the dtype table: ``float`` -> ``fp32``;
+    ints keep their name)."""
+    return DTYPE_NAMES[onnx_dtype] if onnx_dtype in FLOAT_ONNX_NAMES else onnx_dtype
 
 
 def machine_id() -> str:

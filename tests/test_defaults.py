@@ -1,0 +1,148 @@
+"""``roofcast.defaults`` is the one place of the defaults, and stays the only one: the source is
+read with ``ast`` for a second default-estimator constant, dtype table or runtime table."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from roofcast import defaults
+from roofcast.dtypes import DTYPE_NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("graph_import", "hw_catalog", "predictor", "training_data", "app", "roofcast")
+DEFAULTS_FILE = ROOT / "roofcast" / "defaults.py"
+DTYPES_FILE = ROOT / "roofcast" / "dtypes.py"
+ESTIMATOR_NAME = re.compile(r"^_?[A-Z][A-Z0-9_]*ESTIMATOR$")
+#: the names of the dtype table's views: a literal assigned to one elsewhere is a second table
+DTYPE_TABLE_NAME = re.compile(r"(^|_)(DTYPE_(BITS|BYTES|NAMES)|ITEMSIZE_BYTES|STORAGE_BYTES|"
+                              r"(FLOAT|PEAK|WEIGHT|KV|ACTIVATION)_DTYPES)$")
+COLLECTIONS = (ast.Dict, ast.DictComp, ast.Set, ast.SetComp, ast.Tuple, ast.List)
+
+
+def _sources() -> dict[Path, ast.Module]:
+    return {p: ast.parse(p.read_text(), filename=str(p))
+            for top in PACKAGES for p in sorted((ROOT / top).rglob("*.py"))}
+
+
+SOURCES = _sources()
+
+
+def _where(path: Path, node: ast.AST) -> str:
+    return f"{path.relative_to(ROOT)}:{node.lineno}"
+
+
+def _assignments(tree: ast.Module):
+    """(target name, value) of every assignment to a plain name."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.value, node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            yield node.target.id, node.value, node
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    return {id(n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+
+
+def _str_keys(node: ast.Dict) -> list[str]:
+    return [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+
+
+def test_one_default_estimator_constant():
+    values = {defaults.GRAPH_ESTIMATOR, defaults.SERVING_ESTIMATOR, defaults.PARALLEL_ESTIMATOR}
+    estimators = ROOT / "predictor" / "estimators"  # where the names are the classes' own
+    bad = []
+    for path, tree in SOURCES.items():
+        if path == DEFAULTS_FILE:
+            continue
+        bad += [_where(path, n) for name, _, n in _assignments(tree) if ESTIMATOR_NAME.match(name)]
+        if estimators not in path.parents:
+            docs = _docstrings(tree)
+            bad += [_where(path, n) for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                    and n.value in values and id(n) not in docs]
+    assert bad == [], "import the default estimator from roofcast.defaults instead"
+
+
+def _is_dtype_table(node: ast.AST) -> bool:
+    """A dict of >= 3 dtype spellings to sizes or to dtype names (a size or spelling table)."""
+    if not isinstance(node, ast.Dict):
+        return False
+    keys = [k for k in _str_keys(node) if k in DTYPE_NAMES]
+    values = [v.value for v in node.values if isinstance(v, ast.Constant)]
+    return len(keys) >= 3 and len(values) == len(node.values) and all(
+        type(v) is int or (isinstance(v, str) and v in DTYPE_NAMES) for v in values)
+
+
+def test_one_dtype_table():
+    bad = []
+    for path, tree in SOURCES.items():
+        if path == DTYPES_FILE:
+            continue
+        bad += [_where(path, n) for name, value, n in _assignments(tree)
+                if DTYPE_TABLE_NAME.search(name) and isinstance(value, COLLECTIONS)]
+        bad += [_where(path, n) for n in ast.walk(tree) if _is_dtype_table(n)]
+    assert bad == [], "derive dtype facts from roofcast.dtypes instead of a second table"
+
+
+def test_one_default_runtime_table():
+    bad = [_where(path, n) for path, tree in SOURCES.items() if path != DEFAULTS_FILE
+           for n in ast.walk(tree)
+           if isinstance(n, ast.Dict) and {"cpu", "gpu"} <= set(_str_keys(n))]
+    assert bad == [], "a runtime per device kind belongs in roofcast.defaults"
+
+
+def test_the_scans_see_the_source():
+    """Guards the scans above against walking nothing: they find what defaults.py holds."""
+    assert DEFAULTS_FILE in SOURCES
+    assert len(SOURCES) > 100
+    names = {name for name, _, _ in _assignments(SOURCES[DEFAULTS_FILE])}
+    assert {"GRAPH_ESTIMATOR", "RUNTIME_BY_KIND"} <= names
+    assert _is_dtype_table(ast.parse('{"fp16": 2, "bf16": 2, "float": 4}').body[0].value)
+
+
+def test_every_environment_variable_is_listed():
+    found: dict[str, set[str]] = {}
+    for path, tree in SOURCES.items():
+        module = "roofcast." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        module = module.replace("roofcast.roofcast.", "roofcast.").removesuffix(".__init__")
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(
+                    r"ROOFCAST_[A-Z0-9_]+", n.value):
+                found.setdefault(n.value, set()).add(module)
+    listed = {**defaults.LIMITS, **defaults.SETTINGS}
+    assert set(found) == set(listed)
+    assert all(listed[var] in modules for var, modules in found.items())
+
+
+def test_defaults_are_known_estimators():
+    from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, ESTIMATORS
+    from roofcast.predictor.llm import phases
+    from roofcast.predictor.parallel import engine
+    from roofcast.predictor.sweeps.families import FAMILY_SPECS
+
+    roads = (defaults.GRAPH_ESTIMATOR, defaults.SERVING_ESTIMATOR, defaults.PARALLEL_ESTIMATOR)
+    assert set(roads) <= set(ESTIMATORS)
+    assert roads == (DEFAULT_ESTIMATOR, phases.DEFAULT_ESTIMATOR, engine.PARALLEL_ESTIMATOR)
+    assert tuple(FAMILY_SPECS[f].estimator for f in ("graph", "serving", "parallel")) == roads
+
+
+@pytest.mark.parametrize("kind", sorted(defaults.RUNTIME_BY_KIND))
+def test_default_runtimes_run_on_their_kind(kind):
+    from roofcast.predictor.runtimes import get_runtime
+
+    assert get_runtime(defaults.runtime_for(kind)).runs_on(kind)
+    engine = get_runtime(defaults.engine_for(kind))
+    assert engine.runs_on(kind)
+    assert engine.serving is not None
+
+
+def test_an_unknown_kind_gets_the_gpu_defaults():
+    assert defaults.runtime_for("fpga") == defaults.RUNTIME_BY_KIND["gpu"]
+    assert defaults.engine_for("fpga") == defaults.ENGINE_BY_KIND["gpu"]

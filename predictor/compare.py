@@ -38,12 +38,11 @@ import pandas as pd
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
-from roofcast.predictor.features import featurize
+from roofcast.predictor.kernel_rows import BOUNDS, explain_rows, step_rows
 from roofcast.predictor.memory import GraphSource
 from roofcast.predictor.runtimes import resolve_runtime
 from roofcast.predictor.speedup_bounds import BOUND_COLUMNS, speedup_bounds, within
-from roofcast.predictor.sweep import BOUNDS, NOTE_SEP, sweep
-from roofcast.predictor.workload import workload_table
+from roofcast.predictor.sweep import NOTE_SEP, sweep
 
 COMPARE_COLUMNS: tuple[str, ...] = (
     "model", "device", "runtime", "baseline", "batch", "time_s", "lower_s", "upper_s", "speedup",
@@ -101,9 +100,8 @@ def _bounds(graph, devices: Sequence, config: RunConfig, estimator: Any, base_id
     base = next(s for s in specs if s.id == base_id)
     profile = resolve_runtime(config.runtime, base.kind)
     same = [s for s in specs if resolve_runtime(config.runtime, s.kind).name == profile.name]
-    work = workload_table(graph, config, profile, allow_incomplete=allow_incomplete)
-    feats = featurize(work, same, config, profile)
-    explained = estimator.explain(feats)
+    work = step_rows(graph, config, profile, allow_incomplete=allow_incomplete)
+    feats, explained = explain_rows(work, same, config, estimator, profile)
     return speedup_bounds(feats, explained, [s.id for s in same], base_id).reindex(
         [s.id for s in specs])
 

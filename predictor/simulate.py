@@ -43,11 +43,11 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
-from roofcast.predictor.features import featurize
+from roofcast.predictor.kernel_rows import cell_sums, evaluate, step_rows
 from roofcast.predictor.memory import MemoryFootprint, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.patterns import KernelPlan, plan_summary
-from roofcast.predictor.workload import kernel_plan, workload_table
+from roofcast.predictor.workload import kernel_plan
 
 LOSS = ("loss", "")
 
@@ -121,17 +121,6 @@ class Prediction:
     def speedup_over(self, other: Prediction) -> float:
         """other.time_s / self.time_s (> 1: this run is faster)."""
         return other.time_s / self.time_s
-
-
-def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: Any,
-             profile: ExecutionProfile | None = None) -> pd.DataFrame:
-    """Workload rows + device and runtime features + the estimator's explain columns. ``hw``:
-    one HardwareSpec or a sequence (``featurize``'s device-major stack); ``estimator``: a name
-    or an estimator object (``as_estimator``); ``profile``: the execution profile."""
-    feats = featurize(workload, hw, config, profile)
-    expl = as_estimator(estimator).explain(feats)
-    return pd.concat([feats, expl.drop(columns=[c for c in expl.columns if c in feats.columns])],
-                     axis=1)
 
 
 @dataclass(frozen=True)
@@ -257,13 +246,7 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
     est = as_estimator(estimator)
     profile = resolve_runtime(config.runtime, hw.kind)
     plan = kernel_plan(graph, config, profile)
-    workload = workload_table(graph, config, profile, allow_incomplete=allow_incomplete,
-                              plan=plan)
-    if workload.empty:
-        raise PredictionError(
-            f"model {graph.name!r} has no op that does work (every node is a free view op); "
-            "nothing to predict"
-        )
+    workload = step_rows(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan)
     per_op = evaluate(workload, hw, config, est, profile)
     times = per_op["time_s"].to_numpy(float)
     crit_s: float | None = None
@@ -276,7 +259,8 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
                           if dag.nodes[i] != LOSS)
     return Prediction(
         graph_name=graph.name, device=hw.id, config=config, estimator=est.name, per_op=per_op,
-        total_s=float(times.sum()), critical_path_s=crit_s, critical_path=crit_path,
+        total_s=float(cell_sums(per_op, [len(per_op)])["time_s"][0]),
+        critical_path_s=crit_s, critical_path=crit_path,
         by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
         by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config, plan),
         notes=(_incomplete_notes(graph) + runtime_notes(profile, plan, config)

@@ -45,15 +45,14 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
-from roofcast.predictor.features import featurize
 from roofcast.predictor.graph_memo import memo
+from roofcast.predictor.kernel_rows import BOUNDS, cell_sums, explain_rows, step_rows
 from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.simulate import critical_path_times, step_dag
-from roofcast.predictor.workload import check_precision, forward_kernels, workload_table
+from roofcast.predictor.workload import check_precision, forward_kernels
 
-BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
 NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
 
 SWEEP_COLUMNS: tuple[str, ...] = (
@@ -136,8 +135,7 @@ def _profile_cells(graphs, configs, profile: ExecutionProfile, specs: list, est,
         works.append(w.assign(_cell=cell))
     stack = pd.concat(works, ignore_index=True)
     cfg0 = next(iter(configs.values()))
-    feats = featurize(stack, specs, cfg0, profile)
-    expl = est.explain(feats)
+    feats, expl = explain_rows(stack, specs, cfg0, est, profile)
     out = _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op,
                  precision, mode)
     return out.assign(runtime=profile.name)
@@ -153,11 +151,8 @@ def _workload(graph, config, profile: ExecutionProfile, allow_incomplete: bool):
     # the mapped forward rows do not depend on the mode: one per config with mode "infer"
     forward = memo(graph, ("forward", replace(config, mode="infer"), profile, allow_incomplete),
                    lambda: forward_kernels(graph, config, profile, allow_incomplete, plan))
-    w = workload_table(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan,
-                       forward=forward)
-    if w.empty:
-        raise PredictionError(f"model {graph.name!r} has no op that does work")
-    return plan, w
+    return plan, step_rows(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan,
+                           forward=forward)
 
 
 def _baseline_id(baseline, specs: list) -> str:
@@ -178,12 +173,8 @@ def _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op,
     idx = feats["_cell"].to_numpy() * n_dev + dev
     size = n_cell * n_dev
     time = expl["time_s"].to_numpy(float)
-    sums = {c: np.bincount(idx, weights=expl[c].to_numpy(float), minlength=size)
-            for c in ("time_s", "compute_s", "memory_s", "overhead_s", "lower_s", "upper_s")}
-    kernels = np.bincount(idx, minlength=size)
-    bound_code = pd.Categorical(expl["bound"], categories=BOUNDS).codes
-    by_bound = np.bincount(idx * len(BOUNDS) + bound_code, weights=time,
-                           minlength=size * len(BOUNDS)).reshape(size, len(BOUNDS))
+    sums = cell_sums(expl, np.bincount(stack["_cell"].to_numpy(), minlength=n_cell), n_dev)
+    by_bound = np.stack([sums[f"{b}_bound_s"] for b in BOUNDS], axis=1)
     dominant = np.asarray(BOUNDS, dtype=object)[by_bound.argmax(axis=1)]
     notes = [""] * size
     has_note = feats["peak_note"].astype(str).to_numpy() != ""
@@ -222,9 +213,9 @@ def _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op,
         "tdp_W": per_device(np.nan if hw.tdp_W is None else float(hw.tdp_W) for hw in specs),
         "dominant_bound": dominant, "compute_s": sums["compute_s"],
         "memory_s": sums["memory_s"], "overhead_s": sums["overhead_s"],
-        "kernels": kernels.astype(np.int64), "peak_notes": notes,
+        "kernels": sums["kernels"], "peak_notes": notes,
         "lower_s": sums["lower_s"], "upper_s": sums["upper_s"],
-        **{f"{bound}_bound_s": by_bound[:, j] for j, bound in enumerate(BOUNDS)},
+        **{f"{bound}_bound_s": sums[f"{bound}_bound_s"] for bound in BOUNDS},
     })
 
 

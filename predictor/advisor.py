@@ -161,6 +161,14 @@ class Advice:
     def cell(self, setting: Setting) -> Cell:
         return self.cells[cell_key(setting)]
 
+    def shown(self, top: int | None = None) -> pd.DataFrame:
+        """The table without internal columns: the ``top`` best rows, always keeping the
+        default and the recommended rows."""
+        df = self.table
+        if top is not None and top < len(df):
+            df = df[(df["rank"] <= top) | df["is_default"] | df["recommended"]]
+        return df[list(TABLE_COLUMNS)].reset_index(drop=True)
+
 
 def cell_key(s: Setting) -> tuple:
     return (s.batch, s.precision, s.mode, s.fusion, s.threads)
@@ -398,11 +406,7 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
 def public_table(advice: Advice, top: int | None = None) -> pd.DataFrame:
     """The advice table without internal columns (``top`` rows, always keeping the default and
     the recommended rows)."""
-    df = advice.table
-    if top is not None and top < len(df):
-        keep = (df["rank"] <= top) | df["is_default"] | df["recommended"]
-        df = df[keep]
-    return df[list(TABLE_COLUMNS)].reset_index(drop=True)
+    return advice.shown(top)
 
 
 __all__ = ["MIN_GAIN", "OBJECTIVES", "PER_OP_COLUMNS", "TABLE_COLUMNS", "Advice", "Cell",

@@ -30,6 +30,8 @@ from roofcast.predictor.workload import workload_table
 
 #: bound labels of the estimators' ``bound`` column, in the order of ``cell_sums``' split.
 BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
+#: joins a cell's distinct peak fallback notes in a sweep's ``peak_notes``.
+NOTE_SEP = " | "
 #: explain columns summed per cell (seconds).
 SUMMED: tuple[str, ...] = ("time_s", "compute_s", "memory_s", "overhead_s", "lower_s", "upper_s")
 

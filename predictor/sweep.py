@@ -46,14 +46,12 @@ from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.graph_memo import memo
-from roofcast.predictor.kernel_rows import BOUNDS, cell_sums, explain_rows, step_rows
+from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, cell_sums, explain_rows, step_rows
 from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.simulate import critical_path_times, step_dag
 from roofcast.predictor.workload import check_precision, forward_kernels
-
-NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
 
 SWEEP_COLUMNS: tuple[str, ...] = (
     "model", "device", "runtime", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",

@@ -46,7 +46,7 @@ from roofcast.parallel_api import (
     systems,
     target_system,
 )
-from roofcast.predictor.advisor import Advice
+from roofcast.predictor.advisor import OBJECTIVES, Advice
 from roofcast.predictor.advisor import advise as _advise
 from roofcast.predictor.compare import compare_devices
 from roofcast.predictor.config import run_config
@@ -149,9 +149,9 @@ def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None 
     device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper bound), throughput (samples/s), cost and power per
     throughput, memory (bytes) and whether it fits, and the ``runtime`` modelled on the device.
     Keywords as for ``predict``."""
+    runtimes = _device_runtimes(hws, settings.get("runtime"))  # refused before any work
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
-    runtimes = _device_runtimes(hws, config.runtime)
     df = compare_devices(_source(m), list(hws), config, as_estimator(estimator),
                          baseline=baseline, allow_incomplete=allow_incomplete)
     return df.assign(runtime=df["device"].map(runtimes))
@@ -166,8 +166,8 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
     memory in bytes, ``fits``, throughput per USD and per W, ..., and the ``runtime`` modelled on
     the device). ``dims``: the model's other dims; ``runtime``: as for ``predict``;
     ``options``: ``fusion``, ``inter_op``, ``optimizer``, ``threads``, ``allow_incomplete``."""
+    runtimes = _device_runtimes(hws, runtime)  # refused before any work
     m = _model(model, None, dims)
-    runtimes = _device_runtimes(hws, runtime)
     df = _sweep(_source(m), list(hws), list(batches), list(precisions), list(modes),
                 as_estimator(estimator), baseline=baseline, runtime=runtime, **options)
     return df.assign(runtime=df["device"].map(runtimes))
@@ -415,6 +415,6 @@ def _source(model: Model) -> Callable[[int], Any]:
     return model.graph_at
 
 
-__all__ = ["AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
+__all__ = ["OBJECTIVES", "AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
            "device", "llm", "llm_configs", "load_model", "make_estimator", "plan", "predict",
            "predict_parallel", "runtimes", "sweep", "system", "systems", "train", "zoo_models"]

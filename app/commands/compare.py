@@ -23,9 +23,8 @@ from roofcast.app.commands.predict import (
     GIB,
     add_run_args,
     chosen_estimator,
-    graph_source,
-    load_user_graph,
-    run_config,
+    load_user_model,
+    settings,
 )
 from roofcast.app.output import add_format_arg, context_columns, emit
 from roofcast.app.parallel_args import add_training_plan_args
@@ -124,10 +123,11 @@ def run_parallel(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from roofcast import api
     from roofcast.app.parallel_args import is_parallel
-    from roofcast.predictor.compare import compare_devices
+    from roofcast.predictor.config import RunConfig
     from roofcast.predictor.errors import PredictionError
-    from roofcast.predictor.sweep import NOTE_SEP
+    from roofcast.predictor.kernel_rows import NOTE_SEP
 
     if is_parallel(args):
         return run_parallel(args)
@@ -136,11 +136,11 @@ def run(args: argparse.Namespace) -> int:
                               "--hw A,B --devices N to compare multi-device systems")
     devices = split_devices(args.hw)
     estimator = chosen_estimator(args)
-    runtimes = device_runtimes(devices, args.runtime)  # before any work
-    graph, batch = load_user_graph(args)
-    config = run_config(args, graph)
-    df = compare_devices(graph_source(args, graph, batch), devices, config, estimator,
-                         baseline=args.baseline, allow_incomplete=args.allow_incomplete)
+    model, batch = load_user_model(args)
+    df = api.compare(model, devices, estimator=estimator, baseline=args.baseline,
+                     allow_incomplete=args.allow_incomplete, **settings(args))
+    config = RunConfig(**settings(args))
+    runtimes = dict(zip(df["device"], df["runtime"], strict=True))
     table = pd.DataFrame({
         "device": df["device"], "runtime": df["device"].map(runtimes), "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
         "throughput_per_s": df["throughput_samples_per_s"],

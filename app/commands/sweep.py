@@ -2,8 +2,8 @@
 ``roofcast sweep SPEC.toml [--scheduler local|dask-local:N|dask://HOST:PORT] [--output DIR]``:
 a design-space sweep from a spec file (``predictor.sweeps``), written as a Parquet dataset.
 
-One row per (device, batch, precision, mode) cell, from ``predictor.sweep.sweep`` (one
-vectorised evaluation for every cell; ``roofcast.sweep`` in Python): the runtime modelled on the
+One row per (device, batch, precision, mode) cell, from ``roofcast.sweep`` (one
+vectorised evaluation for every cell): the runtime modelled on the
 device (``--runtime``, else the device kind's default), predicted step time, speedup over the
 baseline device in the same cell, throughput (samples/s = batch / time), memory footprint and
 whether it fits, throughput per list-price dollar and per TDP watt (empty where the catalog has
@@ -37,12 +37,7 @@ from pathlib import Path
 from typing import TextIO
 
 from roofcast.app.argtypes import name_list, positive_int, positive_int_list
-from roofcast.app.commands.compare import (
-    device_runtimes,
-    fusion_summary,
-    runtime_summary,
-    split_devices,
-)
+from roofcast.app.commands.compare import fusion_summary, runtime_summary, split_devices
 from roofcast.app.commands.predict import GIB, add_execution_args, chosen_estimator
 from roofcast.app.output import add_format_arg, context_columns, emit
 
@@ -208,18 +203,18 @@ def _dropped(llms: tuple[str, ...], baseline: str | None) -> set[str]:
 def run_model(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from roofcast.app.model_ref import load_graph
+    from roofcast import api
+    from roofcast.app.model_ref import bind_dims
     from roofcast.predictor.config import RunConfig
-    from roofcast.predictor.sweep import sweep
 
-    devices = split_devices(args.hw)
-    runtimes = device_runtimes(devices, args.runtime)  # before any work
-    dims = [s for s in args.dim if s.split("=", 1)[0].strip() != "batch"]
-    df = sweep(lambda b: load_graph(args.model, dims, b), devices, args.batches,
-               args.precisions, args.modes, chosen_estimator(args), baseline=args.baseline,
-               fusion=args.fusion, inter_op=args.inter_op, optimizer=args.optimizer,
-               threads=args.threads, allow_incomplete=args.allow_incomplete,
-               runtime=args.runtime)
+    dims = {k: v for k, v in bind_dims(args.dim).items() if k != "batch"}
+    df = api.sweep(args.model, split_devices(args.hw), args.batches,
+                   precisions=args.precisions, modes=args.modes, dims=dims,
+                   estimator=chosen_estimator(args), baseline=args.baseline,
+                   runtime=args.runtime, fusion=args.fusion, inter_op=args.inter_op,
+                   optimizer=args.optimizer, threads=args.threads,
+                   allow_incomplete=args.allow_incomplete)
+    runtimes = dict(zip(df["device"], df["runtime"], strict=False))
     table = pd.DataFrame({
         "device": df["device"], "runtime": df["device"].map(runtimes), "batch": df["batch"],
         "precision": df["precision"], "mode": df["mode"], "time_ms": df["time_s"] * 1e3,

@@ -72,8 +72,9 @@ OBJECTIVES: tuple[str, ...] = ("latency", "throughput")
 TIE = 0.02
 #: CPU thread counts are listed one by one up to this many units, else powers of two + units.
 ALL_THREADS_UP_TO = 16
-#: ONNX Runtime graph optimisation level of each fusion setting.
-OPT_LEVEL = {True: "all", False: "basic"}
+#: ONNX Runtime graph optimisation level of each fusion setting (None: the runtime has no
+#: graph-optimiser fusions, so there is no such setting: "n/a", as in the training data).
+OPT_LEVEL = {True: "all", False: "basic", None: "n/a"}
 #: op types that mark a model as quantised (ONNX Runtime runs them as int8 on CPU).
 QUANTISED_OPS: frozenset[str] = frozenset({
     "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
@@ -98,7 +99,7 @@ class Setting:
     inter_op: bool
     batch: int
     precision: str = "fp32"
-    fusion: bool = True
+    fusion: bool | None = True
     mode: str = "infer"
     inter_op_threads: int = 1
 
@@ -113,8 +114,9 @@ class Setting:
         intra = f"intra={self.threads} " if cpu else ""
         inter = (f"parallel×{self.inter_op_threads}" if cpu else "parallel") if self.inter_op \
             else "sequential"
-        return (f"{intra}inter={inter} batch={self.batch} {self.precision} "
-                f"opt={self.opt_level}" + (" train" if self.mode == "train" else ""))
+        opt = "" if self.fusion is None else f" opt={self.opt_level}"
+        return (f"{intra}inter={inter} batch={self.batch} {self.precision}{opt}"
+                + (" train" if self.mode == "train" else ""))
 
     def run_config(self, graph: Graph) -> RunConfig:
         """The RunConfig of this setting for ``graph`` (imported at ``self.batch``)."""
@@ -241,10 +243,13 @@ def runnable_precisions(graph: Graph, hw, requested: Sequence[str],
     return keep, notes
 
 
-def default_setting(hw, batch: int, precision: str) -> Setting:
-    """ONNX Runtime's defaults: intra-op = units (physical cores), sequential, opt level all."""
+def default_setting(hw, batch: int, precision: str, profile=None) -> Setting:
+    """The runtime's defaults: intra-op = units (physical cores) on a CPU, sequential, its
+    graph-optimiser fusions on (ONNX Runtime's opt level all; ``fusion`` None when the
+    runtime ``profile`` has none)."""
+    fusion = True if profile is None or profile.fusion_patterns else None
     return Setting(threads=int(hw.units) if hw.kind == "cpu" else None, inter_op=False,
-                   batch=batch, precision=precision, fusion=True, mode="infer")
+                   batch=batch, precision=precision, fusion=fusion, mode="infer")
 
 
 def resolve_estimator(estimator: Any) -> tuple[Any, list[str]]:
@@ -348,7 +353,7 @@ def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
 def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
            max_batch: int = 64, precisions: Sequence[str] | None = None,
            modes: Sequence[str] = ("infer",), estimator: Any = "auto",
-           fusions: Sequence[bool] = (True, False), runtime: str | None = None) -> Advice:
+           fusions: Sequence[bool | None] = (True, False), runtime: str | None = None) -> Advice:
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
     docstring). ``graph_loader(batch)`` imports the model at that batch, its other dims bound
     by the import; ``hw``: catalog id, what-if spec or HardwareSpec; ``estimator``: a name or
@@ -376,8 +381,8 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
                 "by the loader); bind the batch dim (e.g. --dim NAME=N for the model's dim) or "
                 "use --objective latency")
     requested = list(precisions) if precisions else ["fp32", "tf32", "fp16", "bf16"]
-    default = replace(default_setting(hw, batch, "int8" if is_quantised(g0) else "fp32"),
-                      mode=modes[0])
+    default = replace(default_setting(hw, batch, "int8" if is_quantised(g0) else "fp32",
+                                      profile), mode=modes[0])
     precs, pnotes = runnable_precisions(g0, hw, requested, default.precision)
     notes += pnotes
     skipped = [p for p in precs if p not in profile.precisions]
@@ -388,6 +393,10 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
             raise PredictionError(f"runtime {profile.name!r} runs none of the precisions "
                                   f"searched; it runs {', '.join(profile.precisions)}")
     modes = list(dict.fromkeys(modes))
+    if not profile.fusion_patterns:  # fusion on or off would change nothing: not a setting
+        fusions = [None]
+        notes.append(f"graph optimisation not searched: {profile.name} has no graph-optimiser "
+                     "fusions beyond its kernel mapping")
     cells = predict_cells(graphs, hw, precs, modes, list(dict.fromkeys(fusions)) or [True],
                           thread_candidates(hw), est, profile)
     settings = settings_of(cells, hw)

@@ -44,7 +44,7 @@ class Cell:
     batch: int
     precision: str
     mode: str
-    fusion: bool
+    fusion: bool | None
     threads: int | None
     per_op: pd.DataFrame
     sequential_s: float
@@ -54,7 +54,7 @@ class Cell:
 
 
 def predict_cells(graphs: Mapping[int, Graph], hw, precisions: Sequence[str],
-                  modes: Sequence[str], fusions: Sequence[bool],
+                  modes: Sequence[str], fusions: Sequence[bool | None],
                   threads: Sequence[int | None], estimator: Any,
                   profile: ExecutionProfile | None = None) -> dict[tuple, Cell]:
     """Every (batch, precision, mode, fusion, threads) cell of ``graphs`` (batch -> the model

@@ -52,7 +52,8 @@ def summary(advice, hw) -> list[str]:
         return [f"keep the default ({dft.label()}): no setting is predicted to improve "
                 f"{measure} by {(MIN_GAIN - 1):.0%} or more{best}"]
     return [f"recommended {rec.label()}: predicted {advice.predicted_gain:.3g}× {measure} "
-            f"over ONNX Runtime's default ({dft.label()}) on {advice.device}"]
+            f"over the default of {advice.runtime or 'the runtime'} ({dft.label()}) on "
+            f"{advice.device}"]
 
 
 def _cells_over_threads(advice, s) -> list:
@@ -207,8 +208,9 @@ def fusion_reasons(advice, hw) -> list[str]:
     s = advice.recommended
     on = advice.cells.get((s.batch, s.precision, s.mode, True, s.threads))
     off = advice.cells.get((s.batch, s.precision, s.mode, False, s.threads))
-    if on is None or off is None:
-        return []
+    if on is None or off is None or (len(on.per_op) == len(off.per_op)
+                                     and on.sequential_s == off.sequential_s):
+        return []  # no fusion setting, or one that changes nothing: nothing to say
     return [f"graph optimisation: fusion (opt level all) runs {len(on.per_op)} kernels "
             f"instead of {len(off.per_op)} (basic): {_ms(on.sequential_s)} vs "
             f"{_ms(off.sequential_s)} sequential ({off.sequential_s / on.sequential_s:.3f}×)"]

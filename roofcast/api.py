@@ -177,8 +177,8 @@ def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
            batch: int = 1, dims: Mapping[str, int] | None = None, estimator: Any = "auto",
            runtime: str | None = None, **options: Any) -> Advice:
     """The predicted-best run settings (threads, inter-op, batch, precision, fusion) of
-    ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against ONNX
-    Runtime's defaults, with reasons (``predictor.advisor``); ``runtime``: as for ``predict``.
+    ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against the
+    defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``); ``runtime``: as for ``predict``.
     ``options``: ``max_batch``, ``precisions``, ``modes``, ``fusions``."""
     m = _model(model, batch, dims)
     spec = device(hw)

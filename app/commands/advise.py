@@ -1,11 +1,12 @@
 """``roofcast advise MODEL --hw ID``: the predicted-best run settings of a model on a device.
 
-Searches intra-op threads, inter-op parallelism, batch size (``--objective throughput``),
-precision and graph optimisation level with the predictor (``predictor.advisor``), and prints
-the ranked settings with their predicted gain over ONNX Runtime's defaults, the
-recommendation and the reasons computed from the predictions. ``--verify`` (``--hw local``
-only) measures the recommended and the default settings with ONNX Runtime on this machine and
-prints predicted against measured gain.
+Searches intra-op threads (CPUs), inter-op parallelism, batch size (--objective throughput),
+precision and graph optimisation level (runtimes with graph-optimiser fusions) with the
+predictor, and prints the ranked settings with their predicted gain over the defaults of the
+runtime that runs on the device (--runtime, else the device kind's default), the
+recommendation and the reasons computed from the predictions. --verify (--hw local only)
+measures the recommended and the default settings with ONNX Runtime on this machine and prints
+predicted against measured gain.
 """
 
 from __future__ import annotations

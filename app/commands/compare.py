@@ -1,11 +1,10 @@
 """``roofcast compare MODEL --hw A,B,C``: the same run predicted on several devices.
 
 One row per device: the runtime modelled on it (``--runtime``, else the device kind's default),
-predicted step time, speedup over the baseline device (default: the first),
-throughput (samples/s = batch / time), memory footprint and whether it fits, list price and TDP
-per unit of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and
-the dominant bound. Uses ``predictor.compare.compare_devices`` (one vectorised evaluation for all
-devices; the app's Compare page calls the same function).
+predicted step time, speedup over the baseline device (default: the first), throughput
+(samples/s = batch / time), memory footprint and whether it fits, list price and TDP per unit
+of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and the
+dominant bound. The app's Compare page and ``roofcast.compare`` in Python give the same numbers.
 
 Several systems (``--system A,B``, or ``--hw A,B --devices N``: N of each device), with the plan
 flags of ``roofcast predict`` (``--tp``, ``--pp``, ``--global-batch``, ...): one row per system,

@@ -1,29 +1,17 @@
 """``roofcast sweep MODEL --hw A,B --batches 1,8,32``: devices x batches x precisions x modes;
 ``roofcast sweep SPEC.toml [--scheduler local|dask-local:N|dask://HOST:PORT] [--output DIR]``:
-a design-space sweep from a spec file (``predictor.sweeps``), written as a Parquet dataset.
+a design-space sweep from a spec file, written as a Parquet dataset.
 
-One row per (device, batch, precision, mode) cell, from ``roofcast.sweep`` (one
-vectorised evaluation for every cell): the runtime modelled on the
-device (``--runtime``, else the device kind's default), predicted step time, speedup over the
-baseline device in the same cell, throughput (samples/s = batch / time), memory footprint and
-whether it fits, throughput per list-price dollar and per TDP watt (empty where the catalog has
-no price or TDP), and the dominant bound.
-
-With a ``.toml`` file instead of a model (``predictor.sweeps.spec`` documents the file): the grid
-(models and LLM configs x devices and ``system:`` entries x runtimes x batches x precisions x
-modes x plans x tokens; which combinations are cells: ``predictor.sweeps.types.cell_groups``)
-is cut into tasks of >= 100 ms, run on the scheduler (``local``: in this process;
-``dask-local:N``: a LocalCluster of N worker processes; ``dask://HOST:PORT``: a running Dask
-scheduler), with a progress bar on stderr; the cells go to a Parquet dataset folder
-(``--output``, default ``NAME.parquet`` for the spec's name; streamed as tasks finish, so this
-process never holds every cell, and renamed into place at the end) and two tables
-are printed (``predictor.sweeps.output``): the summary per model x family x hardware and the
-Pareto front per work (model, family, mode, request shape: latency vs $ per sample/s, or per
-token/s for LLM cells), with the family, hardware, devices, plan, tokens and — with a
-``baseline`` — the speedup (columns that are empty for every cell of the sweep are left out:
-the LLM ones without LLM configs, the speedups without a baseline). A cell that cannot be
-predicted (unknown device, failed import) is a row with ``error`` set; the sweep still
-completes.
+MODEL: one row per (device, batch, precision, mode) cell: the runtime modelled on the device,
+step time, speedup over the baseline device, throughput (samples/s), memory and whether it
+fits, throughput per list-price dollar and per TDP watt (empty where the catalog has neither),
+and the dominant bound. SPEC.toml: its grid (models, LLM configs, devices and ``system:``
+entries, runtimes, batches, precisions, modes, plans, tokens) runs on the scheduler (``local``:
+this process; ``dask-local:N``: N worker processes; ``dask://HOST:PORT``: a running Dask
+scheduler) with a progress bar; cells stream to a Parquet folder (``--output``, default
+``NAME.parquet``), then the summary per model x family x hardware and the Pareto front
+(latency vs $ per sample/s or per token/s) are printed. A cell that cannot be predicted is a
+row with ``error`` set; the sweep still completes.
 """
 
 from __future__ import annotations
@@ -74,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, model_only=model_only)
 
 
-CELLS_PER_TASK_TEXT = "sized so a task is >= 100 ms (predictor.sweeps.tasks)"
+CELLS_PER_TASK_TEXT = "sized so a task runs for at least 100 ms"
 SPEC_ONLY = ("scheduler", "output", "cells_per_task")
 
 

@@ -99,8 +99,11 @@ def parallel_source(model: Any, *, mode: str = "train", precision: str | None = 
 
         extra = sorted(k for k, v in settings.items() if v is not None) + (["dims"] if dims else [])
         if extra:
-            raise PredictionError(f"{', '.join(extra)} do not apply to an LLM config; give "
-                                  f"seq_tokens=, precision=, optimizer=, runtime=")
+            flags = ", ".join("--dim" if k == "dims" else "--" + k.replace("_", "-")
+                              for k in extra)  # library words: flags (api_words rewrites them)
+            raise PredictionError(f"{flags}: not for an LLM config (its layers come from the "
+                                  "config, not from an import); give --seq, --precision, "
+                                  "--optimizer, --runtime")
         arch = model if not isinstance(model, str | Path) else load_llm(
             str(model).removeprefix(LLM_PREFIX) if isinstance(model, str) else model)
         seq = seq_tokens or min(DEFAULT_SEQ_TOKENS, arch.max_context)

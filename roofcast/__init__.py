@@ -4,7 +4,7 @@ The repository's top-level folders (``graph_import``, ``hw_catalog``, ``predicto
 ``training_data``, ``app``) install as subpackages of this one package.
 
 The Python API (``roofcast.api``, imported on first attribute access so that ``import
-roofcast`` stays cheap):
+roofcast`` stays cheap; its errors name keywords such as ``dims=``, not command-line flags):
 
 * ``load_model(path_or_zoo_name_or_bytes, **dims)`` -> ``Model`` (dims bound here, batch 1
   by default);
@@ -40,11 +40,16 @@ __all__ = [*API, "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    """``roofcast.predict`` etc.: loaded from ``roofcast.api`` on first access."""
+    """``roofcast.predict`` etc.: loaded from ``roofcast.api`` on first access; a function's
+    errors name Python keywords, not command-line flags (``api_words.python_surface``)."""
     if name in API:
-        from roofcast import api
+        import inspect
 
-        return getattr(api, name)
+        from roofcast import api
+        from roofcast.api_words import python_surface
+
+        value = getattr(api, name)
+        return python_surface(value) if inspect.isfunction(value) else value
     raise AttributeError(f"module 'roofcast' has no attribute {name!r}")
 
 

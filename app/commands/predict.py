@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from roofcast.predictor.config import RunConfig
 
 GIB = 2.0**30
+#: the dim ``--seq`` binds on an ONNX model (the zoo's and the exporters' name)
+SEQUENCE_DIM = "sequence"
 DEFAULT_ESTIMATOR = "time-roofline"
 
 
@@ -125,8 +127,24 @@ def load_user_model(args: argparse.Namespace) -> tuple[Model, int]:
     from roofcast.graph_import.dims import BATCH_DIM, DEFAULT_BATCH
     from roofcast.models import load_model
 
-    model = load_model(args.model, bind_dims(args.dim, args.batch))
+    model = load_model(args.model, {**bind_dims(args.dim, args.batch), **seq_dim(args)})
     return model, int(model.dims.get(BATCH_DIM, DEFAULT_BATCH))
+
+
+def seq_dim(args: argparse.Namespace) -> dict[str, int]:
+    """``--seq N`` on an ONNX model: its ``sequence`` dim (as on several devices); one value
+    when ``--dim sequence=`` gives it too."""
+    from roofcast.app.model_ref import bind_dims
+    from roofcast.predictor.errors import PredictionError
+
+    seq = getattr(args, "seq", None)
+    if seq is None:
+        return {}
+    given = bind_dims(args.dim).get(SEQUENCE_DIM)
+    if given is not None and given != seq:
+        raise PredictionError(f"--seq {seq} contradicts --dim {SEQUENCE_DIM}={given}; give one "
+                              "of them")
+    return {SEQUENCE_DIM: seq}
 
 
 def settings(args: argparse.Namespace) -> dict:
@@ -294,6 +312,8 @@ def parallel_options(args: argparse.Namespace, command: str) -> dict:
     options = {**plan_flags_given(args), "global_batch": args.global_batch, "mode": args.mode,
                "estimator": args.estimator, "precision": args.precision,
                "optimizer": args.optimizer, "runtime": args.runtime}
+    if args.seq is not None:
+        options["seq_tokens"] = args.seq
     dims = bind_dims(args.dim)
     if dims:
         options["dims"] = dims

@@ -1,42 +1,14 @@
 """Configuration advisor: the predicted-best run settings of a model on a device, with reasons.
 
-``advise(graph_loader, hw, objective, ...)`` searches the settings a user controls without
-touching the model — intra-op threads, inter-op parallelism, batch size, precision, graph
-optimisation (fusion) — with the predictor, and ranks them against the framework's default.
-
-Search space (``Setting``):
-
-* ``threads`` (intra-op; CPUs only): 1..units (all of them up to 16 units, else powers of two
-  plus ``units``); ``None`` on GPUs and accelerators, where the framework picks.
-* ``inter_op``: independent ops run concurrently (ONNX Runtime ``ORT_PARALLEL``). On a CPU
-  with intra-op threads ``t`` the cores hold ``c = units // t`` concurrent ops (the inter-op
-  pool size); with ``c < 2`` inter-op parallelism only oversubscribes and is not offered. Time
-  (a Brent-style bound, no scheduler overhead modelled): ``max(L(t), W_c)`` with ``L`` the
-  critical path of the op DAG (``predictor.simulate.critical_path_times``) and ``W_c`` the ops
-  packed on ``c`` workers that share the DRAM bandwidth (``packed_time``). On other devices
-  (streams): ``L``, as ``predict_graph`` defines it. Not modelled: the task-scheduling cost
-  of ONNX Runtime's parallel executor.
-* every step also pays ``run_overhead_s`` once (a calibrated ``local`` device measures it),
-  which a larger batch amortises.
-* ``batch``: latency objective — the user's batch only; throughput objective — powers of two
-  up to ``max_batch`` plus the user's batch. Samples per second = batch / step time.
-* ``precision``: only what the device realistically runs (``runnable_precisions``).
-* ``fusion``: ONNX Runtime's graph optimisation level ``all`` (fusion on) or ``basic``
-  (constant folding only: fusion off).
-* ``mode``: ``infer`` or ``train`` (training step); a setting whose ``memory_footprint`` does
-  not fit the device's memory is listed with ``fits = False`` and never recommended.
-
-Default (``default_setting``): ONNX Runtime's defaults — intra-op threads = the device's
-units (physical cores), sequential execution, optimisation level ``all``, the user's batch,
-fp32 (the model's own int8 for a quantised model), the first of ``modes``.
-
-Gain over the default: latency objective ``time_default / time``; throughput objective
-``throughput / throughput_default``. The recommendation (``pick_recommended``): among settings
-that fit and whose gain is within ``TIE`` of the best, the one with the fewest changes from the
-default (then the smaller batch) — a 1 % predicted difference is inside any predictor's error,
-a simpler change is more likely to hold; the default itself when the best gain is below
-``MIN_GAIN``. Reasons are computed from the predictions (``predictor.advisor_reasons``); the
-cells and step times live in ``predictor.advisor_cells`` (below both).
+``advise(graph_loader, hw, objective, ...)`` searches what a user controls without touching the
+model — intra-op threads (CPUs), inter-op parallelism, batch (throughput objective), precision
+(``runnable_precisions``), graph optimisation (only for a runtime with graph-optimiser fusions;
+ONNX Runtime's opt level ``all``/``basic``) — and ranks it against the defaults of the runtime
+that runs on the device (``default_setting``). Step time: ``run_overhead_s`` + the sequential
+sum ``W``, or with inter-op on a CPU ``max(L, W_c)`` (``packed_time``), ``L`` elsewhere.
+Gain: latency ``time_default / time``; throughput ``throughput / throughput_default``. The
+recommendation (``pick_recommended``): among fitting settings within ``TIE`` of the best gain,
+the fewest changes from the default; the default when no gain reaches ``MIN_GAIN``.
 """
 
 from __future__ import annotations

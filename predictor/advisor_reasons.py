@@ -1,23 +1,11 @@
 """Reasons of an advice, computed from its predicted cells (no canned text without numbers).
 
-Each function looks at the predicted per-op frames of ``predictor.advisor.Advice.cells`` and
-returns sentences (possibly none):
-
-* ``summary``: the recommendation and its predicted gain, or why the default stays;
-* ``thread_reasons`` (CPU): step time per intra-op thread count at the recommended batch; the
-  thread count beyond which the time improves by less than ``SATURATION_GAIN`` and why — the
-  time share and the 1→N speedup of memory-bound ops (DRAM bandwidth saturates at
-  ``features.bw_saturation_threads``) and of overhead-bound ops (a dispatch floor does not
-  shrink with threads);
-* ``inter_op_reasons``: critical path ``L`` against the sequential sum ``W`` (``L/W`` < 1 means
-  parallel branches), the path's length and ends, and the predicted step with and without
-  inter-op parallelism;
-* ``batch_reasons`` (throughput): per-sample time, overhead-bound share and the arithmetic
-  intensity of the matrix ops (FLOPs / bytes of matmul/conv rows) at the default batch and at
-  the recommended one; where larger batches stop paying;
-* ``bound_changes``: ops whose bound label differs between the default and the recommendation;
-* ``fusion_reasons``: kernels and time with fusion (opt level all) and without (basic);
-* ``memory_reasons``: settings that do not fit the device's memory.
+Each function reads the per-op frames of ``Advice.cells`` and returns sentences (possibly none):
+``summary`` (the recommendation and its gain over the runtime's default), ``thread_reasons``
+(CPU: time per thread count, where it saturates and why), ``inter_op_reasons`` (critical path
+``L`` against the sequential sum ``W``), ``batch_reasons`` (per-sample time and matrix-op
+intensity per batch), ``bound_changes``, ``fusion_reasons`` (kernels and time with and without
+the runtime's fusions; nothing when both are the same) and ``memory_reasons``.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """Graph-level simulation: per-op times -> step time, critical path, breakdowns, memory.
 
-``predict_graph(graph, hw, config, estimator)``:
-
-0. the execution profile: ``resolve_runtime(config.runtime, hw.kind)`` (None: the device
-   kind's default, ``onnxruntime-cpu`` on CPUs, ``pytorch-eager`` on GPUs; a runtime that does
-   not run on that kind is a ``PredictionError``);
-1. ``workload_table(graph, config, profile)`` (forward rows mapped to the runtime's kernels
-   [+ backward + update rows]);
-2. ``featurize(workload, hw, config, profile)`` and the estimator's ``explain`` -> per-row
-   times (the estimator is a name or an object: ``estimators.as_estimator``);
-3. **sequential time** ``total_s`` = sum of the rows' ``time_s`` (one stream, kernels back to
-   back, each paying its own launch overhead as the time-roofline estimator models it);
-4. **critical path** (``config.inter_op``): ops on independent branches may run concurrently.
-   The step is a DAG (``step_dag``): forward nodes follow the graph's edges; backward node
-   ``B(n)`` follows the reversed edges (``B(v) -> B(u)`` for ``u -> v``) after ``F(n)`` and after
-   a virtual ``loss`` node that waits for every forward sink; an update row waits for the
-   backward of every node consuming its parameter. Node weight = the summed time of the node's
-   rows (a fused group's time sits on its head; free ops weigh 0). ``critical_path_s`` = the
-   longest weighted path (networkx topological order + dynamic programming over a
-   nodes x devices time matrix, so a sweep gets every device's critical path in one pass; equal
-   to ``nx.dag_longest_path_length`` of the node-weighted DAG, which a test checks). It assumes
-   unlimited concurrent streams without contention, so it is a lower bound; ``total_s`` the
-   upper bound.
-5. breakdowns by op type, by bound and by phase; ``memory_footprint``.
-
-``Prediction.time_s`` is the step time the run's config implies: ``critical_path_s`` with
-``inter_op``, else ``total_s``; ``speedup_over`` compares those.
+``predict_graph(graph, hw, config, estimator)``: the runtime's execution profile for the device
+kind (``resolve_runtime``), the kernel rows (``kernel_rows.step_rows``) timed by the estimator
+(``kernel_rows.evaluate``), then
+``total_s`` = sum of the rows' ``time_s`` (one stream, kernels back to back) and, with
+``config.inter_op``, ``critical_path_s`` = the longest node-weighted path of the step DAG
+(``step_dag``: forward edges, reversed backward edges after a virtual ``loss``, update rows after
+the backward of their parameter's consumers; a dynamic programme over nodes x devices). The
+critical path assumes unlimited streams (a lower bound); ``total_s`` is the upper bound.
+``Prediction.time_s`` = ``critical_path_s`` with ``inter_op``, else ``total_s`` (seconds);
+breakdowns by op type, bound and phase; ``memory_footprint`` in bytes.
 """
 
 from __future__ import annotations

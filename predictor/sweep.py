@@ -1,35 +1,14 @@
-"""What-if sweeps: devices x batch sizes x precisions x modes in one vectorised call.
+"""What-if sweeps: devices x batches x precisions x modes in one vectorised call.
 
-``sweep(graph_source, devices, batches, precisions, modes, estimator)``:
-
-* every device runs under its execution profile: ``resolve_runtime(runtime, device kind)``
-  (``runtime`` None: each kind's default — a compare of a CPU and a GPU gets onnxruntime-cpu
-  and pytorch-eager; a named runtime that does not run on a device's kind is a
-  ``PredictionError``). Devices are grouped by profile;
-* the model is imported once per batch (``graph_source(batch)``) and its workload built once per
-  (batch, precision, mode, profile) — device-independent within a profile. For an imported
-  (frozen) graph these are kept per process (``predictor.graph_memo``), so the next call with
-  other devices reuses them: the kernel plan per (graph, profile, fusion), the forward rows
-  mapped to kernels per precision (shared by infer and train), the workload table and the
-  memory footprint per (batch, precision, mode, profile);
-* for each (precision, mode) the workloads of all batches are stacked into one table, and
-  ``predictor.features.featurize`` (vectorised over devices: the device columns are looked up
-  once per device and (engine, dtype) pair) builds the table of rows x devices; **one**
-  ``estimator.explain`` call times all rows x devices;
-  per-cell totals are ``numpy.bincount`` sums over (cell, device) indices. With ``inter_op`` the
-  critical path is one dynamic programme over the step DAG with a (nodes x devices) time matrix.
-  No per-cell ``predict_graph`` loop.
-
-Output: one row per (device, batch, precision, mode) with ``runtime`` (the profile's name),
-``time_s`` (critical path with
-``inter_op``, else the sequential sum), ``speedup`` over the baseline device in the same
-(batch, precision, mode) cell (= baseline time / time), ``throughput_samples_per_s`` = batch /
-time_s, memory total and whether it fits, ``throughput_per_usd`` = throughput / list price and
-``throughput_per_W`` = throughput / TDP (NaN where the catalog has no price or TDP — never
-invented), ``lower_s`` / ``upper_s`` = the sums of the per-op interval bounds, the time split by
-bound label (``<bound>_bound_s`` = the summed time of the ops labelled ``<bound>``; ``compute_s``
-etc. are instead the sums of the per-op compute / memory / overhead components) and the dominant
-bound (the bound label holding most of the cell's time).
+``sweep(graph_source, devices, batches, precisions, modes, estimator)``: devices are grouped by
+the runtime profile of their kind; the model is imported once per batch and its kernel rows
+built once per (batch, precision, mode, profile) (kept per process: ``graph_memo``); for each
+(precision, mode) the rows of all batches are stacked, featurized on all devices and timed by
+one ``explain`` call, and ``kernel_rows.cell_sums`` sums each (cell, device). One row per cell
+(``SWEEP_COLUMNS``): ``time_s`` (critical path with ``inter_op``, else the sum; seconds),
+``speedup`` = baseline time / time in the same (batch, precision, mode), throughput = batch /
+time_s (samples/s), memory and ``fits``, throughput per USD and per W (NaN where the catalog
+has no price or TDP), ``lower_s``/``upper_s``, the time per bound label and the dominant bound.
 """
 
 from __future__ import annotations

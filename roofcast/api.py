@@ -1,30 +1,17 @@
 """roofcast's Python API (re-exported by ``roofcast/__init__``, loaded on first use).
 
-Three inputs, as in the design: a model (``load_model``: an ONNX path, bytes or a zoo name, its
-dims bound once), a device (``device``: a catalog id, an inline what-if spec or a
-HardwareSpec) and the execution settings (keywords of ``predict``/``compare``/``sweep``:
-``runtime`` — the execution profile, ``runtimes()`` lists them, None: ``onnxruntime-cpu`` on
-CPUs, ``pytorch-eager`` on GPUs —, ``precision``, ``mode``, ``threads``, ``inter_op``,
-``fusion`` (None: the runtime's default), ``optimizer``; ``estimator`` is
-a name — ``time-roofline`` (default), ``roofline``, ``no-overlap``, ``roofline+eff``,
-``traffic``, ``learned``, ``auto`` — or an estimator object, e.g.
-``make_estimator("traffic", overhead="additive")`` or a fitted ``train(...)`` result).
-
-Units: seconds in fields ending ``_s`` (``total_ms``/``time_ms`` are milliseconds), bytes in
-``_bytes``, FLOPs in ``flops``.
+Three inputs: a model (``load_model``: ONNX path, bytes or zoo name, dims bound once), a device
+(``device``: catalog id, what-if spec or HardwareSpec) and execution settings (keywords of
+``predict``/``compare``/``sweep``: ``runtime`` — None: the device kind's default —,
+``precision``, ``mode``, ``threads``, ``inter_op``, ``fusion``, ``optimizer``; ``estimator``: a
+name or an estimator object). LLM serving: ``llm``, ``llm_configs``; several devices:
+``roofcast.parallel_api``. Units: seconds in ``_s`` fields (``_ms``: milliseconds), bytes in
+``_bytes``, FLOPs in ``flops``. The CLI commands call these functions.
 
 >>> import roofcast
 >>> p = roofcast.predict("resnet50", "a100-40gb-pcie", batch=8)
 >>> p.total_ms, p.by_bound, p.memory.total_bytes                          # doctest: +SKIP
 >>> roofcast.compare("resnet50", ["a100-40gb-pcie", "h100-sxm:mem_bw_scale=2"])  # doctest: +SKIP
->>> roofcast.predict("bert_base", "h100-sxm", runtime="torch-compile")     # doctest: +SKIP
-
-LLM serving (``llm``, ``llm_configs``): a decoder-only model by bundled name, Hugging Face id,
-``config.json`` or ONNX decoder, served by an engine (``vllm``, ``tensorrt-llm``,
-``llama.cpp``) on one device (a ``ServingPrediction``) or several (a DataFrame):
-
->>> roofcast.llm("llama-3.1-70b", ["h100-sxm", "h200", "mi300x"], input_tokens=2048,
-...              output_tokens=256, weights="fp8")                       # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The multi-device part of roofcast's Python API (re-exported by ``roofcast.api``).
 
-* ``systems()`` -> DataFrame of the catalog's systems; ``system(ref)`` -> ``SystemSpec`` (an id,
-  alias or what-if ``"hgx-h100:nodes=4"``);
-* ``predict_parallel(model, system=..., tp=..., ...)`` -> ``ParallelPrediction``: one step of a
-  plan (``roofcast.predict`` comes here when given ``system=``, ``devices=`` or a degree);
-* ``plan(model, system=..., global_batch=...)`` -> ``PlanSearch`` (train / infer: every
-  feasible (dp, tp, pp, micro-batches, ZeRO, recompute) ranked by step time) or, for
-  ``mode="serve"``, the serving plans (tp, pp, replicas) ranked by tokens/s as a DataFrame.
-
-Where: ``system`` (catalog id or what-if) or ``hw`` + ``devices`` (N of one catalog device,
-``hw_catalog.systems.resolve_system``). The model: an ONNX file / zoo name (sharded from the
-graph: ``predictor.parallel.graph_source.GraphParallelSource``) or a decoder LLM — bundled name,
-Hugging Face id, ``config.json``, ``LLMArch`` (Megatron-LM on the architecture:
-``predictor.parallel.llm_source.LLMParallelSource``). ``model_kind`` says which
-(``parallel_source``).
-
-Units: seconds (``_s``), bytes (``_bytes``), as ``ParallelPrediction`` holds them.
+``systems()`` / ``system(ref)``: the catalog's systems; ``predict_parallel(model, system=...,
+tp=..., ...)`` -> ``ParallelPrediction`` (one step of a plan); ``plan(model, system=...,
+global_batch=...)`` -> ``PlanSearch`` (train / infer plans ranked by step time) or, with
+``mode="serve"``, the serving plans ranked by tokens/s. Where: ``system`` or ``hw`` +
+``devices``. The model: see ``predictor.model_source`` (LLM config or ONNX graph). Units:
+seconds (``_s``), bytes (``_bytes``).
 """
 
 from __future__ import annotations

@@ -60,17 +60,6 @@ def split_devices(text: str) -> list[str]:
     return out
 
 
-def device_runtimes(devices: list, runtime: str | None) -> dict[str, str]:
-    """Device id -> the runtime modelled on it: ``runtime`` on every device (refused, naming
-    the runtimes that do run there, on a device of a kind it does not run on), or each device
-    kind's default when None."""
-    from roofcast.hw_catalog.catalog import get_device
-    from roofcast.predictor.runtimes import resolve_runtime
-
-    specs = [get_device(d) for d in devices]
-    return {s.id: resolve_runtime(runtime, s.kind).name for s in specs}
-
-
 def runtime_summary(names) -> str:
     """The distinct runtimes of a comparison, in order, comma-separated."""
     return ", ".join(dict.fromkeys(names))

@@ -1,17 +1,13 @@
 """The ``roofcast`` command line: one subcommand per module in ``app.commands``.
 
-A command module is written so that building the parser stays cheap (``roofcast --help`` in
-well under 0.3 s): at module level it imports only the standard library, ``app.argtypes``,
-``app.output`` and other light modules (no numpy, pandas, onnx, networkx, scikit-learn, xgboost,
-streamlit, onnxruntime; ``tests/app/test_cli_imports.py`` checks this for every module listed in
-``COMMAND_MODULES``). It exposes ``register(subparsers)``, which adds its parser and sets
-``func(args) -> int``; the function imports what the command needs when it runs. A name that
-must be one of a list kept in a heavy module is checked by ``type=argtypes.OneOf(loader, what)``
-(``choices=`` would import the list to print the help).
-
-Errors a user can cause are the project's own exception types (``user_errors()``): they print
-as one line on stderr with exit code 2. Any other exception prints one line naming a log file
-with the traceback, exit code 1 (``main``): the command line never shows a traceback.
+A command module keeps building the parser cheap (``roofcast --help`` well under 0.3 s): at
+module level it imports only the standard library and light app modules
+(``tests/app/test_cli_imports.py``), and exposes ``register(subparsers)``, which adds its parser
+with ``func(args) -> int``; ``func`` imports what the command needs and calls ``roofcast.api``.
+Help texts are for users (``HELP``, ``UserParser``). Errors a user can cause
+(``user_errors()``) print as one line on stderr, exit code 2; any other exception prints one
+line naming a log file with the traceback, exit code 1: the command line never shows a
+traceback.
 """
 
 from __future__ import annotations
@@ -36,9 +32,44 @@ def user_errors() -> tuple[type[BaseException], ...]:
     return ModelImportError, PredictionError, HardwareSpecError, MeasurementError
 
 
+#: what ``roofcast --help`` says before the commands.
+HELP = ("Predict the time, memory and cost of deep learning models (ONNX files, zoo models, LLM "
+        "configs) on devices and multi-device systems you may not have, and what changes them.")
+EPILOG = "Run 'roofcast COMMAND --help' for a command's options."
+
+
+class UserParser(argparse.ArgumentParser):
+    """An ArgumentParser whose help reads as plain text: the reStructuredText literal marks
+    (double backticks) of the command modules' docstrings and help strings are dropped before
+    the text is wrapped. Subcommand parsers are of the same class (argparse makes them with
+    ``type(parent)``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        for key in ("description", "epilog"):
+            if isinstance(kwargs.get(key), str):
+                kwargs[key] = plain(kwargs[key])
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        if isinstance(kwargs.get("help"), str):
+            kwargs["help"] = plain(kwargs["help"])
+        return super().add_argument(*args, **kwargs)
+
+    def format_help(self) -> str:  # argument groups and subcommand summaries
+        return plain(super().format_help())
+
+
+def plain(text: str) -> str:
+    """``text`` without reStructuredText literal marks: ````x```` -> ``x``."""
+    return text.replace("``", "")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="roofcast", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    from roofcast import __version__
+
+    parser = UserParser(prog="roofcast", description=HELP, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"roofcast {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"roofcast.app.commands.{name}").register(sub)
     return parser

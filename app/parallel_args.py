@@ -70,6 +70,9 @@ def add_training_plan_args(p: argparse.ArgumentParser, *, several: bool) -> None
     group.add_argument("--global-batch", type=positive_int, metavar="N",
                        help="samples of one whole step over all replicas (default: dp x "
                             "micro-batches, one sample per micro-batch)")
+    group.add_argument("--seq", type=positive_int, metavar="N",
+                       help="tokens per sample: an LLM config's sequence length (default 4096, "
+                            "capped at its context); an ONNX model: its 'sequence' dim")
 
 
 def plan_flags_given(args: argparse.Namespace) -> dict[str, Any]:

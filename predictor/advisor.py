@@ -1,42 +1,14 @@
 """Configuration advisor: the predicted-best run settings of a model on a device, with reasons.
 
-``advise(graph_loader, hw, objective, ...)`` searches the settings a user controls without
-touching the model — intra-op threads, inter-op parallelism, batch size, precision, graph
-optimisation (fusion) — with the predictor, and ranks them against the framework's default.
-
-Search space (``Setting``):
-
-* ``threads`` (intra-op; CPUs only): 1..units (all of them up to 16 units, else powers of two
-  plus ``units``); ``None`` on GPUs and accelerators, where the framework picks.
-* ``inter_op``: independent ops run concurrently (ONNX Runtime ``ORT_PARALLEL``). On a CPU
-  with intra-op threads ``t`` the cores hold ``c = units // t`` concurrent ops (the inter-op
-  pool size); with ``c < 2`` inter-op parallelism only oversubscribes and is not offered. Time
-  (a Brent-style bound, no scheduler overhead modelled): ``max(L(t), W_c)`` with ``L`` the
-  critical path of the op DAG (``predictor.simulate.critical_path_times``) and ``W_c`` the ops
-  packed on ``c`` workers that share the DRAM bandwidth (``packed_time``). On other devices
-  (streams): ``L``, as ``predict_graph`` defines it. Not modelled: the task-scheduling cost
-  of ONNX Runtime's parallel executor.
-* every step also pays ``run_overhead_s`` once (a calibrated ``local`` device measures it),
-  which a larger batch amortises.
-* ``batch``: latency objective — the user's batch only; throughput objective — powers of two
-  up to ``max_batch`` plus the user's batch. Samples per second = batch / step time.
-* ``precision``: only what the device realistically runs (``runnable_precisions``).
-* ``fusion``: ONNX Runtime's graph optimisation level ``all`` (fusion on) or ``basic``
-  (constant folding only: fusion off).
-* ``mode``: ``infer`` or ``train`` (training step); a setting whose ``memory_footprint`` does
-  not fit the device's memory is listed with ``fits = False`` and never recommended.
-
-Default (``default_setting``): ONNX Runtime's defaults — intra-op threads = the device's
-units (physical cores), sequential execution, optimisation level ``all``, the user's batch,
-fp32 (the model's own int8 for a quantised model), the first of ``modes``.
-
-Gain over the default: latency objective ``time_default / time``; throughput objective
-``throughput / throughput_default``. The recommendation (``pick_recommended``): among settings
-that fit and whose gain is within ``TIE`` of the best, the one with the fewest changes from the
-default (then the smaller batch) — a 1 % predicted difference is inside any predictor's error,
-a simpler change is more likely to hold; the default itself when the best gain is below
-``MIN_GAIN``. Reasons are computed from the predictions (``predictor.advisor_reasons``); the
-cells and step times live in ``predictor.advisor_cells`` (below both).
+``advise(graph_loader, hw, objective, ...)`` searches what a user controls without touching the
+model — intra-op threads (CPUs), inter-op parallelism, batch (throughput objective), precision
+(``runnable_precisions``), graph optimisation (only for a runtime with graph-optimiser fusions;
+ONNX Runtime's opt level ``all``/``basic``) — and ranks it against the defaults of the runtime
+that runs on the device (``default_setting``). Step time: ``run_overhead_s`` + the sequential
+sum ``W``, or with inter-op on a CPU ``max(L, W_c)`` (``packed_time``), ``L`` elsewhere.
+Gain: latency ``time_default / time``; throughput ``throughput / throughput_default``. The
+recommendation (``pick_recommended``): among fitting settings within ``TIE`` of the best gain,
+the fewest changes from the default; the default when no gain reaches ``MIN_GAIN``.
 """
 
 from __future__ import annotations
@@ -72,8 +44,9 @@ OBJECTIVES: tuple[str, ...] = ("latency", "throughput")
 TIE = 0.02
 #: CPU thread counts are listed one by one up to this many units, else powers of two + units.
 ALL_THREADS_UP_TO = 16
-#: ONNX Runtime graph optimisation level of each fusion setting.
-OPT_LEVEL = {True: "all", False: "basic"}
+#: ONNX Runtime graph optimisation level of each fusion setting (None: the runtime has no
+#: graph-optimiser fusions, so there is no such setting: "n/a", as in the training data).
+OPT_LEVEL = {True: "all", False: "basic", None: "n/a"}
 #: op types that mark a model as quantised (ONNX Runtime runs them as int8 on CPU).
 QUANTISED_OPS: frozenset[str] = frozenset({
     "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
@@ -98,7 +71,7 @@ class Setting:
     inter_op: bool
     batch: int
     precision: str = "fp32"
-    fusion: bool = True
+    fusion: bool | None = True
     mode: str = "infer"
     inter_op_threads: int = 1
 
@@ -113,8 +86,9 @@ class Setting:
         intra = f"intra={self.threads} " if cpu else ""
         inter = (f"parallel×{self.inter_op_threads}" if cpu else "parallel") if self.inter_op \
             else "sequential"
-        return (f"{intra}inter={inter} batch={self.batch} {self.precision} "
-                f"opt={self.opt_level}" + (" train" if self.mode == "train" else ""))
+        opt = "" if self.fusion is None else f" opt={self.opt_level}"
+        return (f"{intra}inter={inter} batch={self.batch} {self.precision}{opt}"
+                + (" train" if self.mode == "train" else ""))
 
     def run_config(self, graph: Graph) -> RunConfig:
         """The RunConfig of this setting for ``graph`` (imported at ``self.batch``)."""
@@ -160,6 +134,14 @@ class Advice:
 
     def cell(self, setting: Setting) -> Cell:
         return self.cells[cell_key(setting)]
+
+    def shown(self, top: int | None = None) -> pd.DataFrame:
+        """The table without internal columns: the ``top`` best rows, always keeping the
+        default and the recommended rows."""
+        df = self.table
+        if top is not None and top < len(df):
+            df = df[(df["rank"] <= top) | df["is_default"] | df["recommended"]]
+        return df[list(TABLE_COLUMNS)].reset_index(drop=True)
 
 
 def cell_key(s: Setting) -> tuple:
@@ -233,10 +215,13 @@ def runnable_precisions(graph: Graph, hw, requested: Sequence[str],
     return keep, notes
 
 
-def default_setting(hw, batch: int, precision: str) -> Setting:
-    """ONNX Runtime's defaults: intra-op = units (physical cores), sequential, opt level all."""
+def default_setting(hw, batch: int, precision: str, profile=None) -> Setting:
+    """The runtime's defaults: intra-op = units (physical cores) on a CPU, sequential, its
+    graph-optimiser fusions on (ONNX Runtime's opt level all; ``fusion`` None when the
+    runtime ``profile`` has none)."""
+    fusion = True if profile is None or profile.fusion_patterns else None
     return Setting(threads=int(hw.units) if hw.kind == "cpu" else None, inter_op=False,
-                   batch=batch, precision=precision, fusion=True, mode="infer")
+                   batch=batch, precision=precision, fusion=fusion, mode="infer")
 
 
 def resolve_estimator(estimator: Any) -> tuple[Any, list[str]]:
@@ -340,7 +325,7 @@ def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
 def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
            max_batch: int = 64, precisions: Sequence[str] | None = None,
            modes: Sequence[str] = ("infer",), estimator: Any = "auto",
-           fusions: Sequence[bool] = (True, False), runtime: str | None = None) -> Advice:
+           fusions: Sequence[bool | None] = (True, False), runtime: str | None = None) -> Advice:
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
     docstring). ``graph_loader(batch)`` imports the model at that batch, its other dims bound
     by the import; ``hw``: catalog id, what-if spec or HardwareSpec; ``estimator``: a name or
@@ -368,8 +353,8 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
                 "by the loader); bind the batch dim (e.g. --dim NAME=N for the model's dim) or "
                 "use --objective latency")
     requested = list(precisions) if precisions else ["fp32", "tf32", "fp16", "bf16"]
-    default = replace(default_setting(hw, batch, "int8" if is_quantised(g0) else "fp32"),
-                      mode=modes[0])
+    default = replace(default_setting(hw, batch, "int8" if is_quantised(g0) else "fp32",
+                                      profile), mode=modes[0])
     precs, pnotes = runnable_precisions(g0, hw, requested, default.precision)
     notes += pnotes
     skipped = [p for p in precs if p not in profile.precisions]
@@ -380,6 +365,10 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
             raise PredictionError(f"runtime {profile.name!r} runs none of the precisions "
                                   f"searched; it runs {', '.join(profile.precisions)}")
     modes = list(dict.fromkeys(modes))
+    if not profile.fusion_patterns:  # fusion on or off would change nothing: not a setting
+        fusions = [None]
+        notes.append(f"graph optimisation not searched: {profile.name} has no graph-optimiser "
+                     "fusions beyond its kernel mapping")
     cells = predict_cells(graphs, hw, precs, modes, list(dict.fromkeys(fusions)) or [True],
                           thread_candidates(hw), est, profile)
     settings = settings_of(cells, hw)
@@ -398,11 +387,7 @@ def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: 
 def public_table(advice: Advice, top: int | None = None) -> pd.DataFrame:
     """The advice table without internal columns (``top`` rows, always keeping the default and
     the recommended rows)."""
-    df = advice.table
-    if top is not None and top < len(df):
-        keep = (df["rank"] <= top) | df["is_default"] | df["recommended"]
-        df = df[keep]
-    return df[list(TABLE_COLUMNS)].reset_index(drop=True)
+    return advice.shown(top)
 
 
 __all__ = ["MIN_GAIN", "OBJECTIVES", "PER_OP_COLUMNS", "TABLE_COLUMNS", "Advice", "Cell",

@@ -19,12 +19,12 @@ import pandas as pd
 from roofcast.graph_import.types import Graph
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import run_config
-from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.features import thread_factors
+from roofcast.predictor.kernel_rows import cell_sums, evaluate, step_rows
 from roofcast.predictor.memory import memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
-from roofcast.predictor.simulate import critical_path_times, evaluate, step_dag
-from roofcast.predictor.workload import kernel_plan, workload_table
+from roofcast.predictor.simulate import critical_path_times, step_dag
+from roofcast.predictor.workload import kernel_plan
 
 #: a recommendation must be predicted at least this much better than the default (gain).
 MIN_GAIN = 1.02
@@ -44,7 +44,7 @@ class Cell:
     batch: int
     precision: str
     mode: str
-    fusion: bool
+    fusion: bool | None
     threads: int | None
     per_op: pd.DataFrame
     sequential_s: float
@@ -54,7 +54,7 @@ class Cell:
 
 
 def predict_cells(graphs: Mapping[int, Graph], hw, precisions: Sequence[str],
-                  modes: Sequence[str], fusions: Sequence[bool],
+                  modes: Sequence[str], fusions: Sequence[bool | None],
                   threads: Sequence[int | None], estimator: Any,
                   profile: ExecutionProfile | None = None) -> dict[tuple, Cell]:
     """Every (batch, precision, mode, fusion, threads) cell of ``graphs`` (batch -> the model
@@ -70,22 +70,21 @@ def predict_cells(graphs: Mapping[int, Graph], hw, precisions: Sequence[str],
                 for fusion in fusions:
                     base = run_config(graph, precision=precision, mode=mode, fusion=fusion)
                     plan = kernel_plan(graph, base, profile)
-                    work = workload_table(graph, base, profile, plan=plan)
-                    if work.empty:
-                        raise PredictionError(f"model {graph.name!r} has no op that does work")
+                    work = step_rows(graph, base, profile, plan=plan)
                     dag = step_dag(graph, work)
                     mem = memory_footprint(graph, base, plan).total_bytes
                     for t in threads:
                         per_op = evaluate(work, hw, replace(base, threads=t), estimator,
                                           profile)
                         times = per_op["time_s"].to_numpy(float)
+                        sequential_s = cell_sums(per_op, [len(per_op)])["time_s"][0]
                         lengths, path = critical_path_times(dag, times)
                         cols = [c for c in PER_OP_COLUMNS if c in per_op.columns]
                         names = tuple(f"{dag.nodes[i][1]}" for i in path
                                       if dag.nodes[i][0] == "F")
                         cells[(batch, precision, mode, fusion, t)] = Cell(
                             batch, precision, mode, fusion, t, per_op[cols].copy(),
-                            float(times.sum()), float(lengths[0]), float(mem), names)
+                            float(sequential_s), float(lengths[0]), float(mem), names)
     return cells
 
 

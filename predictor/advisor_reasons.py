@@ -1,23 +1,11 @@
 """Reasons of an advice, computed from its predicted cells (no canned text without numbers).
 
-Each function looks at the predicted per-op frames of ``predictor.advisor.Advice.cells`` and
-returns sentences (possibly none):
-
-* ``summary``: the recommendation and its predicted gain, or why the default stays;
-* ``thread_reasons`` (CPU): step time per intra-op thread count at the recommended batch; the
-  thread count beyond which the time improves by less than ``SATURATION_GAIN`` and why — the
-  time share and the 1→N speedup of memory-bound ops (DRAM bandwidth saturates at
-  ``features.bw_saturation_threads``) and of overhead-bound ops (a dispatch floor does not
-  shrink with threads);
-* ``inter_op_reasons``: critical path ``L`` against the sequential sum ``W`` (``L/W`` < 1 means
-  parallel branches), the path's length and ends, and the predicted step with and without
-  inter-op parallelism;
-* ``batch_reasons`` (throughput): per-sample time, overhead-bound share and the arithmetic
-  intensity of the matrix ops (FLOPs / bytes of matmul/conv rows) at the default batch and at
-  the recommended one; where larger batches stop paying;
-* ``bound_changes``: ops whose bound label differs between the default and the recommendation;
-* ``fusion_reasons``: kernels and time with fusion (opt level all) and without (basic);
-* ``memory_reasons``: settings that do not fit the device's memory.
+Each function reads the per-op frames of ``Advice.cells`` and returns sentences (possibly none):
+``summary`` (the recommendation and its gain over the runtime's default), ``thread_reasons``
+(CPU: time per thread count, where it saturates and why), ``inter_op_reasons`` (critical path
+``L`` against the sequential sum ``W``), ``batch_reasons`` (per-sample time and matrix-op
+intensity per batch), ``bound_changes``, ``fusion_reasons`` (kernels and time with and without
+the runtime's fusions; nothing when both are the same) and ``memory_reasons``.
 """
 
 from __future__ import annotations
@@ -52,7 +40,8 @@ def summary(advice, hw) -> list[str]:
         return [f"keep the default ({dft.label()}): no setting is predicted to improve "
                 f"{measure} by {(MIN_GAIN - 1):.0%} or more{best}"]
     return [f"recommended {rec.label()}: predicted {advice.predicted_gain:.3g}× {measure} "
-            f"over ONNX Runtime's default ({dft.label()}) on {advice.device}"]
+            f"over the default of {advice.runtime or 'the runtime'} ({dft.label()}) on "
+            f"{advice.device}"]
 
 
 def _cells_over_threads(advice, s) -> list:
@@ -207,8 +196,9 @@ def fusion_reasons(advice, hw) -> list[str]:
     s = advice.recommended
     on = advice.cells.get((s.batch, s.precision, s.mode, True, s.threads))
     off = advice.cells.get((s.batch, s.precision, s.mode, False, s.threads))
-    if on is None or off is None:
-        return []
+    if on is None or off is None or (len(on.per_op) == len(off.per_op)
+                                     and on.sequential_s == off.sequential_s):
+        return []  # no fusion setting, or one that changes nothing: nothing to say
     return [f"graph optimisation: fusion (opt level all) runs {len(on.per_op)} kernels "
             f"instead of {len(off.per_op)} (basic): {_ms(on.sequential_s)} vs "
             f"{_ms(off.sequential_s)} sequential ({off.sequential_s / on.sequential_s:.3f}×)"]

@@ -1,37 +1,12 @@
 """Measure an advice on this machine: the recommended and the default settings with ONNX Runtime.
 
-``verify(advice, source, dims, repeats, warmup)``:
-
-1. For each batch of the two settings, the model is prepared once by the measurement collector
-   (``training_data.collectors.ort_cpu.prepare``: named nodes, random weights in place of absent
-   external data, random valid inputs); the big random weights are drawn once and shared by
-   every batch. Each session packs its own copy of the weights, so a setting beyond the default
-   and the recommendation is left out (and said so in ``notes``) when its session would not
-   fit in the available memory; when even those two do not fit, ``PredictionError``.
-2. One ONNX Runtime CPU session per setting (``ort_cpu.session_options``: intra-op threads,
-   inter-op threads with ``ORT_PARALLEL`` when the setting runs ops concurrently, the graph
-   optimisation level), with the profiler *off* so that per-kernel profiling does not tax the
-   setting with more kernels.
-3. ``warmup`` untimed runs each (at least one: it sizes the burst), then ``repeats`` rounds;
-   each round times one sample of every setting (interleaved, so slow drift from other load
-   hits all alike; the order is reversed every other round, so no setting always runs first; a
-   ``SETTLE_S`` pause before each sample lets the previous session's spinning pool threads go
-   to sleep). A sample is a burst of back-to-back ``session.run`` calls lasting at least
-   ``MIN_SAMPLE_S`` (one call for slow settings), timed as a whole: time per run = burst time /
-   calls, as a stream of requests runs. Latency = median over the samples; throughput =
-   batch / latency.
-4. Measured gain (objective's measure, as the advice's ``gain``): latency
-   ``lat_default / lat_rec``; throughput ``thr_rec / thr_default``. ``error`` = predicted
-   gain / measured gain − 1. Noise = the larger of (a) half the inter-quartile range of the
-   per-round gains, relative to their median, and (b) the *session* noise ``|A/A − 1|``: the
-   measured gain of a second, independent session of the default setting over the first (two
-   identical sessions differ by a few percent: memory placement, thread start-up), measured in
-   the same rounds; when the recommendation is the default, its own session is that second
-   one. Optional ``alternatives`` (e.g. the best setting other than the default when the
-   default is recommended) are measured in the same rounds.
-
-Only for the ``local`` device (the machine that measures is the machine predicted); any other
-device raises ``PredictionError``.
+``verify(advice, source, dims, repeats, warmup)`` (``local`` device only): one ONNX Runtime CPU
+session per setting (threads, ``ORT_PARALLEL`` when inter-op, the optimisation level; profiler
+off), settings whose sessions would not fit in memory left out with a note; ``warmup`` untimed
+runs, then ``repeats`` interleaved rounds of bursts (time per run = burst time / calls; latency
+= median; throughput = batch / latency). Measured gain as the advice's; ``error`` = predicted /
+measured gain - 1; noise = the larger of half the IQR of per-round gains and the A/A gain of a
+second session of the default.
 """
 
 from __future__ import annotations

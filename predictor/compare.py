@@ -1,31 +1,13 @@
 """Compare devices: one model and run configuration on several devices side by side.
 
 ``compare_devices(graph_source, devices, config, estimator, baseline=...)`` is one
-``predictor.sweep`` cell per device (one vectorised evaluation for all devices, no per-device
-``predict_graph``) and returns one row per device (``COMPARE_COLUMNS``):
-
-* ``time_s`` (critical path with ``config.inter_op``, else the sequential sum) and its interval
-  ``lower_s`` .. ``upper_s`` = the sums of the per-op lower / upper bounds;
-* ``speedup`` = baseline time / time, beside ``speedup_at_lower`` = baseline lower_s / lower_s
-  and ``speedup_at_upper`` = baseline upper_s / upper_s: the speedup with both devices at their
-  lower bound and both at their upper bound. The bounds are assumptions shared by every device
-  (for the analytical estimators: the pure roofline without launch overhead, and compute +
-  memory + launch serialised), so only like over like is a ratio worth printing; a device's
-  interval over the baseline's point time (0.9-9x for ResNet-50 at batch 1 on MI300X vs
-  1.05x predicted) mixes two assumptions and says nothing. Where the three agree the speedup
-  holds whatever the assumption; where they differ it depends on it (mostly launch overhead);
-* ``throughput_samples_per_s`` = batch / time_s; ``usd_per_throughput`` = list price /
-  throughput (USD per sample/s) and ``W_per_throughput`` = TDP / throughput (W per sample/s),
-  NaN where the catalog has no price or TDP — never invented;
-* ``memory_bytes``, ``mem_capacity_bytes`` and ``fits`` (memory <= capacity);
-* the time split by bound (``compute_bound_s``, ``memory_bound_s``, ``overhead_bound_s``: the
-  summed time of the ops with that bound label), ``dominant_bound`` and ``peak_notes``;
-* the physical bounds of the speedup (``predictor.speedup_bounds``): ``compute_ratio`` and
-  ``bandwidth_ratio`` to the baseline (time-weighted over the rows, at the run's precision and
-  engines), ``speedup_min`` .. ``speedup_max`` (what equal efficiencies on both devices allow),
-  ``within_bounds`` (a speedup outside them also lands in ``peak_notes``: never silent),
-  ``road`` (the estimator families that timed the device, by share of its time) and
-  ``same_road`` (every op timed by the same family as on the baseline).
+``predictor.sweep`` cell per device and returns one row per device (``COMPARE_COLUMNS``):
+``time_s`` with ``lower_s``..``upper_s`` (seconds); ``speedup`` = baseline time / time beside
+``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper bound: like over
+like); throughput = batch / time_s; USD and W per sample/s (NaN without price / TDP); memory and
+``fits``; time per bound label; and the physical bounds of the speedup
+(``speedup_bounds``: compute and bandwidth ratios, ``speedup_min``..``speedup_max``,
+``within_bounds``, ``road``, ``same_road``) for devices that run the baseline's runtime.
 """
 
 from __future__ import annotations
@@ -38,12 +20,11 @@ import pandas as pd
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
-from roofcast.predictor.features import featurize
+from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, explain_rows, step_rows
 from roofcast.predictor.memory import GraphSource
 from roofcast.predictor.runtimes import resolve_runtime
 from roofcast.predictor.speedup_bounds import BOUND_COLUMNS, speedup_bounds, within
-from roofcast.predictor.sweep import BOUNDS, NOTE_SEP, sweep
-from roofcast.predictor.workload import workload_table
+from roofcast.predictor.sweep import sweep
 
 COMPARE_COLUMNS: tuple[str, ...] = (
     "model", "device", "runtime", "baseline", "batch", "time_s", "lower_s", "upper_s", "speedup",
@@ -101,9 +82,8 @@ def _bounds(graph, devices: Sequence, config: RunConfig, estimator: Any, base_id
     base = next(s for s in specs if s.id == base_id)
     profile = resolve_runtime(config.runtime, base.kind)
     same = [s for s in specs if resolve_runtime(config.runtime, s.kind).name == profile.name]
-    work = workload_table(graph, config, profile, allow_incomplete=allow_incomplete)
-    feats = featurize(work, same, config, profile)
-    explained = estimator.explain(feats)
+    work = step_rows(graph, config, profile, allow_incomplete=allow_incomplete)
+    feats, explained = explain_rows(work, same, config, estimator, profile)
     return speedup_bounds(feats, explained, [s.id for s in same], base_id).reindex(
         [s.id for s in specs])
 

@@ -1,46 +1,16 @@
 """``featurize(workload, devices, config, profile=...)``: the workload table joined with device
-figures and the execution profile's.
+figures and the execution profile's — the one feature table of every prediction and of training.
 
-The one feature table of every prediction (``predict_graph``, ``compare``, ``sweep``,
-``advise``) and of training. Vectorised over devices: for ``D`` devices the output holds the
-``R`` workload rows ``D`` times, device-major (one device is the 1-element case, and keeps the
-workload's index). Output = the workload columns (``graph_import.workload_schema``) plus, per row:
-
-* ``peak_flops_per_s``: ``hw.peak(engine, peak_dtype(engine, dtype)).flops_per_s`` (``inf`` for
-  ``data``/``free`` ops, so compute time is 0), times the CPU thread factor below;
-  ``peak_engine``/``peak_dtype`` the unit actually used; ``peak_note`` the device's fallback note
-  ("" when the exact unit exists).
-* ``runtime`` (the profile's name), ``learned_from`` (the runtime whose measurements train its
-  learned efficiencies) and ``dispatch_floor_s`` = ``profile.dispatch_floor_s(kind, device
-  launch overhead)``: the per-kernel floor the runtime pays on that device (analytical
-  estimators use it as their overhead); ``launch_overhead_s`` stays the device's own figure.
-  Without a profile (training rows measured as they are): ``runtime`` and ``learned_from``
-  are "" and ``dispatch_floor_s`` = ``launch_overhead_s``.
-* **TF32**: an fp32 row of a family in ``profile.tf32_families`` on the matrix engine of a
-  device with a TF32 matrix peak uses that peak (``peak_dtype`` = ``tf32``): PyTorch runs
-  fp32 convolutions as TF32 on Ampere and later by default, TensorRT GEMMs too.
-* ``mem_bw_Bps`` (after CPU thread scaling), ``l2_bytes``, ``l2_bw_Bps`` (NaN if unpublished),
-  ``units`` (effective: CPU threads), ``clock_Hz``, ``launch_overhead_s``,
-  ``smem_per_unit_bytes`` (NaN if unpublished), ``device`` (id), ``device_kind``,
-  ``elem_bytes`` (storage bytes of the row's dtype), ``intensity_flop_per_byte`` and
-  ``ridge_flop_per_byte`` (= peak / bandwidth).
-
-CPU thread scaling (``hw.kind == "cpu"`` and ``config.threads`` set; GPUs ignore threads):
-
-* compute: ``peak × min(threads, units) / units`` — each core brings its own SIMD/matrix units
-  (a ``local`` calibration that measured GEMM FLOP/s at that thread count gives the measured
-  fraction instead: its peak is the best over thread counts, and one thread on a shared machine
-  often reaches far more than 1/N of it);
-* bandwidth: ``bw × min(1, threads / t_sat)`` — DRAM bandwidth saturates before all cores are
-  busy. ``t_sat`` comes from the device's ``calibration`` table key ``bw_saturation_threads``
-  when the local calibration measured it, else the default ``ceil(units / 4)``: STREAM on
-  multi-channel servers and desktops typically saturates with about a quarter of the cores
-  (e.g. 2 of 8 desktop cores; ~8-14 of 56 server cores per socket).
-* ``units`` becomes ``min(threads, units)`` (used for wave quantisation).
-
-Every column is computed with numpy over all rows x devices; ``hw.peak`` is called once per
-device and distinct (engine, dtype) pair, and the row-only columns (``elem_bytes``,
-``intensity_flop_per_byte``) once for all devices.
+Vectorised over devices (``D`` devices: the ``R`` rows ``D`` times, device-major). Adds per row:
+``peak_flops_per_s`` (``hw.peak`` of the row's engine and dtype, ``inf`` for free ops; TF32 for
+fp32 rows of the profile's ``tf32_families`` on a TF32 matrix unit), ``peak_engine``/
+``peak_dtype``/``peak_note``, ``runtime``, ``learned_from``, ``dispatch_floor_s``, ``mem_bw_Bps``,
+``l2_bytes``, ``l2_bw_Bps``, ``units``, ``clock_Hz``, ``launch_overhead_s``,
+``smem_per_unit_bytes``, ``device``, ``device_kind``, ``elem_bytes``,
+``intensity_flop_per_byte`` and ``ridge_flop_per_byte`` (= peak / bandwidth).
+CPU threads (``config.threads``): compute ``peak x min(t, units) / units`` (or the calibrated
+GEMM curve), bandwidth ``bw x min(1, t / t_sat)`` with ``t_sat`` calibrated or
+``ceil(units / 4)``, ``units`` = ``min(t, units)``.
 """
 
 from __future__ import annotations

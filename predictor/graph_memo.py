@@ -1,21 +1,11 @@
 """Per-process memo of pure per-graph results: ``memo(graph, key, build)``.
 
-A sweep predicts the same imported graph under the same run config for slice after slice of
-devices (``predictor.sweeps.family_graph``: graphs come from a per-process cache). What does not
-depend on the devices — the kernel plan, the workload table, the memory footprint of
-(graph, ``RunConfig``, ``ExecutionProfile``) — is built once and kept here.
-
-* Only a graph whose ``nx_graph`` is frozen (``nx.freeze``; every imported graph,
-  ``graph_import.build``) is memoised: its nodes and edges cannot change. An unfrozen graph
-  gets ``build()`` on every call.
-* Entries are keyed by the graph's identity (a weak reference guards against a reused id:
-  a dead graph's entry is never returned) and by ``key`` (hashable: the frozen config and
-  profile dataclasses compare by value, so an edited profile is a new key).
-* At most ``MAX_ENTRIES`` entries, least recently used dropped first. A graph task of G
-  (batch, precision, mode) combinations uses ~2 G + 2 x batches entries (workload and memory
-  per combination, plan and trainable parameters per graph): 512 hold a task of G = 200, so
-  the next device slice of the same model finds all of them; a workload table is ~0.1-1 MB.
-* Callers must not modify what they get back (the same object is handed to every caller).
+What does not depend on the devices — the kernel plan, the workload table, the memory footprint
+of (graph, ``RunConfig``, ``ExecutionProfile``) — is built once per process, so a sweep's next
+device slice of the same model reuses it. Only a graph whose ``nx_graph`` is frozen (every
+imported graph) is memoised; entries are keyed by the graph's identity (a weak reference guards
+against a reused id) and a hashable ``key``; at most ``MAX_ENTRIES``, least recently used dropped
+first. Callers must not modify what they get back.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """Graph-level simulation: per-op times -> step time, critical path, breakdowns, memory.
 
-``predict_graph(graph, hw, config, estimator)``:
-
-0. the execution profile: ``resolve_runtime(config.runtime, hw.kind)`` (None: the device
-   kind's default, ``onnxruntime-cpu`` on CPUs, ``pytorch-eager`` on GPUs; a runtime that does
-   not run on that kind is a ``PredictionError``);
-1. ``workload_table(graph, config, profile)`` (forward rows mapped to the runtime's kernels
-   [+ backward + update rows]);
-2. ``featurize(workload, hw, config, profile)`` and the estimator's ``explain`` -> per-row
-   times (the estimator is a name or an object: ``estimators.as_estimator``);
-3. **sequential time** ``total_s`` = sum of the rows' ``time_s`` (one stream, kernels back to
-   back, each paying its own launch overhead as the time-roofline estimator models it);
-4. **critical path** (``config.inter_op``): ops on independent branches may run concurrently.
-   The step is a DAG (``step_dag``): forward nodes follow the graph's edges; backward node
-   ``B(n)`` follows the reversed edges (``B(v) -> B(u)`` for ``u -> v``) after ``F(n)`` and after
-   a virtual ``loss`` node that waits for every forward sink; an update row waits for the
-   backward of every node consuming its parameter. Node weight = the summed time of the node's
-   rows (a fused group's time sits on its head; free ops weigh 0). ``critical_path_s`` = the
-   longest weighted path (networkx topological order + dynamic programming over a
-   nodes x devices time matrix, so a sweep gets every device's critical path in one pass; equal
-   to ``nx.dag_longest_path_length`` of the node-weighted DAG, which a test checks). It assumes
-   unlimited concurrent streams without contention, so it is a lower bound; ``total_s`` the
-   upper bound.
-5. breakdowns by op type, by bound and by phase; ``memory_footprint``.
-
-``Prediction.time_s`` is the step time the run's config implies: ``critical_path_s`` with
-``inter_op``, else ``total_s``; ``speedup_over`` compares those.
+``predict_graph(graph, hw, config, estimator)``: the runtime's execution profile for the device
+kind (``resolve_runtime``), the kernel rows (``kernel_rows.step_rows``) timed by the estimator
+(``kernel_rows.evaluate``), then
+``total_s`` = sum of the rows' ``time_s`` (one stream, kernels back to back) and, with
+``config.inter_op``, ``critical_path_s`` = the longest node-weighted path of the step DAG
+(``step_dag``: forward edges, reversed backward edges after a virtual ``loss``, update rows after
+the backward of their parameter's consumers; a dynamic programme over nodes x devices). The
+critical path assumes unlimited streams (a lower bound); ``total_s`` is the upper bound.
+``Prediction.time_s`` = ``critical_path_s`` with ``inter_op``, else ``total_s`` (seconds);
+breakdowns by op type, bound and phase; ``memory_footprint`` in bytes.
 """
 
 from __future__ import annotations
@@ -43,11 +27,11 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
-from roofcast.predictor.features import featurize
+from roofcast.predictor.kernel_rows import cell_sums, evaluate, step_rows
 from roofcast.predictor.memory import MemoryFootprint, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.patterns import KernelPlan, plan_summary
-from roofcast.predictor.workload import kernel_plan, workload_table
+from roofcast.predictor.workload import kernel_plan
 
 LOSS = ("loss", "")
 
@@ -121,17 +105,6 @@ class Prediction:
     def speedup_over(self, other: Prediction) -> float:
         """other.time_s / self.time_s (> 1: this run is faster)."""
         return other.time_s / self.time_s
-
-
-def evaluate(workload: pd.DataFrame, hw, config: RunConfig, estimator: Any,
-             profile: ExecutionProfile | None = None) -> pd.DataFrame:
-    """Workload rows + device and runtime features + the estimator's explain columns. ``hw``:
-    one HardwareSpec or a sequence (``featurize``'s device-major stack); ``estimator``: a name
-    or an estimator object (``as_estimator``); ``profile``: the execution profile."""
-    feats = featurize(workload, hw, config, profile)
-    expl = as_estimator(estimator).explain(feats)
-    return pd.concat([feats, expl.drop(columns=[c for c in expl.columns if c in feats.columns])],
-                     axis=1)
 
 
 @dataclass(frozen=True)
@@ -257,13 +230,7 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
     est = as_estimator(estimator)
     profile = resolve_runtime(config.runtime, hw.kind)
     plan = kernel_plan(graph, config, profile)
-    workload = workload_table(graph, config, profile, allow_incomplete=allow_incomplete,
-                              plan=plan)
-    if workload.empty:
-        raise PredictionError(
-            f"model {graph.name!r} has no op that does work (every node is a free view op); "
-            "nothing to predict"
-        )
+    workload = step_rows(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan)
     per_op = evaluate(workload, hw, config, est, profile)
     times = per_op["time_s"].to_numpy(float)
     crit_s: float | None = None
@@ -276,7 +243,8 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
                           if dag.nodes[i] != LOSS)
     return Prediction(
         graph_name=graph.name, device=hw.id, config=config, estimator=est.name, per_op=per_op,
-        total_s=float(times.sum()), critical_path_s=crit_s, critical_path=crit_path,
+        total_s=float(cell_sums(per_op, [len(per_op)])["time_s"][0]),
+        critical_path_s=crit_s, critical_path=crit_path,
         by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
         by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config, plan),
         notes=(_incomplete_notes(graph) + runtime_notes(profile, plan, config)

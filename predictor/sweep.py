@@ -1,35 +1,14 @@
-"""What-if sweeps: devices x batch sizes x precisions x modes in one vectorised call.
+"""What-if sweeps: devices x batches x precisions x modes in one vectorised call.
 
-``sweep(graph_source, devices, batches, precisions, modes, estimator)``:
-
-* every device runs under its execution profile: ``resolve_runtime(runtime, device kind)``
-  (``runtime`` None: each kind's default — a compare of a CPU and a GPU gets onnxruntime-cpu
-  and pytorch-eager; a named runtime that does not run on a device's kind is a
-  ``PredictionError``). Devices are grouped by profile;
-* the model is imported once per batch (``graph_source(batch)``) and its workload built once per
-  (batch, precision, mode, profile) — device-independent within a profile. For an imported
-  (frozen) graph these are kept per process (``predictor.graph_memo``), so the next call with
-  other devices reuses them: the kernel plan per (graph, profile, fusion), the forward rows
-  mapped to kernels per precision (shared by infer and train), the workload table and the
-  memory footprint per (batch, precision, mode, profile);
-* for each (precision, mode) the workloads of all batches are stacked into one table, and
-  ``predictor.features.featurize`` (vectorised over devices: the device columns are looked up
-  once per device and (engine, dtype) pair) builds the table of rows x devices; **one**
-  ``estimator.explain`` call times all rows x devices;
-  per-cell totals are ``numpy.bincount`` sums over (cell, device) indices. With ``inter_op`` the
-  critical path is one dynamic programme over the step DAG with a (nodes x devices) time matrix.
-  No per-cell ``predict_graph`` loop.
-
-Output: one row per (device, batch, precision, mode) with ``runtime`` (the profile's name),
-``time_s`` (critical path with
-``inter_op``, else the sequential sum), ``speedup`` over the baseline device in the same
-(batch, precision, mode) cell (= baseline time / time), ``throughput_samples_per_s`` = batch /
-time_s, memory total and whether it fits, ``throughput_per_usd`` = throughput / list price and
-``throughput_per_W`` = throughput / TDP (NaN where the catalog has no price or TDP — never
-invented), ``lower_s`` / ``upper_s`` = the sums of the per-op interval bounds, the time split by
-bound label (``<bound>_bound_s`` = the summed time of the ops labelled ``<bound>``; ``compute_s``
-etc. are instead the sums of the per-op compute / memory / overhead components) and the dominant
-bound (the bound label holding most of the cell's time).
+``sweep(graph_source, devices, batches, precisions, modes, estimator)``: devices are grouped by
+the runtime profile of their kind; the model is imported once per batch and its kernel rows
+built once per (batch, precision, mode, profile) (kept per process: ``graph_memo``); for each
+(precision, mode) the rows of all batches are stacked, featurized on all devices and timed by
+one ``explain`` call, and ``kernel_rows.cell_sums`` sums each (cell, device). One row per cell
+(``SWEEP_COLUMNS``): ``time_s`` (critical path with ``inter_op``, else the sum; seconds),
+``speedup`` = baseline time / time in the same (batch, precision, mode), throughput = batch /
+time_s (samples/s), memory and ``fits``, throughput per USD and per W (NaN where the catalog
+has no price or TDP), ``lower_s``/``upper_s``, the time per bound label and the dominant bound.
 """
 
 from __future__ import annotations
@@ -45,16 +24,13 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
-from roofcast.predictor.features import featurize
 from roofcast.predictor.graph_memo import memo
+from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, cell_sums, explain_rows, step_rows
 from roofcast.predictor.memory import GraphSource, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.simulate import critical_path_times, step_dag
-from roofcast.predictor.workload import check_precision, forward_kernels, workload_table
-
-BOUNDS: tuple[str, ...] = ("compute", "memory", "overhead")
-NOTE_SEP = " | "  # joins a cell's distinct peak fallback notes in ``peak_notes``
+from roofcast.predictor.workload import check_precision, forward_kernels
 
 SWEEP_COLUMNS: tuple[str, ...] = (
     "model", "device", "runtime", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",
@@ -136,8 +112,7 @@ def _profile_cells(graphs, configs, profile: ExecutionProfile, specs: list, est,
         works.append(w.assign(_cell=cell))
     stack = pd.concat(works, ignore_index=True)
     cfg0 = next(iter(configs.values()))
-    feats = featurize(stack, specs, cfg0, profile)
-    expl = est.explain(feats)
+    feats, expl = explain_rows(stack, specs, cfg0, est, profile)
     out = _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op,
                  precision, mode)
     return out.assign(runtime=profile.name)
@@ -153,11 +128,8 @@ def _workload(graph, config, profile: ExecutionProfile, allow_incomplete: bool):
     # the mapped forward rows do not depend on the mode: one per config with mode "infer"
     forward = memo(graph, ("forward", replace(config, mode="infer"), profile, allow_incomplete),
                    lambda: forward_kernels(graph, config, profile, allow_incomplete, plan))
-    w = workload_table(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan,
-                       forward=forward)
-    if w.empty:
-        raise PredictionError(f"model {graph.name!r} has no op that does work")
-    return plan, w
+    return plan, step_rows(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan,
+                           forward=forward)
 
 
 def _baseline_id(baseline, specs: list) -> str:
@@ -178,12 +150,8 @@ def _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op,
     idx = feats["_cell"].to_numpy() * n_dev + dev
     size = n_cell * n_dev
     time = expl["time_s"].to_numpy(float)
-    sums = {c: np.bincount(idx, weights=expl[c].to_numpy(float), minlength=size)
-            for c in ("time_s", "compute_s", "memory_s", "overhead_s", "lower_s", "upper_s")}
-    kernels = np.bincount(idx, minlength=size)
-    bound_code = pd.Categorical(expl["bound"], categories=BOUNDS).codes
-    by_bound = np.bincount(idx * len(BOUNDS) + bound_code, weights=time,
-                           minlength=size * len(BOUNDS)).reshape(size, len(BOUNDS))
+    sums = cell_sums(expl, np.bincount(stack["_cell"].to_numpy(), minlength=n_cell), n_dev)
+    by_bound = np.stack([sums[f"{b}_bound_s"] for b in BOUNDS], axis=1)
     dominant = np.asarray(BOUNDS, dtype=object)[by_bound.argmax(axis=1)]
     notes = [""] * size
     has_note = feats["peak_note"].astype(str).to_numpy() != ""
@@ -222,9 +190,9 @@ def _cells(stack, feats, expl, graphs, configs, plans, profile, specs, inter_op,
         "tdp_W": per_device(np.nan if hw.tdp_W is None else float(hw.tdp_W) for hw in specs),
         "dominant_bound": dominant, "compute_s": sums["compute_s"],
         "memory_s": sums["memory_s"], "overhead_s": sums["overhead_s"],
-        "kernels": kernels.astype(np.int64), "peak_notes": notes,
+        "kernels": sums["kernels"], "peak_notes": notes,
         "lower_s": sums["lower_s"], "upper_s": sums["upper_s"],
-        **{f"{bound}_bound_s": by_bound[:, j] for j, bound in enumerate(BOUNDS)},
+        **{f"{bound}_bound_s": sums[f"{bound}_bound_s"] for bound in BOUNDS},
     })
 
 

@@ -1,26 +1,13 @@
 """Graph -> workload table: one row per kernel execution.
 
-Contract: ``graph_import.workload_schema`` (plus ``predictor.workload_rows.EXTRA_COLUMNS``).
-
-``workload_table(graph, config, profile)`` builds, for the execution profile ``profile`` (an
-``ExecutionProfile`` or a runtime name, ``predictor.runtimes``):
-
-1. **forward rows**, one per costed OpNode in topological order. Ops on the ``free`` engine
-   (shape/view ops in ``graph_import.costs.FREE_OPS``) do zero work and launch no kernel, so
-   they get no row. Dims were bound at import (``import_model(..., dims=...)``); a
-   ``config.dims`` entry that contradicts the graph's bound dims is an error, never ignored.
-   Bytes are rescaled to ``config.precision`` by ``predictor.precision.rescale_cost`` (float
-   tensors at the precision's width, integer tensors kept); FLOPs never change with precision.
-2. the rows the runtime launches: the profile's kernel plan (``runtimes.build_plan``: its
-   ``patterns``, plus its ``fusion_patterns`` when ``config.fusion`` is on — None: the
-   profile's ``fusion_default``) applied by ``predictor.fusion.apply_plan`` (views dropped,
-   groups merged, replacing and extra kernels). A precision the profile does not run is a
-   ``PredictionError`` naming the runtimes that run it;
-3. with ``config.mode == "train"``: backward and optimizer-update rows
-   (``predictor.training``).
-
-Family of an op: the ``family`` of its entry in the op registry
-(``graph_import.costs.registry.op_family``); an op without an entry is family ``other``.
+Contract: ``graph_import.workload_schema`` plus ``workload_rows.EXTRA_COLUMNS``.
+``workload_table(graph, config, profile)``: (1) forward rows, one per costed non-free OpNode in
+topological order, bytes rescaled to ``config.precision`` (FLOPs unchanged; a ``config.dims``
+that contradicts the bound dims is an error); (2) the runtime's kernel plan
+(``runtimes.build_plan``: its patterns, plus its fusions when ``config.fusion`` — None: the
+profile's default) applied by ``fusion.apply_plan``; a precision the runtime does not run is a
+``PredictionError``; (3) in ``train`` mode, backward and update rows (``predictor.training``).
+An op's family is its op-registry entry's (``other`` without one).
 """
 
 from __future__ import annotations

@@ -1,30 +1,17 @@
 """roofcast's Python API (re-exported by ``roofcast/__init__``, loaded on first use).
 
-Three inputs, as in the design: a model (``load_model``: an ONNX path, bytes or a zoo name, its
-dims bound once), a device (``device``: a catalog id, an inline what-if spec or a
-HardwareSpec) and the execution settings (keywords of ``predict``/``compare``/``sweep``:
-``runtime`` — the execution profile, ``runtimes()`` lists them, None: ``onnxruntime-cpu`` on
-CPUs, ``pytorch-eager`` on GPUs —, ``precision``, ``mode``, ``threads``, ``inter_op``,
-``fusion`` (None: the runtime's default), ``optimizer``; ``estimator`` is
-a name — ``time-roofline`` (default), ``roofline``, ``no-overlap``, ``roofline+eff``,
-``traffic``, ``learned``, ``auto`` — or an estimator object, e.g.
-``make_estimator("traffic", overhead="additive")`` or a fitted ``train(...)`` result).
-
-Units: seconds in fields ending ``_s`` (``total_ms``/``time_ms`` are milliseconds), bytes in
-``_bytes``, FLOPs in ``flops``.
+Three inputs: a model (``load_model``: ONNX path, bytes or zoo name, dims bound once), a device
+(``device``: catalog id, what-if spec or HardwareSpec) and execution settings (keywords of
+``predict``/``compare``/``sweep``: ``runtime`` — None: the device kind's default —,
+``precision``, ``mode``, ``threads``, ``inter_op``, ``fusion``, ``optimizer``; ``estimator``: a
+name or an estimator object). LLM serving: ``llm``, ``llm_configs``; several devices:
+``roofcast.parallel_api``. Units: seconds in ``_s`` fields (``_ms``: milliseconds), bytes in
+``_bytes``, FLOPs in ``flops``. The CLI commands call these functions.
 
 >>> import roofcast
 >>> p = roofcast.predict("resnet50", "a100-40gb-pcie", batch=8)
 >>> p.total_ms, p.by_bound, p.memory.total_bytes                          # doctest: +SKIP
 >>> roofcast.compare("resnet50", ["a100-40gb-pcie", "h100-sxm:mem_bw_scale=2"])  # doctest: +SKIP
->>> roofcast.predict("bert_base", "h100-sxm", runtime="torch-compile")     # doctest: +SKIP
-
-LLM serving (``llm``, ``llm_configs``): a decoder-only model by bundled name, Hugging Face id,
-``config.json`` or ONNX decoder, served by an engine (``vllm``, ``tensorrt-llm``,
-``llama.cpp``) on one device (a ``ServingPrediction``) or several (a DataFrame):
-
->>> roofcast.llm("llama-3.1-70b", ["h100-sxm", "h200", "mi300x"], input_tokens=2048,
-...              output_tokens=256, weights="fp8")                       # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -46,7 +33,7 @@ from roofcast.parallel_api import (
     systems,
     target_system,
 )
-from roofcast.predictor.advisor import Advice
+from roofcast.predictor.advisor import OBJECTIVES, Advice
 from roofcast.predictor.advisor import advise as _advise
 from roofcast.predictor.compare import compare_devices
 from roofcast.predictor.config import run_config
@@ -149,9 +136,9 @@ def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None 
     device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper bound), throughput (samples/s), cost and power per
     throughput, memory (bytes) and whether it fits, and the ``runtime`` modelled on the device.
     Keywords as for ``predict``."""
+    runtimes = _device_runtimes(hws, settings.get("runtime"))  # refused before any work
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
-    runtimes = _device_runtimes(hws, config.runtime)
     df = compare_devices(_source(m), list(hws), config, as_estimator(estimator),
                          baseline=baseline, allow_incomplete=allow_incomplete)
     return df.assign(runtime=df["device"].map(runtimes))
@@ -166,8 +153,8 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
     memory in bytes, ``fits``, throughput per USD and per W, ..., and the ``runtime`` modelled on
     the device). ``dims``: the model's other dims; ``runtime``: as for ``predict``;
     ``options``: ``fusion``, ``inter_op``, ``optimizer``, ``threads``, ``allow_incomplete``."""
+    runtimes = _device_runtimes(hws, runtime)  # refused before any work
     m = _model(model, None, dims)
-    runtimes = _device_runtimes(hws, runtime)
     df = _sweep(_source(m), list(hws), list(batches), list(precisions), list(modes),
                 as_estimator(estimator), baseline=baseline, runtime=runtime, **options)
     return df.assign(runtime=df["device"].map(runtimes))
@@ -177,8 +164,8 @@ def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
            batch: int = 1, dims: Mapping[str, int] | None = None, estimator: Any = "auto",
            runtime: str | None = None, **options: Any) -> Advice:
     """The predicted-best run settings (threads, inter-op, batch, precision, fusion) of
-    ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against ONNX
-    Runtime's defaults, with reasons (``predictor.advisor``); ``runtime``: as for ``predict``.
+    ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against the
+    defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``); ``runtime``: as for ``predict``.
     ``options``: ``max_batch``, ``precisions``, ``modes``, ``fusions``."""
     m = _model(model, batch, dims)
     spec = device(hw)
@@ -415,6 +402,6 @@ def _source(model: Model) -> Callable[[int], Any]:
     return model.graph_at
 
 
-__all__ = ["AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
+__all__ = ["OBJECTIVES", "AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
            "device", "llm", "llm_configs", "load_model", "make_estimator", "plan", "predict",
            "predict_parallel", "runtimes", "sweep", "system", "systems", "train", "zoo_models"]

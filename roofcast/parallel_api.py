@@ -1,51 +1,44 @@
 """The multi-device part of roofcast's Python API (re-exported by ``roofcast.api``).
 
-* ``systems()`` -> DataFrame of the catalog's systems; ``system(ref)`` -> ``SystemSpec`` (an id,
-  alias or what-if ``"hgx-h100:nodes=4"``);
-* ``predict_parallel(model, system=..., tp=..., ...)`` -> ``ParallelPrediction``: one step of a
-  plan (``roofcast.predict`` comes here when given ``system=``, ``devices=`` or a degree);
-* ``plan(model, system=..., global_batch=...)`` -> ``PlanSearch`` (train / infer: every
-  feasible (dp, tp, pp, micro-batches, ZeRO, recompute) ranked by step time) or, for
-  ``mode="serve"``, the serving plans (tp, pp, replicas) ranked by tokens/s as a DataFrame.
-
-Where: ``system`` (catalog id or what-if) or ``hw`` + ``devices`` (N of one catalog device,
-``hw_catalog.systems.resolve_system``). The model: an ONNX file / zoo name (sharded from the
-graph: ``predictor.parallel.graph_source.GraphParallelSource``) or a decoder LLM — bundled name,
-Hugging Face id, ``config.json``, ``LLMArch`` (Megatron-LM on the architecture:
-``predictor.parallel.llm_source.LLMParallelSource``). ``model_kind`` says which
-(``parallel_source``).
-
-Units: seconds (``_s``), bytes (``_bytes``), as ``ParallelPrediction`` holds them.
+``systems()`` / ``system(ref)``: the catalog's systems; ``predict_parallel(model, system=...,
+tp=..., ...)`` -> ``ParallelPrediction`` (one step of a plan); ``plan(model, system=...,
+global_batch=...)`` -> ``PlanSearch`` (train / infer plans ranked by step time) or, with
+``mode="serve"``, the serving plans ranked by tokens/s. Where: ``system`` or ``hw`` +
+``devices``. The model: see ``predictor.model_source`` (LLM config or ONNX graph). Units:
+seconds (``_s``), bytes (``_bytes``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from roofcast.models import Model, load_model
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.model_source import (
+    DEFAULT_SEQ_TOKENS,
+    LLM_PREFIX,
+    LLM_TRAIN_PRECISION,
+    is_source,
+    model_kind,
+    parallel_source,
+)
 
 if TYPE_CHECKING:
     from roofcast.hw_catalog.spec import HardwareSpec
     from roofcast.hw_catalog.system import SystemSpec
-    from roofcast.predictor.parallel.types import ParallelPrediction, ParallelSource
+    from roofcast.predictor.parallel.types import ParallelPrediction
+
+__all__ = ["DEFAULT_SEQ_TOKENS", "LLM_PREFIX", "LLM_TRAIN_PRECISION", "PLAN_FIELDS", "PLAN_MODES",
+           "SYSTEM_COLUMNS", "is_source", "model_kind", "parallel_source", "plan",
+           "predict_parallel", "system", "system_row", "systems", "target_system"]
 
 #: ``plan`` modes: training / inference steps through ``plan_search``, LLM serving plans.
 PLAN_MODES: tuple[str, ...] = ("train", "infer", "serve")
 #: ``ParallelPlan`` fields a caller may give (None: completed by ``complete_plan``).
 PLAN_FIELDS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "micro_batches", "zero",
                                 "sequence_parallel", "recompute")
-#: tokens per training sample when an LLM run gives none (capped at the model's context).
-DEFAULT_SEQ_TOKENS = 4096
-#: a model reference that starts so is an LLM config (``llm:gpt2``: the bundled config, not the
-#: zoo's ONNX export of the same name).
-LLM_PREFIX = "llm:"
-#: default precision of an LLM training run (mixed precision as Megatron-LM trains).
-LLM_TRAIN_PRECISION = "bf16"
 #: the columns of ``systems()``.
 SYSTEM_COLUMNS: tuple[str, ...] = (
     "id", "name", "device", "nodes", "devices_per_node", "devices", "fabric", "link_GBps",
@@ -96,96 +89,6 @@ def target_system(system: str | SystemSpec | None = None, *, hw: str | HardwareS
     from roofcast.hw_catalog.systems import resolve_system
 
     return resolve_system(system, hw=hw, devices=devices)
-
-
-# ----------------------------------------------------------------------------- models
-def is_source(model: Any) -> bool:
-    """Whether ``model`` is already a ``ParallelSource`` (it has ``facts`` and ``build``)."""
-    return hasattr(model, "facts") and callable(getattr(model, "build", None))
-
-
-def model_kind(model: Any, *, onnx_decoders: bool = False) -> str:
-    """``"llm"``, ``"graph"`` or ``"source"`` (a ``ParallelSource``, used as is): how
-    ``model`` is sharded.
-
-    An ``LLMArch``, a bundled LLM name or Hugging Face id (when no zoo model has that name;
-    ``llm:NAME`` forces the LLM config, e.g. ``llm:gpt2``), a ``config.json`` (or a folder
-    holding one) -> ``llm``; a ``Model``, a zoo name (``zoo:NAME`` forces the zoo), any other
-    ONNX file -> ``graph``; with ``onnx_decoders`` an ONNX file that
-    ``load_llm`` reads as a decoder -> ``llm`` (``roofcast plan`` does this). A name that is
-    neither is refused naming both lists."""
-    from roofcast.graph_import.errors import LLMConfigError
-    from roofcast.graph_import.llm.arch import LLMArch
-    from roofcast.graph_import.llm.load import load_llm
-    from roofcast.training_data import zoo
-
-    if is_source(model):
-        return "source"
-    if isinstance(model, LLMArch):
-        return "llm"
-    if isinstance(model, Model | bytes):
-        return "graph"
-    text = str(model)
-    if text.startswith(LLM_PREFIX):
-        return "llm"
-    path = Path(text)
-    if path.exists():
-        if path.is_dir() or path.suffix.lower() == ".json":
-            return "llm"
-        if onnx_decoders:
-            try:
-                load_llm(path)
-                return "llm"
-            except LLMConfigError:
-                return "graph"
-        return "graph"
-    if text.startswith("zoo:") or text in zoo.list_models():
-        return "graph"
-    try:
-        load_llm(text)
-    except LLMConfigError as exc:
-        raise PredictionError(
-            f"unknown model {text!r}: no file, no zoo model ({', '.join(zoo.list_models())}) "
-            f"and no LLM config ({exc})") from None
-    return "llm"
-
-
-def parallel_source(model: Any, *, mode: str = "train", precision: str | None = None,
-                    optimizer: str = "adam", runtime: str | None = None,
-                    seq_tokens: int | None = None, dims: Mapping[str, int] | None = None,
-                    onnx_decoders: bool = False, **settings: Any) -> ParallelSource:
-    """The ``ParallelSource`` of ``model`` (``model_kind``).
-
-    LLM: ``LLMParallelSource(arch, seq_tokens=seq_tokens or min(4096, context),
-    precision=precision or "bf16", runtime, optimizer)``; ``dims``/``settings`` do not apply.
-    Graph: ``GraphParallelSource(model.graph_at, run_config(graph, precision (fp32), mode,
-    optimizer, runtime, **settings), name)`` — ``dims`` bind the model's other dims (the batch
-    is each micro-batch's, set by the plan); ``seq_tokens`` binds a ``sequence`` dim."""
-    kind = model_kind(model, onnx_decoders=onnx_decoders)
-    if kind == "source":
-        return model
-    if kind == "llm":
-        from roofcast.graph_import.llm.load import load_llm
-        from roofcast.predictor.parallel.llm_source import LLMParallelSource
-
-        extra = sorted(k for k, v in settings.items() if v is not None) + (["dims"] if dims else [])
-        if extra:
-            raise PredictionError(f"{', '.join(extra)} do not apply to an LLM config; give "
-                                  f"seq_tokens=, precision=, optimizer=, runtime=")
-        arch = model if not isinstance(model, str | Path) else load_llm(
-            str(model).removeprefix(LLM_PREFIX) if isinstance(model, str) else model)
-        seq = seq_tokens or min(DEFAULT_SEQ_TOKENS, arch.max_context)
-        return LLMParallelSource(arch, seq_tokens=seq,
-                                 precision=precision or LLM_TRAIN_PRECISION, runtime=runtime,
-                                 optimizer=optimizer)
-    from roofcast.predictor.config import run_config
-    from roofcast.predictor.parallel.graph_source import GraphParallelSource
-
-    bound = {**(dims or {}), **({} if seq_tokens is None else {"sequence": seq_tokens})}
-    m = load_model(model.removeprefix("zoo:") if isinstance(model, str) else model, bound)
-    config = run_config(m.graph, precision=precision or "fp32", mode=mode, optimizer=optimizer,
-                        runtime=runtime, **settings)
-    return GraphParallelSource(m.graph_at, config, name=m.name)
 
 
 # ----------------------------------------------------------------------------- one plan

@@ -188,3 +188,31 @@ def test_lower_packages_import_only_the_bottom_modules(package):
                  if (m + ".").startswith(f"roofcast.{package}.") and t in top - set(BOTTOM))
     assert bad == []
     assert "roofcast.api" in top
+
+
+# ----------------------------------------------------------------------------- layers
+#: the API layer (``roofcast.api`` and what it re-exports) sits above the library
+API_LAYER = ("roofcast", "roofcast.api", "roofcast.parallel_api")
+#: the library's entry points the API wraps: a CLI command calls the API instead of rebuilding
+#: its chain from these
+API_ROADS = ("roofcast.predictor.simulate", "roofcast.predictor.sweep",
+             "roofcast.predictor.compare", "roofcast.predictor.advisor",
+             "roofcast.predictor.parallel.engine", "roofcast.predictor.parallel.search",
+             "roofcast.predictor.llm.serving", "roofcast.predictor.llm.serving_plan")
+
+
+def test_the_library_never_imports_the_api_above_it():
+    """``predictor`` (sweeps included) calls the library below the API, never the API."""
+    g = import_graph()
+    bad = sorted(f"{m} -> {t}" for m, t in g.edges
+                 if m.startswith("roofcast.predictor") and t in API_LAYER)
+    assert bad == []
+
+
+def test_cli_commands_call_the_api():
+    """``app/commands/*`` reach predictions through ``roofcast.api`` / ``roofcast.parallel_api``."""
+    g = import_graph()
+    bad = sorted(f"{m} -> {t}" for m, t in g.edges
+                 if m.startswith("roofcast.app.commands") and t in API_ROADS)
+    assert bad == []
+    assert g.has_edge("roofcast.app.commands.predict", "roofcast.api")

@@ -1,11 +1,12 @@
 """``roofcast advise MODEL --hw ID``: the predicted-best run settings of a model on a device.
 
-Searches intra-op threads, inter-op parallelism, batch size (``--objective throughput``),
-precision and graph optimisation level with the predictor (``predictor.advisor``), and prints
-the ranked settings with their predicted gain over ONNX Runtime's defaults, the
-recommendation and the reasons computed from the predictions. ``--verify`` (``--hw local``
-only) measures the recommended and the default settings with ONNX Runtime on this machine and
-prints predicted against measured gain.
+Searches intra-op threads (CPUs), inter-op parallelism, batch size (--objective throughput),
+precision and graph optimisation level (runtimes with graph-optimiser fusions) with the
+predictor, and prints the ranked settings with their predicted gain over the defaults of the
+runtime that runs on the device (--runtime, else the device kind's default), the
+recommendation and the reasons computed from the predictions. --verify (--hw local only)
+measures the recommended and the default settings with ONNX Runtime on this machine and prints
+predicted against measured gain.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import argparse
 import sys
 
 from roofcast.app.argtypes import OneOf, name_list, positive_int, runtime_help, runtime_name
-from roofcast.app.commands.predict import graph_source, load_user_graph
+from roofcast.app.commands.predict import load_user_model
 from roofcast.app.output import add_format_arg, add_top_arg, context_columns, emit, top_rows
 from roofcast.predictor.config import MODES
 
 
 def objectives() -> tuple[str, ...]:
-    from roofcast.predictor.advisor import OBJECTIVES
+    from roofcast.api import OBJECTIVES
 
     return OBJECTIVES
 
@@ -77,23 +78,22 @@ def check_measured_runtime(runtime: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from roofcast import api
     from roofcast.app.model_ref import resolve_model_path
-    from roofcast.hw_catalog.catalog import get_device
-    from roofcast.predictor.advisor import advise, public_table
     from roofcast.predictor.advisor_verify import check_local, verify
     from roofcast.predictor.runtimes import resolve_runtime
 
-    hw = get_device(args.hw)
+    hw = api.device(args.hw)
     runtime = resolve_runtime(args.runtime, hw.kind).name  # refused here, before any work
     if args.verify:
         check_local(hw.id)  # fail before any work
         check_measured_runtime(runtime)
-    graph, batch = load_user_graph(args)
-    dims = {k: v for k, v in graph.dims.items() if k != "batch"}  # bound once, at import
-    advice = advise(graph_source(args, graph, batch), hw, args.objective,
-                    batch=batch, max_batch=args.max_batch, precisions=args.precisions,
-                    modes=(args.mode,), estimator=args.estimator, runtime=args.runtime)
-    tables = {"settings": context_columns(public_table(advice, top_rows(args)), args.format,
+    model, batch = load_user_model(args)
+    dims = {k: v for k, v in model.dims.items() if k != "batch"}  # bound once, at import
+    advice = api.advise(model, hw, args.objective, batch=batch, max_batch=args.max_batch,
+                        precisions=args.precisions, modes=(args.mode,),
+                        estimator=args.estimator, runtime=args.runtime)
+    tables = {"settings": context_columns(advice.shown(top_rows(args)), args.format,
                                           runtime=runtime, estimator=advice.estimator),
               "reasons": pd.DataFrame({"reason": list(advice.reasons)})}
     extra = {"model": advice.model, "device": advice.device, "objective": advice.objective,

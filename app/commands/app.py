@@ -3,11 +3,8 @@ the printed URL).
 
 It listens on 127.0.0.1 (this machine only) unless ``--address`` says otherwise. Uploaded models
 are imported and predicted in a worker process limited to 2048 MB and 60 s per call
-(``$ROOFCAST_APP_WORKER_MEMORY_MB``, ``$ROOFCAST_APP_WORKER_TIMEOUT_S``; ``app.worker``).
-
-Runs ``python -m streamlit run app/streamlit_app.py --server.headless true`` with the upload
-limit of the app (``app.state.MAX_UPLOAD_MB``) and usage statistics off; extra ``--server.*``
-settings can be given in ``.streamlit/config.toml`` as usual.
+(``$ROOFCAST_APP_WORKER_MEMORY_MB``, ``$ROOFCAST_APP_WORKER_TIMEOUT_S``). Usage statistics are
+off; extra ``--server.*`` settings can be given in ``.streamlit/config.toml`` as usual.
 """
 
 from __future__ import annotations

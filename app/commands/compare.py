@@ -1,11 +1,10 @@
 """``roofcast compare MODEL --hw A,B,C``: the same run predicted on several devices.
 
 One row per device: the runtime modelled on it (``--runtime``, else the device kind's default),
-predicted step time, speedup over the baseline device (default: the first),
-throughput (samples/s = batch / time), memory footprint and whether it fits, list price and TDP
-per unit of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and
-the dominant bound. Uses ``predictor.compare.compare_devices`` (one vectorised evaluation for all
-devices; the app's Compare page calls the same function).
+predicted step time, speedup over the baseline device (default: the first), throughput
+(samples/s = batch / time), memory footprint and whether it fits, list price and TDP per unit
+of throughput (USD and W per sample/s; empty where the catalog has no price or TDP), and the
+dominant bound. The app's Compare page and ``roofcast.compare`` in Python give the same numbers.
 
 Several systems (``--system A,B``, or ``--hw A,B --devices N``: N of each device), with the plan
 flags of ``roofcast predict`` (``--tp``, ``--pp``, ``--global-batch``, ...): one row per system,
@@ -23,9 +22,8 @@ from roofcast.app.commands.predict import (
     GIB,
     add_run_args,
     chosen_estimator,
-    graph_source,
-    load_user_graph,
-    run_config,
+    load_user_model,
+    settings,
 )
 from roofcast.app.output import add_format_arg, context_columns, emit
 from roofcast.app.parallel_args import add_training_plan_args
@@ -60,17 +58,6 @@ def split_devices(text: str) -> list[str]:
 
         raise PredictionError("--hw lists no device; give ids like --hw a100-40gb-sxm,h100-sxm")
     return out
-
-
-def device_runtimes(devices: list, runtime: str | None) -> dict[str, str]:
-    """Device id -> the runtime modelled on it: ``runtime`` on every device (refused, naming
-    the runtimes that do run there, on a device of a kind it does not run on), or each device
-    kind's default when None."""
-    from roofcast.hw_catalog.catalog import get_device
-    from roofcast.predictor.runtimes import resolve_runtime
-
-    specs = [get_device(d) for d in devices]
-    return {s.id: resolve_runtime(runtime, s.kind).name for s in specs}
 
 
 def runtime_summary(names) -> str:
@@ -124,10 +111,11 @@ def run_parallel(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from roofcast import api
     from roofcast.app.parallel_args import is_parallel
-    from roofcast.predictor.compare import compare_devices
+    from roofcast.predictor.config import RunConfig
     from roofcast.predictor.errors import PredictionError
-    from roofcast.predictor.sweep import NOTE_SEP
+    from roofcast.predictor.kernel_rows import NOTE_SEP
 
     if is_parallel(args):
         return run_parallel(args)
@@ -136,11 +124,11 @@ def run(args: argparse.Namespace) -> int:
                               "--hw A,B --devices N to compare multi-device systems")
     devices = split_devices(args.hw)
     estimator = chosen_estimator(args)
-    runtimes = device_runtimes(devices, args.runtime)  # before any work
-    graph, batch = load_user_graph(args)
-    config = run_config(args, graph)
-    df = compare_devices(graph_source(args, graph, batch), devices, config, estimator,
-                         baseline=args.baseline, allow_incomplete=args.allow_incomplete)
+    model, batch = load_user_model(args)
+    df = api.compare(model, devices, estimator=estimator, baseline=args.baseline,
+                     allow_incomplete=args.allow_incomplete, **settings(args))
+    config = RunConfig(**settings(args))
+    runtimes = dict(zip(df["device"], df["runtime"], strict=True))
     table = pd.DataFrame({
         "device": df["device"], "runtime": df["device"].map(runtimes), "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
         "throughput_per_s": df["throughput_samples_per_s"],

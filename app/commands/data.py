@@ -1,4 +1,5 @@
-"""``roofcast data list|stats|export|import``: the measurement store (``training_data.store``)."""
+"""``roofcast data list|stats|export|import``: the measurement store (your measured kernel
+times, from ``roofcast measure`` or imported files)."""
 
 from __future__ import annotations
 

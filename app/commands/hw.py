@@ -46,18 +46,20 @@ def _tera(spec: HardwareSpec, engine: str, dtype: str) -> float | None:
     return None if value is None else value / 1e12
 
 
-LIST_COLUMNS = ("id", "name", "kind", "matrix_fp16_TFLOPs", "matrix_bf16_TFLOPs",
-                "vector_fp32_TFLOPs", "mem_GB", "bw_GBps", "l2_MB", "tdp_W", "price_USD", "source")
+#: each figure's column is named by its what-if key (``h100-sxm:matrix_fp16_TOPS=2000``), in
+#: that key's unit (TOPS = TFLOP/s, GB = GiB, MB = MiB)
+LIST_COLUMNS = ("id", "name", "kind", "matrix_fp16_TOPS", "matrix_bf16_TOPS", "vector_fp32_TOPS",
+                "mem_GB", "mem_bw_GBps", "l2_MB", "tdp_W", "price_USD", "source")
 
 
 def list_table(specs: list[HardwareSpec]) -> Table:
     """One row per device; peaks are exact entries (blank when the device lacks the unit)."""
     rows = [{
         "id": s.id, "name": s.name, "kind": s.kind,
-        "matrix_fp16_TFLOPs": _tera(s, "matrix", "fp16"),
-        "matrix_bf16_TFLOPs": _tera(s, "matrix", "bf16"),
-        "vector_fp32_TFLOPs": _tera(s, "vector", "fp32"),
-        "mem_GB": s.mem_capacity_bytes / 2**30, "bw_GBps": s.mem_bw_Bps / 1e9,
+        "matrix_fp16_TOPS": _tera(s, "matrix", "fp16"),
+        "matrix_bf16_TOPS": _tera(s, "matrix", "bf16"),
+        "vector_fp32_TOPS": _tera(s, "vector", "fp32"),
+        "mem_GB": s.mem_capacity_bytes / 2**30, "mem_bw_GBps": s.mem_bw_Bps / 1e9,
         "l2_MB": s.l2_bytes / 2**20, "tdp_W": s.tdp_W, "price_USD": s.price_usd,
         "source": s.origin,
     } for s in specs]

@@ -1,28 +1,17 @@
 """``roofcast llm MODEL --hw ID[,ID...]``: serving a decoder-only LLM on one or several devices.
 
 MODEL: a bundled config (``roofcast llm --list``), a Hugging Face id
-(``meta-llama/Llama-3.1-70B``), a ``config.json`` (or its folder) or an ONNX decoder export.
-A request is a prefill of ``--input-tokens`` then ``--output-tokens`` decode steps, served by
-an engine (``--runtime vllm|tensorrt-llm|llama.cpp``; default: the device kind's engine) at a
-static ``--batch`` or a continuous-batching ``--concurrency`` (``max``: as many requests as fit
-in memory), with the weights, KV cache and activations in the dtypes given.
-
-One device prints TTFT (time to first token: the prefill), TPOT (time per output token: one
-decode step), end-to-end latency of a request, output and total (input + output) tokens/s of
-the device, each with its interval; the memory breakdown (weights, KV cache, activations,
-engine reserve, against the device capacity, GiB); the largest batch that fits at these
-lengths; $ per million output tokens and output tokens per joule where the catalog has the
-device's price / power (a note states the assumption: the list price amortised over three years
-of continuous use, the full TDP); notes (fp8 emulated, does not fit: needs N devices, ...) on
-stderr. Several devices print one row per device, ``speedup`` = output tokens/s
-over the first device's.
-
-One replica over several devices: ``--tp N`` (tensor-parallel: heads, FFN and vocabulary split,
-two all-reduces per layer per step), ``--pp N`` (pipeline stages of layers), ``--ep N``
-(expert-parallel MoE ranks) on ``--system ID`` or ``--devices N`` of ``--hw`` (default: tp x pp
-of it in one node); the memory is then per device. ``roofcast plan MODEL --mode serve`` ranks
-every (tp, pp) of a system instead. ``--output FILE`` writes the output there instead (atomically: the
-file is complete or untouched). ``roofcast.llm(...)`` is the same from Python.
+(``meta-llama/Llama-3.1-70B``), a ``config.json`` (or its folder) or an ONNX decoder export. A
+request is a prefill of ``--input-tokens`` then ``--output-tokens`` decode steps, served by an
+engine (``--runtime vllm|tensorrt-llm|llama.cpp``; default: the device kind's) at a static
+``--batch`` or a continuous-batching ``--concurrency`` (``max``: as many as fit in memory).
+One device: TTFT, TPOT, end-to-end latency, output and total tokens/s (with intervals), the
+memory breakdown (GiB), the largest batch that fits, $ per million output tokens and tokens per
+joule where the catalog has price / power (list price over three years, full TDP). Several
+devices: one row each, ``speedup`` = output tokens/s over the first's. One replica on several
+devices: ``--tp``, ``--pp``, ``--ep`` on ``--system ID`` or ``--devices N`` of ``--hw``
+(``roofcast plan MODEL --mode serve`` ranks every (tp, pp)). ``--output FILE`` writes the
+output there atomically. ``roofcast.llm(...)`` is the same from Python.
 """
 
 from __future__ import annotations

@@ -4,22 +4,14 @@ system, ranked.
 Training (``--mode train``, the default) or inference (``--mode infer``): every
 (dp, tp, pp, ep, micro-batches) that divides the model's heads, layers, experts, the global
 batch and the system's devices, with each ZeRO stage of ``--zero`` and with and without
-activation recomputation (``--recompute``), one step timed per plan
-(``predictor.parallel.search.plan_search``), ranked: the plans that fit the devices' memory
-first, fastest first. Each row: the step time and its parts (compute, exposed communication,
-pipeline bubble, optimizer: they sum to the step), samples and tokens per second, memory per
-device against its capacity (``over_GiB``: by how much it does not fit). When nothing fits, the
-verdict says which plan comes closest and by how much it is over.
-
-Serving (``--mode serve``, decoder LLMs): every (tp, pp) whose product divides the devices,
-``devices / (tp x pp)`` replicas, ranked by tokens/s (``predictor.llm.serving_plan``);
-``--seq`` is then the prompt length, ``--global-batch`` the static batch per replica (default:
-as many requests as fit).
-
-MODEL: a bundled LLM name (``roofcast llm --list``), a Hugging Face id, a ``config.json`` or an
-ONNX decoder (Megatron-LM on the architecture), or any other ONNX file / zoo name (sharded from
-the graph). A zoo name wins over a bundled LLM of the same name: ``llm:gpt2`` is the config,
-``gpt2`` the zoo's ONNX export. ``--output FILE`` writes atomically.
+activation recomputation (``--recompute``), one step timed per plan; plans that fit the
+devices' memory first, fastest first. Each row: the step and its parts (compute, exposed
+communication, pipeline bubble, optimizer), samples and tokens per second, memory per device
+(``over_GiB``: by how much it does not fit). Serving (``--mode serve``, decoder LLMs): every
+(tp, pp) whose product divides the devices, ranked by tokens/s; ``--seq`` is the prompt length,
+``--global-batch`` the static batch per replica (default: as many requests as fit).
+MODEL: a bundled LLM (``roofcast llm --list``), Hugging Face id, ``config.json`` or ONNX
+decoder, or any other ONNX file / zoo name; ``llm:gpt2`` is the config, ``gpt2`` the zoo's ONNX.
 """
 
 from __future__ import annotations

@@ -37,11 +37,13 @@ from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 if TYPE_CHECKING:
     import pandas as pd
 
-    from roofcast.graph_import.types import Graph
+    from roofcast.api import Prediction
+    from roofcast.models import Model
     from roofcast.predictor.config import RunConfig
-    from roofcast.predictor.simulate import Prediction
 
 GIB = 2.0**30
+#: the dim ``--seq`` binds on an ONNX model (the zoo's and the exporters' name)
+SEQUENCE_DIM = "sequence"
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
@@ -118,37 +120,38 @@ def user_dim_specs(args: argparse.Namespace) -> list[str]:
     return [*args.dim, *batch]
 
 
-def dim_specs_without_batch(args: argparse.Namespace) -> list[str]:
-    """The --dim specs minus any batch=N (the batch is passed separately)."""
-    return [s for s in args.dim if s.split("=", 1)[0].strip() != "batch"]
-
-
-def load_user_graph(args: argparse.Namespace) -> tuple[Graph, int]:
+def load_user_model(args: argparse.Namespace) -> tuple[Model, int]:
     """The model with the user's dims (batch 1 unless told), and its batch: the bound
     ``batch`` dim, 1 for a model without one."""
-    from roofcast.app.model_ref import load_graph
+    from roofcast.app.model_ref import bind_dims
     from roofcast.graph_import.dims import BATCH_DIM, DEFAULT_BATCH
+    from roofcast.models import load_model
 
-    graph = load_graph(args.model, user_dim_specs(args))
-    return graph, int(graph.dims.get(BATCH_DIM, DEFAULT_BATCH))
-
-
-def graph_source(args: argparse.Namespace, graph: Graph, batch: int):
-    """``batch -> Graph`` for the library's batch searches: ``graph`` itself at its own batch,
-    else the model re-imported at the asked batch."""
-    from roofcast.app.model_ref import load_graph
-
-    dims = dim_specs_without_batch(args)
-    return lambda b: graph if b == batch else load_graph(args.model, dims, b)
+    model = load_model(args.model, {**bind_dims(args.dim, args.batch), **seq_dim(args)})
+    return model, int(model.dims.get(BATCH_DIM, DEFAULT_BATCH))
 
 
-def run_config(args: argparse.Namespace, graph: Graph) -> RunConfig:
-    """The run's RunConfig: dims from the imported graph (``predictor.config.run_config``)."""
-    from roofcast.predictor.config import run_config as config_for
+def seq_dim(args: argparse.Namespace) -> dict[str, int]:
+    """``--seq N`` on an ONNX model: its ``sequence`` dim (as on several devices); one value
+    when ``--dim sequence=`` gives it too."""
+    from roofcast.app.model_ref import bind_dims
+    from roofcast.predictor.errors import PredictionError
 
-    return config_for(graph, precision=args.precision or "fp32", mode=args.mode, threads=args.threads,
-                      inter_op=args.inter_op, fusion=args.fusion, optimizer=args.optimizer,
-                      runtime=args.runtime)
+    seq = getattr(args, "seq", None)
+    if seq is None:
+        return {}
+    given = bind_dims(args.dim).get(SEQUENCE_DIM)
+    if given is not None and given != seq:
+        raise PredictionError(f"--seq {seq} contradicts --dim {SEQUENCE_DIM}={given}; give one "
+                              "of them")
+    return {SEQUENCE_DIM: seq}
+
+
+def settings(args: argparse.Namespace) -> dict:
+    """The run's execution settings as ``roofcast.api`` keywords (``roofcast.api.SETTINGS``)."""
+    return {"precision": args.precision or "fp32", "mode": args.mode, "threads": args.threads,
+            "inter_op": args.inter_op, "fusion": args.fusion, "optimizer": args.optimizer,
+            "runtime": args.runtime}
 
 
 def execution(config: RunConfig, hw) -> dict:
@@ -228,24 +231,25 @@ def memory_table(pred: Prediction, hw) -> pd.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
+    from roofcast import api
     from roofcast.app.parallel_args import is_parallel
-    from roofcast.hw_catalog.catalog import get_device
     from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.estimator_registry import LEARNED_NAMES
     from roofcast.predictor.memory import max_batch_that_fits
-    from roofcast.predictor.simulate import predict_graph
 
     if is_parallel(args):
         return run_parallel(args)
     if args.hw is None:
         raise PredictionError("give --hw ID (one device; roofcast hw list), or --system ID / "
                               "--hw ID --devices N for several")
-    hw = get_device(args.hw)
-    graph, batch = load_user_graph(args)
-    config = run_config(args, graph)
+    hw = api.device(args.hw)
     estimator = chosen_estimator(args)
-    run = execution(config, hw)  # refuses a runtime that does not run on hw before any work
-    pred = predict_graph(graph, hw, config, estimator, allow_incomplete=args.allow_incomplete)
+    model, batch = load_user_model(args)
+    graph = model.graph
+    pred = api.predict(model, hw, estimator=estimator, allow_incomplete=args.allow_incomplete,
+                       **settings(args))
+    config = pred.config
+    run = execution(config, hw)
     top = top_rows(args)
     tables = {
         "ops": Table.of(context_columns(op_table(pred, None), args.format,
@@ -283,8 +287,7 @@ def run(args: argparse.Namespace) -> int:
 
         extra["learned_model"] = str(model_folder())  # which trained model answered
     if args.max_batch:
-        extra["max_batch_that_fits"] = max_batch_that_fits(graph_source(args, graph, batch), hw,
-                                                           config)
+        extra["max_batch_that_fits"] = max_batch_that_fits(model.graph_at, hw, config)
     if args.format != "table":
         extra["notes"] = list(pred.notes)
     emit(tables, args.format, extra={k: _plain(v) for k, v in extra.items()})
@@ -309,6 +312,8 @@ def parallel_options(args: argparse.Namespace, command: str) -> dict:
     options = {**plan_flags_given(args), "global_batch": args.global_batch, "mode": args.mode,
                "estimator": args.estimator, "precision": args.precision,
                "optimizer": args.optimizer, "runtime": args.runtime}
+    if args.seq is not None:
+        options["seq_tokens"] = args.seq
     dims = bind_dims(args.dim)
     if dims:
         options["dims"] = dims

@@ -1,29 +1,17 @@
 """``roofcast sweep MODEL --hw A,B --batches 1,8,32``: devices x batches x precisions x modes;
 ``roofcast sweep SPEC.toml [--scheduler local|dask-local:N|dask://HOST:PORT] [--output DIR]``:
-a design-space sweep from a spec file (``predictor.sweeps``), written as a Parquet dataset.
+a design-space sweep from a spec file, written as a Parquet dataset.
 
-One row per (device, batch, precision, mode) cell, from ``predictor.sweep.sweep`` (one
-vectorised evaluation for every cell; ``roofcast.sweep`` in Python): the runtime modelled on the
-device (``--runtime``, else the device kind's default), predicted step time, speedup over the
-baseline device in the same cell, throughput (samples/s = batch / time), memory footprint and
-whether it fits, throughput per list-price dollar and per TDP watt (empty where the catalog has
-no price or TDP), and the dominant bound.
-
-With a ``.toml`` file instead of a model (``predictor.sweeps.spec`` documents the file): the grid
-(models and LLM configs x devices and ``system:`` entries x runtimes x batches x precisions x
-modes x plans x tokens; which combinations are cells: ``predictor.sweeps.types.cell_groups``)
-is cut into tasks of >= 100 ms, run on the scheduler (``local``: in this process;
-``dask-local:N``: a LocalCluster of N worker processes; ``dask://HOST:PORT``: a running Dask
-scheduler), with a progress bar on stderr; the cells go to a Parquet dataset folder
-(``--output``, default ``NAME.parquet`` for the spec's name; streamed as tasks finish, so this
-process never holds every cell, and renamed into place at the end) and two tables
-are printed (``predictor.sweeps.output``): the summary per model x family x hardware and the
-Pareto front per work (model, family, mode, request shape: latency vs $ per sample/s, or per
-token/s for LLM cells), with the family, hardware, devices, plan, tokens and — with a
-``baseline`` — the speedup (columns that are empty for every cell of the sweep are left out:
-the LLM ones without LLM configs, the speedups without a baseline). A cell that cannot be
-predicted (unknown device, failed import) is a row with ``error`` set; the sweep still
-completes.
+MODEL: one row per (device, batch, precision, mode) cell: the runtime modelled on the device,
+step time, speedup over the baseline device, throughput (samples/s), memory and whether it
+fits, throughput per list-price dollar and per TDP watt (empty where the catalog has neither),
+and the dominant bound. SPEC.toml: its grid (models, LLM configs, devices and ``system:``
+entries, runtimes, batches, precisions, modes, plans, tokens) runs on the scheduler (``local``:
+this process; ``dask-local:N``: N worker processes; ``dask://HOST:PORT``: a running Dask
+scheduler) with a progress bar; cells stream to a Parquet folder (``--output``, default
+``NAME.parquet``), then the summary per model x family x hardware and the Pareto front
+(latency vs $ per sample/s or per token/s) are printed. A cell that cannot be predicted is a
+row with ``error`` set; the sweep still completes.
 """
 
 from __future__ import annotations
@@ -37,12 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from roofcast.app.argtypes import name_list, positive_int, positive_int_list
-from roofcast.app.commands.compare import (
-    device_runtimes,
-    fusion_summary,
-    runtime_summary,
-    split_devices,
-)
+from roofcast.app.commands.compare import fusion_summary, runtime_summary, split_devices
 from roofcast.app.commands.predict import GIB, add_execution_args, chosen_estimator
 from roofcast.app.output import add_format_arg, context_columns, emit
 
@@ -79,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, model_only=model_only)
 
 
-CELLS_PER_TASK_TEXT = "sized so a task is >= 100 ms (predictor.sweeps.tasks)"
+CELLS_PER_TASK_TEXT = "sized so a task runs for at least 100 ms"
 SPEC_ONLY = ("scheduler", "output", "cells_per_task")
 
 
@@ -208,18 +191,18 @@ def _dropped(llms: tuple[str, ...], baseline: str | None) -> set[str]:
 def run_model(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from roofcast.app.model_ref import load_graph
+    from roofcast import api
+    from roofcast.app.model_ref import bind_dims
     from roofcast.predictor.config import RunConfig
-    from roofcast.predictor.sweep import sweep
 
-    devices = split_devices(args.hw)
-    runtimes = device_runtimes(devices, args.runtime)  # before any work
-    dims = [s for s in args.dim if s.split("=", 1)[0].strip() != "batch"]
-    df = sweep(lambda b: load_graph(args.model, dims, b), devices, args.batches,
-               args.precisions, args.modes, chosen_estimator(args), baseline=args.baseline,
-               fusion=args.fusion, inter_op=args.inter_op, optimizer=args.optimizer,
-               threads=args.threads, allow_incomplete=args.allow_incomplete,
-               runtime=args.runtime)
+    dims = {k: v for k, v in bind_dims(args.dim).items() if k != "batch"}
+    df = api.sweep(args.model, split_devices(args.hw), args.batches,
+                   precisions=args.precisions, modes=args.modes, dims=dims,
+                   estimator=chosen_estimator(args), baseline=args.baseline,
+                   runtime=args.runtime, fusion=args.fusion, inter_op=args.inter_op,
+                   optimizer=args.optimizer, threads=args.threads,
+                   allow_incomplete=args.allow_incomplete)
+    runtimes = dict(zip(df["device"], df["runtime"], strict=False))
     table = pd.DataFrame({
         "device": df["device"], "runtime": df["device"].map(runtimes), "batch": df["batch"],
         "precision": df["precision"], "mode": df["mode"], "time_ms": df["time_s"] * 1e3,

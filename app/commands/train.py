@@ -1,35 +1,18 @@
 """``roofcast train``: fit the learned per-family predictors, validate them, save them.
 
 Sources (``--from``, comma-separated or repeated; default ``bundled,public``): ``bundled`` (the
-bundled CPU dataset), ``public`` (public GPU kernels: NeuSight, DeepBench; their packaged copy
-unless ``$ROOFCAST_SHARED_DATA`` or ``../shared/data`` holds the full files, same rows), ``store``
-(the measurement store, ``--store PATH``), a CSV/Parquet FILE of measurement rows, or a DIR
-written by ``roofcast data export --format parquet --partition-by device --output DIR``. Each
-source's row count and where it was read are printed. Validation is grouped cross-validation:
-leave-one-device-out for GPU rows, leave-one-model-out for CPU rows. Printed: per-family errors
-(median, p90 and time-weighted median APE) beside the analytical baseline, interval coverage,
-end-to-end errors of whole-model runs, and with ``--holdout-device`` / ``--holdout-model`` the
-errors of the final model on the rows kept out of training.
+bundled CPU dataset), ``public`` (public GPU kernels: NeuSight, DeepBench), ``store`` (the
+measurement store, ``--store PATH``), a CSV/Parquet FILE of measurement rows, or a DIR written
+by ``roofcast data export --format parquet --partition-by device``. Validation: leave one device
+out (GPU rows), leave one model out (CPU rows); per-family and end-to-end errors are printed
+beside the analytical baseline. ``--scheduler local|dask-local:N|dask://HOST:PORT`` trains on
+Dask workers (one exported DIR; at most 100,000 rows give the local model exactly).
 
-Scheduler (``--scheduler``): ``local`` (default, in process), ``dask-local:N`` (a Dask
-LocalCluster of N worker processes) or ``dask://HOST:PORT`` (a running Dask scheduler). A Dask
-scheduler trains on one exported DIR: its Parquet partitions are read and featurized on the
-workers and the XGBoost candidate is fitted there with ``xgboost.dask``; the model choice,
-folds, validation and intervals are those of local training. A fit of at most 100,000 rows runs
-on one worker and gives the local model exactly; larger fits are spread over the workers
-(XGBoost's distributed sketch: figures within the tolerance its tests state). The scheduler text
-is read by ``predictor.dask_client``, as ``roofcast sweep`` reads it
-(``predictor.learned.distributed``).
-
-Saving: the model is installed as ``--install NAME`` (default ``latest``) in the user's model
-folder and made the active one, which ``predict``/``compare``/``advise --estimator
-learned|auto``, the app and the Python API use from then on (``roofcast models list|use|remove``
-manage them; ``roofcast models use default`` returns to the shipped model). ``--output DIR``
-writes the model folder there instead (plus installs it when ``--install`` is also given); use
-such a folder with ``ROOFCAST_LEARNED_MODEL=DIR``. A model folder holds XGBoost UBJ files plus
-``metadata.json``. Saving never loses a file: the new model is written beside the folder and
-swapped in by renames; only the old model's own files (those its metadata lists) are deleted, any
-other file in the folder stays. An ``--output`` that cannot be written is refused before training.
+Saving: installed as ``--install NAME`` (default ``latest``) and made active for
+``--estimator learned|auto`` everywhere (``roofcast models list|use|remove``; ``roofcast models
+use default`` returns to the shipped model); ``--output DIR`` writes the folder there (use it
+with ``ROOFCAST_LEARNED_MODEL=DIR``). Saving never loses a file: the new model is swapped in by
+renames, and an ``--output`` that cannot be written is refused before training.
 """
 
 from __future__ import annotations

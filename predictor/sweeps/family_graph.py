@@ -1,42 +1,12 @@
 """Graph cells: an ONNX/zoo model on one device, vectorised by ``predictor.sweep.sweep``.
 
 A ``graph`` task is one model x one runtime x a slice of the devices x every batch, precision
-and mode (plan ``single``, no tokens), predicted in one ``sweep`` call.
-
-* Graphs come from a per-process LRU cache keyed by (model, dims, batch, folder)
-  (``graph_cache``): a worker imports a model once per (dims, batch), not once per cell/task.
-* Device texts are resolved once per process while the device catalog is unchanged
-  (``known_devices``), the runtime once per device kind and task; ``sweep`` gets the resolved
-  devices.
-* A device that is not in the catalog, or on which the runtime does not run, fails only its
-  own cells; a model/batch whose import fails fails only its cells; if the vectorised call
-  still raises, it is split by precision, mode, batch, then device and retried, so one bad
-  precision (int8 on pytorch-eager), batch or device cannot sink the rest; every failure is a
-  row with ``error`` = the message and NaN metrics.
-
-Sizing (``families.FAMILY_SPECS["graph"]``: fixed_s 10 ms, cell_s 0.25 ms): with G = batches
-x precisions x modes and w devices, a task costs about G x (F + w x c). Measured with
-``benchmarks/family_costs.py`` (process CPU time, the least of 5 runs, ``time-roofline``,
-default runtime, G = batches (1, 8) x fp16 x (infer, train), 1 and 43 GPUs, graphs imported;
-2 shared cores, load 3.0-3.5):
-
-* **cold** (``--cold``: the first task of a model in a process; on a cluster, every worker
-  that gets a slice of it): F 9.4 ms resnet50, 9.3 ms mobilenet_v2, 17.9 ms bert_base — the
-  kernel plan (once per graph and runtime), the forward rows (once per precision, shared by
-  infer and train), training rows and memory per (batch, precision, mode);
-* **warm** (a later device slice in the same process: ``predictor.graph_memo`` keeps all of
-  that): F 5.4 / 5.7 / 6.3 ms (featurize, one ``explain``, the cell table);
-* c 0.23 ms resnet50 and mobilenet_v2, 0.48 ms bert_base (more kernels per cell).
-
-At load 0.8: cold F 8.8 / 8.7 / 16.6 ms, warm F 4.9 / 4.9 / 5.4 ms, c 0.22 / 0.18 / 0.40 ms.
-``fixed_s`` is the cold F (what splitting the devices repeats across workers). Before the
-speed-ups (same method) F was 13.7 / 15.5 / 50.5 ms and c 0.64 / 0.48 / 0.84 ms at load 3-3.5,
-12.0 / 12.2 / 37.5 ms and 0.47 / 0.43 / 0.68 ms at load 0.8:
-every task rebuilt every workload, re-sorted the graph on every ``Graph.ops``, re-read the
-device catalog twice and the runtime profile once per device.
-
-``runtime`` column: the profile that was modelled (the spec's text where the cell failed
-before a profile was chosen).
+and mode, predicted in one ``sweep`` call. Graphs come from a per-process LRU cache
+(``graph_cache``), device texts are resolved once per process (``known_devices``). A device not
+in the catalog or not run by the runtime, or a failed import, fails only its own cells; a
+vectorised call that still raises is split by precision, mode, batch, then device and retried.
+Every failure is a row with ``error`` set and NaN metrics. Sizing: ``FAMILY_SPECS["graph"]``
+(fixed_s 10 ms, cell_s 0.25 ms; measurements in docs/design/layers.md).
 """
 
 from __future__ import annotations

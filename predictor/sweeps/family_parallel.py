@@ -117,7 +117,7 @@ def source_cache(model: str, root: str, llm: bool, mode: str, precision: str, ru
     if llm:
         return LLMParallelSource(llm_cache(model, root), seq_tokens=seq_tokens, precision=precision,
                                  runtime=runtime)
-    from roofcast.parallel_api import parallel_source
+    from roofcast.predictor.model_source import parallel_source
 
     return parallel_source(str(model_source(model, root)), mode=mode, precision=precision,
                            runtime=runtime, dims=dict(_graph_dims(model, root, dims)) or None)

@@ -23,7 +23,7 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.load import load_llm
 from roofcast.hw_catalog.systems import get_system, resolve_system
 from roofcast.models import resolve_model_path
-from roofcast.parallel_api import LLM_PREFIX
+from roofcast.predictor.model_source import LLM_PREFIX
 from roofcast.predictor.sweeps.types import SYSTEM_PREFIX
 
 __all__ = ["LLM_PREFIX", "llm_cache", "model_source", "system_cache", "system_device"]

@@ -1,23 +1,12 @@
 """Cut a sweep into tasks and run one: ``plan_tasks(spec)``, ``run_task(task) -> DataFrame``.
 
-**Planning.** ``types.cell_groups(spec)`` says which cells the spec means (per model and
-family); each group is cut into tasks of one runtime and a slice of its hardware, carrying the
-group's full product of batches, precisions, modes, plans and tokens. Order and ids are
-deterministic: models, then families (``FAMILIES`` order), then runtimes, then hardware
-slices, in the spec's order; ``task_id`` counts from 0.
-
-Sizing rule (each family's measured costs, ``families.FAMILY_SPECS``): with G = the
-combinations of the non-hardware axes and w hardware entries, a task costs about
-G x (F + w x c). Splitting the hardware repeats F in every slice, so a slice holds at least
-w = max(ceil(F / c), ceil((``TASK_MIN_S`` / G - F) / c)) entries: the fixed part is at most
-half the task, and a task takes >= 100 ms. The hardware is cut into
-max(1, floor(entries / w)) slices of near-equal size (each >= w). ``cells_per_task`` overrides
-the rule: w = ceil(cells_per_task / G) (tests, tuning).
-
-**Running.** ``run_task`` (``families.run_task``) hands the task to its family's runner,
-which returns one ``CELL_COLUMNS`` row per cell and never raises for a bad cell.
-``cell_id``'s runtime part is the spec's runtime (``default`` = each device kind's default
-profile or engine); the ``runtime`` column holds the profile that was modelled.
+Planning: each cell group (``types.cell_groups``) is cut into tasks of one runtime and a slice
+of its hardware, carrying the group's full product of the other axes; order and ids are
+deterministic. Sizing (per family, ``families.FAMILY_SPECS``): with G non-hardware combinations
+and w hardware entries a task costs about G x (F + w x c) seconds, so a slice holds at least
+w = max(ceil(F / c), ceil((``TASK_MIN_S`` / G - F) / c)) entries (fixed part <= half, task >=
+100 ms); ``cells_per_task`` overrides it (w = ceil(cells_per_task / G)). Running: the task's
+family runner returns one ``CELL_COLUMNS`` row per cell and never raises for a bad cell.
 """
 
 from __future__ import annotations

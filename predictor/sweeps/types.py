@@ -1,37 +1,13 @@
 """The contract of sweeps: a spec (the grid), tasks (slices of it), a result (one row per cell).
 
-A **cell** is one prediction: (model, hardware, runtime, batch, precision, mode, plan, tokens).
-Its id, ``cell_id(model, runtime, key)``, is the "|"-joined tuple: stable across schedulers,
-so results of the local and the Dask scheduler compare row for row after sorting by ``cell_id``.
-
-Three **families** of cells (``FAMILIES``), each run by its own registered module
-(``families.py``):
-
-* ``graph``: an ONNX/zoo model on one device, plan ``single``, modes ``infer``/``train``
-  (``predictor.sweep.sweep``, vectorised over devices x batches x precisions x modes);
-* ``serving``: an LLM config, mode ``serve``: static batches of ``batch`` requests of
-  ``input_tokens`` prompt + ``output_tokens`` generated tokens per replica, ``precision`` the
-  weights' dtype, runtime a serving engine (``predictor.llm.serving``); plan ``single`` is one
-  device, ``tpT ppP [dpD]`` a replica over T x P devices (D replicas);
-* ``parallel``: a plan over several devices (``predictor.parallel.engine.predict_parallel``):
-  any model in mode ``infer``/``train`` with a plan other than ``single``, and LLM configs in
-  mode ``infer``/``train`` with any plan (``single`` = dp1 tp1 pp1); ``batch`` is the global
-  batch of one step, LLM samples are ``input_tokens`` long.
-
-The **hardware** of a cell is a device text (catalog id, what-if, from ``kind:``) or a system
-text ``system:ID`` (catalog system or what-if, e.g. ``system:hgx-h100:nodes=4``). On a device, a
-plan runs on dp x tp x pp devices of it (``hw_catalog.systems.resolve_system(hw=, devices=)``);
-on a system, a plan's missing ``dp`` fills the system (``complete_plan``). Systems take plans
-only: ``graph`` cells never run on a ``system:`` entry.
-
-A **task** is the unit a scheduler ships: one family, one model, one runtime, a slice of the
-hardware and the full product of the other axes (``SweepTask.cells``). Tasks are sized to take
->= 100 ms (``tasks.plan_tasks``); a worker imports a model once per (model, dims, batch) and
-keeps it (per-process caches).
-
-A cell that cannot be predicted (an unknown device, a runtime that does not run on it, a
-degree that does not divide the heads, a model that fails to import) is a row with ``error``
-set and NaN metrics, never a crashed sweep.
+A cell is one prediction (model, hardware, runtime, batch, precision, mode, plan, tokens) with a
+stable id ``cell_id`` ("|"-joined), so schedulers compare row for row. Families (``FAMILIES``):
+``graph`` (an ONNX/zoo model on one device), ``serving`` (an LLM config served by an engine on
+one device or a tp x pp replica) and ``parallel`` (a plan over several devices; ``batch`` is the
+global batch). Hardware: a device text or ``system:ID``; systems take plans only. A task is one
+family, model and runtime, a slice of the hardware and the full product of the other axes,
+sized to take >= 100 ms. A cell that cannot be predicted is a row with ``error`` set and NaN
+metrics, never a crashed sweep.
 """
 
 from __future__ import annotations

@@ -139,3 +139,20 @@ def test_verify_refuses_a_runtime_it_does_not_measure(mlp_path, capsys, local_de
     err = capsys.readouterr().err
     assert "--verify measures the run with onnxruntime-cpu, not torch-compile" in err
     assert "Traceback" not in err
+
+
+def test_advise_on_a_gpu_speaks_of_the_runtime_that_runs_there(mlp_path, capsys):
+    """A GPU runs pytorch-eager: no ONNX Runtime wording, and no fusion setting (the runtime
+    has no graph-optimiser fusions, so on and off would be the same kernels)."""
+    doc = run_json(capsys, "advise", mlp_path, "--hw", "a100-40gb-pcie",
+                   "--estimator", "time-roofline")
+    text = json.dumps(doc)
+    assert "ONNX Runtime" not in text
+    assert doc["runtime"] == "pytorch-eager"
+    assert "opt=" not in doc["default"]
+    assert {r["opt_level"] for r in doc["settings"]} == {"n/a"}
+    reasons = [r["reason"] for r in doc["reasons"]]
+    assert "default of pytorch-eager" in reasons[0]
+    assert not any("instead of" in r for r in reasons)  # no "N kernels instead of N"
+    assert any("graph optimisation not searched: pytorch-eager" in n["note"]
+               for n in doc["notes"])

@@ -100,3 +100,13 @@ def test_bad_arguments_exit_2_with_one_line(mlp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert message in err
+
+
+def test_seq_binds_an_onnx_models_sequence_dim(capsys):
+    by_seq = run_json(capsys, "predict", "bert_base", "--hw", "h100-sxm", "--seq", "32")
+    by_dim = run_json(capsys, "predict", "bert_base", "--hw", "h100-sxm", "--dim", "sequence=32")
+    assert by_seq["dims"]["sequence"] == 32
+    assert by_seq["total_ms"] == by_dim["total_ms"]
+    assert main(["predict", "bert_base", "--hw", "h100-sxm", "--seq", "32", "--dim",
+                 "sequence=64"]) == 2
+    assert "contradicts" in capsys.readouterr().err

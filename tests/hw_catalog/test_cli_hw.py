@@ -15,8 +15,8 @@ def test_hw_list_json_includes_user_devices(fixture_dir: Path, user_folder: Path
     rows = {r["id"]: r for r in out["devices"]}
     mine = rows["fixture-gpu"]
     assert mine["source"] == "user"
-    assert mine["bw_GBps"] == 3350
-    assert mine["matrix_bf16_TFLOPs"] == 989.4
+    assert mine["mem_bw_GBps"] == 3350
+    assert mine["matrix_bf16_TOPS"] == 989.4
     assert mine["mem_GB"] == 80
     assert rows["h100-sxm"]["source"] == "builtin"
 

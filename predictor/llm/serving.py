@@ -99,16 +99,16 @@ from roofcast.predictor.llm.phases import (
     time_steps,
 )
 from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
-from roofcast.predictor.llm.sharding import (
+from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
+from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
+from roofcast.predictor.runtimes.profile import ServingSpec
+from roofcast.predictor.sharding import (
     Sharding,
     check_sharding,
     local_arch,
     pipeline_round_factor,
     replica_system,
 )
-from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
-from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
-from roofcast.predictor.runtimes.profile import ServingSpec
 
 AMORTISATION_YEARS = 3.0
 SECONDS_PER_YEAR = 365.0 * 86400.0

@@ -30,9 +30,9 @@ from roofcast.hw_catalog import get_device
 from roofcast.hw_catalog.systems import get_system
 from roofcast.predictor.llm.phases import DEFAULT_ESTIMATOR, engine_profile
 from roofcast.predictor.llm.serving import predict_serving, serving_spec
-from roofcast.predictor.llm.sharding import Sharding, check_sharding
 from roofcast.predictor.llm.types import GIB, ServingConfig
 from roofcast.predictor.parallel.types import ParallelPlanError
+from roofcast.predictor.sharding import Sharding, check_sharding
 
 COLUMNS: tuple[str, ...] = (
     "rank", "plan", "tp", "pp", "ep", "devices_per_replica", "replicas", "batch", "max_batch",

@@ -55,6 +55,7 @@ from roofcast.predictor.parallel.types import (
 from roofcast.predictor.precision import FLOAT_DTYPES, rescale_bytes
 from roofcast.predictor.runtimes import get_runtime
 from roofcast.predictor.runtimes.catalog import default_runtime_name
+from roofcast.predictor.sharding import check_ep, check_tp, positive_degree
 from roofcast.predictor.training import requires_grad_tensors, trainable_params
 from roofcast.predictor.workload import workload_table
 
@@ -67,17 +68,6 @@ _ROLE_COLUMN: dict[str, dict[str, int]] = {
     "grad1": {"k": 1, "n": 2, "m": 3},
 }
 _GEMM_COLS = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
-
-
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ParallelPlanError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _divisors(n: int) -> str:
-    ds = [str(d) for d in range(1, n + 1) if n % d == 0]
-    return ", ".join(ds[:-1]) + f" or {ds[-1]}" if len(ds) > 1 else ds[0]
 
 
 class GraphParallelSource:
@@ -174,22 +164,17 @@ class GraphParallelSource:
     def build(self, *, tp: int, ep: int = 1, micro_batch: int, sequence_parallel: bool = False,
               mode: str = "train") -> ShardedWorkload:
         """One device's work for one micro-batch (module docstring)."""
-        tp = _positive("tp", tp)
-        ep = _positive("ep", ep)
-        micro_batch = _positive("micro_batch", micro_batch)
+        tp = positive_degree("tp", tp)
+        ep = positive_degree("ep", ep)
+        micro_batch = positive_degree("micro_batch", micro_batch)
         if mode not in PARALLEL_MODES:
             raise ParallelPlanError(f"mode must be one of {', '.join(PARALLEL_MODES)}, "
                                     f"got {mode!r}")
         if not isinstance(sequence_parallel, bool):
             raise ParallelPlanError(f"sequence_parallel must be true or false, "
                                     f"got {sequence_parallel!r}")
-        if ep > 1:
-            raise ParallelPlanError(f"ep={ep}: {self.name} has no mixture-of-experts layers "
-                                    "to split; use ep=1")
-        heads = self.facts.heads
-        if heads and heads % tp:
-            raise ParallelPlanError(f"tp={tp} does not divide the {heads} heads of "
-                                    f"{self.name}; use {_divisors(heads)}")
+        check_ep(self.name, ep, None)
+        check_tp(self.name, tp, self.facts.heads or None)
         key = (tp, micro_batch, sequence_parallel, mode)
         if key not in self._built:
             self._built[key] = self._build(tp, micro_batch, sequence_parallel and tp > 1, mode)

@@ -39,6 +39,7 @@ its gradient all-reduce with the first, MoE load imbalance and token dropping, d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
 
@@ -46,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.graph_import.llm.decoder import decoder_of
 from roofcast.graph_import.llm.load import load_llm
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.parallel.llm_activations import ActivationCase, slot_activation_bytes
@@ -58,7 +60,6 @@ from roofcast.predictor.parallel.llm_block import (
     moe_pairs,
     part_rows,
 )
-from roofcast.predictor.parallel.llm_shard import LLMShard, llm_shard, slot_params
 from roofcast.predictor.parallel.types import (
     PARALLEL_MODES,
     CommOp,
@@ -68,6 +69,7 @@ from roofcast.predictor.parallel.types import (
 )
 from roofcast.predictor.precision import storage_bytes
 from roofcast.predictor.runtimes import get_runtime
+from roofcast.predictor.sharding import LLMShard, llm_shard, slot_params
 from roofcast.predictor.workload import check_precision
 from roofcast.predictor.workload_rows import COLUMNS, frame
 
@@ -151,10 +153,12 @@ class LLMParallelSource:
         config = replace(self.config, mode=mode,
                          dims={"batch": micro.batch, "seq": micro.seq})
         tied = frozenset({f"{WEIGHT}embed"}) if arch.tied_embeddings else frozenset()
-        parts = (part_rows(embedding_nodes(arch, shard, micro), config),
-                 part_rows(block_nodes(arch, shard, micro), config),
-                 part_rows(head_nodes(arch, shard, micro), config, skip_params=tied))
-        rows = slot_rows(parts, arch.n_layers)
+        dec = decoder_of(arch)
+        blocks = {kind: part_rows(block_nodes(kind, arch, shard, micro), config)
+                  for kind, _ in dec.groups()}
+        rows = slot_rows(part_rows(embedding_nodes(arch, shard, micro), config),
+                         [blocks[kind] for kind in dec.layers],
+                         part_rows(head_nodes(arch, shard, micro), config, skip_params=tied))
         e = float(storage_bytes(self.config.precision))
         case = ActivationCase(micro.batch, micro.seq, e, micro.attention, micro.dropout,
                               moe_pairs(arch, shard, micro) if arch.n_experts > 1 else 0.0)
@@ -187,18 +191,15 @@ class LLMParallelSource:
         return tuple(notes)
 
 
-def slot_rows(parts: tuple[dict[str, list], dict[str, list], dict[str, list]],
-              layers: int) -> pd.DataFrame:
-    """Rows of every slot: the embedding's at slot 0, the block's repeated at 1..L, the
-    head's at L+1 (``count`` 1; ``key`` prefixed by the slot so it stays unique)."""
-    embed, block, head = parts
-    n_embed, n_block, n_head = (len(p["key"]) for p in parts)
-    slots = np.concatenate([np.zeros(n_embed, int), np.repeat(np.arange(1, layers + 1), n_block),
-                            np.full(n_head, layers + 1)])
-    cols = {c: np.concatenate([np.asarray(embed[c], object),
-                               np.tile(np.asarray(block[c], object), layers),
-                               np.asarray(head[c], object)]) for c in COLUMNS}
-    prefix = np.array([f"s{i}:" for i in range(layers + 2)], dtype=object)
+def slot_rows(embed: dict[str, list], blocks: Sequence[dict[str, list]],
+              head: dict[str, list]) -> pd.DataFrame:
+    """Rows of every slot: the embedding's at slot 0, layer ``i``'s block at ``i`` (one
+    costed block per layer kind, repeated), the head's at L+1 (``count`` 1; ``key`` prefixed
+    by the slot so it stays unique)."""
+    parts = [embed, *blocks, head]
+    slots = np.concatenate([np.full(len(p["key"]), i) for i, p in enumerate(parts)])
+    cols = {c: np.concatenate([np.asarray(p[c], object) for p in parts]) for c in COLUMNS}
+    prefix = np.array([f"s{i}:" for i in range(len(parts))], dtype=object)
     cols["key"] = prefix[slots] + cols["key"]
     return frame(cols).assign(count=1.0, layer=slots)
 

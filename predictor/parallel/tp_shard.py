@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.types import Engine, Graph, OpNode, TensorInfo
+from roofcast.predictor.sharding import split_length
 
 #: a tensor's layout: the split axis, or None when every rank holds all of it
 Axis = int | None
@@ -66,7 +67,7 @@ def split_fraction(length: int, tp: int) -> float:
     """Share of an axis of ``length`` one of ``tp`` ranks holds: ``ceil(length / tp) / length``."""
     if length <= 0:
         return 1.0
-    return math.ceil(length / tp) / length
+    return split_length(length, tp) / length
 
 
 @dataclass(frozen=True)

@@ -81,10 +81,10 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.phases import engine_profile
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.serving import predict_many
-from roofcast.predictor.llm.sharding import Sharding, check_sharding
 from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
 from roofcast.predictor.parallel.plan import complete_plan
 from roofcast.predictor.runtimes import ExecutionProfile
+from roofcast.predictor.sharding import Sharding, check_sharding
 from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
 from roofcast.predictor.sweeps.families import FAMILY_SPECS, register_family
 from roofcast.predictor.sweeps.loaders import llm_cache, system_cache

@@ -514,7 +514,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
         times = _model_times(arch, group, cfg, estimator, with_kernels)
         cal = engine_calibration(profile.name)
         for j, cell in enumerate(group):
-            notes = _fit_notes(arch, cell, cfg) + _kv_notes(cell, cfg)
+            notes = [*arch.notes, *_fit_notes(arch, cell, cfg), *_kv_notes(cell, cfg)]
             if profile.serving is None:
                 notes.append(f"runtime {profile.name!r} has no [serving] table: default engine "
                              "settings (0.9 memory utilisation, no step overhead)")

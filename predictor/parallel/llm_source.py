@@ -173,7 +173,7 @@ class LLMParallelSource:
             config=config, runtime=self.profile.name, notes=self._notes(shard, mode))
 
     def _notes(self, shard: LLMShard, mode: str) -> tuple[str, ...]:
-        notes = [f"Megatron-LM split of {self.arch.name}: {shard.heads} query / "
+        notes = [*self.arch.notes, f"Megatron-LM split of {self.arch.name}: {shard.heads} query / "
                  f"{shard.kv_heads} KV heads, MLP width {shard.d_ff}, vocabulary "
                  f"{shard.vocab} per rank (padded to a multiple of 128 x tp); one block costed "
                  f"and repeated for its {self.arch.n_layers} slots",

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofcast.predictor.parallel.plan import (
-    check_model_degrees,
-    check_plan,
-    complete_plan,
-    divisors,
-)
+from roofcast.predictor.parallel.plan import check_model_degrees, check_plan, complete_plan
 from roofcast.predictor.parallel.types import ModelFacts, ParallelPlan, ParallelPlanError
 
 LLAMA = ModelFacts(name="llama-3.1-70b", layers=80, heads=64, kv_heads=8, hidden=8192,
@@ -19,10 +14,6 @@ MOE = ModelFacts(name="moe", layers=8, heads=8, kv_heads=8, experts=8)
 
 def check(plan, facts=LLAMA, n=32, gb=1024, mode="train", dpn=8):
     return check_plan(plan, facts, n_devices=n, global_batch=gb, mode=mode, devices_per_node=dpn)
-
-
-def test_divisors():
-    assert divisors(12) == [1, 2, 3, 4, 6, 12]
 
 
 def test_tp_not_dividing_heads_names_degree_and_choices():

@@ -1,33 +1,13 @@
 """``GraphParallelSource``: any ONNX graph as a ``ParallelSource`` (Megatron tensor sharding
 inferred from the graph).
 
-``build(tp=, ep=1, micro_batch=, sequence_parallel=, mode=)``:
-
-1. the graph at ``micro_batch`` (``graph_at``, e.g. ``Model.graph_at``) and its workload rows
-   (``predictor.workload.workload_table`` under the config with ``mode`` = train: forward,
-   backward and optimizer rows; infer: forward rows), cached per micro-batch and mode;
-2. the tensor layout (``tp_shard.shard_layout``: which tensors and nodes are split over the
-   tensor ranks, the collectives; cached per micro-batch and sequence parallelism) and the
-   layer slots (``graph_blocks.find_blocks``);
-3. per row, the shard rule's scaling at ``tp`` (work share ``w = ceil(n/tp)/n`` for a node
-   split over an axis of n, 1 when replicated): forward rows: flops × w, bytes read ×
-   (Σ inputs' bytes × their share) / Σ inputs' bytes, bytes written likewise over the outputs,
-   weight bytes × the weights' share; backward rows: flops × w, bytes × the node's traffic
-   share (inputs and outputs together); the GEMM dim the split divides (``NodeShard.gemm_role``:
-   columns N for column-parallel, K for row-parallel, the batch for head-split attention) ×
-   w, moved to where the backward's dX / dW GEMMs carry it; update rows × their parameter's
-   share;
-4. comms: the layout's collectives at the run's precision (forward; backward in training),
-   group ``tp``, merged per (collective, size, phase, slot) with a count;
-5. per slot: ``param_elems`` (trainable parameters at their share, each in the slot of its
-   first consumer), ``activation_bytes`` (the float outputs of the slot's kernels at their
-   share: what the backward keeps, as ``predictor.memory`` counts a training step's saved
-   activations), ``checkpoint_bytes`` (the tensor entering the slot), ``boundary_bytes`` (the
-   largest tensor between blocks, at its share: replicated without sequence parallelism).
-
-Refused (``ParallelPlanError``): tp not dividing the attention heads (found at the attention
-cores), ep > 1 (no experts in a graph), bad degrees or modes. Results are cached per
-(tp, micro_batch, sequence_parallel, mode).
+``build(tp=, ep=1, micro_batch=, sequence_parallel=, mode=)``: the graph's workload rows at
+``micro_batch`` scaled by the ``tp_shard`` layout (a node split over an axis of ``n`` does
+``w = ceil(n / tp) / n`` of the work; bytes by the split tensors' shares; the split GEMM dim
+x ``w``), the layout's collectives (group ``tp``), and per layer slot (``graph_blocks``) the
+parameters, kept activations, checkpoint and boundary bytes. ``tp`` must divide the
+attention heads (``sharding.check_tp``); no experts, so ``ep = 1``. Cached per
+(tp, micro_batch, sequence_parallel, mode). Design notes: docs/design/decoder.md.
 """
 
 from __future__ import annotations

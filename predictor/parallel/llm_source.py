@@ -1,40 +1,14 @@
 """``LLMParallelSource``: a decoder LLM's training (or forward) work on one device under a
 Megatron-LM tensor / sequence / expert-parallel split, from its ``LLMArch``.
 
-Megatron-LM (Shoeybi et al. 2019; Narayanan et al. 2021; Korthikanti et al. 2022): per rank
-the kernels of ``llm_block`` at the dims of ``llm_shard`` for one micro-batch, the tensor /
-expert group's collectives (``comms``), parameters per slot (``llm_shard.slot_params``) and
-the activation memory (``llm_activations``, Korthikanti's count generalised term by term).
-
-**Rows and slots.** Slot 0 = embedding, 1..L = the blocks, L+1 = final norm, head, loss.
-All blocks of a decoder are the same, so one block is built and costed once and its rows are
-repeated for every block slot with ``count = 1`` (``numpy`` repetition of the costed rows:
-no per-layer costing), so the engine can cut pipeline stages at any block boundary. A
-``build`` for llama-3.1-70b (80 blocks, ~5.6k rows) takes a few milliseconds; results are
-cached per (tp, ep, micro_batch, sequence_parallel, mode).
-
-**Collectives per micro-batch** (``CommOp``, 16-bit ``[b, s, d]`` = ``2 T d`` bytes;
-tensor group ``tp`` only when ``t > 1``):
-
-* block, forward: the row-parallel O and down projections' outputs — 2 all-reduces, or with
-  sequence parallelism 2 all-gathers (before QKV and before the MLP) + 2 reduce-scatters;
-  backward: the same (the column-parallel GEMMs' input gradients). An MoE block with
-  ``ep > 1`` keeps its tokens sequence-split through the experts: the attention's pair only,
-  plus 2 all-to-alls of the rank's ``P`` token-expert pairs (``2 P d`` bytes: dispatch and
-  combine) in the forward and 2 in the backward, group ``ep``;
-* embedding (vocab-parallel): forward all-reduce (sequence parallel: reduce-scatter) of the
-  looked-up rows; backward with sequence parallelism: an all-gather of their gradient;
-* head: with sequence parallelism an all-gather of its input (forward) and a reduce-scatter
-  of its gradient (backward), else an all-reduce of the input gradient (backward); the
-  vocab-parallel cross-entropy's 3 fp32 all-reduces of ``[b, s]`` (max, target logit,
-  sum of exponentials).
-
-**Pipeline boundary**: ``2 T d / t_s`` bytes (with sequence parallelism Megatron sends the
-sequence-split activation).
-
-**Not modelled**: context parallelism, a tied embedding's copy on the last pipeline stage and
-its gradient all-reduce with the first, MoE load imbalance and token dropping, distributed-optimizer details
-(the engine's ZeRO), and overlapping the tensor collectives with compute.
+Per rank: the kernels of ``llm_block`` (one costed block per layer kind of ``decoder_of``,
+its rows repeated for the kind's slots: slot 0 embedding, 1..L layers, L+1 head), the tensor /
+expert group's collectives per micro-batch (``comm_ops``: 2 all-reduces per block and phase,
+or with sequence parallelism all-gather + reduce-scatter pairs; MoE with ``ep > 1`` 2
+all-to-alls of ``2 P d`` bytes per phase; the embedding's and the vocab-parallel
+cross-entropy's), parameters per slot (``sharding.slot_params``), activation memory
+(``llm_activations``) and the pipeline boundary ``2 T d / t_s`` bytes. Cached per
+(tp, ep, micro_batch, sequence_parallel, mode). Design notes: docs/design/decoder.md.
 """
 
 from __future__ import annotations

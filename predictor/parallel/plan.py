@@ -1,22 +1,10 @@
 """Checking and completing a parallel plan against a model and a system.
 
-``check_plan`` refuses a plan that cannot run (``ParallelPlanError`` naming the degree and the
-values that would work) and returns notes on what it could not check or what the plan implies:
-
-* ``dp * tp * pp`` must equal the devices used (every device of the system takes part);
-* ``dp * micro_batches`` must divide the global batch (each replica takes ``global_batch / dp``
-  samples in ``micro_batches`` equal micro-batches);
-* ``tp`` divides the attention heads (Megatron-LM splits whole heads over the tensor ranks,
-  Shoeybi et al. 2019); KV heads (grouped-query attention) are split when ``kv_heads >= tp``
-  (then ``tp`` must divide them) and replicated when fewer (then they must divide ``tp``);
-* ``pp`` is at most the layers and divides them (Megatron-LM gives every stage the same number
-  of blocks, Narayanan et al. 2021);
-* ``ep`` divides the experts and ``dp * tp`` (the expert ranks are carved out of a stage's
-  data x tensor ranks); a dense model takes ``ep = 1``;
-* ``tp`` above the devices of one node is allowed with a note: the tensor group's collectives
-  then cross the NICs, which Megatron-LM advises against.
-
-Facts the source does not know (``None``) skip their check with a note.
+``check_plan`` refuses a plan that cannot run (``ParallelPlanError`` naming the degree and
+the values that work) and returns notes: ``dp * tp * pp`` = the devices; ``dp *
+micro_batches`` divides the global batch; ``tp``, ``pp`` (even stages) and ``ep`` (``ep | dp
+* tp``) by ``sharding``'s one check; a ``tp`` beyond a node is noted. Facts the source does
+not know (``None``) skip their check with a note. ``complete_plan`` fills ``dp``.
 """
 
 from __future__ import annotations

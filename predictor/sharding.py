@@ -227,7 +227,10 @@ def check_sharding(arch: LLMArch, sh: Sharding) -> None:
     check_pp(arch.name, sh.pp, arch.n_layers, even=False)
     check_ep(arch.name, sh.ep, arch.n_experts, group=sh.tp, group_text=f"tp = {sh.tp}")
     if moe and arch.d_ff % sh.moe_tp:
-        check_tp(arch.name, sh.moe_tp, None, None, arch.d_ff)
+        ok = [e for e in expert_degrees(arch.n_experts, sh.tp) if arch.d_ff % (sh.tp // e) == 0]
+        raise ParallelPlanError(f"tp / ep = {sh.moe_tp} devices per expert do not divide the "
+                                f"{arch.d_ff} channels of an expert of {arch.name}; use ep in "
+                                f"{choices(ok)}")
 
 
 def local_arch(arch: LLMArch, sh: Sharding) -> LLMArch:

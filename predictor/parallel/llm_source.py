@@ -170,10 +170,18 @@ def slot_rows(embed: dict[str, list], blocks: Sequence[dict[str, list]],
     """Rows of every slot: the embedding's at slot 0, layer ``i``'s block at ``i`` (one
     costed block per layer kind, repeated), the head's at L+1 (``count`` 1; ``key`` prefixed
     by the slot so it stays unique)."""
-    parts = [embed, *blocks, head]
-    slots = np.concatenate([np.full(len(p["key"]), i) for i, p in enumerate(parts)])
-    cols = {c: np.concatenate([np.asarray(p[c], object) for p in parts]) for c in COLUMNS}
-    prefix = np.array([f"s{i}:" for i in range(len(parts))], dtype=object)
+    runs: list[tuple[dict[str, list], int]] = [(embed, 1)]
+    for block in blocks:  # consecutive layers of one kind tile one block
+        if len(runs) > 1 and runs[-1][0] is block:
+            runs[-1] = (block, runs[-1][1] + 1)
+        else:
+            runs.append((block, 1))
+    runs.append((head, 1))
+    slots = np.repeat(np.arange(len(blocks) + 2),
+                      [len(p["key"]) for p, n in runs for _ in range(n)])
+    cols = {c: np.concatenate([np.tile(np.asarray(p[c], object), n) for p, n in runs])
+            for c in COLUMNS}
+    prefix = np.array([f"s{i}:" for i in range(len(blocks) + 2)], dtype=object)
     cols["key"] = prefix[slots] + cols["key"]
     return frame(cols).assign(count=1.0, layer=slots)
 

@@ -88,6 +88,10 @@ def test_one_ep_convention_for_both_roads():
     assert Sharding(tp=4, ep=2).moe_tp == 2
     with pytest.raises(ParallelPlanError, match=r"ep=4 does not divide tp = 2"):
         check_sharding(MOE, Sharding(tp=2, ep=4))
+    odd = replace(MOE, d_ff=510)  # 2 x 3 x 5 x 17: an expert splits 2 ways, not 4
+    with pytest.raises(ParallelPlanError, match=r"tp / ep = 4 devices per expert do not divide "
+                                                r"the 510 channels .* use ep in 4 or 8"):
+        check_sharding(odd, Sharding(tp=8, ep=2))
     # both: ep divides the experts, and only a mixture of experts takes ep > 1
     with pytest.raises(ParallelPlanError, match="ep=3 does not divide the 8 experts of moe"):
         llm_shard(MOE, tp=1, ep=3, sequence_parallel=False)

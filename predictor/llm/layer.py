@@ -21,6 +21,7 @@ import numpy as np
 
 from roofcast.graph_import.llm.decoder import LayerKind, MoE
 from roofcast.graph_import.types import TensorInfo
+from roofcast.predictor.errors import PredictionError
 
 #: tensor-name prefixes: projection weights, constants (no gradient), integer indices, KV.
 WEIGHT, CONST, INDEX, KV = "w.", "c.", "i.", "kv."
@@ -198,7 +199,7 @@ def _ffn(sink: Sink, kind: LayerKind, p: LayerPass) -> None:
     sink.add("route_softmax", "Softmax", [tensor("x.topk", routed, k)],
              [tensor("y.route", routed, k)], attrs={"axis": -1})
     if p.experts is None:
-        raise ValueError("an MoE layer pass needs its ExpertWork")
+        raise PredictionError("an MoE layer pass needs its ExpertWork (how the experts run)")
     EXPERT_FORMS[p.experts.form](sink, kind, p.experts)
     sink.add("combine", "Mul", [tensor("x.combine", routed, k, d),
              tensor("x.combine.w", routed, k, 1)], [tensor("y.combine", routed, k, d)])

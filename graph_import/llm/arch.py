@@ -35,6 +35,7 @@ class LLMArch:
     (GPT-J, GPT-NeoX ``use_parallel_residual``, Falcon); one norm per layer then.
     ``sliding_window``: attention window in tokens (Mistral), 0 when attention is full.
     ``source``: where it came from (bundled name, a config path, an ONNX path).
+    ``notes``: what the reader assumed for fields the source leaves out (shown with predictions).
     """
 
     name: str
@@ -59,6 +60,7 @@ class LLMArch:
     mlp_bias: bool = False
     sliding_window: int = 0
     source: str = ""
+    notes: tuple[str, ...] = ()
 
     @property
     def q_dim(self) -> int:

@@ -55,7 +55,11 @@ def _kv_heads(c: ConfigFields, heads: int, *keys: str, heads_key: str) -> int:
     """Key/value heads under the first present of ``keys`` (none: one per query head, i.e.
     MHA); they must divide the query heads (GQA groups are equal)."""
     kv = c.whole(*keys, kind="heads", default=heads)
-    key = next((k for k in keys if c.has(k)), keys[0])
+    key = next((k for k in keys if c.has(k)), None)
+    if key is None:
+        c.notes.append(f"the config has no {keys[0]!r}: multi-head attention assumed ({heads} KV "
+                       "heads, one per query head: the Hugging Face default)")
+        key = keys[0]
     if heads % kv:
         raise c.error(
             f"{key!r} ({kv}) must divide {heads_key!r} ({heads}): grouped-query attention "
@@ -462,7 +466,9 @@ UNREPRESENTABLE: dict[str, str] = {
 def read_family(data: dict[str, Any], model_type: str, where: str) -> tuple[str, dict[str, Any]]:
     """(family, ``LLMArch`` fields) of a config object whose ``model_type`` is registered."""
     family, fn = READERS[model_type]
-    return family, fn(ConfigFields(data, family, where))
+    fields = ConfigFields(data, family, where)
+    out = fn(fields)
+    return family, {**out, "notes": tuple(fields.notes)} if fields.notes else out
 
 
 def known_model_types() -> tuple[str, ...]:

@@ -50,6 +50,8 @@ class ConfigFields:
         self.data = data
         self.family = family
         self.where = where
+        #: what the reader assumed for a field the config leaves out (``LLMArch.notes``)
+        self.notes: list[str] = []
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is present and not JSON ``null``."""

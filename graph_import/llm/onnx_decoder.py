@@ -1,32 +1,13 @@
 """Find a decoder-only LLM's structure in an ONNX graph and return its ``LLMArch``.
 
-The ONNX road and the ``config.json`` road give the same ``LLMArch``, so both take the same road
-to kernels. Works on Hugging Face exports with or without ``past_key_values`` inputs (TorchScript
-or dynamo exporter), eager or fused attention (``Attention``, ``MultiHeadAttention``,
-``GroupQueryAttention``), MHA/GQA/MQA, RoPE or learned positions, gated MLPs and stacked or
-unrolled MoE experts. Only initializer dims are read: weightless exports work, and the model is
-loaded by ``graph_import.load.load_model`` (external data never opened).
-
-How (each step a small detector):
-
-1. token embedding: a ``Gather`` of the ids input from a 2-D ``[vocab, d_model]`` table;
-   LM head: the last linear with ``out = vocab``; tied when it reads the embedding table;
-2. attention cores (``CORE_FINDERS``): eager ``MatMul(Q, K^T) -> Softmax -> MatMul(., V)``
-   between activations, or a fused attention op; ``n_layers`` = number of cores;
-3. shapes made concrete at ``batch=1, sequence=8, past=4`` (``decoder_dims``) to read heads and
-   ``head_dim`` off Q (``[b, heads, s, head_dim]``) or the op's ``num_heads``/``kv_num_heads``;
-4. per layer: Q/K/V projections are the linears that the core's Q/K/V are traced back to
-   (one packed linear: ``q + 2 kv`` wide); the output projection is the linear fed by the core;
-   the router is the linear feeding a ``TopK`` (its width = ``n_experts``, TopK's ``k``); the
-   rest are MLP matrices: ``d_ff`` = input width of those writing ``d_model``, gated when they
-   hold ``3 d_model d_ff`` per expert (2 otherwise); biases are Adds of 1-D initializers;
-5. KV inputs/outputs: float rank-4 graph inputs that the core's K/V trace back to, graph outputs
-   on that trace (names as the export gives them); fused ops name them as inputs/outputs;
-6. norm, activation and positions from the ops of layer 0 (``NORM_OPS``, ``ACTIVATIONS``).
-
-``max_context`` comes from a learned position table or a gathered rotary cache; when the graph
-has neither (RoPE computed on the fly) it is ``DEFAULT_MAX_CONTEXT`` with a note, or the
-caller's ``max_context``.
+The ONNX road and the ``config.json`` road give the same ``LLMArch`` (so the same
+``decoder_of`` layer kinds). Works on Hugging Face exports with or without past KV inputs,
+eager or fused attention, MHA/GQA/MQA, RoPE or learned positions, gated MLPs and MoE; only
+initializer dims are read. Detectors: the token embedding and LM head; attention cores
+(``CORE_FINDERS``, their count = ``n_layers``); heads and ``head_dim`` at concrete dims
+(``decoder_dims``); per layer the Q/K/V, output, router and MLP linears; KV inputs; norm,
+activation and positions from layer 0. ``max_context``: a learned or rotary table, else
+``DEFAULT_MAX_CONTEXT`` with a note. Step details: docs/design/decoder.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """Communication of one tensor / pipeline parallel serving step (seconds, through
-``predictor.collectives.collective_time_s``).
+``predictor.collectives``), ranks placed by ``sharding.rank_of`` (one replica: ``dp = 1``).
 
-Placement (Megatron's and TensorRT-LLM's rank order): the ``tp`` ranks of a stage are adjacent
-devices, the ``pp`` stages follow one another, so stage ``s`` holds devices ``s x tp .. (s + 1)
-x tp - 1`` and a stage boundary crosses nodes when ``s x tp`` is a multiple of the system's
-devices per node. Per engine step of ``T`` tokens, ``emit`` of them sampled:
-
-* **tensor parallel**: ``a x L`` all-reduces of ``T x d x act bytes`` over the ``tp`` ranks
-  (``a`` = 2: after attention's O projection and after the MLP's down projection; 1 for a
-  ``parallel_block`` model), plus one all-gather of the ``emit x vocab`` fp32 logits
-  (vocab-parallel LM head); ``tp > devices_per_node`` crosses the NICs. An all-reduce the
-  engine's own kernels take (``custom``: its profile's ``[serving.custom_allreduce]`` picks
-  one-shot / two-shot by world size, fabric and message size) is timed as that kernel
-  (``collectives.engine_time_s``), any other as NCCL (``collectives.collective_time_s``);
-* **pipeline parallel**: ``pp - 1`` sends of ``T x d x act bytes`` from one stage to the next
-  (the ``tp`` ranks of a stage send their copies in parallel, one pair timed), a boundary inside
-  a node over its fabric, one between nodes over the NICs (``ranks_per_node = 1``).
-
-The sum is added to the step's (calibrated) kernel time; nothing overlaps it (TensorRT-LLM runs
-the all-reduce between the GEMMs it joins).
+Per step of ``T`` tokens, ``emit`` sampled: ``a x L`` all-reduces of ``T x d x act bytes``
+over the ``tp`` ranks (``a`` = 2, 1 for a ``parallel_block`` model; the engine's own
+one-/two-shot kernel where its profile's ``[serving.custom_allreduce]`` picks one, else NCCL),
+one all-gather of the ``emit x vocab`` fp32 logits; ``pp - 1`` sends of ``T x d x act bytes``
+between stages (one pair timed; over the NICs when the boundary crosses nodes,
+``sharding.stage_boundary_crosses``). Nothing overlaps the kernels.
 """
 
 from __future__ import annotations
@@ -28,8 +16,8 @@ from typing import Any
 
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.predictor.collectives import collective_time_s, engine_time_s
-from roofcast.predictor.llm.sharding import Sharding
 from roofcast.predictor.runtimes.profile import CustomAllReduce
+from roofcast.predictor.sharding import Sharding, stage_boundary_crosses
 
 #: bytes per logit gathered from the vocab-parallel LM head (fp32 logits).
 LOGIT_BYTES = 4.0
@@ -78,9 +66,9 @@ def step_comm(arch: LLMArch, sh: Sharding, system: Any, *, tokens: float, emit: 
             tp_s += collective_time_s("all_gather", emit * arch.vocab * LOGIT_BYTES, sh.tp,
                                       system)
     pp_s = 0.0
-    dpn = system.devices_per_node
     for stage in range(1, sh.pp):
-        crosses = (stage * sh.tp) % dpn == 0 and system.nodes > 1
+        crosses = stage_boundary_crosses(stage, tp=sh.tp, dp=1,
+                                         devices_per_node=system.devices_per_node)
         pp_s += collective_time_s("send_recv", hidden, 2, system,
                                   ranks_per_node=1 if crosses else None)
     return StepComm(tp_s, pp_s, algo)

@@ -1,52 +1,15 @@
-"""The kernels of one engine step of a decoder-only LLM, costed through the op cost registry.
+"""The kernel rows of engine steps of a decoder-only LLM (serving), costed by the op registry.
 
-A step runs ``segments``: groups of ``batch`` sequences that each bring ``new_tokens`` tokens
-and attend ``context`` keys after the step (past + new). A prefill of N tokens at batch B is
-``Segment(B, N, N)``; a decode step at context L is ``Segment(B, 1, L)``; a continuous-batching
-step mixes both (``phases``). ``T`` = the step's tokens = sum of ``batch x new_tokens``.
-
-Rows (one ``OpNode`` each, costed by ``graph_import.costs.cost_of``, then bytes set per tensor
-class, ``precision``): ``count`` = ``n_layers`` for a layer's kernels, 1 for the once-per-step
-ones.
-
-* per layer: norm [T, d]; QKV projection (Gemm [T, d] x [d, q + 2 kv], + bias); rotary on Q and
-  K (``positions = rope``); KV-cache write (Cast of the new K, V [T, 2 kv] to the KV dtype);
-  attention per segment; O projection; residual Add(s); second norm (not for
-  ``parallel_block``); MLP: gated = fused gate/up Gemm [d, 2 d_ff] + SwiGLU (silu) or Gelu +
-  Mul, else up Gemm + activation; down Gemm. MoE: router Gemm [d, E], TopK, Softmax over the
-  k picks, expert GEMMs over ``T x k`` token-expert pairs reading the weights of the experts
-  the step touches, the weighted combine (Mul).
-* per step: embedding Gather (+ learned positions Add), final norm over T tokens, LM head Gemm
-  and a Softmax (sampling) over ``vocab`` for the sequences that emit a token
-  (``Segment.emits``: the last token of each prefilled sequence, every decoded sequence).
-
-**Attention** of a segment with ``s`` queries per sequence and ``T_k = min(context, window +
-s - 1)`` keys (``window`` = ``sliding_window``, 0: none), Q [b, H, s, hd], K/V [b, Hkv, T_k,
-hd] at the KV dtype (GQA/MQA read K/V once per KV head):
-
-* ``fused`` (the profile's ``attention``): one ONNX ``Attention`` kernel (FLOPs of QK^T and PV +
-  per-score scale and softmax; bytes Q, K, V, O only) whose FLOPs are scaled by the causal
-  fraction ``mean_attended / T_k`` (a flash kernel skips the blocks above the diagonal and
-  outside the window; mean over the s queries at positions ``context - s + i`` of
-  ``min(position + 1, window)``);
-* ``eager``: QK^T MatMul [b, Hkv, G s, hd] x [b, Hkv, hd, T_k] (G = H / Hkv query heads per KV
-  head), the profile's ``attention_score_passes`` elementwise passes over the score matrix,
-  Softmax, PV MatMul; the full s x T_k rectangle is computed (masked).
-
-**MoE distinct experts**: a step of ``T`` tokens routing each to ``k`` of ``E`` experts
-touches ``E x (1 - (1 - k/E)^T)`` experts per layer in expectation (each expert is missed by
-one token with probability ``1 - k/E``, independent uniform routing). Decode at batch B reads
-only those experts' weights; prefill touches nearly all. FLOPs are ``T x k`` tokens' worth.
-
-**Quantised weights** (``precision.gemm_plan``): a projection GEMM computes at the plan's
-dtype; a weight-only plan adds a ``Dequantize`` vector row (``overlaps`` = the GEMM's key)
-that ``phases`` folds into the GEMM as ``max(GEMM time, dequant compute time)``.
-
-**Quantised KV cache** (``precision`` "KV-cache conversion cost"): each attention kernel that
-reads cached keys gets one ``KvConvert`` vector row per device condition of
-``precision.KV_CONVERT_OPS`` (column ``applies``: ``""`` every device, ``fp8-units`` /
-``no-fp8-units``), overlapping the attention kernel (eager: its QK^T MatMul); ``phases``
-charges the row whose condition the device meets.
+A step runs ``segments``: ``batch`` sequences each adding ``new_tokens`` tokens and attending
+``context`` keys (prefill of N: ``Segment(B, N, N)``; decode at L: ``Segment(B, 1, L)``). Its
+layers' rows come from ``layer.layer_kernels`` (one group of rows per layer kind of
+``decoder_of(arch)``, ``count`` = its layers); the step adds the embedding Gather, the final
+norm and the LM head + sampling Softmax of the sequences that emit. Bytes follow the tensor
+class (``precision``: quantised weights, KV dtype); quantised projections get an overlapping
+``Dequantize`` row, attention reading a quantised KV cache ``KvConvert`` rows. MoE experts:
+a step of ``T`` tokens touches ``E (1 - (1 - k/E)^T)`` experts (uniform routing); under
+expert parallelism the busiest of ``ep`` groups (``busiest_share``). Design notes:
+docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -63,8 +26,18 @@ from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
 from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.graph_import.llm.decoder import LayerKind, decoder_of
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.llm.layer import (
+    AttentionCall,
+    ExpertWork,
+    LayerPass,
+    attended_keys,
+    layer_kernels,
+    norm,
+    tensor,
+)
 from roofcast.predictor.llm.precision import (
     KV_CONVERT_DTYPE,
     TensorDtypes,
@@ -83,8 +56,6 @@ _BUILD_BYTES = 4.0
 #: model dtype (norms, biases, router, embedding, LM head), KV cache, integer indices; other
 #: tensors are activations.
 _WEIGHT, _SMALL, _KV, _INDEX = "w.", "n.", "kv.", "i."
-_ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}), "gelu_tanh": ("Gelu", {"approximate": "tanh"}),
-           "relu": ("Relu", {})}
 
 
 @dataclass(frozen=True)
@@ -149,25 +120,16 @@ def busiest_share(n_experts: int, per_token: int, tokens: float, groups: int
     return experts, pairs
 
 
-def attended_keys(context: int, new_tokens: int, window: int) -> tuple[int, float]:
-    """(keys the kernel spans ``T_k``, mean keys a query attends) of ``new_tokens`` causal
-    queries ending at ``context`` (sliding ``window``, 0: none)."""
-    span = min(context, window + new_tokens - 1) if window else context
-    pos = np.arange(context - new_tokens, context, dtype=float) + 1.0
-    mean = float(np.minimum(pos, window).mean() if window else pos.mean())
-    return span, mean
-
-
-def _t(name: str, *shape: int) -> TensorInfo:
-    return TensorInfo(name, tuple(int(s) for s in shape), "int64" if name.startswith(_INDEX)
-                      else "float")
-
-
 class _Rows:
-    """Accumulates costed rows (workload columns + ``LLM_COLUMNS``)."""
+    """The serving ``layer.Sink``: costed rows (workload columns + ``LLM_COLUMNS``), bytes per
+    tensor class, ``count`` and ``scope`` of the layer group or the step being built."""
 
-    def __init__(self, arch: LLMArch, dtypes: TensorDtypes, step: str, ep: int = 1) -> None:
-        self.arch, self.dtypes, self.step, self.ep = arch, dtypes, step, ep
+    small = _SMALL
+
+    def __init__(self, arch: LLMArch, dtypes: TensorDtypes, profile: ExecutionProfile,
+                 step: str = "", ep: int = 1) -> None:
+        self.arch, self.dtypes, self.profile, self.step, self.ep = arch, dtypes, profile, step, ep
+        self.count, self.scope, self.prefix = 1, "step", ""
         self.cols: dict[str, list] = {c: [] for c in (*COLUMNS, *LLM_COLUMNS)}
 
     def _bpe(self, t: TensorInfo, k: int) -> float:
@@ -192,10 +154,12 @@ class _Rows:
         return scaled / total if total else 1.0
 
     def add(self, name: str, op_type: str, inputs: Sequence[TensorInfo | None],
-            outputs: Sequence[TensorInfo], *, count: int, dtype: str, attrs: dict | None = None,
-            flops_scale: float = 1.0, weight_elems: float | None = None) -> str:
+            outputs: Sequence[TensorInfo], *, attrs: dict | None = None,
+            flops_scale: float = 1.0, weight_elems: float | None = None,
+            dtype: str | None = None) -> str:
         """Cost one node and append its row; returns the row key. ``weight_elems``: the
         weight elements the kernel reads when they differ from its weight tensors' (MoE)."""
+        name = self.prefix + name
         weights = frozenset(t.name for t in inputs if t is not None
                             and t.name.startswith((_WEIGHT, _SMALL)))
         node = OpNode(name, op_type, "", tuple(inputs), tuple(outputs), attrs or {},
@@ -214,47 +178,54 @@ class _Rows:
         key = f"{self.step}:{name}"
         values = {
             "node": name, "op_type": op_type, "family": op_family(node), "phase": "forward",
-            "engine": cost.engine.value, "dtype": dtype, "flops": cost.flops * flops_scale,
-            "bytes_read": act_read + w_bytes,
+            "engine": cost.engine.value, "dtype": dtype or self.dtypes.vector_dtype,
+            "flops": cost.flops * flops_scale, "bytes_read": act_read + w_bytes,
             "bytes_written": cost.bytes_written * self._scale(outputs, k),
             "weight_bytes": w_bytes,
             **dict(zip(GEMM_COLUMNS, (np.nan,) * 4 if dims is None else dims, strict=True)),
             "fused_nodes": name, "inner_elems": inner_elems_or_nan(node), "key": key,
-            "kernel": "forward", "domain": "", "grad_of": "", "count": float(count),
+            "kernel": "forward", "domain": "", "grad_of": "", "count": float(self.count),
             "step": self.step, "overlaps": "", "fallback_only": False,
-            "scope": "layer" if count == self.arch.n_layers else "step", "applies": "",
+            "scope": self.scope, "applies": "",
         }
         for c, v in values.items():
             self.cols[c].append(v)
         return key
 
-    def gemm(self, name: str, tokens: int, k: int, n: int, *, count: int, bias: bool = False,
-             quantised: bool = True, weight_elems: float | None = None) -> None:
-        """A projection Gemm [tokens, k] x [k, n] (+ bias); quantised weights get the plan's
-        compute dtype and a ``Dequantize`` row overlapping it."""
+    def gemm(self, name: str, tokens: float, k: int, n: int, *, bias: bool = False,
+             small: bool = False, weight_elems: float | None = None) -> str:
+        """A projection Gemm [tokens, k] x [k, n] (+ bias); quantised (not ``small``) weights
+        get the plan's compute dtype and a ``Dequantize`` row overlapping it."""
         plan = self.dtypes.gemm_plan()
-        prefix = _WEIGHT if quantised else _SMALL
-        inputs = [_t(f"x.{name}", tokens, k), _t(f"{prefix}{name}", k, n)]
+        inputs = [tensor(f"x.{name}", tokens, k), tensor(f"{_SMALL if small else _WEIGHT}{name}",
+                                                        k, n)]
         if bias:
-            inputs.append(_t(f"n.{name}.bias", n))
-        dtype = plan.compute if quantised else self.dtypes.vector_dtype
-        key = self.add(name, "Gemm", inputs, [_t(f"y.{name}", tokens, n)], count=count,
-                       dtype=dtype, weight_elems=weight_elems)
-        if quantised and plan.dequant_flops_per_weight > 0:
+            inputs.append(tensor(f"{_SMALL}{name}.bias", n))
+        dtype = self.dtypes.vector_dtype if small else plan.compute
+        key = self.add(name, "Gemm", inputs, [tensor(f"y.{name}", tokens, n)], dtype=dtype,
+                       weight_elems=weight_elems)
+        if not small and plan.dequant_flops_per_weight > 0:
             elems = float(k * n) if weight_elems is None else weight_elems
-            self.dequant(name, key, plan.dequant_flops(elems, tokens), count,
-                              plan.dequant_on_fallback_only)
+            self.overlapping(f"{name}.dequant", "Dequantize", key,
+                             plan.dequant_flops(elems, tokens), self.dtypes.vector_dtype,
+                             fallback_only=plan.dequant_on_fallback_only)
+        return key
 
-    def dequant(self, name: str, key: str, flops: float, count: int,
-                fallback_only: bool) -> None:
-        """A ``Dequantize`` vector row (no traffic of its own) overlapping GEMM ``key``."""
-        self.overlapping(f"{name}.dequant", "Dequantize", key, flops, count,
-                         self.dtypes.vector_dtype, fallback_only=fallback_only)
+    def cached_keys_read(self, call: AttentionCall, key: str) -> None:
+        """The ``KvConvert`` rows of attention kernel ``key`` (module docstring)."""
+        serving = self.profile.serving
+        per_query = serving is not None and serving.kv_convert_per == "query-head"
+        elems = kv_elements_converted(self.arch, call.segment, per_query)
+        for cond, flops in self.dtypes.kv_convert_flops(elems).items():
+            if flops > 0:
+                self.overlapping(f"kv_convert{call.label}", "KvConvert", key, flops,
+                                 KV_CONVERT_DTYPE, applies=cond)
 
-    def overlapping(self, name: str, op_type: str, key: str, flops: float, count: int,
-                    dtype: str, *, fallback_only: bool = False, applies: str = "") -> None:
+    def overlapping(self, name: str, op_type: str, key: str, flops: float, dtype: str, *,
+                    fallback_only: bool = False, applies: str = "") -> None:
         """A vector row of ``flops`` (no traffic of its own) that runs inside the kernel of
         row ``key`` (``overlaps``): a weight dequantisation or a KV conversion."""
+        name = self.prefix + name
         row = {c: v[-1] for c, v in self.cols.items()}
         row.update({"node": name, "op_type": op_type, "family": "quantization",
                     "engine": Engine.VECTOR.value, "dtype": dtype,
@@ -262,8 +233,8 @@ class _Rows:
                     "weight_bytes": 0.0, "gemm_batch": np.nan, "gemm_m": np.nan,
                     "gemm_n": np.nan, "gemm_k": np.nan, "fused_nodes": name,
                     "inner_elems": np.nan, "key": f"{key}.{op_type}{applies}",
-                    "count": float(count), "overlaps": key, "fallback_only": fallback_only,
-                    "applies": applies})
+                    "count": float(self.count), "overlaps": key,
+                    "fallback_only": fallback_only, "applies": applies})
         for c, v in row.items():
             self.cols[c].append(v)
 
@@ -275,107 +246,27 @@ class _Rows:
         return df
 
 
-def _norm(rows: _Rows, name: str, tokens: int, count: int) -> None:
-    a = rows.arch
-    if a.norm == "layernorm":
-        rows.add(name, "LayerNormalization", [_t(f"x.{name}", tokens, a.d_model),
-                 _t(f"n.{name}.g", a.d_model), _t(f"n.{name}.b", a.d_model)],
-                 [_t(f"y.{name}", tokens, a.d_model)], count=count,
-                 dtype=rows.dtypes.vector_dtype, attrs={"axis": -1})
-    else:
-        rows.add(name, "RMSNormalization", [_t(f"x.{name}", tokens, a.d_model),
-                 _t(f"n.{name}.g", a.d_model)], [_t(f"y.{name}", tokens, a.d_model)],
-                 count=count, dtype=rows.dtypes.vector_dtype, attrs={"axis": -1})
-
-
 def kv_elements_converted(arch: LLMArch, seg: Segment, per_query_head: bool) -> float:
-    """KV elements one layer's attention kernel of ``seg`` converts from the cache dtype
-    (``precision`` "KV-cache conversion cost"): ``2 x b x Hkv x hd x cached keys``, x ``G``
-    when the kernel converts per query head. Cached keys: all of a decode segment's span; a
-    prefill segment's span less its own new keys (fresh from the QKV projection)."""
+    """KV elements one layer's attention kernel of ``seg`` converts from the cache dtype:
+    ``2 x b x Hkv x hd x cached keys``, x ``G`` when the kernel converts per query head.
+    Cached keys: all of a decode segment's span; a prefill's span less its own new keys."""
     span, _ = attended_keys(seg.context, seg.new_tokens, arch.sliding_window)
     cached = span if seg.new_tokens == 1 else max(span - seg.new_tokens, 0)
     g = arch.n_heads // arch.n_kv_heads if per_query_head else 1
     return 2.0 * seg.batch * arch.n_kv_heads * arch.head_dim * cached * g
 
 
-def _kv_convert(rows: _Rows, i: int, seg: Segment, key: str, profile: ExecutionProfile) -> None:
-    """The ``KvConvert`` rows of attention kernel ``key`` (module docstring)."""
-    per_query = profile.serving is not None and profile.serving.kv_convert_per == "query-head"
-    elems = kv_elements_converted(rows.arch, seg, per_query)
-    for cond, flops in rows.dtypes.kv_convert_flops(elems).items():
-        if flops > 0:
-            rows.overlapping(f"kv_convert{i}", "KvConvert", key, flops, rows.arch.n_layers,
-                             KV_CONVERT_DTYPE, applies=cond)
-
-
-def _attention(rows: _Rows, i: int, seg: Segment, profile: ExecutionProfile) -> None:
-    a, L = rows.arch, rows.arch.n_layers
-    vdt = rows.dtypes.vector_dtype
-    b, s = seg.batch, seg.new_tokens
-    span, mean = attended_keys(seg.context, s, a.sliding_window)
-    g = a.n_heads // a.n_kv_heads
-    if profile.attention == "fused":
-        key = rows.add(f"attn{i}", "Attention", [_t(f"q.{i}", b, a.n_heads, s, a.head_dim),
-                       _t(f"kv.k{i}", b, a.n_kv_heads, span, a.head_dim),
-                       _t(f"kv.v{i}", b, a.n_kv_heads, span, a.head_dim)],
-                       [_t(f"o.{i}", b, a.n_heads, s, a.head_dim)], count=L, dtype=vdt,
-                       flops_scale=mean / span)
-        _kv_convert(rows, i, seg, key, profile)
-        return
-    scores = (b, a.n_kv_heads, g * s, span)
-    key = rows.add(f"qk{i}", "MatMul", [_t(f"q.{i}", b, a.n_kv_heads, g * s, a.head_dim),
-                   _t(f"kv.k{i}", b, a.n_kv_heads, a.head_dim, span)], [_t(f"s.{i}", *scores)],
-                   count=L, dtype=vdt)
-    _kv_convert(rows, i, seg, key, profile)
-    for p in range(profile.attention_score_passes):
-        rows.add(f"score{i}.{p}", "Mul", [_t(f"s.{i}", *scores), _t(f"c.{i}.{p}")],
-                 [_t(f"s.{i}.{p}", *scores)], count=L, dtype=vdt)
-    rows.add(f"softmax{i}", "Softmax", [_t(f"s.{i}", *scores)], [_t(f"p.{i}", *scores)],
-             count=L, dtype=vdt, attrs={"axis": -1})
-    rows.add(f"pv{i}", "MatMul", [_t(f"p.{i}", *scores),
-             _t(f"kv.v{i}", b, a.n_kv_heads, span, a.head_dim)],
-             [_t(f"o.{i}", b, a.n_kv_heads, g * s, a.head_dim)], count=L, dtype=vdt)
-
-
-def _mlp(rows: _Rows, tokens: int) -> None:
-    a, L = rows.arch, rows.arch.n_layers
-    vdt = rows.dtypes.vector_dtype
-    moe = a.n_experts > 1
-    pairs, touched = tokens, 1.0
-    if moe and rows.ep > 1:
-        touched, share = busiest_share(a.n_experts, a.experts_per_token, tokens, rows.ep)
-        pairs = max(1, round(share))
-    elif moe:
-        pairs = tokens * a.experts_per_token
-        touched = expected_experts(a.n_experts, a.experts_per_token, tokens)
-    if moe:
-        rows.gemm("router", tokens, a.d_model, a.n_experts, count=L, quantised=False)
-        rows.add("topk", "TopK", [_t("x.router", tokens, a.n_experts), _t("i.k", 1)],
-                 [_t("y.topk", tokens, a.experts_per_token),
-                  _t("i.topk", tokens, a.experts_per_token)], count=L, dtype=vdt)
-        rows.add("route_softmax", "Softmax", [_t("x.topk", tokens, a.experts_per_token)],
-                 [_t("y.route", tokens, a.experts_per_token)], count=L, dtype=vdt,
-                 attrs={"axis": -1})
-    up_n = (2 if a.gated_mlp else 1) * a.d_ff
-    rows.gemm("up", pairs, a.d_model, up_n, count=L, bias=a.mlp_bias,
-              weight_elems=touched * a.d_model * up_n if moe else None)
-    if a.gated_mlp and a.activation == "silu":
-        rows.add("act", "SwiGLU", [_t("x.gate", pairs, a.d_ff), _t("x.up", pairs, a.d_ff)],
-                 [_t("y.act", pairs, a.d_ff)], count=L, dtype=vdt)
-    else:
-        op, attrs = _ACT_OP[a.activation]
-        rows.add("act", op, [_t("x.gate", pairs, a.d_ff)], [_t("y.act", pairs, a.d_ff)],
-                 count=L, dtype=vdt, attrs=attrs)
-        if a.gated_mlp:
-            rows.add("act_mul", "Mul", [_t("y.act", pairs, a.d_ff), _t("x.up", pairs, a.d_ff)],
-                     [_t("y.glu", pairs, a.d_ff)], count=L, dtype=vdt)
-    rows.gemm("down", pairs, a.d_ff, a.d_model, count=L, bias=a.mlp_bias,
-              weight_elems=touched * a.d_ff * a.d_model if moe else None)
-    if moe:
-        rows.add("combine", "Mul", [_t("x.experts", tokens, a.experts_per_token, a.d_model),
-                 _t("x.weights", tokens, a.experts_per_token, 1)],
-                 [_t("y.combine", tokens, a.experts_per_token, a.d_model)], count=L, dtype=vdt)
+def _experts(kind: LayerKind, tokens: int, ep: int) -> ExpertWork | None:
+    """The serving form of the step's experts: pairs and touched experts of the busiest of
+    ``ep`` groups (one group: all ``T k`` pairs, ``expected_experts``)."""
+    moe = kind.moe
+    if moe is None:
+        return None
+    if ep > 1:
+        touched, share = busiest_share(moe.n_experts, moe.top_k, tokens, ep)
+        return ExpertWork("gemm", max(1, round(share)), touched)
+    return ExpertWork("gemm", tokens * moe.top_k,
+                      expected_experts(moe.n_experts, moe.top_k, tokens))
 
 
 def steps_workload(arch: LLMArch, steps: Sequence[tuple[str, Sequence[Segment]]],
@@ -383,60 +274,46 @@ def steps_workload(arch: LLMArch, steps: Sequence[tuple[str, Sequence[Segment]]]
                    ep: int = 1) -> pd.DataFrame:
     """The workload rows of several engine steps, each ``(label, segments)``, in one table
     (column ``step`` = the label, also the key prefix). ``arch``: the shapes one device runs
-    (``sharding.local_arch`` under tensor parallelism); ``ep``: expert-parallel groups, whose
-    busiest one the MoE rows cost (``busiest_share``)."""
-    rows = _Rows(arch, dtypes, "", ep)
+    (``sharding.local_arch``); ``ep``: expert-parallel groups (``busiest_share``)."""
+    rows = _Rows(arch, dtypes, profile, "", ep)
     for label, segments in steps:
         rows.step = label
-        _step_rows(rows, segments, profile)
+        _step_rows(rows, segments)
     return rows.frame()
 
 
 def step_workload(arch: LLMArch, segments: Sequence[Segment], dtypes: TensorDtypes,
                   profile: ExecutionProfile, step: str = "step") -> pd.DataFrame:
-    """The workload rows of one engine step over ``segments`` (module docstring); ``step``
-    labels the rows (column ``step``, key prefix)."""
+    """The workload rows of one engine step over ``segments``; ``step`` labels the rows."""
     return steps_workload(arch, [(step, segments)], dtypes, profile)
 
 
-def _step_rows(rows: _Rows, segments: Sequence[Segment], profile: ExecutionProfile) -> None:
+def _step_rows(rows: _Rows, segments: Sequence[Segment]) -> None:
     """Append one step's rows (module docstring) to ``rows``."""
     if not segments:
         raise PredictionError("a step needs at least one segment")
-    a, L = rows.arch, rows.arch.n_layers
-    vdt = rows.dtypes.vector_dtype
+    dec = decoder_of(rows.arch)
     tokens = sum(s.tokens for s in segments)
     emit = sum(s.batch for s in segments if s.emits)
-    d = a.d_model
-    rows.add("embed", "Gather", [_t("n.embed", a.vocab, d), _t("i.ids", tokens)],
-             [_t("y.embed", tokens, d)], count=1, dtype=vdt)
-    if a.positions == "learned":
-        rows.add("pos_add", "Add", [_t("y.embed", tokens, d), _t("x.pos", tokens, d)],
-                 [_t("y.pos", tokens, d)], count=1, dtype=vdt)
-    _norm(rows, "norm1", tokens, L)
-    rows.gemm("qkv", tokens, d, a.q_dim + 2 * a.kv_dim, count=L, bias=a.qkv_bias)
-    if a.positions == "rope":
-        rows.add("rotary", "RotaryEmbedding",
-                 [_t("x.rot", 1, a.n_heads + a.n_kv_heads, tokens, a.head_dim)],
-                 [_t("y.rot", 1, a.n_heads + a.n_kv_heads, tokens, a.head_dim)], count=L,
-                 dtype=vdt)
-    rows.add("kv_write", "Cast", [_t("x.kvnew", tokens, 2 * a.kv_dim)],
-             [_t("kv.write", tokens, 2 * a.kv_dim)], count=L, dtype=vdt)
-    for i, seg in enumerate(segments):
-        _attention(rows, i, seg, profile)
-    rows.gemm("o_proj", tokens, a.q_dim, d, count=L)
-    rows.add("residual1", "Add", [_t("x.res1", tokens, d), _t("x.attn", tokens, d)],
-             [_t("y.res1", tokens, d)], count=L, dtype=vdt)
-    if not a.parallel_block:
-        _norm(rows, "norm2", tokens, L)
-    _mlp(rows, tokens)
-    rows.add("residual2", "Add", [_t("x.res2", tokens, d), _t("x.mlp", tokens, d)],
-             [_t("y.res2", tokens, d)], count=L, dtype=vdt)
-    _norm(rows, "final_norm", tokens, 1)
+    d = dec.d_model
+    rows.add("embed", "Gather", [tensor(f"{_SMALL}embed", dec.vocab, d),
+             tensor(f"{_INDEX}ids", tokens)], [tensor("y.embed", tokens, d)])
+    if dec.positions == "learned":
+        rows.add("pos_add", "Add", [tensor("y.embed", tokens, d), tensor("x.pos", tokens, d)],
+                 [tensor("y.pos", tokens, d)])
+    calls = tuple(AttentionCall(str(i), s.batch, s.new_tokens, s.context, s)
+                  for i, s in enumerate(segments))
+    for g, (kind, count) in enumerate(dec.groups()):
+        rows.count, rows.scope, rows.prefix = count, "layer", f"k{g}." if g else ""
+        layer_kernels(rows, kind, LayerPass(
+            tokens, tokens, calls, rows.profile.attention, rows.profile.attention_score_passes,
+            kv_cache=True, experts=_experts(kind, tokens, rows.ep)))
+    rows.count, rows.scope, rows.prefix = 1, "step", ""
+    norm(rows, dec.norm, "final_norm", tokens, d)
     if emit:
-        rows.gemm("lm_head", emit, d, a.vocab, count=1, quantised=False)
-        rows.add("sample", "Softmax", [_t("x.logits", emit, a.vocab)],
-                 [_t("y.probs", emit, a.vocab)], count=1, dtype=vdt, attrs={"axis": -1})
+        rows.gemm("lm_head", emit, d, dec.vocab, small=True)
+        rows.add("sample", "Softmax", [tensor("x.logits", emit, dec.vocab)],
+                 [tensor("y.probs", emit, dec.vocab)], attrs={"axis": -1})
 
 
 def phase_workload(arch: LLMArch, *, batch: int, new_tokens: int, context: int,

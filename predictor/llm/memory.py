@@ -38,10 +38,10 @@ from dataclasses import replace
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes, weight_bytes_per_element
-from roofcast.predictor.llm.sharding import Sharding, local_arch, stage_layers
 from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig
 from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.runtimes.profile import ServingSpec
+from roofcast.predictor.sharding import Sharding, local_arch, stage_layers
 
 #: a runtime without ``[serving]`` claims what a default ``ServingSpec`` claims (0.9).
 DEFAULT_MEMORY_UTILIZATION = ServingSpec().memory_utilization

@@ -1,28 +1,12 @@
 """Step times of prefill and decode on one or many devices (uncalibrated kernel sums).
 
-``time_steps(arch, hws, steps, dtypes, profile, estimator)`` builds every step's workload
-(``kernels.step_workload``), stacks them and times all rows on all devices in ONE
-``predictor.simulate.evaluate`` call (default estimator ``roofline+eff``). Per device:
-
-* a weight-only ``Dequantize`` row overlaps its GEMM in the same kernel: the GEMM's time,
-  lower and upper become ``max(GEMM, dequant compute time)`` and the dequant row adds nothing
-  (``fallback_only`` rows, fp8 weights, only where the GEMM ran at a fallback dtype); a
-  ``KvConvert`` row overlaps its attention kernel the same way, charged on the devices its
-  ``applies`` condition names (``fp8-units``: the device has fp8 matrix units;
-  ``no-fp8-units``: it has none; ``""``: every device; ``precision``);
-* step time = sum over rows of ``time_s x count`` (``count``: layers) + the engine's
-  ``serving.step_overhead_us`` (host scheduling and sampling per step; 0 without a
-  ``[serving]`` table); lower/upper the same sums of ``lower_s``/``upper_s``.
-
-``request_model_times(arch, hw, cfg, batch)``: one request batch (static batching) on ``hw``:
-the prefill of ``batch x N`` tokens and the decode steps at contexts ``N + 1 .. N + M - 1``
-(``M - 1`` steps; the first output token comes out of the prefill). Decode time is near-affine
-in the context (weights are a constant, the KV read and attention grow linearly), so the steps
-are timed at ``DECODE_POINTS`` = 3 evenly spaced contexts (both ends and the middle) and
-interpolated linearly for the others; ``decode_total_s`` sums the interpolated steps
-(``benchmarks/llm_speed.py`` measures the error against timing every step: at most 0.002 %
-on Llama-2-7B/70B and Mixtral-8x7B, 1024/1024 and 2048/256, batch 1 to 64; the estimator's
-efficiency curves are piecewise linear in log size, so the step time is not exactly affine).
+``time_steps`` builds every step's rows (``kernels.steps_workload``) and times them on all
+devices in one ``predictor.simulate.evaluate`` call. Step time (s) = sum of ``time_s x count``
++ the engine's ``serving.step_overhead_us``; a ``Dequantize`` / ``KvConvert`` row overlapping
+a kernel makes it ``max(kernel, its compute)`` on the devices its ``applies`` names.
+``request_model_times``: a static batch's prefill and its ``M - 1`` decode steps, timed at
+``DECODE_POINTS`` contexts and interpolated linearly (decode is near-affine in the context).
+Design notes: docs/design/decoder.md.
 """
 
 from __future__ import annotations

@@ -1,74 +1,15 @@
 """Serving metrics of an LLM on devices: TTFT, TPOT, end-to-end latency, tokens/s, memory fit.
 
-``predict_serving(arch, hw, cfg)`` -> ``ServingPrediction``; ``serving_table(arch, hws, cfg,
-batches)`` -> one row per device x batch (every metric, the memory breakdown, ``fits``), all
-devices and batches timed in one ``evaluate`` call per engine (``phases.time_steps``).
-``N`` = input tokens, ``M`` = output tokens.
-
-**Static batching** (``cfg.batch = B``, or neither batch nor concurrency: B = 1): the B requests
-start and finish together.
-
-* TTFT = prefill(B, N) (its LM head emits the first token);
-* TPOT = mean decode step over the contexts ``N + 1 .. N + M - 1`` (``phases``);
-* e2e = TTFT + (M - 1) x TPOT; output tokens/s = B x M / e2e; total tokens/s = B x (N + M) /
-  e2e (input tokens counted, the convention of the measured LLM-Inference-Bench rows);
-* a batch larger than ``max_batch`` runs in ``W = ceil(B / max_batch)`` waves of
-  ``ceil(B / W)`` requests, one after the other (an engine admits what its KV cache holds and
-  queues the rest; LLM-Inference-Bench's A100 rows double in latency from batch 16 to 32 to
-  64): e2e = W x the wave's, TTFT = the wave's + ``(W - 1) / 2`` wave latencies (mean wait).
-
-**Continuous batching** (``cfg.concurrency = C`` or ``"max"`` = ``max_batch``; engines whose
-``serving.batching`` is ``continuous``), a steady-state scheduler model: C requests are in
-flight, one finishes and one enters every ``M / C`` steps, so each step
-
-* decodes the C requests at the mean context ``N + M/2`` and mixes in a prefill chunk of
-  ``C x N / M`` prompt tokens (the prompt work that keeps C in flight; capped by
-  ``max_prefill_tokens`` when the engine chunks prefill): TPOT = that step's time;
-* TTFT = ``ceil(N / chunk budget)`` steps that each carry the C - 1 other requests' decode and
-  one chunk of the new prompt (budget = ``max_prefill_tokens``, or the whole prompt);
-* output tokens/s = C / TPOT; total tokens/s = output x (N + M) / M; e2e as above;
-* prefill-bound: when the budget ``max_prefill_tokens`` is below ``C x N / M``, only
-  ``budget / N`` requests enter per step, so about ``budget x M / N`` of the C decode in each
-  step (the rest wait for their prompt) and output tokens/s = that number / TPOT (a note
-  says so).
-
-**Calibration**: ``engine_calibration(runtime).apply(phase, model_s, hw, seqs=B)`` maps the
-summed kernel times of the ``prefill`` (TTFT steps) and the ``decode`` (TPOT steps) phases to
-the engine's, with an interval; ``B``, the sequences per step for the per-sequence host term:
-static, the wave's batch in both phases; continuous, the C decoding requests per decode step
-and 1 for TTFT (one request's prompt); every metric's ``lower``/``upper`` follows from those
-intervals.
-
-**Tensor / pipeline / expert parallel** (``cfg.tp``, ``cfg.pp``, ``cfg.ep``; ``sharding``): one
-replica runs on ``tp x pp`` devices of ``system`` (``predict_serving(..., system=)``; None: one
-node of the device, ``sharding.replica_system``). The kernels are one device's
-(``sharding.local_arch``: heads, KV heads, ``d_ff``, vocabulary split; MoE: the busiest expert
-group), timed over all ``L`` layers since a step passes every stage; the memory is the fullest
-device's (``memory.serving_memory``); ``max_batch`` is per replica. The engine calibration maps
-the kernel time only; the step's communication (``comm.step_comm``: ``tp`` all-reduces, the
-logits' all-gather, ``pp - 1`` sends) is added after it, to TTFT once per TTFT step and to TPOT:
-
-    TTFT = cal_prefill(kernels) + steps x comm(prefill step)
-    TPOT = cal_decode(kernels) + comm(decode step)
-
-Pipeline stages: a static batch passes them one after the other (TensorRT-LLM's static
-``GenerationSession`` runs the whole batch stage by stage: Argonne's PP rows are no faster than
-one GPU); under continuous batching the engine keeps up to ``pp`` micro-batches of
-``ceil(C / pp)`` requests in flight (TensorRT-LLM's in-flight batching micro-batch scheduler), so
-TPOT is one micro-batch's pass through all stages (x ``pp x ceil(L / pp) / L`` when the
-stages are uneven: each round waits for the fullest stage) and ``C`` requests advance per TPOT.
-``usd_per_million_tokens`` and ``tokens_per_joule`` count all ``tp x pp`` devices.
-
-**Cost and energy**: ``usd_per_million_tokens`` = the device's list price amortised over
-``AMORTISATION_YEARS`` = 3 years of continuous use (``price / (3 x 365 x 86400 s)``) divided
-by the output tokens/s, x 1e6 (no power, hosting or idle time; None without a price);
-``tokens_per_joule`` = output tokens/s / TDP (a lower bound on efficiency: the device drawn at
-its full rated power; None without a TDP).
-
-**Does not fit**: when the weights and one request exceed a device (``max_batch`` = 0) the
-metrics are NaN, ``devices_needed`` says how many devices of that kind the model needs at
-least (tensor parallel, ``memory.devices_needed``), and a note says so. A concurrency larger
-than ``max_batch`` likewise gets NaN metrics and a note (the queue would grow without bound).
+``predict_serving(arch, hw, cfg)`` -> ``ServingPrediction``; ``serving_table`` one row per
+device x batch, all timed in one ``evaluate`` call per engine (``phases.time_steps``).
+With ``N`` input and ``M`` output tokens, static batching of ``B``: TTFT = prefill(B, N),
+TPOT = mean decode step over contexts ``N+1 .. N+M-1``, e2e = TTFT + (M - 1) TPOT, output
+tokens/s = B M / e2e (batches over ``max_batch`` run in waves). Continuous batching of ``C``:
+each step decodes C requests at context ``N + M/2`` plus a prefill chunk of ``C N / M``
+tokens; output tokens/s = C / TPOT. Times pass the engine calibration (``calibration``),
+then a ``tp x pp`` replica (``sharding``) adds its step communication (``comm``):
+``TTFT = cal(kernels) + steps x comm``, ``TPOT = cal(kernels) + comm``. Cost: list price over
+3 years per token; energy: tokens/s / TDP. Seconds; design notes: docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -99,16 +40,16 @@ from roofcast.predictor.llm.phases import (
     time_steps,
 )
 from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
-from roofcast.predictor.llm.sharding import (
+from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
+from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
+from roofcast.predictor.runtimes.profile import ServingSpec
+from roofcast.predictor.sharding import (
     Sharding,
     check_sharding,
     local_arch,
     pipeline_round_factor,
     replica_system,
 )
-from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
-from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
-from roofcast.predictor.runtimes.profile import ServingSpec
 
 AMORTISATION_YEARS = 3.0
 SECONDS_PER_YEAR = 365.0 * 86400.0
@@ -514,7 +455,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
         times = _model_times(arch, group, cfg, estimator, with_kernels)
         cal = engine_calibration(profile.name)
         for j, cell in enumerate(group):
-            notes = _fit_notes(arch, cell, cfg) + _kv_notes(cell, cfg)
+            notes = [*arch.notes, *_fit_notes(arch, cell, cfg), *_kv_notes(cell, cfg)]
             if profile.serving is None:
                 notes.append(f"runtime {profile.name!r} has no [serving] table: default engine "
                              "settings (0.9 memory utilisation, no step overhead)")

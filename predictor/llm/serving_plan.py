@@ -1,21 +1,11 @@
 """Serving plan search: every tensor x pipeline split of a system's devices, ranked by tokens/s.
 
-``serving_plan_search(arch, system, cfg)`` -> one row per ``(tp, pp)`` with ``tp x pp``
-dividing the system's ``n`` devices: ``replicas = n / (tp x pp)`` independent copies of the
-model (data parallel serving: each serves its own requests), each predicted by
-``serving.predict_serving`` on ``system`` with ``cfg.tp``/``cfg.pp`` set (``cfg.ep`` kept where it
-fits the tensor group, else 1, said in ``notes``). Per replica the batch is ``cfg``'s batch or
-concurrency, else as many requests as fit (``concurrency = "max"`` on a continuous-batching
-engine, ``batch = max_batch`` on a static one).
-
-Columns: ``plan`` (``tp4 pp1 x2``), ``tp``, ``pp``, ``ep``, ``devices_per_replica``,
-``replicas``, ``batch`` (per replica), ``max_batch``, ``ttft_ms``, ``tpot_ms``,
-``e2e_latency_ms``, ``replica_tokens_per_s`` (output tokens/s of one replica),
-``tokens_per_s`` = replicas x that, ``total_tokens_per_s`` (input + output, all replicas),
-``comm_tpot_ms``, ``weights_GiB``/``memory_GiB``/``capacity_GiB`` (the fullest device),
-``over_GiB`` (how much one request's memory exceeds it, 0 when it fits), ``fits``, ``notes``
-(why a split is refused or does not fit) and ``rank``: fitting plans first by ``tokens_per_s``
-(highest first), then TPOT; then the others by how little they are over.
+``serving_plan_search(arch, system, cfg)``: one row per ``(tp, pp)`` with ``tp x pp`` dividing
+the ``n`` devices; ``n / (tp x pp)`` independent replicas, each ``serving.predict_serving`` on
+``system`` (``cfg.ep`` kept where it divides ``tp``, else 1 with a note); the batch is
+``cfg``'s or as many requests as fit. ``tokens_per_s`` = replicas x one replica's output
+tokens/s; memory in GiB of the fullest device; ``rank``: fitting plans by tokens/s, then
+TPOT, then the others by how little they are over. Column list: ``COLUMNS``.
 """
 
 from __future__ import annotations
@@ -30,9 +20,9 @@ from roofcast.hw_catalog import get_device
 from roofcast.hw_catalog.systems import get_system
 from roofcast.predictor.llm.phases import DEFAULT_ESTIMATOR, engine_profile
 from roofcast.predictor.llm.serving import predict_serving, serving_spec
-from roofcast.predictor.llm.sharding import Sharding, check_sharding
 from roofcast.predictor.llm.types import GIB, ServingConfig
 from roofcast.predictor.parallel.types import ParallelPlanError
+from roofcast.predictor.sharding import Sharding, check_sharding
 
 COLUMNS: tuple[str, ...] = (
     "rank", "plan", "tp", "pp", "ep", "devices_per_replica", "replicas", "batch", "max_batch",

@@ -30,7 +30,7 @@ class ServingConfig:
     a ``serving`` table; a profile object is accepted too, for what-ifs; None: the device
     kind's default engine).
     ``tp``/``pp``/``ep``: tensor-parallel, pipeline-parallel and expert-parallel degrees of one
-    model replica over ``tp x pp`` devices (``predictor.llm.sharding``; all 1: one device).
+    model replica over ``tp x pp`` devices (``predictor.sharding``; all 1: one device).
     """
 
     input_tokens: int = 512

@@ -1,50 +1,14 @@
 """Time one step of a parallel plan on a system: ``predict_parallel``.
 
-1. ``plan.check_plan`` refuses a plan the model or system cannot run; the source builds one
-   device's work for one micro-batch of ``global_batch / (dp * micro_batches)`` samples.
-2. **Kernels** (``time_workload``): the distinct rows (a block repeated over its slots once)
-   are evaluated on the system's device (``predictor.simulate.evaluate`` with the estimator),
-   time x ``count`` summed per layer slot and phase (forward / backward / update), for the point
-   estimate and the interval ends.
-3. **Per micro-batch on stage i** (slots from ``schedule.stage_slots``):
-   ``t_i = F_i + B_i + C_i + P_i + Z_i`` with F / B the forward / backward kernels, C the
-   tensor / expert collectives of its slots (``CommOp`` x count, ``comm.group_time_s``), P the
-   pipeline sends of ``boundary_bytes`` (train: the activation forward to stage i+1 and the
-   gradient back to stage i-1 — 2 per micro-batch per boundary; infer: the forward one),
-   Z the ZeRO traffic that backward / forward compute cannot hide (below). With ``recompute``
-   the backward reruns the forward first: ``B_i += F_i``, and its collectives again.
-4. **1F1B** (``schedule.one_f_one_b``): ``(m + p - 1) x max_i t_i``; compute_s = m x (F + B) of
-   the slowest stage, bubble_s = (p - 1) x its t, exposed_comm_s = m x (C + P + Z) + the exposed
-   gradient sync.
-5. **Data-parallel gradient sync** (``G`` = the stage's gradient bytes at the run's precision,
-   ``W`` its weight bytes), as DDP / Megatron-LM overlap it with the last micro-batch's
-   backward in buckets (Li et al. 2020, "PyTorch Distributed", §3.2.3; DDP's 25 MiB buckets):
-   the last bucket (``T x min(1, 25 MiB / G)``) only starts when stage i's backward is done.
-   The step ends with stage 0's last backward; stage i finished its own ``D_i = B_0 + ... +
-   B_{i-1}`` earlier (the last micro-batch's gradient still flows back through the earlier
-   stages), so ``exposed_i = max(0, T - (B_i + D_i), T x min(1, 25 MiB / G) - D_i)`` and the
-   step pays the largest over stages (one stage: ``max(T - B, last bucket)``). T:
-
-   * ZeRO-0: all-reduce(G) once per step;
-   * ZeRO-1 (Megatron's distributed optimizer): reduce-scatter(G) once per step, and after the
-     sharded optimizer step an all-gather(W) of the updated parameters (in optimizer_s);
-   * ZeRO-2 (DeepSpeed: only a gradient shard is kept, so every micro-batch reduces):
-     reduce-scatter(G) per micro-batch — ``Z_i = max(0, rs - B_i)`` —, the last bucket exposed
-     once, all-gather(W) after the optimizer;
-   * ZeRO-3: as ZeRO-2, plus an all-gather of each layer slot's parameters in the forward and
-     again in the backward of every micro-batch (``ag`` = the sum over the stage's slots),
-     prefetched under compute: ``Z_i = max(0, ag - F_i) + max(0, ag + rs - B_i)``; no gather
-     after the optimizer.
-
-   Rajbhandari et al. 2020 §7: ZeRO-1/2 move 2 x the parameters per step like an all-reduce,
-   ZeRO-3 3 x.
-6. **Optimizer** (optimizer_s): the stage's update rows, divided by ``dp`` with ZeRO >= 1 (each
-   replica updates its shard), + ZeRO-1/2's all-gather; the slowest stage's.
-7. **Infer**: the forward pipeline ``(m + p - 1) x max_i (F_i + C_i + P_i)``.
-
-Interval: steps 3-7 with every kernel at its ``lower_s`` / ``upper_s`` (communication at its
-point estimate), widened to contain the point estimate (a shorter backward hides less of the
-gradient sync, so the all-lower step can exceed the point one by that much). Memory: ``memory.device_memory``.
+``plan.check_plan`` refuses what cannot run; the source builds one device's work per
+micro-batch. Kernels (``time_workload``) are evaluated once per distinct row and summed per
+slot and phase. Per micro-batch on stage ``i``: ``t_i = F_i + B_i + C_i + P_i + Z_i``
+(forward, backward, tensor/expert collectives, pipeline sends, unhidden ZeRO traffic;
+``recompute``: ``B_i += F_i``). 1F1B: ``(m + p - 1) x max_i t_i``. The data-parallel gradient
+sync overlaps the last backward in 25 MiB buckets (ZeRO 0-3 as DDP / Megatron / DeepSpeed
+move it); the optimizer runs the stage's update rows (``/ dp`` with ZeRO >= 1). Infer: the
+forward pipeline. The interval reruns with every kernel at ``lower_s`` / ``upper_s``.
+Seconds; design notes (the ZeRO terms): docs/design/decoder.md.
 """
 
 from __future__ import annotations

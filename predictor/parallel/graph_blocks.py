@@ -1,23 +1,11 @@
 """Repeated blocks of an ONNX graph: which layer slot each node belongs to.
 
-Slots follow ``ShardedWorkload``: 0 before the first block (embeddings, stem), 1..L the
-blocks, L+1 after the last one (final norm, head). Found from the graph alone:
-
-* a **cut** is a position in the topological order after which exactly one large float
-  activation is live (``numel >= 1/8`` of that node's output, so masks and position ids do
-  not count): the only tensor the rest of the graph needs — a block boundary candidate;
-* **transformers**: attention cores are Softmax nodes fed (through scale / mask ops) by a
-  GEMM of two activations; with L >= 2 cores, block i+1 starts after the last cut before
-  core i+1 (post-norm: the LayerNorm output; pre-norm: the residual add); the last block ends
-  at the cut after core L that leaves as many weight-reading nodes behind it as the previous
-  block had after its core;
-* **other graphs** (e.g. ResNets): a block is a segment between consecutive cuts that joins
-  two branches (a residual add); chain segments between blocks join the next block;
-* fewer than two blocks: ``layers`` is None and the topological order is cut into
-  ``CHUNKS`` chunks of equal forward FLOPs (at most one per costed node; a node goes to the
-  chunk holding the middle of its work; pipeline stages then take whole chunks). A chunk's
-  boundary is the output of the node before it (other tensors live across the cut in a
-  branched graph are not counted: a lower bound of what a pipeline stage sends).
+Slots follow ``ShardedWorkload``: 0 before the first block, 1..L the blocks, L+1 after the
+last. A *cut* is a point in topological order where one large float activation is live.
+Transformers: a block starts at the last cut before each attention core (a Softmax fed by a
+GEMM of two activations); other graphs: a block is a segment between cuts that joins two
+branches. Fewer than two blocks: ``layers`` is None and the order is cut into ``CHUNKS``
+chunks of equal forward FLOPs. Design notes: docs/design/decoder.md.
 """
 
 from __future__ import annotations

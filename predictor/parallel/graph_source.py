@@ -1,33 +1,13 @@
 """``GraphParallelSource``: any ONNX graph as a ``ParallelSource`` (Megatron tensor sharding
 inferred from the graph).
 
-``build(tp=, ep=1, micro_batch=, sequence_parallel=, mode=)``:
-
-1. the graph at ``micro_batch`` (``graph_at``, e.g. ``Model.graph_at``) and its workload rows
-   (``predictor.workload.workload_table`` under the config with ``mode`` = train: forward,
-   backward and optimizer rows; infer: forward rows), cached per micro-batch and mode;
-2. the tensor layout (``tp_shard.shard_layout``: which tensors and nodes are split over the
-   tensor ranks, the collectives; cached per micro-batch and sequence parallelism) and the
-   layer slots (``graph_blocks.find_blocks``);
-3. per row, the shard rule's scaling at ``tp`` (work share ``w = ceil(n/tp)/n`` for a node
-   split over an axis of n, 1 when replicated): forward rows: flops × w, bytes read ×
-   (Σ inputs' bytes × their share) / Σ inputs' bytes, bytes written likewise over the outputs,
-   weight bytes × the weights' share; backward rows: flops × w, bytes × the node's traffic
-   share (inputs and outputs together); the GEMM dim the split divides (``NodeShard.gemm_role``:
-   columns N for column-parallel, K for row-parallel, the batch for head-split attention) ×
-   w, moved to where the backward's dX / dW GEMMs carry it; update rows × their parameter's
-   share;
-4. comms: the layout's collectives at the run's precision (forward; backward in training),
-   group ``tp``, merged per (collective, size, phase, slot) with a count;
-5. per slot: ``param_elems`` (trainable parameters at their share, each in the slot of its
-   first consumer), ``activation_bytes`` (the float outputs of the slot's kernels at their
-   share: what the backward keeps, as ``predictor.memory`` counts a training step's saved
-   activations), ``checkpoint_bytes`` (the tensor entering the slot), ``boundary_bytes`` (the
-   largest tensor between blocks, at its share: replicated without sequence parallelism).
-
-Refused (``ParallelPlanError``): tp not dividing the attention heads (found at the attention
-cores), ep > 1 (no experts in a graph), bad degrees or modes. Results are cached per
-(tp, micro_batch, sequence_parallel, mode).
+``build(tp=, ep=1, micro_batch=, sequence_parallel=, mode=)``: the graph's workload rows at
+``micro_batch`` scaled by the ``tp_shard`` layout (a node split over an axis of ``n`` does
+``w = ceil(n / tp) / n`` of the work; bytes by the split tensors' shares; the split GEMM dim
+x ``w``), the layout's collectives (group ``tp``), and per layer slot (``graph_blocks``) the
+parameters, kept activations, checkpoint and boundary bytes. ``tp`` must divide the
+attention heads (``sharding.check_tp``); no experts, so ``ep = 1``. Cached per
+(tp, micro_batch, sequence_parallel, mode). Design notes: docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -55,6 +35,7 @@ from roofcast.predictor.parallel.types import (
 from roofcast.predictor.precision import FLOAT_DTYPES, rescale_bytes
 from roofcast.predictor.runtimes import get_runtime
 from roofcast.predictor.runtimes.catalog import default_runtime_name
+from roofcast.predictor.sharding import check_ep, check_tp, positive_degree
 from roofcast.predictor.training import requires_grad_tensors, trainable_params
 from roofcast.predictor.workload import workload_table
 
@@ -67,17 +48,6 @@ _ROLE_COLUMN: dict[str, dict[str, int]] = {
     "grad1": {"k": 1, "n": 2, "m": 3},
 }
 _GEMM_COLS = ("gemm_batch", "gemm_m", "gemm_n", "gemm_k")
-
-
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ParallelPlanError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _divisors(n: int) -> str:
-    ds = [str(d) for d in range(1, n + 1) if n % d == 0]
-    return ", ".join(ds[:-1]) + f" or {ds[-1]}" if len(ds) > 1 else ds[0]
 
 
 class GraphParallelSource:
@@ -174,22 +144,17 @@ class GraphParallelSource:
     def build(self, *, tp: int, ep: int = 1, micro_batch: int, sequence_parallel: bool = False,
               mode: str = "train") -> ShardedWorkload:
         """One device's work for one micro-batch (module docstring)."""
-        tp = _positive("tp", tp)
-        ep = _positive("ep", ep)
-        micro_batch = _positive("micro_batch", micro_batch)
+        tp = positive_degree("tp", tp)
+        ep = positive_degree("ep", ep)
+        micro_batch = positive_degree("micro_batch", micro_batch)
         if mode not in PARALLEL_MODES:
             raise ParallelPlanError(f"mode must be one of {', '.join(PARALLEL_MODES)}, "
                                     f"got {mode!r}")
         if not isinstance(sequence_parallel, bool):
             raise ParallelPlanError(f"sequence_parallel must be true or false, "
                                     f"got {sequence_parallel!r}")
-        if ep > 1:
-            raise ParallelPlanError(f"ep={ep}: {self.name} has no mixture-of-experts layers "
-                                    "to split; use ep=1")
-        heads = self.facts.heads
-        if heads and heads % tp:
-            raise ParallelPlanError(f"tp={tp} does not divide the {heads} heads of "
-                                    f"{self.name}; use {_divisors(heads)}")
+        check_ep(self.name, ep, None)
+        check_tp(self.name, tp, self.facts.heads or None)
         key = (tp, micro_batch, sequence_parallel, mode)
         if key not in self._built:
             self._built[key] = self._build(tp, micro_batch, sequence_parallel and tp > 1, mode)

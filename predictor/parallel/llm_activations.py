@@ -46,7 +46,7 @@ import numpy as np
 
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.predictor.llm.kernels import attended_keys
-from roofcast.predictor.parallel.llm_shard import LLMShard
+from roofcast.predictor.sharding import LLMShard
 
 #: bytes of a dropout mask element (PyTorch's bool mask).
 MASK_BYTES = 1.0

@@ -1,34 +1,14 @@
-"""One rank's kernels of a decoder LLM's training step, per part: embedding, one block, head.
+"""One rank's kernels of a decoder LLM's training step, per part: embedding, each layer kind,
+head; the layers' kernels come from ``predictor.llm.layer.layer_kernels`` (the builder serving
+uses too) at the rank's Megatron-LM widths (``sharding.LLMShard``) for a micro-batch of ``b``
+sequences of ``s`` tokens (``T = b s``; ``T / tp`` with sequence parallelism).
 
-Each kernel is an ``OpNode`` costed by the op registry (``graph_import.costs.cost_of``), as
-``predictor.llm.kernels`` builds the serving step, at the rank's Megatron-LM dims
-(``llm_shard.LLMShard``) for a micro-batch of ``b`` sequences of ``s`` tokens
-(``T = b s``; ``T_s = T / t`` with sequence parallelism, else ``T``):
-
-* embedding: vocab-parallel Gather of ``T`` rows from the rank's ``V_r x d`` table (learned
-  positions: a Gather and an Add on ``T_s`` tokens);
-* block: norm ``[T_s, d]``; QKV Gemm ``[T, d] x [d, (H_r + 2 Hkv_r) hd]``; rotary on Q and K;
-  attention as the runtime's profile runs it — ``fused``: one ``Attention`` kernel whose FLOPs
-  are scaled by the causal fraction ``(s + 1) / (2 s)`` (a flash kernel skips the blocks above
-  the diagonal), ``eager``: QK^T MatMul, the profile's score passes, Softmax, (dropout), PV
-  MatMul over the full ``s x s_k`` rectangle; O Gemm ``[T, H_r hd] x [H_r hd, d]``; residual
-  Add ``[T_s, d]``; second norm; MLP: gate/up Gemm ``[T, d] x [d, 2 f_r]``, SwiGLU (or the
-  activation and the gating Mul), down Gemm ``[T, f_r] x [f_r, d]``; residual Add;
-* MoE block MLP: router Gemm over the ``T_r`` tokens the rank routes (``T_s``), TopK, Softmax
-  over the ``k`` picks, the experts as a grouped (batched) MatMul ``[E_r, P / E_r, d] x
-  [E_r, d, 2 f_e]`` over the rank's ``P`` token-expert pairs (Megatron-Core's grouped GEMM),
-  the activation, the down MatMul and the weighted combine Mul ``[T_r, k, d]``. ``P``: with
-  ``ep > 1`` each rank's ``E / ep`` experts receive, with balanced routing, as many pairs as
-  its own tokens make: ``P = T_r k`` (the ranks of an expert group hold different tokens);
-  with ``ep = 1`` every rank runs all ``T k`` pairs on its ``1/t`` slice of every expert;
-* head: final norm ``[T_s, d]``; vocab-parallel LM head Gemm ``[T, d] x [d, V_r]``; the
-  cross-entropy as a Softmax over ``[T, V_r]`` (its backward ``softmax - onehot``).
-
-Backward kernels are the registered rules (``predictor.training.node_backward_kernels``) of
-each node, every float input requiring grad except constants (``c.``: score scales, masks)
-and integer inputs (``i.``); optimizer-update rows (``training.update_row_values``) one per
-parameter tensor (``w.``). Bytes are rescaled to the run's precision as the graph path does
-(``predictor.precision.rescale_cost``): weights and activations at its width, integers kept.
+Embedding: vocab-parallel Gather of ``T`` rows (learned positions: Gather + Add); head: final
+norm, vocab-parallel LM head Gemm ``[T, d] x [d, V_r]``, cross-entropy as a Softmax. MoE
+experts run as a grouped GEMM over the rank's ``P`` token-expert pairs: ``P = T_r k`` with
+``ep > 1`` (balanced routing), else all ``T k`` on a ``1/tp`` slice of every expert.
+Backward rows: the registered rules of each node (``training.node_backward_kernels``), every
+float input but constants (``c.``) and indices (``i.``); one update row per ``w.`` tensor.
 """
 
 from __future__ import annotations
@@ -43,23 +23,30 @@ from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
 from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.graph_import.llm.decoder import LayerKind, MoE
 from roofcast.graph_import.types import OpNode, TensorInfo
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.llm.kernels import attended_keys
-from roofcast.predictor.parallel.llm_shard import LLMShard
+from roofcast.predictor.llm.layer import (
+    CONST,
+    INDEX,
+    WEIGHT,
+    AttentionCall,
+    ExpertWork,
+    LayerPass,
+    elementwise,
+    layer_kernels,
+    norm,
+    tensor,
+)
 from roofcast.predictor.precision import compute_dtype, rescale_cost
+from roofcast.predictor.sharding import LLMShard, local_kind
 from roofcast.predictor.training import (
     backward_row_values,
     node_backward_kernels,
     update_row_values,
 )
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS
-
-#: tensor-name prefixes: trainable weights, constants (no gradient), integer indices.
-WEIGHT, CONST, INDEX = "w.", "c.", "i."
-_ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}), "gelu_tanh": ("Gelu", {"approximate": "tanh"}),
-           "relu": ("Relu", {})}
 
 
 @dataclass(frozen=True)
@@ -78,21 +65,17 @@ class Micro:
         return self.batch * self.seq
 
 
-def _t(name: str, *shape: float) -> TensorInfo:
-    return TensorInfo(name, tuple(max(round(s), 1) for s in shape),
-                      "int64" if name.startswith(INDEX) else "float")
-
-
 class Nodes:
-    """Accumulates costed forward ``OpNode`` s of one part (embedding, block or head)."""
+    """The training ``layer.Sink``: costed forward ``OpNode`` s of one part."""
 
-    def __init__(self, arch: LLMArch, shard: LLMShard, micro: Micro) -> None:
-        self.arch, self.shard, self.micro = arch, shard, micro
+    small = WEIGHT
+
+    def __init__(self) -> None:
         self.nodes: list[OpNode] = []
 
     def add(self, name: str, op_type: str, inputs: Sequence[TensorInfo],
-            outputs: Sequence[TensorInfo], attrs: dict | None = None,
-            flops_scale: float = 1.0) -> None:
+            outputs: Sequence[TensorInfo], *, attrs: dict | None = None,
+            flops_scale: float = 1.0) -> str:
         weights = frozenset(t.name for t in inputs if t.name.startswith(WEIGHT))
         node = OpNode(name, op_type, "", tuple(inputs), tuple(outputs), attrs or {},
                       weight_inputs=weights)
@@ -102,84 +85,34 @@ class Nodes:
         if flops_scale != 1.0:
             cost = replace(cost, flops=cost.flops * flops_scale)
         self.nodes.append(replace(node, cost=cost))
+        return name
 
-    def gemm(self, name: str, tokens: float, k: int, n: int, bias: bool = False,
-             weight: str | None = None) -> None:
-        inputs = [_t(f"x.{name}", tokens, k), _t(weight or f"{WEIGHT}{name}", k, n)]
+    def gemm(self, name: str, tokens: float, k: int, n: int, *, bias: bool = False,
+             small: bool = False, weight_elems: float | None = None,
+             weight: str | None = None) -> str:
+        inputs = [tensor(f"x.{name}", tokens, k), tensor(weight or f"{WEIGHT}{name}", k, n)]
         if bias:
-            inputs.append(_t(f"{WEIGHT}{name}.bias", n))
-        self.add(name, "Gemm", inputs, [_t(f"y.{name}", tokens, n)])
+            inputs.append(tensor(f"{WEIGHT}{name}.bias", n))
+        return self.add(name, "Gemm", inputs, [tensor(f"y.{name}", tokens, n)])
 
-    def norm(self, name: str, tokens: float) -> None:
-        d = self.arch.d_model
-        inputs = [_t(f"x.{name}", tokens, d), _t(f"{WEIGHT}{name}", d)]
-        if self.arch.norm == "layernorm":
-            self.add(name, "LayerNormalization", [*inputs, _t(f"{WEIGHT}{name}.b", d)],
-                     [_t(f"y.{name}", tokens, d)], {"axis": -1})
-        else:
-            self.add(name, "RMSNormalization", inputs, [_t(f"y.{name}", tokens, d)],
-                     {"axis": -1})
-
-    def elementwise(self, name: str, op_type: str, *shape: float, constant: bool = False,
-                    attrs: dict | None = None) -> None:
-        """A binary elementwise op on ``shape`` (the second operand a constant when
-        ``constant``: a scale or a dropout mask), or unary when ``op_type`` is an activation."""
-        second = _t(f"{CONST if constant else 'x.'}{name}.b", *shape)
-        inputs = [_t(f"x.{name}", *shape)] + ([] if op_type in ("Swish", "Gelu", "Relu")
-                                               else [second])
-        self.add(name, op_type, inputs, [_t(f"y.{name}", *shape)], attrs)
+    def cached_keys_read(self, call: AttentionCall, key: str) -> None:
+        """Training keeps no KV cache."""
 
 
 def embedding_nodes(arch: LLMArch, shard: LLMShard, micro: Micro) -> list[OpNode]:
     """Slot 0 (module docstring)."""
-    n = Nodes(arch, shard, micro)
+    n = Nodes()
     d, tokens = arch.d_model, micro.tokens
-    n.add("embed", "Gather", [_t(f"{WEIGHT}embed", shard.vocab, d), _t(f"{INDEX}ids", tokens)],
-          [_t("y.embed", tokens, d)])
+    n.add("embed", "Gather", [tensor(f"{WEIGHT}embed", shard.vocab, d),
+          tensor(f"{INDEX}ids", tokens)], [tensor("y.embed", tokens, d)])
     local = tokens / shard.seq_split
     if arch.positions == "learned":
-        n.add("pos_embed", "Gather", [_t(f"{WEIGHT}pos", arch.max_context, d),
-              _t(f"{INDEX}pos", local)], [_t("y.pos_embed", local, d)])
-        n.elementwise("pos_add", "Add", local, d)
+        n.add("pos_embed", "Gather", [tensor(f"{WEIGHT}pos", arch.max_context, d),
+              tensor(f"{INDEX}pos", local)], [tensor("y.pos_embed", local, d)])
+        elementwise(n, "pos_add", "Add", local, d)
     if micro.dropout:
-        n.elementwise("embed_dropout", "Mul", local, d, constant=True)
+        elementwise(n, "embed_dropout", "Mul", local, d, constant=True)
     return n.nodes
-
-
-def _attention(n: Nodes) -> None:
-    a, sh, mc = n.arch, n.shard, n.micro
-    b, s, hd = mc.batch, mc.seq, a.head_dim
-    span, mean = attended_keys(s, s, a.sliding_window)
-    if mc.attention == "fused":
-        n.add("attn", "Attention", [_t("x.q", b, sh.heads, s, hd),
-              _t("x.k", b, sh.kv_heads, span, hd), _t("x.v", b, sh.kv_heads, span, hd)],
-              [_t("y.attn", b, sh.heads, s, hd)], flops_scale=mean / span)
-        return
-    g = sh.heads // sh.kv_heads
-    scores = (b, sh.kv_heads, g * s, span)
-    n.add("qk", "MatMul", [_t("x.q", b, sh.kv_heads, g * s, hd),
-          _t("x.k", b, sh.kv_heads, hd, span)], [_t("y.qk", *scores)])
-    for p in range(mc.score_passes):
-        n.add(f"score{p}", "Mul", [_t(f"x.score{p}", *scores), _t(f"{CONST}score{p}")],
-              [_t(f"y.score{p}", *scores)])
-    n.add("softmax", "Softmax", [_t("x.softmax", *scores)], [_t("y.softmax", *scores)],
-          {"axis": -1})
-    if mc.dropout:
-        n.elementwise("attn_dropout", "Mul", *scores, constant=True)
-    n.add("pv", "MatMul", [_t("x.p", *scores), _t("x.v", b, sh.kv_heads, span, hd)],
-          [_t("y.pv", b, sh.kv_heads, g * s, hd)])
-
-
-def _activation(n: Nodes, name: str, *shape: float) -> None:
-    a = n.arch
-    if a.gated_mlp and a.activation == "silu":
-        n.add(name, "SwiGLU", [_t(f"x.{name}.gate", *shape), _t(f"x.{name}.up", *shape)],
-              [_t(f"y.{name}", *shape)])
-        return
-    op, attrs = _ACT_OP[a.activation]
-    n.elementwise(name, op, *shape, attrs=attrs)
-    if a.gated_mlp:
-        n.elementwise(f"{name}_mul", "Mul", *shape)
 
 
 def moe_pairs(arch: LLMArch, shard: LLMShard, micro: Micro) -> float:
@@ -190,67 +123,28 @@ def moe_pairs(arch: LLMArch, shard: LLMShard, micro: Micro) -> float:
     return float(micro.tokens * k)
 
 
-def _mlp(n: Nodes) -> None:
-    a, sh, mc = n.arch, n.shard, n.micro
-    d, tokens = a.d_model, mc.tokens
-    up_mats = 2 if a.gated_mlp else 1
-    if a.n_experts <= 1:
-        n.gemm("up", tokens, d, up_mats * sh.d_ff, bias=a.mlp_bias)
-        _activation(n, "act", tokens, sh.d_ff)
-        n.gemm("down", tokens, sh.d_ff, d, bias=a.mlp_bias)
-        return
-    routed, k = tokens / sh.seq_split, a.experts_per_token
-    n.gemm("router", routed, d, a.n_experts)
-    n.add("topk", "TopK", [_t("x.topk", routed, a.n_experts), _t(f"{INDEX}k", 1)],
-          [_t("y.topk", routed, k), _t(f"{INDEX}topk", routed, k)], {"axis": -1})
-    n.add("route_softmax", "Softmax", [_t("x.route", routed, k)], [_t("y.route", routed, k)],
-          {"axis": -1})
-    er, f = sh.experts, sh.expert_d_ff
-    per_expert = moe_pairs(a, sh, mc) / er
-    n.add("experts_up", "MatMul", [_t("x.experts_up", er, per_expert, d),
-          _t(f"{WEIGHT}experts_up", er, d, up_mats * f)],
-          [_t("y.experts_up", er, per_expert, up_mats * f)])
-    _activation(n, "experts_act", er, per_expert, f)
-    n.add("experts_down", "MatMul", [_t("x.experts_down", er, per_expert, f),
-          _t(f"{WEIGHT}experts_down", er, f, d)], [_t("y.experts_down", er, per_expert, d)])
-    n.add("combine", "Mul", [_t("x.combine", routed, k, d), _t("x.combine.w", routed, k, 1)],
-          [_t("y.combine", routed, k, d)])
-
-
-def block_nodes(arch: LLMArch, shard: LLMShard, micro: Micro) -> list[OpNode]:
-    """One transformer block (module docstring)."""
-    n = Nodes(arch, shard, micro)
-    a, sh = arch, shard
-    d, hd, tokens = a.d_model, a.head_dim, micro.tokens
-    local = tokens / sh.seq_split
-    n.norm("norm1", local)
-    n.gemm("qkv", tokens, d, (sh.heads + 2 * sh.kv_heads) * hd, bias=a.qkv_bias)
-    if a.positions == "rope":
-        n.add("rotary", "RotaryEmbedding", [_t("x.rot", 1, sh.heads + sh.kv_heads, tokens, hd)],
-              [_t("y.rot", 1, sh.heads + sh.kv_heads, tokens, hd)])
-    _attention(n)
-    n.gemm("o_proj", tokens, sh.heads * hd, d)
-    if micro.dropout:
-        n.elementwise("attn_out_dropout", "Mul", local, d, constant=True)
-    n.elementwise("residual1", "Add", local, d)
-    if not a.parallel_block:
-        n.norm("norm2", local)
-    _mlp(n)
-    if micro.dropout:
-        n.elementwise("mlp_dropout", "Mul", local, d, constant=True)
-    n.elementwise("residual2", "Add", local, d)
+def block_nodes(kind: LayerKind, arch: LLMArch, shard: LLMShard, micro: Micro
+                ) -> list[OpNode]:
+    """One layer of ``kind`` on the rank (module docstring)."""
+    n = Nodes()
+    tokens = micro.tokens
+    experts = ExpertWork("grouped", moe_pairs(arch, shard, micro), experts=shard.experts) \
+        if isinstance(kind.ffn, MoE) else None
+    layer_kernels(n, local_kind(kind, tp=shard.tp, etp=shard.etp), LayerPass(
+        tokens, tokens / shard.seq_split, (AttentionCall("", micro.batch, micro.seq, micro.seq),),
+        micro.attention, micro.score_passes, dropout=micro.dropout, experts=experts))
     return n.nodes
 
 
 def head_nodes(arch: LLMArch, shard: LLMShard, micro: Micro) -> list[OpNode]:
     """Slot L+1 (module docstring); a tied head uses the embedding's weight."""
-    n = Nodes(arch, shard, micro)
+    n = Nodes()
     d, tokens = arch.d_model, micro.tokens
-    n.norm("final_norm", tokens / shard.seq_split)
+    norm(n, arch.norm, "final_norm", tokens / shard.seq_split, d)
     n.gemm("lm_head", tokens, d, shard.vocab,
            weight=f"{WEIGHT}embed" if arch.tied_embeddings else None)
-    n.add("cross_entropy", "Softmax", [_t("x.logits", tokens, shard.vocab)],
-          [_t("y.logits", tokens, shard.vocab)], {"axis": -1})
+    n.add("cross_entropy", "Softmax", [tensor("x.logits", tokens, shard.vocab)],
+          [tensor("y.logits", tokens, shard.vocab)], attrs={"axis": -1})
     return n.nodes
 
 

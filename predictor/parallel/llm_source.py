@@ -1,44 +1,19 @@
 """``LLMParallelSource``: a decoder LLM's training (or forward) work on one device under a
 Megatron-LM tensor / sequence / expert-parallel split, from its ``LLMArch``.
 
-Megatron-LM (Shoeybi et al. 2019; Narayanan et al. 2021; Korthikanti et al. 2022): per rank
-the kernels of ``llm_block`` at the dims of ``llm_shard`` for one micro-batch, the tensor /
-expert group's collectives (``comms``), parameters per slot (``llm_shard.slot_params``) and
-the activation memory (``llm_activations``, Korthikanti's count generalised term by term).
-
-**Rows and slots.** Slot 0 = embedding, 1..L = the blocks, L+1 = final norm, head, loss.
-All blocks of a decoder are the same, so one block is built and costed once and its rows are
-repeated for every block slot with ``count = 1`` (``numpy`` repetition of the costed rows:
-no per-layer costing), so the engine can cut pipeline stages at any block boundary. A
-``build`` for llama-3.1-70b (80 blocks, ~5.6k rows) takes a few milliseconds; results are
-cached per (tp, ep, micro_batch, sequence_parallel, mode).
-
-**Collectives per micro-batch** (``CommOp``, 16-bit ``[b, s, d]`` = ``2 T d`` bytes;
-tensor group ``tp`` only when ``t > 1``):
-
-* block, forward: the row-parallel O and down projections' outputs — 2 all-reduces, or with
-  sequence parallelism 2 all-gathers (before QKV and before the MLP) + 2 reduce-scatters;
-  backward: the same (the column-parallel GEMMs' input gradients). An MoE block with
-  ``ep > 1`` keeps its tokens sequence-split through the experts: the attention's pair only,
-  plus 2 all-to-alls of the rank's ``P`` token-expert pairs (``2 P d`` bytes: dispatch and
-  combine) in the forward and 2 in the backward, group ``ep``;
-* embedding (vocab-parallel): forward all-reduce (sequence parallel: reduce-scatter) of the
-  looked-up rows; backward with sequence parallelism: an all-gather of their gradient;
-* head: with sequence parallelism an all-gather of its input (forward) and a reduce-scatter
-  of its gradient (backward), else an all-reduce of the input gradient (backward); the
-  vocab-parallel cross-entropy's 3 fp32 all-reduces of ``[b, s]`` (max, target logit,
-  sum of exponentials).
-
-**Pipeline boundary**: ``2 T d / t_s`` bytes (with sequence parallelism Megatron sends the
-sequence-split activation).
-
-**Not modelled**: context parallelism, a tied embedding's copy on the last pipeline stage and
-its gradient all-reduce with the first, MoE load imbalance and token dropping, distributed-optimizer details
-(the engine's ZeRO), and overlapping the tensor collectives with compute.
+Per rank: the kernels of ``llm_block`` (one costed block per layer kind of ``decoder_of``,
+its rows repeated for the kind's slots: slot 0 embedding, 1..L layers, L+1 head), the tensor /
+expert group's collectives per micro-batch (``comm_ops``: 2 all-reduces per block and phase,
+or with sequence parallelism all-gather + reduce-scatter pairs; MoE with ``ep > 1`` 2
+all-to-alls of ``2 P d`` bytes per phase; the embedding's and the vocab-parallel
+cross-entropy's), parameters per slot (``sharding.slot_params``), activation memory
+(``llm_activations``) and the pipeline boundary ``2 T d / t_s`` bytes. Cached per
+(tp, ep, micro_batch, sequence_parallel, mode). Design notes: docs/design/decoder.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
 
@@ -46,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.graph_import.llm.decoder import decoder_of
 from roofcast.graph_import.llm.load import load_llm
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.parallel.llm_activations import ActivationCase, slot_activation_bytes
@@ -58,7 +34,6 @@ from roofcast.predictor.parallel.llm_block import (
     moe_pairs,
     part_rows,
 )
-from roofcast.predictor.parallel.llm_shard import LLMShard, llm_shard, slot_params
 from roofcast.predictor.parallel.types import (
     PARALLEL_MODES,
     CommOp,
@@ -68,6 +43,7 @@ from roofcast.predictor.parallel.types import (
 )
 from roofcast.predictor.precision import storage_bytes
 from roofcast.predictor.runtimes import get_runtime
+from roofcast.predictor.sharding import LLMShard, llm_shard, slot_params
 from roofcast.predictor.workload import check_precision
 from roofcast.predictor.workload_rows import COLUMNS, frame
 
@@ -151,10 +127,12 @@ class LLMParallelSource:
         config = replace(self.config, mode=mode,
                          dims={"batch": micro.batch, "seq": micro.seq})
         tied = frozenset({f"{WEIGHT}embed"}) if arch.tied_embeddings else frozenset()
-        parts = (part_rows(embedding_nodes(arch, shard, micro), config),
-                 part_rows(block_nodes(arch, shard, micro), config),
-                 part_rows(head_nodes(arch, shard, micro), config, skip_params=tied))
-        rows = slot_rows(parts, arch.n_layers)
+        dec = decoder_of(arch)
+        blocks = {kind: part_rows(block_nodes(kind, arch, shard, micro), config)
+                  for kind, _ in dec.groups()}
+        rows = slot_rows(part_rows(embedding_nodes(arch, shard, micro), config),
+                         [blocks[kind] for kind in dec.layers],
+                         part_rows(head_nodes(arch, shard, micro), config, skip_params=tied))
         e = float(storage_bytes(self.config.precision))
         case = ActivationCase(micro.batch, micro.seq, e, micro.attention, micro.dropout,
                               moe_pairs(arch, shard, micro) if arch.n_experts > 1 else 0.0)
@@ -169,7 +147,7 @@ class LLMParallelSource:
             config=config, runtime=self.profile.name, notes=self._notes(shard, mode))
 
     def _notes(self, shard: LLMShard, mode: str) -> tuple[str, ...]:
-        notes = [f"Megatron-LM split of {self.arch.name}: {shard.heads} query / "
+        notes = [*self.arch.notes, f"Megatron-LM split of {self.arch.name}: {shard.heads} query / "
                  f"{shard.kv_heads} KV heads, MLP width {shard.d_ff}, vocabulary "
                  f"{shard.vocab} per rank (padded to a multiple of 128 x tp); one block costed "
                  f"and repeated for its {self.arch.n_layers} slots",
@@ -187,18 +165,23 @@ class LLMParallelSource:
         return tuple(notes)
 
 
-def slot_rows(parts: tuple[dict[str, list], dict[str, list], dict[str, list]],
-              layers: int) -> pd.DataFrame:
-    """Rows of every slot: the embedding's at slot 0, the block's repeated at 1..L, the
-    head's at L+1 (``count`` 1; ``key`` prefixed by the slot so it stays unique)."""
-    embed, block, head = parts
-    n_embed, n_block, n_head = (len(p["key"]) for p in parts)
-    slots = np.concatenate([np.zeros(n_embed, int), np.repeat(np.arange(1, layers + 1), n_block),
-                            np.full(n_head, layers + 1)])
-    cols = {c: np.concatenate([np.asarray(embed[c], object),
-                               np.tile(np.asarray(block[c], object), layers),
-                               np.asarray(head[c], object)]) for c in COLUMNS}
-    prefix = np.array([f"s{i}:" for i in range(layers + 2)], dtype=object)
+def slot_rows(embed: dict[str, list], blocks: Sequence[dict[str, list]],
+              head: dict[str, list]) -> pd.DataFrame:
+    """Rows of every slot: the embedding's at slot 0, layer ``i``'s block at ``i`` (one
+    costed block per layer kind, repeated), the head's at L+1 (``count`` 1; ``key`` prefixed
+    by the slot so it stays unique)."""
+    runs: list[tuple[dict[str, list], int]] = [(embed, 1)]
+    for block in blocks:  # consecutive layers of one kind tile one block
+        if len(runs) > 1 and runs[-1][0] is block:
+            runs[-1] = (block, runs[-1][1] + 1)
+        else:
+            runs.append((block, 1))
+    runs.append((head, 1))
+    slots = np.repeat(np.arange(len(blocks) + 2),
+                      [len(p["key"]) for p, n in runs for _ in range(n)])
+    cols = {c: np.concatenate([np.tile(np.asarray(p[c], object), n) for p, n in runs])
+            for c in COLUMNS}
+    prefix = np.array([f"s{i}:" for i in range(len(blocks) + 2)], dtype=object)
     cols["key"] = prefix[slots] + cols["key"]
     return frame(cols).assign(count=1.0, layer=slots)
 

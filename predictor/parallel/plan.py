@@ -1,27 +1,13 @@
 """Checking and completing a parallel plan against a model and a system.
 
-``check_plan`` refuses a plan that cannot run (``ParallelPlanError`` naming the degree and the
-values that would work) and returns notes on what it could not check or what the plan implies:
-
-* ``dp * tp * pp`` must equal the devices used (every device of the system takes part);
-* ``dp * micro_batches`` must divide the global batch (each replica takes ``global_batch / dp``
-  samples in ``micro_batches`` equal micro-batches);
-* ``tp`` divides the attention heads (Megatron-LM splits whole heads over the tensor ranks,
-  Shoeybi et al. 2019); KV heads (grouped-query attention) are split when ``kv_heads >= tp``
-  (then ``tp`` must divide them) and replicated when fewer (then they must divide ``tp``);
-* ``pp`` is at most the layers and divides them (Megatron-LM gives every stage the same number
-  of blocks, Narayanan et al. 2021);
-* ``ep`` divides the experts and ``dp * tp`` (the expert ranks are carved out of a stage's
-  data x tensor ranks); a dense model takes ``ep = 1``;
-* ``tp`` above the devices of one node is allowed with a note: the tensor group's collectives
-  then cross the NICs, which Megatron-LM advises against.
-
-Facts the source does not know (``None``) skip their check with a note.
+``check_plan`` refuses a plan that cannot run (``ParallelPlanError`` naming the degree and
+the values that work) and returns notes: ``dp * tp * pp`` = the devices; ``dp *
+micro_batches`` divides the global batch; ``tp``, ``pp`` (even stages) and ``ep`` (``ep | dp
+* tp``) by ``sharding``'s one check; a ``tp`` beyond a node is noted. Facts the source does
+not know (``None``) skip their check with a note. ``complete_plan`` fills ``dp``.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from roofcast.predictor.parallel.types import (
     PARALLEL_MODES,
@@ -29,20 +15,10 @@ from roofcast.predictor.parallel.types import (
     ParallelPlan,
     ParallelPlanError,
 )
+from roofcast.predictor.sharding import check_ep, check_pp, check_tp, choices, divisors
 
 PLAN_FIELDS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "micro_batches", "zero",
                                 "sequence_parallel", "recompute")
-
-
-def divisors(n: int) -> list[int]:
-    """Positive divisors of ``n`` in increasing order."""
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def _choices(values: Sequence[int]) -> str:
-    """``1, 2, 4 or 8``."""
-    vals = [str(v) for v in values]
-    return vals[0] if len(vals) == 1 else f"{', '.join(vals[:-1])} or {vals[-1]}"
 
 
 def _check_global_batch(global_batch: object) -> int:
@@ -65,39 +41,25 @@ def _check_batch(plan: ParallelPlan, global_batch: int) -> None:
     if global_batch % plan.dp:
         ok = [d for d in divisors(global_batch) if d <= plan.n_devices]
         raise ParallelPlanError(f"dp={plan.dp} does not divide the global batch {global_batch}; "
-                                f"use dp in {_choices(ok)} (with tp x pp making up the devices)")
+                                f"use dp in {choices(ok)} (with tp x pp making up the devices)")
     per_replica = global_batch // plan.dp
     if per_replica % plan.micro_batches:
         raise ParallelPlanError(
             f"micro_batches={plan.micro_batches} does not divide the {per_replica} samples of "
             f"each of the dp={plan.dp} replicas (global batch {global_batch}); use "
-            f"micro_batches in {_choices(divisors(per_replica))}")
+            f"micro_batches in {choices(divisors(per_replica))}")
 
 
 def _check_tp(plan: ParallelPlan, facts: ModelFacts, devices_per_node: int | None) -> list[str]:
     notes = []
-    if facts.heads is None:
-        if plan.tp > 1:
-            notes.append(f"{facts.name}: attention heads unknown; tp={plan.tp} not checked "
-                         "against them")
-    elif facts.heads % plan.tp:
-        raise ParallelPlanError(
-            f"tp={plan.tp} does not divide the {facts.heads} attention heads of {facts.name}; "
-            f"use {_choices(divisors(facts.heads))}")
+    if facts.heads is None and plan.tp > 1:
+        notes.append(f"{facts.name}: attention heads unknown; tp={plan.tp} not checked "
+                     "against them")
+    check_tp(facts.name, plan.tp, facts.heads, facts.kv_heads)
     kv = facts.kv_heads
-    if kv is not None and plan.tp > 1:
-        if kv >= plan.tp and kv % plan.tp:
-            raise ParallelPlanError(
-                f"tp={plan.tp} does not divide the {kv} KV heads of {facts.name}; use tp in "
-                f"{_choices(divisors(kv))} or a multiple of {kv}")
-        if kv < plan.tp:
-            if plan.tp % kv:
-                raise ParallelPlanError(
-                    f"tp={plan.tp} is not a multiple of the {kv} KV heads of {facts.name} "
-                    f"(each KV head is replicated on tp/{kv} ranks); use a divisor or multiple "
-                    f"of {kv}")
-            notes.append(f"tp={plan.tp} > {kv} KV heads: each KV head is replicated on "
-                         f"{plan.tp // kv} tensor ranks")
+    if kv is not None and kv < plan.tp:
+        notes.append(f"tp={plan.tp} > {kv} KV heads: each KV head is replicated on "
+                     f"{plan.tp // kv} tensor ranks")
     if devices_per_node is not None and plan.tp > devices_per_node:
         notes.append(f"tp={plan.tp} spans more than the {devices_per_node} devices of a node: "
                      "tensor-parallel collectives cross the NICs (Megatron-LM keeps tp within "
@@ -109,23 +71,8 @@ def _check_pp(plan: ParallelPlan, facts: ModelFacts) -> list[str]:
     if facts.layers is None:
         return [f"{facts.name}: layer count unknown; pp={plan.pp} not checked against it"] \
             if plan.pp > 1 else []
-    if plan.pp > facts.layers or facts.layers % plan.pp:
-        raise ParallelPlanError(
-            f"pp={plan.pp} does not divide the {facts.layers} layers of {facts.name} "
-            f"(every pipeline stage takes the same number of layers); use "
-            f"{_choices(divisors(facts.layers))}")
+    check_pp(facts.name, plan.pp, facts.layers, even=True)
     return []
-
-
-def _check_experts(ep: int, facts: ModelFacts) -> None:
-    if ep == 1:
-        return
-    if facts.experts is None:
-        raise ParallelPlanError(f"ep={ep} but {facts.name} has no experts (a dense "
-                                "model); use ep=1")
-    if facts.experts % ep:
-        raise ParallelPlanError(f"ep={ep} does not divide the {facts.experts} experts of "
-                                f"{facts.name}; use {_choices(divisors(facts.experts))}")
 
 
 def check_model_degrees(facts: ModelFacts, *, tp: int = 1, pp: int = 1, ep: int = 1) -> None:
@@ -135,20 +82,7 @@ def check_model_degrees(facts: ModelFacts, *, tp: int = 1, pp: int = 1, ep: int 
     probe = ParallelPlan(tp=tp, pp=pp, ep=ep)
     _check_tp(probe, facts, None)
     _check_pp(probe, facts)
-    _check_experts(ep, facts)
-
-
-def _check_ep_group(plan: ParallelPlan, facts: ModelFacts) -> None:
-    """Expert ranks come out of a stage's data x tensor ranks (the experts themselves are
-    ``_check_experts``')."""
-    if plan.ep == 1:
-        return
-    group = plan.dp * plan.tp
-    if group % plan.ep:
-        ok = [d for d in divisors(group) if facts.experts % d == 0]
-        raise ParallelPlanError(
-            f"ep={plan.ep} does not divide dp x tp = {group} (expert ranks are carved out of a "
-            f"stage's data x tensor ranks); use ep in {_choices(ok)}")
+    check_ep(facts.name, ep, facts.experts)
 
 
 def _check_mode(plan: ParallelPlan, mode: str) -> list[str]:
@@ -187,10 +121,11 @@ def check_plan(plan: ParallelPlan, facts: ModelFacts, *, n_devices: int, global_
     # the model's reasons first (as check_model_degrees), then the devices and the batch
     notes += _check_tp(plan, facts, devices_per_node)
     notes += _check_pp(plan, facts)
-    _check_experts(plan.ep, facts)
+    check_ep(facts.name, plan.ep, facts.experts)
     _check_devices(plan, n_devices)
     _check_batch(plan, global_batch)
-    _check_ep_group(plan, facts)
+    group = plan.dp * plan.tp
+    check_ep(facts.name, plan.ep, facts.experts, group=group, group_text=f"dp x tp = {group}")
     return tuple(notes)
 
 
@@ -213,7 +148,7 @@ def complete_plan(n_devices: int, **given: object) -> ParallelPlan:
             raise ParallelPlanError(
                 f"tp={tp} x pp={pp} = {rest} does not divide the {n_devices} devices, so no "
                 f"data-parallel degree fills them; choose tp x pp in "
-                f"{_choices(divisors(n_devices))}")
+                f"{choices(divisors(n_devices))}")
         fields["dp"] = n_devices // rest
     plan = ParallelPlan(**fields)  # type: ignore[arg-type]
     _check_devices(plan, n_devices)

@@ -1,20 +1,13 @@
 """Pipeline stages and the 1F1B schedule.
 
-**Stages** (``stage_slots``): contiguous layer slots; slot 0 (embeddings) goes to the first
-stage, slot ``L + 1`` (final norm, head, loss) to the last, the blocks ``1..L`` split evenly
-(``L / pp`` each, as Megatron-LM does; when ``pp`` does not divide ``L`` — a source that does not
-know its layer count — the first ``L mod pp`` stages take one block more).
+``stage_slots``: slot 0 (embeddings) on the first stage, ``L + 1`` (head, loss) on the last,
+blocks split evenly (the first ``L mod pp`` stages take one more when ``pp`` does not divide
+``L``). 1F1B (PipeDream-Flush, Narayanan et al. 2021) with ``p`` stages, ``m`` micro-batches
+and the slowest stage's per-micro-batch time ``t_max`` (s):
 
-**1F1B** (PipeDream-Flush, Narayanan et al. 2021 §2.2): with ``p`` stages and ``m``
-micro-batches, each stage runs ``m`` forwards and ``m`` backwards; the slowest stage, of
-per-micro-batch time ``t_max`` (forward + backward with its communication), sets the pace and the
-pipeline fill and drain add ``p - 1`` such slots:
+    step = (m + p - 1) * t_max,   bubble = (p - 1) * t_max.
 
-    step = (m + p - 1) * t_max,   bubble = (p - 1) * t_max,
-    bubble fraction = (p - 1) / (m + p - 1).
-
-Inference runs the forward pipeline the same way (GPipe's forward, Huang et al. 2019):
-``(m + p - 1) * t_max`` with ``t_max`` the slowest stage's forward.
+Inference runs the forward pipeline the same way (GPipe).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from roofcast.predictor.parallel.engine import (
     assemble,
     time_workloads,
 )
-from roofcast.predictor.parallel.plan import check_plan, divisors
+from roofcast.predictor.parallel.plan import check_plan
 from roofcast.predictor.parallel.types import (
     PARALLEL_MODES,
     ModelFacts,
@@ -44,6 +44,7 @@ from roofcast.predictor.parallel.types import (
     ParallelPrediction,
     ParallelSource,
 )
+from roofcast.predictor.sharding import divisors, expert_degrees
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,7 @@ def _candidates(n: int, facts: ModelFacts, global_batch: int, mode: str,
     for tp in divisors(n):
         for pp in divisors(n // tp):
             dp = n // (tp * pp)
-            eps = [1] if not facts.experts else [e for e in divisors(facts.experts)
-                                                  if (dp * tp) % e == 0]
+            eps = expert_degrees(facts.experts, dp * tp) if facts.experts else [1]
             ms = divisors(global_batch // dp) if global_batch % dp == 0 else [1]
             for ep, m, z, rc, sp in itertools.product(eps, ms, zeros, rcs, sequence_parallel):
                 if z and dp == 1:

@@ -1,52 +1,14 @@
 """Megatron tensor sharding of any ONNX graph, inferred from the graph (Shoeybi et al. 2019).
 
 ``shard_layout(graph, sequence_parallel=False)`` walks the graph in topological order and
-decides, for every tensor, whether each of the ``tp`` ranks holds all of it (*replicated*) or
-a slice of one axis (*split on axis a*), and for every node, whether its work is split. The
-layout does not depend on ``tp``: an axis of length n split over tp ranks gives each rank
-``ceil(n / tp)`` of it (``split_fraction``; uneven splits are padded as Megatron pads the
-vocabulary); the attention heads, found where the layout splits an attention core, must be
-divisible (``GraphParallelSource`` refuses the rest).
-
-Rules, one per op family (``SHARD_RULES``, filled by ``@shard_rule``; an op type may have its
-own entry, looked up first; an op with neither is *gathered*: its split inputs are all-gathered
-and it runs replicated):
-
-* **weight GEMM** (MatMul / Gemm with an initializer operand, Conv): input replicated ->
-  *column-parallel* (the weight's output features split, output split on its last axis —
-  channels for Conv); input split on the contraction axis -> *row-parallel* (weight rows split,
-  partial sums: an ``all_reduce`` of the output in the forward, which is then replicated; with
-  sequence parallelism a ``reduce_scatter`` leaving the output split on its token axis, the
-  second-to-last); input split on another axis -> all-gathered first, then column-parallel.
-  A depthwise Conv (group = channels) on split channels stays split. The backward all-reduce
-  is on the input gradient of a replicated tensor that column-parallel ops (or split
-  elementwise ops that slice it) consume: one per such tensor that requires grad
-  (Megatron's f/g conjugate operators); an all-gather's backward is a reduce-scatter.
-* **activation GEMM** (attention QK and AV): both operands split on the same batch axis (the
-  heads) -> split; split on the contraction axis in both -> partial sums, all-reduced;
-  otherwise gathered.
-* **elementwise** (and quantization): split when the split inputs agree on one (right-aligned)
-  axis; a replicated input that is full-size on that axis is sliced locally (free: its
-  gradient is then partial, see above; a weight is stored split); broadcast inputs are used
-  whole; disagreeing inputs are gathered.
-* **normalization / softmax / reduction**: split unless the split axis is one they reduce
-  over (LayerNorm: the normalised axes; BatchNorm / InstanceNorm: all but the channels;
-  Softmax: its axis; Reduce*: its axes). Over a split axis, normalization and softmax gather
-  their input; a sum/mean/max reduction all-reduces its (small) output instead.
-  Per-channel parameters of BatchNorm-like ops follow split channels.
-* **pooling**: split on batch or channels; gathered when a pooled (spatial) axis is split.
-* **views and data movement**: Reshape/Flatten/Squeeze/Unsqueeze map the split axis through
-  the shape (the split axis keeps its place when the elements before it are the same: a
-  [b, s, 768] split on 768 reshaped to [b, s, 12, 64] is split on the 12 heads; a split
-  may sit inside an axis that merges dims before it — torch's [s, b·12, 64] — with an
-  *outer factor*, ``ShardLayout.outer``); Transpose
-  permutes it; Concat/Split along it keep it split (each rank holds its part of every piece:
-  Megatron's interleaved QKV); Slice/Pad/Resize keep it when that axis is untouched; Gather
-  from the graph's largest embedding table is *vocab-parallel* (table rows split, output
-  all-reduced); other Gathers keep a split axis they do not index.
-
-Everything replicated stays replicated; a graph output may stay split (Megatron computes the
-loss on vocab-parallel logits).
+decides for every tensor whether the ``tp`` ranks each hold all of it or a slice of one axis,
+and for every node whether its work is split, by one rule per op family (``SHARD_RULES``,
+``@shard_rule``): weight GEMMs column- or row-parallel (row: an all-reduce, or with sequence
+parallelism a reduce-scatter); attention GEMMs split on the heads; elementwise, norms,
+softmax, reductions and pooling split unless they reduce over the split axis; views map the
+axis through the shape; the largest embedding Gather is vocab-parallel; anything else is
+gathered. The layout does not depend on ``tp``: a rank holds ``sharding.split_length`` of a
+split axis. Rule details: docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -57,6 +19,7 @@ from dataclasses import dataclass, field
 
 from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.types import Engine, Graph, OpNode, TensorInfo
+from roofcast.predictor.sharding import split_length
 
 #: a tensor's layout: the split axis, or None when every rank holds all of it
 Axis = int | None
@@ -66,7 +29,7 @@ def split_fraction(length: int, tp: int) -> float:
     """Share of an axis of ``length`` one of ``tp`` ranks holds: ``ceil(length / tp) / length``."""
     if length <= 0:
         return 1.0
-    return math.ceil(length / tp) / length
+    return split_length(length, tp) / length
 
 
 @dataclass(frozen=True)

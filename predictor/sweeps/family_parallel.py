@@ -1,57 +1,13 @@
 """Parallel cells: one step of a plan over several devices (``predictor.parallel.engine``).
 
-A ``parallel`` task is one model (a graph: zoo name or ``.onnx`` path; or an LLM config:
-bundled name, ``llm:NAME``, ``.json`` path) x one runtime x a slice of the hardware entries x
-every batch (the step's **global** batch), precision, mode (``infer``/``train``), plan and
-tokens (LLMs: ``(seq_tokens, 0)``; graphs: ``(0, 0)``, their other dims from ``task.dims``).
-
-**Per cell** (as ``roofcast.parallel_api.predict_parallel`` does it, so the numbers are equal):
-
-1. the plan text -> ``ParallelPlan`` fields (``plans.parse_plan``; ``single`` = dp1 tp1 pp1);
-   ``check_model_degrees`` refuses tp / pp / ep the model cannot take first;
-2. the system: on a device entry ``resolve_system(hw=DEVICE, devices=dp x tp x pp)`` (a
-   missing dp is 1); on a ``system:ID`` entry ``get_system(ID)`` and a missing dp fills it
-   (``complete_plan``; a plan naming other than the system's devices fails naming both);
-3. ``check_plan`` (the batch against dp x micro-batches, ...), the source's ``build`` at the
-   micro-batch ``global_batch / (dp x m)``, the kernels timed on the system's device, then
-   ``engine.assemble`` (1F1B, collectives, memory).
-
-**Sharing** (the plan search's machinery, ``predictor.parallel.search``): sources come from a
-per-process LRU cache (``source_cache``: model, folder, mode, precision, runtime, seq tokens /
-dims; graph sources are built per mode, an LLM source serves both modes); a source caches each
-``build`` (tp, ep, micro-batch, sp, mode); the task's distinct builds are stacked once
-(``engine.stack_workloads``) and timed on all its devices together
-(``engine.time_stacked_devices``: one ``evaluate`` per precision and mode over every device,
-each device alone only if that raises); each cell then
-costs one ``assemble``. A plan that does not fit is predicted with ``fits`` False.
-
-**Errors** land on their own cells only: an unknown device / system, a runtime that does not
-run on the device, a model that does not load, a degree that does not divide the heads /
-layers / batch / devices, a plan too big for a system. If timing a device's builds together
-raises, each build is retried alone.
-
-**Columns** (``types.CELL_COLUMNS``): time_s = step_s; lower_s / upper_s its interval;
-throughput_samples_per_s = global_batch / step_s; tokens_per_s = that x seq_tokens (LLMs; NaN
-for graphs); ttft_s / tpot_s NaN; memory_bytes = the fullest device's total
-(``DeviceMemory.total_bytes``); price_usd / tdp_W = the device's x n_devices (NaN where the
-catalog has none); usd_per_throughput = price_usd / throughput; throughput_per_W = throughput /
-tdp_W; dominant_bound = the largest part of step_s: ``compute`` / ``comm`` (exposed) /
-``bubble`` / ``optimizer``; device = the device id (a system cell: the system's device);
-system = the ``system:`` text without the prefix, or ``N x DEVICE`` for N devices of a device
-entry; runtime = the profile modelled (the spec's text where the cell failed before one was
-chosen).
-
-Sizing (``families.FAMILY_SPECS["parallel"]``: fixed_s 6 ms, cell_s 1 ms), measured with
-``roofline+eff`` on 2 shared cores (load 4.2-4.5), G = 2 batches x 2 modes x 3 plans = 12
-combinations, w GPU entries (1, 4, 12, 32), sources warm (a later task of the same model in a
-process), the least of 3 runs, fitted to G x (F + w x c): llm:gpt2 F 8.2 ms c 0.58 ms,
-llama-3.1-8b F 6.5 / c 0.49, llama-3.1-70b F 4.6 / c 0.66, bert_base F 3.4 / c 1.9, resnet50
-F 3.9 / c 0.76 (e.g. llama-3.1-70b: 67 ms at w=1, 120 ms at w=12, 316 ms at w=32). The first
-task of a model in a process also pays its builds: ~11-20 ms per combination for an LLM,
-~30 ms (resnet50) to ~190 ms (bert_base) for a graph. Most of c is ``assemble`` (~0.4-0.7 ms a
-cell) and, for graphs with many distinct kernels (bert_base), the efficiency curves' lookup
-inside ``evaluate``. Timing each device alone instead (one ``evaluate`` per device) costs
-c ~2.5-3.4 ms; calling ``predict_parallel`` per cell (source cached) ~10.6 ms a cell.
+A ``parallel`` task: one model (a graph, or an LLM config whose layer kinds come from
+``decoder_of``) x one runtime x hardware entries x global batches, precisions, modes, plans
+and tokens. Per cell, as ``roofcast.parallel_api.predict_parallel`` does it: the plan's
+degrees checked against the model first (``check_model_degrees``, ``sharding``'s rules), the
+system resolved (a missing ``dp`` fills a ``system:`` entry), ``check_plan``, the source's
+``build`` at the micro-batch, the kernels timed, ``engine.assemble``. Sources and builds are
+cached and a task's builds timed on all its devices together; errors land on their own
+cells only. Sizing fits: docs/design/decoder.md.
 """
 
 from __future__ import annotations

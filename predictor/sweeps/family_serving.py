@@ -1,66 +1,14 @@
 """Serving cells: an LLM config served in static batches (``predictor.llm.serving``).
 
-A ``serving`` task is one LLM config (a bundled name, ``llm:NAME``, or a ``.json`` path
-relative to ``task.model_root``) x one runtime (``default``: each device kind's default engine;
-else the engine's name) x a slice of the hardware entries x every batch, precision, plan and
-``(input_tokens, output_tokens)``; mode ``serve`` only.
-
-**Per cell** (the numbers are ``predict_serving``'s for the same config):
-
-* ``ServingConfig(input_tokens=N, output_tokens=M, batch=B, weights=PRECISION,
-  activations=ACT, runtime=ENGINE or None, tp, pp, ep)``. **Precision rule**: the precision is
-  the weights' dtype; the activations (and so the KV cache) are ``bf16`` / ``fp32`` for those
-  precisions and ``fp16`` for every other one (fp16, fp8, int8, int4: weight-only
-  quantisation over ``ServingConfig``'s default fp16 activations). A dtype the engine does not
-  run (``check_request``) fails its cells only.
-* The plan (``plans.parse_plan``): ``single`` = one device; ``tpT ppP epE dpD``: one replica
-  over T x P devices (E expert groups inside the tensor group), D replicas. Micro-batches,
-  ZeRO, sp and rc are training/step parts: a plan naming them fails its serving cells.
-* The hardware: a device entry runs D x T x P devices of it (D missing = 1): the system
-  ``resolve_system(hw=DEVICE, devices=D x T x P)``, named ``N x DEVICE`` in the ``system``
-  column ("" for one device). A ``system:ID`` entry: ``get_system(ID)``, its device in the
-  ``device`` column, a missing D = as many replicas as fill it (``complete_plan``; a plan
-  naming other than the system's device count fails naming both numbers).
-
-**Columns** (``types.CELL_COLUMNS``), from the ``ServingPrediction`` p of one replica:
-time_s = p.e2e_latency_s (the static batch's end-to-end latency), lower_s / upper_s its
-interval (``p.lower`` / ``p.upper``); throughput_samples_per_s = D x B / e2e (requests/s);
-tokens_per_s = D x p.output_tokens_per_s; ttft_s, tpot_s; memory_bytes = the fullest
-device's total (``p.memory.total_bytes``), mem_capacity_bytes its capacity; fits =
-``p.memory.fits and p.max_batch > 0`` (a batch past ``max_batch`` runs in waves: predicted,
-``fits`` False); price_usd / tdp_W = the device's x n_devices (NaN where the catalog has
-none); usd_per_throughput = price_usd / throughput; throughput_per_W = throughput / tdp_W;
-dominant_bound = ``decode`` when the W waves' decode ``W x (M - 1) x TPOT`` is at least half of
-e2e, else ``prefill`` (W = ceil(B / max_batch) past max_batch, else 1); n_devices = T x P x D;
-runtime = the engine modelled (the spec's text where the cell failed before one was chosen);
-estimator = the task's. A model that does not fit keeps the prediction's NaN metrics with
-``fits`` False (and dominant_bound "").
-
-**Speed**: one ``predict_many(..., kernels=False)`` call per (precision, plan, tokens) and
-engine times every device entry x batch together where the replica's system is the one ``predict_many``
-builds itself (``system=None``: one device, or T x P devices of a device with D = 1, i.e.
-``sharding.replica_system``; or T x P = 1, which has no communication); a replica inside a
-larger system (a ``system:`` entry, or D > 1 on a device) is called per entry with that
-system. If a call raises, its entries are split in halves, then its batches, and retried, so
-an error (an engine that does not run the dtype on one device, a context too long) lands on
-its own cells only. LLM configs (``llm_cache``) and systems (``system_cache``) are cached per
-process; each entry's engine is resolved once a task and handed to ``predict_many`` as its
-profile object (no profile file read per call); the device catalog is pinned for the task
-(``hw_catalog.catalog.pinned_catalog``: the serving model looks each device up ~5 times a cell,
-and every look-up otherwise stats all device files).
-
-**Sizing** (``families.FAMILY_SPECS["serving"]``: fixed_s 9 ms per (batch x precision x plan x
-tokens) combination, cell_s 1 ms per hardware cell: the medians of the 8 fits below), measured
-with ``roofline+eff`` on 2 shared cores, warm caches, the least of 5 runs of ``run_serving`` on
-a ``SweepTask`` of the first w = 1, 8, 24 catalog GPUs x batches (1, 8) x precisions (fp16,
-int4) x tokens (512, 128) x plans, fitted to G x (F + w x c). Load 4.2-4.5: llm:gpt2 single F
-9.5 ms c 1.1 ms (42 / 75 / 145 ms), single+tp2 F 8.9 / c 0.9 (84 / 123 / 250 ms);
-llama-3.1-8b single F 8.3 / c 0.8, single+tp2 F 5.5 / c 1.6. Load 1.5-2.2: gpt2 single F 8.1
-/ c 1.6, single+tp2 F 15.0 / c 0.9; llama-3.1-8b single F 14.6 / c 1.2, single+tp2 F 15.8 / c
-0.7 (135 / 165 / 256 ms). llama-3.1-70b mostly does not fit one device (no timing): F ~0, c 1.5.
-A 6,336-cell serving sweep (3 LLMs x 44 entries x 4 batches x 2 precisions x 3 plans x 2
-tokens) ran at 780 cells/s locally (load 1.7). Before the catalog was pinned and the engines
-passed as profiles the gpt2 single+tp2 task took ~1.3 s at w = 24 (load 4.5).
+A ``serving`` task: one LLM config x one runtime x hardware entries x batches, precisions,
+plans and ``(input_tokens, output_tokens)``; mode ``serve``. Per cell a ``ServingConfig``
+whose weights are the precision (activations ``bf16`` / ``fp32`` for those, else ``fp16``);
+a plan ``tpT ppP epE dpD`` is one replica over ``T x P`` devices (``sharding.check_sharding``),
+``D`` replicas on a device entry's system or filling a ``system:`` entry. Columns from one
+replica's prediction: time_s = e2e latency, throughput = ``D x B / e2e``, tokens_per_s =
+``D x`` output tokens/s, memory of the fullest device, dominant_bound ``decode`` / ``prefill``.
+One ``predict_many`` call per (precision, plan, tokens) and engine; a failing call is split
+until the error lands on its own cells. Sizing fits: docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -81,10 +29,10 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.phases import engine_profile
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.serving import predict_many
-from roofcast.predictor.llm.sharding import Sharding, check_sharding
 from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
 from roofcast.predictor.parallel.plan import complete_plan
 from roofcast.predictor.runtimes import ExecutionProfile
+from roofcast.predictor.sharding import Sharding, check_sharding
 from roofcast.predictor.sweeps.cells import columns, concat, error_rows, key_columns, message
 from roofcast.predictor.sweeps.families import FAMILY_SPECS, register_family
 from roofcast.predictor.sweeps.loaders import llm_cache, system_cache

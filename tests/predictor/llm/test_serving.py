@@ -224,3 +224,9 @@ def test_table_without_kernel_tables_keeps_the_notes(archs, engine):
     full = predict_serving(a, devs[0], replace(cfg, batch=4))
     assert full.kernels is not None
     assert df.loc[("a100-80gb-sxm", 4), "tpot_ms"] == pytest.approx(full.tpot_s * 1e3)
+
+
+def test_the_archs_notes_reach_the_prediction(archs, engine, h100):
+    arch = replace(archs["llama-2-7b"], notes=("the config has no 'num_key_value_heads': ...",))
+    p = predict_serving(arch, h100, ServingConfig(128, 16, batch=1, runtime=engine))
+    assert p.notes[0] == arch.notes[0]

@@ -74,13 +74,13 @@ def test_attention_blocks_slots_heads_and_comms():
 
 def test_tp_that_does_not_divide_the_heads_is_refused_with_the_reason():
     src = _source(attention_blocks, name="tiny-attention")
-    with pytest.raises(ParallelPlanError, match=r"tp=5 does not divide the 12 heads of "
+    with pytest.raises(ParallelPlanError, match=r"tp=5 does not divide the 12 attention heads of "
                                                 r"tiny-attention; use 1, 2, 3, 4, 6 or 12"):
         src.build(tp=5, micro_batch=2, sequence_parallel=False, mode="train")
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"ep": 2}, "no mixture-of-experts"),
+    ({"ep": 2}, "needs a mixture-of-experts model"),
     ({"mode": "serve"}, "mode must be one of"),
     ({"tp": 0}, "tp must be a positive integer"),
     ({"micro_batch": 1.5}, "micro_batch must be a positive integer"),
@@ -128,7 +128,7 @@ def test_bert_base_zoo():
     src = GraphParallelSource(model.graph_at, RunConfig(precision="bf16"), name="bert_base")
     assert (src.facts.layers, src.facts.heads, src.facts.hidden, src.facts.seq_tokens) == (
         12, 12, 768, 128)
-    with pytest.raises(ParallelPlanError, match="tp=5 does not divide the 12 heads of bert_base"):
+    with pytest.raises(ParallelPlanError, match="tp=5 does not divide the 12 attention heads of bert_base"):
         src.build(tp=5, micro_batch=2, sequence_parallel=False, mode="train")
     start = time.perf_counter()
     one = src.build(tp=1, micro_batch=2, sequence_parallel=False, mode="train")

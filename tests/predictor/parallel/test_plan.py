@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofcast.predictor.parallel.plan import (
-    check_model_degrees,
-    check_plan,
-    complete_plan,
-    divisors,
-)
+from roofcast.predictor.parallel.plan import check_model_degrees, check_plan, complete_plan
 from roofcast.predictor.parallel.types import ModelFacts, ParallelPlan, ParallelPlanError
 
 LLAMA = ModelFacts(name="llama-3.1-70b", layers=80, heads=64, kv_heads=8, hidden=8192,
@@ -19,10 +14,6 @@ MOE = ModelFacts(name="moe", layers=8, heads=8, kv_heads=8, experts=8)
 
 def check(plan, facts=LLAMA, n=32, gb=1024, mode="train", dpn=8):
     return check_plan(plan, facts, n_devices=n, global_batch=gb, mode=mode, devices_per_node=dpn)
-
-
-def test_divisors():
-    assert divisors(12) == [1, 2, 3, 4, 6, 12]
 
 
 def test_tp_not_dividing_heads_names_degree_and_choices():
@@ -60,7 +51,7 @@ def test_batch_must_split_over_dp_and_micro_batches():
 
 
 def test_ep_rules():
-    with pytest.raises(ParallelPlanError, match=r"ep=2 but llama-3\.1-70b has no experts"):
+    with pytest.raises(ParallelPlanError, match=r"ep=2 needs a mixture-of-experts model; llama-3\.1-70b is dense"):
         check(ParallelPlan(dp=4, tp=8, ep=2))
     with pytest.raises(ParallelPlanError, match="ep=3 does not divide the 8 experts"):
         check(ParallelPlan(dp=3, ep=3), MOE, n=3, gb=3)
@@ -126,7 +117,7 @@ def test_the_models_reason_comes_before_the_devices_and_the_batch():
         check_plan(ParallelPlan(dp=1, tp=5), facts, n_devices=8, global_batch=7, mode="train")
     with pytest.raises(ParallelPlanError, match="pp=5 does not divide the 12 layers"):
         check_model_degrees(facts, pp=5)
-    with pytest.raises(ParallelPlanError, match="ep=2 but m has no experts"):
+    with pytest.raises(ParallelPlanError, match="ep=2 needs a mixture-of-experts model; m is dense"):
         check_model_degrees(facts, ep=2)
     check_model_degrees(facts, tp=4, pp=3)  # degrees the model takes pass
 

@@ -1,0 +1,230 @@
+"""The kernels of one decoder layer kind: the one builder serving steps (``kernels``) and
+training blocks (``parallel.llm_block``) both call, each through its own ``Sink`` (how a
+kernel becomes a row: serving dtypes and quantised weights, training gradients).
+
+Per layer (``T`` projection tokens, ``T_l`` norm / residual / router tokens, ``T / tp`` with
+sequence parallelism): norm ``[T_l, d]``; QKV Gemm ``[T, d] x [d, q + 2 kv]``; rotary on Q and
+K; (serving) the KV-cache write; attention per call (``fused``: one kernel, FLOPs x the causal
+fraction ``mean keys / span``; ``eager``: QK^T, score passes, Softmax, (dropout), PV); O Gemm;
+residual Add; second norm unless ``parallel_block``; the MLP (up Gemm, activation, down Gemm)
+or MoE (router Gemm, TopK, Softmax over the ``k`` picks, the experts in the road's
+``ExpertWork`` form, the weighted combine); residual Add. Shapes are elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from roofcast.graph_import.llm.decoder import LayerKind, MoE
+from roofcast.graph_import.types import TensorInfo
+from roofcast.predictor.errors import PredictionError
+
+#: tensor-name prefixes: projection weights, constants (no gradient), integer indices, KV.
+WEIGHT, CONST, INDEX, KV = "w.", "c.", "i.", "kv."
+_ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}), "gelu_tanh": ("Gelu", {"approximate": "tanh"}),
+           "relu": ("Relu", {})}
+
+
+def tensor(name: str, *shape: float) -> TensorInfo:
+    """A float tensor (``i.``: int64) of ``shape`` rounded to whole elements, at least 1."""
+    return TensorInfo(name, tuple(max(round(s), 1) for s in shape),
+                      "int64" if name.startswith(INDEX) else "float")
+
+
+def attended_keys(context: int, new_tokens: int, window: int) -> tuple[int, float]:
+    """(keys the kernel spans ``T_k``, mean keys a query attends) of ``new_tokens`` causal
+    queries ending at ``context`` (sliding ``window``, 0: none)."""
+    span = min(context, window + new_tokens - 1) if window else context
+    pos = np.arange(context - new_tokens, context, dtype=float) + 1.0
+    mean = float(np.minimum(pos, window).mean() if window else pos.mean())
+    return span, mean
+
+
+class Sink(Protocol):
+    """Where the builder's kernels go. ``small``: the prefix of norm / bias / router weights."""
+
+    small: str
+
+    def add(self, name: str, op_type: str, inputs: Sequence[TensorInfo],
+            outputs: Sequence[TensorInfo], *, attrs: dict | None = None,
+            flops_scale: float = 1.0) -> str: ...
+
+    def gemm(self, name: str, tokens: float, k: int, n: int, *, bias: bool = False,
+             small: bool = False, weight_elems: float | None = None) -> str: ...
+
+    def cached_keys_read(self, call: AttentionCall, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    """``batch`` sequences of ``queries`` new tokens attending ``context`` keys; ``label``
+    tells the calls of one step apart (serving segments), ``segment`` what the sink needs."""
+
+    label: str
+    batch: int
+    queries: int
+    context: int
+    segment: Any = None
+
+
+@dataclass(frozen=True)
+class ExpertWork:
+    """How the experts run: ``gemm`` (serving: one Gemm over the ``pairs`` token-expert pairs
+    reading the ``touched`` experts' weights) or ``grouped`` (training, Megatron-Core's
+    grouped GEMM: ``experts`` local experts of ``pairs / experts`` pairs each)."""
+
+    form: str
+    pairs: float
+    touched: float = 1.0
+    experts: int = 1
+
+
+@dataclass(frozen=True)
+class LayerPass:
+    """One pass of a layer kind on a device (module docstring): token counts, the attention
+    calls and how they run, dropout (training), the KV-cache write (serving), the experts."""
+
+    tokens: float
+    local_tokens: float
+    calls: tuple[AttentionCall, ...]
+    attention: str = "fused"
+    score_passes: int = 0
+    dropout: bool = False
+    kv_cache: bool = False
+    experts: ExpertWork | None = None
+
+
+def norm(sink: Sink, kind_norm: str, name: str, tokens: float, d: int) -> None:
+    """RMSNorm or LayerNorm over ``[tokens, d]`` (gain, + bias for LayerNorm)."""
+    ins = [tensor(f"x.{name}", tokens, d), tensor(f"{sink.small}{name}", d)]
+    if kind_norm == "layernorm":
+        sink.add(name, "LayerNormalization", [*ins, tensor(f"{sink.small}{name}.b", d)],
+                 [tensor(f"y.{name}", tokens, d)], attrs={"axis": -1})
+    else:
+        sink.add(name, "RMSNormalization", ins, [tensor(f"y.{name}", tokens, d)],
+                 attrs={"axis": -1})
+
+
+def elementwise(sink: Sink, name: str, op_type: str, *shape: float, constant: bool = False,
+                attrs: dict | None = None) -> None:
+    """A binary elementwise op on ``shape`` (a constant second operand when ``constant``),
+    or a unary activation."""
+    second = tensor(f"{CONST if constant else 'x.'}{name}.b", *shape)
+    inputs = [tensor(f"x.{name}", *shape)] + ([] if op_type in ("Swish", "Gelu", "Relu")
+                                               else [second])
+    sink.add(name, op_type, inputs, [tensor(f"y.{name}", *shape)], attrs=attrs)
+
+
+def _attention(sink: Sink, kind: LayerKind, p: LayerPass, c: AttentionCall) -> None:
+    a = kind.attention
+    b, s, hd, i = c.batch, c.queries, a.head_dim, c.label
+    span, mean = attended_keys(c.context, s, a.window)
+    k_in, v_in = tensor(f"{KV}k{i}", b, a.n_kv_heads, span, hd), \
+        tensor(f"{KV}v{i}", b, a.n_kv_heads, span, hd)
+    if p.attention == "fused":
+        key = sink.add(f"attn{i}", "Attention", [tensor(f"q.{i}", b, a.n_heads, s, hd), k_in,
+                       v_in], [tensor(f"o.{i}", b, a.n_heads, s, hd)], flops_scale=mean / span)
+        sink.cached_keys_read(c, key)
+        return
+    scores = (b, a.n_kv_heads, a.group * s, span)
+    key = sink.add(f"qk{i}", "MatMul", [tensor(f"q.{i}", b, a.n_kv_heads, a.group * s, hd),
+                   tensor(f"{KV}k{i}", b, a.n_kv_heads, hd, span)], [tensor(f"s.{i}", *scores)])
+    sink.cached_keys_read(c, key)
+    for q in range(p.score_passes):
+        name = f"score{i}.{q}" if i else f"score{q}"
+        sink.add(name, "Mul", [tensor(f"s.{i}", *scores), tensor(f"{CONST}{name}")],
+                 [tensor(f"s.{i}.{q}", *scores)])
+    sink.add(f"softmax{i}", "Softmax", [tensor(f"s.{i}", *scores)],
+             [tensor(f"p.{i}", *scores)], attrs={"axis": -1})
+    if p.dropout:
+        elementwise(sink, f"attn_dropout{i}", "Mul", *scores, constant=True)
+    sink.add(f"pv{i}", "MatMul", [tensor(f"p.{i}", *scores), v_in],
+             [tensor(f"o.{i}", b, a.n_kv_heads, a.group * s, hd)])
+
+
+def _activation(sink: Sink, kind: LayerKind, name: str, *shape: float) -> None:
+    m = kind.mlp
+    if m.gated and m.activation == "silu":
+        sink.add(name, "SwiGLU", [tensor(f"x.{name}.gate", *shape),
+                 tensor(f"x.{name}.up", *shape)], [tensor(f"y.{name}", *shape)])
+        return
+    op, attrs = _ACT_OP[m.activation]
+    elementwise(sink, name, op, *shape, attrs=attrs)
+    if m.gated:
+        elementwise(sink, f"{name}_mul", "Mul", *shape)
+
+
+def _experts_gemm(sink: Sink, kind: LayerKind, w: ExpertWork) -> None:
+    """Serving: one Gemm over the step's token-expert pairs, weights of the touched experts."""
+    m, d = kind.mlp, kind.d_model
+    sink.gemm("up", w.pairs, d, m.up_width, bias=m.bias, weight_elems=w.touched * d * m.up_width)
+    _activation(sink, kind, "act", w.pairs, m.d_ff)
+    sink.gemm("down", w.pairs, m.d_ff, d, bias=m.bias, weight_elems=w.touched * m.d_ff * d)
+
+
+def _experts_grouped(sink: Sink, kind: LayerKind, w: ExpertWork) -> None:
+    """Training: Megatron-Core's grouped GEMM, ``[E_r, P / E_r, d] x [E_r, d, up]``."""
+    m, d, er = kind.mlp, kind.d_model, w.experts
+    per = w.pairs / er
+    sink.add("experts_up", "MatMul", [tensor("x.experts_up", er, per, d),
+             tensor(f"{WEIGHT}experts_up", er, d, m.up_width)],
+             [tensor("y.experts_up", er, per, m.up_width)])
+    _activation(sink, kind, "experts_act", er, per, m.d_ff)
+    sink.add("experts_down", "MatMul", [tensor("x.experts_down", er, per, m.d_ff),
+             tensor(f"{WEIGHT}experts_down", er, m.d_ff, d)],
+             [tensor("y.experts_down", er, per, d)])
+
+
+#: expert forms (``ExpertWork.form``) -> their kernels.
+EXPERT_FORMS: dict[str, Callable[[Sink, LayerKind, ExpertWork], None]] = {
+    "gemm": _experts_gemm, "grouped": _experts_grouped}
+
+
+def _ffn(sink: Sink, kind: LayerKind, p: LayerPass) -> None:
+    m, d = kind.mlp, kind.d_model
+    moe = kind.moe
+    if not isinstance(moe, MoE):
+        sink.gemm("up", p.tokens, d, m.up_width, bias=m.bias)
+        _activation(sink, kind, "act", p.tokens, m.d_ff)
+        sink.gemm("down", p.tokens, m.d_ff, d, bias=m.bias)
+        return
+    routed, k, e = p.local_tokens, moe.top_k, moe.n_experts
+    sink.gemm("router", routed, d, e, small=True)
+    sink.add("topk", "TopK", [tensor("x.router", routed, e), tensor(f"{INDEX}k", 1)],
+             [tensor("y.topk", routed, k), tensor(f"{INDEX}topk", routed, k)], attrs={"axis": -1})
+    sink.add("route_softmax", "Softmax", [tensor("x.topk", routed, k)],
+             [tensor("y.route", routed, k)], attrs={"axis": -1})
+    if p.experts is None:
+        raise PredictionError("an MoE layer pass needs its ExpertWork (how the experts run)")
+    EXPERT_FORMS[p.experts.form](sink, kind, p.experts)
+    sink.add("combine", "Mul", [tensor("x.combine", routed, k, d),
+             tensor("x.combine.w", routed, k, 1)], [tensor("y.combine", routed, k, d)])
+
+
+def layer_kernels(sink: Sink, kind: LayerKind, p: LayerPass) -> None:
+    """Append the kernels of one layer of ``kind`` (local widths) run as ``p`` to ``sink``."""
+    a, d, local = kind.attention, kind.d_model, p.local_tokens
+    norm(sink, kind.norm, "norm1", local, d)
+    sink.gemm("qkv", p.tokens, d, a.q_dim + 2 * a.kv_dim, bias=a.qkv_bias)
+    if a.positions == "rope":
+        rot = (1, a.n_heads + a.n_kv_heads, p.tokens, a.head_dim)
+        sink.add("rotary", "RotaryEmbedding", [tensor("x.rot", *rot)], [tensor("y.rot", *rot)])
+    if p.kv_cache:
+        sink.add("kv_write", "Cast", [tensor("x.kvnew", p.tokens, 2 * a.kv_dim)],
+                 [tensor(f"{KV}write", p.tokens, 2 * a.kv_dim)])
+    for call in p.calls:
+        _attention(sink, kind, p, call)
+    sink.gemm("o_proj", p.tokens, a.q_dim, d)
+    if p.dropout:
+        elementwise(sink, "attn_out_dropout", "Mul", local, d, constant=True)
+    elementwise(sink, "residual1", "Add", local, d)
+    if not kind.parallel_block:
+        norm(sink, kind.norm, "norm2", local, d)
+    _ffn(sink, kind, p)
+    if p.dropout:
+        elementwise(sink, "mlp_dropout", "Mul", local, d, constant=True)
+    elementwise(sink, "residual2", "Add", local, d)

@@ -56,7 +56,8 @@ class Curve:
     def to_toml(self) -> str:
         """This curve as a ``[[curve]]`` block of the curves file."""
         key = "kind" if self.scope in KIND_SCOPES else "device"
-        pts = ", ".join(f"[{x!r}, {f!r}]" for x, f in zip(self.xs, self.fractions, strict=True))
+        pts = ", ".join(f"[{float(x)!r}, {float(f)!r}]"
+                        for x, f in zip(self.xs, self.fractions, strict=True))
         return (f"[[curve]]\n{key} = {json.dumps(self.scope)}\nengine = {json.dumps(self.engine)}"
                 f"\ndtype = {json.dumps(self.dtype)}\nx = {json.dumps(self.x)}\npoints = [{pts}]"
                 f"\nbasis = {json.dumps(self.basis)}\n")

@@ -79,16 +79,16 @@ def _curve(scope: str, engine: str, dtype: str, points: list[list[float]], what:
 
 def fit_curves(rows: pd.DataFrame) -> list[dict[str, Any]]:
     """Per-device curves, then the pooled ``gpu`` matrix (fp32 and ``*``) and memory curves,
-    each as the fields of an ``efficiency.Curve``."""
+    each as the fields of an ``efficiency.Curve``; a curve without points is left out."""
     per = device_points(rows)
-    out = [_curve(dev, e, "fp32" if e == "matrix" else "*", pts, f"device {dev}")
-           for (dev, e), pts in per.items() if pts]
-    matrix = pooled(per, "matrix")
-    out.append(_curve("gpu", "matrix", "fp32", matrix, "median over devices"))
-    out.append(_curve("gpu", "matrix", "*", matrix,
-                      "pooled fp32 curve reused for tensor-core dtypes: no such train rows"))
-    out.append(_curve("gpu", "memory", "*", pooled(per, "memory"), "median over devices"))
-    return out
+    matrix, memory = pooled(per, "matrix"), pooled(per, "memory")
+    wanted = [*((dev, e, "fp32" if e == "matrix" else "*", pts, f"device {dev}")
+                for (dev, e), pts in per.items()),
+              ("gpu", "matrix", "fp32", matrix, "median over devices"),
+              ("gpu", "matrix", "*", matrix,
+               "pooled fp32 curve reused for tensor-core dtypes: no such train rows"),
+              ("gpu", "memory", "*", memory, "median over devices")]
+    return [_curve(*w) for w in wanted if w[3]]
 
 
 def fit_metadata(rows: pd.DataFrame, before: FittedMetadata) -> FittedMetadata:

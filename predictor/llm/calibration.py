@@ -1,47 +1,18 @@
 """Per-engine corrections of modelled step times, fitted on measured serving data.
 
 ``engine_calibration(runtime)`` -> ``EngineCalibration``; ``apply(phase, model_s, hw, seqs=B)``
-maps the uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
-(``phases.request_model_times``) of ``B`` sequences to the engine's time with an interval,
-arrays ``(t, lo, hi)``:
+maps the uncalibrated kernel time of a ``prefill`` or one ``decode`` step of ``B`` sequences to
+the engine's time and interval (s):
 
-    t  = f_phase(hw) x a_phase x model_s + c_phase + s_phase x B        (s)
+    t  = f_phase(hw) x a_phase x model_s + c_phase + s_phase x B
     lo = min(t, q_lo x t),  hi = max(t, q_hi x t)
 
-``f`` and ``q`` come from the most specific level with measured evidence (``level``):
-
-1. ``device``: ``hw`` is a catalog device the engine was measured on (its id among the fit's
-   devices, no ``base``, and equal to the catalog entry: a what-if such as
-   ``h100-sxm:mem_bw_scale=2`` or an edited copy is not the measured device): its own factor per
-   phase (``device_factors``, fitted on its rows and shrunk toward its vendor's,
-   ``calibration_fit.fit_device_factors``) and its in-sample quantiles (``device_ratios``: of its
-   rows' measured / fitted; the engine's in-distribution quantiles where it has too few rows);
-2. ``vendor``: a device of a vendor the engine was measured on: the vendor's factor and the
-   leave-one-device-out quantiles below;
-3. ``unseen vendor``: ``unseen_vendor_factor`` and the engine's leave-one-device-out quantiles.
-
-* ``a_phase`` (dimensionless): the engine's slowdown over the kernel model, one per phase;
-* ``c_phase`` (s): host time per prefill / per decode step (scheduling, sampling, launches the
-  model does not see);
-* ``s_phase`` (s per sequence): host time per sequence in the step (the engine's Python
-  scheduler, block tables, sampling and detokenisation work per running sequence); fitted only
-  where it lowers the engine's leave-one-device-out error, else 0 (``seq_overhead_s``; a file
-  without it: 0);
-* ``f_vendor,phase``: the engine's factor on one vendor's devices, per phase (its software
-  stack on ROCm or SYCL is slower than on CUDA by a factor that no device figure predicts, and
-  not by the same factor in prefill and decode); 1 for the baseline vendor (NVIDIA); a vendor
-  without fitted data gets the geometric mean of the phase's fitted factors and a note;
-* ``q_lo``/``q_hi``: quantiles (10 % / 90 %) of measured / predicted over the leave-one-device-out
-  predictions of the fit: the interval of a device the fit has not seen; per vendor where the
-  fit has that vendor's devices (``vendor_ratios``: a new NVIDIA GPU under TensorRT-LLM is not
-  as uncertain as a new AMD one under vLLM), else over all of the engine's rows.
-
-The figures live in ``predictor/data/llm_engines.json``, written by
-``benchmarks/fit_llm_engines.py`` from Argonne's LLM-Inference-Bench rows
-(``training_data.public.llm_serving``) together with the data hash, the rows per device and the
-leave-one-device-out errors. An engine without fitted data is returned uncalibrated (identity,
-``fitted`` False) with a note saying so; so is a device of a kind the fit has no rows of
-(``device_kinds``: llama.cpp's factors come from GPUs and say nothing about CPUs).
+``a``: the engine's slowdown over the kernel model; ``c`` (s): host time per step; ``s`` (s):
+host time per sequence per step; ``f``, ``q``: the factor and 10/90 % ratio quantiles of the
+most specific level with evidence (``level``: the measured device, its vendor, or an unseen
+vendor). An engine or device kind without a fit is left uncalibrated with a note. The figures
+are ``predictor/data/llm_engines/`` (``EngineCalibrations``, a ``predictor.fitted``
+correction); levels and fit history: ``docs/design/fitted.md``.
 """
 
 from __future__ import annotations

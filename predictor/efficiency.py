@@ -1,4 +1,4 @@
-"""Efficiency curves: achieved fraction of peak vs kernel size, kept as data (fitted kind ``efficiency``).
+"""Efficiency curves: achieved fraction of peak vs kernel size, kept as data (fitted correction).
 
 Curves live in ``predictor/data/efficiency/efficiency_curves.toml`` (format and the basis of
 every default documented there) beside its ``metadata.json`` (``predictor.fitted``). A curve is
@@ -51,7 +51,6 @@ class Curve:
     def __call__(self, size: np.ndarray) -> np.ndarray:
         logx = np.log10(np.maximum(np.asarray(size, dtype=float), 1.0))
         return np.interp(logx, self.xs, self.fractions)
-
 
     def to_toml(self) -> str:
         """This curve as a ``[[curve]]`` block of the curves file."""

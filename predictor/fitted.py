@@ -115,14 +115,25 @@ def _refuse_constant(name: str) -> float:
 
 def read_json(path: Path, what: str = "metadata file") -> dict[str, Any]:
     """A JSON object file of ``path.parent``, read untrusted (module docstring)."""
-    data = read_confined(path, path.parent, max_bytes=MAX_METADATA_BYTES, what=what,
-                         error=PredictionError)
+    folder = path.parent
+    try:
+        data = read_confined(path, folder, max_bytes=MAX_METADATA_BYTES, what=what,
+                             error=PredictionError)
+    except PredictionError as exc:
+        raise PredictionError(f"folder {folder}: {exc}") from None
     try:
         doc = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, RecursionError, ValueError) as exc:
-        raise PredictionError(f"{path}: not a valid JSON {what} ({str(exc)[:80]})") from None
+    except UnicodeDecodeError as exc:
+        raise PredictionError(f"folder {folder}: {path.name} is not UTF-8 text (byte "
+                              f"{exc.start})") from None
+    except RecursionError:
+        raise PredictionError(f"folder {folder}: {path.name} is nested too deeply to "
+                              "read") from None
+    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, too-long integers
+        raise PredictionError(f"folder {folder}: {path.name} is not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
-        raise PredictionError(f"{path}: a {what} must hold a JSON object")
+        raise PredictionError(f"folder {folder}: {path.name} must hold a JSON object, got "
+                              f"{type(doc).__name__}")
     return doc
 
 

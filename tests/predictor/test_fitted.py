@@ -58,14 +58,16 @@ def test_every_registered_kind_has_a_shipped_correction_and_a_test_sample():
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_save_then_load_gives_the_same_correction(kind, tmp_path):
     shipped = load_correction(BUNDLED[kind], kind)
-    assert isinstance(shipped, FittedCorrection) and shipped.kind == kind
+    assert isinstance(shipped, FittedCorrection)
+    assert shipped.kind == kind
     folder = shipped.save(tmp_path / kind)
     back = load_correction(folder)
     assert type(back) is type(shipped)
     assert back.metadata == shipped.metadata
     features = FEATURES[kind]()
     before, after = np.asarray(shipped.predict(features)), np.asarray(back.predict(features))
-    assert len(before) == len(features) and np.isfinite(before).all()
+    assert len(before) == len(features)
+    assert np.isfinite(before).all()
     np.testing.assert_array_equal(after, before)
 
 
@@ -74,7 +76,10 @@ def test_the_metadata_json_is_valid_and_names_its_files(kind):
     folder = BUNDLED[kind]
     doc = json.loads((folder / METADATA).read_text())
     meta = FittedMetadata.from_json(doc, kind)
-    assert meta.kind == kind and meta.files and meta.fitted_on and meta.sources
+    assert meta.kind == kind
+    assert meta.files
+    assert meta.fitted_on
+    assert meta.sources
     assert all((folder / name).is_file() for name in meta.files)
     assert FittedMetadata.from_json(json.loads(json.dumps(meta.to_json())), kind) == meta
 
@@ -112,7 +117,7 @@ def test_corrupt_metadata_is_refused(tmp_path, text):
 
 
 def test_a_folder_without_metadata_is_refused(tmp_path):
-    with pytest.raises(PredictionError, match="metadata.json missing"):
+    with pytest.raises(PredictionError, match=r"metadata\.json missing"):
         load_correction(tmp_path)
 
 
@@ -156,9 +161,11 @@ def test_efficiency_fit_replaces_the_fitted_curves_and_keeps_the_priors(tmp_path
     assert curves.curve("gpu", "matrix", "fp32", "t4").fractions == pytest.approx(
         [0.5] * len(curves.curve("gpu", "matrix", "fp32", "t4").xs))
     assert curves.curve("cpu", "memory", "*") == EfficiencyCurves.load().curve("cpu", "memory", "*")
-    assert curves.metadata.data_hash and curves.metadata.validation["fit_rows"] == n
+    assert curves.metadata.data_hash
+    assert curves.metadata.validation["fit_rows"] == n
     back = EfficiencyCurves.load(curves.save(tmp_path / "eff"))
-    assert back.curves == curves.curves and back.metadata == curves.metadata
+    assert back.curves == curves.curves
+    assert back.metadata == curves.metadata
 
 
 def test_collectives_fit_on_a_system_predicts_its_curves():
@@ -190,7 +197,8 @@ def _serving_rows() -> pd.DataFrame:
 
 def test_engine_fit_gives_a_calibration_that_serves(tmp_path):
     cal = EngineCalibrations({}).fit(_serving_rows())
-    assert set(cal.document["engines"]) == {"toy"} and "toy" in cal.metadata.validation
+    assert set(cal.document["engines"]) == {"toy"}
+    assert "toy" in cal.metadata.validation
     back = load_correction(cal.save(tmp_path / "engines"))
     f = pd.DataFrame({"runtime": ["toy"], "phase": ["decode"], "device": ["h100-sxm"],
                       "model_s": [0.01]})
@@ -205,7 +213,9 @@ def trained() -> LearnedCorrection:
 
 def test_a_learned_fit_saves_and_loads_through_the_contract(trained, tmp_path):
     meta = trained.metadata
-    assert meta.kind == "learned" and meta.data_hash and meta.validation
+    assert meta.kind == "learned"
+    assert meta.data_hash
+    assert meta.validation
     back = load_correction(trained.save(tmp_path / "mine"))
     assert read_metadata(tmp_path / "mine")[0] == back.metadata
     X = _learned_features()

@@ -11,6 +11,7 @@ estimator holding this model, usable on every road (graphs, sweeps, LLM serving)
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -53,6 +54,7 @@ class LearnedCorrection:
             raise PredictionError(f"learned fit rows need the measured seconds in {TARGET!r}")
         est = LearnedEstimator().fit(rows.drop(columns=[TARGET]), rows[TARGET], **train_options)
         self._model = est.model_
+        self._model.meta.setdefault("fitted_on", date.today().isoformat())
         return self
 
     def predict(self, features: pd.DataFrame) -> np.ndarray:

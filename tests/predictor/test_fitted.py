@@ -213,6 +213,7 @@ def trained() -> LearnedCorrection:
 
 def test_a_learned_fit_saves_and_loads_through_the_contract(trained, tmp_path):
     meta = trained.metadata
+    assert meta.fitted_on
     assert meta.kind == "learned"
     assert meta.data_hash
     assert meta.validation

@@ -1,25 +1,34 @@
-"""Efficiency curves: achieved fraction of peak vs kernel size, kept as data.
+"""Efficiency curves: achieved fraction of peak vs kernel size, kept as data (fitted correction).
 
-Curves live in ``predictor/data/efficiency_curves.toml`` (format and the basis of every default
-documented there). A curve is piecewise linear in log10(size) and flat beyond its end points;
-``fraction(device, kind, engine, dtype, size)`` evaluates it vectorised. A curve applies to one
-device (``device = "<catalog id>"``), a device kind (``kind = "gpu"``) or all (``kind = "*"``).
-Lookup picks the most specific curve: device id beats kind beats ``"*"``, then exact dtype beats
-``"*"``. A missing curve is an error, never a silent 1.0.
+Curves live in ``predictor/data/efficiency/efficiency_curves.toml`` (format and the basis of
+every default documented there) beside its ``metadata.json`` (``predictor.fitted``). A curve is
+piecewise linear in log10(size) and flat beyond its end points; ``fraction(device, kind, engine,
+dtype, size)`` evaluates it vectorised. A curve applies to one device (``device = "<catalog
+id>"``), a device kind (``kind = "gpu"``) or all (``kind = "*"``). Lookup picks the most
+specific curve: device id beats kind beats ``"*"``, then exact dtype beats ``"*"``. A missing
+curve is an error, never a silent 1.0. ``fit(rows)`` replaces curves by ones fitted on
+needed-efficiency rows (``efficiency_fit``).
 """
 
 from __future__ import annotations
 
+import json
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.fitted import FittedMetadata, data_file, read_metadata, write_metadata
 
-DEFAULT_CURVES_PATH = Path(__file__).resolve().parent / "data" / "efficiency_curves.toml"
+BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "efficiency"
+CURVES_FILE = "efficiency_curves.toml"
+DEFAULT_CURVES_PATH = BUNDLED_DIR / CURVES_FILE
+#: scopes that are a device kind, not a catalog device id.
+KIND_SCOPES = ("gpu", "cpu", "accelerator", "*")
 CURVE_ENGINES = ("matrix", "vector", "memory")
 _X_FOR_ENGINE = {"matrix": "log10_flops", "vector": "log10_flops", "memory": "log10_bytes"}
 
@@ -43,17 +52,75 @@ class Curve:
         logx = np.log10(np.maximum(np.asarray(size, dtype=float), 1.0))
         return np.interp(logx, self.xs, self.fractions)
 
+    def to_toml(self) -> str:
+        """This curve as a ``[[curve]]`` block of the curves file."""
+        key = "kind" if self.scope in KIND_SCOPES else "device"
+        pts = ", ".join(f"[{float(x)!r}, {float(f)!r}]"
+                        for x, f in zip(self.xs, self.fractions, strict=True))
+        return (f"[[curve]]\n{key} = {json.dumps(self.scope)}\nengine = {json.dumps(self.engine)}"
+                f"\ndtype = {json.dumps(self.dtype)}\nx = {json.dumps(self.x)}\npoints = [{pts}]"
+                f"\nbasis = {json.dumps(self.basis)}\n")
+
 
 class EfficiencyCurves:
-    """A validated set of curves with most-specific-match lookup."""
+    """A validated set of curves with most-specific-match lookup; a ``predictor.fitted``
+    correction (``metadata``, ``fit``, ``predict``, ``save``, ``load``)."""
 
-    def __init__(self, curves: list[Curve]) -> None:
+    kind: ClassVar[str] = "efficiency"
+    suffixes: ClassVar[tuple[str, ...]] = (".toml",)
+
+    def __init__(self, curves: list[Curve], metadata: FittedMetadata | None = None) -> None:
         self._curves = {(c.scope, c.engine, c.dtype): c for c in curves}
+        self._metadata = metadata or FittedMetadata(self.kind, (CURVES_FILE,))
+
+    @property
+    def metadata(self) -> FittedMetadata:
+        return self._metadata
+
+    @property
+    def curves(self) -> tuple[Curve, ...]:
+        return tuple(self._curves.values())
+
+    def fit(self, rows: pd.DataFrame) -> EfficiencyCurves:
+        """Replace the curves fitted on needed-efficiency ``rows`` (``efficiency_fit``);
+        the others (priors) stay."""
+        from roofcast.predictor.efficiency_fit import fit_curves, fit_metadata
+
+        for fields in fit_curves(rows):
+            c = Curve(**fields)
+            self._curves[(c.scope, c.engine, c.dtype)] = c
+        self._metadata = fit_metadata(rows, self._metadata)
+        return self
+
+    def predict(self, features: pd.DataFrame) -> np.ndarray:
+        """Fraction of peak per row of ``features`` (columns device, kind, engine, dtype, size)."""
+        f = features
+        return self.fraction(f["device"], f["kind"], f["engine"], f["dtype"], f["size"])
+
+    def save(self, folder: Path | str) -> Path:
+        """Write ``efficiency_curves.toml`` and ``metadata.json`` into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / CURVES_FILE).write_text("\n".join(c.to_toml() for c in self.curves),
+                                          encoding="utf-8")
+        write_metadata(folder, replace(self._metadata, files=(CURVES_FILE,)))
+        return folder
 
     @classmethod
-    def load(cls, path: Path | str = DEFAULT_CURVES_PATH) -> EfficiencyCurves:
-        """Read and validate a curves TOML (see the default file for the format)."""
+    def load(cls, path: Path | str = BUNDLED_DIR) -> EfficiencyCurves:
+        """A curves folder (``metadata.json`` + its TOML), or a bare curves TOML file."""
         path = Path(path)
+        if path.is_dir():
+            meta, _ = read_metadata(path)
+            if meta.kind != cls.kind or len(meta.files) != 1:
+                raise PredictionError(f"{path}: holds a {meta.kind!r} correction with files "
+                                      f"{list(meta.files)}, not one {cls.kind!r} TOML file")
+            return cls(cls._read(data_file(path, meta.files[0], cls.suffixes)).curves, meta)
+        return cls._read(path)
+
+    @classmethod
+    def _read(cls, path: Path) -> EfficiencyCurves:
+        """Read and validate a curves TOML (see the default file for the format)."""
         try:
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:

@@ -1,24 +1,16 @@
 """``collective_time_s``: measured curve where there is one, else the fitted step model.
 
-``system`` is a ``hw_catalog.system.SystemSpec`` (or anything with its attributes):
-``fabric.kind``, ``fabric.link_GBps`` (per-device, per-direction, GB/s), ``fabric.latency_us``
-(per hop), ``device`` (catalog id: its host link carries NVLink pairs' traffic between pairs),
-``devices_per_node``, ``nodes``, ``nic`` (``GBps`` per NIC per direction, ``count_per_node``,
-``latency_us``; may be ``None`` on one node), optionally ``id`` and ``measured_as`` (names of
-measured curves in ``curves.csv`` that describe this very system).
+``system``: a ``hw_catalog.system.SystemSpec`` (fabric kind, ``link_GBps`` per device per
+direction, ``latency_us`` per hop, devices per node, nodes, NICs, optional ``measured_as``).
+Ranks are packed onto nodes unless ``ranks_per_node`` says otherwise; a phase on the node's
+fabric runs at the kind's bandwidth (``FABRIC_BANDWIDTH``), an inter-node phase at ``streams``
+x the rank's NIC share. Time of one algorithm (s) =
 
-Ranks are packed onto nodes (``per_node = min(n_ranks, devices_per_node)``) unless the caller
-says how many of the group sit on each node (``ranks_per_node``: 1 for a data-parallel group
-strided over nodes). A phase on the node's fabric runs at the kind's bandwidth
-(:data:`FABRIC_BANDWIDTH`: NVLink pairs carry only 2 ranks, wider groups cross PCIe; a fully
-connected Infinity Fabric group uses per_node - 1 of a device's links), an inter-node phase at
-``streams`` x the rank's NIC share ``nic.GBps x nic.count_per_node / max(sharers,
-nic.count_per_node)`` (sharers: the group's ranks per node, or all devices of the node sending
-at once; streams: the node's ranks carrying a ring in parallel, ``steps.py``). Fabric kinds
-without curves of their own borrow a fitted kind's parameters (:data:`PARAMS_FROM`). Time of one
-algorithm =
-sum over phases of ``steps x (latency_us + step_overhead_us) x 1e-6
-+ wire_bytes / (GBps x 1e9 x efficiency(size))``; the fastest applicable algorithm wins.
+    sum over phases of steps x (latency_us + step_overhead_us) x 1e-6
+                       + wire_bytes / (GBps x 1e9 x efficiency(size))
+
+and the fastest applicable algorithm wins. Kinds without curves borrow a fitted kind's
+parameters (``PARAMS_FROM``). Rules and their evidence: ``docs/design/fitted.md``.
 """
 
 from __future__ import annotations

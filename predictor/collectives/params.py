@@ -4,16 +4,19 @@ Per fabric kind (and ``nic`` for inter-node links): ``step_overhead_us`` added t
 per-hop ``latency_us`` on every step, and the achievable fraction of link bandwidth
 ``efficiency(size) = eff_max x size / (size + half_size_bytes)`` (protocol and pipelining losses
 shrink as messages grow). The file records ``data_sha256`` of ``curves.csv`` it was fitted on;
-loading refuses a file fitted on other curves. Refit: ``python benchmarks/fit_collectives.py``.
+loading refuses a file fitted on other curves. Refit: ``python benchmarks/fit_collectives.py``;
+the folder is a ``predictor.fitted`` correction (``correction.CollectiveModel``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from roofcast.predictor.errors import PredictionError
 
@@ -38,8 +41,16 @@ def data_sha256(path: Path = CURVES_PATH) -> str:
 
 @lru_cache(maxsize=1)
 def load_params(path: Path = PARAMS_PATH) -> dict[str, FabricParams]:
-    doc = json.loads(path.read_text())
-    if doc["data_sha256"] != data_sha256():
-        raise PredictionError(f"{path} was fitted on other collective curves than {CURVES_PATH}; "
+    return parse_params(json.loads(path.read_text()), path, CURVES_PATH)
+
+
+def parse_params(doc: Mapping[str, Any], path: Path, curves: Path) -> dict[str, FabricParams]:
+    """The parameters of a parsed ``params.json`` (``path``), fitted on the ``curves`` file."""
+    if doc.get("data_sha256") != data_sha256(curves):
+        raise PredictionError(f"{path} was fitted on other collective curves than {curves}; "
                               "refit with benchmarks/fit_collectives.py")
-    return {kind: FabricParams(**p) for kind, p in doc["params"].items()}
+    try:
+        return {kind: FabricParams(**p) for kind, p in doc["params"].items()}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise PredictionError(f"{path}: malformed params ({exc}); refit with "
+                              "benchmarks/fit_collectives.py") from None

@@ -1,41 +1,14 @@
 """Algorithm step models: what each collective algorithm puts on which links.
 
-A collective of ``size_bytes`` (the per-rank buffer) over ``n`` ranks, ``r`` of them per node
-(ranks packed onto nodes), is one or more :class:`Phase` s; a phase's time is
-``steps x step latency + wire_bytes / (bandwidth x efficiency(size))`` (``model.py``).
-Per-rank bytes sent per phase (n ranks in the phase):
-
-* ring all-reduce = reduce-scatter + all-gather: 2(n-1) steps of size/n -> 2(n-1)/n x size
-* tree all-reduce (double binary tree): 2 log2(n) steps, about 2 x size
-* NVLS all-reduce (in-switch reduction, NVSwitch gen3+ / NVLink4+): 2 steps, size
-* ring all-gather / reduce-scatter: n-1 steps -> (n-1)/n x size
-* all-to-all (pairwise): n-1 steps -> (n-1)/n x size
-* send/recv: 1 step -> size
-* ranks on more than one node: NCCL's ring over all n ranks (all-reduce 2(n-1) steps,
-  2(n-1)/n x size; all-gather / reduce-scatter n-1 steps, (n-1)/n x size). Its rings
-  (channels) enter and leave every node once, spread over the node's NICs, so a node's r ranks
-  carry the ring in parallel: the phase runs at r NIC shares (``streams = r``), i.e.
-  time = wire / (r x per-rank NIC share) -- nccl-tests' inter-node bus bandwidth is the node's
-  NIC bandwidth. All-to-all: the (n-r)/n share leaves the node over each rank's own share.
-  (The Vidur DGX A100 curves bear this out: 4 ranks on 2 nodes take 0.74x, 8 on 2 nodes 0.46x
-  the time of 2 ranks on 2 nodes at 64 MiB; the ring predicts 0.75x and 0.44x, an intra-node
-  reduce-scatter + inter-node all-reduce + all-gather scheme 0.5x and 0.25x.)
-
-Each algorithm is a registered function returning its phases or ``None`` where it does not apply;
-the predicted time is the fastest applicable algorithm's, as NCCL's tuner picks.
-
-Engine all-reduce kernels (:data:`ENGINE_ALGORITHMS`, not NCCL's: an engine's profile chooses one
-by message size, ``runtimes.profile.CustomAllReduce``, and nothing picks the fastest). Both run
-on one node whose ranks all reach each other over direct peer links (:data:`FULL_MESH_MAX_RANKS`)
-and move data with plain loads / stores over the fabric, timed as point-to-point transfers (P2P):
-
-* one-shot: 1 step; each rank reads the other n-1 ranks' buffers -> (n-1) x size
-* two-shot: reduce-scatter then all-gather over peer buffers: 2 steps of (n-1)/n x size
-
-Their efficiency is evaluated at each step's bytes (:attr:`Phase.eff_bytes`): with
-``efficiency = eff_max x b / (b + half_size)`` a step of ``b`` bytes takes
-``(b + half_size) / (GBps x eff_max)``, the fitted p2p ramp paid once per step, not once per
-peer (which evaluating at the buffer size would make it: (n-1) x half_size).
+A collective of ``size_bytes`` (the per-rank buffer) over ``n`` ranks, ``r`` per node, is one or
+more ``Phase`` s of ``steps`` latency hops and ``wire_bytes`` per rank; e.g. ring all-reduce
+2(n-1) steps, 2(n-1)/n x size; tree 2 log2(n) steps, 2 x size; NVLS 2 steps, size; all-gather /
+reduce-scatter / all-to-all n-1 steps, (n-1)/n x size; send/recv 1 step, size; across nodes
+NCCL's ring at ``streams = r`` NIC shares. Each algorithm is a registered function returning its
+phases or ``None`` where it does not apply; the fastest applicable one wins, as NCCL's tuner
+picks. Engine all-reduce kernels (``ENGINE_ALGORITHMS``: one-shot, two-shot) run on a full
+NVLink mesh of one node as P2P transfers, their efficiency evaluated at each step's bytes.
+Every algorithm's byte counts and the evidence: ``docs/design/fitted.md``.
 """
 
 from __future__ import annotations

@@ -1,57 +1,30 @@
 """A learned model folder's metadata, checked before any of it is used.
 
-``persistence.load`` reads a folder written by ``roofcast train``; a folder can also come from
-someone else, be edited by hand, or be damaged. Nothing in it is trusted:
-
-* :func:`read_metadata`: ``metadata.json`` must be a regular file inside the folder (no FIFO, no
-  symlink out; ``hw_catalog.confined``) of at most ``MAX_METADATA_BYTES``, UTF-8, strict JSON
-  (``NaN``/``Infinity`` literals refused; nesting too deep to parse is an error, not a
-  ``RecursionError``) whose top level is an object;
-* :func:`check_metadata`: the schema of what ``load`` uses — every field's type, every number
-  finite and in a sane range, list lengths consistent:
-
-  - ``features``: a list of distinct strings;
-  - ``models``: per key ``kind/family``: ``key`` equal to it, ``candidate`` one of
-    ``model.CANDIDATES``, ``floor_s`` in [0, ``MAX_FLOOR_S``] (a negative floor shrinks every
-    time, NaN turns totals into ``None``), and ``file`` (xgboost) or ``linear`` (ridge: impute,
-    indicators, mean, scale > 0, coef, intercept of matching lengths; median: constant);
-  - ``intervals``: ascending ``edges``, one ``q_lo <= q_hi`` per bin (``null`` = unbounded),
-    ``alpha`` in [0, 1);
-  - ``ranges``: per feature ``[lo, hi]`` or ``[lo, hi, always]`` with lo <= hi;
-  - ``devices``: ``features`` equal to ``ood.DEVICE_VECTOR``, vectors of that length, one id each;
-  - ``e2e`` (optional): ``log_factor``, ``q_lo <= q_hi``, ``runs`` >= 1, ``alpha``;
-  - ``runtimes`` (optional: a model saved before it existed is read as gpu -> pytorch-eager,
-    cpu -> onnxruntime-cpu, ``roads.LEGACY_RUNTIMES``; when present it is checked): road ->
-    runtime name, one runtime per (kind, runtime), a road for every model key;
-  - ``models[*].y_range`` (optional): ``[lo, hi]`` log10, lo <= hi;
-
-  log10 quantities (quantiles, edges, constants, factors) lie within ±``LOG10_LIMIT`` decades,
-  other parameters within ±``PARAM_LIMIT``.
-* **Confined model files**: a booster ``file`` must be a plain file name ending in ``.ubj``
-  (no ``/``, ``\\``, ``..``, absolute path) naming a regular file inside the folder of at most
-  ``MAX_MODEL_FILE_BYTES`` (a symlink only to a file of the same folder): a metadata file cannot
-  make roofcast open ``/etc/passwd``, ``/proc/self/environ`` or a booster elsewhere.
-
-Every problem raises ``PredictionError``: "model folder X: metadata field Y ...; retrain with
-`roofcast train`".
+A folder may come from someone else, be edited by hand, or be damaged; nothing in it is trusted.
+``read_metadata`` (``fitted.read_json``): ``metadata.json`` must be a regular file inside the folder (no FIFO, no
+symlink out; ``hw_catalog.confined``) of at most ``MAX_METADATA_BYTES``, strict UTF-8 JSON
+(no NaN/Infinity) holding an object. ``check_metadata``: the schema of what ``load`` uses —
+types, finite numbers in sane ranges (log10 quantities within ``LOG10_LIMIT`` decades, others
+within ``PARAM_LIMIT``), consistent lengths, booster ``file`` a plain ``.ubj`` name of a regular
+file inside the folder. Every problem raises ``PredictionError`` ("model folder X: metadata
+field Y ...; retrain with `roofcast train`"). Field-by-field schema: ``docs/design/fitted.md``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from roofcast.hw_catalog.confined import confined_file, read_confined
+from roofcast.hw_catalog.confined import confined_file
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.fitted import MAX_METADATA_BYTES as MAX_METADATA_BYTES  # re-exported
+from roofcast.predictor.fitted import read_json
 from roofcast.predictor.learned.model import CANDIDATES
 from roofcast.predictor.learned.ood import DEVICE_VECTOR
 
-MAX_METADATA_BYTES = 16 * 2**20
-"""Largest ``metadata.json`` read (the shipped one is ~70 KB)."""
 MAX_MODEL_FILE_BYTES = 256 * 2**20
 """Largest booster file accepted (the shipped ones are ~0.4 MB)."""
 MAX_FLOOR_S = 1.0
@@ -76,33 +49,13 @@ class _SchemaError(Exception):
         self.field, self.problem = field, problem
 
 
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def read_metadata(path: Path) -> dict[str, Any]:
-    """The parsed ``metadata.json`` at ``path`` (module docstring); ``PredictionError`` else."""
-    folder = path.parent
+    """The parsed ``metadata.json`` at ``path`` (``fitted.read_json``); ``PredictionError``
+    saying to retrain else."""
     try:
-        data = read_confined(path, folder, max_bytes=MAX_METADATA_BYTES,
-                             what="model metadata file", error=PredictionError)
+        return read_json(path, "model metadata file")
     except PredictionError as exc:
-        raise PredictionError(f"model folder {folder}: {exc}; {RETRAIN}") from None
-    try:
-        meta = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
-    except UnicodeDecodeError as exc:
-        raise PredictionError(f"model folder {folder}: {path.name} is not UTF-8 text (byte "
-                              f"{exc.start}); {RETRAIN}") from None
-    except RecursionError:
-        raise PredictionError(f"model folder {folder}: {path.name} is nested too deeply to "
-                              f"read; {RETRAIN}") from None
-    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, too-long integers
-        raise PredictionError(f"model folder {folder}: {path.name} is not valid JSON ({exc}); "
-                              f"{RETRAIN}") from None
-    if not isinstance(meta, dict):
-        raise PredictionError(f"model folder {folder}: {path.name} must hold a JSON object, "
-                              f"got {type(meta).__name__}; {RETRAIN}")
-    return meta
+        raise PredictionError(f"model {exc}; {RETRAIN}") from None
 
 
 def check_metadata(meta: Mapping[str, Any], folder: Path) -> None:

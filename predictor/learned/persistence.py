@@ -1,20 +1,15 @@
-"""Save and load a ``LearnedModel`` without pickle.
+"""Save and load a ``LearnedModel`` without pickle (the ``learned`` fitted correction's folder).
 
-A model folder holds:
+* ``metadata.json``: the ``predictor.fitted`` fields (kind ``learned``, files, sources,
+  versions, fitted_on, data_hash, validation) plus ``format`` (``FORMAT``), ``features`` (the
+  ordered list the models were trained on), per model key the candidate and its file (XGBoost)
+  or its numbers (ridge / median), interval quantiles, OOD ranges and device vectors, the
+  end-to-end calibration and the training command;
+* ``<kind>__<family>.ubj``: XGBoost boosters in XGBoost's own UBJ format.
 
-* ``metadata.json``: ``format`` (``FORMAT``), ``features`` (the ordered feature list the models
-  were trained on), per model key the candidate and its file (XGBoost) or its numbers (ridge /
-  median), conformal interval quantiles, OOD training ranges and device vectors, end-to-end
-  calibration, plus ``data_hash`` (sha256 of the training rows), library versions, the training
-  command and the validation tables;
-* ``<kind>__<family>.ubj``: XGBoost boosters in XGBoost's own UBJ format
-  (``booster.save_model``), loaded with ``xgboost.Booster().load_model``.
-
-Loading checks the format and that the saved feature list equals the code's
-``features.FEATURES`` (same names, same order); any difference raises ``PredictionError``
-telling the user to retrain — a model is never applied to features it was not trained on.
-Before that, ``metadata_schema`` reads the metadata safely and checks it against its schema
-(types, finite sane numbers, booster files confined to the folder).
+Loading checks the metadata (``metadata_schema``: safe read, schema, files confined to the
+folder) and that the saved feature list equals ``features.FEATURES`` (names and order), else
+``PredictionError`` telling the user to retrain. Writes are atomic (``save``).
 """
 
 from __future__ import annotations
@@ -23,10 +18,12 @@ import json
 import os
 import shutil
 import uuid
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.fitted import FittedMetadata
 from roofcast.predictor.learned.features import FEATURES
 from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd
 from roofcast.predictor.learned.metadata_schema import check_metadata, read_metadata
@@ -108,10 +105,25 @@ def save(model: LearnedModel, folder: str | Path) -> Path:
     return target
 
 
+def fitted_metadata(model: LearnedModel) -> FittedMetadata:
+    """The ``predictor.fitted`` metadata of ``model`` (from its ``meta``; files: its boosters)."""
+    meta = model.meta
+    files = tuple(k.replace("/", "__") + ".ubj" for k, fm in sorted(model.models.items())
+                  if fm.candidate == "xgboost")
+    sources = meta.get("sources") or [s for s in str(meta.get("source", "")).split("+") if s]
+    return FittedMetadata(
+        "learned", files, tuple(map(str, sources)), dict(meta.get("versions") or {}),
+        str(meta.get("fitted_on") or str(meta.get("created", ""))[:10]),
+        str(meta.get("data_hash", "")), dict(meta.get("validation") or {}))
+
+
 def _write(model: LearnedModel, folder: Path) -> None:
+    common = fitted_metadata(model).to_json()
     meta: dict[str, Any] = {
-        "format": FORMAT, "features": list(FEATURES), "versions": library_versions(),
+        "format": FORMAT, "features": list(FEATURES),
         **{k: v for k, v in model.meta.items() if k not in ("format", "features")},
+        **common, "versions": common["versions"] or library_versions(),
+        "fitted_on": common["fitted_on"] or date.today().isoformat(),
         "models": {k: fm.save(folder) for k, fm in sorted(model.models.items())},
         "intervals": {k: iv.to_json() for k, iv in sorted(model.intervals.items())},
         "ranges": {k: r.to_json() for k, r in sorted(model.ranges.items())},

@@ -1,31 +1,12 @@
 """Which runtime a learned model learned, and which of its models a featurized row may use.
 
-A learned efficiency is a property of a (device kind, runtime, op family): NeuSight's kernels
-were timed under PyTorch eager (~25-30 µs harness floor per op), the bundled CPU rows under ONNX
-Runtime. A model folder's metadata records it as ``runtimes``: *road* -> runtime, where a road is
-the first part of a model key ``<road>/<family>``:
-
-* the kind's primary runtime trains the keys ``<kind>/<family>`` (road = the kind): ``gpu`` ->
-  ``pytorch-eager``, ``cpu`` -> ``onnxruntime-cpu`` for the shipped model;
-* further runtimes measured on the same kind train ``<kind>.<runtime>/<family>`` (road
-  ``<kind>.<runtime>``), e.g. ``gpu.torch-compile/matmul`` once torch.compile kernels are
-  measured (``training_roads``).
-
-A model saved before runtimes were recorded has no ``runtimes`` key; it is read as
-``LEGACY_RUNTIMES`` (gpu -> pytorch-eager, cpu -> onnxruntime-cpu: what the shipped data
-measured). A user-supplied ``runtimes`` is validated strictly (``metadata_schema``).
-
-At prediction (``row_roads``), a row of device kind ``k`` whose run uses runtime ``R`` (feature
-column ``runtime``) learning from ``S`` (column ``learned_from``, the profile's
-``learned_from``) uses
-
-1. the road of ``(k, R)`` when the model learned ``R`` on ``k`` (its own efficiencies and its
-   own learned harness floor);
-2. else the road of ``(k, S)`` when the model learned ``S`` on ``k`` — the efficiencies of the
-   runtime it learns from, with its *own* per-kernel floor (``borrowed``: the learned harness
-   floor is replaced by the row's ``dispatch_floor_s``, see ``predictor``);
-3. else no learned model: the row is timed by the analytical fallback on every device alike,
-   with a note saying which runtime the model learned — never another runtime's efficiency.
+A learned efficiency belongs to a (device kind, runtime, op family). A model's metadata maps
+*road* -> runtime (``runtimes``), a road being the first part of a model key ``<road>/<family>``:
+``<kind>`` for the kind's primary runtime, ``<kind>.<runtime>`` for others (``training_roads``);
+a model saved without it is read as ``LEGACY_RUNTIMES``. At prediction (``row_roads``) a row of
+kind ``k`` run by runtime ``R`` that learns from ``S`` uses the road of ``(k, R)``, else that of
+``(k, S)`` with its own per-kernel floor (``borrowed``), else no learned model (the analytical
+fallback for every device alike, with a note) — never another runtime's efficiency.
 """
 
 from __future__ import annotations

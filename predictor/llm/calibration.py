@@ -1,66 +1,49 @@
 """Per-engine corrections of modelled step times, fitted on measured serving data.
 
 ``engine_calibration(runtime)`` -> ``EngineCalibration``; ``apply(phase, model_s, hw, seqs=B)``
-maps the uncalibrated summed kernel time of a ``prefill`` or of one ``decode`` step
-(``phases.request_model_times``) of ``B`` sequences to the engine's time with an interval,
-arrays ``(t, lo, hi)``:
+maps the uncalibrated kernel time of a ``prefill`` or one ``decode`` step of ``B`` sequences to
+the engine's time and interval (s):
 
-    t  = f_phase(hw) x a_phase x model_s + c_phase + s_phase x B        (s)
+    t  = f_phase(hw) x a_phase x model_s + c_phase + s_phase x B
     lo = min(t, q_lo x t),  hi = max(t, q_hi x t)
 
-``f`` and ``q`` come from the most specific level with measured evidence (``level``):
-
-1. ``device``: ``hw`` is a catalog device the engine was measured on (its id among the fit's
-   devices, no ``base``, and equal to the catalog entry: a what-if such as
-   ``h100-sxm:mem_bw_scale=2`` or an edited copy is not the measured device): its own factor per
-   phase (``device_factors``, fitted on its rows and shrunk toward its vendor's,
-   ``calibration_fit.fit_device_factors``) and its in-sample quantiles (``device_ratios``: of its
-   rows' measured / fitted; the engine's in-distribution quantiles where it has too few rows);
-2. ``vendor``: a device of a vendor the engine was measured on: the vendor's factor and the
-   leave-one-device-out quantiles below;
-3. ``unseen vendor``: ``unseen_vendor_factor`` and the engine's leave-one-device-out quantiles.
-
-* ``a_phase`` (dimensionless): the engine's slowdown over the kernel model, one per phase;
-* ``c_phase`` (s): host time per prefill / per decode step (scheduling, sampling, launches the
-  model does not see);
-* ``s_phase`` (s per sequence): host time per sequence in the step (the engine's Python
-  scheduler, block tables, sampling and detokenisation work per running sequence); fitted only
-  where it lowers the engine's leave-one-device-out error, else 0 (``seq_overhead_s``; a file
-  without it: 0);
-* ``f_vendor,phase``: the engine's factor on one vendor's devices, per phase (its software
-  stack on ROCm or SYCL is slower than on CUDA by a factor that no device figure predicts, and
-  not by the same factor in prefill and decode); 1 for the baseline vendor (NVIDIA); a vendor
-  without fitted data gets the geometric mean of the phase's fitted factors and a note;
-* ``q_lo``/``q_hi``: quantiles (10 % / 90 %) of measured / predicted over the leave-one-device-out
-  predictions of the fit: the interval of a device the fit has not seen; per vendor where the
-  fit has that vendor's devices (``vendor_ratios``: a new NVIDIA GPU under TensorRT-LLM is not
-  as uncertain as a new AMD one under vLLM), else over all of the engine's rows.
-
-The figures live in ``predictor/data/llm_engines.json``, written by
-``benchmarks/fit_llm_engines.py`` from Argonne's LLM-Inference-Bench rows
-(``training_data.public.llm_serving``) together with the data hash, the rows per device and the
-leave-one-device-out errors. An engine without fitted data is returned uncalibrated (identity,
-``fitted`` False) with a note saying so; so is a device of a kind the fit has no rows of
-(``device_kinds``: llama.cpp's factors come from GPUs and say nothing about CPUs).
+``a``: the engine's slowdown over the kernel model; ``c`` (s): host time per step; ``s`` (s):
+host time per sequence per step; ``f``, ``q``: the factor and 10/90 % ratio quantiles of the
+most specific level with evidence (``level``: the measured device, its vendor, or an unseen
+vendor). An engine or device kind without a fit is left uncalibrated with a note. The figures
+are ``predictor/data/llm_engines/`` (``EngineCalibrations``, a ``predictor.fitted``
+correction); levels and fit history: ``docs/design/fitted.md``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 
 from roofcast.hw_catalog import HardwareSpecError, get_device
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.fitted import (
+    FittedMetadata,
+    data_file,
+    read_json,
+    read_metadata,
+    rows_hash,
+    write_metadata,
+)
 
 #: where the fitted factors come from, as the notes name it.
 SOURCE = "Argonne's LLM-Inference-Bench (2024) runs"
-DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "llm_engines.json"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "llm_engines"
+DATA_NAME = "llm_engines.json"
+DATA_FILE = DATA_DIR / DATA_NAME
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
 
@@ -194,7 +177,7 @@ class EngineCalibration:
         return [d for d in self.device_runs if _same_vendor(get_device(d).vendor, vendor)]
 
 
-def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
+def _phase(doc: Mapping[str, Any], where: str, source: Path) -> PhaseCorrection:
     try:
         p = PhaseCorrection(
             *(float(doc[k]) for k in ("scale", "overhead_s", "ratio_lo", "ratio_hi")),
@@ -207,13 +190,13 @@ def _phase(doc: Mapping[str, Any], where: str) -> PhaseCorrection:
                            for k, v in doc.get("device_ratios", {}).items()},
             seq_overhead_s=float(doc.get("seq_overhead_s", 0.0)))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise PredictionError(f"{DATA_FILE}: {where} is malformed ({exc}); rerun "
+        raise PredictionError(f"{source}: {where} is malformed ({exc}); rerun "
                               "benchmarks/fit_llm_engines.py") from exc
     factors = [*p.vendor_factors.values(), p.unseen_vendor_factor, *p.device_factors.values()]
     ratios = [(p.ratio_lo, p.ratio_hi), *p.vendor_ratios.values(), *p.device_ratios.values()]
     if not (p.scale > 0 and p.overhead_s >= 0 and p.seq_overhead_s >= 0 and all(0 < lo <= hi for lo, hi in ratios)
             and all(f > 0 for f in factors)):
-        raise PredictionError(f"{DATA_FILE}: {where} has a non-positive scale or factor, a "
+        raise PredictionError(f"{source}: {where} has a non-positive scale or factor, a "
                               f"negative overhead or an inverted interval: {p}")
     return p
 
@@ -229,12 +212,18 @@ def calibration_document() -> dict[str, Any]:
 def engine_calibration(runtime: str) -> EngineCalibration:
     """The fitted correction of serving engine ``runtime`` (uncalibrated with a note when the
     calibration file has no fit for it)."""
-    doc = calibration_document().get("engines", {}).get(runtime)
+    return calibration_of(calibration_document(), runtime, DATA_FILE)
+
+
+def calibration_of(document: Mapping[str, Any], runtime: str,
+                   source: Path = DATA_FILE) -> EngineCalibration:
+    """``engine_calibration`` of a parsed calibration ``document`` (read from ``source``)."""
+    doc = document.get("engines", {}).get(runtime)
     if not doc or not doc.get("fitted", True):
         return EngineCalibration(runtime, note=(
             f"{runtime}: no measured serving data to calibrate against; times are the "
             "uncalibrated kernel model (expect larger errors)"))
-    phases = {ph: _phase(doc[ph], f"engines.{runtime}.{ph}") for ph in PHASES}
+    phases = {ph: _phase(doc[ph], f"engines.{runtime}.{ph}", source) for ph in PHASES}
     loo = doc.get("loo", {}).get("median_abs_pct")
     devices = ", ".join(doc.get("rows_per_device", {}))
     seq = phases["decode"].seq_overhead_s
@@ -246,3 +235,63 @@ def engine_calibration(runtime: str) -> EngineCalibration:
               f"median error {loo:.0f} %{host}" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               f"leave-one-device-out figure{host}"))
+
+
+class EngineCalibrations:
+    """Every engine's calibration as one ``predictor.fitted`` correction (kind ``llm-engines``):
+    ``llm_engines.json`` + ``metadata.json``. ``predict(features)``: engine seconds per row
+    (columns runtime, phase, model_s, device (catalog id), optional seqs); ``fit(rows)``: the
+    ``engines`` table fitted on measured rows (``calibration_select.fit_all``)."""
+
+    kind: ClassVar[str] = "llm-engines"
+    suffixes: ClassVar[tuple[str, ...]] = (".json",)
+
+    def __init__(self, document: Mapping[str, Any], metadata: FittedMetadata | None = None,
+                 source: Path = DATA_FILE) -> None:
+        self.document = dict(document)
+        self._metadata = metadata or FittedMetadata(self.kind, (DATA_NAME,))
+        self.source = source
+
+    @property
+    def metadata(self) -> FittedMetadata:
+        return self._metadata
+
+    def fit(self, rows: pd.DataFrame) -> EngineCalibrations:
+        from roofcast.predictor.llm.calibration_select import fit_all
+
+        self.document = {**self.document, "engines": fit_all(rows)}
+        self._metadata = replace(self._metadata, fitted_on=dt.date.today().isoformat(),
+                                 data_hash=rows_hash(rows), validation={
+                                     e: d.get("loo", d["in_distribution"])
+                                     for e, d in self.document["engines"].items()})
+        return self
+
+    def predict(self, features: pd.DataFrame) -> np.ndarray:
+        out = np.empty(len(features))
+        seqs = features["seqs"] if "seqs" in features else pd.Series(1, index=features.index)
+        keys = features[["runtime", "phase", "device"]].astype(str)
+        for (runtime, phase, dev), idx in keys.groupby(list(keys.columns)).indices.items():
+            cal = calibration_of(self.document, runtime, self.source)
+            out[idx] = cal.apply(phase, features["model_s"].to_numpy(float)[idx],
+                                 get_device(dev), seqs=seqs.to_numpy(float)[idx])[0]
+        return out
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.document, indent=1, sort_keys=False, allow_nan=False)
+        (folder / DATA_NAME).write_text(text + "\n", encoding="utf-8")
+        write_metadata(folder, replace(self._metadata, files=(DATA_NAME,)))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path = DATA_DIR) -> EngineCalibrations:
+        meta, _ = read_metadata(folder)
+        if meta.kind != cls.kind or len(meta.files) != 1:
+            raise PredictionError(f"{folder}: holds a {meta.kind!r} correction with files "
+                                  f"{list(meta.files)}, not one {cls.kind!r} JSON file")
+        path = data_file(folder, meta.files[0], cls.suffixes)
+        doc = read_json(path, "calibration file")
+        for runtime in doc.get("engines", {}):
+            calibration_of(doc, runtime, path)  # every engine validated now, not when served
+        return cls(doc, meta, path)

@@ -1,49 +1,16 @@
 """Fitting the engine calibration (``calibration``) on measured serving rows.
 
-``request_features(rows)``: per measured row (``training_data.public.llm_serving`` columns), the
-uncalibrated model times the calibration multiplies, from ``phases.request_model_times``:
-
-* static batching (vLLM, TensorRT-LLM, DeepSpeed-MII rows): ``batch`` requests of ``N`` in and
-  ``M`` out; when they do not all fit in memory (``memory.max_batch``) they run in
-  ``waves = ceil(batch / max_batch)`` waves of ``ceil(batch / waves)`` (Argonne's large-batch
-  A100 rows are KV-capacity-limited); per wave one prefill and ``M - 1`` decode steps:
-  ``prefill_s``/``decode_s`` = waves x the wave's model times, ``prefill_steps`` = waves,
-  ``decode_steps`` = waves x (M - 1);
-* llama.cpp rows: Argonne's "batch" is llama.cpp's prompt batch (``n_batch``), not concurrent
-  requests: the latency falls as it grows (1 -> 16: about 1.8x on every device) and stays flat
-  from 16 to 64, as one request whose prompt is processed ``n_batch`` tokens per step would.
-  One request; prefill = ``ceil(N / n_batch)`` steps of ``n_batch`` tokens (the model times one
-  chunk at its own length: the attention over the earlier chunks is left out, < 3 % of a 7B
-  layer at 2048 tokens), then ``M - 1`` decode steps.
-
-The measured request latency is then modelled as
+``request_features(rows)``: per measured row, the uncalibrated model times from
+``phases.request_model_times`` (static batches in waves that fit in memory; llama.cpp rows as
+one request whose prompt is processed ``n_batch`` tokens per step). The request latency is
 
     y = f_vp a_p P + f_vd a_d D + c_p n_p + c_d n_d [+ s_p S_p + s_d S_d]
 
-(``P``/``D``: the summed model prefill/decode seconds, ``n_p``/``n_d``: the steps,
-``S_p``/``S_d``: the sequences summed over the steps (a static wave of ``b`` requests: ``b`` per
-step), ``s_p``/``s_d``: host seconds per sequence per step, fitted only with ``per_seq``, ``f_vp``,
-``f_vd``: the vendor's factors per phase, 1 for ``BASELINE_VENDOR``: ROCm's and SYCL's
-prefill and decode lag CUDA's by different factors); a Fig 22 TTFT row (one output token) is
-``f_vp a_p P + c_p n_p``. ``fit_engine`` fits ``log a_p, log a_d, log c_p, log c_d`` and the
-non-baseline vendors' ``log f_v`` per phase on log latency with a soft-L1 loss
-(scipy ``least_squares``; a few broken rows must not steer it); ``loo`` refits without each
-device in turn and predicts it (a vendor not left in the training rows gets the geometric mean
-of the fitted vendor factors, as ``unseen_vendor_factor`` does at prediction time).
-
-Device level (``fit_device_factors``): on a device the engine was measured on, the vendor factors
-are replaced by the device's own per-phase factors ``f_dp``, ``f_dd``, fitted on that device's
-rows with ``a``, ``c`` held at the engine fit, as the MAP estimate under a prior at the vendor
-factor worth ``SHRINK_ROWS`` rows:
-
-    minimise  sum_rows rho(sqrt(w_i) (log y_i - log yhat_i)) + SHRINK_ROWS x (g_p^2 + g_d^2)
-    with      f_dp = f_vp exp(g_p),  f_dd = f_vd exp(g_d)
-
-(``rho``: the same soft-L1 loss; the device's TTFT rows carry ``TTFT_SHARE`` of its weight). A
-device with ``n`` rows moves from the vendor factor by about ``n / (n + SHRINK_ROWS)`` of what
-its rows alone say (exactly so for small residuals); a phase the rows hardly constrain (prefill
-of long-decode request rows) stays near the vendor's. Leave-one-device-out never sees the held
-device's factor: ``loo`` refits without it and predicts through the vendor level.
+(P/D: model prefill/decode seconds, n: steps, S: sequences summed over steps, f_v: the vendor's
+factors, 1 for ``BASELINE_VENDOR``). ``fit_engine`` fits the logs of a, c, f (and s with
+``per_seq``) on log latency with a soft-L1 loss; ``loo`` refits without each device and predicts
+it; ``fit_device_factors`` gives a measured device its own factors, shrunk toward its vendor's
+by ``SHRINK_ROWS`` pseudo-rows. Derivation and evidence: ``docs/design/fitted.md``.
 """
 
 from __future__ import annotations

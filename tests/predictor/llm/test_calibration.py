@@ -1,4 +1,4 @@
-"""The shipped engine calibration (predictor/data/llm_engines.json): it loads, it was fitted on
+"""The shipped engine calibration (predictor/data/llm_engines/llm_engines.json): it loads, it was fitted on
 the bundled serving rows (data hash), apply() is monotone with lo <= t <= hi, engines without
 data say so; the fit recovers known parameters."""
 

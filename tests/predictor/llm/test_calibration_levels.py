@@ -165,7 +165,7 @@ def test_serving_passes_the_sequences_per_step_to_the_calibration(monkeypatch, c
     assert seen["decode"] == want_decode
     assert seen["prefill"] == (24.0 if "batch" in cfg_kw else 1.0)
     s = real.phases["decode"].seq_overhead_s
-    assert s > 0  # vLLM keeps the term (predictor/data/llm_engines.json)
+    assert s > 0  # vLLM keeps the term (predictor/data/llm_engines/llm_engines.json)
     without = dataclasses.replace(real, phases={
         **real.phases, "decode": dataclasses.replace(real.phases["decode"], seq_overhead_s=0.0)})
     monkeypatch.setattr(serving, "engine_calibration", lambda name: without)

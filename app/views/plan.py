@@ -130,8 +130,9 @@ def verdict(rows: list[dict]) -> None:
     best = next(r for r in rows if r["fits"])
     cols = st.columns([2, 1, 1, 1])
     cols[0].metric("Best plan", best["plan"])
-    cols[1].metric("Step time", f"{best['step_s']:.4g} s",
-                   help=f"interval {best['lower_s']:.4g} – {best['upper_s']:.4g} s")
+    cols[1].metric("Step time", charts.fmt_time(best["step_s"]),
+                   help=f"interval {charts.fmt_time(best['lower_s'])} – "
+                        f"{charts.fmt_time(best['upper_s'])}")
     rate = best["tokens_per_s"]
     known = rate is not None and rate == rate
     cols[2].metric("Tokens/s" if known else "Samples/s",
@@ -202,7 +203,7 @@ def render_serving(model: str, where: dict, settings: dict) -> None:
         cols = st.columns(4)
         cols[0].metric("Best plan", best["plan"])
         cols[1].metric("Output tokens/s", rate_text(best["tokens_per_s"]))
-        cols[2].metric("TPOT", f"{best['tpot_ms']:.4g} ms")
+        cols[2].metric("TPOT", charts.fmt_time(best["tpot_ms"] / 1e3))
         cols[3].metric("Memory per device", f"{best['memory_GiB']:.4g} GiB")
     elif len(table):
         close = table.loc[table["over_GiB"].idxmin()]

@@ -70,9 +70,11 @@ def test_titles_sit_under_the_toolbar_and_legends_below_the_axis_title():
     rows = charts._legend_rows(fig)
     assert rows >= 1
     assert fig.layout.title.pad.t == charts.TOOLBAR_PX
-    assert fig.layout.title.yref == "container" and fig.layout.title.yanchor == "top"
+    assert fig.layout.title.yref == "container"
+    assert fig.layout.title.yanchor == "top"
     assert fig.layout.margin.t > charts.TOOLBAR_PX + fig.layout.title.font.size
-    assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0
+    assert fig.layout.legend.yref == "container"
+    assert fig.layout.legend.y == 0
     assert fig.layout.margin.b == charts.X_AXIS_PX + rows * charts.LEGEND_ROW_PX
     single = charts.metric_bars(df, "memory_GiB", "Memory", "GiB", "#000")
     assert charts._legend_rows(single) == 0

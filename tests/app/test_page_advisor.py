@@ -91,6 +91,6 @@ def test_advisor_names_the_runtime_that_runs_on_the_device():
     assert not at.exception, [e.value for e in at.exception]
     labels = [m.label for m in at.metric]
     assert "pytorch-eager default: step time" in labels
-    assert list(at.table[0].value.columns)[0] == "pytorch-eager default"
+    assert next(iter(at.table[0].value.columns)) == "pytorch-eager default"
     page = " ".join([*(c.value for c in at.caption), *labels])
     assert "ONNX Runtime" not in page

@@ -1,20 +1,16 @@
 """Plan explorer: how to split a model over a multi-device system, ranked.
 
-The numbers are ``roofcast.plan`` (the same as ``roofcast plan``): every (dp, tp, pp, ep,
+Training and inference: ``roofcast.plan`` (as ``roofcast plan``): every (dp, tp, pp, ep,
 micro-batches) that divides the model and the global batch, with the ZeRO stages and
-recomputation choices asked for, one step each (``predictor.parallel.search.plan_search``),
-ranked with the plans that fit the devices' memory first, fastest first. Per plan: the step
-split into compute, exposed communication, pipeline bubble and optimizer (they sum to the
-step), and the memory of the most loaded device (weights, gradients, optimizer states,
-activations, working set) against its capacity. When no plan fits, the page says which comes
-closest and by how much it is over.
+recomputation choices asked for, fitting plans first, fastest first; per plan the step split
+into compute, exposed communication, pipeline bubble and optimizer (they sum to the step) and
+the most loaded device's memory against its capacity. When none fits, the closest one and its
+excess.
 
-Serving (LLM configs): every tensor x pipeline split of the devices into replicas
-(``predictor.llm.serving_plan.serving_plan_search``), ranked by output tokens/s of all replicas
-at as many requests as fit, with TTFT, TPOT and the fullest device's memory.
+Serving (LLM configs): every tensor x pipeline split into replicas, ranked by the output
+tokens/s of all replicas, with TTFT, TPOT and the fullest device's memory.
 
-The model is a bundled LLM config (Megatron-LM on its architecture) or a zoo ONNX model
-(sharded from its graph); the system a catalog system (``roofcast systems list``) or N of a
+The model: a bundled LLM config or a zoo ONNX model; the system: a catalog system or N of a
 catalog device.
 """
 

@@ -93,7 +93,7 @@ def node_mix(graph) -> pd.DataFrame:
     """Every node of ``graph`` counted by op type (costed or not), most first: the op mix
     while dims are unbound and no FLOPs are known."""
     types = pd.Series([op.op_type for op in graph.ops()], dtype=str)
-    return (types.value_counts().rename_axis("op_type").reset_index(name="count"))
+    return types.value_counts().rename_axis("op_type").reset_index(name="count")
 
 
 def _op_mix(graph, mix: pd.DataFrame) -> None:

@@ -35,12 +35,59 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds / 1e-9:.4g} ns"
 
 
-def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    fig.update_layout(template=TEMPLATE, title={"text": title, "x": 0.0, "font": {"size": 16}},
-                      height=height, margin={"l": 10, "r": 10, "t": 50, "b": 10}, font=FONT,
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0.0,
-                              "xanchor": "left"})
+#: pixels of the toolbar (Plotly's mode bar) over the top of every chart: the title goes below it.
+TOOLBAR_PX = 32
+#: pixels of one row of a horizontal legend, and the width assumed to lay its items out (half
+#: of the app's wide layout: a chart in one of two columns).
+LEGEND_ROW_PX = 26
+LEGEND_WIDTH_PX = 520
+#: pixels under the plot for the x tick labels and the axis title, above the legend.
+X_AXIS_PX = 62
+
+
+def _legend_rows(fig: go.Figure) -> int:
+    """Rows the figure's horizontal legend takes (0 when it shows none): its items laid out
+    in ``LEGEND_WIDTH_PX`` (a symbol of ~40 px and ~7 px a character each)."""
+    names = [t.name or "" for t in fig.data if t.showlegend is not False]
+    if fig.layout.showlegend is False or (len(names) < 2 and fig.layout.showlegend is None):
+        return 0
+    return max(1, math.ceil(sum(40 + 7 * len(n) for n in names) / LEGEND_WIDTH_PX))
+
+
+def _layout(fig: go.Figure, title: str, height: int = 420, legend: str = "below") -> go.Figure:
+    """The app's look: the title in a row of its own under the toolbar (never under its
+    buttons); the legend (``legend="below"``) in a band of its own at the bottom, below the x
+    axis title (never over it), or (``"right"``) a column right of the plot. ``height``: of
+    the plot with its axes; the title row and the legend band are added."""
+    legend_px = LEGEND_ROW_PX * _legend_rows(fig) if legend == "below" else 0
+    fig.update_layout(template=TEMPLATE, height=height + TOOLBAR_PX + legend_px, font=FONT,
+                      title={"text": title, "x": 0.0, "xanchor": "left", "xref": "container",
+                             "y": 1.0, "yanchor": "top", "yref": "container",
+                             "pad": {"t": TOOLBAR_PX, "l": 10}, "font": {"size": 16}},
+                      margin={"l": 10, "r": 10, "t": TOOLBAR_PX + 48,
+                              "b": (X_AXIS_PX + legend_px) if legend_px else 10},
+                      legend={"orientation": "h", "yref": "container", "yanchor": "bottom",
+                              "y": 0.0, "x": 0.0, "xanchor": "left"} if legend == "below" else
+                      {"orientation": "v", "yref": "paper", "yanchor": "top", "y": 1.0,
+                       "x": 1.02, "xanchor": "left", "font": {"size": 11}})
     return fig
+
+
+def op_mix_bar(mix: pd.DataFrame, by: str = "gflop", top: int = 12) -> go.Figure:
+    """The ``top`` op types of ``graph_import.summary.by_op_type`` as horizontal bars, largest on
+    top: by FLOPs (``by="gflop"``, each bar labelled with its count and share) or by node count
+    (``by="count"``: while dims are unbound or the model does no FLOPs)."""
+    df = mix.sort_values(by, ascending=False, kind="stable").head(top).iloc[::-1]
+    if by == "gflop":
+        text = [f"{n} × · {s:.0%}" for n, s in zip(df["count"], df["flop_share"], strict=True)]
+        axis, title = "GFLOPs", "Op mix by FLOPs"
+    else:
+        text = [f"{n} ×" for n in df["count"]]
+        axis, title = "nodes", "Op mix by node count"
+    fig = go.Figure(go.Bar(x=df[by], y=df["op_type"], orientation="h", marker_color="#4C78A8",
+                           text=text, textposition="auto"))
+    fig.update_xaxes(title=axis, rangemode="tozero")
+    return _layout(fig, title, height=380)
 
 
 # ----------------------------------------------------------------------------- breakdowns
@@ -235,11 +282,8 @@ def trajectories(frames: Sequence[tuple[int, pd.DataFrame]], setting: str,
                           "%{y:.4g} GFLOP/s, %{customdata[1]:.4g} µs<extra></extra>"))
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP / byte)")
     fig.update_yaxes(type="log", title="attained GFLOP/s")
-    fig = _layout(fig, f"Roofline trajectories as {setting} grows (marker size grows with "
-                       f"{setting})", height=600)
-    fig.update_layout(legend={"orientation": "v", "yanchor": "top", "y": 1.0, "x": 1.02,
-                              "xanchor": "left", "font": {"size": 11}})
-    return fig
+    return _layout(fig, f"Roofline trajectories as {setting} grows (marker size grows with "
+                        f"{setting})", height=600, legend="right")
 
 
 # ----------------------------------------------------------------------------- compare
@@ -300,10 +344,7 @@ def speedup_bars(df: pd.DataFrame, baseline: str) -> go.Figure:
         f"<b>{s:.3g}×</b><br>◆ {lo:.2g}  ▲ {hi:.2g}" for s, lo, hi in
         zip(df["speedup"], df["speedup_at_lower"], df["speedup_at_upper"], strict=True)])
     fig.update_xaxes(title="baseline time / device time")
-    fig = _layout(fig, f"Speedup over {baseline}",
-                  height=max(280, 52 * len(df) + 150))
-    fig.update_layout(legend={"y": -0.3})
-    return fig
+    return _layout(fig, f"Speedup over {baseline}", height=max(280, 52 * len(df) + 110))
 
 
 def bound_mix(df: pd.DataFrame) -> go.Figure:
@@ -318,9 +359,8 @@ def bound_mix(df: pd.DataFrame) -> go.Figure:
     fig.update_layout(barmode="stack")
     total = sum(df[f"{b}_ms"] for b in BOUND_COLORS if f"{b}_ms" in df)
     _device_rows(fig, df["device"], [f"<b>{t:.4g} ms</b>" for t in total])
-    fig = _layout(fig, "Bottleneck mix (predicted ms by bound)", height=max(280, 52 * len(df) + 150))
-    fig.update_layout(legend={"y": -0.12})
-    return fig
+    return _layout(fig, "Bottleneck mix (predicted ms by bound)",
+                   height=max(280, 52 * len(df) + 110))
 
 
 def _short(v: float) -> str:
@@ -463,9 +503,7 @@ def llm_memory_bars(df: pd.DataFrame) -> go.Figure:
     _device_rows(fig, df["device"], [
         f"<b>{t:.4g} / {c:.4g} GiB</b><br>{'fits' if f else 'does not fit'}" for t, c, f in
         zip(df["memory_GiB"], df["capacity_GiB"], df["fits"], strict=True)])
-    fig = _layout(fig, "Memory per device", height=max(280, 52 * len(df) + 150))
-    fig.update_layout(legend={"y": -0.12})
-    return fig
+    return _layout(fig, "Memory per device", height=max(240, 52 * len(df) + 110))
 
 
 # ----------------------------------------------------------------------------- parallel plans
@@ -496,9 +534,7 @@ def plan_step_bars(table: pd.DataFrame) -> go.Figure:
     _device_rows(fig, table["plan"], [
         f"<b>{s:.4g} s</b><br>{'fits' if f else 'does not fit'}"
         for s, f in zip(table["step_s"], table["fits"], strict=True)])
-    fig = _layout(fig, "Step time per plan", height=max(280, 40 * len(table) + 150))
-    fig.update_layout(legend={"y": -0.12})
-    return fig
+    return _layout(fig, "Step time per plan", height=max(240, 40 * len(table) + 110))
 
 
 def plan_memory_bars(table: pd.DataFrame) -> go.Figure:
@@ -520,9 +556,7 @@ def plan_memory_bars(table: pd.DataFrame) -> go.Figure:
     _device_rows(fig, table["plan"], [
         f"<b>{t / gib:.4g} / {c / gib:.4g} GiB</b>" for t, c in
         zip(table["memory_bytes"], table["capacity_bytes"], strict=True)])
-    fig = _layout(fig, "Memory per device", height=max(280, 40 * len(table) + 150))
-    fig.update_layout(legend={"y": -0.12})
-    return fig
+    return _layout(fig, "Memory per device", height=max(240, 40 * len(table) + 110))
 
 
 def serving_plan_bars(table: pd.DataFrame) -> go.Figure:

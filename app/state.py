@@ -1,21 +1,13 @@
 """Shared state of the Streamlit app and the cached calls into the library.
 
-Session state (``st.session_state``) holds what every page shares: the model reference
-(``zoo:<name>`` or ``upload:<sha256>``, the uploaded bytes under ``upload_bytes``), the dim
-bindings, the batch size, the device and the run configuration. Widgets write into these keys
-through :func:`persistent` so a value survives switching pages (Streamlit drops the state of
-widgets that are not on the current page).
-
-Caching: graph imports with ``st.cache_data`` keyed by (model reference, dims) — the reference of
-an upload is its bytes' sha256, so the bytes are hashed once, not on every rerun; predictions with
-``st.cache_data`` keyed by (model, dims, device, config, estimator, learned-model version), device
-comparisons likewise by the device list and baseline; the catalog table with ``st.cache_data``;
-trained learned models with ``st.cache_resource``. ``controls.page_header`` opens every page.
-
-Uploads: importing and predicting an uploaded model runs in a child process with a memory and
-a time limit (``app.worker``: 2048 MB and 60 s unless ``$ROOFCAST_APP_WORKER_MEMORY_MB`` /
-``$ROOFCAST_APP_WORKER_TIMEOUT_S`` say otherwise), so one hostile upload cannot take the server
-down; a limit reached shows as an error on the page. The bundled zoo models run in-process.
+Session state holds what every page shares: the model reference (``zoo:<name>`` or
+``upload:<sha256>``, the bytes under ``upload_bytes``), the dim bindings, the batch size, the
+device and the run configuration; widgets write into these keys through :func:`persistent` so a
+value survives switching pages. Graph imports, predictions, comparisons and the catalog are
+cached with ``st.cache_data`` (keyed by model reference, dims, device, config, estimator and
+learned-model version), trained models with ``st.cache_resource``. Uploaded models are
+imported and predicted in ``app.worker``'s limited child process; zoo models in-process.
+Rationale: docs/design/app.md.
 """
 
 from __future__ import annotations

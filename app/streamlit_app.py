@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from roofcast.app import state
+from roofcast.app.wording import inline_code as code
 
 st.set_page_config(page_title="roofcast", page_icon=":material/speed:", layout="wide")
 
@@ -43,16 +44,16 @@ with st.sidebar:  # after the page: shows the values its widgets just set
     st.caption("How fast will this model run on that hardware — and what if…?")
     s = st.session_state
     if s.get("_page") == "llm":  # the LLM page has its own model and devices
-        st.markdown(f"**LLM** `{s.get('llm_label', '')}`  \n"
-                    f"**Devices** {', '.join(f'`{d}`' for d in s.get('llm_devices', []))}")
+        devices = ", ".join(code(d) for d in s.get("llm_devices", [])) or code(None)
+        st.markdown(f"**LLM** {code(s.get('llm_label'))}  \n**Devices** {devices}")
     elif s.get("_page") == "sweep":  # the sweep explorer shows a loaded sweep, no model
-        st.markdown(f"**Sweep** `{s.get('sweep_label') or 'none loaded'}`")
+        st.markdown(f"**Sweep** {code(s.get('sweep_label'), 'none loaded')}")
     elif s.get("_page") == "plan":  # the plan explorer has its own model and system
-        st.markdown(f"**Plans of** `{s.get('plan_label', '')}`")
+        st.markdown(f"**Plans of** {code(s.get('plan_label'))}")
     else:
         st.markdown(
-            f"**Model** `{state.model_label(s['model_ref'])}`  \n"
-            f"**Device** `{s['device']}`  \n"
+            f"**Model** {code(state.model_label(s['model_ref']))}  \n"
+            f"**Device** {code(s['device'])}  \n"
             f"**Batch** {s['batch']} · {s['precision']} · {s['mode']}  \n"
             f"**Estimator** {s['estimator']}"
             + (" · fusion" if s["fusion"] else "") + (" · inter-op" if s["inter_op"] else ""))

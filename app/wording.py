@@ -68,3 +68,9 @@ def incomplete_message(model: str, unbound: tuple[str, ...], unresolved: Mapping
         return None
     return (f"{model} cannot be fully costed, and the app predicts only models whose every "
             f"node is costed: " + "; ".join(problems) + ". The Model page lists the nodes.")
+
+
+def inline_code(text: str | None, missing: str = "none chosen") -> str:
+    """``text`` as Markdown inline code, or ``missing`` in plain (italic) words when there is
+    none: an empty code span shows its two backticks."""
+    return f"`{text}`" if text else f"*{missing}*"

@@ -1,25 +1,13 @@
 """Run a call on an uploaded model in a child process with a memory and a time limit.
 
-The app imports and predicts uploaded models through :func:`run_limited`, so one hostile upload
-(a graph that describes terabytes, functions nested deep, a shape inference that never ends)
-costs a child process, not the server every user shares. The child is a fresh interpreter
-(``python -m roofcast.app.worker``: no copy of the server's threads or sessions); it sets
-``RLIMIT_AS`` to the memory limit before it imports anything heavy, reads the call from stdin,
-runs it and writes back its result or error. The parent waits at most the time limit, then
-kills the child.
-
-Limits (environment variables, read on each call):
-
-* ``ROOFCAST_APP_WORKER_MEMORY_MB``: address space of the child, default 2048 MB;
-* ``ROOFCAST_APP_WORKER_TIMEOUT_S``: wall time of one call, default 60 s.
-
-What crosses the process boundary is pickled by the standard library both ways: the call's
-arguments (bytes, dicts, the project's own frozen dataclasses) and its result, produced by our
-own child. Nothing from the user's file is unpickled: the child parses it with ONNX. An error of
-the project's own types (``USER_ERRORS``) is raised again in the parent as the same type; a child
-that runs out of memory, is killed or runs out of time raises ``ModelImportError`` naming the
-limit and the variable that raises it; any other error in the child raises ``RuntimeError``
-with the child's traceback as its message.
+:func:`run_limited` runs the call in a fresh interpreter (``python -m roofcast.app.worker``)
+that sets ``RLIMIT_AS`` before importing anything heavy, so one hostile upload costs a child
+process, not the shared server. Limits, read on each call: ``ROOFCAST_APP_WORKER_MEMORY_MB``
+(address space, default 2048 MB) and ``ROOFCAST_APP_WORKER_TIMEOUT_S`` (wall time, default
+60 s). Arguments and results cross as pickles of our own types (the user's file is parsed with
+ONNX, never unpickled). A ``USER_ERRORS`` error is raised again in the parent as the same type;
+a limit reached raises ``ModelImportError`` naming it and its variable; anything else raises
+``RuntimeError`` with the child's traceback. Design: docs/design/app.md.
 """
 
 from __future__ import annotations

@@ -76,9 +76,13 @@ def set_number(driver, label: str, value: int) -> None:
 
 
 def llm_page(driver) -> None:
-    """The LLM serving page with its default model, devices and lengths."""
+    """The LLM serving page with its default model, devices and lengths (its three charts
+    drawn)."""
+    from selenium.webdriver.common.by import By
+
     go_to_page(driver, "LLM serving", timeout=180)
-    wait_for(driver, lambda d: "tokens/s" in d.page_source, timeout=180)
+    wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")) == 3,
+             timeout=180)
     idle(driver)
     shoot(driver, "llm")
 
@@ -170,8 +174,9 @@ def main() -> int:
         go_to_page(driver, "Measurements & retrain")
         wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'))
         idle(driver)
-        button = next(b for b in driver.find_elements(By.CSS_SELECTOR, "button")
-                      if "Retrain" in b.text)
+        button = wait_for(driver, lambda d: next(
+            (b for b in d.find_elements(By.CSS_SELECTOR, "button") if "Retrain" in b.text),
+            False), timeout=180)
         button.click()
         wait_for(driver, lambda d: "Held-out error" in d.page_source, timeout=180)
         idle(driver, timeout=180)

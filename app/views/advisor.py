@@ -60,34 +60,40 @@ def setting_fields(setting: Setting, device_kind: str) -> dict[str, str]:
         fields["inter-op"] = "parallel (concurrent streams)" if setting.inter_op else "sequential"
     fields["batch"] = str(setting.batch)
     fields["precision"] = setting.precision
-    fields["graph optimisation"] = f"{setting.opt_level} (fusion {'on' if setting.fusion else 'off'})"
+    fields["graph fusions"] = "on" if setting.fusion else "off"
     fields["mode"] = MODE_LABELS.get(setting.mode, setting.mode)
     return fields
 
 
+def default_label(advice) -> str:
+    """The default's name: that of the runtime the advice ran on the chosen device (the
+    session's choice, else the device kind's default runtime)."""
+    return f"{advice.runtime or state.runtime_for(advice.device_kind)} default"
+
+
 def _recommendation(advice) -> None:
-    """The predicted gain and time of the recommendation against the default, and both settings
-    side by side (a table: long settings are never cut like a metric's value)."""
+    """The predicted gain and time of the recommendation against the runtime's default, and both
+    settings side by side (a table: long settings are never cut like a metric's value)."""
     rec, dft = advice.row(advice.recommended), advice.row(advice.default)
+    default = default_label(advice)
     m = st.columns(3)
     m[0].metric(f"Predicted {advice.objective} gain", f"{advice.predicted_gain:.3g}×")
     if advice.objective == "latency":
         m[1].metric("Recommended: step time", f"{rec['time_ms']:.4g} ms")
-        m[2].metric("ONNX Runtime default: step time", f"{dft['time_ms']:.4g} ms")
+        m[2].metric(f"{default}: step time", f"{dft['time_ms']:.4g} ms")
     else:
         m[1].metric("Recommended: samples/s", f"{rec['throughput_samples_per_s']:,.1f}")
-        m[2].metric("ONNX Runtime default: samples/s",
-                    f"{dft['throughput_samples_per_s']:,.1f}")
+        m[2].metric(f"{default}: samples/s", f"{dft['throughput_samples_per_s']:,.1f}")
     ours = setting_fields(advice.recommended, advice.device_kind)
     theirs = setting_fields(advice.default, advice.device_kind)
-    st.table(pd.DataFrame({"ONNX Runtime default": theirs, "recommended": ours,
+    st.table(pd.DataFrame({default: theirs, "recommended": ours,
                            "changed": {k: "✔" if ours[k] != theirs[k] else "" for k in ours}}))
 
 
 def render() -> None:
     controls.page_header("advisor", "Configuration advisor",
                          "Model **{model}** — which run settings make it fastest, predicted "
-                         "against ONNX Runtime's defaults")
+                         "against the defaults of the runtime that runs on the chosen device")
     s = st.session_state
     c1, c2, c3, c4 = st.columns(4)
     with c1:

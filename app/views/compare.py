@@ -1,19 +1,13 @@
 """Compare hardware: one model and configuration on several devices side by side.
 
-The numbers are ``predictor.compare.compare_devices`` (the same function as ``roofcast
-compare``; cached through ``state.compare``): per device the predicted time with its interval
-``lower`` .. ``upper`` (sums of the per-op lower / upper bounds), speedup = baseline time / time,
-throughput = batch / time, list price and TDP per unit of throughput, memory fit, and the time
-split by bound. This page converts units and adds one view of the intervals:
+The numbers are ``predictor.compare.compare_devices`` (as ``roofcast compare``; cached through
+``state.compare``): per device the predicted time with its interval (sums of the per-op lower /
+upper bounds), speedup = baseline time / time, throughput = batch / time, list price and TDP
+per unit of throughput, memory fit, and the time split by bound.
 
-The speedup markers are ``compare_devices``' like-by-like ratios: ``speedup_at_lower`` (both
-devices at their lower bound: for the analytical estimators, the hardware's roofline ratio once
-launch overhead is gone) and ``speedup_at_upper`` (both at their upper bound: everything
-serialised). A device's interval over the baseline's point time mixes two assumptions and says
-nothing (0.9-9x around a predicted 1.05x for ResNet-50 at batch 1 on MI300X), so it is not shown.
-Where the three agree the speedup is robust to the estimator's assumption; where they differ the
-prediction depends on it (typically on launch overhead) — and the time chart shows each device's
-own interval.
+The speedup markers are like-by-like ratios: both devices at their lower bound
+(``speedup_at_lower``) and both at their upper bound (``speedup_at_upper``); a device's interval
+over the baseline's point time is not shown (why: docs/design/app.md).
 """
 
 from __future__ import annotations

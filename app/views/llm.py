@@ -16,6 +16,7 @@ read in the app's limited worker process with the Model page's size limit
 from __future__ import annotations
 
 import hashlib
+import math
 
 import pandas as pd
 import streamlit as st
@@ -41,6 +42,8 @@ MAX_TOKENS = 1 << 20
 #: batches the charts sweep (those that do not fit are left out of the lines).
 CHART_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 DEFAULT_ENGINE = "default engine of each device"
+#: a metric that was not predicted (the model does not fit); the page says why beside it.
+NOT_PREDICTED = "—"
 METRIC_LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_latency_ms": "End-to-end",
                  "output_tokens_per_s": "Output tokens/s"}
 
@@ -187,17 +190,36 @@ def run_controls(arch: LLMArch) -> tuple[list[str], dict]:
     return devices, options
 
 
+def metric_text(key: str, value: float) -> str:
+    """A metric tile's value in human units: times (``*_ms`` columns) through
+    ``charts.fmt_time`` (15.18 s, 81.72 ms, 532.1 µs), rates with thousands separators; a dash
+    where nothing was predicted (the model does not fit)."""
+    if value is None or not math.isfinite(value):
+        return NOT_PREDICTED
+    if key.endswith("_ms"):
+        return charts.fmt_time(value / 1e3)
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def device_metrics(df: pd.DataFrame) -> None:
     """Per device: TTFT, TPOT, end-to-end latency and output tokens/s as metrics (value, with
-    the interval in the help)."""
+    the interval in the help; a dash, explained, where the model does not fit)."""
     for row in df.to_dict("records"):
-        st.markdown(f"**{row['device']}** · engine {row['runtime']} · batch {row['batch']} "
-                    f"(largest that fits: {row['max_batch']})")
+        if row["fits"]:
+            st.markdown(f"**{row['device']}** · engine {row['runtime']} · batch {row['batch']} "
+                        f"(largest that fits: {row['max_batch']})")
+        else:
+            st.markdown(f"**{row['device']}** · engine {row['runtime']} · does not fit: "
+                        f"{row['memory_GiB']:.4g} GiB needed, {row['capacity_GiB']:.4g} GiB "
+                        "there")
+            st.caption(f"{NOT_PREDICTED} = not predicted, the model does not fit on "
+                       f"{row['device']}; the notes say how many devices it needs")
         cols = st.columns(len(METRIC_LABELS))
         for col, (key, label) in zip(cols, METRIC_LABELS.items(), strict=True):
-            unit = "ms" if key.endswith("_ms") else ""
-            col.metric(label, f"{row[key]:,.4g} {unit}".strip(),
-                       help=f"interval {row[f'{key}_lower']:,.4g} – {row[f'{key}_upper']:,.4g}")
+            lower, upper = row[f"{key}_lower"], row[f"{key}_upper"]
+            col.metric(label, metric_text(key, row[key]),
+                       help=f"interval {metric_text(key, lower)} – {metric_text(key, upper)}"
+                       if row["fits"] else "not predicted: the model does not fit")
 
 
 def render() -> None:

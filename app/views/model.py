@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
+import pandas as pd
 import streamlit as st
 
 from roofcast.app import charts, controls, state, wording
@@ -79,14 +79,56 @@ def _dims_editor(ref: str) -> None:
     s["dims"] = dims
 
 
+def node_counts(tot: dict, kernels: int) -> str:
+    """The graph's nodes in one sentence: how many are costed kernels (the per-op table), free
+    shape/view ops (costed at zero: no kernel) and not costed (unbound dims, unsupported op
+    types)."""
+    free = tot["costed_nodes"] - kernels
+    uncosted = tot["nodes"] - tot["costed_nodes"]
+    return (f"{tot['nodes']} nodes: {kernels} costed kernels, {free} free shape or view "
+            f"op(s) (no kernel), {uncosted} not costed")
+
+
+def node_mix(graph) -> pd.DataFrame:
+    """Every node of ``graph`` counted by op type (costed or not), most first: the op mix
+    while dims are unbound and no FLOPs are known."""
+    types = pd.Series([op.op_type for op in graph.ops()], dtype=str)
+    return types.value_counts().rename_axis("op_type").reset_index(name="count")
+
+
+def _op_mix(graph, mix: pd.DataFrame) -> None:
+    """The op mix chart and table: by FLOPs, or by node count (with the dims to bind named)
+    while some dims are unbound or the model does no FLOPs."""
+    by_flops = not graph.unbound_dims and mix["gflop"].sum() > 0
+    if graph.unbound_dims:
+        st.info(f"The op mix by FLOPs needs a size for {', '.join(graph.unbound_dims)}: give "
+                "each one above. Until then the chart counts every node by op type.",
+                icon=":material/info:")
+    shown = mix if by_flops else node_mix(graph)
+    left, right = st.columns([3, 2])
+    if not shown.empty:
+        left.plotly_chart(charts.op_mix_bar(shown, "gflop" if by_flops else "count"),
+                          width="stretch")
+    with right:
+        st.markdown("**By op type**")
+        st.dataframe(shown, hide_index=True, width="stretch", height=340,
+                     column_config={"gflop": st.column_config.NumberColumn(format="%.3f"),
+                                    "mb_moved": st.column_config.NumberColumn(format="%.2f"),
+                                    "flop_share": st.column_config.ProgressColumn(
+                                        min_value=0.0, max_value=1.0, format="percent",
+                                        width="small")})
+
+
 def _summary(graph) -> None:
     tot = summary.totals(graph)
+    ops = summary.op_table(graph)
     c = st.columns(5)
     c[0].metric("GFLOPs (forward)", f"{tot['gflop']:,.2f}")
     c[1].metric("Parameters", f"{tot['params'] / 1e6:,.2f} M")
     c[2].metric("Weights", f"{tot['weight_mb']:,.1f} MB")
     c[3].metric("Activations", f"{tot['activation_mb']:,.1f} MB")
-    c[4].metric("Nodes (costed)", f"{tot['nodes']} ({tot['costed_nodes']})")
+    c[4].metric("Nodes", f"{tot['nodes']:,}")
+    st.caption(node_counts(tot, len(ops)) + ".")
     if graph.unbound_dims:
         st.warning(f"Symbolic dims not bound: **{', '.join(graph.unbound_dims)}** — "
                    f"{len(graph.unresolved)} node(s) stay unresolved and cannot be predicted. "
@@ -98,29 +140,8 @@ def _summary(graph) -> None:
         st.warning(f"{n_uns} node(s) of unsupported op types and {len(graph.unresolved)} "
                    "unresolved node(s): they are not costed (never counted as free).", icon=":material/warning:")
         st.dataframe(problems, hide_index=True, width="stretch", key="problems")
-    ops = summary.op_table(graph)
-    mix = summary.by_op_type(ops)
-    left, right = st.columns([3, 2])
-    with left:
-        if not mix.empty:
-            top = mix.head(12).iloc[::-1]
-            fig = go.Figure(go.Bar(x=top["gflop"], y=top["op_type"], orientation="h",
-                                   marker_color="#4C78A8",
-                                   text=[f"{n} × · {s:.0%}" for n, s in
-                                         zip(top["count"], top["flop_share"], strict=True)],
-                                   textposition="auto"))
-            fig.update_xaxes(title="GFLOPs")
-            st.plotly_chart(charts._layout(fig, "Op mix by FLOPs", height=380),
-                            width="stretch")
-    with right:
-        st.markdown("**By op type**")
-        st.dataframe(mix, hide_index=True, width="stretch", height=340,
-                     column_config={"gflop": st.column_config.NumberColumn(format="%.3f"),
-                                    "mb_moved": st.column_config.NumberColumn(format="%.2f"),
-                                    "flop_share": st.column_config.ProgressColumn(
-                                        min_value=0.0, max_value=1.0, format="percent",
-                                        width="small")})
-    with st.expander(f"Per-op costs ({len(ops)} costed ops)"):
+    _op_mix(graph, summary.by_op_type(ops))
+    with st.expander(f"Per-op costs ({len(ops)} costed kernels)"):
         st.dataframe(ops, hide_index=True, width="stretch")
 
 

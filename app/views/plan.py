@@ -1,20 +1,16 @@
 """Plan explorer: how to split a model over a multi-device system, ranked.
 
-The numbers are ``roofcast.plan`` (the same as ``roofcast plan``): every (dp, tp, pp, ep,
+Training and inference: ``roofcast.plan`` (as ``roofcast plan``): every (dp, tp, pp, ep,
 micro-batches) that divides the model and the global batch, with the ZeRO stages and
-recomputation choices asked for, one step each (``predictor.parallel.search.plan_search``),
-ranked with the plans that fit the devices' memory first, fastest first. Per plan: the step
-split into compute, exposed communication, pipeline bubble and optimizer (they sum to the
-step), and the memory of the most loaded device (weights, gradients, optimizer states,
-activations, working set) against its capacity. When no plan fits, the page says which comes
-closest and by how much it is over.
+recomputation choices asked for, fitting plans first, fastest first; per plan the step split
+into compute, exposed communication, pipeline bubble and optimizer (they sum to the step) and
+the most loaded device's memory against its capacity. When none fits, the closest one and its
+excess.
 
-Serving (LLM configs): every tensor x pipeline split of the devices into replicas
-(``predictor.llm.serving_plan.serving_plan_search``), ranked by output tokens/s of all replicas
-at as many requests as fit, with TTFT, TPOT and the fullest device's memory.
+Serving (LLM configs): every tensor x pipeline split into replicas, ranked by the output
+tokens/s of all replicas, with TTFT, TPOT and the fullest device's memory.
 
-The model is a bundled LLM config (Megatron-LM on its architecture) or a zoo ONNX model
-(sharded from its graph); the system a catalog system (``roofcast systems list``) or N of a
+The model: a bundled LLM config or a zoo ONNX model; the system: a catalog system or N of a
 catalog device.
 """
 
@@ -130,8 +126,9 @@ def verdict(rows: list[dict]) -> None:
     best = next(r for r in rows if r["fits"])
     cols = st.columns([2, 1, 1, 1])
     cols[0].metric("Best plan", best["plan"])
-    cols[1].metric("Step time", f"{best['step_s']:.4g} s",
-                   help=f"interval {best['lower_s']:.4g} – {best['upper_s']:.4g} s")
+    cols[1].metric("Step time", charts.fmt_time(best["step_s"]),
+                   help=f"interval {charts.fmt_time(best['lower_s'])} – "
+                        f"{charts.fmt_time(best['upper_s'])}")
     rate = best["tokens_per_s"]
     known = rate is not None and rate == rate
     cols[2].metric("Tokens/s" if known else "Samples/s",
@@ -202,7 +199,7 @@ def render_serving(model: str, where: dict, settings: dict) -> None:
         cols = st.columns(4)
         cols[0].metric("Best plan", best["plan"])
         cols[1].metric("Output tokens/s", rate_text(best["tokens_per_s"]))
-        cols[2].metric("TPOT", f"{best['tpot_ms']:.4g} ms")
+        cols[2].metric("TPOT", charts.fmt_time(best["tpot_ms"] / 1e3))
         cols[3].metric("Memory per device", f"{best['memory_GiB']:.4g} GiB")
     elif len(table):
         close = table.loc[table["over_GiB"].idxmin()]

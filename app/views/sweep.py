@@ -1,27 +1,14 @@
 """Sweep explorer: a sweep's Parquet dataset loaded, filtered, and its Pareto front drawn.
 
-A sweep is what ``roofcast sweep SPEC.toml --output DIR`` writes: one row per cell of three
-families — ``graph`` (a model on one device), ``serving`` (an LLM config served by an engine)
-and ``parallel`` (a plan over several devices) — (``predictor.sweeps.types.CELL_COLUMNS``). The
-page loads it from a folder path under the working directory or from an uploaded zip of the
-folder — both validated by ``app.sweep_files`` (no path outside what the user gave, size, file
-and row caps, the columns checked; a folder of an older roofcast, without the family/plan/token
-columns, is refused with "re-run the sweep") — filters it by family, model, device, system,
-plan, precision, mode and request tokens (``IN:OUT``, ``-`` for non-LLM cells), and, if asked,
-to the cells that fit in memory, and shows:
-
-* a Pareto chart per family and cost unit (``PANELS``): latency (``time_s``: one batch, a
-  serving batch's end-to-end latency, one plan step) against the cost of throughput
-  (``predictor.sweeps.output.pareto_cost``: $ per sample/s, or $ per token/s for LLM cells —
-  serving: e2e latency vs $/(tokens/s)); per work (model, plus mode and tokens where the panel
-  has several) the front from ``predictor.sweeps.output.pareto_front`` (the cells no other
-  cell of the same work beats on both), at most ``MAX_POINTS`` other cells drawn per panel (a
-  seeded sample; the caption says so);
-* the front's cells (with the speedup over the sweep's baseline when it has one), the summary
-  per model x family x hardware (``predictor.sweeps.output.summary``), the filtered cells
-  (first ``MAX_TABLE_ROWS``; all of them in the CSV download) and the cells with an error,
-  grouped by message. Columns empty in every selected cell (tokens without LLM cells, speedups
-  without a baseline) are left out of the tables.
+A sweep is what ``roofcast sweep SPEC.toml --output DIR`` writes: one row per cell
+(``predictor.sweeps.types.CELL_COLUMNS``) of the families ``graph``, ``serving`` and
+``parallel``. The page loads a folder under the working directory or an uploaded zip of one
+(both validated by ``app.sweep_files``), filters the cells, and shows per family and cost unit
+(``PANELS``) latency (``time_s``) against the cost of throughput
+(``predictor.sweeps.output.pareto_cost``: $ per sample/s or per token/s) with each work's
+Pareto front (``pareto_front``; at most ``MAX_POINTS`` other cells drawn), then the front's
+cells, the summary (``output.summary``), the filtered cells (first ``MAX_TABLE_ROWS``; all in
+the CSV) and the errors grouped by message. Details: docs/design/app.md.
 """
 
 from __future__ import annotations

@@ -56,3 +56,38 @@ def test_device_charts_write_their_figures_beside_the_bars():
         assert [a.y for a in notes] == ["a", "b"]
         assert all(a.xref == "paper" and a.x > charts.BAR_DOMAIN for a in notes)
     assert charts.device_time_bars(df).layout.annotations[1].text == "<b>2 ms</b><br>1.5 – 3"
+
+
+def test_titles_sit_under_the_toolbar_and_legends_below_the_axis_title():
+    """Every chart's title is placed below the toolbar row (Plotly's mode bar over the top right
+    of the chart), and a horizontal legend gets a band of its own under the x axis title, as
+    tall as its rows; the LLM memory chart (5 entries) is the case that overlapped."""
+    df = pd.DataFrame({"device": ["a", "b"], "weights_GiB": [10.0, 20.0],
+                       "kv_cache_GiB": [5.0, 6.0], "activations_GiB": [1.0, 1.0],
+                       "reserve_GiB": [2.0, 2.0], "capacity_GiB": [80.0, 80.0],
+                       "memory_GiB": [18.0, 29.0], "fits": [True, True]})
+    fig = charts.llm_memory_bars(df)
+    rows = charts._legend_rows(fig)
+    assert rows >= 1
+    assert fig.layout.title.pad.t == charts.TOOLBAR_PX
+    assert fig.layout.title.yref == "container"
+    assert fig.layout.title.yanchor == "top"
+    assert fig.layout.margin.t > charts.TOOLBAR_PX + fig.layout.title.font.size
+    assert fig.layout.legend.yref == "container"
+    assert fig.layout.legend.y == 0
+    assert fig.layout.margin.b == charts.X_AXIS_PX + rows * charts.LEGEND_ROW_PX
+    single = charts.metric_bars(df, "memory_GiB", "Memory", "GiB", "#000")
+    assert charts._legend_rows(single) == 0
+    assert single.layout.margin.b < charts.X_AXIS_PX  # no legend: no band
+
+
+def test_op_mix_bar_by_flops_or_by_count():
+    mix = pd.DataFrame({"op_type": ["Conv", "Relu", "Add"], "count": [3, 5, 1],
+                        "gflop": [9.0, 0.5, 0.1], "flop_share": [0.9375, 0.052, 0.0105]})
+    by_flops = charts.op_mix_bar(mix)
+    assert list(by_flops.data[0].y) == ["Add", "Relu", "Conv"]  # largest on top
+    assert by_flops.layout.title.text == "Op mix by FLOPs"
+    by_count = charts.op_mix_bar(mix, "count")
+    assert list(by_count.data[0].y) == ["Add", "Conv", "Relu"]
+    assert list(by_count.data[0].x) == [1, 3, 5]
+    assert by_count.layout.xaxis.title.text == "nodes"

@@ -10,6 +10,7 @@ import plotly.io as pio
 import pytest
 
 import roofcast
+from roofcast.app.charts import fmt_time
 from roofcast.graph_import.llm.load import load_llm
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.llm.serving import serving_table
@@ -39,7 +40,7 @@ def test_default_page_shows_each_device_as_the_api_predicts():
     for key in ("ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch", "memory_GiB"):
         assert table[key].tolist() == pytest.approx(want[key].tolist(), rel=1e-12), key
     ttft = metric_values(at, "TTFT")
-    assert ttft == [f"{v:,.4g} ms" for v in want["ttft_ms"]]
+    assert ttft == [fmt_time(v / 1e3) for v in want["ttft_ms"]]
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "`llama-3.1-8b`" in sidebar  # the page's model, not the ONNX workload's
     assert "resnet50" not in sidebar
@@ -95,6 +96,33 @@ def test_concurrency_max_and_engine_choice_reach_the_prediction():
     got = dict(zip(values(line.x), values(line.y), strict=True))
     for b, tps in zip(table["batch"], table["output_tokens_per_s"], strict=True):
         assert got[b] == pytest.approx(tps, rel=1e-12)  # continuous batching at concurrency b
+
+
+def test_cards_show_seconds_above_a_second_and_a_dash_where_nothing_was_predicted():
+    """llama-3.1-70b at as many requests as fit: an end-to-end latency of seconds reads in s
+    (not 1.5e+04 ms); on an H100 it does not fit, and its cards show an explained dash, not nan."""
+    at = llm_page()
+    at.selectbox(key="llm_model").set_value("llama-3.1-70b").run()
+    at.multiselect(key="llm_devices").set_value(["h100-sxm", "mi300x"]).run()
+    at.radio(key="llm_batching").set_value("As many as fit").run()
+    assert not at.exception, [e.value for e in at.exception]
+    want = roofcast.llm("llama-3.1-70b", ["mi300x"], concurrency="max")["e2e_latency_ms"][0]
+    assert want > 1e3
+    shown = [m.value for m in at.metric]
+    assert shown[:4] == ["—"] * 4  # h100-sxm: does not fit
+    assert metric_values(at, "End-to-end")[1] == fmt_time(want / 1e3)
+    assert metric_values(at, "End-to-end")[1].endswith(" s")
+    assert not [v for v in shown if "nan" in v or "e+" in v]
+    assert any("not predicted, the model does not fit on h100-sxm" in c.value for c in at.caption)
+    assert any("h100-sxm** · engine vllm · does not fit" in m.value for m in at.markdown)
+
+
+def test_sidebar_never_shows_an_empty_code_span():
+    at = llm_page()
+    at.radio(key="llm_source").set_value("Upload config.json").run()
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)
+    assert "``" not in sidebar
+    assert "**LLM** *none chosen*" in sidebar
 
 
 def test_an_engine_that_does_not_run_on_a_device_is_an_error_for_that_device_only():

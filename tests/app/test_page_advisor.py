@@ -43,7 +43,7 @@ def test_advisor_page_matches_the_library():
     # both settings in full, field by field (a metric would cut them)
     settings = at.table[0].value
     assert settings.loc["intra-op threads", "recommended"] == str(expected.recommended.threads)
-    assert settings.loc["intra-op threads", "ONNX Runtime default"] == "56"
+    assert settings.loc["intra-op threads", "onnxruntime-cpu default"] == "56"
     assert settings.loc["batch", "recommended"] == str(expected.recommended.batch)
     at.radio(key="adv_vary").set_value("batch").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -64,7 +64,7 @@ def test_advisor_on_a_gpu_says_nothing_of_threads():
     assert "intra" not in expected.recommended.label()
     assert "×" not in expected.recommended.label()  # no inter-op thread count either
     settings = at.table[0].value
-    assert list(settings.index) == ["inter-op", "batch", "precision", "graph optimisation",
+    assert list(settings.index) == ["inter-op", "batch", "precision", "graph fusions",
                                     "mode"]
     assert settings.loc["inter-op", "recommended"] == (
         "parallel (concurrent streams)" if expected.recommended.inter_op else "sequential")
@@ -78,3 +78,19 @@ def test_advisor_on_a_gpu_says_nothing_of_threads():
     assert "thread" not in words
     assert "intra" not in words
     assert "cpu" not in words
+
+
+def test_advisor_names_the_runtime_that_runs_on_the_device():
+    """An H100 runs pytorch-eager by default: the page compares with its defaults, never with
+    ONNX Runtime's (a CPU runtime)."""
+    at = AppTest.from_file(str(APP), default_timeout=180)
+    at.session_state["device"] = "h100-sxm"
+    at.run()
+    at.switch_page("views/advisor.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [m.label for m in at.metric]
+    assert "pytorch-eager default: step time" in labels
+    assert next(iter(at.table[0].value.columns)) == "pytorch-eager default"
+    page = " ".join([*(c.value for c in at.caption), *labels])
+    assert "ONNX Runtime" not in page

@@ -85,3 +85,44 @@ def test_incomplete_message():
     assert "2 node(s) have no concrete shapes (e.g. 'n1': bind it, e.g. s = 1 on the Model " \
            "page)" in text
     assert cli_flags(text) == []
+
+
+#: the modules whose strings reach the app's pages (docstrings excepted).
+UI_MODULES = ("views/*.py", "streamlit_app.py", "charts.py", "state.py", "controls.py",
+              "wording.py", "worker.py", "parallel_report.py")
+
+
+def ui_strings() -> list[tuple[str, int, str]]:
+    """(file, line, text) of every string constant of ``UI_MODULES`` that is not a docstring."""
+    import ast
+    from pathlib import Path
+
+    from roofcast import app
+
+    root = Path(app.__file__).parent
+    found = []
+    for path in sorted(p for pattern in UI_MODULES for p in root.glob(pattern)):
+        tree = ast.parse(path.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr)
+                and isinstance(n.body[0].value, ast.Constant)}
+        found += [(path.name, n.lineno, n.value) for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                  and id(n) not in docs]
+    return found
+
+
+def test_no_rst_in_ui_strings():
+    """The pages write Markdown: an RST literal (two backticks) shows its backticks."""
+    strings = ui_strings()
+    assert len(strings) > 100  # the scan reads the modules
+    assert [(f, line, s) for f, line, s in strings if "``" in s] == []
+
+
+def test_inline_code_is_never_an_empty_code_span():
+    from roofcast.app.wording import inline_code
+
+    assert inline_code("llama-3.1-8b") == "`llama-3.1-8b`"
+    assert inline_code("") == "*none chosen*"
+    assert inline_code(None, "none loaded") == "*none loaded*"

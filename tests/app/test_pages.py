@@ -110,6 +110,37 @@ def test_model_page_shows_the_zoo_model_summary():
     assert not at.error
 
 
+def test_model_page_says_nodes_and_costed_kernels_in_one_sentence():
+    """ResNet-50: 122 nodes, one of them a free Flatten; the 121 others are the costed kernels
+    of the per-op table (no "122 (122)" beside "121 costed ops")."""
+    at = start()
+    graph = load_graph("resnet50", (), 1)
+    tot, ops = summary.totals(graph), summary.op_table(graph)
+    assert metric(at, "Nodes") == f"{tot['nodes']:,}"
+    sentence = (f"{tot['nodes']} nodes: {len(ops)} costed kernels, "
+                f"{tot['costed_nodes'] - len(ops)} free shape or view op(s) (no kernel), "
+                f"{tot['nodes'] - tot['costed_nodes']} not costed.")
+    assert sentence in [c.value for c in at.caption]
+    assert f"Per-op costs ({len(ops)} costed kernels)" in [e.label for e in at.expander]
+    assert figure(at, "Op mix by FLOPs")
+
+
+def test_op_mix_counts_nodes_and_names_the_dims_while_they_are_unbound():
+    """An upload whose dim N is unbound has no FLOPs to chart (no node is costed yet): the page
+    counts every node by op type and says which dim to bind; bound, it charts the FLOPs."""
+    at = start()
+    at.file_uploader(key="onnx_upload").set_value(("tiny.onnx", tiny_onnx(), "application/octet-stream")).run()
+    assert not at.exception
+    assert any("needs a size for N" in i.value for i in at.info), [i.value for i in at.info]
+    bars = figure(at, "Op mix by node count")["data"][0]
+    assert dict(zip(bars["y"], values(bars["x"]), strict=True)) == {"MatMul": 1, "Relu": 1}
+    assert "2 nodes: 0 costed kernels, 0 free shape or view op(s) (no kernel), 2 not costed." in [
+        c.value for c in at.caption]
+    at.number_input(key="_w_dim_N").set_value(32).run()
+    assert not at.info
+    assert figure(at, "Op mix by FLOPs")["data"][0]["y"]
+
+
 def test_picking_a_zoo_model_binds_its_export_dims():
     at = start()
     at.selectbox(key="zoo_choice").set_value("gpt2").run()

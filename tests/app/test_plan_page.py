@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import roofcast
+from roofcast.app.charts import fmt_time
 from tests.app.test_pages import (  # noqa: F401 (isolated: a fixture)
     assert_clean,
     figure,
@@ -31,7 +32,7 @@ def test_page_ranks_the_plans_as_the_api_does():
         (want["memory_bytes"] / 2**30).tolist(), rel=1e-12)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Best plan"] == search.best.plan.label()
-    assert metrics["Step time"] == f"{search.best.step_s:.4g} s"
+    assert metrics["Step time"] == fmt_time(search.best.step_s)
     bars = figure(at, "Step time per plan")
     compute = next(t for t in bars["data"] if t["name"] == "compute")
     assert values(compute["x"]) == pytest.approx(want["compute_s"].tolist(), rel=1e-12)

@@ -44,7 +44,8 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.features import featurize
-from roofcast.predictor.memory import MemoryFootprint, memory_footprint
+from roofcast.predictor.memory.graph import memory_footprint
+from roofcast.predictor.memory.types import DeviceMemory
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.patterns import KernelPlan, plan_summary
 from roofcast.predictor.workload import kernel_plan, workload_table
@@ -77,7 +78,7 @@ class Prediction:
     by_op_type: pd.DataFrame
     by_bound: pd.DataFrame
     by_phase: pd.DataFrame
-    memory: MemoryFootprint
+    memory: DeviceMemory
     notes: tuple[str, ...] = field(default_factory=tuple)
     summary: Mapping[str, Any] = field(default_factory=dict)
     runtime: str = ""
@@ -278,7 +279,8 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
         graph_name=graph.name, device=hw.id, config=config, estimator=est.name, per_op=per_op,
         total_s=float(times.sum()), critical_path_s=crit_s, critical_path=crit_path,
         by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
-        by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config, plan),
+        by_phase=breakdown(per_op, "phase"),
+        memory=memory_footprint(graph, config, plan, float(hw.mem_capacity_bytes)),
         notes=(_incomplete_notes(graph) + runtime_notes(profile, plan, config)
                + _notes(per_op, config)),
         summary=est.summarize(per_op, hw.kind) if hasattr(est, "summarize") else {},

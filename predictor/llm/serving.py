@@ -87,7 +87,6 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.comm import StepComm, step_comm
 from roofcast.predictor.llm.kernels import Segment
-from roofcast.predictor.llm.memory import devices_needed, max_batch, serving_memory
 from roofcast.predictor.llm.phases import (
     APPLIES,
     DEFAULT_ESTIMATOR,
@@ -106,7 +105,9 @@ from roofcast.predictor.llm.sharding import (
     pipeline_round_factor,
     replica_system,
 )
-from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
+from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
+from roofcast.predictor.memory.serving import devices_needed, max_batch, serving_memory
+from roofcast.predictor.memory.types import DeviceMemory
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
 from roofcast.predictor.runtimes.profile import ServingSpec
 
@@ -182,7 +183,7 @@ class _Cell:
     continuous: bool
     max_batch: int
     devices_needed: int
-    memory: MemoryBreakdown
+    memory: DeviceMemory
     #: the system the replica runs on (None: one device).
     system: Any = None
 

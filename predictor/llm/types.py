@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from roofcast.predictor.memory.types import DeviceMemory
+
 #: weight dtypes (weight-only quantisation below 16 bits) and KV-cache dtypes a run may ask for;
 #: an engine lists the ones it runs (``ExecutionProfile.serving``).
 WEIGHT_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
@@ -51,33 +53,6 @@ class ServingConfig:
 
 
 @dataclass(frozen=True)
-class MemoryBreakdown:
-    """Device memory of one model replica at a batch (bytes).
-
-    ``kv_cache_bytes`` = batch x (input + output tokens) x ``kv_bytes_per_token``;
-    ``reserve_bytes``: what the engine keeps for itself (CUDA context, workspace, the part of
-    memory it does not claim); ``capacity_bytes``: the device's memory;
-    ``fits``: weights + KV + activations + reserve <= capacity.
-    """
-
-    weights_bytes: float
-    kv_cache_bytes: float
-    activations_bytes: float
-    reserve_bytes: float
-    capacity_bytes: float
-    kv_bytes_per_token: float
-    batch: int
-
-    @property
-    def total_bytes(self) -> float:
-        return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.reserve_bytes
-
-    @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
-
-
-@dataclass(frozen=True)
 class ServingPrediction:
     """Predicted serving metrics of one model on one device under one engine.
 
@@ -108,7 +83,7 @@ class ServingPrediction:
     output_tokens_per_s: float
     total_tokens_per_s: float
     max_batch: int
-    memory: MemoryBreakdown
+    memory: DeviceMemory
     devices_needed: int
     lower: dict[str, float] = field(default_factory=dict, hash=False)
     upper: dict[str, float] = field(default_factory=dict, hash=False)
@@ -138,7 +113,7 @@ class ServingPrediction:
                                                        "tpot_ms": _num(self.comm_tpot_s, 1e3)},
             "memory_GiB": {k: _num(v, 1 / GIB) for k, v in (
                 ("weights", m.weights_bytes), ("kv_cache", m.kv_cache_bytes),
-                ("activations", m.activations_bytes), ("reserve", m.reserve_bytes),
+                ("activations", m.activations_bytes), ("reserve", m.other_bytes),
                 ("total", m.total_bytes), ("capacity", m.capacity_bytes))},
             "usd_per_million_tokens": _num(self.usd_per_million_tokens, 1.0),
             "tokens_per_joule": _num(self.tokens_per_joule, 1.0),

@@ -58,8 +58,9 @@ import pandas as pd
 
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
+from roofcast.predictor.memory.plan import device_memory
+from roofcast.predictor.memory.state import bytes_per_param
 from roofcast.predictor.parallel.comm import group_time_s
-from roofcast.predictor.parallel.memory import bytes_per_param, device_memory
 from roofcast.predictor.parallel.plan import check_plan
 from roofcast.predictor.parallel.schedule import bubble_fraction, one_f_one_b, stage_slots
 from roofcast.predictor.parallel.types import (

@@ -4,7 +4,7 @@ Megatron-LM tensor / sequence / expert-parallel split, from its ``LLMArch``.
 Megatron-LM (Shoeybi et al. 2019; Narayanan et al. 2021; Korthikanti et al. 2022): per rank
 the kernels of ``llm_block`` at the dims of ``llm_shard`` for one micro-batch, the tensor /
 expert group's collectives (``comms``), parameters per slot (``llm_shard.slot_params``) and
-the activation memory (``llm_activations``, Korthikanti's count generalised term by term).
+the activation memory (``memory.decoder_activations``, Korthikanti's count generalised term by term).
 
 **Rows and slots.** Slot 0 = embedding, 1..L = the blocks, L+1 = final norm, head, loss.
 All blocks of a decoder are the same, so one block is built and costed once and its rows are
@@ -48,7 +48,7 @@ import pandas as pd
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.load import load_llm
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.parallel.llm_activations import ActivationCase, slot_activation_bytes
+from roofcast.predictor.memory.decoder_activations import ActivationCase, slot_activation_bytes
 from roofcast.predictor.parallel.llm_block import (
     WEIGHT,
     Micro,

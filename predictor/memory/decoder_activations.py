@@ -1,59 +1,65 @@
-"""Activation memory a decoder LLM keeps for the backward, per micro-batch and rank.
+"""Activation bytes of a decoder LLM: the peak of a serving prefill, and what a training
+block keeps for its backward on one tensor-parallel rank.
 
-Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
-section 4) count, for a GPT block of hidden ``h``, ``a`` heads, ``s`` tokens, micro-batch
-``b``, 16-bit activations and 1-byte dropout masks:
-
-    attention  11 s b h + 5 a s^2 b    (QKV input 2, Q and K 4, V 2, O-projection input 2,
-                                        output dropout mask 1; softmax output 2, dropout mask
-                                        1 and dropout output 2 per score)
-    MLP        19 s b h                (input 2, GeLU input 8, GeLU output 8, dropout mask 1)
-    norms       4 s b h                (two LayerNorm inputs)
-    total      s b h (34 + 5 a s / h)  bytes per layer
-
-with tensor parallelism ``t``: ``s b h (10 + 24/t + 5 a s / (h t))`` (norms, their outputs
-and the dropout masks replicated); with sequence parallelism too: everything ``/ t``.
-
-``block_activation_bytes`` is that count written term by term for any ``LLMArch`` so it
-reduces to the formula above for a GPT-3 block (multi-head attention, GeLU MLP of ``4h``,
-LayerNorm, dropout, eager attention) and follows the architecture elsewhere:
-
-* grouped-query attention: K and V are ``Hkv_r hd`` wide (``Hkv_r``: KV heads per rank);
-* gated MLP (SwiGLU): the gate and up outputs ``2 f_r`` and the product ``f_r`` (``f_r``: MLP
-  width per rank); a plain MLP: the activation's input and output ``f_r`` each;
-* fused (flash) attention keeps no score matrix: the output and the softmax statistics
-  (fp32, one per query and head) — the kernel recomputes the scores in its backward
-  (Dao et al. 2022); eager attention keeps the softmax output ``b H_r s s_k`` (and, with
-  dropout, the mask and the dropped probabilities);
-* dropout (``dropout=True``): the 1-byte masks after attention, MLP and embedding and the
-  attention-probability dropout; modern LLMs (Llama, Mistral, Qwen) pre-train without it;
-* a parallel block (GPT-J, Falcon) has one norm whose output feeds both branches;
-* MoE: the router's probabilities (fp32), the dispatched tokens (the experts' input), the
-  experts' intermediates and outputs for the rank's token-expert pairs ``P``.
-
-Embedding slot: the token ids (8 bytes each: the Gather's backward needs them) and, with
-dropout, its mask. Head slot (Korthikanti 4.3): the final norm's input and the head's input
-(``2 s b h / t_s`` each) and the fp32 logits of the cross-entropy (``4 s b V_r``).
-``t_s`` = ``t`` with sequence parallelism, else 1. Recompute keeps a block's input only:
-``2 s b h / t_s`` (``checkpoint_bytes``).
+Prefill peak: ``T (2 d + max(q + 2 kv, up)) e`` for ``T`` prompt tokens (residual stream, its
+normed copy, the widest intermediate; ``up = (1 + gated) d_ff k`` with ``k`` experts per token)
++ fp32 logits of the last tokens ``b V 4`` (+ eager attention's scores ``b H N N e``).
+Training (Korthikanti et al. 2022 §4, term by term for any architecture): per block the norm
+inputs, Q, K, V, O input, the MLP's intermediates (MoE: router probabilities and the rank's
+token-expert pairs), the attention's scores (eager) or softmax statistics (fused), dropout
+masks; embedding slot: token ids; head slot: final norm and head inputs + fp32 logits.
+Recompute keeps a block's input only. Full derivation: docs/design/memory.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.predictor.llm.kernels import attended_keys
-from roofcast.predictor.parallel.llm_shard import LLMShard
 
 #: bytes of a dropout mask element (PyTorch's bool mask).
 MASK_BYTES = 1.0
-#: bytes of the softmax statistics flash attention keeps, and of the cross-entropy logits.
+#: bytes of an fp32 element: logits, softmax statistics, router probabilities.
 FP32_BYTES = 4.0
 #: bytes of a token id.
 ID_BYTES = 8.0
+
+
+def prefill_activation_bytes(arch: LLMArch, *, batch: int, prompt_tokens: int,
+                             elem_bytes: float, max_prefill_tokens: int = 0,
+                             eager: bool = False) -> float:
+    """Peak activation bytes of a prefill pass of ``batch`` prompts (module docstring);
+    ``max_prefill_tokens`` (0: none) caps the tokens of one pass (chunked prefill)."""
+    a = arch
+    tokens = batch * int(prompt_tokens)
+    if max_prefill_tokens:
+        tokens = min(tokens, max_prefill_tokens)
+    up = (2 if a.gated_mlp else 1) * a.d_ff * (a.experts_per_token if a.n_experts > 1 else 1)
+    widest = max(a.q_dim + 2 * a.kv_dim, up)
+    total = tokens * (2 * a.d_model + widest) * elem_bytes + batch * a.vocab * FP32_BYTES
+    if eager:
+        n = int(prompt_tokens)
+        total += batch * a.n_heads * n * n * elem_bytes
+    return float(total)
+
+
+class RankDims(Protocol):
+    """What one tensor/expert-parallel rank computes of a decoder: query and KV heads, the
+    dense MLP's and an expert's width, vocabulary rows, and how many ways the token stream is
+    split (sequence parallelism)."""
+
+    heads: int
+    kv_heads: int
+    d_ff: int
+    expert_d_ff: int
+    vocab: int
+
+    @property
+    def seq_split(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ class ActivationCase:
     moe_pairs: float = 0.0
 
 
-def block_activation_bytes(arch: LLMArch, shard: LLMShard, case: ActivationCase) -> float:
+def block_activation_bytes(arch: LLMArch, shard: RankDims, case: ActivationCase) -> float:
     """Bytes one block keeps for its backward on one rank (module docstring)."""
     e, hd, h = case.elem_bytes, arch.head_dim, arch.d_model
     tokens = float(case.batch * case.seq)
@@ -92,7 +98,7 @@ def block_activation_bytes(arch: LLMArch, shard: LLMShard, case: ActivationCase)
     return total + _mlp_bytes(arch, shard, case, tokens)
 
 
-def _mlp_bytes(arch: LLMArch, shard: LLMShard, case: ActivationCase, tokens: float) -> float:
+def _mlp_bytes(arch: LLMArch, shard: RankDims, case: ActivationCase, tokens: float) -> float:
     """The MLP's intermediates (dense: per token; MoE: router + per token-expert pair)."""
     e, h = case.elem_bytes, arch.d_model
     moe = arch.n_experts > 1
@@ -104,26 +110,26 @@ def _mlp_bytes(arch: LLMArch, shard: LLMShard, case: ActivationCase, tokens: flo
     return FP32_BYTES * routed * arch.n_experts + e * case.moe_pairs * (per + 2 * h)
 
 
-def embedding_activation_bytes(arch: LLMArch, shard: LLMShard, case: ActivationCase) -> float:
+def embedding_activation_bytes(arch: LLMArch, shard: RankDims, case: ActivationCase) -> float:
     """Slot 0: token ids (+ the embedding dropout mask)."""
     tokens = float(case.batch * case.seq)
     mask = MASK_BYTES * tokens * arch.d_model / shard.seq_split if case.dropout else 0.0
     return ID_BYTES * tokens + mask
 
 
-def head_activation_bytes(arch: LLMArch, shard: LLMShard, case: ActivationCase) -> float:
+def head_activation_bytes(arch: LLMArch, shard: RankDims, case: ActivationCase) -> float:
     """Slot L+1: final norm input, head input, fp32 logits (Korthikanti 4.3)."""
     tokens = float(case.batch * case.seq)
     return (2 * case.elem_bytes * tokens * arch.d_model / shard.seq_split
             + FP32_BYTES * tokens * shard.vocab)
 
 
-def checkpoint_bytes_per_block(arch: LLMArch, shard: LLMShard, case: ActivationCase) -> float:
+def checkpoint_bytes_per_block(arch: LLMArch, shard: RankDims, case: ActivationCase) -> float:
     """What full recomputation keeps of a block: its input ``e s b h / t_s``."""
     return case.elem_bytes * case.batch * case.seq * arch.d_model / shard.seq_split
 
 
-def slot_activation_bytes(arch: LLMArch, shard: LLMShard,
+def slot_activation_bytes(arch: LLMArch, shard: RankDims,
                           case: ActivationCase) -> tuple[np.ndarray, np.ndarray]:
     """(activation_bytes, checkpoint_bytes) per slot 0..L+1; recompute keeps the embedding
     and head slots whole (Megatron recomputes transformer layers only)."""

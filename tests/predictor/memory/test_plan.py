@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from roofcast.predictor.parallel.memory import (
-    bytes_per_param,
-    device_memory,
-    in_flight,
-    stage_memory,
-    zero_divisors,
-)
+from roofcast.predictor.memory.plan import device_memory, in_flight, stage_memory
+from roofcast.predictor.memory.state import bytes_per_param, zero_divisors
 from roofcast.predictor.parallel.schedule import stage_slots
 from roofcast.predictor.parallel.types import ParallelPlan
 from tests.predictor.parallel.engine_helpers import (

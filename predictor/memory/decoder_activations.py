@@ -1,5 +1,5 @@
-"""Activation bytes of a decoder LLM: the peak of a serving prefill, and what a training
-block keeps for its backward on one tensor-parallel rank.
+"""Activation bytes of a decoder LLM: the peak of a serving prefill, the working set of a
+forward per slot on one tensor-parallel rank, and what a training block keeps for its backward.
 
 Prefill peak: ``T (2 d + max(q + 2 kv, up)) e`` for ``T`` prompt tokens (residual stream, its
 normed copy, the widest intermediate; ``up = (1 + gated) d_ff k`` with ``k`` experts per token)
@@ -127,6 +127,29 @@ def head_activation_bytes(arch: LLMArch, shard: RankDims, case: ActivationCase) 
 def checkpoint_bytes_per_block(arch: LLMArch, shard: RankDims, case: ActivationCase) -> float:
     """What full recomputation keeps of a block: its input ``e s b h / t_s``."""
     return case.elem_bytes * case.batch * case.seq * arch.d_model / shard.seq_split
+
+
+def forward_slot_bytes(arch: LLMArch, shard: RankDims, case: ActivationCase) -> np.ndarray:
+    """Per slot 0..L+1 the working set of a forward pass on one rank (nothing kept for a
+    backward), counted as the prefill peak counts a layer: a block's residual stream and its
+    normed copy + its widest intermediate (QKV, or the MLP's up projection over the rank's
+    tokens or token-expert pairs) + eager attention's scores; the embedding's ids and output;
+    the head's input and the fp32 logits of every token."""
+    e = case.elem_bytes
+    tokens = float(case.batch * case.seq)
+    stream = tokens * arch.d_model / shard.seq_split
+    qkv = tokens * (shard.heads + 2 * shard.kv_heads) * arch.head_dim
+    gated = 2 if arch.gated_mlp else 1
+    up = (gated * shard.expert_d_ff * case.moe_pairs if arch.n_experts > 1
+          else gated * shard.d_ff * tokens)
+    block = e * (2 * stream + max(qkv, up))
+    if case.attention == "eager":
+        span, _ = attended_keys(case.seq, case.seq, arch.sliding_window)
+        block += e * case.batch * shard.heads * case.seq * span
+    act = np.full(arch.n_layers + 2, block)
+    act[0] = ID_BYTES * tokens + e * stream
+    act[-1] = e * stream + FP32_BYTES * tokens * shard.vocab
+    return act
 
 
 def slot_activation_bytes(arch: LLMArch, shard: RankDims,

@@ -48,7 +48,11 @@ import pandas as pd
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.load import load_llm
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.memory.decoder_activations import ActivationCase, slot_activation_bytes
+from roofcast.predictor.memory.decoder_activations import (
+    ActivationCase,
+    forward_slot_bytes,
+    slot_activation_bytes,
+)
 from roofcast.predictor.parallel.llm_block import (
     WEIGHT,
     Micro,
@@ -159,8 +163,8 @@ class LLMParallelSource:
         case = ActivationCase(micro.batch, micro.seq, e, micro.attention, micro.dropout,
                               moe_pairs(arch, shard, micro) if arch.n_experts > 1 else 0.0)
         act, ckpt = slot_activation_bytes(arch, shard, case)
-        if mode != "train":
-            act, ckpt = np.zeros_like(act), np.zeros_like(ckpt)
+        if mode != "train":  # a forward only: its working set, nothing kept for a backward
+            act, ckpt = forward_slot_bytes(arch, shard, case), np.zeros_like(ckpt)
         tokens = float(micro.tokens)
         return ShardedWorkload(
             rows=rows, comms=tuple(comm_ops(arch, shard, tokens, e, mode, micro)),

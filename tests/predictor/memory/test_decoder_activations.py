@@ -10,6 +10,7 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.predictor.memory.decoder_activations import (
     ActivationCase,
     block_activation_bytes,
+    forward_slot_bytes,
     prefill_activation_bytes,
     slot_activation_bytes,
 )
@@ -68,3 +69,18 @@ def test_slots_and_recompute():
     assert act[-1] == 2 * 2 * S * B * H + 4 * S * B * (50304 // 2)  # norm + head input, logits
     assert list(ckpt[1:-1]) == [2 * S * B * H] * GPT.n_layers  # a block's input
     assert (ckpt[0], ckpt[-1]) == (act[0], act[-1])
+
+
+def test_a_forward_block_is_the_prefill_peak_without_logits():
+    a = ARCHS["llama-2-7b"]
+    one = Rank(1)
+    one_rank = type("One", (), {"heads": 32, "kv_heads": 32, "d_ff": 11008,
+                                "expert_d_ff": 11008, "vocab": 32000, "seq_split": 1})()
+    act = forward_slot_bytes(a, one_rank, ActivationCase(2, 100, 2.0, "fused"))
+    prefill = prefill_activation_bytes(a, batch=2, prompt_tokens=100, elem_bytes=2)
+    assert act[1] == prefill - 2 * 32000 * 4
+    assert act[-1] == 2 * 200 * 4096 + 4 * 200 * 32000  # head input + every token's logits
+    assert act[0] == 8 * 200 + 2 * 200 * 4096  # ids + embedded tokens
+    gpt = forward_slot_bytes(GPT, one, ActivationCase(B, S, 2.0, "eager"))
+    # GeLU up 4h > QKV 3h; eager adds the scores b a s s
+    assert gpt[1] == 2 * (2 * S * B * H + S * B * 4 * H) + 2 * B * A * S * S

@@ -44,7 +44,7 @@
 
 Interval: steps 3-7 with every kernel at its ``lower_s`` / ``upper_s`` (communication at its
 point estimate), widened to contain the point estimate (a shorter backward hides less of the
-gradient sync, so the all-lower step can exceed the point one by that much). Memory: ``memory.device_memory``.
+gradient sync, so the all-lower step can exceed the point one by that much). Memory: ``memory.plan.device_memory``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import run_config
 from roofcast.predictor.features import thread_factors
 from roofcast.predictor.kernel_rows import cell_sums, evaluate, step_rows
-from roofcast.predictor.memory import memory_footprint
+from roofcast.predictor.memory.graph import memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.simulate import critical_path_times, step_dag
 from roofcast.predictor.workload import kernel_plan

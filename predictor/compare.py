@@ -21,7 +21,7 @@ from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, explain_rows, step_rows
-from roofcast.predictor.memory import GraphSource
+from roofcast.predictor.memory.graph import GraphSource
 from roofcast.predictor.runtimes import resolve_runtime
 from roofcast.predictor.speedup_bounds import BOUND_COLUMNS, speedup_bounds, within
 from roofcast.predictor.sweep import sweep

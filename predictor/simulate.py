@@ -28,7 +28,8 @@ from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.kernel_rows import cell_sums, evaluate, step_rows
-from roofcast.predictor.memory import MemoryFootprint, memory_footprint
+from roofcast.predictor.memory.graph import memory_footprint
+from roofcast.predictor.memory.types import DeviceMemory
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.patterns import KernelPlan, plan_summary
 from roofcast.predictor.workload import kernel_plan
@@ -61,7 +62,7 @@ class Prediction:
     by_op_type: pd.DataFrame
     by_bound: pd.DataFrame
     by_phase: pd.DataFrame
-    memory: MemoryFootprint
+    memory: DeviceMemory
     notes: tuple[str, ...] = field(default_factory=tuple)
     summary: Mapping[str, Any] = field(default_factory=dict)
     runtime: str = ""
@@ -246,7 +247,8 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
         total_s=float(cell_sums(per_op, [len(per_op)])["time_s"][0]),
         critical_path_s=crit_s, critical_path=crit_path,
         by_op_type=breakdown(per_op, "op_type"), by_bound=breakdown(per_op, "bound"),
-        by_phase=breakdown(per_op, "phase"), memory=memory_footprint(graph, config, plan),
+        by_phase=breakdown(per_op, "phase"),
+        memory=memory_footprint(graph, config, plan, float(hw.mem_capacity_bytes)),
         notes=(_incomplete_notes(graph) + runtime_notes(profile, plan, config)
                + _notes(per_op, config)),
         summary=est.summarize(per_op, hw.kind) if hasattr(est, "summarize") else {},

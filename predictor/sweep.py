@@ -26,7 +26,7 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
 from roofcast.predictor.graph_memo import memo
 from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, cell_sums, explain_rows, step_rows
-from roofcast.predictor.memory import GraphSource, memory_footprint
+from roofcast.predictor.memory.graph import GraphSource, memory_footprint
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.rules import build_plan
 from roofcast.predictor.simulate import critical_path_times, step_dag

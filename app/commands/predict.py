@@ -222,11 +222,11 @@ def memory_table(pred: Prediction, hw) -> pd.DataFrame:
     import pandas as pd
 
     m = pred.memory
-    parts = [("weights", m.weights_bytes), ("activations (peak)", m.peak_activation_bytes),
-             ("gradients", m.gradient_bytes), ("optimizer state", m.optimizer_state_bytes),
+    parts = [("weights", m.weights_bytes), ("activations (peak)", m.activations_bytes),
+             ("gradients", m.gradients_bytes), ("optimizer state", m.optimizer_bytes),
              ("total", m.total_bytes), ("device capacity", float(hw.mem_capacity_bytes))]
-    if m.mode == "train":
-        parts.insert(2, ("  of which saved for backward", m.saved_activation_bytes))
+    if pred.config.mode == "train":
+        parts.insert(2, ("  of which saved for backward", m.saved_activations_bytes))
     return pd.DataFrame({"component": [p[0] for p in parts], "GiB": [p[1] / GIB for p in parts]})
 
 
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from roofcast.app.parallel_args import is_parallel
     from roofcast.predictor.errors import PredictionError
     from roofcast.predictor.estimator_registry import LEARNED_NAMES
-    from roofcast.predictor.memory import max_batch_that_fits
+    from roofcast.predictor.memory.batch import max_batch_that_fits
 
     if is_parallel(args):
         return run_parallel(args)
@@ -272,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         "time_ms": pred.time_s * 1e3,
         # an all-empty model (a 0-size dim) does no work: 0 s, and no throughput to speak of
         "throughput_samples_per_s": batch / pred.time_s if pred.time_s > 0 else None,
-        "memory_GiB": pred.memory.total_bytes / GIB, "fits": pred.memory.fits(hw),
+        "memory_GiB": pred.memory.total_bytes / GIB, "fits": pred.memory.fits,
         "complete": not (graph.unresolved or graph.unsupported),
     }
     if config.mode == "train":

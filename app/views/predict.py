@@ -24,7 +24,7 @@ def _totals(pred, hw) -> None:
                      f"(interval {charts.fmt_time(lower)} – {charts.fmt_time(upper)})")
     c[1].metric("Throughput (samples/s)", f"{batch / pred.time_s:,.1f}")
     mem = pred.memory
-    fits = mem.fits(hw)
+    fits = mem.fits
     c[2].metric("Memory footprint", f"{mem.total_bytes / GIB:,.2f} GiB",
                 delta=("fits" if fits else "does not fit") + f" in {hw.mem_capacity_bytes / GIB:.0f}"
                 " GiB", delta_color="normal" if fits else "inverse")
@@ -106,7 +106,7 @@ def render() -> None:
         mt = memory_table(pred, hw)
         st.dataframe(mt, hide_index=True, width="stretch",
                      column_config={"GiB": st.column_config.NumberColumn(format="%.3f")})
-        if not pred.memory.fits(hw):
+        if not pred.memory.fits:
             st.error(f"The run needs {pred.memory.total_bytes / GIB:.2f} GiB but {hw.id} has "
                      f"{hw.mem_capacity_bytes / GIB:.0f} GiB: lower the batch or precision.")
 

@@ -53,7 +53,7 @@ def _features(*values) -> dict:
 def _row_features(row, arch, hw, times: Callable) -> dict:
     """The features of one measured row (module docstring); ``times(arch, hw, cfg, batch)``
     returns ``phases.RequestModelTimes``."""
-    from roofcast.predictor.llm.memory import max_batch
+    from roofcast.predictor.memory.serving import max_batch
     from roofcast.predictor.runtimes import get_runtime
 
     n, b = int(row.input_tokens), int(row.batch)

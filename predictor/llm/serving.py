@@ -28,7 +28,6 @@ from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.comm import StepComm, step_comm
 from roofcast.predictor.llm.kernels import Segment
-from roofcast.predictor.llm.memory import devices_needed, max_batch, serving_memory
 from roofcast.predictor.llm.phases import (
     APPLIES,
     DEFAULT_ESTIMATOR,
@@ -40,7 +39,9 @@ from roofcast.predictor.llm.phases import (
     time_steps,
 )
 from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
-from roofcast.predictor.llm.types import MemoryBreakdown, ServingConfig, ServingPrediction
+from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
+from roofcast.predictor.memory.serving import devices_needed, max_batch, serving_memory
+from roofcast.predictor.memory.types import DeviceMemory
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
 from roofcast.predictor.runtimes.profile import ServingSpec
 from roofcast.predictor.sharding import (
@@ -123,7 +124,7 @@ class _Cell:
     continuous: bool
     max_batch: int
     devices_needed: int
-    memory: MemoryBreakdown
+    memory: DeviceMemory
     #: the system the replica runs on (None: one device).
     system: Any = None
 

@@ -15,6 +15,7 @@ from typing import Any
 # the weight (weight-only quantisation below 16 bits), KV-cache and activation dtypes a run may
 # ask for: roles in the one dtype table; an engine lists those it runs (ExecutionProfile.serving)
 from roofcast.dtypes import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES  # noqa: F401
+from roofcast.predictor.memory.types import DeviceMemory
 
 
 @dataclass(frozen=True)
@@ -44,33 +45,6 @@ class ServingConfig:
     tp: int = 1
     pp: int = 1
     ep: int = 1
-
-
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    """Device memory of one model replica at a batch (bytes).
-
-    ``kv_cache_bytes`` = batch x (input + output tokens) x ``kv_bytes_per_token``;
-    ``reserve_bytes``: what the engine keeps for itself (CUDA context, workspace, the part of
-    memory it does not claim); ``capacity_bytes``: the device's memory;
-    ``fits``: weights + KV + activations + reserve <= capacity.
-    """
-
-    weights_bytes: float
-    kv_cache_bytes: float
-    activations_bytes: float
-    reserve_bytes: float
-    capacity_bytes: float
-    kv_bytes_per_token: float
-    batch: int
-
-    @property
-    def total_bytes(self) -> float:
-        return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.reserve_bytes
-
-    @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
 
 
 @dataclass(frozen=True)
@@ -104,7 +78,7 @@ class ServingPrediction:
     output_tokens_per_s: float
     total_tokens_per_s: float
     max_batch: int
-    memory: MemoryBreakdown
+    memory: DeviceMemory
     devices_needed: int
     lower: dict[str, float] = field(default_factory=dict, hash=False)
     upper: dict[str, float] = field(default_factory=dict, hash=False)
@@ -134,7 +108,7 @@ class ServingPrediction:
                                                        "tpot_ms": _num(self.comm_tpot_s, 1e3)},
             "memory_GiB": {k: _num(v, 1 / GIB) for k, v in (
                 ("weights", m.weights_bytes), ("kv_cache", m.kv_cache_bytes),
-                ("activations", m.activations_bytes), ("reserve", m.reserve_bytes),
+                ("activations", m.activations_bytes), ("reserve", m.other_bytes),
                 ("total", m.total_bytes), ("capacity", m.capacity_bytes))},
             "usd_per_million_tokens": _num(self.usd_per_million_tokens, 1.0),
             "tokens_per_joule": _num(self.tokens_per_joule, 1.0),

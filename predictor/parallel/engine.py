@@ -8,7 +8,8 @@ slot and phase. Per micro-batch on stage ``i``: ``t_i = F_i + B_i + C_i + P_i + 
 sync overlaps the last backward in 25 MiB buckets (ZeRO 0-3 as DDP / Megatron / DeepSpeed
 move it); the optimizer runs the stage's update rows (``/ dp`` with ZeRO >= 1). Infer: the
 forward pipeline. The interval reruns with every kernel at ``lower_s`` / ``upper_s``.
-Seconds; design notes (the ZeRO terms): docs/design/decoder.md.
+Seconds; memory: ``memory.plan.device_memory``; design notes (the ZeRO terms):
+docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import pandas as pd
 from roofcast.defaults import PARALLEL_ESTIMATOR
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.systems import get_system
+from roofcast.predictor.memory.plan import device_memory
+from roofcast.predictor.memory.state import bytes_per_param
 from roofcast.predictor.parallel.comm import group_time_s
-from roofcast.predictor.parallel.memory import bytes_per_param, device_memory
 from roofcast.predictor.parallel.plan import check_plan
 from roofcast.predictor.parallel.schedule import bubble_fraction, one_f_one_b, stage_slots
 from roofcast.predictor.parallel.types import (

@@ -7,7 +7,7 @@ expert group's collectives per micro-batch (``comm_ops``: 2 all-reduces per bloc
 or with sequence parallelism all-gather + reduce-scatter pairs; MoE with ``ep > 1`` 2
 all-to-alls of ``2 P d`` bytes per phase; the embedding's and the vocab-parallel
 cross-entropy's), parameters per slot (``sharding.slot_params``), activation memory
-(``llm_activations``) and the pipeline boundary ``2 T d / t_s`` bytes. Cached per
+(``memory.decoder_activations``) and the pipeline boundary ``2 T d / t_s`` bytes. Cached per
 (tp, ep, micro_batch, sequence_parallel, mode). Design notes: docs/design/decoder.md.
 """
 
@@ -24,7 +24,11 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.decoder import decoder_of
 from roofcast.graph_import.llm.load import load_llm
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.parallel.llm_activations import ActivationCase, slot_activation_bytes
+from roofcast.predictor.memory.decoder_activations import (
+    ActivationCase,
+    forward_slot_bytes,
+    slot_activation_bytes,
+)
 from roofcast.predictor.parallel.llm_block import (
     WEIGHT,
     Micro,
@@ -137,8 +141,8 @@ class LLMParallelSource:
         case = ActivationCase(micro.batch, micro.seq, e, micro.attention, micro.dropout,
                               moe_pairs(arch, shard, micro) if arch.n_experts > 1 else 0.0)
         act, ckpt = slot_activation_bytes(arch, shard, case)
-        if mode != "train":
-            act, ckpt = np.zeros_like(act), np.zeros_like(ckpt)
+        if mode != "train":  # a forward only: its working set, nothing kept for a backward
+            act, ckpt = forward_slot_bytes(arch, shard, case), np.zeros_like(ckpt)
         tokens = float(micro.tokens)
         return ShardedWorkload(
             rows=rows, comms=tuple(comm_ops(arch, shard, tokens, e, mode, micro)),

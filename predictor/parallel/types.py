@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.memory.types import DeviceMemory
 
 #: communication groups of a plan (``CommOp.group``).
 GROUPS: tuple[str, ...] = ("tp", "dp", "pp", "ep")
@@ -190,34 +191,6 @@ class ParallelSource(Protocol):
 
     def build(self, *, tp: int, ep: int, micro_batch: int, sequence_parallel: bool,
               mode: str) -> ShardedWorkload: ...
-
-
-@dataclass(frozen=True)
-class DeviceMemory:
-    """Memory of the most loaded device (bytes): weights, gradients, optimizer states after
-    ZeRO sharding, activations in flight (1F1B: up to ``pp`` micro-batches on the first
-    stage), a transient working set; ``capacity_bytes`` of the device; ``fits``;
-    ``over_bytes`` = total - capacity when it does not fit (else 0)."""
-
-    weights_bytes: float
-    gradients_bytes: float
-    optimizer_bytes: float
-    activations_bytes: float
-    other_bytes: float
-    capacity_bytes: float
-
-    @property
-    def total_bytes(self) -> float:
-        return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
-                + self.activations_bytes + self.other_bytes)
-
-    @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
-
-    @property
-    def over_bytes(self) -> float:
-        return max(0.0, self.total_bytes - self.capacity_bytes)
 
 
 @dataclass(frozen=True)

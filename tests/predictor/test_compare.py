@@ -37,7 +37,8 @@ def test_each_row_equals_predict_graph(config):
         assert rec["speedup_at_upper"] == pytest.approx(
             base["upper_s"].sum() / per_op["upper_s"].sum(), rel=1e-12)
         assert rec["throughput_samples_per_s"] == pytest.approx(config.batch / p.time_s)
-        assert rec["fits"] == p.memory.fits(hw)
+        assert rec["fits"] == p.memory.fits
+        assert p.memory.capacity_bytes == hw.mem_capacity_bytes
         by_bound = per_op.groupby("bound")["time_s"].sum()
         for bound in ("compute", "memory", "overhead"):
             assert rec[f"{bound}_bound_s"] == pytest.approx(float(by_bound.get(bound, 0.0)),

@@ -6,7 +6,7 @@ import pytest
 
 from roofcast.graph_import.types import Engine
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.memory import memory_footprint
+from roofcast.predictor.memory.graph import memory_footprint
 from roofcast.predictor.runtimes.rules_epilogue import fusion_groups
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.workload import kernel_plan, workload_table
@@ -88,8 +88,8 @@ def test_fused_group_keeps_its_inputs_and_outputs_live_together():
                              kernel_plan(g, RunConfig(fusion=True), AS_WRITTEN))
     # unfused peak: x + y0 at the matmul (2048 + 1024 B), then y0 + y1, y1 + y;
     # fused: y0, y1 never exist, x and y are live together at the group's step
-    assert plain.peak_activation_bytes == 4 * (8 * 64 + 8 * 32)
-    assert fused.peak_activation_bytes == 4 * (8 * 64 + 8 * 32)
+    assert plain.activations_bytes == 4 * (8 * 64 + 8 * 32)
+    assert fused.activations_bytes == 4 * (8 * 64 + 8 * 32)
     assert fused.weights_bytes == plain.weights_bytes
 
 

@@ -10,7 +10,7 @@ import pytest
 from roofcast.predictor.config import RunConfig, run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.features import featurize
-from roofcast.predictor.memory import memory_footprint
+from roofcast.predictor.memory.graph import memory_footprint
 from roofcast.predictor.simulate import predict_graph
 from roofcast.predictor.sweep import sweep
 from roofcast.predictor.workload import workload_table

@@ -15,11 +15,12 @@ from roofcast.predictor.collectives import collective_time_s, engine_time_s
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.comm import LOGIT_BYTES
 from roofcast.predictor.llm.kernels import busiest_share, expected_experts, expected_max_binomial
-from roofcast.predictor.llm.memory import kv_bytes_per_token, serving_memory, weights_bytes
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.serving import predict_many, predict_serving
 from roofcast.predictor.llm.serving_plan import serving_plan_search, splits
 from roofcast.predictor.llm.types import ServingConfig
+from roofcast.predictor.memory.decoder import kv_bytes_per_token, weights_bytes
+from roofcast.predictor.memory.serving import device_kv_bytes_per_token, serving_memory
 from roofcast.predictor.parallel.types import ParallelPlanError
 from roofcast.predictor.sharding import Sharding, check_sharding, local_arch
 
@@ -103,10 +104,11 @@ def test_weights_and_kv_per_device(archs, a100):
         layers = split / (tp * pp) + a.n_layers / pp * norms
         want = layers + (2 * end / tp + final if pp == 1 else end / tp + final)
         assert m.weights_bytes == pytest.approx(want, rel=1e-6)
-        assert m.kv_bytes_per_token == pytest.approx(full.kv_bytes_per_token / (tp * pp))
+        assert device_kv_bytes_per_token(a, _cfg(tp=tp, pp=pp)) == pytest.approx(
+            device_kv_bytes_per_token(a, _cfg()) / (tp * pp))
     # 8 KV heads at tp=16: every device keeps one KV head -> 1/8 of the KV, not 1/16
     g = archs["llama-3.1-70b"]
-    kv = serving_memory(g, a100, _cfg(tp=16), 1, None).kv_bytes_per_token
+    kv = device_kv_bytes_per_token(g, _cfg(tp=16))
     assert kv == pytest.approx(kv_bytes_per_token(g, dt) / 8)
 
 

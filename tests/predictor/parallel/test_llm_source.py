@@ -272,7 +272,10 @@ def test_bad_source_inputs(small):
 def test_infer_mode_is_forward_only(small):
     work = build(LLMParallelSource(small, seq_tokens=SEQ), mode="infer")
     assert set(work.rows["phase"]) == {"forward"}
-    assert not work.activation_bytes.any()
+    assert not work.checkpoint_bytes.any()
+    # a forward's working set per block: 2 B x T x (2 x 512 stream + SwiGLU up 2 x 1408)
+    assert list(work.activation_bytes[1:-1]) == [2 * SEQ * (2 * 512 + 2 * 1408)] * 4
+    assert work.activation_bytes[-1] == 2 * SEQ * 512 + 4 * SEQ * 1024  # head input, logits
     assert work.config.mode == "infer"
 
 

@@ -1,17 +1,11 @@
-"""Per-device memory: bytes per parameter (Rajbhandari et al. 2020), ZeRO sharding, 1F1B
-activations in flight, recomputation — exact values on the fake source."""
+"""Per-device memory of a parallel plan: ZeRO sharding, 1F1B activations in flight,
+recomputation — exact values on the fake source."""
 
 from __future__ import annotations
 
 import pytest
 
-from roofcast.predictor.parallel.memory import (
-    bytes_per_param,
-    device_memory,
-    in_flight,
-    stage_memory,
-    zero_divisors,
-)
+from roofcast.predictor.memory.plan import device_memory, in_flight, stage_memory
 from roofcast.predictor.parallel.schedule import stage_slots
 from roofcast.predictor.parallel.types import ParallelPlan
 from tests.predictor.parallel.engine_helpers import (
@@ -20,22 +14,6 @@ from tests.predictor.parallel.engine_helpers import (
     CKPT_PER_SAMPLE,
     FakeSource,
 )
-
-
-def test_bytes_per_param():
-    assert bytes_per_param("bf16", "adam") == (2, 2, 12)  # 2 + 2 + K, K = 12
-    assert bytes_per_param("fp16", "adam") == (2, 2, 12)
-    assert bytes_per_param("fp32", "adam") == (4, 4, 8)
-    assert bytes_per_param("fp32", "sgd_momentum") == (4, 4, 4)
-    assert bytes_per_param("bf16", "sgd_momentum") == (2, 2, 8)
-    assert bytes_per_param("fp64", "adam") == (8, 8, 16)
-
-
-def test_zero_divisors():
-    assert zero_divisors(0, 8) == (1, 1, 1)
-    assert zero_divisors(1, 8) == (1, 1, 8)
-    assert zero_divisors(2, 8) == (1, 8, 8)
-    assert zero_divisors(3, 8) == (8, 8, 8)
 
 
 def test_in_flight_1f1b():

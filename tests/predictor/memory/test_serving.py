@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from roofcast.hw_catalog.catalog import get_device
-from roofcast.predictor.llm.memory import (
-    DEFAULT_MEMORY_UTILIZATION,
-    devices_needed,
-    kv_bytes_per_token,
-    max_batch,
-    serving_memory,
-    weights_bytes,
-)
 from roofcast.predictor.llm.precision import INT4_GROUP, TensorDtypes
 from roofcast.predictor.llm.types import ServingConfig
+from roofcast.predictor.memory.decoder import kv_bytes_per_token, weights_bytes
+from roofcast.predictor.memory.serving import (
+    DEFAULT_MEMORY_UTILIZATION,
+    device_kv_bytes_per_token,
+    devices_needed,
+    max_batch,
+    serving_memory,
+)
 from roofcast.predictor.runtimes import get_runtime
 
 GIB = 2**30
@@ -47,16 +47,16 @@ def test_breakdown_and_sliding_window(archs, engine):
     cfg = ServingConfig(1024, 1024)
     m = serving_memory(archs["llama-2-7b"], h100, cfg, 4, engine)
     assert m.kv_cache_bytes == 4 * 2048 * 512 * 1024
-    assert m.reserve_bytes == pytest.approx((1 - 0.9) * h100.mem_capacity_bytes)
+    assert m.other_bytes == pytest.approx((1 - 0.9) * h100.mem_capacity_bytes)
     assert m.total_bytes == pytest.approx(m.weights_bytes + m.kv_cache_bytes
-                                          + m.activations_bytes + m.reserve_bytes)
+                                          + m.activations_bytes + m.other_bytes)
     long = ServingConfig(8000, 2000)
     mw = serving_memory(archs["mistral-7b"], h100, long, 1, engine)
-    assert mw.kv_cache_bytes == 4096 * mw.kv_bytes_per_token  # the window caps the cache
+    assert mw.kv_cache_bytes == 4096 * device_kv_bytes_per_token(archs["mistral-7b"], long)  # the window caps the cache
     # without a [serving] table the documented default utilisation applies
     eager = get_runtime("pytorch-eager")
     assert eager.serving is None
-    assert serving_memory(archs["llama-2-7b"], h100, cfg, 1, eager).reserve_bytes == \
+    assert serving_memory(archs["llama-2-7b"], h100, cfg, 1, eager).other_bytes == \
         pytest.approx((1 - DEFAULT_MEMORY_UTILIZATION) * h100.mem_capacity_bytes)
 
 

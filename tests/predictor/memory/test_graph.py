@@ -6,7 +6,8 @@ import pytest
 
 from roofcast.graph_import.types import FREE_COST, Engine
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.memory import max_batch_that_fits, memory_footprint, peak_live_bytes
+from roofcast.predictor.memory.batch import max_batch_that_fits
+from roofcast.predictor.memory.graph import memory_footprint, peak_live_bytes
 from tests.predictor.graph_helpers import batched_chain, graph, op, t, toy_device
 
 
@@ -55,7 +56,7 @@ def test_inference_weights_at_run_precision():
     g = graph([op("mm", "MatMul", [x, w], [y], engine=Engine.MATRIX, weights=["w"])], [x], [y])
     m = memory_footprint(g, RunConfig(precision="int8"))
     assert m.weights_bytes == 8 * 16
-    assert m.peak_activation_bytes == 4 * 8 + 4 * 16
+    assert m.activations_bytes == 4 * 8 + 4 * 16
     assert m.total_bytes == 8 * 16 + 4 * 8 + 4 * 16
 
 
@@ -68,20 +69,25 @@ def test_training_adds_gradients_optimizer_state_and_saved_activations(optimizer
         m = memory_footprint(g, RunConfig(mode="train", optimizer=optimizer,
                                           precision=precision))
         s = 4 if precision == "fp32" else 2
-        assert m.weights_bytes == 4 * 8 * 16  # fp32 master weights
-        assert m.gradient_bytes == 4 * 8 * 16
-        assert m.optimizer_state_bytes == states * 4 * 8 * 16
-        assert m.saved_activation_bytes == s * (4 * 8 + 4 * 16 + 4 * 16)  # x, h, y
+        master = 4 if precision == "fp16" else 0  # fp32 master copy: an optimizer state
+        assert m.weights_bytes == s * 8 * 16
+        assert m.gradients_bytes == s * 8 * 16
+        assert m.optimizer_bytes == (master + states * 4) * 8 * 16
+        assert m.weights_bytes + m.gradients_bytes + m.optimizer_bytes == (2 + states) * 4 * 8 * 16
+        assert m.saved_activations_bytes == s * (4 * 8 + 4 * 16 + 4 * 16)  # x, h, y
         # largest backward working set: relu's dY + dh (the matmul's dW is a gradient)
-        assert m.peak_activation_bytes == m.saved_activation_bytes + s * (64 + 64)
+        assert m.activations_bytes == m.saved_activations_bytes + s * (64 + 64)
 
 
 def test_max_batch_that_fits_solves_the_affine_model():
     # inference total = 4e6 (weights) + 8000·b (two live [b,1000] fp32 tensors)
     hw = toy_device(capacity_bytes=4e6 + 8000 * 123 + 5000)
     assert max_batch_that_fits(batched_chain, hw, RunConfig()) == 123
-    assert memory_footprint(batched_chain(123), RunConfig()).fits(hw)
-    assert not memory_footprint(batched_chain(124), RunConfig()).fits(hw)
+    cap = hw.mem_capacity_bytes
+    assert memory_footprint(batched_chain(123), RunConfig(), capacity_bytes=cap).fits
+    over = memory_footprint(batched_chain(124), RunConfig(), capacity_bytes=cap)
+    assert not over.fits
+    assert over.over_bytes == 8000 - 5000
     small = toy_device(capacity_bytes=4e6)
     assert max_batch_that_fits(batched_chain, small, RunConfig()) == 0
     # training (adam): 4·4e6 (w, g, m, v) + saved 3·4000·b + working set 2·4000·b

@@ -6,7 +6,7 @@ Run: ``ROOFCAST_SHARED_DATA=/work/shared/data .venv/bin/python benchmarks/runtim
 
 Data: ``$ROOFCAST_SHARED_DATA/gpu_models`` (else ``../shared/data/gpu_models``), NeuSight's
 PyTorch-eager measurements of HF GPT-3 XL, GPT-3 2.7B and Switch-XL (see its README); the zoo
-holds ONNX exports of exactly the modules its harness timed (``training_data/zoo/export_zoo.py``:
+holds ONNX exports of exactly the modules its harness timed (``tools/zoo/export_zoo.py``:
 ``gpt3_xl``, ``gpt3_27``, ``switchxl4``). Tables:
 
 * ``whole_model`` (a): each row of ``neusight_model_latency.csv`` predicted with
@@ -220,7 +220,7 @@ def whole_model(latency: pd.DataFrame, estimators: Sequence[str], runtime: str,
     for r in latency.itertuples():
         if r.model not in available:
             notes.append(f"{r.model} is not in the zoo: its {r.device} row is not predicted "
-                         "(export it with training_data/zoo/export_zoo.py)")
+                         "(export it with tools/zoo/export_zoo.py)")
             continue
         for est in estimators:
             t0 = time.perf_counter()

@@ -1,22 +1,14 @@
 """ModelProto + ShapeResult -> Graph of OpNodes with costs.
 
-- One OpNode per top-level ONNX node; empty or repeated node names are made unique
-  (``<op_type>_<index>``).
-- ``inputs`` keep ONNX positions (None for an omitted optional input); shapes are concrete ints
-  when resolved. A tensor whose shape is not concrete keeps its symbolic dims as strings
-  (``("batch", 128)``, ``"?"`` for unknown) and its nodes get ``cost=None`` and an entry in
-  ``Graph.unresolved`` saying which tensor and dim.
-- Costs come from ``graph_import.costs.cost_of(node)``: None means no rule (counted in
-  ``Graph.unsupported``); an exception from a rule puts the node in ``unresolved`` with the
-  exception text.
-- Nodes whose every output value was folded at import (shape computations on bound dims) are
-  ``constant_folded`` and cost ``FREE_COST``: a runtime with the same static shapes folds them.
-- Parameters (``Graph.params``, ``Graph.weight_bytes``): initializers of floating dtypes plus
-  8-bit / 4-bit integer initializers that a quantised op reads (``QUANT_WEIGHT_OPS``, QLinear*):
-  quantised weights. Other integer, bool and string initializers are shape helpers, indices or
-  masks (a uint8 causal-mask buffer is not a weight) and are not counted. Each initializer is
-  counted once even when several nodes read it (tied weights). Constant nodes are not counted
-  (exporters put weights in initializers; Constants carry scalars and shapes).
+One OpNode per top-level ONNX node (empty or repeated names made unique as ``<op_type>_<index>``),
+inputs at their ONNX positions, shapes as ints when resolved. A node with a non-concrete shape
+gets ``cost=None`` and an entry in ``Graph.unresolved``; a node without a rule is counted in
+``Graph.unsupported`` (never costed as zero); nodes whose outputs were all folded at import are
+``constant_folded`` and free. ``Graph.params`` / ``weight_bytes`` count each float initializer
+once, plus 8/4-bit integer initializers read by quantised ops (other integer tensors are
+indices, masks or shapes).
+
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.build).
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """Large constant generators, sized before ONNX shape inference sees them.
 
-ONNX shape inference with data propagation stores the *values* of a ``Range``,
-``ConstantOfShape``, ``Expand`` or ``Tile`` whose inputs are constants, one protobuf dim
-(~150 bytes) per element: a 185-byte model with ``Range(0, 2**34)`` grows past 12 GB. Their
-output size is known from the constant inputs alone:
+Shape inference with data propagation stores the *values* of a constant ``Range``,
+``ConstantOfShape``, ``Expand`` or ``Tile`` (one protobuf dim, ~150 bytes, per element). Their
+size follows from the constant inputs: ``Range``: ``max(⌈(limit − start) / delta⌉, 0)``;
+``ConstantOfShape``: ``shape``; ``Expand``: ``broadcast(x.dims, shape)``; ``Tile``:
+``x.dims * repeats``. ``hide_large_generators`` refuses one over the element budget and replaces
+one over ``DATA_PROP_MAX_ELEMS`` by an ``Identity`` of a value-less graph input of the same
+type, so inference still shapes its consumers and nothing is materialised (the original model
+keeps the node for costing).
 
-- ``Range(start, limit, delta)``: ``max(ceil((limit - start) / delta), 0)`` elements;
-- ``ConstantOfShape(shape)``: ``shape``;
-- ``Expand(x, shape)``: ``broadcast(x.dims, shape)``;
-- ``Tile(x, repeats)``: ``x.dims * repeats`` (per axis).
-
-``hide_large_generators`` sizes each one whose inputs are known, refuses one over the element
-budget, and replaces one over ``DATA_PROP_MAX_ELEMS`` (a value roofcast would never fold) by an
-``Identity`` of a new value-less graph input of the same type: inference still gives its
-consumers the right shape, and nothing is materialised. The original model keeps the node, so
-it is costed as before.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.generators).
 """
 
 from __future__ import annotations

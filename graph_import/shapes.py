@@ -1,25 +1,13 @@
 """Concrete shapes for every tensor: dims binding, ONNX shape inference, shape-subgraph folding.
 
-Steps (all on a *working copy* that carries initializer dims but not their weights, so big
-models stay cheap to re-infer):
+On a working copy without weight data: bind the user's dims (by symbolic name or
+``input:axis``), run ``onnx.shape_inference.infer_shapes(data_prop=True)`` afresh, fold
+shape-computation subgraphs with numpy (``graph_import.fold``) into ``Constant`` nodes, type the
+outputs of contrib ops (``contrib_shapes``) and re-infer after them (``propagate``); repeat while
+the graph changes (at most ``max_iterations`` rounds). The result maps every tensor to its dtype
+and dims (ints when concrete, else the symbolic name or ``"?"``) plus known constant values.
 
-1. Bind the user's dims on the graph inputs before inference, by symbolic name (``batch``) or
-   by ``input_name:axis``; the same symbolic names are bound in declared value_info/outputs.
-2. ``onnx.shape_inference.infer_shapes(strict_mode=False, data_prop=True)``, afresh each round
-   (types of the previous round are forgotten, so a node that now fails is not left with a
-   stale shape).
-3. Fold shape-computation subgraphs with numpy (``graph_import.fold.FOLDERS``): a node whose
-   inputs all have known values (small initializers, Constants, Shape/Size of a tensor whose
-   shape is concrete, earlier folded nodes) is evaluated; folded nodes read by unfolded ones
-   become ``Constant`` nodes in place, so the next inference sees constant ``shape`` inputs of
-   Reshape/Expand/Tile/ConstantOfShape/Range/Slice/Resize/Pad.
-4. Type the outputs of ops ONNX has no schema for (onnxruntime contrib ops,
-   ``graph_import.contrib_shapes``) and re-infer the ONNX nodes after them node by node
-   (``graph_import.propagate``).
-5. Repeat 2-4 while the graph changes (at most ``max_iterations`` rounds).
-
-The result maps every tensor name to its dtype and dims (ints when concrete; the symbolic name,
-or ``"?"`` when unknown, otherwise) plus the known constant values.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.shapes).
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
 """Empirical roofline of the machine roofcast runs on (like the Empirical Roofline Toolkit).
 
-Measures, on the CPU, in well under 90 s (``quick``: a few seconds):
+Measures on the CPU (well under 90 s; ``quick`` a few seconds): GEMM FLOP/s per dtype and thread
+count (one-node ONNX Runtime graphs: 2·n³ / fastest run; a dtype ORT cannot run is recorded as
+not measured), sustained bandwidth per working-set size (``acc += a``, 12 B per element) for the
+L1/L2/LLC/DRAM plateaus, and ONNX Runtime's per-op dispatch overhead ((chain of K Adds − one
+Add) / (K − 1)). Ceilings are the best of several rounds: load only slows a timing down. The
+result is a catalog device document (kind ``cpu``, id ``local``) with the raw curves in
+``[calibration]``, written atomically.
 
-- GEMM throughput per dtype and thread count: one-node ONNX Runtime graphs (``MatMul`` for
-  fp32/fp16/bf16, ``MatMulInteger`` u8 x s8 for int8) with ``intra_op_num_threads = t`` for
-  t in 1..N; FLOP/s = 2·n³ / fastest of the repeats, best over the square sizes tried. A dtype that
-  ONNX Runtime's CPU provider cannot run (bf16 MatMul today) is recorded as *not measured* with
-  the reason — never filled in.
-- Sustained bandwidth per working-set size (16 KiB .. 512 MiB) with 1 thread and all threads:
-  kernel ``acc += a`` over float32 arrays (12 bytes moved per element: read a, read acc, write
-  acc), as numpy calls that release the GIL, best of a one-call (stride-0 repeat) and a loop
-  variant, fastest of the trials. Plateaus: L1, L2, last-level cache and DRAM bands from the cache
-  sizes in sysfs.
-- Per-op dispatch overhead of ONNX Runtime: (time of a chain of K tiny Add nodes − time of one
-  node) / (K − 1).
-- Ceilings per level take the better of 1 thread and all threads (fewer threads are always an
-  option).
-
-Ceilings are the *best* of several repeats, as the Empirical Roofline Toolkit reports them: a
-timing can only be slowed by other load, never sped up, so the best repeat is the closest to
-what the machine can do. The full plan makes at least three rounds over all GEMM and bandwidth
-points, spread over the run, so that a burst of other load does not spoil a point, and more
-(up to six; no round starts that would end after 65 s) while the fp32 GEMM or DRAM ceiling
-still rises by more than 3%. The share of CPU time other processes used meanwhile (from
-/proc/stat) and the load average are recorded; a busy machine gives low figures, so calibrate
-on an idle one.
-
-The result is a device document in the catalog schema (kind ``cpu``, id ``local``) with the raw
-curves in ``[calibration]``, written atomically (temp file + ``os.replace``).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.calibrate).
 """
 
 from __future__ import annotations

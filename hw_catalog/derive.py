@@ -6,20 +6,7 @@ Three ways in, one implementation (:func:`derive_from_doc`):
 - a device file with ``base = "h100-sxm"`` plus any keys of the schema and scale factors;
 - inline wherever a device id is accepted: ``"h100-sxm:mem_bw_GBps=6700,l2_MB=100"``.
 
-Keys are the TOML keys (flat names such as ``mem_bw_GBps``, ``l2_MB``, ``units``,
-``launch_overhead_us``, ``matrix_bf16_TOPS``, leaf names, or dotted paths such as
-``memory.bandwidth_GBps``; see ``schema.FLAT_NAMES``) and the scale factors of ``schema.SCALES``
-(``mem_bw_scale``, ``peak_scale``, ``matrix_peak_scale``, ``vector_peak_scale``, ``l2_scale``,
-``units_scale``, ``launch_overhead_scale``). Explicit values are applied first, then scales
-multiply. ``units_scale`` changes the unit count only, not the peaks. Explicit values are checked
-for plausible magnitudes like a device file (a unit slip is still an error). Every value must be
-a finite number; a scale factor must lie in ``validate.SCALE_RANGE`` (1/1000 .. 1000) and a
-scaled value within ``validate.WHATIF_HEADROOM`` (1000x) of the plausible range, so a 10x what-if
-beyond today's hardware is allowed but ``peak_scale=1e-320`` (peaks of ~0: NaN times) or chains
-of ``1e300`` (inf) are refused.
-
-A derived device records ``base``, and its overrides in ``notes`` and ``sources``; its default
-id is the inline form ``<base id>:<key>=<value>,...``.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.derive).
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Reading device files without trusting them: which files are read, and how.
 
-A device folder (built-in or the user's) is listed as its ``*.toml`` entries; each is read by
-:func:`read_device_file`, which raises ``HardwareSpecError`` naming the file for every way a file
-can be unusable, before any of its bytes are interpreted:
+Each ``*.toml`` entry of a device folder is read by :func:`read_device_file`, which raises
+``HardwareSpecError`` naming the file before interpreting a byte unless it is a regular file
+inside the folder (``confined``), at most ``MAX_FILE_BYTES``, UTF-8, with dotted keys of at most
+``MAX_KEY_PARTS`` parts (``tomllib`` memory grows with the square of a key's length) and valid
+TOML. :func:`fingerprint` stats the entries for the catalog cache without raising;
+:class:`SkippedFiles` is the loader's policy: a built-in file raises, a user file is skipped
+with a one-line warning.
 
-- it must be a **regular file inside the folder** (``confined``: no FIFO, device or folder, no
-  broken symlink or symlink out of the folder, so a device file cannot hang every command or
-  make roofcast read ``/etc/passwd``);
-- at most ``MAX_FILE_BYTES`` are read (a device file is ~3 KB; ``local.toml`` with calibration
-  curves ~10 KB);
-- the bytes must be **UTF-8** (TOML is UTF-8 by definition; a binary file is refused as such);
-- no dotted key may have more than ``MAX_KEY_PARTS`` parts: Python's ``tomllib`` keeps every
-  prefix of a dotted key while parsing, so memory grows with the square of the key's length
-  (a 200 KB line ``a.a.a...a = 1`` takes gigabytes); the schema's deepest key has 3 parts;
-- TOML syntax, nesting deeper than the parser's recursion limit, and integers too long to
-  convert are reported as syntax problems of that file.
-
-:func:`fingerprint` stats the entries (and a link's target) for the catalog cache without ever
-raising (a broken link or a file removed meanwhile is just a different fingerprint).
-:class:`SkippedFiles` is the loader's policy for a file with a problem: a built-in file raises, a
-user file is skipped with a ``DeviceFileWarning`` and the other files still load.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.device_files).
 """
 
 from __future__ import annotations

@@ -8,16 +8,7 @@
     name = "..."
     mem_bw_scale = 2.0
 
-The file is the derived-device form of ``devices/SCHEMA.md`` (``base`` plus overrides and scale
-factors in TOML key names), so it stays a what-if on top of its base: later corrections of the
-base's figures carry over. Before writing, the document is validated and derived in memory (the
-same checks as loading the file); the id must be new unless ``overwrite`` and the existing file is
-in the user folder, no file of that name may exist otherwise (a user file that does not load is
-not overwritten either), and the name must not be another device's name or alias. The write is
-atomic (temp file + ``os.replace``); an overwritten file is first hard-linked to a backup. The
-catalog is then reloaded: if the new file, or any other file (a device derived from the
-overwritten one), no longer loads, the previous file is restored (or the new one removed) and the
-error raised. A failed save never deletes a file the user had.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.user_devices).
 """
 
 from __future__ import annotations

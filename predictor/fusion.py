@@ -1,22 +1,14 @@
 """Pricing of the kernels a runtime launches: ``apply_plan`` turns a profile's ``KernelPlan``
 (``predictor.runtimes.patterns``: groups, free nodes, replacing and extra kernels) into workload
-rows. Which nodes form a group is the patterns' business (``predictor.runtimes.rules_*``; the
-conv/GEMM ``epilogue`` rule is ``rules_epilogue``).
+rows. Which nodes form a group is the patterns' business (``predictor.runtimes.rules_*``).
 
-A fused group is one kernel (one launch):
+A fused group is one kernel (one launch): FLOPs = the members' sum (at the head's engine);
+bytes = external inputs + external outputs (the members' bytes less one write and one read of
+every tensor passed inside the group, ``internal_traffic``, and repeated reads of one external
+tensor); engine, dtype and GEMM dims of the head; ``op_type`` / ``fused_nodes`` the '+'-joined
+members. So a fused prediction is never slower than the unfused one. Backward rows stay unfused.
 
-* flops = sum of the members' flops (computed at the head's engine peak; epilogue flops are
-  small next to a GEMM's);
-* bytes = the group's external inputs + external outputs: the members' bytes minus, for every
-  intermediate tensor t on a fused edge, one write and one read of t (``internal_traffic``;
-  ``t`` at the run's precision; both clamped at 0), minus the repeated reads of an external
-  tensor several vector members read (the kernel loads it once);
-* engine, dtype and GEMM dims of the head; ``op_type`` = '+'-joined member op types;
-  ``fused_nodes`` = '+'-joined member node names (head first); ``node`` = the head's name.
-
-Because sums of flops and bytes are unchanged or smaller and one launch replaces several, a
-fused prediction is never slower than the unfused one under max/sum roofline models.
-Fusion applies to forward rows; training backward rows stay unfused (eager autograd).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.fusion).
 """
 
 from __future__ import annotations

@@ -1,41 +1,15 @@
 """Physical bounds on a predicted speedup, and which road (estimator family) timed each device.
 
-A device cannot beat its baseline by more than its hardware allows. Per kernel row ``r`` of
-the workload, featurized on device ``d`` and on the baseline ``b`` at the run's precision and
-engines (``predictor.features``: the peak of the row's engine and dtype, the bandwidths, the
-per-kernel floors), the ratios are
+Per kernel row r, the device d / baseline b ratios of compute peak ``ρ_c = P_d/P_b``, bandwidth
+``ρ_m = BW_d/BW_b`` (and the L2-aware ``ρ_l2``), dispatch floor and launch overhead bound the
+row's speedup to ``[l(r), u(r)] = [min ρ(r), max ρ(r)]`` when both devices use the same road and
+efficiency. Weighted by the baseline's times ``t_b``:
+``S_min = Σ t_b / Σ (t_b / l) <= S <= S_max = Σ t_b / Σ (t_b / u)``; a prediction outside is
+flagged (``within_bounds`` False, a note). ``compute_ratio`` / ``bandwidth_ratio``: the speedup
+if every row were compute / DRAM bound. ``road`` per device: its time share per estimator
+family; ``same_road``: every row timed by the same family as on the baseline.
 
-    ρ_c(r) = P_d / P_b                       (peak FLOP/s of the row's engine and dtype)
-    ρ_m(r) = BW_d / BW_b,  ρ_l2(r)           (DRAM bandwidth; the L2-aware bandwidth of the
-                                              row's bytes, ``learned.features.roofline_terms``)
-    ρ_f(r) = f_b / f_d,  ρ_L(r) = L_b / L_d  (runtime dispatch floor; device launch overhead)
-
-and every estimator of roofcast times a row as ``E · g(c, m, f)`` with ``g`` a max or a sum of
-its compute, memory and floor terms (each the row's work over one of those rates) and ``E`` an
-efficiency. With the same efficiency and work on both devices (same road, same kernel) the
-row's speedup ``t_b / t_d`` lies in ``[l(r), u(r)] = [min ρ(r), max ρ(r)]`` (a floor ratio is 1
-when both devices have the same floor, so ``l <= 1 <= u`` then: a launch-bound row speeds up
-by nothing). Weighted by the baseline's own predicted times ``t_b(r)``, the model's speedup
-``S = Σ t_b / Σ t_d`` is bounded by
-
-    S_min = Σ t_b / Σ (t_b / l(r))    <=   S   <=    S_max = Σ t_b / Σ (t_b / u(r))
-
-(weighted harmonic means: every row of the device takes at least ``t_b / u`` and at most
-``t_b / l``). A prediction outside ``[S_min, S_max]`` means the estimator gave the device a
-better (or worse) efficiency than the baseline for the same kernels — a learned model
-extrapolating, or two roads mixed — and is flagged (``within_bounds`` False, and a note).
-Reported beside it, weighted the same way by the baseline's compute and DRAM times
-``c_b = FLOPs / P_b``, ``m_b = bytes / BW_b``: ``compute_ratio = Σ c_b / Σ (c_b / ρ_c)`` (the
-speedup if every row were compute bound at peak) and ``bandwidth_ratio = Σ m_b / Σ (m_b / ρ_m)``
-(if every row were DRAM bound); rows without FLOPs (a toy GEMM) fall back to ``t_b`` weights. Estimators whose memory traffic depends on
-the cache sizes (``traffic``) can legitimately exceed ``S_max`` on a device with a larger L2;
-that is flagged too, for a reader to judge. With
-``inter_op`` the bounds are those of the sequential sums (a critical path is a sum over a
-subset of rows, bounded alike in practice but not proven).
-
-``road`` per device: the share of its time per estimator family (``learned``, ``learned
-(transferred)``, ``analytical:<name>``); ``same_road``: every row of the device is timed by
-the same family (learned or analytical) as on the baseline.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.speedup_bounds).
 """
 
 from __future__ import annotations

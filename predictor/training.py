@@ -1,70 +1,15 @@
 """Training step from a forward-only graph: backward rows per op and optimizer updates.
 
-A training step = forward (the graph's own rows) + backward + optimizer update (the phase
-breakdown of Deep500's workload analysis, Ben-Nun et al. 2019). The graph has no loss; the
-loss and its seed gradient are a few elementwise ops on the model output and are left out.
+A step = forward (the graph's rows) + backward + optimizer update (Ben-Nun et al. 2019); the
+loss is left out. A tensor requires grad when it is a float parameter (``OpNode.weight_inputs``
+less ``OpSpec.non_trainable_inputs``) or a float output of a node with a requires-grad input.
+Each op's registry entry names its backward kind (``OpSpec.backward``; ``BACKWARD_RULES`` maps it
+to a rule): e.g. ``gemm`` = one GEMM of the forward's FLOPs F per requires-grad operand
+(dX = dY·Wᵀ, dW = Xᵀ·dY), ``normalization`` 2F, ``softmax`` 4·numel(y); bytes at the run's
+precision. Optimizer rows per parameter tensor (n elements, s bytes each at ``state_precision``):
+SGD+momentum 4n FLOPs, reads 3ns, writes 2ns bytes; Adam 12n FLOPs, reads 4ns, writes 3ns.
 
-**Which gradients exist** (what reverse-mode autograd computes): a tensor *requires grad* when it
-is a trainable parameter — a floating-point initializer (``OpNode.weight_inputs``) except the
-non-trainable positions its registry entry names (``OpSpec.non_trainable_inputs``:
-BatchNormalization's running mean/var) — or
-a floating-point output of a node with a requires-grad input. Model inputs do not require grad,
-so e.g. the first convolution computes its weight gradient but no input gradient. A node gets
-backward kernels only for its requires-grad inputs, and none when it has no floating-point
-output (comparisons, ArgMax, NonZero: no gradient flows through them). Free (view) ops get no
-kernel.
-
-**Backward kernels per kind** (each op's registry entry names its kind, ``OpSpec.backward``;
-``BACKWARD_RULES`` maps a kind to its function; bytes at the run's precision, ``gout`` = bytes
-of the gradients of the node's float outputs = their size, ``in_i`` = bytes of input i, ``F`` =
-forward flops):
-
-* ``gemm`` (matmul, conv): for ``Y = X·W`` the gradients are ``dX = dY·Wᵀ`` and
-  ``dW = Xᵀ·dY``, each a GEMM of the same M·N·K multiply-adds as the forward (Goodfellow et
-  al. 2016, §6.5; the usual "backward = 2 × forward" of dense layers, Kaplan et al. 2020). One
-  kernel per requires-grad operand (positions 0 and 1; every input for ``gemm_every_input``,
-  Einsum): flops = F, reads gout + the other operand, writes in_i; GEMM dims transposed (dX: M, K, N; dW: K, N, M·batch/batch_w). A bias
-  input (other positions) gets a reduction kernel: flops = numel(dY), reads gout, writes in_i.
-* ``whole_layer`` (recurrent LSTM/GRU/RNN, BPTT; fused attention ops): one kernel, flops = 2F
-  (data and weight gradients of every gate / attention matmul, as for matmul), reads gout + the
-  forward's reads + its outputs (saved states), writes the requires-grad inputs.
-* ``elementwise`` (incl. activations): one kernel, flops = F (a derivative costs about as much as
-  the function: ReLU' a compare, sigmoid' = y(1−y)), reads gout + the saved inputs (the
-  forward's reads; ``elementwise_gout_only``, linear ops such as Add, read only gout), writes
-  in_i of each requires-grad input (a broadcast input's gradient is reduced to its own size).
-* ``normalization``: one kernel, flops = 2F, reads gout + the forward's reads (x, γ, β, stats),
-  writes dx + dγ + dβ (≈ 2 × forward traffic; the backward needs two row reductions,
-  Σ dy·γ and Σ dy·γ·x̂, besides the elementwise part — Ivanov et al. 2021 measure LayerNorm
-  backward at about twice the forward).
-* ``softmax``: dx = y ⊙ (dy − Σ dy ⊙ y): flops = 4·numel(y) (mul, sum, sub, mul), reads gout + y,
-  writes dx.
-* ``reduction``: the gradient is broadcast back to the input shape: flops = numel(input), reads
-  gout (+ the input and output for ``reduction_saved``, e.g. ReduceMax's argmax mask),
-  writes in_0.
-* ``pooling``: flops = F (scatter dy over each window), reads gout (+ x and y for
-  ``pooling_saved``, as cuDNN's max-pool backward does), writes dx.
-* ``data_movement``: the inverse movement (Concat -> slices, Transpose -> transpose back,
-  Slice -> pad with zeros, Gather -> scatter-add into a zeroed table, so an embedding's gradient is dense):
-  reads gout, writes the requires-grad inputs; 0 flops on the data engine, except
-  ``data_movement_accumulates`` (Gather, Expand, Tile, ...: repeated indices / broadcast
-  reductions add) which count numel(dY) flops on the vector engine.
-* ``straight_through`` (quantization): reads gout, writes dx, numel(dY) flops (clip mask).
-* ``generic`` (an op without a registry entry, family ``other``): as elementwise (flops = F,
-  reads gout + forward reads) — a generic estimate, named in ``Prediction.notes``.
-
-**Optimizer update rows**, one per trainable parameter tensor (one kernel each: PyTorch's
-single-tensor implementations; its ``foreach``/fused variants batch launches), on the vector
-engine, with parameters, gradients and optimizer state at ``state_precision`` (fp32 master
-weights as mixed-precision training keeps them, fp64 for fp64 runs); n = numel, s = bytes/elem:
-
-* SGD with momentum: m = μ·m + g; w = w − lr·m -> 4 flops/elem; reads w, g, m (3ns),
-  writes w, m (2ns).
-* Adam: m = β1·m + (1−β1)·g (3); v = β2·v + (1−β2)·g² (4); w = w − lr_t·m/(√v + ε)
-  (sqrt, add, div, mul, sub: 5; bias corrections folded into the scalar lr_t) -> 12 flops/elem;
-  reads w, g, m, v (4ns), writes w, m, v (3ns).
-
-Not modelled: BatchNormalization's training-mode forward (batch statistics; the forward row is
-the inference cost), mixed-precision weight casts, gradient clipping, loss computation.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.training).
 """
 
 from __future__ import annotations

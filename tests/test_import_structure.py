@@ -135,10 +135,8 @@ def test_the_graph_sees_the_package():
     assert g.has_edge("roofcast.predictor.simulate", "roofcast.predictor.workload")
 
 
-#: Streamlit scripts (they draw a page when imported) and the zoo exporters (need torch)
-NOT_IMPORTABLE_ALONE = ("roofcast.app.views.", "roofcast.app.streamlit_app",
-                        "roofcast.training_data.zoo.export_zoo",
-                        "roofcast.training_data.zoo.llm.export_llm")
+#: Streamlit scripts (they draw a page when imported)
+NOT_IMPORTABLE_ALONE = ("roofcast.app.views.", "roofcast.app.streamlit_app")
 
 ISOLATED_IMPORTS = """
 import importlib, sys

@@ -1,38 +1,16 @@
 """Importers into the measurement store: the user's CSV/Parquet files and the public GPU kernels.
 
-User files (``import_file``)
-----------------------------
-A CSV (UTF-8, header line, comma separated; ``.csv.gz`` is decompressed) or Parquet file with the columns of
-``training_data.schema.COLUMNS`` (full list with units in ``training_data/README.md``).
-Required: ``op_type``, ``device_id`` (catalog id or alias, or ``local``), ``dtype``
-(fp32|fp16|bf16|int8|...) and a latency: ``latency_s`` (seconds) or ``latency_ms`` /
-``latency_us`` / ``latency_ns`` (converted to seconds). Everything else is optional: shapes as
-JSON (``input_shapes = [[1,64],[64,64]]``), ``attrs`` as a JSON object, ``threads_intra``,
-``batch``, ``flops``, ``run_id`` (give repeated measurements of the same op distinct ids) ...
-``source`` defaults to ``user:<file name>``. Every row is checked first; one bad row rejects the
-whole file with a message listing the bad lines (header = line 1) and their reasons, and nothing
-is written.
+``import_file``: a CSV (``.csv.gz`` too) or Parquet file with the columns of
+``training_data.schema.COLUMNS``; required ``op_type``, ``device_id``, ``dtype`` and a latency
+(``latency_s``, or ``_ms``/``_us``/``_ns`` converted to seconds). Streamed in chunks and checked
+row by row inside one store transaction: one bad row rejects the file, nothing written; limits
+``ROOFCAST_MAX_IMPORT_BYTES`` (after decompression) and ``ROOFCAST_MAX_IMPORT_ROWS``.
 
-The file is streamed: read ``CHUNK_ROWS`` rows (at most ``CHUNK_BYTES``) at a time, each chunk checked as it is read and
-appended inside one store transaction, so memory stays bounded by the chunk, and a bad row stops
-the import as soon as ``MAX_LISTED`` problems are known (nothing written). Limits per file,
-checked while reading: ``ROOFCAST_MAX_IMPORT_BYTES`` bytes as read after gzip decompression
-(default ``MAX_BYTES`` = 128 MiB), ``ROOFCAST_MAX_IMPORT_ROWS`` rows (default ``MAX_ROWS`` =
-500,000), ``MAX_LINE_CHARS`` bytes per line. A text cell written as ``'=...`` (the
-spreadsheet guard of ``roofcast data export``, ``training_data.csv_cells``) is read as ``=...``.
+``import_public``: NeuSight and DeepBench kernels from ``../shared/data/gpu_kernels``
+(``public_kernels``), costed by the project's rules; rows it does not model are stored uncosted,
+rows it cannot store are counted with the reason in ``ImportReport.not_imported``.
 
-Public kernels (``import_public``)
-----------------------------------
-``neusight``, ``deepbench`` or ``all`` from ``../shared/data/gpu_kernels`` via
-``training_data.public_kernels`` (device names resolved through the catalog's aliases; FLOPs and
-bytes from the project's cost rules). Rows that module does not model are stored too, uncosted
-(flops NaN): RNN/LSTM/GRU (``family = recurrent``, forward rows costed by the recurrent rule),
-all-reduce (``op_type = AllReduce``, ``family = collective``, ``attrs.num_devices``) and sparse GEMM
-(``family = sparse_matmul``, ``attrs.sparsity``). Conv backward rows keep the forward conv's shapes
-with ``direction = bwd_data | bwd_filter``. Repeated published measurements of the same kernel in
-the same source get ``run_id`` 1, 2, ... in file order. Rows that cannot be stored (device name not
-in the catalog, missing or non-positive time) are counted in ``ImportReport.not_imported`` with
-the reason, never dropped silently.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.importers).
 """
 
 from __future__ import annotations

@@ -7,14 +7,7 @@ Layout (Hive partitioning, what pyarrow and Dask read back)::
     DIR/_roofcast_export.json                   manifest: format, partition column, rows, columns
     DIR/device_id=<id, URI-escaped>/part-<n>.parquet    at most ``ROWS_PER_FILE`` rows per file
 
-The partition column is not stored inside the files (it is the folder name); every file has the
-same Arrow schema (``arrow_schema``: the import columns of ``training_data.schema``, ``str``/
-``json`` -> string, ``int`` -> int64, ``float`` -> float64), so the partitions read as one table.
-The store is read one partition value at a time (memory: the largest device's rows; the
-values come from ``Store.stats``, a few columns).
-
-Atomic: the dataset is written to a hidden temporary folder beside ``DIR`` and renamed onto it;
-``DIR`` must not exist or be empty (a failed export leaves nothing behind).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.partitioned).
 """
 
 from __future__ import annotations

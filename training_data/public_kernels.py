@@ -6,34 +6,7 @@ NeuSight (MIT, sitar-lab/NeuSight) fp32 ``bmm``/``linear``/``conv2d`` and vector
 T4, V100, A100; DeepBench (Apache-2.0, baidu-research/DeepBench) GEMM and conv (fwd, bwd-data,
 bwd-filter) in fp32/fp16/int8 on many devices.
 
-``load_kernels()`` -> :class:`KernelTable` with
-* ``kernels``: one row per measurement: ``dataset, source, split`` (NeuSight train_set/test_set,
-  else ""), ``workload`` (publisher's name), ``family`` (matmul | conv | elementwise | softmax |
-  normalization), ``op_type`` (the ONNX op that models it), ``direction`` (fwd | bwd_data |
-  bwd_filter), ``precision`` (fp32 | fp16 | int8: the compute precision), ``storage_bytes``
-  (bytes per input element), ``precision_raw``, ``hardware`` (publisher's name), ``device``
-  (catalog id by ``hw_catalog`` alias resolution; rows whose name does not resolve are dropped and
-  counted in ``unmapped``, never guessed), ``latency_s``, shape columns (``B, M, N, K, trans_a,
-  trans_b`` for GEMMs; ``conv_n, conv_c, conv_h, conv_w, conv_k, conv_r, conv_s, stride_h,
-  stride_w, pad_h, pad_w``; ``vec_b, vec_h`` for ``[B, H]`` vector ops) and ``kernel_name``
-  (NeuSight's recorded CUDA kernel, else "").
-* ``skipped``: workload -> rows not modelled (RNN/LSTM/GRU, all-reduce, sparse GEMM).
-* ``unmapped``: hardware name -> rows whose device is not in the catalog.
-
-Semantics: NeuSight ``linear`` is ``y[M, N] = x[M, K] · W[N, K]^T + b`` (B is always 1) — modelled
-as ONNX Gemm(transB=1) with bias; ``bmm`` is ``B`` independent ``[M, K] x [K, N]`` (MatMul). Vector
-ops act on fp32 ``[B, H]``: ``add, mul, div, pow`` take two tensors, the ``u`` suffix (``addu``...)
-a tensor and a scalar; ``relu, gelu, tanh``; ``softmax`` over H; ``ln`` = LayerNorm over H with
-affine weights. DeepBench GEMM ``M, N, K, transA, transB``; int8 GEMM/conv are MatMulInteger /
-ConvInteger (int32 output); "fp16 storage, fp32 math" rows (P100 training sheet) have fp16 tensors
-and fp32 compute. Conv bwd rows are costed from the forward conv: same FLOPs; bwd_data reads dY
-and W and writes dX; bwd_filter reads X and dY and writes dW; their GEMM views are
-(M, N, K) = (N·H·W, C, K_out·R·S) and (K_out, C·R·S, N·Ho·Wo).
-
-``kernel_workload(kernels)`` -> the workload table (``graph_import.workload_schema``) of those rows,
-same index, with FLOPs/bytes from the project's own cost rules (``graph_import.costs``), GEMM
-dims from ``graph_import.costs.gemm_dims`` and ``inner_elems`` (vector rows: H; conv: R·S) from
-``graph_import.costs.inner_dims`` — so estimators run on exactly what they see on graphs.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.public_kernels).
 """
 
 from __future__ import annotations

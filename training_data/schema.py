@@ -11,22 +11,7 @@ A time column may instead be given in milliseconds, microseconds or nanoseconds 
 t_s = t_ms * 1e-3 = t_us * 1e-6 = t_ns * 1e-9. Giving both spellings of one time is an error.
 FLOPs count one multiply-add as 2 FLOPs; bytes are unfused kernel traffic (``graph_import``).
 
-``normalize(df)`` -> :class:`Checked` (the frame with every column, canonical values, a
-``row_key``; plus the problems). ``validate(df)`` -> list of ``(line, reason)``. Line numbers are
-as the user sees them in a CSV: the header is line 1, the first data row line 2 (for a DataFrame:
-its positional row + 2); file-wide problems (missing columns) are reported on line 1.
-
-``runtime`` names the execution runtime that ran the op (a runtime profile name:
-``onnxruntime-cpu``, ``pytorch-eager``, ...; any well-formed name is kept, the catalog of profiles
-lives with the predictor). A row without one is read as its device kind's default runtime
-(``DEFAULT_RUNTIMES``: what every row meant before the column existed).
-
-``row_key`` = sha256 of the identity (op, shapes, attributes, dtype, direction), the where/how
-(device, CPU model, machine, threads, batch, precision, opt level, mode, provider, and the
-runtime where it is not the device kind's default — so the keys of rows stored before the column
-existed do not move) and the provenance (``source``, ``run_id``) — not the result columns. Two rows with the same key are the
-same measurement: within one batch that is an error (give repeated runs distinct ``run_id``s),
-across batches the store skips the second one and counts it as a duplicate.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.schema).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT_DIR = pathlib.Path(__file__).resolve().parent / "cpu_check"
-sys.path.insert(0, str(ROOT / "training_data" / "zoo"))
+sys.path.insert(0, str(ROOT / "tools" / "zoo"))
 
 import export_zoo as zoo  # noqa: E402  (the zoo exporter, run from its folder)
 

@@ -1,38 +1,17 @@
 """Per-op cost rules: FLOPs, bytes read/written, weight bytes and engine of one ONNX node.
 
-``cost_of(node)`` returns the node's :class:`OpCost`: ``FREE_COST`` for the pure shape/view ops
-in :data:`FREE_OPS`, the registered rule's cost otherwise, and ``None`` when the op has neither
-(the caller lists it in ``Graph.unsupported``; it is never costed as zero). Each rule is
-registered with the rest of what roofcast knows about its op (family, backward kind, GEMM
-dims, inner size: ``registry.OpSpec``).
+``cost_of(node)``: ``FREE_COST`` for the view ops in :data:`FREE_OPS`, the registered rule's
+:class:`OpCost` otherwise, ``None`` when neither (listed in ``Graph.unsupported``, never zero).
+Conventions: 1 multiply-add = 2 FLOPs; matrix-class ops (GEMM, conv, attention, recurrent gate
+matmuls) run on ``Engine.MATRIX``; elementwise ops count every operation of the op's ONNX
+formula once per output element (Add 1, Sigmoid 4, Gelu 5: ``elementwise.UNARY_FLOPS_PER_ELEMENT``);
+reductions ``in − out`` combines plus per-element maps. Bytes are what an *unfused* kernel
+moves: each distinct input read once at its own size (gathers and slices: what they select),
+each output written once, at the dtype's itemsize; ``weight_bytes`` (initializer inputs) is part
+of ``bytes_read``. Engines: MATRIX, VECTOR (elementwise, norms, reductions, pooling), DATA (pure
+movement, 0 FLOPs), FREE only via ``FREE_OPS``.
 
-Conventions (all rules follow them; each rule's docstring gives its formula):
-
-* FLOPs: one multiply-add = 2 FLOPs (vendor peak FLOP/s convention). Matrix-class ops (Gemm,
-  MatMul, Conv, Einsum contractions, LSTM/GRU/RNN gate matmuls, attention matmuls) count
-  ``2 * MACs`` and run on ``Engine.MATRIX``; a bias added by the op counts 1 FLOP per output.
-* Elementwise ops count FLOPs per *output* element by the **formula-count** convention: every
-  arithmetic operation, comparison, select and elementary-function call (exp, log, erf, tanh,
-  sqrt, sin, pow, ...) in the op's ONNX-spec formula counts 1 FLOP. So Add/Relu = 1, Clip = 2
-  (min, max), Sigmoid = 1/(1+exp(-x)) = 4, Gelu = 0.5·x·(1+erf(x/√2)) = 5, tanh-Gelu = 9,
-  Softplus = log(1+exp(x)) = 3, Mish = x·tanh(softplus(x)) = 5. The per-op table is
-  ``elementwise.UNARY_FLOPS_PER_ELEMENT`` / ``BINARY_FLOPS_PER_ELEMENT``.
-* Normalisations use the same convention, per element and per normalised row (see
-  ``normalization``): LayerNorm 7/elem with bias, 6 without (+4/row), RMSNorm 4/elem
-  (+3/row), inference BatchNorm 4/elem (+2/channel), Softmax 5/elem.
-* Reductions: one combine per input element beyond the first of each output (``in - out``),
-  plus any per-element map (square, abs, exp) and per-output finish (divide, sqrt, log).
-* Bytes: what an *unfused* kernel moves. Every distinct input tensor is read once at its own
-  size (broadcast inputs at their own, smaller size); every output is written once; actual
-  dtype itemsize. Gather-like ops (Gather, GatherElements, GatherND, Slice) read only the
-  elements they select, not the whole source tensor.
-* ``weight_bytes``: bytes of initializer inputs (``node.weight_inputs``) the op reads; it is
-  included in ``bytes_read``.
-* Engines: MATRIX for the matrix-class ops above (depthwise convolution, whose per-group
-  reduction is only the kernel window, runs on VECTOR); VECTOR for elementwise, normalisation,
-  softmax, reduction, pooling, quantisation, interpolating Resize; DATA (0 FLOPs) for pure data
-  movement (Transpose, Gather, Concat, Slice, Pad, Cast, nearest Resize, ...); FREE only via
-  ``FREE_OPS``.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs).
 """
 
 from __future__ import annotations

@@ -1,29 +1,14 @@
 """GEMM view of matrix-engine ops: ``gemm_dims(node) -> (batch, M, N, K)`` or None.
 
-The traffic estimator (DeLTA-style tiling) needs the GEMM a kernel really runs. Each rule here is
-named by the op's registry entry (``register(..., gemm_dims=gemm_matmul)`` in its family
-module); an op without one, or whose tensors do not give a plain GEMM, has None, and the
-estimators then fall back to the flops/bytes roofline for that row (never a guess).
+The traffic estimator needs the GEMM a kernel really runs; each rule is named by its op's
+registry entry (``register(..., gemm_dims=gemm_matmul)``), and None (no plain GEMM) sends the
+row to the FLOPs/bytes roofline, never a guess. MatMul: ``Y[.., M, N] = A[.., M, K] @ B[.., K, N]``
+(a 2-D weight folds the batch into M); Gemm: batch 1; Conv (implicit GEMM):
+``M = N·prod(out), N = Cout/g, K = (C/g)·prod(kernel), batch = g``; ConvTranspose in col2im form;
+LSTM/GRU/RNN: ``batch = D·S`` steps of ``M = B, N = G·H, K = I + H``; a two-operand Einsum
+contraction by its index roles.
 
-Mappings (shapes from the node's concrete TensorInfos):
-
-* MatMul / MatMulInteger / QLinearMatMul / FusedMatMul: Y[..., M, N] = A[..., M, K] @ B[..., K, N];
-  batch = prod(Y.shape[:-2]) (broadcast batch); a 1-D A gives M = 1, a 1-D B gives N = 1.
-  When B is 2-D and A has batch dims (a Linear layer), the batch folds into M (batch = 1,
-  M = prod(A.shape[:-1])): runtimes run it as one GEMM reading the weights once.
-* Gemm: M, N from Y; K from A (A.shape[0] when transA); batch = 1.
-* Conv / ConvInteger / QLinearConv (implicit GEMM): X[N, C, *in], W[Cout, C/g, *kernel],
-  Y[N, Cout, *out]: M = N·prod(out), N = Cout/g, K = (C/g)·prod(kernel), batch = g.
-* ConvTranspose (col2im form, as cuDNN's data-gradient): X[N, C, *in], W[C, Cout/g, *kernel]:
-  M = (Cout/g)·prod(kernel), N = N·prod(in), K = C/g, batch = g.
-* LSTM / GRU / RNN (X[S, B, I] or, layout 1, [B, S, I]; W[D, G·H, I]; R[D, G·H, H]): the
-  recurrence runs D·S dependent steps, each one GEMM of the step's inputs and previous hidden
-  state [B, I + H] with the gate weights [I + H, G·H]: batch = D·S, M = B, N = G·H, K = I + H.
-  A small batch makes every step a skinny GEMM that streams all gate weights again — the
-  reason recurrent layers batch so well.
-* Einsum with two operands that is a plain contraction: indices in both inputs and the output
-  are batch, in A and the output only are M, in B and the output only are N, in both inputs but
-  not the output are K; an index summed away in one operand only, or repeated, gives None.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.gemm_dims).
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """Inner (per-row) size of an op: ``inner_elems(node) -> float`` or None.
 
-Row-wise kernels (softmax, layer norms, reductions) run one thread block per row; how long a
-row is decides the kernel variant and its efficiency (PyTorch/cuDNN pick warp-per-row kernels
-for short rows, block-per-row ones for long rows), which FLOPs and bytes do not show. For
-convolutions the kernel window decides the algorithm (Winograd, FFT, implicit GEMM) that
-``K = C·R·S`` hides. Each rule here is named by the op's registry entry
-(``register(..., inner_elems=inner_softmax)`` in its family module), like ``costs.gemm_dims``;
-an op without one has no inner size (NaN in the workload table).
+Row-wise kernels (softmax, layer norms, reductions) pick their variant by row length, and a
+convolution's algorithm by its window, which FLOPs and bytes do not show. Each rule is named by
+the op's registry entry (``register(..., inner_elems=inner_softmax)``), like
+``costs.gemm_dims``: elements of the normalised / reduced axes for row-wise ops, ``prod(kernel)``
+(R·S) for convolutions; an op without a rule has no inner size (NaN in the workload
+table).
 
-Mappings (shapes from the node's concrete TensorInfos):
-
-* Softmax / LogSoftmax / Hardmax: ``X.shape[axis]`` (axis default -1): the reduced row;
-* LayerNormalization, SimplifiedLayerNormalization, RMSNormalization, SkipLayerNormalization,
-  SkipSimplifiedLayerNormalization: ``prod(X.shape[axis:])`` (axis default -1);
-* InstanceNormalization: ``prod(X.shape[2:])``; GroupNormalization: ``C / num_groups ·
-  prod(X.shape[2:])``: the elements normalised together;
-* reductions (ReduceSum/Mean/Max/..., ArgMax/ArgMin): ``numel(X) / numel(Y)``: the elements
-  folded into each output;
-* Conv / ConvInteger / QLinearConv / FusedConv / ConvTranspose: the window ``prod(W.shape[2:])``
-  (``R·S`` in 2-D).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.inner_dims).
 """
 
 from __future__ import annotations

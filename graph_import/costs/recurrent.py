@@ -5,17 +5,11 @@ With D directions, S steps, B batch, I input size, H hidden size and G gates
 
     FLOPs = D · S · B · (2 · (I + H) · G · H  +  (elementwise + bias) · H)
 
-The matmul term is X_t·Wᵀ and H_{t-1}·Rᵀ for all gates (1 MAC = 2 FLOPs). Elementwise FLOPs
-per hidden unit per step (formula count, sigmoid = 4, tanh = 1; ``RECURRENT_ELEMENTWISE``):
+Elementwise FLOPs per hidden unit per step (``RECURRENT_ELEMENTWISE``): LSTM 22 (+8 bias,
++6 peepholes), GRU 17 (+6 bias), RNN 2 (+2 bias). Every sequence is costed at the full S steps.
+Bytes: X, weights and initial states read once, Y, Y_h, Y_c written once.
 
-* LSTM: gate sums 4, 3 sigmoids 12, 2 tanh 2, c = f·c + i·g 3, h = o·tanh(c) 1 -> 22;
-  bias (Wb + Rb) 8 when B is given; peepholes 6 when P is given;
-* GRU: gate sums 3, 2 sigmoids 8, tanh 1, r ⊙ h 1, h = (1 - z)·ĥ + z·h 4 -> 17; bias 6;
-* RNN: sum 1, tanh 1 -> 2; bias 2.
-
-Every sequence is costed at the full S steps (``sequence_lens`` is not used: it is data).
-Bytes: X, weights, initial states read once (the weights are read once, not per step: they
-stay in cache/registers of a fused recurrent kernel); Y, Y_h, Y_c written once.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.recurrent).
 """
 
 from __future__ import annotations

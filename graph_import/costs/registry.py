@@ -1,25 +1,15 @@
 """The op registry: one :class:`OpSpec` per (domain, ONNX op_type), filled by a decorator.
 
-An entry holds everything roofcast knows about an op type:
+An entry holds everything roofcast knows about an op type: ``cost`` (``rule(node) -> OpCost``),
+``family`` (``workload_schema.FAMILIES``), ``backward`` kind (``BACKWARD_KINDS``, priced by
+``predictor.training``), ``gemm_dims`` (``rule(node) -> (batch, M, N, K)``), ``inner_elems``
+(elements per row or conv window) and ``non_trainable_inputs``. Adding an op is adding a
+decorated cost function in its family module, never an ``if/elif`` branch; registering an op
+twice, or a family / backward kind outside the vocabularies, fails at import. Pure view ops are
+listed in ``FREE_OPS``; anything neither registered nor free is *unsupported* and reported,
+never costed as zero.
 
-* ``cost``: ``rule(node: OpNode) -> OpCost`` on a node whose shapes are concrete;
-* ``family``: the op family of the workload table (``workload_schema.FAMILIES``), which picks
-  fusion roles and learned models;
-* ``backward``: the kind of derivative rule (``BACKWARD_KINDS``; ``predictor.training`` maps a
-  kind to its function);
-* ``gemm_dims``: ``rule(node) -> (batch, M, N, K)`` of the GEMM a matrix op runs
-  (``costs.gemm_dims``), None when the op is not GEMM-like;
-* ``inner_elems``: ``rule(node) -> elements per row`` of a row-wise op or the conv window
-  (``costs.inner_dims``), None when the op has no inner size;
-* ``non_trainable_inputs``: initializer positions that are not trained (BatchNormalization's
-  running mean and variance).
-
-Adding an op is adding a decorated cost function in its family module, never an ``if/elif``
-branch. Registering the same op twice is an error (caught at import time), and so is a family
-or backward kind outside the vocabularies.
-
-Pure shape/view ops that no kernel executes are listed in ``FREE_OPS`` explicitly; anything
-neither registered nor free is *unsupported* and reported, never costed as zero.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.registry).
 """
 
 from __future__ import annotations

@@ -9,18 +9,7 @@ seconds. Common terms (vectorised):
   that device (``featurize``), ``launch_overhead_s`` (the device's own) in a table without it —
   0 for ``free`` ops and for rows that neither compute nor move bytes: no kernel is launched.
 
-Launch overhead ``L`` combines with the kernel's own time ``T`` in one of ``OVERHEAD_MODES``:
-``floor`` — ``max(T, L)``, the time-based roofline of Yang et al. 2020: in a stream of kernels the
-launch of the next overlaps the current one, so L only binds kernels shorter than it (graph
-prediction); ``additive`` — ``T + L``: a kernel timed on its own (eager framework, one op between
-two events) waits for its host-side dispatch before it starts.
-
-``explain(X)`` returns a DataFrame indexed like X with ``EXPLAIN_COLUMNS`` (time_s, compute_s,
-memory_s, overhead_s, bound, lower_s, upper_s, estimator) and possibly extra columns.
-Interval convention for the analytical estimators: ``lower_s`` = the pure roofline bound
-``max(compute_s, memory_s)`` of the compulsory work (capped at time_s), ``upper_s`` = everything
-serialised: ``compute_s + memory_s + overhead_s`` with the estimator's own (efficiency-adjusted)
-terms, never below time_s.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.base).
 """
 
 from __future__ import annotations

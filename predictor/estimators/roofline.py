@@ -1,20 +1,16 @@
 """Roofline family: roofline, no-overlap, time-based roofline, roofline with efficiency curves.
 
-* ``roofline``: ``time = max(F/P, B/BW)`` (Williams et al. 2009), perfect compute/memory
-  overlap, no launch cost; ``overhead_s`` reported as 0.
-* ``no-overlap``: ``time = F/P + B/BW`` (compute and memory serialised).
-* ``time-roofline`` (Yang et al. 2020, "Time-based roofline for deep learning performance
-  analysis"): ``time = max(F/P, B/BW, L)`` — the per-kernel launch overhead ``L`` of the device
-  is a floor under every kernel, so tiny ops are overhead-bound; each row labelled by the term
-  that sets the time.
-* ``roofline+eff``: ``time = max(F/(P·e_c), B/(BW·e_m), L)`` with ``e_c`` = the compute efficiency
-  curve at the row's FLOPs and ``e_m`` = the memory curve at its bytes
-  (``predictor/data/efficiency_curves.toml``).
-* ``time-roofline``, ``roofline+eff`` (and ``traffic``) take ``overhead="floor"`` (default, as
-  above) or ``"additive"`` (``T + L``, for kernels timed one at a time; see ``base``).
+F = FLOPs, B = bytes, P = peak FLOP/s of the engine, BW = memory bandwidth (B/s), L = launch
+overhead (s), e_c / e_m = efficiency curves (``predictor/data/efficiency_curves.toml``).
 
-Intervals follow ``base``: lower = ``max(F/P, B/BW)``; upper = the model's compute + memory +
-launch overhead serialised.
+* ``roofline``: ``max(F/P, B/BW)`` (Williams et al. 2009); ``no-overlap``: ``F/P + B/BW``;
+* ``time-roofline`` (Yang et al. 2020): ``max(F/P, B/BW, L)``, each row labelled by its term;
+* ``roofline+eff``: ``max(F/(P·e_c), B/(BW·e_m), L)``.
+
+``overhead="floor"`` (``max(T, L)``, default) or ``"additive"`` (``T + L``). Intervals (``base``):
+lower ``max(F/P, B/BW)``, upper compute + memory + overhead serialised.
+
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.roofline).
 """
 
 from __future__ import annotations

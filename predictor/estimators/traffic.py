@@ -1,51 +1,16 @@
 """Traffic estimator: DRAM/L2 traffic of a tiled GEMM and wave quantisation (DeLTA-style).
 
-After Lym et al. 2019 ("DeLTA: GPU performance model for deep learning applications with
-in-depth memory system traffic analysis"). For rows with GEMM dims (``gemm_batch, gemm_m,
-gemm_n, gemm_k``: MatMul, Gemm, Conv as implicit GEMM, ...) on the matrix engine, every candidate
-kernel configuration ``(tm, tn, s)`` — an output tile of tm x tn and a split-K factor s — is
-costed, and the fastest feasible one is taken (as cuBLAS heuristics / cuDNN autotuning do):
+After Lym et al. 2019. For rows with GEMM dims on the matrix engine every feasible kernel
+configuration (tile tm x tn, split-K s; a GEMV candidate when ``min(M, N) <= GEMV_MAX_DIM``) is
+costed and the fastest taken: tiles ``T = batch·⌈M/tm⌉·⌈N/tn⌉·s``, waves ``W = ⌈T/units⌉``,
+compute ``W·2·tm·tn·⌈K/s⌉ / (P/units) / e_c``; L2 traffic = each tile's A and B panels; DRAM
+traffic = compulsory bytes plus panel re-reads not covered by the L2 share, plus split-K partial
+sums. Time ``max(compute, DRAM/(BW·e_m), L2 bytes/L2 bw) + split-K reduction``, floored by the
+launch overhead. Tiles must fit shared memory (GPU) or a core's share of the LLC (CPU); bytes
+resident in L2 (``warm_l2``) are served at L2 bandwidth. Rows without GEMM dims use the
+``roofline+eff`` terms; ``e_c``/``e_m`` from ``predictor/data/efficiency_curves.toml``.
 
-* tiles ``T = batch · ceil(M/tm) · ceil(N/tn) · s``; waves ``W = ceil(T / units)``;
-  compute ``= W · 2·tm·tn·ceil(K/s) / (P / units) / e_c``; the *wave efficiency*
-  ``2·batch·M·N·K / (W · units · 2·tm·tn·ceil(K/s))`` is the fraction of issued tile work that is
-  useful (padding of edge tiles and the idle units of the last wave).
-* L2 -> SM traffic: each tile streams its A panel (tm x K) and B panel (K x tn):
-  ``batch · (A·ceil(N/tn) + B·ceil(M/tm) + C)`` bytes, at ``l2_bw_Bps`` (or, when the device does
-  not publish it, ``DEFAULT_L2_BW_RATIO`` x DRAM bandwidth).
-* DRAM traffic = the compulsory bytes of the row (each operand once, output once) plus re-reads:
-  tiles of one wave that share an A row-panel or B column-panel read it once (raster order), so
-  A is re-read ``rA_raw = ceil(gn / units)`` times and B ``rB_raw = min(gm, ceil(gm·gn·s/units))``
-  times (once per wave); the part of an operand that fits its half of the L2 share of one GEMM
-  (``l2_bytes / concurrent GEMMs / 2``) is reused, so ``r = 1 + (r_raw - 1)·(1 - min(1, share /
-  operand bytes))``. Split-K adds ``P = (s - 1) · 2 · batch · M·N · 4`` bytes of fp32 partial
-  sums. memory time = ``DRAM bytes / (BW · e_m)``.
-* a GEMV-class candidate when ``min(M, N) <= GEMV_MAX_DIM`` (cuBLAS gemv/skinny kernels): no
-  output tiles, operands streamed once: ``max(F / (P·e_c), DRAM bytes / (BW·e_m), bytes / L2 bw)``
-  (reported with tile_m = tile_n = split_k = 0);
-* candidate time ``= max(compute, DRAM time, L2 time) + P / (BW · e_m)`` (the split-K reduction
-  runs after the main loop); row time ``= max(best, L)`` with the launch-overhead floor L (as
-  the time-based roofline).
-
-Feasible tiles: on GPUs/accelerators the double-buffered operand slices must fit the shared
-memory per unit: ``(tm + tn) · KSLICE_BYTES · STAGES <= smem`` (``DEFAULT_SMEM_BYTES`` when the
-device does not publish it: the 48 KiB per block every CUDA GPU since Fermi offers). On CPUs a
-core's block ``(tm·tn + (tm + tn)·kc) · elem`` with ``kc = CPU_KC`` must fit its share of the
-last-level cache ``l2_bytes / units`` (cache-blocked GEMM, Goto & van de Geijn 2008). The
-smallest tile is always feasible.
-
-Warm L2 (``warm_l2``): bytes already resident in L2 are served at L2 bandwidth instead of DRAM.
-``"activations"`` (default): the non-weight bytes of a row (``bytes_read + bytes_written -
-weight_bytes``) are resident when they fit in ``l2_bytes`` — the producer of an activation just
-wrote it, and weights are read once per run; ``"all"``: every byte of the row is resident when
-the row's compulsory bytes fit in L2 — a kernel timed in a repeat loop on the same tensors;
-``"none"``: everything comes from DRAM. Resident bytes leave the DRAM term and cost
-``bytes / l2_bw`` (they are already part of the L2 stream of a GEMM).
-
-Rows without GEMM dims use the ``roofline+eff`` terms (compute and memory with efficiency
-curves), with their resident bytes at L2 bandwidth. ``e_c``/``e_m`` come from
-``predictor/data/efficiency_curves.toml``. Overhead combines per ``overhead`` (``floor`` =
-``max(T, L)``, ``additive`` = ``T + L``; see ``base``).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.traffic).
 """
 
 from __future__ import annotations

@@ -12,25 +12,7 @@ Sources (``roofcast train --from``):
 * ``store``: rows of the measurement store (``training_data.store.Store``);
 * a CSV/Parquet FILE of tidy measurement rows (``training_data.schema``).
 
-Tidy measurement rows become workload rows (``graph_import.workload_schema``): the recorded FLOPs,
-bytes, GEMM dims and ``inner_elems`` (NaN when the rows do not record it: the bundled CPU data
-does not); ``engine`` = ``matrix`` for rows with GEMM dims, ``data`` for rows without
-FLOPs, else ``vector``; ``phase`` = backward for ``bwd*`` directions; compute dtype = the row's
-dtype when it is a precision, else the run's precision. Rows without costs (NaN FLOPs/bytes) or
-without a positive latency are dropped and counted. Each (device, threads) is featurized with
-``RunConfig(threads=threads_intra)``.
-
-``TrainingSet.used`` records per source the rows it gave and where they were read
-(``roofcast train`` prints it and keeps it in the model's metadata).
-
-Runtime (``runtime`` column of ``X``, what ``training`` keys the models by): the public kernels
-are ``PUBLIC_RUNTIME`` (pytorch-eager), the bundled rows ``BUNDLED_RUNTIME``
-(onnxruntime-cpu), measurement rows their ``runtime`` column (``roofcast measure`` records
-it), else the device kind's default runtime.
-
-CV groups: the device for GPU/accelerator rows (leave-one-device-out), the model for CPU rows
-(leave-one-model-out; microbenchmarks are group ``micro``). ``data_hash`` = sha256 over the
-identity and latency of every row used.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.data).
 """
 
 from __future__ import annotations
@@ -269,7 +251,7 @@ def bundled_set(folder: str | Path | None = None) -> TrainingSet:
     rows_path, meta_path = folder / BUNDLED_ROWS, folder / BUNDLED_META
     if not rows_path.is_file() or not meta_path.is_file():
         raise PredictionError(f"bundled CPU data not found in {folder} ({BUNDLED_ROWS}, "
-                              f"{BUNDLED_META}); build it with python -m roofcast.training_data.bundled.build_dataset")
+                              f"{BUNDLED_META}); build it with python tools/bundled/build_dataset.py")
     rows = pd.read_csv(rows_path, low_memory=False)
     return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)}, str(rows_path),
                            runtime=BUNDLED_RUNTIME)

@@ -1,73 +1,16 @@
 """Training on a Parquet export of the measurement store, in process or on a Dask cluster.
 
-``roofcast train --from DIR --scheduler local|dask-local:N|dask://HOST:PORT``; ``DIR`` is a
-``roofcast data export --format parquet --partition-by device --output DIR`` dataset
-(``training_data.partitioned``). The scheduler text is read and the client opened by
-``predictor.dask_client`` (the parser and connector the sweeps use too); ``open_client`` adds
-the check that ``xgboost.dask`` is installed and, on a ``dask://`` cluster, that every worker
-imports this module and ``xgboost.dask`` (``WORKER_MODULES``).
+``roofcast train --from DIR --scheduler local|dask-local:N|dask://HOST:PORT`` on a
+``roofcast data export --format parquet --partition-by device`` folder. Both schedulers run the
+same steps: read and featurize each Parquet file (sorted path order, so row order and XGBoost's
+row subsampling agree), stack the parts, then ``training.train`` unchanged; on a cluster the
+``xgboost`` candidate is fitted with ``xgboost.dask`` (``DaskFitter``) on features kept on the
+workers, ``ridge``/``median`` in the client. A fit of at most ``ONE_WORKER_MAX_ROWS`` (100,000)
+rows runs as one partition on one worker and reproduces local training bit for bit; larger fits
+are spread (XGBoost's merged sketches give other trees, within the tested tolerance). The client
+still holds about 1.8 kB per featurized row: this scales the fits, not the client's memory.
 
-Both schedulers run the same steps, so their results differ only where XGBoost's own
-distributed algorithm differs:
-
-1. **Read and featurize per file**: one task per Parquet file of the export, the files in
-   sorted path order (``dataset_files``), each read by the same function in process and on a
-   worker (``read_part``: the file's rows plus its Hive ``key=value`` folder columns) and turned
-   into a training set (``data.measurement_set``, the featurization of ``--from store``). The
-   parts are stacked (``data.combine``: the data hash is the hash over the parts' hashes, the
-   same for both schedulers), so both schedulers see the same rows in the same order: XGBoost's
-   row subsampling depends on it (``dask.dataframe.read_parquet``, used before, ordered the 5
-   NeuSight device folders differently from the sorted paths, 9.6 % of the rows elsewhere, and
-   moved the figures of keys trained on one worker by up to 1.7 pp: softmax's coverage).
-2. **Fit, cross-validate, calibrate**: ``training.train``, unchanged: the same keys, grouped
-   folds, candidates (``model.CANDIDATES``), scores, intervals, OOD sets and validation tables.
-   On a cluster it is given ``DaskFitter``: the ``xgboost`` candidate — nearly all the work —
-   is fitted with ``xgboost.dask.train`` on a ``DaskDMatrix`` whose feature rows stay on the
-   workers that featurized them (the learned features of every partition are computed there and
-   kept as a persisted Dask frame; a fit sends the workers only the selected row numbers, the
-   targets and the weights); ``ridge`` and ``median`` (closed forms on one key's rows) are
-   fitted in the client as locally.
-3. The model is saved as now (XGBoost UBJ + JSON, ``persistence``).
-
-**Small fits run on one worker** (``ONE_WORKER_MAX_ROWS`` = 100,000 rows): XGBoost's
-distributed ``hist`` builds its quantile sketch from per-worker sketches and draws
-``subsample``/``colsample_bytree`` per worker, so a fit spread over workers gives other trees
-than a single-process fit; on a small key that moves the validation figures by as much as a
-different seed does (DeepBench cpu/conv, 289 rows: time-weighted median APE 13.5 vs 18.3 %,
-p90 98.8 vs 113.4 % spread over 2 workers vs local). A fit of at most ``ONE_WORKER_MAX_ROWS``
-rows is therefore collected into one partition (``repartition(npartitions=1)``, the rows in
-training-set order): ``xgboost.dask`` then trains on the one worker that holds it, with the
-local parameters and seed, and gives the local booster bit for bit (tested; DeepBench's five
-keys, 223 to 4,025 rows: ``dask-local:2`` gives local training's validation tables exactly;
-NeuSight, 267,230 rows: its four keys up to 99,469 rows exactly, and gpu/matmul, 131,386 rows
-and spread, within 0.08 pp of local on median, time-weighted median, p90 and coverage, where
-XGBoost seed 1 instead of 0 moves them by up to 1.0 pp).
-Why 100,000: a fit's rows are then at most about 18 MB (8 B x (20 features + target + weight)
-per row), which any worker holds comfortably, and a single-thread fit of them takes about a
-second (1.1 s measured, 150 rounds, depth 5). Speed does not argue for a lower threshold: on
-this 2-core machine one partition was never slower than two up to 300,000 rows (300 rows 0.35
-vs 0.68 s, 30,000 rows 0.55 vs 0.81 s, 100,000 rows 1.14 vs 1.09 s, 300,000 rows 2.7 vs 3.1 s,
-under load). Where spreading starts to pay on idle multi-core workers was not measured. Larger
-fits are spread over the workers that hold their rows, and their figures stay within the
-tolerance the tests state (``tests/predictor/learned/test_distributed.py``, forced with
-``one_worker_max_rows=0``): with more rows per worker the merged sketch is closer to the single
-one.
-
-**What scales and what does not.** On the workers, and never gathered: the learned features of
-the rows (``ClusterData.features``, 8 B x 20 per row) and the XGBoost fits. In the client,
-O(rows): the stacked training set (``ClusterData.ts``: the featurized tidy rows, measured 480 B
-per row on DeepBench) and, while ``training.train`` runs, the learned features again, the
-measured, bound, baseline and out-of-fold arrays, key and group labels and each fit's row
-selection (targets and weights sent to the workers, 16 B per row): a peak of 1.3 kB per row
-over the training set (``tracemalloc`` slope between 3,848 and 7,779 DeepBench rows, quick).
-About 1.8 kB per row in all: 10^6 rows need about 2 GB of client memory, 10^7 rows about 18 GB.
-The ``ridge`` and ``median`` candidates, the out-of-fold predictions (``FamilyModel.
-predict_time`` on the client's features), the conformal intervals, the OOD sets and the
-validation tables are computed in the client from these arrays, and the grouped
-cross-validation's folds, candidates and fits run one after another (each XGBoost fit on the
-cluster, the next waiting for it). Keeping the client bounded would take ``training.train``
-itself onto partitions (predictions per partition on the workers, only the per-row errors
-gathered for the medians and quantiles) — not done.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.distributed).
 """
 
 from __future__ import annotations

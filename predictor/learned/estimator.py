@@ -1,20 +1,15 @@
 """The ``learned`` and ``auto`` estimators (scikit-learn contract, like the analytical ones).
 
-``make_estimator("learned")`` / ``make_estimator("auto", model_dir=DIR)``: the estimator object
-holds its model (``model_``): ``fit(X, y)`` trains one on featurized rows ``X`` with measured
-seconds ``y`` (``predictor.learned.training.train``: grouped cross-validation, conformal
-intervals, OOD data); without ``fit`` the saved model of ``model_dir`` is loaded on first use
-(``model_folder``: ``model_dir``, else ``$ROOFCAST_LEARNED_MODEL``, else the default folder).
-``predict(X)`` seconds per row; ``explain(X)`` the analytical explain columns plus ``predictor``
-(which predictor produced each row), ``ood``/``ood_reason``, ``bound_s``, ``learned_s`` and
-``analytical_s`` (see ``predictor.learned.predictor``). Both give every device of a comparison
-the same road per row: the learned time wherever a model exists for the row's (runtime, device
-kind, family), the analytical fallback for every device where none does. ``learned`` keeps the
-raw extrapolation out of distribution; ``auto`` transfers the efficiency there (clipped to the
-family's training range, wider interval: ``predictor.learned.transfer``) and labels those rows
-``learned (transferred)``. Rows without a usable learned time are timed by ``fallback``, an
-estimator *object* (default ``TimeRoofline()``), so its parameters (``overhead=``,
-``curves_path=``) reach it.
+``fit(X, y)`` trains a model on featurized rows and measured seconds
+(``predictor.learned.training.train``); without it the saved model of ``model_dir`` (else
+``$ROOFCAST_LEARNED_MODEL``, else the installed one) loads on first use. ``predict(X)`` gives
+seconds per row, ``explain(X)`` adds ``predictor``, ``ood``/``ood_reason`` and the bound. Every
+device of a comparison takes the same road per row: learned where a model exists for the row's
+(runtime, device kind, family), else the ``fallback`` estimator object (default
+``TimeRoofline()``). ``learned`` extrapolates out of distribution; ``auto`` transfers the
+efficiency there (``transfer``) and labels the row ``learned (transferred)``.
+
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.estimator).
 """
 
 from __future__ import annotations

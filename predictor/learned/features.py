@@ -11,36 +11,7 @@ adds the harness floor to it, see ``model``)::
 
     t_bound = max(flops / peak_flops_per_s, bytes_moved / bw_eff)
 
-with ``bytes_moved = bytes_read + bytes_written`` and ``bw_eff`` = the device's L2 bandwidth
-(``l2_bw_Bps``, else ``L2_OVER_DRAM`` x DRAM bandwidth) when the moved bytes fit in L2
-(``bytes_moved <= l2_bytes``: a kernel timed in a loop finds its operands cache-resident), else
-``mem_bw_Bps``. Rows that neither compute nor move bytes (free ops) have ``t_bound = 0``.
-
-Groups of features (log10 of sizes and times; ``lg(x) = log10(max(x, tiny))``):
-
-* op (device-independent model inputs): arithmetic intensity, element width, GEMM dims (batch,
-  M, N, K, min(M, N, K); NaN when not GEMM-like), fused-node count, backward flag, written/read
-  ratio, inner size (``inner_elems``: row length of row-wise ops, conv window; NaN otherwise);
-* sizes (OOD only, not model inputs — see ``FEATURES``): FLOPs, bytes read/written, weight
-  bytes, and the roofline compute time;
-* device (OOD only, not model inputs — see ``FEATURES``): peak FLOP/s of the row's unit, DRAM
-  bandwidth, L2 bytes, units (CPU: threads used), clock, launch overhead, shared memory per
-  unit. CPU figures come from the device spec, i.e. the ``local`` calibration (measured GEMM
-  FLOP/s, bandwidth and dispatch overhead) — never from the CPU's model name, so a model
-  trained on one CPU transfers through the device-relative features below;
-* device-relative (model inputs): roofline memory time, the bound, its ratio to the launch
-  overhead, compute/memory balance (``lg(compute / memory)`` clipped below at
-  ``BALANCE_FLOOR``), bytes over L2, GEMM waves (tiles of ``TILE`` x ``TILE`` over units) and
-  their quantisation efficiency, output elements per unit, rows per unit (row-wise ops:
-  input elements / ``inner_elems`` / units).
-
-Why sizes and the unclipped balance are not inputs: a tree given both an op's size (bytes) and
-its time on the device (``lg_t_memory``) can read the device's bandwidth off their difference,
-and for a memory-bound op ``lg(compute / memory)`` is the device's ridge point shifted by the
-op's intensity — either identifies which of the few training GPUs a row came from, and the
-trees then predict a held-out GPU as whichever training GPU it resembles (leave-one-device-out
-median error on the public kernels: softmax 15 % -> 14 %, elementwise 16 % -> 10 %, A100
-softmax 76 % -> 7 % once they are left out; measured with the harness floor of ``model``).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.features).
 """
 
 from __future__ import annotations

@@ -9,24 +9,7 @@ small kernels scatter more than large ones. In each bin the interval of miscover
     [pred · 10^q_lo, pred · 10^q_hi],  q_lo = Q_{⌊(n+1)·alpha/2⌋/n}(r),
                                        q_hi = Q_{⌈(n+1)·(1-alpha/2)⌉/n}(r)
 
-(the finite-sample split-conformal order statistics, two-sided, asymmetric), and the lower end
-is never below the physical bound ``t_bound``. A bin with fewer than ``MIN_BIN`` residuals
-uses the pooled residuals of the key. Because residuals of one group (device or model) are
-correlated, the nominal level is then widened until leave-one-group-out coverage reaches
-``1 - alpha`` (``group_adjusted_alpha``); the reported coverage is nested
-(``nested_group_coverage``: level and quantiles chosen without the tested group).
-
-End to end (a whole model run). Per-op errors of one run are correlated (same device, same
-software, same kind of shapes), so summing per-op intervals as if independent would be far too
-narrow. Two combinations, both validated by ``training`` on held-out models:
-
-* ``e2e conformal`` (used when the metadata has it, i.e. the training data had end-to-end
-  runs): ``pred_e2e = factor · Σ per-op predictions``, ``factor`` = 10^median of
-  ``log10(measured_e2e / Σ per-op predictions)`` over training runs (unattributed runtime
-  overhead), and the interval from the conformal quantiles of the end-to-end log residuals of
-  held-out models;
-* ``comonotone sum`` (otherwise): lower = Σ per-op lowers, upper = Σ per-op uppers — the
-  interval if all per-op errors moved together (fully correlated: conservative).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.intervals).
 """
 
 from __future__ import annotations

@@ -9,33 +9,7 @@ inverse achieved fraction of that reference. A prediction is
 ``t = max(t_bound, t_ref · 10^ŷ)``: never faster than the physical bound (``bounded_time``).
 Rows with ``t_bound = 0`` (no work) are not trained on and predict 0.
 
-A runtime predicted with another runtime's efficiencies (torch.compile and TensorRT learn from
-PyTorch eager until measured: ``roads``) keeps ``ŷ`` and swaps the floor for its own
-per-kernel floor ``f`` (the profile's ``dispatch_floor_s`` on the row's device)::
-
-    t = max(t_bound, (t_bound + f) · 10^ŷ)        (``predict_time(F, t_bound, floor_s=f)``)
-
-``FamilyModel.y_range`` keeps the range of ``ŷ`` over the training rows (what ``transfer``
-clips an out-of-distribution row's efficiency to).
-
-Why a floor: tiny kernels take ``floor + kernel`` time; with ``y = log10(t / t_bound)`` their
-target grows without limit as the bound shrinks (a device faster than every training device
-leaves the trees' range: leave-one-device-out softmax on the A100 was 60 % off), while with the
-floor in the reference it stays near 0. The floor is learned from the training groups only
-(median over groups of each group's low quantile of ``measured - t_bound``), never from the
-device or model being predicted.
-
-Candidates (``CANDIDATES``), chosen per family by grouped cross-validation (``training``):
-
-* ``xgboost``: ``xgboost.XGBRegressor`` (hist, depth ``XGB_PARAMS['max_depth']``, small
-  ensemble, ``n_jobs=2``); saved with ``booster.save_model`` (UBJ);
-* ``ridge``: scikit-learn ``Ridge`` on standardised features with NaN imputed by the training
-  median plus a missing-value indicator per feature that had NaNs; saved as JSON numbers
-  (coefficients, means, scales, imputation values);
-* ``median``: the training median of y (a constant efficiency per family).
-
-scikit-learn's HistGradientBoostingRegressor is *not* a candidate: it can only be saved with
-pickle, which this project never writes or loads.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.model).
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Out-of-distribution flags: where a learned prediction is extrapolation.
 
-Three checks, per row, with the reasons kept as text:
+Per row, with the reason kept as text: **family** (no learned model for the row's device kind
+and op family), **range** (a feature outside its model's training range widened by
+``RANGE_MARGIN`` x range + ``RANGE_SLACK``, or NaN where every training row had it) and
+**device** (``d = sqrt(mean_j ((x_j − t_j) / s_j)²)`` to the nearest training device vector
+``t`` of the kind, ``s_j`` the features' spread, at least ``MIN_DEVICE_SCALE`` decades; flagged
+when ``d > DEVICE_DISTANCE``). A whole model is flagged when its device is, or when flagged rows
+hold more than ``MODEL_SHARE`` of the analytical time.
 
-* **family**: no learned model for the row's (device kind, op family) — nothing was trained;
-* **range**: a model input or size feature (``features.FEATURES`` + ``SIZE_FEATURES``, all
-  log10 or ratios) lies outside the training range of its model
-  widened by ``RANGE_MARGIN`` x the range + ``RANGE_SLACK`` (shapes far outside the data), or
-  is missing (NaN) where every training row of the model had it (e.g. a BatchNormalization row,
-  which has no ``inner_elems``, for a normalization model trained on LayerNorm rows only: the
-  trees never learned where such a row belongs);
-* **device**: the row's device vector (``DEVICE_VECTOR``: log10 peak of the unit used,
-  bandwidth, L2, units, clock, launch overhead) is far from every training device of the same
-  kind: ``d = sqrt(mean_j ((x_j - t_j) / s_j)^2)`` to the nearest training vector ``t``, with
-  ``s_j`` = the spread (standard deviation) of feature j over the training devices, at least
-  ``MIN_DEVICE_SCALE`` decades, the mean over the features the row has (a data-movement row
-  has no compute peak: before, that NaN put every Gather/Transpose 299 "away" from its own
-  training machine and flagged whole models); flagged when ``d > DEVICE_DISTANCE``.
-
-A model (a whole graph) is flagged when its device is flagged or when rows holding more than
-``MODEL_SHARE`` of the analytical time are flagged. ``auto`` uses the analytical estimate for
-flagged rows.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.ood).
 """
 
 from __future__ import annotations

@@ -1,35 +1,15 @@
 """``LearnedModel``: the fitted per-family regressors with their intervals and OOD data, and how
 they turn a featurized table into per-op times.
 
-``explain(X, mode)`` per row:
+Per row: the physical bound ``t_bound`` (``features.roofline_terms``; rows without work take 0 s);
+the model key (``roads``: road/family of the row's runtime and device kind); with a model,
+``time = max(t_bound, (t_bound + floor) · 10^ŷ)`` (``model.bounded_time``; ``floor`` the family's
+learned harness floor or the row's ``dispatch_floor_s``) and the family's conformal interval;
+OOD flags (``ood``). ``mode="auto"`` transfers a flagged row's efficiency (``transfer``) and
+labels it ``learned (transferred)``; rows without a model take the fallback estimator. Column
+``predictor`` names the source of each row's time, ``ood_reason`` why a row was flagged.
 
-1. ``t_bound`` = the physical roofline bound (``features.roofline_terms``); rows with no work
-   (free ops) take 0 s and are never flagged;
-2. the row's model key (``roads``): the road that learned the row's runtime on its device kind
-   (else the runtime it learns from, with the row's own ``dispatch_floor_s`` as floor), then
-   ``<road>/<family>``; a row whose runtime the model never learned gets no key (analytical,
-   with a note);
-3. rows with a model: ``time = max(t_bound, (t_bound + floor) · 10^ŷ)`` (``model.bounded_time``:
-   ``floor`` the family's learned harness floor, or the row's ``dispatch_floor_s`` for a
-   runtime borrowing another's efficiencies; never below the physical bound) with the family's
-   conformal interval (``intervals``; where the row's bin had too few calibration residuals
-   for an upper end, the fallback estimator's upper end — compute + memory + floor serialised —
-   at least the learned time);
-4. out-of-distribution flags (``ood``) per row;
-5. ``mode="learned"``: the learned time wherever a model exists (raw extrapolation out of
-   distribution); ``mode="auto"``: the same road — learned wherever a model exists, on every
-   device alike — but a flagged row's efficiency is *transferred* (``transfer``: clipped to
-   the family's training range, interval widened with the device distance) and labelled
-   ``learned (transferred)``. Rows without a model (family or runtime never learned) take the
-   fallback on every device. Column ``predictor`` says which one produced each row's time
-   (``learned:<key>:<candidate>``, ``learned (transferred):<key>:<candidate>`` or
-   ``analytical:<estimator>``), ``ood_reason`` why a row was flagged. The fallback is an
-   estimator object (default ``TimeRoofline()``), so its parameters reach it.
-
-``compute_s``/``memory_s`` are the roofline terms of the bound; ``overhead_s`` the device's
-launch overhead; ``bound`` for a learned row is ``compute`` or ``memory`` when that roofline
-term is the largest part of the learned time, ``overhead`` when most of the time lies beyond
-the roofline bound (launch/dispatch cost and inefficiency the regressor learned).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.predictor).
 """
 
 from __future__ import annotations

@@ -1,39 +1,15 @@
 """Train, validate and calibrate the learned predictors.
 
-``train(ts)`` for a :class:`~predictor.learned.data.TrainingSet`:
+``train(ts)``: drops implausible rows (faster than ``IMPLAUSIBLE_FRACTION`` x the physical bound),
+splits by model key (road / op family; keys under ``MIN_ROWS`` rows fall back to the analytical
+estimator), cross-validates every candidate (``model.CANDIDATES``) with folds grouped by device
+(GPU) or model (CPU), picks the best by the mean of the median and time-weighted median APE,
+refits it on the key's rows, calibrates conformal intervals on the out-of-fold residuals
+(``intervals``), keeps OOD data (``ood``) and, for whole-model runs, an end-to-end factor
+validated leave-one-model-out. ``validation_tables(result)``: per-family, per-group and
+end-to-end error tables beside the analytical baseline. APE = |predicted − measured| / measured.
 
-0. rows measured faster than ``IMPLAUSIBLE_FRACTION`` x the physical bound are not used (a
-   profiler that credited a fused kernel's time to the wrong node, or a wrong cost): counted
-   in ``notes``;
-1. rows are split by model key (road / op family: the road is the device kind for the kind's
-   primary runtime, ``<kind>.<runtime>`` for another runtime measured on it, see ``roads``;
-   the metadata's ``runtimes`` records road -> runtime); keys with fewer than ``MIN_ROWS``
-   rows get no model (their ops fall back to the analytical estimator and are flagged);
-2. **grouped cross-validation** (``fold_ids``): groups are devices for GPU data
-   (leave-one-device-out) and models for CPU data (leave-one-model-out); each of the
-   ``MAX_FOLDS - 2`` largest groups is its own fold, smaller groups share two pooled folds
-   (every group is still predicted only by models that never saw it). A key with a single group
-   falls back to ``RANDOM_FOLDS`` random folds and says so (``cv`` column);
-3. every candidate (``model.CANDIDATES``) is cross-validated (sample weights
-   ``time_weights``: longer kernels count more); its score (``cv_score``) is the mean of the
-   median and the time-weighted median absolute percentage error of its out-of-fold,
-   bound-clipped times, each row weighted by 1 / (rows of its fold), so that a held-out fold
-   counts alike however many rows it has (unweighted, a large group decided: the LSTM grid's
-   144 rows predicted from lstm_lm's 24 chose a constant median over XGBoost, which is 4% off
-   on held-out lstm_lm against the median's 23%). The best is refit on all rows of the key
-   (the same out-of-fold errors choose and are reported, so the reported figure has a small
-   selection optimism between 3 candidates);
-4. conformal intervals (``intervals``) from the chosen candidate's out-of-fold residuals, the
-   level widened until held-out groups are covered (``group_adjusted_alpha``); coverage is
-   checked honestly (nested: level and quantiles chosen without the tested group);
-5. OOD data (``ood``): training ranges per key, training device vectors per kind;
-6. end to end, for runs of whole models (CPU data: rows sharing a ``run_id`` with a measured
-   end-to-end latency): Σ of out-of-fold per-op times (analytical fallback for ops without a
-   model) -> factor and conformal quantiles, validated leave-one-model-out.
-
-``validation_tables(result)`` gives per-family, per-group and end-to-end error tables (median
-and p90 APE, time-weighted median APE, interval coverage) beside the analytical baseline
-(``BASELINE`` on the same rows). APE = |predicted - measured| / measured.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.training).
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
 """Transfer of a learned efficiency to a row outside the model's training distribution.
 
-``auto`` gives every device of a comparison the same road: where a learned model exists for a
-row's (road, family) the row is timed by it on *every* device, also on a device unlike the
-training devices (a B200 beside an A100) or for a shape outside the training ranges. The models
-take only op and device-relative inputs (``features.FEATURES``), so their efficiency carries
-over through those features; out of distribution it is bounded and its interval widened:
+``auto`` times a row by its family's learned model on every device, also out of distribution;
+there the efficiency is bounded and the interval widened. With ``ŷ`` the predicted log10
+inefficiency and ``[y_lo, y_hi]`` the model's in-sample prediction range
+(``FamilyModel.y_range``): ``ŷ_t = min(max(ŷ, y_lo), y_hi)``,
+``t = max(t_bound, (t_bound + floor_s) · 10^ŷ_t)``. With the conformal bounds ``[q_lo, q_hi]``
+(``intervals``) and the device distance ``d`` (``ood``):
+``w = TRANSFER_DECADES · max(1, d / DEVICE_DISTANCE)``, interval
+``[t · 10^(q_lo − w), t · 10^(q_hi + w)]``, lower end ``>= t_bound``. Such rows say
+``learned (transferred)``; ``learned`` keeps the raw extrapolation.
 
-* efficiency clipped to what the model produced in training: with ``ŷ`` the predicted log10
-  inefficiency and ``[y_lo, y_hi]`` the range of the family model's in-sample predictions
-  over its training rows (``FamilyModel.y_range``)::
-
-      ŷ_t = min(max(ŷ, y_lo), y_hi)
-      t   = max(t_bound, (t_bound + floor_s) · 10^ŷ_t)
-
-  never below the physical roofline bound ``t_bound``, never more (or less) efficient than any
-  training kernel of the family was predicted to be;
-* interval widened with the distance to the training devices: with ``[q_lo, q_hi]`` the row's
-  conformal log10 residual bounds (``intervals``) and ``d`` its device distance (``ood``)::
-
-      w = TRANSFER_DECADES · max(1, d / DEVICE_DISTANCE)
-      [t · 10^(q_lo - w), t · 10^(q_hi + w)],   lower end >= t_bound
-
-  Checked on a held-out public GPU (``benchmarks/gpu_transfer.py --coverage
-  a100-40gb-pcie``: the whole model trained on P4, P100, T4 and V100, whose device distance
-  puts every A100 row out of distribution): median APE 14.9 % for both roads, 90 % interval
-  coverage 97.7 % with the in-distribution intervals and 99.7 % widened (5979 rows). The
-  conformal intervals already hold on that device; ``TRANSFER_DECADES`` (±26 % at
-  ``d <= DEVICE_DISTANCE``, growing linearly beyond) is a margin for devices farther from the
-  training GPUs (a B200), where no measurement exists to calibrate it.
-
-Such rows say ``learned (transferred)`` in the ``predictor`` column; ``learned`` (the expert
-road) keeps the raw extrapolation and the in-distribution interval.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.transfer).
 """
 
 from __future__ import annotations

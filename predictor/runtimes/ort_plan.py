@@ -1,37 +1,15 @@
 """``ort-optimized``: the kernels ONNX Runtime's CPU provider will actually run, asked of ONNX
 Runtime itself (when it is installed).
 
-1. **A runnable copy, never the weights.** The graph's ``skeleton`` (``graph_import.load``: the
-   source model without its large initializers' data and without any external-data entry) is
-   parsed, its nodes named as ``import_model`` names them, the run's dims bound, and every
-   data-less initializer is given a constant array of its declared shape (``FILL_VALUE`` for
-   floats: not 0 or 1, so ONNX Runtime's no-op elimination of ``x + 0`` / ``x * 1`` does not fire
-   on a weight it would never see as one; 0 for integers) through
-   ``SessionOptions.add_external_initializers`` under the location ``roofcast-in-memory``. No
-   external-data path of the user's file is ever opened (they are hostile input). When those
-   arrays plus the tensors ONNX Runtime would compute at load (``folded_bytes``: outputs of
-   nodes whose inputs are all constants, which its constant folding materialises) exceed
-   ``byte_budget()`` bytes (``ROOFCAST_ORT_PLAN_MAX_BYTES``, default 1 GiB), the pattern does
-   not ask and falls back to the rules.
-2. **ONNX Runtime's graph.** One CPU session at optimisation level ``all`` (the run's fusion is
-   on: this pattern is a ``fusion_patterns`` entry), one thread, optimised model written to a
-   private temporary folder (initializers beside it as external data, so writing is cheap) and
-   read back without its data.
-3. **Kernels back to nodes** through tensor names (``training_data.collectors.node_mapping``,
-   the mapping the bundled CPU measurements were taken with): each group of original nodes one
-   ONNX Runtime kernel (or a split region of kernels) computes becomes one plan group, headed
-   by its dominant member (``collectors.rows.dominant``: most FLOPs, then bytes, as the
-   measured rows name their family; the row's family and GEMM dims are its);
-   original nodes no kernel computes (constant-folded, eliminated) launch nothing (``free``);
-   layout kernels with no original node (``ReorderInput`` / ``ReorderOutput`` around NCHWc
-   convolutions) are ``extra`` kernels priced as copies of their tensor (read + write).
-4. **Cache** per (skeleton digest, dims, level): a second prediction of the same model costs a
-   dictionary look-up (``CACHE_SIZE`` entries, least recently used dropped).
+The graph's weightless skeleton, dims bound and every data-less initializer filled with a
+constant (never opening the user's external data), is optimised by one ONNX Runtime session at
+level ``all``; the optimised nodes are mapped back to the original ones by tensor names
+(``training_data.collectors.node_mapping``): one plan group per kernel, layout reorders as extra
+copy kernels, eliminated nodes free. Cached per (skeleton digest, dims, level). Over the byte
+budget (``ROOFCAST_ORT_PLAN_MAX_BYTES``, default 1 GiB), without ONNX Runtime or when it cannot
+load the model, the plan is the fallback rules (``rules_ort``) with a note saying why.
 
-When ONNX Runtime is not installed, the model has no skeleton, is over the budget or ONNX
-Runtime cannot load it, the plan is the fallback rules (``FALLBACK_PATTERNS``, ``rules_ort``)
-with a note saying why. Measured cost (``benchmarks/cpu_runtime_check.py``): about 1 s for
-ResNet-50 (100 MB of weights), 0.2 s for MobileNetV2, on 2 shared vCPUs.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.ort_plan).
 """
 
 from __future__ import annotations

@@ -2,33 +2,14 @@
 the hardware.
 
 A profile is data (one TOML per runtime in ``profiles/``, user profiles in the user's runtime
-folder, see ``catalog``). It says
+folder, see ``catalog``): the ``device_kinds`` and ``vendors`` it runs on, its kernel-mapping
+``patterns`` (always) and ``fusion_patterns`` (when fusion is on), ``dispatch_floor_us`` per
+device kind (µs one kernel costs at least; ``graph_capture``: the device's launch overhead
+only), math defaults (``tf32_families``, ``attention`` eager|fused, ``attention_score_passes``),
+``precisions``, ``learned_from`` (whose measured kernels train its learned efficiencies), an
+optional ``[serving]`` table for LLM engines (``ServingSpec``), ``notes`` and ``sources``.
 
-* ``device_kinds``: the device kinds the runtime runs on (``gpu``, ``cpu``, ``accelerator``);
-* ``patterns``: the kernel-mapping rules the runtime always applies, by name, in order (registered
-  pattern functions of ``patterns``: node patterns that become one kernel, nodes that launch no
-  kernel, kernels the runtime adds); ``fusion_patterns``: the graph optimiser's fusions, applied
-  when the run's ``fusion`` setting is on (``fusion_default`` when the run does not say);
-* ``dispatch_floor_us``: per device kind, the time one kernel costs at least (host dispatch +
-  launch, µs); a kind missing here uses the device's own ``launch_overhead_us``;
-  ``graph_capture``: launches are replayed from a captured graph (CUDA graphs, a TensorRT
-  engine), so the floor is the device's own launch overhead only. How the floor combines with
-  a kernel's time (``max(T, L)`` or ``T + L``) is the estimator's ``overhead`` setting;
-* math defaults: ``tf32_families`` (op families whose fp32 math runs as TF32 on a device with
-  TF32 matrix units), ``attention`` (``eager``: score matrix materialised, ``fused``: one
-  flash-style kernel; requires the ``fused-attention`` pattern), ``attention_score_passes``
-  (elementwise passes an eager implementation makes over the score matrix: scale, mask;
-  requires the ``attention-score-passes`` pattern when > 0);
-* ``precisions``: the compute precisions the runtime runs;
-* ``learned_from``: the runtime whose measured kernels train the learned efficiencies this
-  profile uses until it has its own measurements (itself when it has them);
-* ``vendors``: the device vendors it runs on (``HardwareSpec.vendor``, matched as a
-  case-insensitive prefix: ``NVIDIA`` for TensorRT); empty: any vendor of its kinds;
-* ``[serving]`` (LLM serving engines only, ``ServingSpec``): the weight and KV-cache dtypes it
-  runs, its batching, the memory fraction it claims, its prefill chunk, its per-step host
-  time, how often its attention kernel converts a quantised KV element, and its own
-  all-reduce kernels (``[serving.custom_allreduce]``, ``CustomAllReduce``);
-* ``notes`` (free text) and ``sources`` (a list of references for its figures).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.profile).
 """
 
 from __future__ import annotations

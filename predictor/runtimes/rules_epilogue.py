@@ -1,34 +1,15 @@
 """``epilogue``: elementwise / activation / bias / normalisation chains merged into their
 producer (ONNX Runtime's and TensorRT's epilogue fusions).
 
-Rule (what ONNX Runtime's and TensorRT's epilogue fusions do, simplified to one rule):
-a node ``c`` is merged into the group of its producer ``p`` when
+A node ``c`` joins the group of its producer ``p`` when ``c`` is a vector-engine op of a
+``FUSIBLE_CONSUMER_FAMILIES`` family, has one computing producer (weights, inputs, constants and
+folded shape maths do not count) — or two when the fused-into group is headed by a
+``RESIDUAL_PRODUCER_FAMILIES`` op (conv + residual add) —, ``p`` is a non-view op of a
+``FUSION_PRODUCER_FAMILIES`` family, and ``p``'s outputs are read only by ``c`` (or, under a conv
+head, by nodes inside the group: the SiLU diamond). Chains grow transitively (Conv -> BN ->
+Relu is one group). Pricing (one launch, summed FLOPs, external bytes): ``predictor.fusion``.
 
-* ``c``'s family is in ``FUSIBLE_CONSUMER_FAMILIES`` (elementwise incl. activations and bias
-  adds, normalisation) and it runs on the vector engine;
-* ``c`` has exactly one *computing* producer node (``computing_producers``: other inputs are
-  weights, model inputs, ``Constant`` nodes or shape computations folded at import — a Clip's
-  min/max from ``Constant`` nodes does not stop Conv+Clip from fusing), or — a *residual
-  epilogue* — two, of which the one fused into heads a group of a family in
-  ``RESIDUAL_PRODUCER_FAMILIES`` (convolution: ONNX Runtime's CPU NCHWc ``Conv`` with sum,
-  cuDNN/TensorRT conv+add+activation); the other tensor is then an extra input of the fused
-  kernel. A residual ``Add`` after a MatMul is not fused;
-* ``p``'s family is in ``FUSION_PRODUCER_FAMILIES`` and is not a free (view) op;
-* every output of ``p`` is consumed by ``c`` only and none is a model output — or, when the
-  group's head is a convolution, the other consumers of ``p`` also read ``c``'s output or are
-  in the group already: the diamond ``x · sigmoid(x)`` (SiLU/Swish) after a conv is one
-  epilogue, the conv output read inside the group only (``internal_traffic``, in
-  ``graph_import.fused_traffic``). This is a pricing choice, not ONNX Runtime's kernel
-  structure: its CPU provider runs the SiLU as a separate ``QuickGelu`` kernel, and its
-  profiler rows (``attrs.ort_kernels`` of the bundled efficientnet_b0 rows) put that kernel
-  in one group with the *next* conv or pool. Pricing the diamond as its own elementwise group
-  measured worse (``benchmarks/learned_graph_path.py``,
-  efficientnet_b0 held out: 18.5 % median end to end, 21.6 % with its input read once, against
-  16.2 % as the conv epilogue; batch 1 better, batch 4/16 over-predicted by 15-45 %).
-
-Chains grow transitively: Conv -> BatchNormalization -> Relu is one group headed by the Conv.
-
-How a group is priced (one launch, summed flops, external bytes only): ``predictor.fusion``.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_epilogue).
 """
 
 from __future__ import annotations

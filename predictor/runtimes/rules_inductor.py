@@ -1,26 +1,14 @@
-"""``inductor-chains`` (alias ``pointwise-chains``): torch.compile's Inductor fuses chains of pointwise, reduction and
-normalisation ops into one generated (Triton) kernel with their neighbours.
+"""``inductor-chains`` (alias ``pointwise-chains``): torch.compile's Inductor fuses chains of
+pointwise, reduction and normalisation ops into one generated (Triton) kernel.
 
-Rule (Inductor's vertical fusion, default ``mode``, simplified):
+Rule (Inductor's vertical fusion, default mode, simplified): a fusible node (elementwise,
+normalization, softmax, reduction or data movement, not a matmul/conv) joins the groups of its
+fusible producers when every input of the merged group is produced before the group's first
+member (a kernel cannot start before its inputs exist); a group holds at most one
+reduction-class node; nothing fuses into a cuBLAS GEMM or convolution (extern kernels without
+``max_autotune``). A group's bytes are its external inputs and outputs.
 
-* a *fusible* node launches a kernel, is not a matmul/conv and has family ``elementwise``,
-  ``normalization``, ``softmax``, ``reduction`` or ``data_movement`` (Inductor lowers copies,
-  casts, concat and embedding gathers to the same loop nests as pointwise ops);
-* each fusible node joins the groups of its fusible producers (looking through free views) —
-  all of them at once when it can, else one by one — when every input of the resulting group
-  comes from a node before the group's first member in topological order: a kernel cannot
-  start before all its inputs exist, so a residual ``Add`` of a GEMM output and an earlier
-  LayerNorm output joins the *next* LayerNorm, not the earlier one;
-* a group holds at most one reduction-class node (normalisation, softmax, reduction): a second
-  reduction over the output of the first needs another kernel;
-* nothing fuses into a cuBLAS GEMM or convolution: by default Inductor calls them as extern
-  kernels (``torch._inductor.config.max_autotune`` off, so no Triton GEMM templates with
-  epilogues), so a bias add already in ``addmm`` stays there and a GELU after it is its own
-  kernel; groups holding a matmul (``bias-into-gemm``) or a fused attention (locked) are not
-  joined.
-
-The group's bytes are its external inputs and outputs (``KernelPlan`` group pricing); an
-intermediate still read outside the group keeps its write.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_inductor).
 """
 
 from __future__ import annotations

@@ -1,29 +1,16 @@
 """What ONNX Runtime's CPU provider does to a graph at optimisation level ``all``, as rules: the
-fallback of ``ort-optimized`` (``ort_plan``) when ONNX Runtime cannot be asked. The shared
-rules complete it (``gelu-erf``: ORT's ``GeluFusion``; ``epilogue``: Conv + activation
-(``FusedConv``), Conv + residual ``Add`` (NCHWc ``Conv`` with ``Sum``)).
+fallback of ``ort-optimized`` (``ort_plan``) when ONNX Runtime cannot be asked.
 
-* ``ort-pad-into-conv`` (ORT's ``PadFusion``, level basic): a ``Pad`` in constant mode with a
-  zero (or absent) pad value, constant non-negative pads on the spatial axes only, whose one
-  reader is a ``Conv`` or ``MaxPool`` (explicit pads, no ``auto_pad``), is folded into that
-  reader's ``pads``: it launches no kernel. The HF MobileNetV2 export (TF padding) has 52 such
-  ``Pad`` nodes; ORT's optimised graph has none.
-* ``ort-layernorm`` (ORT's ``LayerNormFusion``, level extended): the decomposed layer norm of
-  exports before opset 17 — ``ReduceMean(x)``, ``Sub(x, mean)``, ``Pow(d, 2)`` (or
-  ``Mul(d, d)``), ``ReduceMean``, ``Add(eps)``, ``Sqrt``, ``Div(d, std)``, then optionally
-  ``Mul(gamma)`` and ``Add(beta)`` — runs as one ``LayerNormalization`` kernel.
-* ``ort-nchwc-reorders`` (ORT's ``NchwcTransformer``, level all): 2-D convolutions, plain or
-  depthwise (ORT pads their output channels to whole NCHWc blocks), run in the blocked layout,
-  together with the layout-agnostic ops between them (``NCHWC_OPS``; a multiply only between
-  tensors of one shape: the squeeze-and-excitation gate's broadcast runs in NCHW). Where a
-  tensor crosses from that region to any other reader (or is a model output), ORT inserts a
-  ``ReorderOutput``; where a blocked convolution with at least ``NCHWC_BLOCK`` input channels
-  reads a tensor from outside the region, a ``ReorderInput`` (the first conv of an image model
-  reads its 3 channels in NCHW). Both are real copy kernels: each is an extra kernel reading
-  and writing its tensor once. Against ONNX Runtime 1.32's own graphs (ReorderOutput /
-  ReorderInput, rules vs ORT): ShuffleNetV2 17/18 vs 18/14, RegNetY-400MF 33/32 vs 35/32,
-  EfficientNet-B0 33/16 vs 39/16, ConvNeXt-T 22/18 and U-Net 9/4 equal, ResNet-50, VGG-16,
-  MobileNetV2 1/0 equal; SSDlite-MobileNetV3 44/33 vs 28/11 (its hard-swish gates).
+* ``ort-pad-into-conv`` (``PadFusion``): a zero constant ``Pad`` on spatial axes whose one reader
+  is a Conv/MaxPool with explicit pads is folded into that reader: no kernel;
+* ``ort-layernorm`` (``LayerNormFusion``): the decomposed layer norm of pre-opset-17 exports
+  runs as one ``LayerNormalization`` kernel;
+* ``ort-nchwc-reorders`` (``NchwcTransformer``): 2-D convolutions and the layout-agnostic ops
+  between them run blocked; a ``ReorderOutput`` / ``ReorderInput`` copy kernel is added where a
+  tensor leaves or enters that region.
+The shared rules complete it (``gelu-erf``, ``epilogue``).
+
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_ort).
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """``views-free``: data-movement nodes PyTorch runs as views launch no kernel.
 
-Calibrated on NeuSight's per-op traces of HF GPT-2-style models under PyTorch eager
-(``shared/data/gpu_models/neusight_model_op_traces.csv.gz``): ``view``, ``permute``,
-``transpose``, ``split`` + ``getitem``, ``expand``, ``to``/``type`` to the same dtype all read
-6-10 µs on the A100 host (the dispatch floor of an op that launches nothing; a tiny kernel such
-as ``full`` reads 15 µs, a copy of the same tensors 90-210 µs), while ``contiguous`` after the
-merge-heads ``permute`` is a real copy (90 µs for 2x2048x3072 fp32). So:
+Free: a ``Transpose`` read only by matmuls (cuBLAS takes the operand transposed) or moving only
+size-1 dims, ``Split``, ``Slice`` with positive steps, ``Expand``, and a ``Cast`` to the dtype
+it already has. A ``Transpose`` read by anything else (``permute().contiguous()``) and a
+negative-step slice stay copies. Calibrated on NeuSight's per-op PyTorch-eager traces of
+GPT-2-style models, where views read 6-10 µs of host dispatch and copies 90-210 µs.
 
-* ``Transpose`` whose every reader is a matmul (``MatMul``/``Gemm``, any op of family
-  ``matmul``): free — cuBLAS takes the operand transposed or strided-batched. A ``Transpose``
-  read by anything else (the merge-heads ``Transpose -> Reshape``: ``permute().contiguous()``)
-  stays one copy. A ``Transpose`` that only moves size-1 dims leaves the layout unchanged: free.
-* ``Split``: free (``torch.split``/``chunk`` return views whatever the axis; the trace's QKV
-  split of the last dim launches nothing).
-* ``Slice`` with positive steps: free (basic indexing / ``narrow`` is a view); a negative step
-  (a flip) stays a copy.
-* ``Expand``: free (a stride-0 view).
-* ``Cast`` to the dtype it already has: free (``.to(dtype)`` returns the tensor itself).
-
-Reshape/Flatten/Squeeze/Unsqueeze/Identity/Dropout are free in the graph as written already
-(``graph_import.costs.FREE_OPS``); only nodes that launched a kernel there are counted.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_views).
 """
 
 from __future__ import annotations

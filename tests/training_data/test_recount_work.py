@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from roofcast.training_data.bundled import recount_work as rw
 
@@ -25,3 +28,19 @@ def test_bundled_rows_follow_the_current_cost_rules():
     fixed, changed = rw.recount(broken, summary)
     assert sorted(np.flatnonzero(changed)) == sorted([lstm, micro])
     pd.testing.assert_frame_equal(fixed, rows)
+
+
+def test_an_interrupted_write_leaves_the_old_file_whole(tmp_path):
+    target = tmp_path / "cpu_summary.csv"
+    target.write_text("old\n")
+
+    def fail(tmp):
+        Path(tmp).write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        rw.write_atomically(target, fail)
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["cpu_summary.csv"]
+    rw.write_atomically(target, lambda tmp: Path(tmp).write_text("new\n"))
+    assert target.read_text() == "new\n"

@@ -2,27 +2,21 @@
 
 Run: ``python training_data/bundled/recount_work.py [--check]``
 
-A bundled row is a group of graph nodes one ONNX Runtime kernel ran, in a zoo model or in a
-microbenchmark's one-node model; its work columns (``RECOUNTED``: FLOPs, bytes, weight bytes,
-GEMM dims) come from roofcast's cost rules through
-``training_data.collectors.rows.group_work`` — for a fused group the members' bytes less the
-tensors passed inside the kernel (``graph_import.fused_traffic.internal_traffic``). When a rule
-changes (the traffic accounting, a new GEMM mapping), the measured rows must follow it: the learned
-model is trained on their columns and predicts from the predictor's, so the two must be
-counted alike. Two such changes were missed before this script covered every row: fused rows
-through views had zero bytes, and the LSTM rows of ``lstm_lm`` had no GEMM dims (measured
-before recurrent layers mapped to GEMMs; the microbenchmark LSTM rows had them), so the
-learned recurrent model could not tell batch from steps there. This script re-imports each
-measured (model, dims) from the zoo and each microbenchmark case from the current grids,
-recomputes the work columns of every row with ``group_work`` and rewrites
-``cpu_measurements.csv.gz`` (atomically; nothing else changes). ``--check``: only print what
-would change, exit 1 if anything would.
+The learned model trains on the rows' work columns (``RECOUNTED``: FLOPs, bytes, weight bytes,
+GEMM dims) and predicts from the predictor's, so both must be counted by the same cost rules
+(``training_data.collectors.rows.group_work``). When a rule changes, this re-imports each
+measured zoo model and microbenchmark case, recounts every row and rewrites
+``cpu_measurements.csv.gz`` atomically; ``--check`` only reports and exits 1 on a change.
+
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.bundled.recount_work).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from roofcast.graph_import.dims import parse_dim_specs
 from roofcast.training_data import zoo
-from roofcast.training_data.bundled.build_dataset import write_atomically
 from roofcast.training_data.collectors.ort_cpu import import_for_costs, load_named
 from roofcast.training_data.collectors.rows import group_work
 
@@ -42,6 +35,19 @@ SUMMARY = HERE / "cpu_summary.csv"
 RECOUNTED = ("flops", "bytes_read", "bytes_written", "weight_bytes",
              "gemm_batch", "gemm_m", "gemm_n", "gemm_k")
 
+
+def write_atomically(path: Path, write) -> None:
+    """``write(tmp)`` to a temporary file beside ``path``, then rename it over ``path``: an
+    interrupted run leaves the previous file whole (an append that replaces grids would
+    otherwise lose the dataset mid-write)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _graph_source(run: pd.Series, micro: dict[tuple[str, str], object]) -> tuple[object, str, str]:

@@ -1,21 +1,12 @@
 """GPU collector: ONNX Runtime's CUDA provider, used when a CUDA device is present.
 
-``cuda_status()`` says whether this machine can measure on CUDA and why not;
-``require_cuda()`` returns the provider name or raises MeasurementError with that reason (the
-CLI prints it as one line and exits 2).
+``cuda_status()`` says whether this machine can measure on CUDA and why not; ``require_cuda()``
+returns the provider name or raises MeasurementError with that reason (CLI: one line, exit 2).
+Kernels are timed one node at a time (a one-node model, I/O bound on the device, wall time of
+``run_with_iobinding``): ORT's profiler times only the asynchronous launch on CUDA. Each time
+includes one launch plus synchronisation, as the row's ``notes`` say.
 
-Why kernels are timed one node at a time: the ORT profiler times a node's ``Compute`` call on
-the host; with the CUDA provider that call only *launches* the kernels (asynchronous), so its
-duration is not the GPU time (pip builds do not carry ORT's CUPTI kernel profiling). Instead,
-``measure_prepared_gpu`` times every costed, non-view node of the original graph in isolation: a
-one-node model with the node's concrete input shapes (weights and constant inputs copied from
-the materialised model, other inputs random; integer inputs zero, which is a valid index), its
-inputs and outputs bound on the device (I/O binding), and the wall time of
-``run_with_iobinding`` (which synchronises the device at the end) over ``repeats`` runs after
-``warmup``. Each time therefore includes one launch plus synchronisation (a few microseconds),
-like a kernel run alone; the row's ``notes`` say so. The whole model's end-to-end time is
-measured the same way. Install with ``pip install onnxruntime-gpu`` on a CUDA machine, then
-``roofcast measure MODEL --device cuda``.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.gpu).
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Microbenchmarks: one-node ONNX graphs over grids of shapes, through the model profiler path.
 
-Each case is a one-node model built with ``onnx.helper``: activations are graph inputs (random
-per run), weights are initializers declared as absent external data, filled by the same
-``materialise`` as zoo models (so ORT sees constant weights and pre-packs them as it does in a
-real model). ``ort_cpu.measure_prepared`` runs it, so the rows have the same columns, costs and
-fused-node mapping (an NCHWc conv brings its reorders into its row).
+Each case is a one-node model (``onnx.helper``): activations are random graph inputs, weights
+absent external data filled by ``materialise`` as for zoo models (so ORT pre-packs them as in a
+real model); ``ort_cpu.measure_prepared`` runs it, so rows have the same columns, costs and
+node mapping. ``GRIDS`` (family -> ``quick`` and ``full`` cases): gemm (capped at
+``MAX_GEMM_FLOPS``), conv (ResNet/MobileNet/VGG layers, dense and depthwise), elementwise,
+softmax, layernorm, pooling and recurrent (one-layer LSTM).
 
-Grids (``GRIDS``: family -> ``quick`` and ``full`` case lists):
-
-* ``gemm``: MatMul ``[M, K] x [K, N]`` (B constant), M in 1..1024, N, K in 64..4096, capped at
-  ``MAX_GEMM_FLOPS`` so one case stays under a second on one core.
-* ``conv``: Conv ``(N, C, H, W, K, R, S, stride, groups)`` from ResNet / MobileNet / VGG layer
-  shapes, dense and depthwise, batch 1, 4 and 16.
-* ``elementwise``: Add, Mul (two inputs), Relu, Sigmoid, Tanh, Erf on 2^10..2^24 elements.
-* ``softmax`` / ``layernorm``: ``rows x cols`` over the last axis.
-* ``pooling``: MaxPool 3x3/2, AveragePool 2x2/2, GlobalAveragePool on NCHW activations.
-* ``recurrent``: one-layer LSTM, steps 16..256 x batch 1..16 x hidden 128..1024 (the hidden
-  sizes step through the last-level cache: the weights of one step are 32 H^2 bytes).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.microbench).
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
 """Map the nodes of an ONNX Runtime-optimised graph back to the original graph nodes they cover.
 
-ORT's optimiser fuses (Conv+Relu -> FusedConv, MatMul+Add -> Gemm, LayerNorm / Gelu / attention
-subgraphs -> one contrib op), folds constants, removes no-ops and, at level ``all``, rewrites
-convolutions into the NCHWc layout with ``ReorderInput`` / ``ReorderOutput`` nodes between
-layouts. Measured kernel times are per *optimised* node; roofcast's costs are per *original*
-node. The mapping works on tensors, not on name conventions alone:
+Measured kernel times are per *optimised* node (ORT fuses, folds constants, adds NCHWc
+reorders); roofcast's costs are per *original* node. The mapping works on tensors: each
+optimised tensor is *anchored* to the original tensor holding the same values (shared names,
+``<name>_nchwc``, layout kernels pass their input's anchor on), anchors move forward over nodes
+a kernel absorbed, kernels joined by unanchored tensors form one region, and a region covers the
+original nodes between its input and output anchors (stopping at constants and other regions):
+one group, one row. Layout kernels without a group join their anchor's or consumer's group; a
+kernel with neither is reported unattributed, original nodes no kernel covers are listed in
+``Mapping.uncovered``.
 
-1. **Anchors.** Each optimised tensor gets an *anchor*: the original tensor holding the same
-   values. Names shared by both graphs anchor to themselves (graph inputs, outputs, and every
-   tensor a fused node writes under its original name: a fused node's outputs are the outputs of
-   the last original node it covers). An NCHWc node writes a fresh tensor but is named
-   ``<original output tensor>_nchwc``: that tensor is its anchor. A layout-only kernel ORT
-   inserted (``LAYOUT_KERNELS``: ReorderInput, Reshape, ...) passes its input's anchor on.
-2. **Extension.** A hint-anchored node that reads a data input whose anchor is *not* upstream
-   of its anchor has absorbed a later original node (the NCHWc Conv's ``Sum`` input is the
-   residual Add): the anchor moves forward through the single consumer until every data input is
-   upstream. A node whose ``activation`` attribute names an op not yet covered absorbs that
-   consumer too.
-3. **Regions.** Kernels connected through tensors without an anchor are one computation ORT
-   split up (MatMul+Add on 3-D inputs becomes Reshape -> Gemm -> Reshape): they form a region.
-4. **Covered set.** From a region's output anchors, walk back through the original graph,
-   stopping at the anchors of the region's inputs, at constant tensors (initializers, Constant
-   and Shape outputs and what is computed from them only: folded at load time), at graph inputs
-   and at nodes another region already covers. The walk collects the original nodes the region
-   computes: one group, one row.
-5. **Kernels without a group of their own** (a ReorderOutput writing a conv's tensor back in
-   NCHW, a layout kernel feeding a conv) join the group of the node that covers their anchor, or
-   else of their consumer (later kernels first, so chains follow); one with neither stays
-   unattributed, and is reported.
-
-Original nodes no kernel covers are constant-folded or eliminated (Identity, Dropout, ...);
-they are listed in ``Mapping.uncovered``.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.node_mapping).
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Per-op measurements of a whole model with ONNX Runtime's profiler (CPU by default).
 
-``measure_model(source, dims, config)``:
+``measure_model(source, dims, config)``: load safely and name every node, materialise random
+weights and inputs, run one profiled ORT session (``warmup`` then ``repeats`` timed runs), map
+the optimised kernels back to original nodes (``node_mapping``) and give one row per group:
+median, p10 and p90 seconds over the timed runs. The summary (ms) splits end-to-end time into
+kernels (``sum_ops_ms``), ORT's executor (``executor_ms``) and the Python binding
+(``binding_ms``); ``sum_op_medians_ms`` is the robust figure under load.
 
-1. Load the model safely (``graph_import.load``), give every node a unique non-empty name (the
-   names ``import_model`` uses), import it for costs with the same dims, and refuse unbound dims.
-2. Materialise it in memory (``random_inputs.materialise``: random weights in place of absent
-   external data, dims bound) and make random inputs (integer inputs in valid ranges).
-3. One ORT session with the profiler on and the optimised graph written to a temporary folder
-   (big initializers as external data there, so writing it is cheap); ``warmup`` runs, then
-   ``repeats`` timed runs: wall time of each ``session.run`` (``time.perf_counter``).
-4. Parse the profile (``profile.parse_profile``), drop the warm-up runs, map optimised nodes to
-   original ones (``node_mapping.map_optimized``) and sum each group's kernel times per run.
-   A row per group: median, p10, p90 over the timed runs (``rows``).
-
-The summary (medians over the timed runs, milliseconds) says how the end-to-end time splits:
-``sum_ops_ms`` kernel time per run (``joined_fraction`` of it joined to graph nodes, the rest
-``unattributed_ms``), ``executor_ms`` = ORT's ``model_run`` minus kernels (scheduling, memory
-planning, profiler fences), ``binding_ms`` = wall time minus ``model_run`` (input/output
-conversion between numpy and ORT); ``ops_over_e2e`` is the median per-run ratio of kernel time
-to wall time. ``sum_op_medians_ms`` sums the rows' per-op medians: under load from other
-processes it is the robust figure (a preemption hits a few kernels of one run, not the median).
-With profiling on, each kernel also pays the profiler's own timing cost, so ``e2e`` here is
-slightly above an unprofiled run.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.ort_cpu).
 """
 
 from __future__ import annotations

@@ -5,17 +5,7 @@
   declared dims and dtype, and whose graph inputs carry the bound dims. Nothing is read from
   disk: the external ``location`` is dropped, never opened.
 
-  Values: float tensors of rank >= 2 are weights: uniform in ``[-a, a]`` with
-  ``a = 1 / sqrt(fan_in)`` (``fan_in = prod(dims[1:])``), which keeps activations of order 1
-  through deep stacks (no overflow to inf/NaN, no slide into denormals that would slow CPU
-  kernels). Rank <= 1 float tensors (biases, norm scales, running variances) are uniform in
-  ``[0.5, 1.5]``: positive, so a variance under a square root stays finite. Integer tensors are
-  zeros (indices, shape helpers: 0 is valid everywhere), bools are False.
-  ``materialise_split`` keeps tensors above 1 MiB out of the proto and returns them as arrays
-  for ``SessionOptions.add_external_initializers`` (models beyond protobuf's 2 GB run too).
-* ``make_feeds(model, rng)`` builds one array per graph input of the materialised model:
-  floats standard normal; integer inputs get values valid for what consumes them (see
-  ``int_input_plan``).
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.random_inputs).
 """
 
 from __future__ import annotations

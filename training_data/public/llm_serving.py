@@ -4,32 +4,13 @@ one tidy table.
 Source: argonne-lcf/LLM-Inference-Bench ``Plots/*.csv`` (BSD-3-Clause; Chitty-Venkata et al.
 2024, arXiv:2411.00136). Keep the source and licence with anything derived.
 
-``load_serving(data_dir=None)`` -> :class:`ServingTable`:
+``load_serving(data_dir=None)`` -> :class:`ServingTable`: ``rows``, one per single-device
+measurement (device and engine as catalog/runtime names, model as the bundled config, tokens,
+``batch`` and ``requests``, ``latency_s`` of the whole batch, ``throughput_tok_s``, dtypes,
+``ttft_s``, ``avg_power_W``), and ``excluded``: reason -> rows left out (multi-device rows,
+contexts over the model's maximum, unknown labels), never dropped silently.
 
-* ``rows``: one row per measurement, columns ``figure`` (``all``: All_results, ``quant``: Fig 3,
-  ``ttft``: Fig 22 (Fig 21's rows are the same TTFT figures and are not read twice), ``power``:
-  Fig 16), ``hardware`` (the publisher's label), ``device`` (catalog id, ``DEVICES``),
-  ``n_devices``, ``engine_raw``, ``engine`` (runtime name, ``ENGINES``), ``model_ref`` (the
-  Hugging Face id), ``model`` (the bundled config's name, from ``graph_import.llm.load``),
-  ``input_tokens``, ``output_tokens``, ``batch`` (the publisher's), ``requests`` (requests run
-  together: ``batch``, except llama.cpp rows, whose "batch" is llama.cpp's prompt batch
-  ``n_batch`` of one request: the latency falls as it grows, 1 -> 16 about 1.8x on every device,
-  and is flat from 16 to 64), ``latency_s`` (the whole batch's request time: prefill of the
-  prompts + ``output_tokens`` decode steps), ``throughput_tok_s`` = requests x (input + output) /
-  latency (the publisher's figure except on llama.cpp rows, where it multiplied by ``n_batch``),
-  ``weights``, ``kv_cache`` (dtypes: fp16
-  unless Fig 3 says otherwise), ``ttft_s`` (Fig 22: the latency of the same batch with one
-  output token), ``avg_power_W`` (Fig 16, published in mW: 222,122 for an A100 = 222 W).
-* ``excluded``: reason -> rows left out; every row read is either kept or counted here (the
-  reasons name the label, the engine or the model), never dropped silently. Only single-device
-  rows are kept: multi-device rows (tensor/pipeline parallel) are counted as such. Rows whose
-  input + output exceed the model's maximum context are left out: the engine stops generating
-  (the 2048 + 2048 rows of the 2048-context models measure about one prefill).
-
-Semantics checked against the files: All_results' ``Input Output Length`` L is both the prompt
-and the generated length; Fig 22's ``end_latency`` is the All_results latency of the same
-configuration with L output tokens (``output_tokens`` = L there; missing on its GH200
-TensorRT-LLM rows, which keep their TTFT), its ``TTFT Latency`` is with one output token; Fig 3's ``kv_cache_dtype`` reads ``"Weight = fp16, KV Cache = fp8"``.
+Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.public.llm_serving).
 """
 
 from __future__ import annotations

@@ -1,2 +1,2 @@
 """Weightless decoder-only LLM exports for the ONNX decoder reader (package data only; see
-``export_llm.py`` and ``graph_import.llm.onnx_decoder``)."""
+``tools/zoo/export_llm.py`` and ``graph_import.llm.onnx_decoder``)."""

@@ -5,9 +5,9 @@ them)::
 
     python3 -m venv /work/venv-zoo
     /work/venv-zoo/bin/pip install -e '.[zoo]'      # torch, torchvision, transformers, onnxscript
-    /work/venv-zoo/bin/python training_data/zoo/export_zoo.py            # everything
-    /work/venv-zoo/bin/python training_data/zoo/export_zoo.py --only resnet50 --only gpt2
-    /work/venv-zoo/bin/python training_data/zoo/export_zoo.py --alt     # the other exporter's set
+    /work/venv-zoo/bin/python tools/zoo/export_zoo.py            # everything
+    /work/venv-zoo/bin/python tools/zoo/export_zoo.py --only resnet50 --only gpt2
+    /work/venv-zoo/bin/python tools/zoo/export_zoo.py --alt     # the other exporter's set
 
 No weights are downloaded: every model is built from a constructor / config with random init.
 ``gpt3_xl``, ``gpt3_27`` and ``switchxl4`` (the models NeuSight timed on GPUs) read their HF
@@ -18,7 +18,7 @@ Before export every float parameter and buffer is re-drawn at random so that no 
 byte-identical (otherwise the TorchScript exporter deduplicates equal initializers such as
 all-ones LayerNorm weights, and the ONNX parameter count would no longer be comparable).
 
-What one model produces (``NAME.onnx`` + ``NAME.json`` beside this file, or under
+What one model produces (``NAME.onnx`` + ``NAME.json`` in ``training_data/zoo/``, or under
 ``alt_exporter/``):
 
 * ``NAME.onnx`` -- the exported graph, made *weightless*: every initializer with more than
@@ -63,7 +63,9 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-ZOO_DIR = pathlib.Path(__file__).resolve().parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: where the zoo lives (the package data this script writes)
+ZOO_DIR = ROOT / "training_data" / "zoo"
 ALT_DIR = ZOO_DIR / "alt_exporter"
 WEIGHTLESS_THRESHOLD_ELEMENTS = 1024
 TORCHSCRIPT_OPSET = 17
@@ -464,7 +466,7 @@ def _neusight_config(stem: str) -> dict[str, Any]:
     """The HF config JSON NeuSight built ``stem`` from (see the block comment above)."""
     import os
 
-    base = os.environ.get("ROOFCAST_SHARED_DATA") or str(ZOO_DIR.parents[2] / "shared" / "data")
+    base = os.environ.get("ROOFCAST_SHARED_DATA") or str(ROOT.parent / "shared" / "data")
     path = pathlib.Path(base) / NEUSIGHT_MODELS_DIR / "configs" / f"{stem}.json"
     if not path.is_file():
         raise SystemExit(f"{path} not found: set ROOFCAST_SHARED_DATA to the folder holding "

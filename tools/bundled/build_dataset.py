@@ -1,8 +1,8 @@
 """Build the bundled CPU dataset: per-op measurements of every zoo model plus microbenchmarks.
 
-    python -m roofcast.training_data.bundled.build_dataset [--budget-s 1500] [--repeats 5] [--quick]
+    python tools/bundled/build_dataset.py [--budget-s 1500] [--repeats 5] [--quick]
 
-Writes beside this file (or ``--out-dir``):
+Writes to ``training_data/bundled/`` (or ``--out-dir``):
 
 * ``cpu_measurements.csv.gz``: tidy rows (``training_data.schema`` columns), zoo models and
   microbenchmarks, threads 1 and 2;
@@ -33,14 +33,15 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
+from roofcast.training_data.bundled.recount_work import write_atomically
+
+HERE = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
 EFFICIENCY = 0.5  # assumed fraction of GEMM peak a whole model reaches (for the time estimate)
 CNN_BATCHES = (1, 4, 16)
 SEQ_CONFIGS = ((1, 128), (4, 128), (1, 512), (4, 512))
@@ -207,20 +208,6 @@ def acceptance(summary: pd.DataFrame) -> pd.DataFrame:
     return zoo.loc[:, cols].reset_index(drop=True)
 
 
-def write_atomically(path: Path, write) -> None:
-    """``write(tmp)`` to a temporary file beside ``path``, then rename it over ``path``: an
-    interrupted run leaves the previous file whole (an append that replaces grids would
-    otherwise lose the dataset mid-write)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def drop_micro(rows: pd.DataFrame, summaries: list[dict[str, Any]], families: set[str]
                ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """``rows`` and ``summaries`` without the microbenchmarks of ``families`` (``all``: every
@@ -289,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     meta: dict[str, Any] = {
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpu": cpuinfo(), "software": software_versions(), "platform": platform.platform(),
-        "command": " ".join(["python -m roofcast.training_data.bundled.build_dataset", *(argv or
+        "command": " ".join(["python tools/bundled/build_dataset.py", *(argv or
                                                                               sys.argv[1:])]),
         "repeats": args.repeats, "warmup": args.warmup, "threads": list(THREADS),
         "opt_level": "all", "load_average_at_start": os.getloadavg(),

@@ -4,8 +4,8 @@ They test ``graph_import.llm.onnx_decoder`` (ONNX decoder -> ``LLMArch``) on rea
 output: every file here is detected and must give back the config it was exported from.
 Run in the zoo environment (torch, transformers, onnxscript; see ``export_zoo.py``)::
 
-    /work/venv-zoo/bin/python training_data/zoo/llm/export_llm.py            # everything
-    /work/venv-zoo/bin/python training_data/zoo/llm/export_llm.py --only gpt2_kv
+    /work/venv-zoo/bin/python tools/zoo/export_llm.py            # everything
+    /work/venv-zoo/bin/python tools/zoo/export_llm.py --only gpt2_kv
 
 No weights are downloaded: models are built from configs with random init and made weightless
 by ``export_zoo.make_weightless`` (initializers over 1024 elements keep name, dtype and dims, and
@@ -39,9 +39,10 @@ import onnx
 import torch
 from torch import nn
 
-LLM_DIR = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(LLM_DIR.parent))
-from export_zoo import (  # noqa: E402  (the zoo helpers live one folder up)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+#: where the LLM decoder exports live (package data this script writes)
+LLM_DIR = pathlib.Path(__file__).resolve().parents[2] / "training_data" / "zoo" / "llm"
+from export_zoo import (  # noqa: E402  (the zoo helpers, beside this file)
     _strip_names,
     _versions,
     check_weightless,

@@ -1,18 +1,16 @@
-"""The bundled-dataset builder's user-facing arguments and plan."""
+"""The bundled-dataset builder's user-facing arguments and plan (``tools/bundled/build_dataset.py``,
+a dev script outside the package, loaded from its file)."""
 
 import argparse
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from roofcast.training_data.bundled.build_dataset import (
-    SEQ_CONFIGS,
-    drop_micro,
-    main,
-    model_configs,
-    seq_configs_arg,
-)
+from tests.tools.scripts import load_script
+
+build = load_script("bundled/build_dataset.py")
+SEQ_CONFIGS, drop_micro, main = build.SEQ_CONFIGS, build.drop_micro, build.main
+model_configs, seq_configs_arg = build.model_configs, build.seq_configs_arg
 
 
 def test_seq_configs_parse_batch_by_sequence_pairs():
@@ -55,21 +53,3 @@ def test_replace_micro_without_a_grid_to_replace_is_refused(args, tmp_path, caps
     assert exc.value.code == 2
     assert "--replace-micro" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # nothing written
-
-
-def test_an_interrupted_write_leaves_the_old_file_whole(tmp_path):
-    from roofcast.training_data.bundled.build_dataset import write_atomically
-
-    target = tmp_path / "cpu_summary.csv"
-    target.write_text("old\n")
-
-    def fail(tmp):
-        Path(tmp).write_text("half")
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        write_atomically(target, fail)
-    assert target.read_text() == "old\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["cpu_summary.csv"]
-    write_atomically(target, lambda tmp: Path(tmp).write_text("new\n"))
-    assert target.read_text() == "new\n"

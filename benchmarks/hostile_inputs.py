@@ -208,7 +208,9 @@ def _table(results: list[Result]) -> str:
     for s in [*surfaces, "all"]:
         rows = [r for r in results if s in ("all", r.surface)]
         counts = [sum(r.outcome == o for r in rows) for o in OUTCOMES]
-        lines.append(f"{s:<{width}}  " + "  ".join(f"{c:>12}" for c in counts) + f"  {len(rows):>5}")
+        lines.append(
+            f"{s:<{width}}  " + "  ".join(f"{c:>12}" for c in counts) + f"  {len(rows):>5}"
+        )
     return "\n".join(lines)
 
 

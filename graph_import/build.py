@@ -349,4 +349,6 @@ def _registry_has_rule(domain: str, op_type: str) -> bool:
     from roofcast.graph_import.costs import FREE_OPS
     from roofcast.graph_import.costs.registry import lookup
 
-    return (domain in ("", "ai.onnx") and op_type in FREE_OPS) or lookup(op_type, domain) is not None
+    return (domain in ("", "ai.onnx") and op_type in FREE_OPS) or lookup(
+        op_type, domain
+    ) is not None

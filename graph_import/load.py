@@ -254,7 +254,8 @@ def _check_versions(model: ModelProto) -> None:
     opset = max(versions)
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ModelImportError(
-            f"unsupported ai.onnx opset {opset}: roofcast supports opsets {MIN_OPSET}..{MAX_OPSET}; "
+            f"unsupported ai.onnx opset {opset}: "
+            f"roofcast supports opsets {MIN_OPSET}..{MAX_OPSET}; "
             "convert it with onnx.version_converter.convert_version(model, 17) or re-export"
         )
 
@@ -291,7 +292,8 @@ def _check_tensor(tensor: TensorProto) -> None:
     for d in tensor.dims:
         if d < 0:
             raise ModelImportError(
-                f"{label} has a negative dim ({list(tensor.dims)}): the file is corrupt; re-export it"
+                f"{label} has a negative dim ({list(tensor.dims)}): "
+                "the file is corrupt; re-export it"
             )
         numel *= d
     check_tensor_elems(label, numel, tensor.dims)
@@ -430,7 +432,8 @@ def _check_names_and_order(graph: onnx.GraphProto) -> None:
     for vi in graph.output:
         if vi.name not in producer and vi.name not in defined:
             raise ModelImportError(
-                f"graph output {vi.name!r} is produced by no node: the file is corrupt; re-export it"
+                f"graph output {vi.name!r} is produced by no node: "
+                "the file is corrupt; re-export it"
             )
     order = _kahn(indegree, consumers)
     if len(order) < len(graph.node):

@@ -341,7 +341,9 @@ class _FoldState:
                 recomputed.update(outs)
             foldable = domain in ONNX_DOMAINS and (
                 op in _SHAPE_OF_OPS
-                or ((op in FOLDERS or op == "Split") and all(not t or t in maybe_const for t in ins))
+                or (
+                    (op in FOLDERS or op == "Split") and all(not t or t in maybe_const for t in ins)
+                )
             )
             if foldable:
                 pending.append(i)

@@ -616,18 +616,23 @@ def build_document(*, gemm: Mapping[str, Any], ws_KiB: list[int], bw1: list[floa
             "Empirical roofline (achieved, not nominal): matrix and vector fp32 = best ONNX "
             "Runtime fp32 MatMul over 1..N threads; fp16/int8 matrix = ORT MatMul / "
             "MatMulInteger(u8 x s8) achieved; memory bandwidth = DRAM plateau of acc += a "
-            "(12 B/element), the better of 1 and all threads; l2_MB = last-level cache; launch_overhead_us = "
-            f"ORT per-node dispatch. {'QUICK run: fewer sizes and repeats. ' if quick else ''}"
+            "(12 B/element), the better of 1 and all threads; l2_MB = last-level cache; "
+            f"launch_overhead_us = ORT per-node dispatch. {'QUICK run: fewer sizes and repeats. ' if quick else ''}"
             + (" Not measured: " + "; ".join(not_measured) if not_measured else "")
         ),
-        "compute": {"units": n_cpu, "unit_name": "core",
-                    "boost_clock_MHz": round(clock_MHz or 1000.0, 1)},
+        "compute": {
+            "units": n_cpu,
+            "unit_name": "core",
+            "boost_clock_MHz": round(clock_MHz or 1000.0, 1),
+        },
         "peak_TOPS": {"matrix": matrix, "vector": {"fp32": round(fp32 / 1e3, 6)}},
-        "memory": {"capacity_GB": round(mem_GiB or 1.0, 2),
-                   "bandwidth_GBps": levels["DRAM_GBps"], "type": "DRAM (type not detected)"},
+        "memory": {
+            "capacity_GB": round(mem_GiB or 1.0, 2),
+            "bandwidth_GBps": levels["DRAM_GBps"],
+            "type": "DRAM (type not detected)",
+        },
         "cache": {"l2_MB": round((llc or 2**20) / 2**20, 3)},
-        "overhead": {"launch_overhead_us": max(round(dispatch["per_node_us_all_threads"], 3),
-                                               0.1)},
+        "overhead": {"launch_overhead_us": max(round(dispatch["per_node_us_all_threads"], 3), 0.1)},
     }
     if l1:
         doc["cache"]["l1_per_unit_KB"] = l1 / 1024

@@ -99,7 +99,9 @@ def lg(x: np.ndarray) -> np.ndarray:
 def check_featurized(X: pd.DataFrame) -> None:
     """PredictionError when X is not a featurize() table."""
     if not isinstance(X, pd.DataFrame):
-        raise PredictionError("learned estimators take the DataFrame of predictor.features.featurize")
+        raise PredictionError(
+            "learned estimators take the DataFrame of predictor.features.featurize"
+        )
     missing = [c for c in REQUIRED if c not in X.columns]
     if missing:
         raise PredictionError(
@@ -145,12 +147,18 @@ def learned_features(X: pd.DataFrame) -> pd.DataFrame:
         elems_out = bw_ / elem
         rows = (br - X["weight_bytes"].to_numpy(float)) / elem / inner
         f = {
-            "lg_flops": lg(flops + 1.0), "lg_bytes_read": lg(br + 1.0),
+            "lg_flops": lg(flops + 1.0),
+            "lg_bytes_read": lg(br + 1.0),
             "lg_bytes_written": lg(bw_ + 1.0),
             "lg_weight_bytes": lg(X["weight_bytes"].to_numpy(float) + 1.0),
-            "lg_intensity": lg(np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0) + 1e-3),
+            "lg_intensity": lg(
+                np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0) + 1e-3
+            ),
             "elem_bytes": elem,
-            "lg_gemm_batch": lg(b), "lg_gemm_m": lg(m), "lg_gemm_n": lg(n), "lg_gemm_k": lg(k),
+            "lg_gemm_batch": lg(b),
+            "lg_gemm_m": lg(m),
+            "lg_gemm_n": lg(n),
+            "lg_gemm_k": lg(k),
             "lg_gemm_min": lg(np.fmin(np.fmin(m, n), k)),
             "n_fused": fused,
             "is_backward": (X["phase"].astype(str).to_numpy() == "backward").astype(float),
@@ -167,8 +175,9 @@ def learned_features(X: pd.DataFrame) -> pd.DataFrame:
             "lg_t_memory": lg(memory),
             "lg_t_bound": lg(bound),
             "lg_bound_over_launch": lg(bound / np.maximum(launch, 1e-9)),
-            "compute_over_memory": np.where(compute > 0, np.maximum(lg(compute) - lg(memory),
-                                                                    BALANCE_FLOOR), np.nan),
+            "compute_over_memory": np.where(
+                compute > 0, np.maximum(lg(compute) - lg(memory), BALANCE_FLOOR), np.nan
+            ),
             "lg_bytes_over_l2": lg(moved / np.maximum(X["l2_bytes"].to_numpy(float), 1.0)),
             "lg_waves": np.where(tiles > 0, lg(waves), np.nan),
             "wave_eff": np.where(tiles > 0, wave_eff, np.nan),

@@ -191,8 +191,16 @@ class LearnedModel:
             lo, hi = comonotone_sum(explained["lower_s"].to_numpy(float),
                                     explained["upper_s"].to_numpy(float))
             how = "comonotone sum of per-op intervals"
-        return {"sum_ops_s": total, "learned_share": share, "e2e_s": pred, "e2e_lower_s": lo, "e2e_upper_s": hi,
-                "interval_method": how, "ood": flag, "ood_reason": why,
-                "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
-                "ops_transferred": int(explained["predictor"].str.startswith(TRANSFERRED).sum()),
-                "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum())}
+        return {
+            "sum_ops_s": total,
+            "learned_share": share,
+            "e2e_s": pred,
+            "e2e_lower_s": lo,
+            "e2e_upper_s": hi,
+            "interval_method": how,
+            "ood": flag,
+            "ood_reason": why,
+            "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
+            "ops_transferred": int(explained["predictor"].str.startswith(TRANSFERRED).sum()),
+            "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum()),
+        }

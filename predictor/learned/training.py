@@ -237,13 +237,31 @@ def _end_to_end(X: pd.DataFrame, meas: np.ndarray, oof: np.ndarray, baseline: np
             "sum_ops_measured_s", "analytical_s", "learned_s", "lower_s", "upper_s", "covered"]
     if not ok.any():
         return pd.DataFrame(columns=cols), {}
-    df = pd.DataFrame({"run": X["_run"].to_numpy()[ok], "group": groups.to_numpy()[ok],
-                       "kind": X["device_kind"].to_numpy()[ok], "device": X["device"].to_numpy()[ok],
-                       "e2e": e2e[ok], "oof": oof[ok], "meas": meas[ok], "base": baseline[ok]})
-    runs = df.groupby("run").agg(group=("group", "first"), kind=("kind", "first"),
-                                 device=("device", "first"), measured_s=("e2e", "median"),
-                                 sum_ops_learned_s=("oof", "sum"), sum_ops_measured_s=("meas", "sum"),
-                                 analytical_s=("base", "sum")).reset_index()
+    df = pd.DataFrame(
+        {
+            "run": X["_run"].to_numpy()[ok],
+            "group": groups.to_numpy()[ok],
+            "kind": X["device_kind"].to_numpy()[ok],
+            "device": X["device"].to_numpy()[ok],
+            "e2e": e2e[ok],
+            "oof": oof[ok],
+            "meas": meas[ok],
+            "base": baseline[ok],
+        }
+    )
+    runs = (
+        df.groupby("run")
+        .agg(
+            group=("group", "first"),
+            kind=("kind", "first"),
+            device=("device", "first"),
+            measured_s=("e2e", "median"),
+            sum_ops_learned_s=("oof", "sum"),
+            sum_ops_measured_s=("meas", "sum"),
+            analytical_s=("base", "sum"),
+        )
+        .reset_index()
+    )
     runs["log_ratio"] = np.log10(runs["measured_s"] / runs["sum_ops_learned_s"])
     cal: dict[str, EndToEnd] = {}
     parts = []
@@ -251,7 +269,9 @@ def _end_to_end(X: pd.DataFrame, meas: np.ndarray, oof: np.ndarray, baseline: np
         r = r.copy()
         g = r["group"].to_numpy()
         lr = r["log_ratio"].to_numpy()
-        factor = np.array([np.median(lr[g != gi]) if (g != gi).any() else np.median(lr) for gi in g])
+        factor = np.array(
+            [np.median(lr[g != gi]) if (g != gi).any() else np.median(lr) for gi in g]
+        )
         r["learned_s"] = r["sum_ops_learned_s"] * 10.0 ** factor
         resid = np.log10(r["measured_s"].to_numpy() / r["learned_s"].to_numpy())
         lp = np.log10(r["learned_s"].to_numpy())
@@ -272,8 +292,11 @@ def _end_to_end(X: pd.DataFrame, meas: np.ndarray, oof: np.ndarray, baseline: np
 
 def _stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     e = ape(pred, meas)
-    return {"median_ape_pct": 100 * float(np.median(e)), "p90_ape_pct": 100 * float(np.quantile(e, 0.9)),
-            "time_weighted_median_ape_pct": 100 * weighted_median(e, meas)}
+    return {
+        "median_ape_pct": 100 * float(np.median(e)),
+        "p90_ape_pct": 100 * float(np.quantile(e, 0.9)),
+        "time_weighted_median_ape_pct": 100 * weighted_median(e, meas),
+    }
 
 
 def validation_tables(res: TrainResult) -> dict[str, pd.DataFrame]:
@@ -302,29 +325,43 @@ def validation_tables(res: TrainResult) -> dict[str, pd.DataFrame]:
                              "analytical_median_ape_pct": bm["median_ape_pct"],
                              "coverage_pct": 100 * float(kr.covered[sel].mean())})
     tables = {"per_family": pd.DataFrame(fam_rows), "per_group": pd.DataFrame(grp_rows)}
-    all_rows = np.concatenate([kr.rows for kr in res.keys.values()]) if res.keys else np.array([], int)
+    all_rows = (
+        np.concatenate([kr.rows for kr in res.keys.values()]) if res.keys else np.array([], int)
+    )
     if len(all_rows):
         kinds = res.ts.X["device_kind"].astype(str).to_numpy()
         pooled = []
         for kind in sorted(set(kinds[all_rows])):
             r = all_rows[kinds[all_rows] == kind]
             cov = np.concatenate([kr.covered for kr in res.keys.values()])[kinds[all_rows] == kind]
-            pooled.append({"kind": kind, "rows": len(r),
-                           **{f"learned_{k}": v for k, v in _stats(res.oof_s[r], meas[r]).items()},
-                           **{f"analytical_{k}": v for k, v in _stats(res.baseline_s[r], meas[r]).items()},
-                           "coverage_pct": 100 * float(cov.mean())})
+            pooled.append(
+                {
+                    "kind": kind,
+                    "rows": len(r),
+                    **{f"learned_{k}": v for k, v in _stats(res.oof_s[r], meas[r]).items()},
+                    **{f"analytical_{k}": v for k, v in _stats(res.baseline_s[r], meas[r]).items()},
+                    "coverage_pct": 100 * float(cov.mean()),
+                }
+            )
         tables["per_op_pooled"] = pd.DataFrame(pooled)
     if len(res.e2e):
         e = res.e2e
         rows = []
         for (kind, grp), g in [(("ALL", "ALL"), e), *e.groupby(["kind", "group"])]:
             m = g["measured_s"].to_numpy()
-            rows.append({"kind": kind, "group": grp, "runs": len(g),
-                         "learned_median_ape_pct": 100 * float(np.median(ape(g["learned_s"], m))),
-                         "learned_p90_ape_pct": 100 * float(np.quantile(ape(g["learned_s"], m), 0.9)),
-                         "analytical_median_ape_pct": 100 * float(np.median(ape(g["analytical_s"], m))),
-                         "analytical_p90_ape_pct": 100 * float(np.quantile(ape(g["analytical_s"], m), 0.9)),
-                         "coverage_pct": 100 * float(g["covered"].mean())})
+            rows.append(
+                {
+                    "kind": kind,
+                    "group": grp,
+                    "runs": len(g),
+                    "learned_median_ape_pct": 100 * float(np.median(ape(g["learned_s"], m))),
+                    "learned_p90_ape_pct": 100 * float(np.quantile(ape(g["learned_s"], m), 0.9)),
+                    "analytical_median_ape_pct": 100 * float(np.median(ape(g["analytical_s"], m))),
+                    "analytical_p90_ape_pct": 100
+                    * float(np.quantile(ape(g["analytical_s"], m), 0.9)),
+                    "coverage_pct": 100 * float(g["covered"].mean()),
+                }
+            )
         tables["end_to_end"] = pd.DataFrame(rows)
     return tables
 
@@ -338,7 +375,10 @@ def split_holdout(ts: TrainingSet, devices: list[str] = (), models: list[str] = 
 
     ids = {get_device(d).id for d in devices}
     X = ts.X
-    mask = X["device"].isin(ids).to_numpy() | X["_group"].isin([f"model:{m}" for m in models]).to_numpy()
+    mask = (
+        X["device"].isin(ids).to_numpy()
+        | X["_group"].isin([f"model:{m}" for m in models]).to_numpy()
+    )
     if not mask.any():
         raise PredictionError(f"no training rows belong to the held-out devices {sorted(ids)} or "
                               f"models {list(models)}; check the names (`roofcast data list`)")

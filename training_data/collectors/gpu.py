@@ -191,18 +191,33 @@ def measure_prepared_gpu(prep: Any, config: Any):
             continue
         work = tidy.group_work([op])
         attrs = work.pop("_attrs")
-        records.append({**work, "attrs": tidy.canonical_json(attrs), "precision": work["dtype"],
-                        **tidy.latency_stats(times), "model": prep.name, "device_id": "local",
-                        "cpu_model": "", "machine": tidy.machine_id(),
-                        "threads_intra": math.nan, "threads_inter": math.nan,
-                        "batch": prep.dims.get("batch", math.nan),
-                        "opt_level": config.opt_level, "mode": "infer",
-                        "provider": CUDA_PROVIDER, "runtime": tidy.RUNTIME_OF_PROVIDER[CUDA_PROVIDER],
-                        "repeats": config.repeats,
-                        "e2e_latency_s": e2e, "run_id": run_id, "source": SOURCE_GPU,
-                        "software": tidy.canonical_json(tidy.software_versions()),
-                        "timestamp": tidy.now_iso(), "direction": "fwd",
-                        "notes": "isolated node: one launch + device sync per timed run"})
+        records.append(
+            {
+                **work,
+                "attrs": tidy.canonical_json(attrs),
+                "precision": work["dtype"],
+                **tidy.latency_stats(times),
+                "model": prep.name,
+                "device_id": "local",
+                "cpu_model": "",
+                "machine": tidy.machine_id(),
+                "threads_intra": math.nan,
+                "threads_inter": math.nan,
+                "batch": prep.dims.get("batch", math.nan),
+                "opt_level": config.opt_level,
+                "mode": "infer",
+                "provider": CUDA_PROVIDER,
+                "runtime": tidy.RUNTIME_OF_PROVIDER[CUDA_PROVIDER],
+                "repeats": config.repeats,
+                "e2e_latency_s": e2e,
+                "run_id": run_id,
+                "source": SOURCE_GPU,
+                "software": tidy.canonical_json(tidy.software_versions()),
+                "timestamp": tidy.now_iso(),
+                "direction": "fwd",
+                "notes": "isolated node: one launch + device sync per timed run",
+            }
+        )
     frame = pd.DataFrame.from_records(records, columns=list(SCHEMA_COLUMNS))
     total = float(frame["latency_s"].sum()) if len(frame) else 0.0
     summary = {"model": prep.name, "dims": ",".join(f"{k}={v}" for k, v in

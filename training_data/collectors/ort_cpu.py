@@ -74,7 +74,8 @@ class MeasureConfig:
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
             raise MeasurementError(
-                f"unknown optimisation level {self.opt_level!r}: use one of {', '.join(OPT_LEVELS)}")
+                f"unknown optimisation level {self.opt_level!r}: use one of {', '.join(OPT_LEVELS)}"
+            )
         for name in ("threads_intra", "threads_inter", "repeats"):
             if getattr(self, name) < 1:
                 raise MeasurementError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -270,12 +271,23 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
     e2e = float(np.median(wall))
     run_id = uuid.uuid4().hex[:16]
     common = {
-        "model": model_name, "device_id": "local", "cpu_model": _cpu_model(),
-        "machine": tidy.machine_id(), "threads_intra": config.threads_intra,
-        "threads_inter": config.threads_inter, "batch": dims.get("batch", math.nan),
-        "opt_level": config.opt_level, "mode": "infer", "provider": config.provider,
-        "runtime": tidy.RUNTIME_OF_PROVIDER.get(config.provider, ""), "repeats": n, "e2e_latency_s": e2e, "run_id": run_id, "source": source,
-        "software": tidy.canonical_json(tidy.software_versions()), "timestamp": tidy.now_iso(),
+        "model": model_name,
+        "device_id": "local",
+        "cpu_model": _cpu_model(),
+        "machine": tidy.machine_id(),
+        "threads_intra": config.threads_intra,
+        "threads_inter": config.threads_inter,
+        "batch": dims.get("batch", math.nan),
+        "opt_level": config.opt_level,
+        "mode": "infer",
+        "provider": config.provider,
+        "runtime": tidy.RUNTIME_OF_PROVIDER.get(config.provider, ""),
+        "repeats": n,
+        "e2e_latency_s": e2e,
+        "run_id": run_id,
+        "source": source,
+        "software": tidy.canonical_json(tidy.software_versions()),
+        "timestamp": tidy.now_iso(),
         "direction": "fwd",
         "notes": "dims " + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) if dims else "",
     }

@@ -617,7 +617,8 @@ def build_document(*, gemm: Mapping[str, Any], ws_KiB: list[int], bw1: list[floa
             "Runtime fp32 MatMul over 1..N threads; fp16/int8 matrix = ORT MatMul / "
             "MatMulInteger(u8 x s8) achieved; memory bandwidth = DRAM plateau of acc += a "
             "(12 B/element), the better of 1 and all threads; l2_MB = last-level cache; "
-            f"launch_overhead_us = ORT per-node dispatch. {'QUICK run: fewer sizes and repeats. ' if quick else ''}"
+            "launch_overhead_us = ORT per-node dispatch. "
+            f"{'QUICK run: fewer sizes and repeats. ' if quick else ''}"
             + (" Not measured: " + "; ".join(not_measured) if not_measured else "")
         ),
         "compute": {

@@ -67,7 +67,10 @@ HARNESS_PARAMS = {"graph": {}, "isolated": {"overhead": "additive", "warm_l2": "
 
 
 def host_floor_s(kernels: pd.DataFrame) -> pd.Series:
-    """Per-device PyTorch dispatch floor: 1st percentile of NeuSight *train* elementwise latencies."""
+    """Per-device PyTorch dispatch floor.
+
+    The 1st percentile of NeuSight *train* elementwise latencies.
+    """
     train = kernels[kernels["split"].eq("train") & kernels["family"].eq("elementwise")]
     return train.groupby("device")["latency_s"].quantile(HOST_FLOOR_QUANTILE)
 
@@ -103,7 +106,9 @@ def error_tables(kernels: pd.DataFrame, preds: dict[str, np.ndarray]) -> dict[st
         for fam, g in df.groupby("family"):
             by_fam.append({"estimator": name, "family": fam, **_stats(g.err, g.ratio)})
         for (fam, dev), g in df.groupby(["family", "device"]):
-            by_dev.append({"estimator": name, "family": fam, "device": dev, **_stats(g.err, g.ratio)})
+            by_dev.append(
+                {"estimator": name, "family": fam, "device": dev, **_stats(g.err, g.ratio)}
+            )
     return {"error_by_family": pd.DataFrame(by_fam), "error_by_family_device": pd.DataFrame(by_dev)}
 
 
@@ -120,8 +125,15 @@ def speedup_tables(kernels: pd.DataFrame, preds: dict[str, np.ndarray]) -> dict[
     pooled, per_pair = [], []
     for name in preds:
         pr = pairs[f"p:{name}_a"] / pairs[f"p:{name}_b"]
-        df = pd.DataFrame({"family": pairs["family"], "a": pairs["device_a"], "b": pairs["device_b"],
-                           "err": (pr - meas_ratio).abs() / meas_ratio, "ratio": pr / meas_ratio})
+        df = pd.DataFrame(
+            {
+                "family": pairs["family"],
+                "a": pairs["device_a"],
+                "b": pairs["device_b"],
+                "err": (pr - meas_ratio).abs() / meas_ratio,
+                "ratio": pr / meas_ratio,
+            }
+        )
         pooled.append({"estimator": name, "family": "ALL", **_stats(df.err, df.ratio)})
         for fam, g in df.groupby("family"):
             pooled.append({"estimator": name, "family": fam, **_stats(g.err, g.ratio)})
@@ -166,11 +178,18 @@ def main(argv: list[str] | None = None) -> int:
     tables = {**error_tables(kernels, preds), **speedup_tables(kernels, preds)}
     if args.summary_only:
         tables = {k: v for k, v in tables.items() if k.endswith("by_family")}
-    extra = {"rows": len(kernels), "split": args.split, "harness": args.harness,
-             "host_floor_us": {d: round(v * 1e6, 1) for d, v in floors.items()}
-             if args.harness == "isolated" else "catalog launch overhead", "devices": kernels["device"].nunique(),
-             "skipped": table.skipped, "unmapped_hardware": table.unmapped,
-             "seconds": round(time.perf_counter() - t0, 1)}
+    extra = {
+        "rows": len(kernels),
+        "split": args.split,
+        "harness": args.harness,
+        "host_floor_us": {d: round(v * 1e6, 1) for d, v in floors.items()}
+        if args.harness == "isolated"
+        else "catalog launch overhead",
+        "devices": kernels["device"].nunique(),
+        "skipped": table.skipped,
+        "unmapped_hardware": table.unmapped,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     emit(tables, args.format, extra=extra)
     return 0
 

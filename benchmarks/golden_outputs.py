@@ -88,10 +88,12 @@ def llm_cases(rows):
 
 
 def parallel_cases(rows):
-    for m, sysid, kw in (("llama-3.1-8b", "hgx-h100", {"tp": 2, "pp": 2}),
-                         ("llama-3.1-70b", "hgx-h100", {"tp": 8}),
-                         ("mixtral-8x7b", "hgx-h100", {"tp": 2, "ep": 4, "sequence_parallel": True}),
-                         ("bert_base", "hgx-h100", {"tp": 2})):
+    for m, sysid, kw in (
+        ("llama-3.1-8b", "hgx-h100", {"tp": 2, "pp": 2}),
+        ("llama-3.1-70b", "hgx-h100", {"tp": 8}),
+        ("mixtral-8x7b", "hgx-h100", {"tp": 2, "ep": 4, "sequence_parallel": True}),
+        ("bert_base", "hgx-h100", {"tp": 2}),
+    ):
         for mode in ("train", "infer"):
             case = f"parallel|{m}|{sysid}|{sorted(kw.items())}|{mode}"
             def f(m=m, sysid=sysid, kw=kw, mode=mode):

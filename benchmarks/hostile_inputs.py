@@ -123,14 +123,7 @@ def run_case(case: Case, mem_gib: float, timeout_s: float) -> Result:
 
 
 def _run_in(root: Path, case: Case, mem_gib: float, timeout_s: float) -> Result:
-    sb = Sandbox(inputs=root / "in", data=root / "data", hw=root / "hw", model=root / "model")
-    home, cwd, tmp, fence = root / "home", root / "cwd", root / "tmp", root / "fence"
-    for folder in (sb.inputs, sb.data, sb.hw, home, cwd, tmp, fence):
-        folder.mkdir()
-    (sb.data / KEEP_FILE).write_text("the user's notes\n")
-    (sb.hw / KEEP_FILE).write_text("the user's notes\n")
-    (sb.hw / "keep-me.toml").write_text(KEEP_DEVICE)
-    (fence / "sentinel.txt").write_text("nothing may touch this\n")
+    sb, home, cwd, tmp, fence = _sandbox(root)
     try:
         argv, extra_env = case.prepare(sb)
     except Exception as exc:  # the corpus itself failed: say so, never count it as clean
@@ -139,13 +132,58 @@ def _run_in(root: Path, case: Case, mem_gib: float, timeout_s: float) -> Result:
     keep = {"data": _snapshot(sb.data), "hw": _snapshot(sb.hw)}
     fence_before, repo_before = _snapshot(fence), set(os.listdir(REPO))
     watched_before = {p for p in WATCHED if p.exists()}
+    env = _case_env(sb, home, tmp, extra_env)
+    out_path, err_path = root / "stdout", root / "stderr"
+    rc, usage, hung, seconds = _run_cli(argv, cwd, env, (out_path, err_path), mem_gib, timeout_s)
+    peak_mib = usage.ru_maxrss / 1024  # kB on Linux
+    stdout = out_path.read_text(errors="replace")
+    stderr = err_path.read_text(errors="replace")
+    last = stderr.strip().splitlines()[-1][:200] if stderr.strip() else ""
+    made = [p for p in WATCHED if p.exists() and p not in watched_before]
+    for p in made:  # made by this case: take it away again
+        p.unlink(missing_ok=True)
+    new_outside = [str(p) for p in made]
+    new_outside += [str(REPO / n) for n in set(os.listdir(REPO)) - repo_before]
+    new_outside += [str(cwd / n) for n in os.listdir(cwd)]
+    lost = [f"{where}/{rel}" for where, folder in (("data", sb.data), ("hw", sb.hw))
+            for rel, content in keep[where].items()
+            if rel in (KEEP_FILE, "keep-me.toml") and _snapshot(folder).get(rel) != content]
+    if hung:
+        outcome, detail = "hang", f"killed after {timeout_s:.0f} s"
+    else:
+        fenced = ["fence changed"] if _snapshot(fence) != fence_before else []
+        outcome, detail = _outcome(rc, stdout, stderr, last, lost, new_outside or fenced)
+    return Result(case.surface, case.name, outcome, rc, seconds, peak_mib, detail)
+
+
+def _sandbox(root: Path) -> tuple[Sandbox, Path, Path, Path, Path]:
+    """(sandbox, home, cwd, tmp, fence) folders under ``root``, with the user's files to keep."""
+    sb = Sandbox(inputs=root / "in", data=root / "data", hw=root / "hw", model=root / "model")
+    home, cwd, tmp, fence = root / "home", root / "cwd", root / "tmp", root / "fence"
+    for folder in (sb.inputs, sb.data, sb.hw, home, cwd, tmp, fence):
+        folder.mkdir()
+    (sb.data / KEEP_FILE).write_text("the user's notes\n")
+    (sb.hw / KEEP_FILE).write_text("the user's notes\n")
+    (sb.hw / "keep-me.toml").write_text(KEEP_DEVICE)
+    (fence / "sentinel.txt").write_text("nothing may touch this\n")
+    return sb, home, cwd, tmp, fence
+
+
+def _case_env(sb: Sandbox, home: Path, tmp: Path, extra_env: dict[str, str]) -> dict[str, str]:
+    """The environment of a case: no ROOFCAST_* of ours, every folder inside the sandbox."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFCAST_")}
     if "ROOFCAST_SHARED_DATA" in os.environ:
         env["ROOFCAST_SHARED_DATA"] = os.environ["ROOFCAST_SHARED_DATA"]
     env.update(HOME=str(home), TMPDIR=str(tmp), ROOFCAST_DATA_DIR=str(sb.data),
                ROOFCAST_HW_DIR=str(sb.hw), XDG_DATA_HOME=str(home / "share"),
                XDG_CONFIG_HOME=str(home / "config"), **extra_env)
-    out_path, err_path = root / "stdout", root / "stderr"
+    return env
+
+
+def _run_cli(argv: list[str], cwd: Path, env: dict[str, str], out_err: tuple[Path, Path],
+             mem_gib: float, timeout_s: float) -> tuple[int, resource.struct_rusage, bool, float]:
+    """(exit code, rusage, hung, seconds) of the CLI run under a memory limit and a timeout."""
+    out_path, err_path = out_err
     start = time.perf_counter()
     with out_path.open("wb") as out, err_path.open("wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "roofcast.app.cli", *argv], cwd=cwd,
@@ -163,41 +201,26 @@ def _run_in(root: Path, case: Case, mem_gib: float, timeout_s: float) -> Result:
             else:
                 time.sleep(0.02)
         proc.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.perf_counter() - start
-    peak_mib = usage.ru_maxrss / 1024  # kB on Linux
-    stdout = out_path.read_text(errors="replace")
-    stderr = err_path.read_text(errors="replace")
-    rc = proc.returncode
-    last = stderr.strip().splitlines()[-1][:200] if stderr.strip() else ""
+    return proc.returncode, usage, hung, time.perf_counter() - start
 
-    def result(outcome: str, detail: str = last) -> Result:
-        return Result(case.surface, case.name, outcome, rc, seconds, peak_mib, detail)
 
-    made = [p for p in WATCHED if p.exists() and p not in watched_before]
-    for p in made:  # made by this case: take it away again
-        p.unlink(missing_ok=True)
-    new_outside = [str(p) for p in made]
-    new_outside += [str(REPO / n) for n in set(os.listdir(REPO)) - repo_before]
-    new_outside += [str(cwd / n) for n in os.listdir(cwd)]
-    lost = [f"{where}/{rel}" for where, folder in (("data", sb.data), ("hw", sb.hw))
-            for rel, content in keep[where].items()
-            if rel in (KEEP_FILE, "keep-me.toml") and _snapshot(folder).get(rel) != content]
-    if hung:
-        return result("hang", f"killed after {timeout_s:.0f} s")
+def _outcome(rc: int, stdout: str, stderr: str, last: str, lost: list[str],
+             new_outside: list[str]) -> tuple[str, str]:
+    """(outcome, detail) of a finished run, worst first."""
     if rc < 0 or any(m in stderr for m in _MEMORY):
-        return result("memory", f"signal {-rc}" if rc < 0 else last)
+        return "memory", f"signal {-rc}" if rc < 0 else last
     if "Traceback" in stderr:
-        return result("traceback")
+        return "traceback", last
     if lost:
-        return result("data_lost", "changed or gone: " + ", ".join(lost))
-    if _snapshot(fence) != fence_before or new_outside:
-        return result("outside", "new: " + ", ".join(new_outside or ["fence changed"]))
+        return "data_lost", "changed or gone: " + ", ".join(lost)
+    if new_outside:
+        return "outside", "new: " + ", ".join(new_outside)
     if rc == 0:
         wrong = _silent_wrong(stdout)
-        return result("silent_wrong", wrong) if wrong else result("clean", "exit 0")
+        return ("silent_wrong", wrong) if wrong else ("clean", "exit 0")
     if rc == 2:
-        return result("clean")
-    return result("other_exit")
+        return "clean", last
+    return "other_exit", last
 
 
 def _table(results: list[Result]) -> str:
@@ -208,7 +231,9 @@ def _table(results: list[Result]) -> str:
     for s in [*surfaces, "all"]:
         rows = [r for r in results if s in ("all", r.surface)]
         counts = [sum(r.outcome == o for r in rows) for o in OUTCOMES]
-        lines.append(f"{s:<{width}}  " + "  ".join(f"{c:>12}" for c in counts) + f"  {len(rows):>5}")
+        lines.append(
+            f"{s:<{width}}  " + "  ".join(f"{c:>12}" for c in counts) + f"  {len(rows):>5}"
+        )
     return "\n".join(lines)
 
 

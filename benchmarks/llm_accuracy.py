@@ -58,11 +58,16 @@ from roofcast.training_data.public_kernels import shared_data_dir
 #: Vidur's device folders -> catalog ids (Vidur profiles DGX A100 80 GB and DGX H100 nodes and an
 #: A40 server: microsoft/vidur data/profiling/compute/{a100,h100,a40}).
 VIDUR_DEVICES = {"a100": "a100-80gb-sxm", "h100": "h100-sxm", "a40": "a40"}
-VIDUR_MODELS = {"meta-llama/Llama-2-7b-hf": "llama-2-7b", "meta-llama/Llama-2-70b-hf": "llama-2-70b",
-                "meta-llama/Meta-Llama-3-8B": "llama-3-8b", "meta-llama/Meta-Llama-3-70B": "llama-3-70b",
-                "codellama/CodeLlama-34b-Instruct-hf": "codellama-34b",
-                "internlm/internlm-20b": "internlm-20b", "Qwen/Qwen-72B": "qwen-72b",
-                "microsoft/phi-2": "phi-2"}
+VIDUR_MODELS = {
+    "meta-llama/Llama-2-7b-hf": "llama-2-7b",
+    "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+    "meta-llama/Meta-Llama-3-8B": "llama-3-8b",
+    "meta-llama/Meta-Llama-3-70B": "llama-3-70b",
+    "codellama/CodeLlama-34b-Instruct-hf": "codellama-34b",
+    "internlm/internlm-20b": "internlm-20b",
+    "Qwen/Qwen-72B": "qwen-72b",
+    "microsoft/phi-2": "phi-2",
+}
 #: Vidur op -> roofcast kernel row names of one layer (``predictor.llm.kernels``).
 VIDUR_OPS = {"attn_pre_proj": ("qkv",), "attn_post_proj": ("o_proj",), "mlp_up_proj": ("up",),
              "mlp_down_proj": ("down",), "mlp_act": ("act", "act_mul"),
@@ -92,8 +97,10 @@ def thr_err(pred_latency: np.ndarray, meas_latency: np.ndarray) -> np.ndarray:
 
 def section_engines(rows: pd.DataFrame, fits: dict, hws: dict) -> None:
     print("\n## 1. LLM-Inference-Bench, single device, fp16 (errors in %: median mean p90)")
-    print(f"{'engine':14s} {'rows':>5s} {'dev':>3s} | {'LOO latency':^20s} | "
-          f"{'LOO throughput':^20s} | {'in-dist latency':^20s} | {'in-dist thr.':^20s} | in 10-90 %")
+    print(
+        f"{'engine':14s} {'rows':>5s} {'dev':>3s} | {'LOO latency':^20s} | "
+        f"{'LOO throughput':^20s} | {'in-dist latency':^20s} | {'in-dist thr.':^20s} | in 10-90 %"
+    )
     per_dev = []
     for engine, g in rows.groupby("engine"):
         req = g[g["figure"] != "ttft"]
@@ -189,8 +196,10 @@ def section_quant(table, rows: pd.DataFrame, hws: dict) -> None:
     plain = (f["weights"] == "fp16") & (f["kv_cache"] == "fp16")
     base = f[plain].sort_values("figure", ascending=False).drop_duplicates(key).set_index(key)
     f = f[~plain | (f["figure"] == "quant")]
-    print(f"{'device':14s} {'engine':13s} {'W':5s} {'KV':5s} {'rows':>4s} | {'err % med mean p90':^20s}"
-          f" | meas/fp16  pred/fp16")
+    print(
+        f"{'device':14s} {'engine':13s} {'W':5s} {'KV':5s} {'rows':>4s} | "
+        f"{'err % med mean p90':^20s} | meas/fp16  pred/fp16"
+    )
     for (dev, eng, w, kv), g in f.groupby(["device", "engine", "weights", "kv_cache"]):
         idx = pd.MultiIndex.from_frame(g[key])
         ok = idx.isin(base.index)
@@ -199,7 +208,8 @@ def section_quant(table, rows: pd.DataFrame, hws: dict) -> None:
         rel = (f"{np.median(mr):9.2f}  {np.median(pr):9.2f}" if ok.any()
                else "    (no fp16 rows)")
         print(f"{dev:14s} {eng:13s} {w:5s} {kv:5s} {len(g):4d} | {stats(g['err'])} | {rel}")
-    print(f"  all quantised rows: {stats(f.loc[(f['weights'] != 'fp16') | (f['kv_cache'] != 'fp16'), 'err'])}")
+    quantised = (f["weights"] != "fp16") | (f["kv_cache"] != "fp16")
+    print(f"  all quantised rows: {stats(f.loc[quantised, 'err'])}")
 
 
 def section_power(table, hws: dict) -> None:

@@ -39,14 +39,30 @@ ARCHS = {
                             32768, n_experts=8, experts_per_token=2),
 }
 SPEED_CASES = [
-    ("llama-3.1-70b", ("h100-sxm", "h200", "mi300x"), {"input_tokens": 2048, "output_tokens": 256,
-                                                         "weights": "fp8"}, [1]),
-    ("llama-3.1-70b", ("h100-sxm", "h200", "mi300x"), {"input_tokens": 2048, "output_tokens": 256,
-                                                         "weights": "fp8"}, [1, 2, 4, 8, 16, 32, 64]),
-    ("llama-2-7b", ("a100-80gb-sxm", "h100-sxm"), {"input_tokens": 1024, "output_tokens": 1024},
-     [1, 64]),
-    ("mixtral-8x7b", ("h200", "mi300x"), {"input_tokens": 512, "output_tokens": 512,
-                                              "concurrency": "max"}, ["max"]),
+    (
+        "llama-3.1-70b",
+        ("h100-sxm", "h200", "mi300x"),
+        {"input_tokens": 2048, "output_tokens": 256, "weights": "fp8"},
+        [1],
+    ),
+    (
+        "llama-3.1-70b",
+        ("h100-sxm", "h200", "mi300x"),
+        {"input_tokens": 2048, "output_tokens": 256, "weights": "fp8"},
+        [1, 2, 4, 8, 16, 32, 64],
+    ),
+    (
+        "llama-2-7b",
+        ("a100-80gb-sxm", "h100-sxm"),
+        {"input_tokens": 1024, "output_tokens": 1024},
+        [1, 64],
+    ),
+    (
+        "mixtral-8x7b",
+        ("h200", "mi300x"),
+        {"input_tokens": 512, "output_tokens": 512, "concurrency": "max"},
+        ["max"],
+    ),
 ]
 ERROR_CASES = [
     ("llama-2-7b", "a100-80gb-sxm", 1024, 1024, 1),

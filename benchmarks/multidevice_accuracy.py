@@ -43,12 +43,16 @@ def loso_errors(curves: pd.DataFrame, probe: bool = False) -> pd.DataFrame:
         test = curves[(groups == left_out) & curves.size_bytes.between(MIN_BYTES, MAX_BYTES)]
         test = test[~is_probe(test, probes)]
         pred = predict_rows(test, params, probes)
-        parts.append(test.assign(pred_s=pred, err_pct=100 * np.abs(pred - test.time_s) / test.time_s))
+        parts.append(
+            test.assign(pred_s=pred, err_pct=100 * np.abs(pred - test.time_s) / test.time_s)
+        )
     return pd.concat(parts, ignore_index=True)
 
 
 def summary(errors: pd.DataFrame) -> pd.DataFrame:
-    errors = errors.assign(ranks=errors.n_ranks.astype(str) + "/" + errors.ranks_per_node.astype(str))
+    errors = errors.assign(
+        ranks=errors.n_ranks.astype(str) + "/" + errors.ranks_per_node.astype(str)
+    )
     g = errors.groupby(["system", "collective"]).err_pct
     table = pd.DataFrame({"points": g.size(), "median_%": g.median(), "mean_%": g.mean(),
                           "p90_%": g.quantile(0.9),
@@ -71,13 +75,17 @@ def main() -> int:
     errors = loso_errors(curves, probe=True)
     print("Collectives, leave-one-system-out (hardware group left out of the fit), 1 MiB..1 GiB;")
     print("networks the source does not publish probed by each system's own 2-node send/recv curve")
-    print("at its largest size, as benchmarks/fit_collectives.py fits them (probe curves not scored):")
+    print(
+        "at its largest size, as benchmarks/fit_collectives.py fits them (probe curves not scored):"
+    )
     print(summary(errors).to_string())
     print_figures(errors, "cross-node curves, network probed")
     catalog = loso_errors(curves)
     print("For comparison, cross-node curves laid out on the catalog system's NICs (DGX A100: 8x "
           "200 Gb/s HDR) or a guess (1x 25 GbE), probe curves scored too:")
-    print_figures(catalog, "cross-node curves whose network is not published (NIC as catalog/guess)")
+    print_figures(
+        catalog, "cross-node curves whose network is not published (NIC as catalog/guess)"
+    )
     print_serving_rows()
     return 0
 

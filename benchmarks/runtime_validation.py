@@ -384,7 +384,9 @@ def _main(argv: list[str] | None) -> int:
         extra.update({f"whole note {i + 1}": n for i, n in enumerate(notes)})
     if "gap" in parts:
         say("(b) per-op gap")
-        gap_est = args.gap_estimators.split(",")[:1] if args.quick else args.gap_estimators.split(",")
+        gap_est = (
+            args.gap_estimators.split(",")[:1] if args.quick else args.gap_estimators.split(",")
+        )
         tables["gap"] = gap(latency, traces, gap_est, args.runtime, say)
         extra["gap scaling"] = ("measured: trace nodes of scope 'layer' x num_layer, embeddings, "
                                 "head and model-level nodes x 1; predicted: the whole graph")

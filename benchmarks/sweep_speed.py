@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     for label, kw in cases:
         t = best_of(lambda kw=kw: sweep(graphs.__getitem__, devices, BATCHES, **kw), args.repeats)
         rows.append({"what": label, "cells": f"{len(devices)}x{len(BATCHES)}", "wall_s": t})
-    t_full = best_of(lambda: sweep(lambda b: load_model(args.model, batch=b).graph, devices, BATCHES),
-                     args.repeats)
+    t_full = best_of(
+        lambda: sweep(lambda b: load_model(args.model, batch=b).graph, devices, BATCHES),
+        args.repeats,
+    )
     rows.append({"what": "sweep infer incl. import", "cells": f"{len(devices)}x{len(BATCHES)}",
                  "wall_s": t_full})
     print(f"model {args.model}, {len(devices)} devices, batches {list(BATCHES)}")

@@ -101,7 +101,9 @@ def tp_pp_rows_table() -> pd.DataFrame:
                "in_fit": n == 1 and (ref, length, batch) in fitted, "predicted_s": np.nan,
                "fits": False, "max_batch": 0, "skipped": ""}
         if hw_id is None or engine is None:
-            out.append({**rec, "skipped": f"no catalog device/engine for {r.Hardware}/{r.Framework}"})
+            out.append(
+                {**rec, "skipped": f"no catalog device/engine for {r.Hardware}/{r.Framework}"}
+            )
             continue
         if ref not in archs:
             try:

@@ -70,12 +70,7 @@ def build_graph(
     the cost registry) tells whether an *unresolved* node's op would have a rule, so op types
     without one are counted in ``unsupported`` even when their shapes are unknown.
     """
-    if cost_fn is None:
-        from roofcast.graph_import.costs import (
-            cost_of as cost_fn,  # late: costs import types, not us
-        )
-    if has_rule is None:
-        has_rule = _registry_has_rule if cost_fn is _default_cost_fn() else (lambda d, o: True)
+    cost_fn, has_rule = _cost_rules(cost_fn, has_rule)
     g = model.graph
     initializers = {t.name: t for t in g.initializer}
     infos: dict[str, TensorInfo] = {}
@@ -85,88 +80,159 @@ def build_graph(
     producer: dict[str, str] = {}
     used_names: set[str] = set()
     unbound = set(shapes.unbound)
-
-    def info(tensor: str) -> TensorInfo:
-        ti = infos.get(tensor)
-        if ti is None:
-            ts = shapes.tensors.get(tensor)
-            if ts is None:
-                ti = TensorInfo(tensor, ("?",), "undefined")  # type: ignore[arg-type]
-            else:
-                ti = TensorInfo(tensor, ts.dims if ts.dims is not None else ("?",), ts.dtype)  # type: ignore[arg-type]
-            infos[tensor] = ti
-        return ti
-
     for index, node in enumerate(g.node):
-        op_type, domain = node.op_type, node.domain
-        node_inputs, node_outputs = list(node.input), list(node.output)
-        node_name = _unique_name(node.name, op_type, index, used_names)
-        in_infos = tuple(info(t) if t else None for t in node_inputs)
-        out_infos = tuple(info(t) for t in node_outputs if t)
-        weight_inputs = frozenset(t for t in node_inputs if t in initializers)
-        const_inputs = _const_inputs(node_inputs, shapes, initializers)
-        fields = {
-            "name": node_name,
-            "op_type": op_type,
-            "domain": domain,
-            "inputs": in_infos,
-            "outputs": out_infos,
-            "attrs": _attrs(node, op_type, node_outputs, shapes),
-            "weight_inputs": weight_inputs,
-            "const_inputs": const_inputs,
-        }
+        node_name = _unique_name(node.name, node.op_type, index, used_names)
+        fields = _op_fields(node, node_name, shapes, initializers, infos)
         op = OpNode(**fields, cost=None)
-        reason = _unresolved_reason(
-            node_inputs, node_outputs, shapes.tensors, unbound,
-            explain=lambda node=node: explain_failure(node, shapes),
-        )
-        if reason is None and op_type == "Gather" and domain in ("", "ai.onnx"):
-            reason = _gather_index_problem(node_inputs, op.attrs, shapes)
-        if reason is not None and not unbound and reason.startswith("input"):
-            upstream = next(
-                (producer[t] for t in node_inputs if t and producer.get(t) in unresolved), None
-            )
-            if upstream is not None:
-                reason = f"an input comes from the unresolved node {upstream!r} (see its reason)"
+        reason = _node_reason(node, op, shapes, unbound, producer, unresolved)
         if reason is not None:
             unresolved[node_name] = reason
-            if not has_rule(domain, op_type):
-                unsupported[_op_label(domain, op_type)] += 1
+            if not has_rule(node.domain, node.op_type):
+                unsupported[_op_label(node.domain, node.op_type)] += 1
         else:
-            try:
-                cost = cost_fn(op)
-            except Exception as exc:  # a rule's failure is reported per node, never hidden
-                unresolved[node_name] = f"cost rule failed: {type(exc).__name__}: {exc}"
-            else:
-                if cost is None:
-                    unsupported[_op_label(domain, op_type)] += 1
-                elif _constant_folded(node_outputs, shapes):
-                    op = OpNode(**fields, cost=FREE_COST, constant_folded=True)
-                else:
-                    op = OpNode(**fields, cost=cost)  # cheaper than dataclasses.replace
+            op = _costed(op, fields, cost_fn, shapes, unresolved, unsupported)
         nxg.add_node(node_name, op=op)
-        for t in node_inputs:
-            src = producer.get(t) if t else None
-            if src is not None:
-                if nxg.has_edge(src, node_name):
-                    nxg.edges[src, node_name]["tensors"] += (infos[t],)
-                else:
-                    nxg.add_edge(src, node_name, tensor=infos[t], tensors=(infos[t],))
-        for t in node_outputs:
-            if t:
-                producer[t] = node_name
+        _link(nxg, node_name, node, producer, infos)
+    nx.freeze(nxg)  # an imported graph does not change: Graph.order keeps its sort
+    return _graph(model, shapes, name, nxg, infos, unsupported, unresolved)
 
+
+def _cost_rules(
+    cost_fn: CostFn | None, has_rule: Callable[[str, str], bool] | None
+) -> tuple[CostFn, Callable[[str, str], bool]]:
+    """The cost function and the has-a-rule test, defaults filled in."""
+    if cost_fn is None:
+        from roofcast.graph_import.costs import (
+            cost_of as cost_fn,  # late: costs import types, not us
+        )
+    if has_rule is None:
+        has_rule = _registry_has_rule if cost_fn is _default_cost_fn() else (lambda d, o: True)
+    return cost_fn, has_rule
+
+
+def _info(tensor: str, shapes: ShapeResult, infos: dict[str, TensorInfo]) -> TensorInfo:
+    """The TensorInfo of ``tensor``, made once from the shape result and kept in ``infos``."""
+    ti = infos.get(tensor)
+    if ti is None:
+        ts = shapes.tensors.get(tensor)
+        if ts is None:
+            ti = TensorInfo(tensor, ("?",), "undefined")  # type: ignore[arg-type]
+        else:
+            dims = ts.dims if ts.dims is not None else ("?",)
+            ti = TensorInfo(tensor, dims, ts.dtype)  # type: ignore[arg-type]
+        infos[tensor] = ti
+    return ti
+
+
+def _op_fields(
+    node,
+    node_name: str,
+    shapes: ShapeResult,
+    initializers: dict[str, TensorProto],
+    infos: dict[str, TensorInfo],
+) -> dict:
+    """OpNode fields of one ONNX node (all but the cost)."""
+    op_type = node.op_type
+    node_inputs, node_outputs = list(node.input), list(node.output)
+    return {
+        "name": node_name,
+        "op_type": op_type,
+        "domain": node.domain,
+        "inputs": tuple(_info(t, shapes, infos) if t else None for t in node_inputs),
+        "outputs": tuple(_info(t, shapes, infos) for t in node_outputs if t),
+        "attrs": _attrs(node, op_type, node_outputs, shapes),
+        "weight_inputs": frozenset(t for t in node_inputs if t in initializers),
+        "const_inputs": _const_inputs(node_inputs, shapes, initializers),
+    }
+
+
+def _node_reason(
+    node,
+    op: OpNode,
+    shapes: ShapeResult,
+    unbound: set[str],
+    producer: dict[str, str],
+    unresolved: dict[str, str],
+) -> str | None:
+    """Why ``node`` cannot be costed (unresolved shapes, bad Gather indices), or None."""
+    node_inputs = list(node.input)
+    reason = _unresolved_reason(
+        node_inputs,
+        list(node.output),
+        shapes.tensors,
+        unbound,
+        explain=lambda: explain_failure(node, shapes),
+    )
+    if reason is None and node.op_type == "Gather" and node.domain in ("", "ai.onnx"):
+        reason = _gather_index_problem(node_inputs, op.attrs, shapes)
+    if reason is not None and not unbound and reason.startswith("input"):
+        upstream = next(
+            (producer[t] for t in node_inputs if t and producer.get(t) in unresolved), None
+        )
+        if upstream is not None:
+            reason = f"an input comes from the unresolved node {upstream!r} (see its reason)"
+    return reason
+
+
+def _costed(
+    op: OpNode,
+    fields: dict,
+    cost_fn: CostFn,
+    shapes: ShapeResult,
+    unresolved: dict[str, str],
+    unsupported: Counter[str],
+) -> OpNode:
+    """``op`` with its cost; a failing rule goes to ``unresolved``, no rule to ``unsupported``."""
+    try:
+        cost = cost_fn(op)
+    except Exception as exc:  # a rule's failure is reported per node, never hidden
+        unresolved[op.name] = f"cost rule failed: {type(exc).__name__}: {exc}"
+        return op
+    if cost is None:
+        unsupported[_op_label(op.domain, op.op_type)] += 1
+        return op
+    if _constant_folded([t.name for t in op.outputs], shapes):
+        return OpNode(**fields, cost=FREE_COST, constant_folded=True)
+    return OpNode(**fields, cost=cost)  # cheaper than dataclasses.replace
+
+
+def _link(
+    nxg: nx.DiGraph, node_name: str, node, producer: dict[str, str], infos: dict[str, TensorInfo]
+) -> None:
+    """Edges from the producers of ``node``'s inputs; ``node`` becomes its outputs' producer."""
+    for t in node.input:
+        src = producer.get(t) if t else None
+        if src is not None:
+            if nxg.has_edge(src, node_name):
+                nxg.edges[src, node_name]["tensors"] += (infos[t],)
+            else:
+                nxg.add_edge(src, node_name, tensor=infos[t], tensors=(infos[t],))
+    for t in node.output:
+        if t:
+            producer[t] = node_name
+
+
+def _graph(
+    model: ModelProto,
+    shapes: ShapeResult,
+    name: str | None,
+    nxg: nx.DiGraph,
+    infos: dict[str, TensorInfo],
+    unsupported: Counter[str],
+    unresolved: dict[str, str],
+) -> Graph:
+    """The Graph of the built node graph, with the model's inputs, outputs and weights."""
+    g = model.graph
     params, weight_bytes = count_params(model)
     opset = max(
         (o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0
     )
-    init_names = set(initializers)
-    nx.freeze(nxg)  # an imported graph does not change: Graph.order keeps its sort
+    init_names = {t.name for t in g.initializer}
     return Graph(
         name=name or g.name or "model",
         nx_graph=nxg,
-        inputs=tuple(info(vi.name) for vi in g.input if vi.name not in init_names),
-        outputs=tuple(info(vi.name) for vi in g.output),
+        inputs=tuple(_info(vi.name, shapes, infos) for vi in g.input if vi.name not in init_names),
+        outputs=tuple(_info(vi.name, shapes, infos) for vi in g.output),
         params=params,
         weight_bytes=weight_bytes,
         opset=opset,
@@ -261,44 +327,60 @@ def _unresolved_reason(
             if not t:
                 continue
             ts = tensors.get(t)
-            problem = None
-            if ts is None:
-                problem = "has no type (shape inference could not reach it)"
-            elif ts.dims is None:
-                problem = "has unknown rank"
-            elif ts.dtype == "undefined":
-                problem = "has no element type"
-            else:
-                for axis, d in enumerate(ts.dims):
-                    if isinstance(d, int):
-                        continue
-                    if d in unbound:
-                        return (
-                            f"{kind} {t!r} dim {axis} is the unbound symbolic dim {d!r}: "
-                            f"bind it, e.g. --dim {d}=1"
-                        )
-                    problem = f"dim {axis} is not concrete ({d!r})"
-                    break
+            problem = _tensor_problem(ts)
             if problem is None:
                 continue
-            if unbound:
-                hint = ", ".join(f"--dim {u}=1" for u in sorted(unbound))
+            open_dim = _first_open_dim(ts)
+            if open_dim is not None and open_dim[1] in unbound:
+                axis, d = open_dim
                 return (
-                    f"{kind} {t!r} {problem}, likely because the model's dims "
-                    f"{', '.join(sorted(unbound))} are unbound: bind them ({hint})"
+                    f"{kind} {t!r} dim {axis} is the unbound symbolic dim {d!r}: "
+                    f"bind it, e.g. --dim {d}=1"
                 )
-            why = explain() if kind == "output" else None
-            if why:
-                return (
-                    f"{kind} {t!r} {problem}: ONNX shape inference rejects this node with the "
-                    f"bound dims ({why}); check that the --dim values are within what the model "
-                    "supports (e.g. a sequence no longer than its position table)"
-                )
-            return (
-                f"{kind} {t!r} {problem}: it depends on data values (e.g. NonZero) or on an op "
-                "shape inference cannot follow"
-            )
+            return _problem_reason(kind, t, problem, unbound, explain)
     return None
+
+
+def _first_open_dim(ts: TensorShape | None) -> tuple[int, str] | None:
+    """(axis, dim) of the first non-integer dim of a typed tensor of known rank, else None."""
+    if ts is None or ts.dims is None or ts.dtype == "undefined":
+        return None
+    return next(((axis, d) for axis, d in enumerate(ts.dims) if not isinstance(d, int)), None)
+
+
+def _tensor_problem(ts: TensorShape | None) -> str | None:
+    """What keeps a tensor's shape from being concrete, or None when it is concrete."""
+    if ts is None:
+        return "has no type (shape inference could not reach it)"
+    if ts.dims is None:
+        return "has unknown rank"
+    if ts.dtype == "undefined":
+        return "has no element type"
+    open_dim = _first_open_dim(ts)
+    return None if open_dim is None else f"dim {open_dim[0]} is not concrete ({open_dim[1]!r})"
+
+
+def _problem_reason(
+    kind: str, t: str, problem: str, unbound: set[str], explain: Callable[[], str | None]
+) -> str:
+    """The unresolved reason of a tensor with ``problem``, with the likely cause and a fix."""
+    if unbound:
+        hint = ", ".join(f"--dim {u}=1" for u in sorted(unbound))
+        return (
+            f"{kind} {t!r} {problem}, likely because the model's dims "
+            f"{', '.join(sorted(unbound))} are unbound: bind them ({hint})"
+        )
+    why = explain() if kind == "output" else None
+    if why:
+        return (
+            f"{kind} {t!r} {problem}: ONNX shape inference rejects this node with the "
+            f"bound dims ({why}); check that the --dim values are within what the model "
+            "supports (e.g. a sequence no longer than its position table)"
+        )
+    return (
+        f"{kind} {t!r} {problem}: it depends on data values (e.g. NonZero) or on an op "
+        "shape inference cannot follow"
+    )
 
 
 def _attrs(node, op_type: str, outputs: list[str], shapes: ShapeResult) -> dict:
@@ -341,4 +423,6 @@ def _registry_has_rule(domain: str, op_type: str) -> bool:
     from roofcast.graph_import.costs import FREE_OPS
     from roofcast.graph_import.costs.registry import lookup
 
-    return (domain in ("", "ai.onnx") and op_type in FREE_OPS) or lookup(op_type, domain) is not None
+    return (domain in ("", "ai.onnx") and op_type in FREE_OPS) or lookup(
+        op_type, domain
+    ) is not None

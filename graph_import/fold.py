@@ -201,7 +201,9 @@ def _no_overflow(exact: Array, a: Array, b: Array, fn: Callable[[Array, Array], 
     wrapped shape value (batch x sequence x ... beyond int64) would be a wrong shape."""
     if exact.dtype.kind in "iu":
         approx = fn(a.astype(np.float64), b.astype(np.float64))
-        if np.any(np.abs(approx) > 2.0**62) or np.any(np.abs(approx - exact) > 1e-6 * np.abs(approx) + 1):
+        if np.any(np.abs(approx) > 2.0**62) or np.any(
+            np.abs(approx - exact) > 1e-6 * np.abs(approx) + 1
+        ):
             raise FoldError("integer overflow while folding")
     return exact
 

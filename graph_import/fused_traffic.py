@@ -36,26 +36,6 @@ def internal_traffic(graph: Graph, members: Sequence[str],
     inside = set(members)
     views = {m for m in members if _moves_nothing(g.nodes[m]["op"])}
     model_outputs = {t.name for t in graph.outputs}
-
-    def uses(name: str, tensor: str) -> tuple[int, bool, bool]:
-        """(reads by computing members, read at all, needed outside) of ``tensor`` (output of
-        node ``name``), following views inside the group."""
-        inside_reads, read, outside = 0, False, tensor in model_outputs
-        for c in g.successors(name):
-            if not any(x is not None and x.name == tensor for x in g.nodes[c]["op"].inputs):
-                continue
-            read = True
-            if c not in inside:
-                outside = True
-            elif c in views:
-                for t in g.nodes[c]["op"].outputs:
-                    if t is not None:
-                        n, r, o = uses(c, t.name)
-                        inside_reads, read, outside = inside_reads + n, read or r, outside or o
-            else:
-                inside_reads += 1
-        return inside_reads, read, outside
-
     read_saved = write_saved = 0.0
     for name in members:
         if name in views:
@@ -64,11 +44,34 @@ def internal_traffic(graph: Graph, members: Sequence[str],
             if t is None:
                 continue
             size = tensor_bytes(t)
-            inside_reads, read, outside = uses(name, t.name)
+            inside_reads, read, outside = _uses(g, inside, views, model_outputs, name, t.name)
             read_saved += size * inside_reads
             if read and not outside:
                 write_saved += size
     return read_saved, write_saved
+
+
+def _uses(
+    g, inside: set[str], views: set[str], model_outputs: set[str], name: str, tensor: str
+) -> tuple[int, bool, bool]:
+    """(reads by computing members, read at all, needed outside) of ``tensor`` (output of node
+    ``name``) for the group ``inside`` with view members ``views``, following views inside the
+    group."""
+    inside_reads, read, outside = 0, False, tensor in model_outputs
+    for c in g.successors(name):
+        if not any(x is not None and x.name == tensor for x in g.nodes[c]["op"].inputs):
+            continue
+        read = True
+        if c not in inside:
+            outside = True
+        elif c in views:
+            for t in g.nodes[c]["op"].outputs:
+                if t is not None:
+                    n, r, o = _uses(g, inside, views, model_outputs, c, t.name)
+                    inside_reads, read, outside = inside_reads + n, read or r, outside or o
+        else:
+            inside_reads += 1
+    return inside_reads, read, outside
 
 
 def _moves_nothing(node: OpNode) -> bool:

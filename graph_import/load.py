@@ -192,47 +192,58 @@ def validate_model(model: ModelProto) -> None:
 def _check_text(graph: onnx.GraphProto) -> None:
     """Every name the import reads must be valid UTF-8 (protobuf hands back raw bytes when it
     is not, which only a corrupt or hand-crafted file contains)."""
-
-    def bad(*texts: Any) -> bool:
-        return any(isinstance(t, bytes) for t in texts)
-
-    def refuse(what: str, text: Any) -> ModelImportError:
-        return ModelImportError(
-            f"{what} {text!r} is not valid UTF-8 text: the file is corrupt; re-export it"
-        )
-
-    if bad(graph.name):
-        raise refuse("the graph name", graph.name)
+    if _bad_text(graph.name):
+        raise _not_text("the graph name", graph.name)
     for vi in (*graph.input, *graph.output, *graph.value_info):
-        if bad(vi.name):
-            raise refuse("tensor name", vi.name)
-        if vi.type.HasField("tensor_type"):
-            for d in vi.type.tensor_type.shape.dim:
-                if bad(d.dim_param):
-                    raise refuse(f"a dim name of tensor {vi.name!r}:", d.dim_param)
+        _check_value_info_text(vi)
     for t in graph.initializer:
-        if bad(t.name):
-            raise refuse("initializer name", t.name)
+        if _bad_text(t.name):
+            raise _not_text("initializer name", t.name)
         for entry in t.external_data:
-            if bad(entry.key, entry.value):
-                raise refuse(f"external-data entry of {t.name!r}:", entry.value)
+            if _bad_text(entry.key, entry.value):
+                raise _not_text(f"external-data entry of {t.name!r}:", entry.value)
     for node in graph.node:
-        if bad(node.name, node.op_type, node.domain, *node.input, *node.output):
-            raise refuse(
+        if _bad_text(node.name, node.op_type, node.domain, *node.input, *node.output):
+            raise _not_text(
                 "a name in node", [node.name, node.op_type, *node.input, *node.output]
             )
         for attr in node.attribute:
-            if bad(attr.name, attr.ref_attr_name):
-                raise refuse(f"an attribute name of node {node.name!r}:", attr.name)
-            if attr.type == onnx.AttributeProto.UNDEFINED and not attr.ref_attr_name:
-                raise ModelImportError(
-                    f"attribute {attr.name!r} of node {node.name!r} ({node.op_type}) has no "
-                    "type: the file is corrupt; re-export it"
-                )
-            if attr.HasField("g"):
-                _check_text(attr.g)
-            for sub in attr.graphs:
-                _check_text(sub)
+            _check_attribute_text(node, attr)
+
+
+def _bad_text(*texts: Any) -> bool:
+    return any(isinstance(t, bytes) for t in texts)
+
+
+def _not_text(what: str, text: Any) -> ModelImportError:
+    return ModelImportError(
+        f"{what} {text!r} is not valid UTF-8 text: the file is corrupt; re-export it"
+    )
+
+
+def _check_value_info_text(vi: onnx.ValueInfoProto) -> None:
+    """A graph input/output/value_info: its name and its dims' names are text."""
+    if _bad_text(vi.name):
+        raise _not_text("tensor name", vi.name)
+    if vi.type.HasField("tensor_type"):
+        for d in vi.type.tensor_type.shape.dim:
+            if _bad_text(d.dim_param):
+                raise _not_text(f"a dim name of tensor {vi.name!r}:", d.dim_param)
+
+
+def _check_attribute_text(node: onnx.NodeProto, attr: onnx.AttributeProto) -> None:
+    """An attribute: names are text, it has a type, and its subgraphs pass _check_text."""
+    if _bad_text(attr.name, attr.ref_attr_name):
+        raise _not_text(f"an attribute name of node {node.name!r}:", attr.name)
+    if attr.type == onnx.AttributeProto.UNDEFINED and not attr.ref_attr_name:
+        raise ModelImportError(
+            f"attribute {attr.name!r} of node {node.name!r} ({node.op_type}) has no "
+            "type: the file is corrupt; re-export it"
+        )
+    if attr.HasField("g"):
+        _check_text(attr.g)
+    for sub in attr.graphs:
+        _check_text(sub)
 
 
 def _check_versions(model: ModelProto) -> None:
@@ -254,7 +265,8 @@ def _check_versions(model: ModelProto) -> None:
     opset = max(versions)
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ModelImportError(
-            f"unsupported ai.onnx opset {opset}: roofcast supports opsets {MIN_OPSET}..{MAX_OPSET}; "
+            f"unsupported ai.onnx opset {opset}: "
+            f"roofcast supports opsets {MIN_OPSET}..{MAX_OPSET}; "
             "convert it with onnx.version_converter.convert_version(model, 17) or re-export"
         )
 
@@ -291,7 +303,8 @@ def _check_tensor(tensor: TensorProto) -> None:
     for d in tensor.dims:
         if d < 0:
             raise ModelImportError(
-                f"{label} has a negative dim ({list(tensor.dims)}): the file is corrupt; re-export it"
+                f"{label} has a negative dim ({list(tensor.dims)}): "
+                "the file is corrupt; re-export it"
             )
         numel *= d
     check_tensor_elems(label, numel, tensor.dims)
@@ -388,6 +401,29 @@ def _check_value_info(vi: onnx.ValueInfoProto) -> None:
 
 def _check_names_and_order(graph: onnx.GraphProto) -> None:
     """One producer per tensor, every node input defined, no cycle; sorts nodes topologically."""
+    defined = _defined_names(graph)
+    producer = _producers(graph, defined)
+    consumers, indegree = _node_edges(graph, defined, producer)
+    for vi in graph.output:
+        if vi.name not in producer and vi.name not in defined:
+            raise ModelImportError(
+                f"graph output {vi.name!r} is produced by no node: "
+                "the file is corrupt; re-export it"
+            )
+    order = _kahn(indegree, consumers)
+    if len(order) < len(graph.node):
+        stuck = sorted(set(range(len(graph.node))) - set(order))[:5]
+        raise ModelImportError(
+            "the graph has a cycle (nodes "
+            + ", ".join(_node_label(graph, i) for i in stuck)
+            + " feed each other): ONNX graphs must be acyclic; the file is corrupt; re-export it"
+        )
+    if order != list(range(len(graph.node))):
+        _reorder_nodes(graph, order)
+
+
+def _defined_names(graph: onnx.GraphProto) -> dict[str, str]:
+    """Tensor name -> 'graph input' | 'initializer' for the tensors no node produces."""
     defined: dict[str, str] = {}
     for vi in graph.input:
         defined.setdefault(vi.name, "graph input")
@@ -395,6 +431,11 @@ def _check_names_and_order(graph: onnx.GraphProto) -> None:
         defined.setdefault(t.name, "initializer")
     for sp in graph.sparse_initializer:
         defined.setdefault(sp.values.name, "initializer")
+    return defined
+
+
+def _producers(graph: onnx.GraphProto, defined: dict[str, str]) -> dict[str, int]:
+    """Tensor name -> index of the one node producing it (two producers are refused)."""
     producer: dict[str, int] = {}
     for i, node in enumerate(graph.node):
         for out in node.output:
@@ -412,6 +453,13 @@ def _check_names_and_order(graph: onnx.GraphProto) -> None:
                     f"{_node_label(graph, i)}: the file is corrupt; re-export it"
                 )
             producer[out] = i
+    return producer
+
+
+def _node_edges(
+    graph: onnx.GraphProto, defined: dict[str, str], producer: dict[str, int]
+) -> tuple[list[list[int]], list[int]]:
+    """(consumers per node, in-degree per node) of the node graph; a dangling input is refused."""
     consumers: list[list[int]] = [[] for _ in graph.node]
     indegree = [0] * len(graph.node)
     for i, node in enumerate(graph.node):
@@ -427,26 +475,17 @@ def _check_names_and_order(graph: onnx.GraphProto) -> None:
                 )
             consumers[src].append(i)
             indegree[i] += 1
-    for vi in graph.output:
-        if vi.name not in producer and vi.name not in defined:
-            raise ModelImportError(
-                f"graph output {vi.name!r} is produced by no node: the file is corrupt; re-export it"
-            )
-    order = _kahn(indegree, consumers)
-    if len(order) < len(graph.node):
-        stuck = sorted(set(range(len(graph.node))) - set(order))[:5]
-        raise ModelImportError(
-            "the graph has a cycle (nodes "
-            + ", ".join(_node_label(graph, i) for i in stuck)
-            + " feed each other): ONNX graphs must be acyclic; the file is corrupt; re-export it"
-        )
-    if order != list(range(len(graph.node))):
-        nodes = [graph.node[i] for i in order]
-        copies = [onnx.NodeProto() for _ in nodes]
-        for dst, src in zip(copies, nodes, strict=True):
-            dst.CopyFrom(src)
-        del graph.node[:]
-        graph.node.extend(copies)
+    return consumers, indegree
+
+
+def _reorder_nodes(graph: onnx.GraphProto, order: list[int]) -> None:
+    """Rewrite ``graph.node`` in ``order``."""
+    nodes = [graph.node[i] for i in order]
+    copies = [onnx.NodeProto() for _ in nodes]
+    for dst, src in zip(copies, nodes, strict=True):
+        dst.CopyFrom(src)
+    del graph.node[:]
+    graph.node.extend(copies)
 
 
 def _kahn(indegree: list[int], consumers: list[list[int]]) -> list[int]:

@@ -50,7 +50,9 @@ def propagate_pass(
         if not outs or all((t := shape_of(o)) is not None and t.is_concrete for o in outs):
             continue
         ins = [shape_of(i) if i else None for i in node.input]
-        if any(i and (t is None or not t.is_concrete) for i, t in zip(node.input, ins, strict=True)):
+        if any(
+            i and (t is None or not t.is_concrete) for i, t in zip(node.input, ins, strict=True)
+        ):
             continue
         if rule is not None:
             result = _apply_rule(rule, node, ins)
@@ -67,7 +69,9 @@ def propagate_pass(
     return set(typed)
 
 
-def _apply_rule(rule, node: onnx.NodeProto, ins: list[TensorShape | None]) -> dict[str, TensorShape]:
+def _apply_rule(
+    rule, node: onnx.NodeProto, ins: list[TensorShape | None]
+) -> dict[str, TensorShape]:
     in_dims = [t.dims if t is not None else None for t in ins]
     try:
         specs = rule(attribute_values(node), in_dims)
@@ -90,7 +94,9 @@ def _infer_node(
     values: dict[str, np.ndarray],
     opsets: dict[str, int],
 ) -> dict[str, TensorShape]:
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+    if any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute
+    ):
         return {}  # If/Loop/Scan bodies need the whole-graph inference context
     try:
         schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
@@ -153,4 +159,6 @@ def _input_types(node: onnx.NodeProto, ins: list[TensorShape | None]) -> dict[st
 
 
 def _input_data(node: onnx.NodeProto, values: dict[str, np.ndarray]) -> dict[str, TensorProto]:
-    return {name: numpy_helper.from_array(values[name], name) for name in node.input if name in values}
+    return {
+        name: numpy_helper.from_array(values[name], name) for name in node.input if name in values
+    }

@@ -21,7 +21,10 @@ Dim = int | str
 
 @dataclass(frozen=True)
 class TensorShape:
-    """dtype name (``'float'``, ``'int64'``...) and dims; ``dims is None`` when the rank is unknown."""
+    """dtype name (``'float'``, ``'int64'``...) and dims.
+
+    ``dims is None`` when the rank is unknown.
+    """
 
     dtype: str
     dims: tuple[Dim, ...] | None

@@ -201,38 +201,58 @@ def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
     for key, value in dims.items():
         if split_input_axis(key) is None or key in params:
             continue  # a plain dim name, already in by_name
-        name, axis = split_input_axis(key)  # type: ignore[misc]
-        vi = inputs.get(name)
-        if vi is None:
-            raise ModelImportError(
-                f"--dim {key}={value}: the model has no input {name!r}; its inputs are "
-                f"{', '.join(sorted(inputs)) or '(none)'}"
-            )
-        shape_dims = vi.type.tensor_type.shape.dim
-        rank = len(shape_dims)
-        if not -rank <= axis < rank:
-            raise ModelImportError(
-                f"--dim {key}={value}: input {name!r} has rank {rank}, so axis {axis} does not "
-                f"exist; use an axis in 0..{rank - 1}"
-            )
-        d = shape_dims[axis % rank]
-        if d.HasField("dim_value"):
-            if d.dim_value != value:
-                raise ModelImportError(
-                    f"--dim {key}={value}: axis {axis % rank} of input {name!r} is fixed at "
-                    f"{d.dim_value} by the model; drop this --dim or re-export with a dynamic axis"
-                )
-        elif d.dim_param:
-            earlier = by_name.get(d.dim_param)
-            if earlier is not None and earlier != value:
-                raise ModelImportError(
-                    f"--dim {key}={value} contradicts --dim {d.dim_param}={earlier}: axis "
-                    f"{axis % rank} of input {name!r} is the dim {d.dim_param!r}; give one value"
-                )
-            by_name[d.dim_param] = value
-        else:
-            unnamed.append((d, value))
+        _bind_input_axis(key, value, inputs, by_name, unnamed)
         applied[key] = value
+    _apply_named(graph, by_name, applied)
+    for d, value in unnamed:
+        d.dim_value = value
+    return applied
+
+
+def _bind_input_axis(
+    key: str,
+    value: int,
+    inputs: Mapping[str, onnx.ValueInfoProto],
+    by_name: dict[str, int],
+    unnamed: list[tuple[onnx.TensorShapeProto.Dimension, int]],
+) -> None:
+    """Bind ``input:axis`` = ``value``: a named axis goes to ``by_name``, an unnamed one to
+    ``unnamed``; a fixed axis must already have that size."""
+    name, axis = split_input_axis(key)  # type: ignore[misc]
+    vi = inputs.get(name)
+    if vi is None:
+        raise ModelImportError(
+            f"--dim {key}={value}: the model has no input {name!r}; its inputs are "
+            f"{', '.join(sorted(inputs)) or '(none)'}"
+        )
+    shape_dims = vi.type.tensor_type.shape.dim
+    rank = len(shape_dims)
+    if not -rank <= axis < rank:
+        raise ModelImportError(
+            f"--dim {key}={value}: input {name!r} has rank {rank}, so axis {axis} does not "
+            f"exist; use an axis in 0..{rank - 1}"
+        )
+    d = shape_dims[axis % rank]
+    if d.HasField("dim_value"):
+        if d.dim_value != value:
+            raise ModelImportError(
+                f"--dim {key}={value}: axis {axis % rank} of input {name!r} is fixed at "
+                f"{d.dim_value} by the model; drop this --dim or re-export with a dynamic axis"
+            )
+    elif d.dim_param:
+        earlier = by_name.get(d.dim_param)
+        if earlier is not None and earlier != value:
+            raise ModelImportError(
+                f"--dim {key}={value} contradicts --dim {d.dim_param}={earlier}: axis "
+                f"{axis % rank} of input {name!r} is the dim {d.dim_param!r}; give one value"
+            )
+        by_name[d.dim_param] = value
+    else:
+        unnamed.append((d, value))
+
+
+def _apply_named(graph: GraphProto, by_name: dict[str, int], applied: dict[str, int]) -> None:
+    """Set every named dim bound in ``by_name`` (and every dim expression over them)."""
     for vi in (*graph.input, *graph.output, *graph.value_info):
         if not vi.type.HasField("tensor_type"):
             continue
@@ -248,9 +268,6 @@ def bind_dims(graph: GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
                         f"dim {d.dim_param!r} of tensor {vi.name!r} is {value} with the bound dims"
                     )
                 d.dim_value = value  # a derived axis: 'past_sequence + sequence', '2*s0'
-    for d, value in unnamed:
-        d.dim_value = value
-    return applied
 
 
 def _all_params(graph: GraphProto) -> set[str]:
@@ -329,7 +346,9 @@ class _FoldState:
                 recomputed.update(outs)
             foldable = domain in ONNX_DOMAINS and (
                 op in _SHAPE_OF_OPS
-                or ((op in FOLDERS or op == "Split") and all(not t or t in maybe_const for t in ins))
+                or (
+                    (op in FOLDERS or op == "Split") and all(not t or t in maybe_const for t in ins)
+                )
             )
             if foldable:
                 pending.append(i)

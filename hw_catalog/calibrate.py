@@ -437,29 +437,48 @@ def run_calibration(quick: bool = False, progress: Progress | None = None) -> di
     caches = cache_levels()
 
     cpu_before = _cpu_seconds()
+    gemm_best, unsupported, bw_best = _measure_rounds(plan, threads, n_cpu, start, say)
+    gemm = _gemm_results(threads, gemm_best, unsupported, say)
+    bw1 = [round(bw_best[(ws, 1)], 2) for ws in plan.bw_sizes_KiB]
+    bwn = [round(bw_best[(ws, n_cpu)], 2) for ws in plan.bw_sizes_KiB]
+    for ws, b1, bn in zip(plan.bw_sizes_KiB, bw1, bwn, strict=True):
+        say(f"bandwidth {ws:>7} KiB: {b1:7.1f} GB/s (1 thread) {bn:7.1f} GB/s ({n_cpu} threads)")
+    one = plateaus(plan.bw_sizes_KiB, bw1, caches, 1)
+    many = plateaus(plan.bw_sizes_KiB, bwn, caches, n_cpu)
+    levels = best_plateaus(one, many)
+    levels["DRAM_GBps_1thread"] = one["DRAM_GBps"]
+    levels[f"DRAM_GBps_{n_cpu}threads"] = many["DRAM_GBps"]
+    saturation = bw_saturation_threads(one["DRAM_GBps"], many["DRAM_GBps"], n_cpu)
+
+    dispatch = _dispatch(plan, n_cpu, say)
+    duration = time.perf_counter() - start
+    doc = build_document(
+        gemm=gemm, ws_KiB=list(plan.bw_sizes_KiB), bw1=bw1, bwn=bwn, levels=levels,
+        caches=caches, dispatch=dispatch, quick=quick, duration_s=duration, n_cpu=n_cpu)
+    cal = doc["calibration"]
+    cal["bw_saturation_threads"] = saturation
+    cal["load_average_1min"] = {"before": load_before, "after": _loadavg()}
+    _note_other_load(cal, cpu_before, duration, n_cpu, load_before, say)
+    return doc
+
+
+def _measure_rounds(
+    plan: Plan, threads: list[int], n_cpu: int, start: float, say: Progress
+) -> tuple[dict[tuple[str, int], tuple[float, int]], dict[str, str], dict[tuple[int, int], float]]:
+    """Repeat GEMM and bandwidth rounds until the best figures stop improving or time is up.
+
+    Returns (best (GFLOP/s, n) per (dtype, threads), dtype -> why it cannot run, best GB/s per
+    (working set KiB, threads)).
+    """
     gemm_best: dict[tuple[str, int], tuple[float, int]] = {}
     unsupported: dict[str, str] = {}
     bw_best: dict[tuple[int, int], float] = {}
-    bw_threads = sorted({1, n_cpu})
     tracked_before = (0.0, 0.0)
     r = 0
     while True:
         round_start = time.perf_counter()
-        for dtype in GEMM_KERNELS:
-            for t in threads if dtype not in unsupported else ():
-                try:
-                    got = measure_gemm(dtype, t, plan)
-                except RuntimeError as exc:
-                    unsupported[dtype] = str(exc)
-                    break
-                if got[0] > gemm_best.get((dtype, t), (0.0, 0))[0]:
-                    gemm_best[(dtype, t)] = got
-        guess = 50.0
-        for ws in plan.bw_sizes_KiB:
-            for t in bw_threads:
-                rate = measure_bandwidth(ws, t, plan, guess)
-                bw_best[(ws, t)] = max(bw_best.get((ws, t), 0.0), rate)
-            guess = max(bw_best[(ws, n_cpu)], 1.0)
+        _gemm_round(plan, threads, gemm_best, unsupported)
+        _bandwidth_round(plan, n_cpu, bw_best)
         r += 1
         tracked = (gemm_best.get(("fp32", n_cpu), (0.0, 0))[0],
                    bw_best[(plan.bw_sizes_KiB[-1], n_cpu)])
@@ -471,8 +490,45 @@ def run_calibration(quick: bool = False, progress: Progress | None = None) -> di
         round_s = time.perf_counter() - round_start
         over_budget = time.perf_counter() - start + round_s > plan.budget_s
         if r >= plan.max_rounds or over_budget or (r >= plan.rounds and not improved):
-            break
+            return gemm_best, unsupported, bw_best
 
+
+def _gemm_round(
+    plan: Plan,
+    threads: list[int],
+    gemm_best: dict[tuple[str, int], tuple[float, int]],
+    unsupported: dict[str, str],
+) -> None:
+    """One GEMM round over dtypes and thread counts; keeps the best rate per (dtype, threads)."""
+    for dtype in GEMM_KERNELS:
+        for t in threads if dtype not in unsupported else ():
+            try:
+                got = measure_gemm(dtype, t, plan)
+            except RuntimeError as exc:
+                unsupported[dtype] = str(exc)
+                break
+            if got[0] > gemm_best.get((dtype, t), (0.0, 0))[0]:
+                gemm_best[(dtype, t)] = got
+
+
+def _bandwidth_round(plan: Plan, n_cpu: int, bw_best: dict[tuple[int, int], float]) -> None:
+    """One bandwidth round over working sets at 1 and all threads; keeps the best rates."""
+    bw_threads = sorted({1, n_cpu})
+    guess = 50.0
+    for ws in plan.bw_sizes_KiB:
+        for t in bw_threads:
+            rate = measure_bandwidth(ws, t, plan, guess)
+            bw_best[(ws, t)] = max(bw_best.get((ws, t), 0.0), rate)
+        guess = max(bw_best[(ws, n_cpu)], 1.0)
+
+
+def _gemm_results(
+    threads: list[int],
+    gemm_best: Mapping[tuple[str, int], tuple[float, int]],
+    unsupported: Mapping[str, str],
+    say: Progress,
+) -> dict[str, Any]:
+    """The ``[calibration.gemm]`` table: a curve per dtype, or why it was not measured."""
     gemm: dict[str, Any] = {}
     for dtype in GEMM_KERNELS:
         if dtype in unsupported:
@@ -487,32 +543,30 @@ def run_calibration(quick: bool = False, progress: Progress | None = None) -> di
         for t, g in zip(threads, gemm[dtype]["GFLOPs"], strict=True):
             unit = "GOP/s" if dtype == "int8" else "GFLOP/s"
             say(f"GEMM {dtype:>4} {t:>3} threads: {g:8.1f} {unit}")
-    bw1 = [round(bw_best[(ws, 1)], 2) for ws in plan.bw_sizes_KiB]
-    bwn = [round(bw_best[(ws, n_cpu)], 2) for ws in plan.bw_sizes_KiB]
-    for ws, b1, bn in zip(plan.bw_sizes_KiB, bw1, bwn, strict=True):
-        say(f"bandwidth {ws:>7} KiB: {b1:7.1f} GB/s (1 thread) {bn:7.1f} GB/s ({n_cpu} threads)")
-    one = plateaus(plan.bw_sizes_KiB, bw1, caches, 1)
-    many = plateaus(plan.bw_sizes_KiB, bwn, caches, n_cpu)
-    levels = best_plateaus(one, many)
-    levels["DRAM_GBps_1thread"] = one["DRAM_GBps"]
-    levels[f"DRAM_GBps_{n_cpu}threads"] = many["DRAM_GBps"]
-    saturation = bw_saturation_threads(one["DRAM_GBps"], many["DRAM_GBps"], n_cpu)
+    return gemm
 
+
+def _dispatch(plan: Plan, n_cpu: int, say: Progress) -> dict[str, Any]:
+    """The ``[calibration.dispatch]`` table: per-node and per-run dispatch at 1 and N threads."""
     per_node_1, run_1 = measure_dispatch(1, plan)
     per_node_n, run_n = measure_dispatch(n_cpu, plan) if n_cpu > 1 else (per_node_1, run_1)
     say(f"dispatch: {per_node_n:.2f} us/node ({n_cpu} threads), {per_node_1:.2f} us/node (1)")
-    duration = time.perf_counter() - start
-    doc = build_document(
-        gemm=gemm, ws_KiB=list(plan.bw_sizes_KiB), bw1=bw1, bwn=bwn, levels=levels,
-        caches=caches, dispatch={"per_node_us_all_threads": round(per_node_n, 3),
-                                 "per_node_us_1thread": round(per_node_1, 3),
-                                 "session_run_us_all_threads": round(run_n, 2),
-                                 "session_run_us_1thread": round(run_1, 2),
-                                 "chain_nodes": plan.dispatch_nodes},
-        quick=quick, duration_s=duration, n_cpu=n_cpu)
-    cal = doc["calibration"]
-    cal["bw_saturation_threads"] = saturation
-    cal["load_average_1min"] = {"before": load_before, "after": _loadavg()}
+    return {"per_node_us_all_threads": round(per_node_n, 3),
+            "per_node_us_1thread": round(per_node_1, 3),
+            "session_run_us_all_threads": round(run_n, 2),
+            "session_run_us_1thread": round(run_1, 2),
+            "chain_nodes": plan.dispatch_nodes}
+
+
+def _note_other_load(
+    cal: dict[str, Any],
+    cpu_before: tuple[float, float] | None,
+    duration: float,
+    n_cpu: int,
+    load_before: float,
+    say: Progress,
+) -> None:
+    """Record (and warn about) the CPU share other processes took during the calibration."""
     other = _other_cpu_share(cpu_before, _cpu_seconds(), duration, n_cpu)
     if other is not None:
         cal["other_processes_cpu_share"] = round(other, 3)
@@ -520,7 +574,6 @@ def run_calibration(quick: bool = False, progress: Progress | None = None) -> di
         say(f"warning: other processes used {100 * other:.0f}% of the {n_cpu} CPUs during "
             f"calibration (1-min load average {load_before:.2f} before, {_loadavg():.2f} "
             f"after); figures may be low — re-run on an idle machine")
-    return doc
 
 
 def _cpu_seconds() -> tuple[float, float] | None:
@@ -562,26 +615,13 @@ def build_document(*, gemm: Mapping[str, Any], ws_KiB: list[int], bw1: list[floa
                    ) -> dict[str, Any]:
     """The ``local`` device document in the catalog schema plus ``[calibration]``."""
     now = _dt.datetime.now(_dt.UTC)
-    info = _cpuinfo()
-    vendor = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(
-        info.get("vendor_id", ""), info.get("vendor_id") or platform.machine() or "unknown")
-    arch = platform.machine() + (f" (family {info['cpu family']} model {info['model']})"
-                                 if "cpu family" in info and "model" in info else "")
+    vendor, arch = _vendor_and_architecture(_cpuinfo())
     clock_MHz, clock_src = max_clock()
     mem_GiB = mem_total_GiB()
     vers = versions()
-    fp32 = _max_gemm(gemm, "fp32")
-    if fp32 is None:
-        raise HardwareSpecError("calibration could not measure fp32 GEMM with ONNX Runtime: "
-                                f"{gemm['fp32'].get('not_measured')}")
+    fp32, matrix = _matrix_peaks(gemm)
     llc = caches[-1]["size_bytes"] if caches else None
     l1 = next((c["size_bytes"] for c in caches if c["level"] == 1), None)
-    matrix = {"fp32": round(fp32 / 1e3, 6)}
-    for dtype in ("fp16", "bf16", "int8"):
-        value = _max_gemm(gemm, dtype)
-        if value is not None:
-            matrix[dtype] = round(value / 1e3, 6)
-    not_measured = [f"{d}: {g['not_measured']}" for d, g in gemm.items() if "not_measured" in g]
     doc: dict[str, Any] = {
         "id": "local",
         "name": f"local: {cpu_model()} ({n_cpu} logical CPUs)",
@@ -593,22 +633,20 @@ def build_document(*, gemm: Mapping[str, Any], ws_KiB: list[int], bw1: list[floa
             f"(ONNX Runtime {vers['onnxruntime']}, numpy {vers['numpy']})",
             "CPU model: /proc/cpuinfo; cache sizes: /sys/devices/system/cpu/cpu0/cache",
         ],
-        "notes": (
-            "Empirical roofline (achieved, not nominal): matrix and vector fp32 = best ONNX "
-            "Runtime fp32 MatMul over 1..N threads; fp16/int8 matrix = ORT MatMul / "
-            "MatMulInteger(u8 x s8) achieved; memory bandwidth = DRAM plateau of acc += a "
-            "(12 B/element), the better of 1 and all threads; l2_MB = last-level cache; launch_overhead_us = "
-            f"ORT per-node dispatch. {'QUICK run: fewer sizes and repeats. ' if quick else ''}"
-            + (" Not measured: " + "; ".join(not_measured) if not_measured else "")
-        ),
-        "compute": {"units": n_cpu, "unit_name": "core",
-                    "boost_clock_MHz": round(clock_MHz or 1000.0, 1)},
+        "notes": _notes(gemm, quick),
+        "compute": {
+            "units": n_cpu,
+            "unit_name": "core",
+            "boost_clock_MHz": round(clock_MHz or 1000.0, 1),
+        },
         "peak_TOPS": {"matrix": matrix, "vector": {"fp32": round(fp32 / 1e3, 6)}},
-        "memory": {"capacity_GB": round(mem_GiB or 1.0, 2),
-                   "bandwidth_GBps": levels["DRAM_GBps"], "type": "DRAM (type not detected)"},
+        "memory": {
+            "capacity_GB": round(mem_GiB or 1.0, 2),
+            "bandwidth_GBps": levels["DRAM_GBps"],
+            "type": "DRAM (type not detected)",
+        },
         "cache": {"l2_MB": round((llc or 2**20) / 2**20, 3)},
-        "overhead": {"launch_overhead_us": max(round(dispatch["per_node_us_all_threads"], 3),
-                                               0.1)},
+        "overhead": {"launch_overhead_us": max(round(dispatch["per_node_us_all_threads"], 3), 0.1)},
     }
     if l1:
         doc["cache"]["l1_per_unit_KB"] = l1 / 1024
@@ -622,9 +660,7 @@ def build_document(*, gemm: Mapping[str, Any], ws_KiB: list[int], bw1: list[floa
         "quick": quick,
         "duration_s": round(duration_s, 2),
         "versions": vers,
-        "caches": {f"L{c['level']}_{c['type']}": {"size_bytes": c["size_bytes"],
-                                                   "shared_by_cpus": c["shared_by"]}
-                   for c in caches},
+        "caches": _cache_table(caches),
         "gemm": dict(gemm),
         "bandwidth": {"kernel": "acc += a, float32, 12 bytes per element",
                       "working_set_KiB": ws_KiB, "GBps_1thread": bw1,
@@ -632,6 +668,49 @@ def build_document(*, gemm: Mapping[str, Any], ws_KiB: list[int], bw1: list[floa
         "dispatch": dict(dispatch),
     }
     return doc
+
+
+def _vendor_and_architecture(info: Mapping[str, str]) -> tuple[str, str]:
+    """(vendor, architecture) from /proc/cpuinfo fields and the platform."""
+    vendor = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(
+        info.get("vendor_id", ""), info.get("vendor_id") or platform.machine() or "unknown")
+    arch = platform.machine() + (f" (family {info['cpu family']} model {info['model']})"
+                                 if "cpu family" in info and "model" in info else "")
+    return vendor, arch
+
+
+def _matrix_peaks(gemm: Mapping[str, Any]) -> tuple[float, dict[str, float]]:
+    """(best fp32 GFLOP/s, matrix peaks in TOPS per dtype); no fp32 curve is an error."""
+    fp32 = _max_gemm(gemm, "fp32")
+    if fp32 is None:
+        raise HardwareSpecError("calibration could not measure fp32 GEMM with ONNX Runtime: "
+                                f"{gemm['fp32'].get('not_measured')}")
+    matrix = {"fp32": round(fp32 / 1e3, 6)}
+    for dtype in ("fp16", "bf16", "int8"):
+        value = _max_gemm(gemm, dtype)
+        if value is not None:
+            matrix[dtype] = round(value / 1e3, 6)
+    return fp32, matrix
+
+
+def _notes(gemm: Mapping[str, Any], quick: bool) -> str:
+    """The document's notes: how each figure was measured, and what was not."""
+    not_measured = [f"{d}: {g['not_measured']}" for d, g in gemm.items() if "not_measured" in g]
+    return (
+        "Empirical roofline (achieved, not nominal): matrix and vector fp32 = best ONNX "
+        "Runtime fp32 MatMul over 1..N threads; fp16/int8 matrix = ORT MatMul / "
+        "MatMulInteger(u8 x s8) achieved; memory bandwidth = DRAM plateau of acc += a "
+        "(12 B/element), the better of 1 and all threads; l2_MB = last-level cache; "
+        "launch_overhead_us = ORT per-node dispatch. "
+        f"{'QUICK run: fewer sizes and repeats. ' if quick else ''}"
+        + (" Not measured: " + "; ".join(not_measured) if not_measured else "")
+    )
+
+
+def _cache_table(caches: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {f"L{c['level']}_{c['type']}": {"size_bytes": c["size_bytes"],
+                                           "shared_by_cpus": c["shared_by"]}
+            for c in caches}
 
 
 def write_local(doc: Mapping[str, Any], path: Path) -> Path:

@@ -428,13 +428,14 @@ def system_from_device(hw: Any, n_devices: int) -> SystemSpec:
     A built-in single-node system of that device answers where ``n_devices`` fits it
     (:func:`_from_catalog`: ``h100-sxm`` x 8 is ``hgx-h100``, x 32 ``hgx-h100:nodes=4``, x 4
     ``hgx-h100:devices_per_node=4``), so both ways of asking give one answer. Otherwise an
-    ad-hoc system: the fabric follows the device's ``[interconnect]`` (:data:`FABRIC_RULES`, first match):
-    NVLink on a baseboard part (:data:`SWITCHED_FORM_FACTORS`) -> ``nvswitch``; other NVLink parts -> ``nvlink-pairs`` (bridges); Infinity Fabric ->
-    ``infinity-fabric``; else ``pcie-host`` at the host link. Link bandwidth per direction =
-    the device's ``device_link`` (quoted bidirectional) / 2, or its ``host_link`` (per
-    direction). More than :data:`NODE_DEVICES` devices -> nodes of 8 with a NIC guess that the
-    notes name (one 400 Gb/s NIC per device for NVLink 4+ SXM parts, 200 Gb/s for earlier, one
-    200 Gb/s NIC per node otherwise).
+    ad-hoc system: the fabric follows the device's ``[interconnect]`` (:data:`FABRIC_RULES`,
+    first match): NVLink on a baseboard part (:data:`SWITCHED_FORM_FACTORS`) -> ``nvswitch``;
+    other NVLink parts -> ``nvlink-pairs`` (bridges); Infinity Fabric -> ``infinity-fabric``;
+    else ``pcie-host`` at the host link. Link bandwidth per direction = the device's
+    ``device_link`` (quoted bidirectional) / 2, or its ``host_link`` (per direction). More than
+    :data:`NODE_DEVICES` devices -> nodes of 8 with a NIC guess that the notes name (one
+    400 Gb/s NIC per device for NVLink 4+ SXM parts, 200 Gb/s for earlier, one 200 Gb/s NIC
+    per node otherwise).
     """
     from roofcast.hw_catalog.spec import HardwareSpec
 

@@ -165,48 +165,70 @@ def validate_document(
     kind_ok = kind in KINDS
     if kind is not None and isinstance(kind, str) and not kind_ok:
         errors.append(f"key 'kind' must be one of {', '.join(KINDS)}, got {kind!r}")
+    _check_required(doc, kind if kind_ok else None, derived, errors)
+    range_set = None if range_paths is None else set(range_paths)
+    for path, f in FIELDS_BY_PATH.items():
+        bounds = None
+        if kind_ok and not derived:
+            bounds = RANGES.get(f.range_key, {}).get(kind)
+        only_headroom = range_set is not None and path not in range_set
+        _check_value(f, get_path(doc, path), kind, bounds, only_headroom, errors)
+    _check_scales(doc, derived, errors)
+    _check_semantics(doc, errors, check_id=check_id, derived=derived)
+    if errors:
+        raise HardwareSpecError(f"{label}: " + "; ".join(errors))
 
+
+def _check_required(doc: Mapping[str, Any], kind: str | None, derived: bool,
+                    errors: list[str]) -> None:
+    """Required keys: ``id`` and ``base`` for a derived file, else the fields of ``kind``
+    (every kind's when the kind is missing or unknown) and at least one peak."""
     if derived:
         for key in ("id", "base"):
             if key not in doc:
                 errors.append(f"missing required key '{key}'")
-    else:
-        for f in FIELDS:
-            needed = kind in f.required_for if kind_ok else f.required_for == ALL_KINDS
-            if needed and get_path(doc, f.path) is None:
-                unit = f" (in {f.unit})" if f.unit else ""
-                errors.append(f"missing required key '{f.dotted}'{unit}")
-        if not any(get_path(doc, f.path) is not None for f in PEAK_FIELDS):
-            errors.append("no peak at all: give at least one of [peak_TOPS.matrix] / "
-                          "[peak_TOPS.vector] (e.g. peak_TOPS.vector.fp32)")
+        return
+    for f in FIELDS:
+        needed = kind in f.required_for if kind is not None else f.required_for == ALL_KINDS
+        if needed and get_path(doc, f.path) is None:
+            unit = f" (in {f.unit})" if f.unit else ""
+            errors.append(f"missing required key '{f.dotted}'{unit}")
+    if not any(get_path(doc, f.path) is not None for f in PEAK_FIELDS):
+        errors.append("no peak at all: give at least one of [peak_TOPS.matrix] / "
+                      "[peak_TOPS.vector] (e.g. peak_TOPS.vector.fp32)")
 
-    range_set = None if range_paths is None else set(range_paths)
-    for path, f in FIELDS_BY_PATH.items():
-        value = get_path(doc, path)
-        if f.type in ("str", "str_list") and value is not None and _type_ok(value, f.type):
-            empty = value.strip() == "" if f.type == "str" else any(not v.strip() for v in value)
-            if empty:
-                errors.append(f"key '{f.dotted}' must not be empty")
-        if f.type not in ("number", "int") or not _type_ok(value, f.type):
-            continue
-        if value <= 0:
-            errors.append(f"key '{f.dotted}' must be positive, got {value!r}")
-            continue
-        bounds = RANGES.get(f.range_key, {}).get(kind) if kind_ok else None
-        if bounds is None or derived:
-            continue
-        lo, hi = bounds
-        if range_set is not None and path not in range_set:
-            if not lo / WHATIF_HEADROOM <= value <= hi * WHATIF_HEADROOM:
-                errors.append(
-                    f"{f.dotted} = {value!r} after scaling is more than {WHATIF_HEADROOM:g}x "
-                    f"outside the plausible range of a {kind} ({_range_text(lo, hi)} {f.unit}); "
-                    f"use smaller scale factors")
-            continue
-        if not lo <= value <= hi:
+
+def _check_value(f, value: Any, kind: Any, bounds: tuple[float, float] | None,
+                 only_headroom: bool, errors: list[str]) -> None:
+    """One field's value: strings not empty, numbers positive and within ``bounds`` (only
+    within the what-if headroom around them when ``only_headroom``)."""
+    if f.type in ("str", "str_list") and value is not None and _type_ok(value, f.type):
+        empty = value.strip() == "" if f.type == "str" else any(not v.strip() for v in value)
+        if empty:
+            errors.append(f"key '{f.dotted}' must not be empty")
+    if f.type not in ("number", "int") or not _type_ok(value, f.type):
+        return
+    if value <= 0:
+        errors.append(f"key '{f.dotted}' must be positive, got {value!r}")
+        return
+    if bounds is None:
+        return
+    lo, hi = bounds
+    if only_headroom:
+        if not lo / WHATIF_HEADROOM <= value <= hi * WHATIF_HEADROOM:
             errors.append(
-                f"{f.dotted} = {value!r} is implausible for a {kind} (expected "
-                f"{_range_text(lo, hi)} {f.unit}); check the unit: the key is in {f.unit}")
+                f"{f.dotted} = {value!r} after scaling is more than {WHATIF_HEADROOM:g}x "
+                f"outside the plausible range of a {kind} ({_range_text(lo, hi)} {f.unit}); "
+                f"use smaller scale factors")
+        return
+    if not lo <= value <= hi:
+        errors.append(
+            f"{f.dotted} = {value!r} is implausible for a {kind} (expected "
+            f"{_range_text(lo, hi)} {f.unit}); check the unit: the key is in {f.unit}")
+
+
+def _check_scales(doc: Mapping[str, Any], derived: bool, errors: list[str]) -> None:
+    """Scale factors (``mem_bw_scale`` ...) in range, and only beside a ``base``."""
     for key in EXTRA_TOP_KEYS:
         value = doc.get(key)
         problem = (scale_problem(key, value)
@@ -215,10 +237,6 @@ def validate_document(
             errors.append(problem)
     if not derived and any(k in doc for k in EXTRA_TOP_KEYS if k != "base") and "base" not in doc:
         errors.append("scale factors (e.g. mem_bw_scale) are only allowed with 'base'")
-
-    _check_semantics(doc, errors, check_id=check_id, derived=derived)
-    if errors:
-        raise HardwareSpecError(f"{label}: " + "; ".join(errors))
 
 
 def _check_semantics(doc: Mapping[str, Any], errors: list[str], *, check_id: bool,

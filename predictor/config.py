@@ -44,14 +44,17 @@ class Dims(Mapping[str, int]):
 
     def __init__(self, items: Mapping[str, int] | None = None) -> None:
         if items is not None and not isinstance(items, Mapping):
-            raise PredictionError(f"dims must be a mapping name -> size, got {type(items).__name__}")
+            raise PredictionError(
+                f"dims must be a mapping name -> size, got {type(items).__name__}"
+            )
         clean: dict[str, int] = {}
         for name, size in (items or {}).items():
             if not isinstance(name, str) or not name:
                 raise PredictionError(f"dim names must be non-empty strings, got {name!r}")
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
                 raise PredictionError(
-                    f"dim {name!r} must be a positive integer, got {size!r}; pass e.g. --dim {name}=1"
+                    f"dim {name!r} must be a positive integer, got {size!r}; "
+                    f"pass e.g. --dim {name}=1"
                 )
             clean[name] = int(size)
         self._items: tuple[tuple[str, int], ...] = tuple(sorted(clean.items()))

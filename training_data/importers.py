@@ -44,7 +44,8 @@ BYTES_ENV = "ROOFCAST_MAX_IMPORT_BYTES"
 CHUNK_ROWS = 20_000
 CHUNK_BYTES = 4 * 2**20
 """A chunk is CHUNK_ROWS rows or CHUNK_BYTES bytes of the file, whichever comes first."""
-#: blank lines a CSV may hold (each is skipped, but at a loop step each: a gzip of newlines is a bomb)
+#: blank lines a CSV may hold (each is skipped, but at a loop step each: a gzip of newlines
+#: is a bomb)
 MAX_BLANK_LINES = 100_000
 #: columns a measurement file may have (the schema has about 30; a row is checked per column)
 MAX_COLUMNS = 256
@@ -157,8 +158,10 @@ def raw_chunks(path: str | Path, *, max_rows: int | None = None, max_bytes: int 
     if not path.is_file():
         raise MeasurementError(f"{path}: no such file")
     if path.stat().st_size == 0:
-        raise MeasurementError(f"{path.name}: the file is empty; expected a header line with at "
-                               "least op_type, device_id, dtype, latency_s and one row per measurement")
+        raise MeasurementError(
+            f"{path.name}: the file is empty; expected a header line with at "
+            "least op_type, device_id, dtype, latency_s and one row per measurement"
+        )
     parquet = path.suffix.lower() in (".parquet", ".pq")
     chunks = _parquet_chunks if parquet else _csv_chunks
     rows = 0
@@ -388,7 +391,9 @@ def import_public(name: str, store: Store | None = None,
                         result.duplicates, _per_device(checked.frame), not_imported)
 
 
-def public_rows(name: str, data_dir: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+def public_rows(
+    name: str, data_dir: str | Path | None = None
+) -> tuple[pd.DataFrame, dict[str, int]]:
     """Schema rows of public set ``name`` and the not-importable counts (reason -> rows)."""
     from roofcast.training_data.public_kernels import PublicDataError, load_kernels, load_unmodelled
 
@@ -413,7 +418,9 @@ def public_rows(name: str, data_dir: str | Path | None = None) -> tuple[pd.DataF
         parts.append(rows)
         for k, v in lost.items():
             not_imported[k] = not_imported.get(k, 0) + v
-    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(COLUMN_NAMES))
+    frame = (
+        pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(COLUMN_NAMES))
+    )
     frame["run_id"] = _repeat_ids(frame)
     return frame.reindex(columns=list(COLUMN_NAMES)), not_imported
 

@@ -22,7 +22,10 @@ import pandas as pd
 PACKED_DIR = Path(__file__).resolve().parent / "public"
 TABLE_FILE = "kernels.parquet"
 META_FILE = "kernels.json"
-LICENCES = {"neusight": "MIT (sitar-lab/NeuSight)", "deepbench": "Apache-2.0 (baidu-research/DeepBench)"}
+LICENCES = {
+    "neusight": "MIT (sitar-lab/NeuSight)",
+    "deepbench": "Apache-2.0 (baidu-research/DeepBench)",
+}
 
 
 class PackedDataError(ValueError):

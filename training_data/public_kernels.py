@@ -126,7 +126,11 @@ def _resolve_devices(names: pd.Series) -> tuple[pd.Series, dict[str, int]]:
 
 
 def _num(df: pd.DataFrame, col: str) -> pd.Series:
-    return pd.to_numeric(df[col], errors="coerce") if col in df.columns else pd.Series(np.nan, index=df.index)
+    return (
+        pd.to_numeric(df[col], errors="coerce")
+        if col in df.columns
+        else pd.Series(np.nan, index=df.index)
+    )
 
 
 def _tidy(df: pd.DataFrame, dataset: str) -> pd.DataFrame:
@@ -142,7 +146,9 @@ def _tidy(df: pd.DataFrame, dataset: str) -> pd.DataFrame:
     out["precision_raw"] = df["precision"].astype(str)
     unknown = sorted(set(out["precision_raw"]) - set(PRECISIONS_RAW))
     if unknown:
-        raise PublicDataError(f"{dataset}: unknown precision texts {unknown}; add them to PRECISIONS_RAW")
+        raise PublicDataError(
+            f"{dataset}: unknown precision texts {unknown}; add them to PRECISIONS_RAW"
+        )
     out["precision"] = out["precision_raw"].map(lambda s: PRECISIONS_RAW[s][0])
     out["storage_bytes"] = out["precision_raw"].map(lambda s: PRECISIONS_RAW[s][1])
     metric = df["metric"].astype(str)
@@ -216,7 +222,9 @@ def load_unmodelled(data_dir: str | Path | None = None) -> pd.DataFrame:
     for name, dataset in zip(KERNEL_FILES, ("neusight-gemm", "neusight-conv", "neusight-vec",
                                             "deepbench"), strict=True):
         raw = _read(folder, name)
-        raw = raw.loc[raw["workload"].isin(SKIPPED_WORKLOADS) | ~raw["metric"].isin(list(_DIRECTION))]
+        raw = raw.loc[
+            raw["workload"].isin(SKIPPED_WORKLOADS) | ~raw["metric"].isin(list(_DIRECTION))
+        ]
         if raw.empty:
             continue
         part = _tidy(raw, dataset)
@@ -257,7 +265,9 @@ def _gemm_node(r: Any) -> OpNode:
     m, n, k = int(r.M), int(r.N), int(r.K)
     if r.workload == "bmm":
         b = int(r.B)
-        return _node("MatMul", [_t("a", (b, m, k), dt), _t("b", (b, k, n), dt)], _t("y", (b, m, n), dt))
+        return _node(
+            "MatMul", [_t("a", (b, m, k), dt), _t("b", (b, k, n), dt)], _t("y", (b, m, n), dt)
+        )
     if r.workload == "linear":
         return _node("Gemm", [_t("x", (m, k), dt), _t("w", (n, k), dt), _t("bias", (n,), dt)],
                      _t("y", (m, n), dt), {"transB": 1}, weights=("w", "bias"))
@@ -332,7 +342,9 @@ def _row_cost(r: Any) -> dict[str, float]:
     node = _BUILDERS[r.family](r)
     cost = cost_of(node)
     if cost is None:
-        raise PublicDataError(f"no cost rule for {node.op_type}; the graph_import cost registry is incomplete")
+        raise PublicDataError(
+            f"no cost rule for {node.op_type}; the graph_import cost registry is incomplete"
+        )
     dims = gemm_dims(node)
     row = {"flops": cost.flops, "bytes_read": cost.bytes_read, "bytes_written": cost.bytes_written,
            "weight_bytes": cost.weight_bytes, "engine": str(cost.engine),
@@ -390,7 +402,9 @@ def describe(table: KernelTable) -> str:
     if table.skipped:
         lines.append("skipped: " + ", ".join(f"{k}={v}" for k, v in sorted(table.skipped.items())))
     if table.unmapped:
-        lines.append("unmapped hardware: " + ", ".join(f"{k}={v}" for k, v in sorted(table.unmapped.items())))
+        lines.append(
+            "unmapped hardware: " + ", ".join(f"{k}={v}" for k, v in sorted(table.unmapped.items()))
+        )
     return "\n".join(lines)
 
 

@@ -56,22 +56,57 @@ def _c(name: str, kind: str, unit: str, doc: str, *, required: bool = False, def
 
 COLUMNS: tuple[Column, ...] = (
     # identity of the work
-    _c("op_type", "str", "", "ONNX op type (MatMul, Conv, ...; family-level op for public kernels)",
-       required=True, key=True),
+    _c(
+        "op_type",
+        "str",
+        "",
+        "ONNX op type (MatMul, Conv, ...; family-level op for public kernels)",
+        required=True,
+        key=True,
+    ),
     _c("domain", "str", "", "ONNX domain ('' = ai.onnx)", key=True),
     _c("family", "str", "", "op family (matmul, conv, elementwise, ...)", key=True),
     _c("model", "str", "", "zoo name or model file stem; '' for microbenchmarks", key=True),
     _c("node", "str", "", "graph node name or ''", key=True),
-    _c("input_shapes", "json", "elements", "JSON list of input shapes, e.g. [[1,64],[64,64]]",
-       default="[]", key=True),
+    _c(
+        "input_shapes",
+        "json",
+        "elements",
+        "JSON list of input shapes, e.g. [[1,64],[64,64]]",
+        default="[]",
+        key=True,
+    ),
     _c("output_shapes", "json", "elements", "JSON list of output shapes", default="[]", key=True),
-    _c("attrs", "json", "", "JSON object of op attributes (canonical: sorted keys)", default="{}",
-       key=True),
-    _c("dtype", "str", "", "tensor dtype: fp32|fp16|bf16|tf32|int8|... (float32, half accepted)",
-       required=True, key=True),
-    _c("direction", "str", "", "fwd | bwd_data | bwd_filter | bwd (backward kernels)",
-       default="fwd", key=True),
-    _c("flops", "float", "FLOP", "FLOPs by roofcast's cost rules (multiply-add = 2); NaN if uncosted"),
+    _c(
+        "attrs",
+        "json",
+        "",
+        "JSON object of op attributes (canonical: sorted keys)",
+        default="{}",
+        key=True,
+    ),
+    _c(
+        "dtype",
+        "str",
+        "",
+        "tensor dtype: fp32|fp16|bf16|tf32|int8|... (float32, half accepted)",
+        required=True,
+        key=True,
+    ),
+    _c(
+        "direction",
+        "str",
+        "",
+        "fwd | bwd_data | bwd_filter | bwd (backward kernels)",
+        default="fwd",
+        key=True,
+    ),
+    _c(
+        "flops",
+        "float",
+        "FLOP",
+        "FLOPs by roofcast's cost rules (multiply-add = 2); NaN if uncosted",
+    ),
     _c("bytes_read", "float", "B", "bytes read by the unfused kernel"),
     _c("bytes_written", "float", "B", "bytes written by the unfused kernel"),
     _c("weight_bytes", "float", "B", "bytes of weights among bytes_read"),
@@ -89,10 +124,20 @@ COLUMNS: tuple[Column, ...] = (
     _c("precision", "str", "", "compute precision (defaults to dtype)", key=True),
     _c("opt_level", "str", "", "disable|basic|extended|all|n/a", default="n/a", key=True),
     _c("mode", "str", "", "infer | train", default="infer", key=True),
-    _c("provider", "str", "", "execution provider / library (CPUExecutionProvider, cuda, ...)",
-       key=True),
-    _c("runtime", "str", "", "execution runtime that ran the op (onnxruntime-cpu, pytorch-eager, "
-       "...); empty: the device kind's default"),
+    _c(
+        "provider",
+        "str",
+        "",
+        "execution provider / library (CPUExecutionProvider, cuda, ...)",
+        key=True,
+    ),
+    _c(
+        "runtime",
+        "str",
+        "",
+        "execution runtime that ran the op (onnxruntime-cpu, pytorch-eager, "
+        "...); empty: the device kind's default",
+    ),
     # result
     _c("latency_s", "float", "s", "median per-op kernel time", required=True),
     _c("latency_p10_s", "float", "s", "10th percentile of the per-op time"),
@@ -100,8 +145,13 @@ COLUMNS: tuple[Column, ...] = (
     _c("repeats", "int", "runs", "number of timed repeats (>= 1)"),
     _c("e2e_latency_s", "float", "s", "end-to-end median of the whole run (NaN if imported)"),
     _c("run_id", "str", "", "id of the run; distinguishes repeated measurements", key=True),
-    _c("source", "str", "", "collector name, 'neusight:<path>', 'deepbench:<sheet>', 'user:<file>'",
-       key=True),
+    _c(
+        "source",
+        "str",
+        "",
+        "collector name, 'neusight:<path>', 'deepbench:<sheet>', 'user:<file>'",
+        key=True,
+    ),
     _c("software", "json", "", "JSON object of software versions", default="{}"),
     _c("timestamp", "str", "", "ISO 8601 UTC time of the measurement ('' if unknown)"),
     _c("notes", "str", "", "free text (not part of the row key)"),
@@ -130,12 +180,14 @@ MAX_WORK = 1e21
 MAX_DIM = 2**31 - 1
 MAX_RANK = 64
 MAX_ELEMENTS = 2**48
-"""Shape limits per tensor: each dim in [0, MAX_DIM], at most MAX_RANK dims, MAX_ELEMENTS elements."""
+"""Shape limits per tensor: each dim in [0, MAX_DIM], at most MAX_RANK dims, MAX_ELEMENTS
+elements."""
 RUNTIME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A runtime is a name as the runtime profiles spell theirs: 1-64 letters, digits, '.', '_', '-'
 (starting with a letter or digit)."""
 DEFAULT_RUNTIMES: Mapping[str, str] = LEGACY_RUNTIME_BY_KIND
-"""Device kind -> the runtime a row of that kind means when it names none (``roofcast.defaults``)."""
+"""Device kind -> the runtime a row of that kind means when it names none
+(``roofcast.defaults``)."""
 OP_TYPE_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.+:-]{0,127}")
 """An op type is a name (``MatMul``, ``com.microsoft.FusedConv``, a fused ``Conv+Relu``), not free
 text: it starts with a letter or '_' (never a spreadsheet formula)."""
@@ -307,13 +359,17 @@ def _canonical_json(text: str, want: type) -> str:
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"bad JSON {text[:60]!r} ({exc})") from exc
     if not isinstance(value, want):
-        raise ValueError(f"expected a JSON {'list' if want is list else 'object'}, got {text[:60]!r}")
+        raise ValueError(
+            f"expected a JSON {'list' if want is list else 'object'}, got {text[:60]!r}"
+        )
     if want is list:
         for shape in value:
             if shape is not None and (not isinstance(shape, list) or not all(
                     isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape)):
-                raise ValueError(f"each shape must be a list of whole numbers or dim names (null for "
-                             f"an omitted input), e.g. [[1,64],[64,64]]; got {text[:60]!r}")
+                raise ValueError(
+                    f"each shape must be a list of whole numbers or dim names (null for "
+                    f"an omitted input), e.g. [[1,64],[64,64]]; got {text[:60]!r}"
+                )
             if shape is not None:
                 _check_shape(shape, text)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -71,7 +71,10 @@ def with_overhead(core: np.ndarray, overhead: np.ndarray, mode: str) -> np.ndarr
 
 
 def bound_label(compute: np.ndarray, memory: np.ndarray, overhead: np.ndarray) -> np.ndarray:
-    """'compute' | 'memory' | 'overhead': the largest term (ties: compute over memory over overhead)."""
+    """'compute' | 'memory' | 'overhead': the largest term.
+
+    Ties: compute over memory over overhead.
+    """
     label = np.where(compute >= memory, "compute", "memory").astype(object)
     label[overhead > np.maximum(compute, memory)] = "overhead"
     return label

@@ -70,8 +70,9 @@ class TimeRoofline(AnalyticalEstimator):
 def efficiencies(X: pd.DataFrame, curves: EfficiencyCurves) -> tuple[np.ndarray, np.ndarray]:
     """(compute efficiency, memory efficiency) per row from the curves.
 
-    Compute curve key: (device, device_kind, row engine, peak_dtype) at the row's FLOPs (an fp32 GEMM on
-    a device without an fp32 matrix unit uses the matrix/fp32 curve: an SGEMM on the FMA pipes).
+    Compute curve key: (device, device_kind, row engine, peak_dtype) at the row's FLOPs (an fp32
+    GEMM on a device without an fp32 matrix unit uses the matrix/fp32 curve: an SGEMM on the FMA
+    pipes).
     Memory curve key: (device_kind, "memory", peak_dtype) at the row's bytes moved. Rows on
     data/free engines get compute efficiency 1 (they have no compute term).
     """

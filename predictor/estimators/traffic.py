@@ -97,24 +97,55 @@ def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve, resident: np.ndarr
                  tiles: tuple[tuple[int, int], ...] = TILES,
                  split_k: tuple[int, ...] = SPLIT_K) -> dict[str, np.ndarray]:
     """Best-candidate terms for GEMM rows of X (all rows of X must have GEMM dims)."""
-    bt, M, N, K = (X[c].to_numpy(float) for c in GEMM_COLUMNS)
-    units = X["units"].to_numpy(float)
-    peak = X["peak_flops_per_s"].to_numpy(float)
-    bw = X["mem_bw_Bps"].to_numpy(float)
-    l2 = X["l2_bytes"].to_numpy(float)
-    l2bw = l2_bandwidth(X)
-    elem = X["elem_bytes"].to_numpy(float)
-    compulsory = X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float)
-    kind = X["device_kind"].astype(str).to_numpy()
-    smem = X["smem_per_unit_bytes"].to_numpy(float)
+    cols = _gemm_columns(X)
+    tiled = _tiled_terms(cols, e_c, e_m_curve, resident, tiles, split_k)
+    gemv = _gemv_terms(cols, e_c, e_m_curve, resident)
+    c = _candidates(tiled, gemv)
+    # near-ties (compute-bound candidates) go to the one moving the least data
+    best = np.argmin(c["t"] + TIE_BREAK * (c["dram_s"] + c["l2_s"]), axis=1)
 
+    def pick(a: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(np.broadcast_to(a, c["t"].shape), best[:, None], 1)[:, 0]
+
+    return {
+        "compute_s": pick(c["compute"]), "dram_s": pick(c["dram_s"] + c["partial_s"]),
+        "l2_s": pick(c["l2_s"]), "dram_bytes": pick(c["dram"]),
+        "l2_traffic_bytes": pick(c["l2_traffic"]), "tile_m": pick(c["tm"]),
+        "tile_n": pick(c["tn"]), "split_k": pick(c["s"]), "waves": pick(c["waves"]),
+        "wave_efficiency": pick(c["wave_eff"]), "eff_memory": pick(c["e_m"]),
+    }
+
+
+def _gemm_columns(X: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns of X the GEMM candidates read, as arrays."""
+    bt, M, N, K = (X[c].to_numpy(float) for c in GEMM_COLUMNS)
+    return {
+        "bt": bt, "M": M, "N": N, "K": K,
+        "units": X["units"].to_numpy(float),
+        "peak": X["peak_flops_per_s"].to_numpy(float),
+        "bw": X["mem_bw_Bps"].to_numpy(float),
+        "l2": X["l2_bytes"].to_numpy(float),
+        "l2bw": l2_bandwidth(X),
+        "elem": X["elem_bytes"].to_numpy(float),
+        "compulsory": X["bytes_read"].to_numpy(float) + X["bytes_written"].to_numpy(float),
+        "kind": X["device_kind"].astype(str).to_numpy(),
+        "smem": X["smem_per_unit_bytes"].to_numpy(float),
+    }
+
+
+def _tiled_terms(x: dict[str, np.ndarray], e_c: np.ndarray, e_m_curve, resident: np.ndarray,
+                 tiles: tuple[tuple[int, int], ...],
+                 split_k: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Terms of every (tile, split-K) candidate: one column per candidate, one row per GEMM."""
+    bt, M, N, K, units, l2 = x["bt"], x["M"], x["N"], x["K"], x["units"], x["l2"]
+    elem, bw = x["elem"], x["bw"]
     cand = np.array([(tm, tn, s) for tm, tn in tiles for s in split_k], dtype=float)
     tm, tn, s = (cand[:, i][None, :] for i in range(3))
     gm, gn, ks = _cdiv(col(M), tm), _cdiv(col(N), tn), _cdiv(col(K), s)
-    tiles = col(bt) * gm * gn * s
-    waves = _cdiv(tiles, col(units))
+    n_tiles = col(bt) * gm * gn * s
+    waves = _cdiv(n_tiles, col(units))
     tile_flops = 2.0 * tm * tn * ks
-    compute = waves * tile_flops / col(peak / units) / col(e_c)
+    compute = waves * tile_flops / col(x["peak"] / units) / col(e_c)
     useful = 2.0 * col(bt * M * N * K)
     wave_eff = useful / (waves * col(units) * tile_flops)
 
@@ -128,52 +159,47 @@ def gemm_traffic(X: pd.DataFrame, e_c: np.ndarray, e_m_curve, resident: np.ndarr
     rb_raw = np.minimum(gm, np.maximum(1.0, _cdiv(per_gemm_tiles, col(units))))
     rb = 1.0 + (rb_raw - 1.0) * (1.0 - fit_b)
     partial = (s - 1.0) * 2.0 * col(bt * M * N) * PARTIAL_SUM_BYTES
-    dram = (col(compulsory - resident) + col(bt) * (a_per * (ra - 1.0) + b_per * (rb - 1.0))
-            + partial)
+    dram = (col(x["compulsory"] - resident)
+            + col(bt) * (a_per * (ra - 1.0) + b_per * (rb - 1.0)) + partial)
     l2_traffic = col(bt) * (a_per * gn + b_per * gm + c_per) + partial
     e_m = e_m_curve(dram)
     dram_s = dram / (col(bw) * e_m)
-    l2_s = l2_traffic / col(l2bw)
+    l2_s = l2_traffic / col(x["l2bw"])
     # split-K partial sums are reduced after the main loop (a second pass), so that traffic
     # is serialised rather than overlapped with the tiles' compute
     partial_s = partial / (col(bw) * e_m)
     t = np.maximum(np.maximum(compute, dram_s), l2_s) + partial_s
-    t = np.where(_feasible(kind, smem, l2, units, elem, tm, tn), t, np.inf)
+    t = np.where(_feasible(x["kind"], x["smem"], l2, units, elem, tm, tn), t, np.inf)
+    return {"t": t, "compute": compute, "dram_s": dram_s, "partial_s": partial_s, "l2_s": l2_s,
+            "dram": dram, "l2_traffic": l2_traffic, "tm": tm, "tn": tn, "s": s, "waves": waves,
+            "wave_eff": wave_eff, "e_m": e_m}
 
-    # GEMV-class kernel for skinny problems: streams the operands once, no output tiles
+
+def _gemv_terms(x: dict[str, np.ndarray], e_c: np.ndarray, e_m_curve,
+                resident: np.ndarray) -> dict[str, np.ndarray]:
+    """Terms of the GEMV-class kernel for skinny problems: streams the operands once, no
+    output tiles (one column; infinite time where a dim is over GEMV_MAX_DIM)."""
+    M, N, compulsory = x["M"], x["N"], x["compulsory"]
+    useful = 2.0 * col(x["bt"] * M * N * x["K"])
     g_dram = col(compulsory - resident)
     g_e_m = e_m_curve(g_dram)
-    g_compute = useful / col(peak) / col(e_c)
-    g_dram_s = g_dram / (col(bw) * g_e_m)
-    g_l2_s = col(compulsory) / col(l2bw)
+    g_compute = useful / col(x["peak"]) / col(e_c)
+    g_dram_s = g_dram / (col(x["bw"]) * g_e_m)
+    g_l2_s = col(compulsory) / col(x["l2bw"])
     g_t = np.where(col(np.minimum(M, N) <= GEMV_MAX_DIM),
                    np.maximum(np.maximum(g_compute, g_dram_s), g_l2_s), np.inf)
     zero, one = np.zeros_like(g_t), np.ones_like(g_t)
-    t = np.concatenate([t, g_t], axis=1)
-    compute = np.concatenate([np.broadcast_to(compute, t[:, :-1].shape), g_compute], axis=1)
-    dram_s = np.concatenate([np.broadcast_to(dram_s, compute[:, :-1].shape), g_dram_s], axis=1)
-    partial_s = np.concatenate([np.broadcast_to(partial_s, compute[:, :-1].shape), zero], axis=1)
-    l2_s = np.concatenate([np.broadcast_to(l2_s, compute[:, :-1].shape), g_l2_s], axis=1)
-    dram = np.concatenate([np.broadcast_to(dram, compute[:, :-1].shape), g_dram], axis=1)
-    l2_traffic = np.concatenate([np.broadcast_to(l2_traffic, compute[:, :-1].shape),
-                                 col(compulsory)], axis=1)
-    tm, tn, s = (np.concatenate([np.broadcast_to(a, compute[:, :-1].shape), zero], axis=1)
-                 for a in (tm, tn, s))
-    waves = np.concatenate([np.broadcast_to(waves, compute[:, :-1].shape), one], axis=1)
-    wave_eff = np.concatenate([np.broadcast_to(wave_eff, compute[:, :-1].shape), one], axis=1)
-    e_m = np.concatenate([np.broadcast_to(e_m, compute[:, :-1].shape), g_e_m], axis=1)
-    # near-ties (compute-bound candidates) go to the one moving the least data
-    best = np.argmin(t + TIE_BREAK * (dram_s + l2_s), axis=1)
+    return {"t": g_t, "compute": g_compute, "dram_s": g_dram_s, "partial_s": zero,
+            "l2_s": g_l2_s, "dram": g_dram, "l2_traffic": col(compulsory), "tm": zero,
+            "tn": zero, "s": zero, "waves": one, "wave_eff": one, "e_m": g_e_m}
 
-    def pick(a: np.ndarray) -> np.ndarray:
-        return np.take_along_axis(np.broadcast_to(a, t.shape), best[:, None], 1)[:, 0]
 
-    return {
-        "compute_s": pick(compute), "dram_s": pick(dram_s + partial_s), "l2_s": pick(l2_s),
-        "dram_bytes": pick(dram), "l2_traffic_bytes": pick(l2_traffic),
-        "tile_m": pick(tm), "tile_n": pick(tn), "split_k": pick(s), "waves": pick(waves),
-        "wave_efficiency": pick(wave_eff), "eff_memory": pick(e_m),
-    }
+def _candidates(tiled: dict[str, np.ndarray],
+                gemv: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each term with the GEMV column appended after the tiled candidates' columns."""
+    shape = tiled["t"].shape
+    return {k: np.concatenate([np.broadcast_to(tiled[k], shape), gemv[k]], axis=1)
+            for k in tiled}
 
 
 class Traffic(AnalyticalEstimator):

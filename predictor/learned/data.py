@@ -98,8 +98,13 @@ def _group(kind: np.ndarray, device: np.ndarray, model: np.ndarray) -> np.ndarra
 
 
 # ----------------------------------------------------------------------------- public kernels
-def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, seed: int = 0,
-               data_dir: str | Path | None = None, kinds: tuple[str, ...] = ("gpu",)) -> TrainingSet:
+def public_set(
+    devices: list[str] | None = None,
+    cap: int | None = DEFAULT_CAP,
+    seed: int = 0,
+    data_dir: str | Path | None = None,
+    kinds: tuple[str, ...] = ("gpu",),
+) -> TrainingSet:
     """The public GPU kernels as a training set (module docstring)."""
     from roofcast.hw_catalog.catalog import get_device
     from roofcast.predictor.features import featurize
@@ -133,7 +138,9 @@ def public_set(devices: list[str] | None = None, cap: int | None = DEFAULT_CAP, 
     X["runtime"] = PUBLIC_RUNTIME
     y = kernels["latency_s"].to_numpy(float)
     key = kernels[["dataset", "workload", "device", "precision", "direction", "latency_s"]]
-    return TrainingSet(X, y, "public", _hash(key), used=(SourceUse("public", len(y), table.origin),))
+    return TrainingSet(
+        X, y, "public", _hash(key), used=(SourceUse("public", len(y), table.origin),)
+    )
 
 
 # ----------------------------------------------------------------------------- tidy rows
@@ -240,8 +247,10 @@ def bundled_spec(meta_path: Path):
     meta = json.loads(meta_path.read_text())
     doc = meta.get("calibration")
     if not doc:
-        raise PredictionError(f"{meta_path}: no calibration recorded; the bundled CPU data cannot be "
-                              "featurized without its machine's measured peaks")
+        raise PredictionError(
+            f"{meta_path}: no calibration recorded; the bundled CPU data cannot be "
+            "featurized without its machine's measured peaks"
+        )
     return doc_to_spec(doc, origin="local", path=str(meta_path))
 
 
@@ -250,8 +259,10 @@ def bundled_set(folder: str | Path | None = None) -> TrainingSet:
     folder = Path(folder) if folder else BUNDLED_DIR
     rows_path, meta_path = folder / BUNDLED_ROWS, folder / BUNDLED_META
     if not rows_path.is_file() or not meta_path.is_file():
-        raise PredictionError(f"bundled CPU data not found in {folder} ({BUNDLED_ROWS}, "
-                              f"{BUNDLED_META}); build it with python tools/bundled/build_dataset.py")
+        raise PredictionError(
+            f"bundled CPU data not found in {folder} ({BUNDLED_ROWS}, "
+            f"{BUNDLED_META}); build it with python tools/bundled/build_dataset.py"
+        )
     rows = pd.read_csv(rows_path, low_memory=False)
     return measurement_set(rows, "bundled", {"local": bundled_spec(meta_path)}, str(rows_path),
                            runtime=BUNDLED_RUNTIME)
@@ -272,8 +283,10 @@ def store_set(path: str | Path | None = None, devices: list[str] | None = None) 
     store = Store(path)
     rows = store.read(device=devices) if devices else store.read()
     if rows.empty:
-        raise PredictionError("the measurement store holds no rows; add some with `roofcast measure` "
-                              "or `roofcast data import`")
+        raise PredictionError(
+            "the measurement store holds no rows; add some with `roofcast measure` "
+            "or `roofcast data import`"
+        )
     return measurement_set(rows, "store", origin=str(store.path))
 
 
@@ -295,8 +308,10 @@ def load_sources(sources: list[str], *, devices: list[str] | None = None,
         elif Path(src).suffix.lower() in (".csv", ".parquet", ".pq", ".gz") or Path(src).exists():
             ts = file_set(src)
         else:
-            raise PredictionError(f"unknown training source {src!r}; give one of {', '.join(SOURCES)} "
-                                  "or a CSV/Parquet file of measurement rows")
+            raise PredictionError(
+                f"unknown training source {src!r}; give one of {', '.join(SOURCES)} "
+                "or a CSV/Parquet file of measurement rows"
+            )
         if devices and src != "public":
             from roofcast.hw_catalog.catalog import get_device
 

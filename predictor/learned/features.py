@@ -70,7 +70,9 @@ def lg(x: np.ndarray) -> np.ndarray:
 def check_featurized(X: pd.DataFrame) -> None:
     """PredictionError when X is not a featurize() table."""
     if not isinstance(X, pd.DataFrame):
-        raise PredictionError("learned estimators take the DataFrame of predictor.features.featurize")
+        raise PredictionError(
+            "learned estimators take the DataFrame of predictor.features.featurize"
+        )
     missing = [c for c in REQUIRED if c not in X.columns]
     if missing:
         raise PredictionError(
@@ -97,57 +99,81 @@ def learned_features(X: pd.DataFrame) -> pd.DataFrame:
     """``ALL_COLUMNS`` (the ``FEATURES`` inputs, then the device figures) for every row of a
     featurized table."""
     check_featurized(X)
+    units = np.maximum(X["units"].to_numpy(float), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = {**_work_features(X), **_device_features(X, units), **_time_features(X, units)}
+    out = pd.DataFrame(f, index=X.index)
+    return out[list(ALL_COLUMNS)]
+
+
+def _work_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Features of the op's work: FLOPs, bytes, GEMM dims, fusion, phase."""
     flops = X["flops"].to_numpy(float)
     br = X["bytes_read"].to_numpy(float)
     bw_ = X["bytes_written"].to_numpy(float)
     moved = br + bw_
-    elem = X["elem_bytes"].to_numpy(float)
     b, m, n, k = (X[c].to_numpy(float) for c in ("gemm_batch", "gemm_m", "gemm_n", "gemm_k"))
-    units = np.maximum(X["units"].to_numpy(float), 1.0)
+    return {
+        "lg_flops": lg(flops + 1.0),
+        "lg_bytes_read": lg(br + 1.0),
+        "lg_bytes_written": lg(bw_ + 1.0),
+        "lg_weight_bytes": lg(X["weight_bytes"].to_numpy(float) + 1.0),
+        "lg_intensity": lg(np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0) + 1e-3),
+        "elem_bytes": X["elem_bytes"].to_numpy(float),
+        "lg_gemm_batch": lg(b),
+        "lg_gemm_m": lg(m),
+        "lg_gemm_n": lg(n),
+        "lg_gemm_k": lg(k),
+        "lg_gemm_min": lg(np.fmin(np.fmin(m, n), k)),
+        "n_fused": X["fused_nodes"].astype(str).str.count(r"\+").to_numpy(float) + 1.0,
+        "is_backward": (X["phase"].astype(str).to_numpy() == "backward").astype(float),
+        "write_over_read": np.where(br > 0, bw_ / np.where(br > 0, br, 1), np.nan),
+        "lg_inner": lg(X["inner_elems"].to_numpy(float)),
+    }
+
+
+def _device_features(X: pd.DataFrame, units: np.ndarray) -> dict[str, np.ndarray]:
+    """Features of the device: peak, bandwidth, caches, units, clock, launch overhead."""
     peak = X["peak_flops_per_s"].to_numpy(float)
+    return {
+        "lg_peak": np.where(np.isfinite(peak), lg(peak), np.nan),
+        "lg_bw": lg(X["mem_bw_Bps"].to_numpy(float)),
+        "lg_l2": lg(X["l2_bytes"].to_numpy(float)),
+        "lg_units": lg(units),
+        "lg_clock": lg(X["clock_Hz"].to_numpy(float)),
+        "lg_launch": lg(X["launch_overhead_s"].to_numpy(float)),
+        "lg_smem": lg(X["smem_per_unit_bytes"].to_numpy(float)),
+    }
+
+
+def _time_features(X: pd.DataFrame, units: np.ndarray) -> dict[str, np.ndarray]:
+    """Features of the op on the device: roofline terms, waves of tiles, work per unit."""
+    br = X["bytes_read"].to_numpy(float)
+    bw_ = X["bytes_written"].to_numpy(float)
+    moved = br + bw_
+    elem = X["elem_bytes"].to_numpy(float)
+    b, m, n = (X[c].to_numpy(float) for c in ("gemm_batch", "gemm_m", "gemm_n"))
     launch = X["launch_overhead_s"].to_numpy(float)
     compute, memory, bound = roofline_terms(X)
-    inner = X["inner_elems"].to_numpy(float)
-    fused = X["fused_nodes"].astype(str).str.count(r"\+").to_numpy(float) + 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tiles = b * np.ceil(m / TILE) * np.ceil(n / TILE)
-        waves = tiles / units
-        wave_eff = tiles / (np.ceil(waves) * units)
-        elems_out = bw_ / elem
-        rows = (br - X["weight_bytes"].to_numpy(float)) / elem / inner
-        f = {
-            "lg_flops": lg(flops + 1.0), "lg_bytes_read": lg(br + 1.0),
-            "lg_bytes_written": lg(bw_ + 1.0),
-            "lg_weight_bytes": lg(X["weight_bytes"].to_numpy(float) + 1.0),
-            "lg_intensity": lg(np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0) + 1e-3),
-            "elem_bytes": elem,
-            "lg_gemm_batch": lg(b), "lg_gemm_m": lg(m), "lg_gemm_n": lg(n), "lg_gemm_k": lg(k),
-            "lg_gemm_min": lg(np.fmin(np.fmin(m, n), k)),
-            "n_fused": fused,
-            "is_backward": (X["phase"].astype(str).to_numpy() == "backward").astype(float),
-            "write_over_read": np.where(br > 0, bw_ / np.where(br > 0, br, 1), np.nan),
-            "lg_inner": lg(inner),
-            "lg_peak": np.where(np.isfinite(peak), lg(peak), np.nan),
-            "lg_bw": lg(X["mem_bw_Bps"].to_numpy(float)),
-            "lg_l2": lg(X["l2_bytes"].to_numpy(float)),
-            "lg_units": lg(units),
-            "lg_clock": lg(X["clock_Hz"].to_numpy(float)),
-            "lg_launch": lg(launch),
-            "lg_smem": lg(X["smem_per_unit_bytes"].to_numpy(float)),
-            "lg_t_compute": np.where(compute > 0, lg(compute), np.nan),
-            "lg_t_memory": lg(memory),
-            "lg_t_bound": lg(bound),
-            "lg_bound_over_launch": lg(bound / np.maximum(launch, 1e-9)),
-            "compute_over_memory": np.where(compute > 0, np.maximum(lg(compute) - lg(memory),
-                                                                    BALANCE_FLOOR), np.nan),
-            "lg_bytes_over_l2": lg(moved / np.maximum(X["l2_bytes"].to_numpy(float), 1.0)),
-            "lg_waves": np.where(tiles > 0, lg(waves), np.nan),
-            "wave_eff": np.where(tiles > 0, wave_eff, np.nan),
-            "lg_elems_per_unit": lg(elems_out / units + 1.0),
-            "lg_rows_per_unit": np.where(rows > 0, lg(rows / units), np.nan),
-        }
-    out = pd.DataFrame(f, index=X.index)
-    return out[list(ALL_COLUMNS)]
+    tiles = b * np.ceil(m / TILE) * np.ceil(n / TILE)
+    waves = tiles / units
+    wave_eff = tiles / (np.ceil(waves) * units)
+    elems_out = bw_ / elem
+    rows = (br - X["weight_bytes"].to_numpy(float)) / elem / X["inner_elems"].to_numpy(float)
+    return {
+        "lg_t_compute": np.where(compute > 0, lg(compute), np.nan),
+        "lg_t_memory": lg(memory),
+        "lg_t_bound": lg(bound),
+        "lg_bound_over_launch": lg(bound / np.maximum(launch, 1e-9)),
+        "compute_over_memory": np.where(
+            compute > 0, np.maximum(lg(compute) - lg(memory), BALANCE_FLOOR), np.nan
+        ),
+        "lg_bytes_over_l2": lg(moved / np.maximum(X["l2_bytes"].to_numpy(float), 1.0)),
+        "lg_waves": np.where(tiles > 0, lg(waves), np.nan),
+        "wave_eff": np.where(tiles > 0, wave_eff, np.nan),
+        "lg_elems_per_unit": lg(elems_out / units + 1.0),
+        "lg_rows_per_unit": np.where(rows > 0, lg(rows / units), np.nan),
+    }
 
 
 def model_key(kind: str, family: str) -> str:

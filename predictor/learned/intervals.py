@@ -53,8 +53,11 @@ class BinnedIntervals:
         ok = np.isfinite(log_pred) & np.isfinite(resid)
         log_pred, resid = log_pred[ok], resid[ok]
         if edges is None:
-            edges = tuple(float(e) for e in np.quantile(log_pred, np.linspace(0, 1, N_BINS + 1)[1:-1])) \
-                if len(log_pred) >= MIN_BIN * N_BINS else ()
+            edges = (
+                tuple(float(e) for e in np.quantile(log_pred, np.linspace(0, 1, N_BINS + 1)[1:-1]))
+                if len(log_pred) >= MIN_BIN * N_BINS
+                else ()
+            )
         pooled = conformal_quantiles(resid, alpha)
         bins = np.searchsorted(np.asarray(edges), log_pred, side="right")
         lo, hi = [], []
@@ -179,7 +182,10 @@ class EndToEnd:
     alpha: float = ALPHA
 
     def apply(self, sum_ops_s: float) -> tuple[float, float, float]:
-        """(prediction, lower, upper) seconds for a run whose per-op predictions sum to ``sum_ops_s``."""
+        """(prediction, lower, upper) seconds of a run.
+
+        The run's per-op predictions sum to ``sum_ops_s``.
+        """
         pred = sum_ops_s * 10.0 ** self.log_factor
         return pred, pred * 10.0 ** self.q_lo, pred * 10.0 ** self.q_hi
 

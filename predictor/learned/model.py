@@ -149,7 +149,9 @@ class FamilyModel:
 
             path = folder / str(desc["file"])
             if not path.is_file():
-                raise PredictionError(f"model file {path} is missing; retrain with `roofcast train`")
+                raise PredictionError(
+                    f"model file {path} is missing; retrain with `roofcast train`"
+                )
             booster = xgb.Booster()
             try:
                 booster.load_model(str(path))

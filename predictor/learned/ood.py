@@ -131,10 +131,14 @@ class DeviceSet:
                    tuple(str(i) for i in d["ids"]))
 
 
-def model_flag(ood: np.ndarray, analytical_s: np.ndarray, device_ood: np.ndarray) -> tuple[bool, str]:
+def model_flag(
+    ood: np.ndarray, analytical_s: np.ndarray, device_ood: np.ndarray
+) -> tuple[bool, str]:
     """Whole-graph flag (module docstring) and its reason ('' when in distribution)."""
     total = float(np.sum(analytical_s))
-    share = float(np.sum(np.asarray(analytical_s)[np.asarray(ood, bool)]) / total) if total > 0 else 0.0
+    share = (
+        float(np.sum(np.asarray(analytical_s)[np.asarray(ood, bool)]) / total) if total > 0 else 0.0
+    )
     reasons = []
     if np.any(device_ood):
         reasons.append("device unlike the training devices")

@@ -82,52 +82,18 @@ class LearnedModel:
         ana_t = ana["time_s"].to_numpy(float)
         n = len(X)
         work = bound > 0
-        dispatch = (X["dispatch_floor_s"].to_numpy(float) if borrowed.any() else np.zeros(n))
-        learned_t = np.full(n, np.nan)
-        lower = ana["lower_s"].to_numpy(float).copy()
-        upper = ana["upper_s"].to_numpy(float).copy()
-        lo_l, hi_l = np.full(n, np.nan), np.full(n, np.nan)
-        y_hat = np.full(n, np.nan)
-        has_model = np.zeros(n, dtype=bool)
         label = np.full(n, f"analytical:{fallback_name}", dtype=object)
         ood = np.zeros(n, dtype=bool)
         reasons = np.where(work, road_notes, "").astype(object)
-        distance = np.zeros(n)
-        for key in np.unique(keys[work & (keys != "")]):
-            rows = np.flatnonzero(work & (keys == key))
-            fm = self.models.get(key)
-            if fm is None:
-                ood[rows] = True
-                reasons[rows] = f"no learned model for {key}"
-                continue
-            has_model[rows] = True
-            y_hat[rows] = fm.predict_log(F.iloc[rows])
-            label[rows] = f"learned:{key}:{fm.candidate}"
-            flag, why = self.ranges[key].outside(F.iloc[rows])
-            ood[rows] |= flag
-            reasons[rows] = why
-        kinds = X["device_kind"].astype(str).to_numpy()
-        for kind in np.unique(kinds[has_model]):
-            rows = np.flatnonzero(has_model & (kinds == kind))
-            ds = self.devices.get(kind)
-            if ds is None:
-                continue
-            dist, near = ds.distance(F.iloc[rows])
-            distance[rows] = dist
-            far = dist > DEVICE_DISTANCE
-            for i, d, nb in zip(rows[far], dist[far], near[far], strict=True):
-                reasons[i] = "; ".join(filter(None, [
-                    f"device distance {d:.2f} > {DEVICE_DISTANCE} (nearest training device {nb})",
-                    reasons[i]]))
-            ood[rows] |= far
+        y_hat, has_model = self._predict_log(F, keys, work, label, ood, reasons)
+        distance = self._device_distance(X, F, has_model, ood, reasons)
         transferred = has_model & ood & (mode == "auto")
-        for key in np.unique(keys[has_model]):
-            rows = np.flatnonzero(has_model & (keys == key))
-            fm = self.models[key]
-            y = np.where(transferred[rows], clip_efficiency(y_hat[rows], fm.y_range), y_hat[rows])
-            floor = np.where(borrowed[rows], dispatch[rows], fm.floor_s)
-            learned_t[rows] = bounded_time(bound[rows], y, floor)
-            lo_l[rows], hi_l[rows] = self.intervals[key].interval(learned_t[rows], bound[rows])
+        dispatch = (X["dispatch_floor_s"].to_numpy(float) if borrowed.any() else np.zeros(n))
+        learned_t, lo_l, hi_l = self._learned_times(
+            keys, has_model, transferred, y_hat, (borrowed, dispatch), bound
+        )
+        lower = ana["lower_s"].to_numpy(float).copy()
+        upper = ana["upper_s"].to_numpy(float).copy()
         # a bin with too few calibration residuals has no conformal upper end (inf): the row
         # takes the fallback's serialised upper end (compute + memory + floor), at least its
         # learned time, so an interval is never unbounded
@@ -143,7 +109,7 @@ class LearnedModel:
         lower = np.where(use, lo_l, lower)
         upper = np.where(use, hi_l, upper)
         device_ood = np.array(["device distance" in r for r in reasons], dtype=bool)
-        out = pd.DataFrame({
+        return pd.DataFrame({
             "time_s": time, "compute_s": c, "memory_s": m, "overhead_s": overhead,
             "bound": bound_label(c, m, np.where(use, np.maximum(time - bound, 0.0), overhead)),
             "lower_s": np.minimum(lower, time), "upper_s": np.maximum(upper, time),
@@ -151,7 +117,69 @@ class LearnedModel:
             "ood_reason": reasons, "device_ood": device_ood, "bound_s": bound,
             "learned_s": learned_t, "analytical_s": ana_t,
         }, index=X.index)
-        return out
+
+    def _predict_log(self, F: pd.DataFrame, keys: np.ndarray, work: np.ndarray,
+                     label: np.ndarray, ood: np.ndarray,
+                     reasons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(log-efficiency prediction, has-a-model flag) per row; labels each predicted row
+        and flags (in ``ood``/``reasons``) rows outside their model's training ranges."""
+        n = len(F)
+        y_hat = np.full(n, np.nan)
+        has_model = np.zeros(n, dtype=bool)
+        for key in np.unique(keys[work & (keys != "")]):
+            rows = np.flatnonzero(work & (keys == key))
+            fm = self.models.get(key)
+            if fm is None:
+                ood[rows] = True
+                reasons[rows] = f"no learned model for {key}"
+                continue
+            has_model[rows] = True
+            y_hat[rows] = fm.predict_log(F.iloc[rows])
+            label[rows] = f"learned:{key}:{fm.candidate}"
+            flag, why = self.ranges[key].outside(F.iloc[rows])
+            ood[rows] |= flag
+            reasons[rows] = why
+        return y_hat, has_model
+
+    def _device_distance(self, X: pd.DataFrame, F: pd.DataFrame, has_model: np.ndarray,
+                         ood: np.ndarray, reasons: np.ndarray) -> np.ndarray:
+        """Distance of each predicted row's device to the training devices of its kind; rows
+        past ``DEVICE_DISTANCE`` are flagged (in ``ood``/``reasons``)."""
+        distance = np.zeros(len(X))
+        kinds = X["device_kind"].astype(str).to_numpy()
+        for kind in np.unique(kinds[has_model]):
+            rows = np.flatnonzero(has_model & (kinds == kind))
+            ds = self.devices.get(kind)
+            if ds is None:
+                continue
+            dist, near = ds.distance(F.iloc[rows])
+            distance[rows] = dist
+            far = dist > DEVICE_DISTANCE
+            for i, d, nb in zip(rows[far], dist[far], near[far], strict=True):
+                reasons[i] = "; ".join(filter(None, [
+                    f"device distance {d:.2f} > {DEVICE_DISTANCE} (nearest training device {nb})",
+                    reasons[i]]))
+            ood[rows] |= far
+        return distance
+
+    def _learned_times(self, keys: np.ndarray, has_model: np.ndarray, transferred: np.ndarray,
+                       y_hat: np.ndarray, borrowed_floor: tuple[np.ndarray, np.ndarray],
+                       bound: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(learned time, lower, upper) per row with a model; ``borrowed_floor`` is (borrowed
+        runtime flag, floor of such rows): other rows take their model's own floor."""
+        borrowed, dispatch = borrowed_floor
+        n = len(keys)
+        learned_t = np.full(n, np.nan)
+        lo_l, hi_l = np.full(n, np.nan), np.full(n, np.nan)
+        for key in np.unique(keys[has_model]):
+            rows = np.flatnonzero(has_model & (keys == key))
+            fm = self.models[key]
+            y = np.where(transferred[rows], clip_efficiency(y_hat[rows], fm.y_range), y_hat[rows])
+            floor = np.where(borrowed[rows], dispatch[rows], fm.floor_s)
+            learned_t[rows] = bounded_time(bound[rows], y, floor)
+            lo_l[rows], hi_l[rows] = self.intervals[key].interval(learned_t[rows], bound[rows])
+        return learned_t, lo_l, hi_l
+
 
     def summarize(self, explained: pd.DataFrame, kind: str) -> dict[str, Any]:
         """End-to-end prediction, interval and model-level OOD flag for one graph's explained rows
@@ -171,8 +199,16 @@ class LearnedModel:
             lo, hi = comonotone_sum(explained["lower_s"].to_numpy(float),
                                     explained["upper_s"].to_numpy(float))
             how = "comonotone sum of per-op intervals"
-        return {"sum_ops_s": total, "learned_share": share, "e2e_s": pred, "e2e_lower_s": lo, "e2e_upper_s": hi,
-                "interval_method": how, "ood": flag, "ood_reason": why,
-                "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
-                "ops_transferred": int(explained["predictor"].str.startswith(TRANSFERRED).sum()),
-                "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum())}
+        return {
+            "sum_ops_s": total,
+            "learned_share": share,
+            "e2e_s": pred,
+            "e2e_lower_s": lo,
+            "e2e_upper_s": hi,
+            "interval_method": how,
+            "ood": flag,
+            "ood_reason": why,
+            "ops_learned": int(explained["predictor"].str.startswith("learned").sum()),
+            "ops_transferred": int(explained["predictor"].str.startswith(TRANSFERRED).sum()),
+            "ops_analytical": int(explained["predictor"].str.startswith("analytical").sum()),
+        }

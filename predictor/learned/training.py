@@ -137,8 +137,8 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
           fit: Fitter = FamilyModel.fit) -> TrainResult:
     """Fit, cross-validate and calibrate (module docstring); ``fit`` fits one candidate
     (``Fitter``; ``distributed.train_on_cluster`` passes the Dask one)."""
-    say = progress or (lambda _msg: None)
-    xgb_params = QUICK_XGB if quick else None
+    settings = _FitSettings(candidates, QUICK_XGB if quick else None, alpha, weight_power, fit,
+                            progress or (lambda _msg: None))
     X = ts.X
     notes: list[str] = []
     F = learned_features(X)
@@ -152,44 +152,17 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     groups = X["_group"].astype(str).to_numpy()
     baseline = TimeRoofline().predict(X)
     oof_all = baseline.copy()
-    usable = (bound > 0) & (meas > 0)
-    implausible = usable & (meas < IMPLAUSIBLE_FRACTION * bound)
-    if implausible.any():
-        notes.append(f"{int(implausible.sum())} rows measured faster than {IMPLAUSIBLE_FRACTION} x "
-                     "the physical bound (mis-attributed or mis-costed): not used")
-        usable &= ~implausible
+    usable = _usable_rows(bound, meas, notes)
     models, intervals, ranges, results = {}, {}, {}, {}
     for key in sorted(set(keys[usable])):
         rows = np.flatnonzero(usable & (keys == key))
         if len(rows) < MIN_ROWS:
             notes.append(f"{key}: {len(rows)} rows < {MIN_ROWS}: no learned model (analytical)")
             continue
-        Fk, gk = F.iloc[rows], groups[rows]
-        wk = time_weights(meas[rows], weight_power)
-        folds = fold_ids(gk)
-        cv = f"grouped ({len(np.unique(gk))} groups, {len(np.unique(folds))} folds)"
-        if len(np.unique(folds)) < 2:
-            folds = np.random.default_rng(0).integers(0, RANDOM_FOLDS, len(rows))
-            cv = f"random {RANDOM_FOLDS}-fold (one group only: not a transfer estimate)"
-        errs, oofs = {}, {}
-        for cand in candidates:
-            oofs[cand] = _cv_predict(cand, Fk, meas[rows], bound[rows], gk, folds, key,
-                                     xgb_params, wk, fit)
-            errs[cand] = cv_score(oofs[cand], meas[rows], folds)
-        best = min(candidates, key=lambda c: (errs[c], CANDIDATES.index(c)))
-        say(f"{key}: {len(rows)} rows, {cv}; CV error (median + time-weighted median "
-            "APE)/2, rows weighted 1/(rows of their fold): "
-            + ", ".join(f"{c} {100 * e:.1f}%" for c, e in errs.items()) + f" -> {best}")
-        models[key] = fit(key, best, Fk, meas[rows], bound[rows], gk, xgb_params, wk)
-        oof = oofs[best]
-        oof_all[rows] = oof
-        lp = np.log10(oof)
-        resid = np.log10(meas[rows]) - lp
-        level = group_adjusted_alpha(lp, resid, folds, alpha)
-        intervals[key] = BinnedIntervals.calibrate(lp, resid, level)
-        cov = nested_group_coverage(lp, resid, folds, alpha)
-        ranges[key] = Ranges.fit(Fk)
-        results[key] = KeyResult(key, best, cv, rows, oof, cov, errs)
+        models[key], intervals[key], ranges[key], results[key] = _train_key(
+            key, rows, F, meas, bound, groups, settings
+        )
+        oof_all[rows] = results[key].oof_s
     devices = {k: DeviceSet.fit(F[kinds == k], X.loc[kinds == k, "device"].to_numpy())
                for k in sorted(set(kinds))}
     e2e_table, e2e_cal = _end_to_end(X, meas, oof_all, baseline, alpha)
@@ -200,6 +173,71 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     model.meta["validation"] = {name: t.to_dict(orient="records")
                                 for name, t in validation_tables(result).items()}
     return result
+
+
+@dataclass(frozen=True)
+class _FitSettings:
+    """What ``train`` fits with, the same for every model key."""
+
+    candidates: tuple[str, ...]
+    xgb_params: dict[str, Any] | None
+    alpha: float
+    weight_power: float
+    fit: Fitter
+    say: Callable[[str], None]
+
+
+def _usable_rows(bound: np.ndarray, meas: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Rows with work and a measurement, less those measured implausibly fast (noted)."""
+    usable = (bound > 0) & (meas > 0)
+    implausible = usable & (meas < IMPLAUSIBLE_FRACTION * bound)
+    if implausible.any():
+        notes.append(f"{int(implausible.sum())} rows measured faster than {IMPLAUSIBLE_FRACTION} x "
+                     "the physical bound (mis-attributed or mis-costed): not used")
+        usable &= ~implausible
+    return usable
+
+
+def _folds(gk: np.ndarray) -> tuple[np.ndarray, str]:
+    """(fold per row, how the folds were made): by group, or random with one group only."""
+    folds = fold_ids(gk)
+    cv = f"grouped ({len(np.unique(gk))} groups, {len(np.unique(folds))} folds)"
+    if len(np.unique(folds)) < 2:
+        folds = np.random.default_rng(0).integers(0, RANDOM_FOLDS, len(gk))
+        cv = f"random {RANDOM_FOLDS}-fold (one group only: not a transfer estimate)"
+    return folds, cv
+
+
+def _train_key(
+    key: str,
+    rows: np.ndarray,
+    F: pd.DataFrame,
+    meas: np.ndarray,
+    bound: np.ndarray,
+    groups: np.ndarray,
+    s: _FitSettings,
+) -> tuple[FamilyModel, BinnedIntervals, Ranges, KeyResult]:
+    """Cross-validate every candidate on ``key``'s rows, fit the best and calibrate it."""
+    Fk, gk = F.iloc[rows], groups[rows]
+    wk = time_weights(meas[rows], s.weight_power)
+    folds, cv = _folds(gk)
+    errs, oofs = {}, {}
+    for cand in s.candidates:
+        oofs[cand] = _cv_predict(cand, Fk, meas[rows], bound[rows], gk, folds, key,
+                                 s.xgb_params, wk, s.fit)
+        errs[cand] = cv_score(oofs[cand], meas[rows], folds)
+    best = min(s.candidates, key=lambda c: (errs[c], CANDIDATES.index(c)))
+    s.say(f"{key}: {len(rows)} rows, {cv}; CV error (median + time-weighted median "
+          "APE)/2, rows weighted 1/(rows of their fold): "
+          + ", ".join(f"{c} {100 * e:.1f}%" for c, e in errs.items()) + f" -> {best}")
+    model = s.fit(key, best, Fk, meas[rows], bound[rows], gk, s.xgb_params, wk)
+    oof = oofs[best]
+    lp = np.log10(oof)
+    resid = np.log10(meas[rows]) - lp
+    level = group_adjusted_alpha(lp, resid, folds, s.alpha)
+    intervals = BinnedIntervals.calibrate(lp, resid, level)
+    cov = nested_group_coverage(lp, resid, folds, s.alpha)
+    return model, intervals, Ranges.fit(Fk), KeyResult(key, best, cv, rows, oof, cov, errs)
 
 
 def _end_to_end(X: pd.DataFrame, meas: np.ndarray, oof: np.ndarray, baseline: np.ndarray,
@@ -213,43 +251,71 @@ def _end_to_end(X: pd.DataFrame, meas: np.ndarray, oof: np.ndarray, baseline: np
             "sum_ops_measured_s", "analytical_s", "learned_s", "lower_s", "upper_s", "covered"]
     if not ok.any():
         return pd.DataFrame(columns=cols), {}
-    df = pd.DataFrame({"run": X["_run"].to_numpy()[ok], "group": groups.to_numpy()[ok],
-                       "kind": X["device_kind"].to_numpy()[ok], "device": X["device"].to_numpy()[ok],
-                       "e2e": e2e[ok], "oof": oof[ok], "meas": meas[ok], "base": baseline[ok]})
-    runs = df.groupby("run").agg(group=("group", "first"), kind=("kind", "first"),
-                                 device=("device", "first"), measured_s=("e2e", "median"),
-                                 sum_ops_learned_s=("oof", "sum"), sum_ops_measured_s=("meas", "sum"),
-                                 analytical_s=("base", "sum")).reset_index()
+    df = pd.DataFrame(
+        {
+            "run": X["_run"].to_numpy()[ok],
+            "group": groups.to_numpy()[ok],
+            "kind": X["device_kind"].to_numpy()[ok],
+            "device": X["device"].to_numpy()[ok],
+            "e2e": e2e[ok],
+            "oof": oof[ok],
+            "meas": meas[ok],
+            "base": baseline[ok],
+        }
+    )
+    runs = (
+        df.groupby("run")
+        .agg(
+            group=("group", "first"),
+            kind=("kind", "first"),
+            device=("device", "first"),
+            measured_s=("e2e", "median"),
+            sum_ops_learned_s=("oof", "sum"),
+            sum_ops_measured_s=("meas", "sum"),
+            analytical_s=("base", "sum"),
+        )
+        .reset_index()
+    )
     runs["log_ratio"] = np.log10(runs["measured_s"] / runs["sum_ops_learned_s"])
     cal: dict[str, EndToEnd] = {}
     parts = []
     for kind, r in runs.groupby("kind"):
-        r = r.copy()
-        g = r["group"].to_numpy()
-        lr = r["log_ratio"].to_numpy()
-        factor = np.array([np.median(lr[g != gi]) if (g != gi).any() else np.median(lr) for gi in g])
-        r["learned_s"] = r["sum_ops_learned_s"] * 10.0 ** factor
-        resid = np.log10(r["measured_s"].to_numpy() / r["learned_s"].to_numpy())
-        lp = np.log10(r["learned_s"].to_numpy())
-        lo = np.full(len(r), -np.inf)
-        hi = np.full(len(r), np.inf)
-        for gi in np.unique(g):  # interval of each model's runs: calibrated without that model
-            if (g != gi).sum():
-                level = group_adjusted_alpha(lp[g != gi], resid[g != gi], g[g != gi], alpha)
-                lo[g == gi], hi[g == gi] = conformal_quantiles(resid[g != gi], level)
-        r["lower_s"] = r["learned_s"] * 10.0 ** lo
-        r["upper_s"] = r["learned_s"] * 10.0 ** hi
-        r["covered"] = (r["lower_s"] <= r["measured_s"]) & (r["measured_s"] <= r["upper_s"])
-        q_lo, q_hi = conformal_quantiles(resid, group_adjusted_alpha(lp, resid, g, alpha))
-        cal[str(kind)] = EndToEnd(float(np.median(lr)), q_lo, q_hi, len(r), alpha)
+        r, cal[str(kind)] = _calibrate_kind_runs(r.copy(), alpha)
         parts.append(r)
     return pd.concat(parts, ignore_index=True)[cols], cal
 
 
+def _calibrate_kind_runs(r: pd.DataFrame, alpha: float) -> tuple[pd.DataFrame, EndToEnd]:
+    """One device kind's runs with leave-one-model-out learned times and intervals, and the
+    kind's end-to-end calibration."""
+    g = r["group"].to_numpy()
+    lr = r["log_ratio"].to_numpy()
+    factor = np.array(
+        [np.median(lr[g != gi]) if (g != gi).any() else np.median(lr) for gi in g]
+    )
+    r["learned_s"] = r["sum_ops_learned_s"] * 10.0 ** factor
+    resid = np.log10(r["measured_s"].to_numpy() / r["learned_s"].to_numpy())
+    lp = np.log10(r["learned_s"].to_numpy())
+    lo = np.full(len(r), -np.inf)
+    hi = np.full(len(r), np.inf)
+    for gi in np.unique(g):  # interval of each model's runs: calibrated without that model
+        if (g != gi).sum():
+            level = group_adjusted_alpha(lp[g != gi], resid[g != gi], g[g != gi], alpha)
+            lo[g == gi], hi[g == gi] = conformal_quantiles(resid[g != gi], level)
+    r["lower_s"] = r["learned_s"] * 10.0 ** lo
+    r["upper_s"] = r["learned_s"] * 10.0 ** hi
+    r["covered"] = (r["lower_s"] <= r["measured_s"]) & (r["measured_s"] <= r["upper_s"])
+    q_lo, q_hi = conformal_quantiles(resid, group_adjusted_alpha(lp, resid, g, alpha))
+    return r, EndToEnd(float(np.median(lr)), q_lo, q_hi, len(r), alpha)
+
+
 def _stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     e = ape(pred, meas)
-    return {"median_ape_pct": 100 * float(np.median(e)), "p90_ape_pct": 100 * float(np.quantile(e, 0.9)),
-            "time_weighted_median_ape_pct": 100 * weighted_median(e, meas)}
+    return {
+        "median_ape_pct": 100 * float(np.median(e)),
+        "p90_ape_pct": 100 * float(np.quantile(e, 0.9)),
+        "time_weighted_median_ape_pct": 100 * weighted_median(e, meas),
+    }
 
 
 def validation_tables(res: TrainResult) -> dict[str, pd.DataFrame]:
@@ -258,51 +324,85 @@ def validation_tables(res: TrainResult) -> dict[str, pd.DataFrame]:
     groups = res.ts.X["_group"].astype(str).to_numpy()
     fam_rows, grp_rows = [], []
     for key, kr in sorted(res.keys.items()):
-        m = meas[kr.rows]
-        learned, base = _stats(kr.oof_s, m), _stats(res.baseline_s[kr.rows], m)
-        fam_rows.append({
-            "key": key, "candidate": kr.candidate, "rows": len(kr.rows),
-            "groups": len(np.unique(groups[kr.rows])), "cv": kr.cv,
-            **{f"learned_{k}": v for k, v in learned.items()},
-            **{f"analytical_{k}": v for k, v in base.items()},
-            "coverage_pct": 100 * float(kr.covered.mean()),
-            **{f"cv_{c}_score_pct": 100 * e for c, e in kr.candidate_errors.items()},
-        })
-        g = groups[kr.rows]
-        for gi in np.unique(g):
-            sel = g == gi
-            lm, bm = _stats(kr.oof_s[sel], m[sel]), _stats(res.baseline_s[kr.rows][sel], m[sel])
-            grp_rows.append({"key": key, "group": gi, "rows": int(sel.sum()),
-                             "learned_median_ape_pct": lm["median_ape_pct"],
-                             "learned_p90_ape_pct": lm["p90_ape_pct"],
-                             "analytical_median_ape_pct": bm["median_ape_pct"],
-                             "coverage_pct": 100 * float(kr.covered[sel].mean())})
+        fam_rows.append(_family_row(res, key, kr, meas, groups))
+        grp_rows += _group_rows(res, key, kr, meas, groups)
     tables = {"per_family": pd.DataFrame(fam_rows), "per_group": pd.DataFrame(grp_rows)}
-    all_rows = np.concatenate([kr.rows for kr in res.keys.values()]) if res.keys else np.array([], int)
+    all_rows = (
+        np.concatenate([kr.rows for kr in res.keys.values()]) if res.keys else np.array([], int)
+    )
     if len(all_rows):
-        kinds = res.ts.X["device_kind"].astype(str).to_numpy()
-        pooled = []
-        for kind in sorted(set(kinds[all_rows])):
-            r = all_rows[kinds[all_rows] == kind]
-            cov = np.concatenate([kr.covered for kr in res.keys.values()])[kinds[all_rows] == kind]
-            pooled.append({"kind": kind, "rows": len(r),
-                           **{f"learned_{k}": v for k, v in _stats(res.oof_s[r], meas[r]).items()},
-                           **{f"analytical_{k}": v for k, v in _stats(res.baseline_s[r], meas[r]).items()},
-                           "coverage_pct": 100 * float(cov.mean())})
-        tables["per_op_pooled"] = pd.DataFrame(pooled)
+        tables["per_op_pooled"] = _pooled_table(res, all_rows, meas)
     if len(res.e2e):
-        e = res.e2e
-        rows = []
-        for (kind, grp), g in [(("ALL", "ALL"), e), *e.groupby(["kind", "group"])]:
-            m = g["measured_s"].to_numpy()
-            rows.append({"kind": kind, "group": grp, "runs": len(g),
-                         "learned_median_ape_pct": 100 * float(np.median(ape(g["learned_s"], m))),
-                         "learned_p90_ape_pct": 100 * float(np.quantile(ape(g["learned_s"], m), 0.9)),
-                         "analytical_median_ape_pct": 100 * float(np.median(ape(g["analytical_s"], m))),
-                         "analytical_p90_ape_pct": 100 * float(np.quantile(ape(g["analytical_s"], m), 0.9)),
-                         "coverage_pct": 100 * float(g["covered"].mean())})
-        tables["end_to_end"] = pd.DataFrame(rows)
+        tables["end_to_end"] = _end_to_end_table(res.e2e)
     return tables
+
+
+def _family_row(res: TrainResult, key: str, kr: KeyResult, meas: np.ndarray,
+                groups: np.ndarray) -> dict[str, Any]:
+    m = meas[kr.rows]
+    learned, base = _stats(kr.oof_s, m), _stats(res.baseline_s[kr.rows], m)
+    return {
+        "key": key, "candidate": kr.candidate, "rows": len(kr.rows),
+        "groups": len(np.unique(groups[kr.rows])), "cv": kr.cv,
+        **{f"learned_{k}": v for k, v in learned.items()},
+        **{f"analytical_{k}": v for k, v in base.items()},
+        "coverage_pct": 100 * float(kr.covered.mean()),
+        **{f"cv_{c}_score_pct": 100 * e for c, e in kr.candidate_errors.items()},
+    }
+
+
+def _group_rows(res: TrainResult, key: str, kr: KeyResult, meas: np.ndarray,
+                groups: np.ndarray) -> list[dict[str, Any]]:
+    m = meas[kr.rows]
+    g = groups[kr.rows]
+    out = []
+    for gi in np.unique(g):
+        sel = g == gi
+        lm, bm = _stats(kr.oof_s[sel], m[sel]), _stats(res.baseline_s[kr.rows][sel], m[sel])
+        out.append({"key": key, "group": gi, "rows": int(sel.sum()),
+                    "learned_median_ape_pct": lm["median_ape_pct"],
+                    "learned_p90_ape_pct": lm["p90_ape_pct"],
+                    "analytical_median_ape_pct": bm["median_ape_pct"],
+                    "coverage_pct": 100 * float(kr.covered[sel].mean())})
+    return out
+
+
+def _pooled_table(res: TrainResult, all_rows: np.ndarray, meas: np.ndarray) -> pd.DataFrame:
+    kinds = res.ts.X["device_kind"].astype(str).to_numpy()
+    pooled = []
+    for kind in sorted(set(kinds[all_rows])):
+        r = all_rows[kinds[all_rows] == kind]
+        cov = np.concatenate([kr.covered for kr in res.keys.values()])[kinds[all_rows] == kind]
+        pooled.append(
+            {
+                "kind": kind,
+                "rows": len(r),
+                **{f"learned_{k}": v for k, v in _stats(res.oof_s[r], meas[r]).items()},
+                **{f"analytical_{k}": v for k, v in _stats(res.baseline_s[r], meas[r]).items()},
+                "coverage_pct": 100 * float(cov.mean()),
+            }
+        )
+    return pd.DataFrame(pooled)
+
+
+def _end_to_end_table(e: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (kind, grp), g in [(("ALL", "ALL"), e), *e.groupby(["kind", "group"])]:
+        m = g["measured_s"].to_numpy()
+        rows.append(
+            {
+                "kind": kind,
+                "group": grp,
+                "runs": len(g),
+                "learned_median_ape_pct": 100 * float(np.median(ape(g["learned_s"], m))),
+                "learned_p90_ape_pct": 100 * float(np.quantile(ape(g["learned_s"], m), 0.9)),
+                "analytical_median_ape_pct": 100 * float(np.median(ape(g["analytical_s"], m))),
+                "analytical_p90_ape_pct": 100
+                * float(np.quantile(ape(g["analytical_s"], m), 0.9)),
+                "coverage_pct": 100 * float(g["covered"].mean()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def split_holdout(ts: TrainingSet, devices: list[str] = (), models: list[str] = ()
@@ -314,7 +414,10 @@ def split_holdout(ts: TrainingSet, devices: list[str] = (), models: list[str] = 
 
     ids = {get_device(d).id for d in devices}
     X = ts.X
-    mask = X["device"].isin(ids).to_numpy() | X["_group"].isin([f"model:{m}" for m in models]).to_numpy()
+    mask = (
+        X["device"].isin(ids).to_numpy()
+        | X["_group"].isin([f"model:{m}" for m in models]).to_numpy()
+    )
     if not mask.any():
         raise PredictionError(f"no training rows belong to the held-out devices {sorted(ids)} or "
                               f"models {list(models)}; check the names (`roofcast data list`)")

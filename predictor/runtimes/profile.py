@@ -190,39 +190,17 @@ def profile_from_document(doc: Mapping[str, Any], where: str, *, known_patterns:
     unknown = sorted(set(doc) - KNOWN_KEYS)
     if unknown:
         raise PredictionError(f"{where}: unknown keys {unknown}; allowed: {sorted(KNOWN_KEYS)}")
-    name = doc.get("name")
-    if not isinstance(name, str) or not name or len(name) > 64 or not all(
-            c.isalnum() or c in "-_." for c in name):
-        raise PredictionError(f"{where}: name must be 1-64 letters, digits, '-', '_' or '.', "
-                              f"got {name!r}")
+    name = _checked_name(doc, where)
     description = doc.get("description", "")
     if not isinstance(description, str) or not description.strip() or "\n" in description.strip():
         raise PredictionError(f"{where}: description must be one non-empty line")
-    kinds = _strings(doc, "device_kinds", where)
-    bad = [k for k in kinds if k not in DEVICE_KINDS]
-    if not kinds or bad:
-        raise PredictionError(f"{where}: device_kinds must name some of {', '.join(DEVICE_KINDS)}"
-                              f"{f'; unknown {bad}' if bad else ''}")
-    patterns = _strings(doc, "patterns", where)
-    fusion_patterns = _strings(doc, "fusion_patterns", where)
-    missing = [p for p in patterns + fusion_patterns if p not in known_patterns]
-    if missing:
-        raise PredictionError(f"{where}: unknown patterns {missing}; registered patterns: "
-                              f"{', '.join(sorted(known_patterns))}")
-    floors = doc.get("dispatch_floor_us", {})
-    if not isinstance(floors, Mapping) or any(
-            k not in DEVICE_KINDS or isinstance(v, bool) or not isinstance(v, int | float)
-            or not 0 <= v <= MAX_FLOOR_US for k, v in floors.items()):
-        raise PredictionError(f"{where}: dispatch_floor_us must map device kinds "
-                              f"({', '.join(DEVICE_KINDS)}) to microseconds in 0..{MAX_FLOOR_US:g}")
+    kinds = _checked_kinds(doc, where)
+    patterns, fusion_patterns = _checked_patterns(doc, where, known_patterns)
+    floors = _checked_floors(doc, where)
     passes = doc.get("attention_score_passes", 0)
     if isinstance(passes, bool) or not isinstance(passes, int) or not 0 <= passes <= 8:
         raise PredictionError(f"{where}: attention_score_passes must be an integer 0..8")
-    precs = _strings(doc, "precisions", where, ("fp32",))
-    bad_p = [p for p in precs if p not in precisions]
-    if not precs or bad_p:
-        raise PredictionError(f"{where}: precisions must name some of {', '.join(precisions)}"
-                              f"{f'; unknown {bad_p}' if bad_p else ''}")
+    precs = _checked_precisions(doc, where, precisions)
     learned_from = doc.get("learned_from", name)
     if not isinstance(learned_from, str) or not learned_from:
         raise PredictionError(f"{where}: learned_from must be a runtime name")
@@ -248,6 +226,56 @@ def profile_from_document(doc: Mapping[str, Any], where: str, *, known_patterns:
         vendors=_strings(doc, "vendors", where),
         serving=_serving(doc["serving"], f"{where}: [serving]") if "serving" in doc else None,
     )
+
+
+def _checked_name(doc: Mapping[str, Any], where: str) -> str:
+    name = doc.get("name")
+    if not isinstance(name, str) or not name or len(name) > 64 or not all(
+            c.isalnum() or c in "-_." for c in name):
+        raise PredictionError(f"{where}: name must be 1-64 letters, digits, '-', '_' or '.', "
+                              f"got {name!r}")
+    return name
+
+
+def _checked_kinds(doc: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    kinds = _strings(doc, "device_kinds", where)
+    bad = [k for k in kinds if k not in DEVICE_KINDS]
+    if not kinds or bad:
+        raise PredictionError(f"{where}: device_kinds must name some of {', '.join(DEVICE_KINDS)}"
+                              f"{f'; unknown {bad}' if bad else ''}")
+    return kinds
+
+
+def _checked_patterns(doc: Mapping[str, Any], where: str,
+                      known_patterns: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(patterns, fusion_patterns), every one registered."""
+    patterns = _strings(doc, "patterns", where)
+    fusion_patterns = _strings(doc, "fusion_patterns", where)
+    missing = [p for p in patterns + fusion_patterns if p not in known_patterns]
+    if missing:
+        raise PredictionError(f"{where}: unknown patterns {missing}; registered patterns: "
+                              f"{', '.join(sorted(known_patterns))}")
+    return patterns, fusion_patterns
+
+
+def _checked_floors(doc: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    floors = doc.get("dispatch_floor_us", {})
+    if not isinstance(floors, Mapping) or any(
+            k not in DEVICE_KINDS or isinstance(v, bool) or not isinstance(v, int | float)
+            or not 0 <= v <= MAX_FLOOR_US for k, v in floors.items()):
+        raise PredictionError(f"{where}: dispatch_floor_us must map device kinds "
+                              f"({', '.join(DEVICE_KINDS)}) to microseconds in 0..{MAX_FLOOR_US:g}")
+    return floors
+
+
+def _checked_precisions(doc: Mapping[str, Any], where: str,
+                        precisions: tuple[str, ...]) -> tuple[str, ...]:
+    precs = _strings(doc, "precisions", where, ("fp32",))
+    bad_p = [p for p in precs if p not in precisions]
+    if not precs or bad_p:
+        raise PredictionError(f"{where}: precisions must name some of {', '.join(precisions)}"
+                              f"{f'; unknown {bad_p}' if bad_p else ''}")
+    return precs
 
 
 def _number(doc: Mapping[str, Any], key: str, default: float, low: float, high: float,

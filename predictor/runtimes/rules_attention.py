@@ -71,7 +71,22 @@ def score_subgraph(graph: Graph, softmax: OpNode) -> ScoreSubgraph | None:
     out = softmax.outputs[0]
     if not out.is_concrete or len(out.shape) < 2:
         return None
-    numel = math.prod(out.shape)
+    found = _path_from_qk(graph, softmax, math.prod(out.shape))
+    if found is None:
+        return None
+    qk, pre = found
+    if len(activation_inputs(graph, qk)) != 2:
+        return None
+    found_pv = _path_to_pv(graph, softmax)
+    if found_pv is None:
+        return None
+    post, pv = found_pv
+    return ScoreSubgraph(qk, pre, softmax, post, pv)
+
+
+def _path_from_qk(graph: Graph, softmax: OpNode,
+                  numel: int) -> tuple[OpNode, tuple[OpNode, ...]] | None:
+    """(the Q·Kᵀ MatMul, the path ops between it and ``softmax``), or None."""
     pre: list[OpNode] = []
     cur = softmax
     for _ in range(MAX_PATH):
@@ -80,16 +95,16 @@ def score_subgraph(graph: Graph, softmax: OpNode) -> ScoreSubgraph | None:
         if p is None:
             return None
         if p.op_type == "MatMul":
-            qk = p
-            break
+            return p, tuple(pre)
         if family(p) not in PATH_FAMILIES:
             return None
         pre.insert(0, p)
         cur = p
-    else:
-        return None
-    if len(activation_inputs(graph, qk)) != 2:
-        return None
+    return None
+
+
+def _path_to_pv(graph: Graph, softmax: OpNode) -> tuple[tuple[OpNode, ...], OpNode] | None:
+    """(the path ops after ``softmax``, the probabilities·V MatMul), or None."""
     post: list[OpNode] = []
     cur = softmax
     for _ in range(MAX_PATH):
@@ -102,7 +117,7 @@ def score_subgraph(graph: Graph, softmax: OpNode) -> ScoreSubgraph | None:
                 return None
             if len(activation_inputs(graph, c)) != 2:
                 return None
-            return ScoreSubgraph(qk, tuple(pre), softmax, tuple(post), c)
+            return tuple(post), c
         if family(c) not in PATH_FAMILIES:
             return None
         post.append(c)

@@ -57,7 +57,11 @@ def _pad_values(n: OpNode) -> np.ndarray | None:
 
 def foldable_pad(graph: Graph, n: OpNode) -> bool:
     """Whether ORT folds Pad node ``n`` into its reader (module docstring)."""
-    if n.op_type != "Pad" or not launches(n) or _text(n.attrs.get("mode", "constant")) != "constant":
+    if (
+        n.op_type != "Pad"
+        or not launches(n)
+        or _text(n.attrs.get("mode", "constant")) != "constant"
+    ):
         return False
     value = n.input(2)
     if value is not None and (value.name not in n.const_inputs

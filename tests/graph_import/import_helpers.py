@@ -26,7 +26,11 @@ def external_weight(name, dims, location="weights.bin", dtype=TensorProto.FLOAT)
     t.data_type = dtype
     t.dims.extend(dims)
     t.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", location), ("offset", "0"), ("length", str(4 * int(np.prod(dims))))):
+    for key, value in (
+        ("location", location),
+        ("offset", "0"),
+        ("length", str(4 * int(np.prod(dims)))),
+    ):
         entry = t.external_data.add()
         entry.key, entry.value = key, value
     return t

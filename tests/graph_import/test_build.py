@@ -149,8 +149,13 @@ def test_edges_follow_tensors():
 
 def test_unknown_op_is_unsupported_not_free():
     x, y = _xy()
-    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["y"], name="neg")]
-    graph = _build(make_model(nodes, [x], [y]), cost_fn=lambda n: None if n.op_type == "Neg" else UNIT)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("Neg", ["a"], ["y"], name="neg"),
+    ]
+    graph = _build(
+        make_model(nodes, [x], [y]), cost_fn=lambda n: None if n.op_type == "Neg" else UNIT
+    )
     assert graph.unsupported == {"Neg": 1}
     assert _ops(graph)["neg"].cost is None
     assert graph.unresolved == {}
@@ -164,7 +169,9 @@ def test_failing_rule_lands_in_unresolved_with_its_message():
         raise ZeroDivisionError("division by zero in the rule")
 
     graph = _build(make_model(nodes, [x], [y]), cost_fn=broken)
-    assert graph.unresolved == {"r": "cost rule failed: ZeroDivisionError: division by zero in the rule"}
+    assert graph.unresolved == {
+        "r": "cost rule failed: ZeroDivisionError: division by zero in the rule"
+    }
     assert _ops(graph)["r"].cost is None
 
 
@@ -182,12 +189,21 @@ def test_unbound_dims_listed_and_nodes_unresolved_with_hint():
 def test_non_concrete_dim_downstream_of_unbound_dim_gets_hint():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
     y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
-    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Neg", ["nz"], ["y"], name="neg")]
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"]),
+        helper.make_node("Neg", ["nz"], ["y"], name="neg"),
+    ]
     graph = _build(make_model(nodes, [x], [y]))
-    assert "likely because the model's dims n are unbound: bind them (--dim n=1)" in graph.unresolved["neg"]
+    assert (
+        "likely because the model's dims n are unbound: bind them (--dim n=1)"
+        in graph.unresolved["neg"]
+    )
     bound = _build(make_model(nodes, [x], [y]), {"n": 3})
     assert "it depends on data values (e.g. NonZero)" in bound.unresolved["NonZero_0"]
-    assert bound.unresolved["neg"] == "an input comes from the unresolved node 'NonZero_0' (see its reason)"
+    assert (
+        bound.unresolved["neg"]
+        == "an input comes from the unresolved node 'NonZero_0' (see its reason)"
+    )
 
 
 def test_custom_domain_op_without_shapes_is_unresolved_and_unsupported():
@@ -222,7 +238,9 @@ def test_if_subgraph_does_not_crash():
         [helper.make_node("Neg", ["x"], ["e"])], "else", [],
         [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 4])],
     )
-    nodes = [helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g, else_branch=else_g)]
+    nodes = [
+        helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g, else_branch=else_g)
+    ]
     model = make_model(nodes, [x], [y], [const("cond", True, np.bool_)])
     graph = _build(model, cost_fn=lambda n: None if n.op_type == "If" else UNIT)
     assert graph.unsupported == {"If": 1}
@@ -286,9 +304,14 @@ def test_dims_beyond_what_the_model_supports_are_explained():
     model = make_model(nodes, [x], [y], [const("table", np.arange(8).reshape(1, 8))])
     assert _build(model, {"batch": 2, "sequence": 8}).unresolved == {}
     graph = _build(model, {"batch": 2, "sequence": 16})
-    assert "ONNX shape inference rejects this node with the bound dims" in graph.unresolved["expand"]
+    assert (
+        "ONNX shape inference rejects this node with the bound dims" in graph.unresolved["expand"]
+    )
     assert "Incompatible dimensions" in graph.unresolved["expand"]
-    assert graph.unresolved["add"] == "an input comes from the unresolved node 'expand' (see its reason)"
+    assert (
+        graph.unresolved["add"]
+        == "an input comes from the unresolved node 'expand' (see its reason)"
+    )
 
 
 def test_known_gather_indices_beyond_the_table_are_flagged():

@@ -17,7 +17,9 @@ def rule(op, domain=MS):
     return SHAPE_RULES[(domain, op)]
 
 
-@pytest.mark.parametrize("op", ["FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd", "RotaryEmbedding"])
+@pytest.mark.parametrize(
+    "op", ["FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd", "RotaryEmbedding"]
+)
 def test_same_shape_ops(op):
     assert rule(op)({}, [(B, S, H), (H,)]) == [((B, S, H), None)]
 
@@ -40,7 +42,9 @@ def test_attention_output_and_present():
     past = (2, B, HEADS, 5, H // HEADS)
     out = rule("Attention")(attrs, [(B, S, H), (H, 3 * H), (3 * H,), None, past])
     assert out[1] == ((2, B, HEADS, 5 + S, H // HEADS), None)
-    sized = rule("Attention")({"num_heads": HEADS, "qkv_hidden_sizes": [H, H, 2 * H]}, [(B, S, H), (H, 4 * H)])
+    sized = rule("Attention")(
+        {"num_heads": HEADS, "qkv_hidden_sizes": [H, H, 2 * H]}, [(B, S, H), (H, 4 * H)]
+    )
     assert sized[0] == ((B, S, 2 * H), None)
 
 
@@ -88,8 +92,13 @@ def test_chain_of_contrib_ops_resolves_in_few_rounds():
             helper.make_node("MatMul", [prev, f"w1_{i}"], [f"h{i}"]),
             helper.make_node("FastGelu", [f"h{i}", f"b_{i}"], [f"a{i}"], domain=MS),
             helper.make_node("MatMul", [f"a{i}", f"w2_{i}"], [f"o{i}"]),
-            helper.make_node("SkipLayerNormalization", [f"o{i}", prev, f"g_{i}"], [f"n{i}", "", "", f"s{i}"],
-                             domain=MS, epsilon=1e-5),
+            helper.make_node(
+                "SkipLayerNormalization",
+                [f"o{i}", prev, f"g_{i}"],
+                [f"n{i}", "", "", f"s{i}"],
+                domain=MS,
+                epsilon=1e-5,
+            ),
         ]
         prev = f"n{i}"
     nodes.append(helper.make_node("Relu", [prev], ["y"]))

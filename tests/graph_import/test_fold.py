@@ -36,7 +36,12 @@ CASES = [
     ("Sub", {}, [a(2, 3), a(1)], a(1, 2)),
     ("Mul", {}, [a(2, 3), a(4)], a(8, 12)),
     ("Div", {}, [a(7, -7), a(2)], a(3, -3)),  # integer Div truncates toward zero
-    ("Div", {}, [np.array([7.0], np.float32), np.array([2.0], np.float32)], np.array([3.5], np.float32)),
+    (
+        "Div",
+        {},
+        [np.array([7.0], np.float32), np.array([2.0], np.float32)],
+        np.array([3.5], np.float32),
+    ),
     ("Mod", {}, [a(7, -7), a(3)], a(1, 2)),
     ("Mod", {"fmod": 1}, [np.array([-7.0]), np.array([3.0])], np.array([-1.0])),
     ("Equal", {}, [a(1, 2), a(1)], np.array([True, False])),

@@ -96,12 +96,18 @@ def test_cycle():
         helper.make_node("Relu", ["a"], ["b"], name="n2"),
         helper.make_node("Relu", ["b"], ["y"], name="n3"),
     ]
-    _refused(serialize(make_model(nodes, [X], [Y])), r"the graph has a cycle \(nodes node 'n1' \(Add\), node 'n2' \(Relu\)")
+    _refused(
+        serialize(make_model(nodes, [X], [Y])),
+        r"the graph has a cycle \(nodes node 'n1' \(Add\), node 'n2' \(Relu\)",
+    )
 
 
 def test_dangling_input():
     nodes = [helper.make_node("Add", ["x", "ghost"], ["y"], name="add")]
-    _refused(serialize(make_model(nodes, [X], [Y])), r"node 'add' \(Add\) reads tensor 'ghost'.*dangling input")
+    _refused(
+        serialize(make_model(nodes, [X], [Y])),
+        r"node 'add' \(Add\) reads tensor 'ghost'.*dangling input",
+    )
 
 
 def test_output_produced_by_nothing():
@@ -114,7 +120,10 @@ def test_duplicate_output_names():
         helper.make_node("Relu", ["x"], ["y"], name="a"),
         helper.make_node("Sigmoid", ["x"], ["y"], name="b"),
     ]
-    _refused(serialize(make_model(nodes, [X], [Y])), r"tensor 'y' is produced by two nodes \(node 'a'.*node 'b'")
+    _refused(
+        serialize(make_model(nodes, [X], [Y])),
+        r"tensor 'y' is produced by two nodes \(node 'a'.*node 'b'",
+    )
 
 
 def test_output_shadows_initializer():
@@ -156,7 +165,9 @@ def test_raw_data_shorter_than_dims():
     w = const("w", np.zeros((4, 4)), np.float32)
     w.raw_data = w.raw_data[:20]
     m = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [X], [Y], [w])
-    _refused(serialize(m), r"tensor 'w' holds 20 bytes of data but its dims \[4, 4\] and dtype need 64")
+    _refused(
+        serialize(m), r"tensor 'w' holds 20 bytes of data but its dims \[4, 4\] and dtype need 64"
+    )
 
 
 def test_file_over_max_bytes_from_path(tmp_path):
@@ -215,7 +226,9 @@ def no_file_reads(monkeypatch):
 
 def test_external_data_path_traversal_refused_and_not_opened(no_file_reads):
     data = serialize(_ext_model("../../etc/passwd"))
-    with pytest.raises(ModelImportError, match=r"'\.\./\.\./etc/passwd', outside the model's folder: refused"):
+    with pytest.raises(
+        ModelImportError, match=r"'\.\./\.\./etc/passwd', outside the model's folder: refused"
+    ):
         load_model(data)
     assert not any("passwd" in p for p in no_file_reads)
 
@@ -251,8 +264,13 @@ def test_weightless_model_loads_without_reading_existing_external_data(tmp_path,
 
 def test_external_data_in_constant_node_refused(no_file_reads):
     t = external_weight("c", [4], location="../../etc/passwd")
-    nodes = [helper.make_node("Constant", [], ["c"], value=t), helper.make_node("Add", ["x", "c"], ["y"])]
-    with pytest.raises(ModelImportError, match=r"'\.\./\.\./etc/passwd', outside the model's folder"):
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=t),
+        helper.make_node("Add", ["x", "c"], ["y"]),
+    ]
+    with pytest.raises(
+        ModelImportError, match=r"'\.\./\.\./etc/passwd', outside the model's folder"
+    ):
         load_model(serialize(make_model(nodes, [X], [Y])))
     assert not any("passwd" in p for p in no_file_reads)
 
@@ -276,7 +294,10 @@ def test_big_tensor_whose_data_is_shorter_than_its_dims_is_never_read():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1024, 1024])
     c = const("c", np.zeros(4), np.float32)
     c.dims[:] = [1024, 1024]
-    nodes = [helper.make_node("Constant", [], ["c"], value=c), helper.make_node("Add", ["x", "c"], ["y"])]
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=c),
+        helper.make_node("Add", ["x", "c"], ["y"]),
+    ]
     w = const("w", np.zeros(4), np.float32)
     w.dims[:] = [1024, 1024]
     nodes.append(helper.make_node("Mul", ["y", "w"], ["z"]))
@@ -296,7 +317,12 @@ def test_huge_computed_tensors_are_not_materialised():
         helper.make_node("ConstantOfShape", ["shape"], ["y"]),
         helper.make_node("Range", ["zero", "limit", "one"], ["r"]),
     ]
-    inits = [const("shape", [2**20, 2**20]), const("zero", 0), const("limit", 2**40), const("one", 1)]
+    inits = [
+        const("shape", [2**20, 2**20]),
+        const("zero", 0),
+        const("limit", 2**40),
+        const("one", 1),
+    ]
     graph = import_model(serialize(make_model(nodes, [], [y, r], inits)))
     assert graph.outputs[0].shape == (2**20, 2**20)
     assert graph.outputs[1].shape == (2**40,)
@@ -324,7 +350,9 @@ def test_name_that_is_not_utf8_is_refused():
 
 
 def test_attribute_without_type_is_refused():
-    m = make_model([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], [X], [Y], [const("i", 0)])
+    m = make_model(
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], [X], [Y], [const("i", 0)]
+    )
     m.graph.node[0].attribute[0].type = 0  # AttributeProto.UNDEFINED
     _refused(serialize(m), "attribute 'axis' of node '' .Gather. has no type")
 

@@ -137,7 +137,10 @@ def test_shape_with_start_end_of_partially_known_shape():
     """Shape(start=1) needs only the concrete dims, so it folds while 'batch' is unbound."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 8])
     y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
-    nodes = [helper.make_node("Shape", ["x"], ["s"], start=1), helper.make_node("ReduceProd", ["s"], ["y"], keepdims=0)]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], start=1),
+        helper.make_node("ReduceProd", ["s"], ["y"], keepdims=0),
+    ]
     res = _shapes(make_model(nodes, [x], [y]))
     assert res.values["y"].tolist() == 3 * 8
 
@@ -145,7 +148,10 @@ def test_shape_with_start_end_of_partially_known_shape():
 def test_nodes_out_of_order_are_sorted():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    nodes = [helper.make_node("Relu", ["a"], ["y"], name="second"), helper.make_node("Neg", ["x"], ["a"], name="first")]
+    nodes = [
+        helper.make_node("Relu", ["a"], ["y"], name="second"),
+        helper.make_node("Neg", ["x"], ["a"], name="first"),
+    ]
     model = load_model(serialize(make_model(nodes, [x], [y])))
     assert [n.name for n in model.graph.node] == ["first", "second"]
     assert infer_concrete(model).tensors["y"].dims == (2, 3)
@@ -168,7 +174,9 @@ def test_big_folded_values_are_not_kept_but_shapes_are():
 def test_weightless_initializer_shapes_come_from_dims():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [x], [y], [external_weight("w", [16, 64])])
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], [x], [y], [external_weight("w", [16, 64])]
+    )
     res = _shapes(model, {"batch": 8})
     assert res.tensors["y"].dims == (8, 64)
     assert res.tensors["w"].dims == (16, 64)
@@ -206,19 +214,26 @@ def test_input_axis_binding_of_a_named_dim_binds_the_name_everywhere():
 
 
 def test_input_axis_binding_contradicting_a_name_binding():
-    with pytest.raises(ModelImportError, match=r"--dim input_ids:1=64 contradicts --dim sequence=128"):
+    with pytest.raises(
+        ModelImportError, match=r"--dim input_ids:1=64 contradicts --dim sequence=128"
+    ):
         _shapes(_two_inputs_sharing_sequence(), {"sequence": 128, "input_ids:1": 64})
 
 
 def test_derived_input_axes_are_evaluated_from_bound_names():
     """Optimum-style decoder inputs: attention_mask spans 'past_sequence + sequence'."""
     ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
-    past = helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 4, "past_sequence", 8])
+    past = helper.make_tensor_value_info(
+        "past", TensorProto.FLOAT, ["batch", 4, "past_sequence", 8]
+    )
     mask = helper.make_tensor_value_info(
         "attention_mask", TensorProto.INT64, ["batch", "past_sequence + sequence"]
     )
     outs = [helper.make_tensor_value_info(n, TensorProto.INT64, None) for n in ("m", "i")]
-    nodes = [helper.make_node("Neg", ["attention_mask"], ["m"]), helper.make_node("Neg", ["input_ids"], ["i"])]
+    nodes = [
+        helper.make_node("Neg", ["attention_mask"], ["m"]),
+        helper.make_node("Neg", ["input_ids"], ["i"]),
+    ]
     model = make_model(nodes, [ids, past, mask], outs)
     res = _shapes(model, {"batch": 2, "sequence": 1, "past_sequence": 127})
     assert res.tensors["m"].dims == (2, 127 + 1)

@@ -153,7 +153,9 @@ def test_duplicate_in_builtin_folder_still_raises(fixture_dir: Path, tmp_path: P
     _copy(fixture_dir / "fixture-gpu.toml", builtin)
     _copy(fixture_dir / "fixture-gpu.toml", builtin, "fixture-gpu-b",
           **{'id = "fixture-gpu"': 'id = "fixture-gpu-b"'})
-    with pytest.raises(HardwareSpecError, match=r"fixture-gpu.toml: name .* collides with .*fixture-gpu-b.toml"):
+    with pytest.raises(
+        HardwareSpecError, match=r"fixture-gpu.toml: name .* collides with .*fixture-gpu-b.toml"
+    ):
         load_catalog(builtin, tmp_path / "no-user-folder")
 
 

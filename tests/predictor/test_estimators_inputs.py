@@ -203,8 +203,13 @@ def test_device_curve_beats_kind_curve(tmp_path):
                  '[[curve]]\ndevice="t4"\nkind="gpu"\nengine="matrix"\ndtype="*"\n'
                  'x="log10_flops"\npoints=[[6.0, 0.25]]\nbasis="t"\n')
     c = EfficiencyCurves.load(p)
-    got = c.fraction(np.array(["t4", "v100"]), np.array(["gpu", "gpu"]),
-                     np.array(["matrix", "matrix"]), np.array(["fp32", "fp32"]), np.array([1e9, 1e9]))
+    got = c.fraction(
+        np.array(["t4", "v100"]),
+        np.array(["gpu", "gpu"]),
+        np.array(["matrix", "matrix"]),
+        np.array(["fp32", "fp32"]),
+        np.array([1e9, 1e9]),
+    )
     assert list(got) == [0.25, 0.5]
 
 

@@ -182,7 +182,13 @@ def test_views_inside_a_group_pass_their_tensor_through():
 
     free = OpCost(0.0, 0.0, 0.0, 0.0, Engine.FREE)
     x, w, b = t("x", 8, 64), t("w", 64, 32), t("b", 32)
-    y0, y1, y2, y3, y = t("y0", 8, 32), t("y1", 8, 32), t("y2", 256), t("y3", 1, 256), t("y", 1, 256)
+    y0, y1, y2, y3, y = (
+        t("y0", 8, 32),
+        t("y1", 8, 32),
+        t("y2", 256),
+        t("y3", 1, 256),
+        t("y", 1, 256),
+    )
     nodes = [
         op("mm", "MatMul", [x, w], [y0], flops=2 * 8 * 64 * 32, engine=Engine.MATRIX,
            weights=["w"]),

@@ -384,8 +384,11 @@ def test_free_rows_take_no_time(trained):
 def test_no_pickle_anywhere_in_the_learned_code():
     pattern = re.compile(r"^\s*(import|from)\s+(pickle|joblib|cloudpickle|dill)\b|"
                          r"\b(pickle|joblib)\.(load|dump)|\.pkl\b|read_pickle|to_pickle", re.M)
-    files = [*(ROOT / "predictor" / "learned").rglob("*.py"), ROOT / "app" / "commands" / "train.py",
-             ROOT / "benchmarks" / "learned_accuracy.py"]
+    files = [
+        *(ROOT / "predictor" / "learned").rglob("*.py"),
+        ROOT / "app" / "commands" / "train.py",
+        ROOT / "benchmarks" / "learned_accuracy.py",
+    ]
     for f in files:
         if f.exists():
             assert not pattern.search(f.read_text()), f

@@ -57,7 +57,9 @@ def test_train_on_a_file_validates_and_saves(trained):
     out, doc = trained
     assert {r["key"] for r in doc["per_family"]} == {"gpu/matmul", "gpu/elementwise"}
     fam = {r["key"]: r for r in doc["per_family"]}
-    assert fam["gpu/matmul"]["learned_median_ape_pct"] < fam["gpu/matmul"]["analytical_median_ape_pct"]
+    assert (
+        fam["gpu/matmul"]["learned_median_ape_pct"] < fam["gpu/matmul"]["analytical_median_ape_pct"]
+    )
     assert {r["group"] for r in doc["per_group"]} == {"device:v100-pcie-32gb",
                                                       "device:p100-pcie-16gb"}
     assert doc["held_out_rows"] == 80

@@ -187,8 +187,9 @@ def test_auto_transfers_to_an_unlike_device_on_the_same_road_and_says_so(trained
 
 def test_transferred_rows_of_an_uncalibrated_bin_have_a_finite_interval():
     """bert_base under torch-compile on an H100 puts fused elementwise kernels of ~8 µs
-    (transferred: outside the training range) in interval bins without calibration residuals: their upper end must stay finite
-    (the fallback's serialised upper end), so the end-to-end interval is finite too."""
+    (transferred: outside the training range) in interval bins without calibration residuals:
+    their upper end must stay finite (the fallback's serialised upper end), so the end-to-end
+    interval is finite too."""
     import roofcast
 
     model = roofcast.load_model("bert_base", batch=1, sequence=128)

@@ -59,9 +59,15 @@ def test_conv_window_and_no_rule():
 
 def test_workload_table_carries_inner_elems():
     x, w, z, h, y = t("x", 4, 16), t("w", 16, 32), t("z", 4, 32), t("h", 4, 32), t("y", 4, 32)
-    g = graph([op("mm", "MatMul", [x, w], [z], flops=2 * 4 * 16 * 32, weights=("w",)),
-               op("sm", "Softmax", [z], [h], flops=5 * 128), op("act", "Relu", [h], [y], flops=128)],
-              [x], [y])
+    g = graph(
+        [
+            op("mm", "MatMul", [x, w], [z], flops=2 * 4 * 16 * 32, weights=("w",)),
+            op("sm", "Softmax", [z], [h], flops=5 * 128),
+            op("act", "Relu", [h], [y], flops=128),
+        ],
+        [x],
+        [y],
+    )
     w = workload_table(g, RunConfig(), AS_WRITTEN)
     check_workload(w)
     by = w.set_index("node")["inner_elems"]

@@ -145,10 +145,15 @@ def test_bad_csv_gives_its_message_and_writes_nothing(tmp_path, store, case):
 def test_huge_file_by_bytes_and_by_rows(tmp_path, store):
     body = "".join(f"MatMul,t4,fp16,0.001,r{i}\n" for i in range(300))
     path = write(tmp_path, f"{HEADER}\n{body}")
-    with pytest.raises(MeasurementError, match=r"over the limit of 1000 bytes \(decompressed\) per import .*"
-                       r"ROOFCAST_MAX_IMPORT_BYTES=N"):
+    with pytest.raises(
+        MeasurementError,
+        match=r"over the limit of 1000 bytes \(decompressed\) per import .*"
+        r"ROOFCAST_MAX_IMPORT_BYTES=N",
+    ):
         import_file(path, store, max_bytes=1000)
-    with pytest.raises(MeasurementError, match=r"over the limit of 100 rows per import .*ROOFCAST_MAX_IMPORT_ROWS"):
+    with pytest.raises(
+        MeasurementError, match=r"over the limit of 100 rows per import .*ROOFCAST_MAX_IMPORT_ROWS"
+    ):
         import_file(path, store, max_rows=100)
     assert store.count() == 1
 

@@ -71,7 +71,9 @@ def test_forward_flops_scale_linearly_with_batch(name):
     """Every zoo model's work is per-sample: FLOPs at batch 2 = 2 x FLOPs at batch 1."""
     by_shape = zoo.model_meta(name)["forward_flops_by_shape"]
     base = by_shape[0]
-    doubled = [s for s in by_shape if s["dims"] == {**base["dims"], "batch": 2 * base["dims"]["batch"]}]
+    doubled = [
+        s for s in by_shape if s["dims"] == {**base["dims"], "batch": 2 * base["dims"]["batch"]}
+    ]
     assert doubled, "export script records FLOPs at batch 2"
     assert doubled[0]["flops"] == 2 * base["flops"]
 

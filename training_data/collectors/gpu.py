@@ -180,20 +180,7 @@ def measure_prepared_gpu(prep: Any, config: Any):
         except Exception as exc:  # one node ORT cannot run alone is reported, not fatal
             skipped.append(f"{op.name} ({type(exc).__name__})")
             continue
-        work = tidy.group_work([op])
-        attrs = work.pop("_attrs")
-        records.append({**work, "attrs": tidy.canonical_json(attrs), "precision": work["dtype"],
-                        **tidy.latency_stats(times), "model": prep.name, "device_id": "local",
-                        "cpu_model": "", "machine": tidy.machine_id(),
-                        "threads_intra": math.nan, "threads_inter": math.nan,
-                        "batch": prep.dims.get("batch", math.nan),
-                        "opt_level": config.opt_level, "mode": "infer",
-                        "provider": CUDA_PROVIDER, "runtime": tidy.RUNTIME_OF_PROVIDER[CUDA_PROVIDER],
-                        "repeats": config.repeats,
-                        "e2e_latency_s": e2e, "run_id": run_id, "source": SOURCE_GPU,
-                        "software": tidy.canonical_json(tidy.software_versions()),
-                        "timestamp": tidy.now_iso(), "direction": "fwd",
-                        "notes": "isolated node: one launch + device sync per timed run"})
+        records.append(_node_row(op, times, prep, config, e2e, run_id))
     frame = pd.DataFrame.from_records(records, columns=list(SCHEMA_COLUMNS))
     total = float(frame["latency_s"].sum()) if len(frame) else 0.0
     summary = {"model": prep.name, "dims": ",".join(f"{k}={v}" for k, v in
@@ -207,3 +194,34 @@ def measure_prepared_gpu(prep: Any, config: Any):
                math.nan, "rows": len(frame), "groups_fused": 0, "skipped_nodes": len(skipped),
                "run_id": run_id}
     return Measurement(frame, summary)
+
+
+def _node_row(op, times, prep: Any, config: Any, e2e: float, run_id: str) -> dict[str, Any]:
+    """The schema row of one node timed alone."""
+    work = tidy.group_work([op])
+    attrs = work.pop("_attrs")
+    return {
+        **work,
+        "attrs": tidy.canonical_json(attrs),
+        "precision": work["dtype"],
+        **tidy.latency_stats(times),
+        "model": prep.name,
+        "device_id": "local",
+        "cpu_model": "",
+        "machine": tidy.machine_id(),
+        "threads_intra": math.nan,
+        "threads_inter": math.nan,
+        "batch": prep.dims.get("batch", math.nan),
+        "opt_level": config.opt_level,
+        "mode": "infer",
+        "provider": CUDA_PROVIDER,
+        "runtime": tidy.RUNTIME_OF_PROVIDER[CUDA_PROVIDER],
+        "repeats": config.repeats,
+        "e2e_latency_s": e2e,
+        "run_id": run_id,
+        "source": SOURCE_GPU,
+        "software": tidy.canonical_json(tidy.software_versions()),
+        "timestamp": tidy.now_iso(),
+        "direction": "fwd",
+        "notes": "isolated node: one launch + device sync per timed run",
+    }

@@ -133,87 +133,120 @@ def map_optimized(original: ModelProto, optimized: ModelProto) -> Mapping:
     orig = _Original(original)
     opt_inits = {t.name for t in optimized.graph.initializer}
     topo = _topological(optimized.graph.node)
-    position = {n.name: i for i, n in enumerate(topo)}
     anchor: dict[str, str] = {vi.name: vi.name for vi in optimized.graph.input}
+    passthrough = _anchor_outputs(topo, orig, opt_inits, anchor)
+    regions = _regions(topo, anchor)  # kernels joined by tensors without an anchor
+    built = _Groups()
+    deferred = [r for r in regions
+                if not _assign_region(r, built, orig, opt_inits, anchor, passthrough)]
+    unattributed = _assign_deferred(deferred, built, topo, orig, anchor)
+    groups = [Group(tuple(sorted(nodes, key=orig.order.__getitem__)), tuple(kernels))
+              for nodes, kernels in zip(built.nodes, built.kernels, strict=True)]
+    uncovered = [n.name for n in original.graph.node if n.name not in built.claimed]
+    folded = [n for n in uncovered
+              if all(o in orig.static for o in orig.nodes[n].output if o)]
+    return Mapping(groups, built.group_of, uncovered, unattributed, folded)
+
+
+@dataclass
+class _Groups:
+    """Groups under construction: original nodes and kernels of each, and who claimed what."""
+
+    claimed: dict[str, int] = field(default_factory=dict)  # original node -> group
+    nodes: list[list[str]] = field(default_factory=list)
+    kernels: list[list[str]] = field(default_factory=list)
+    group_of: dict[str, int] = field(default_factory=dict)  # kernel -> group
+
+    def add(self, cover: list[str], region: list[NodeProto]) -> None:
+        gi = len(self.nodes)
+        self.nodes.append(cover)
+        self.kernels.append([n.name for n in region])
+        for name in cover:
+            self.claimed[name] = gi
+        for n in region:
+            self.group_of[n.name] = gi
+
+    def attach(self, owner: int, region: list[NodeProto]) -> None:
+        self.kernels[owner].extend(n.name for n in region)
+        for n in region:
+            self.group_of[n.name] = owner
+
+
+def _data_inputs(node: NodeProto, opt_inits: set[str], anchor: dict[str, str],
+                 orig: _Original) -> list[str]:
+    return [t for t in node.input if t and t not in opt_inits
+            and anchor.get(t) not in orig.static]
+
+
+def _anchor_outputs(topo: list[NodeProto], orig: _Original, opt_inits: set[str],
+                    anchor: dict[str, str]) -> set[str]:
+    """Steps 1-3: anchor optimised tensors to original ones (in ``anchor``); returns the
+    layout kernels that pass their one anchored input through."""
     passthrough: set[str] = set()
-
-    def data_inputs(node: NodeProto) -> list[str]:
-        return [t for t in node.input if t and t not in opt_inits
-                and anchor.get(t) not in orig.static]
-
-    for node in topo:  # step 1-3: anchors
+    for node in topo:
         outs = [o for o in node.output if o]
         for o in outs:
             if o in orig.tensors:
                 anchor[o] = o
         if len(outs) != 1 or outs[0] in anchor:
             continue
-        in_anchors = {anchor[t] for t in data_inputs(node) if t in anchor}
+        in_anchors = {anchor[t] for t in _data_inputs(node, opt_inits, anchor, orig)
+                      if t in anchor}
         hint = _hint(node, orig)
         if hint:
             anchor[outs[0]] = _extend(node, hint, in_anchors, orig)[0]
         elif node.op_type in LAYOUT_KERNELS and len(in_anchors) == 1:
             anchor[outs[0]] = next(iter(in_anchors))
             passthrough.add(node.name)
+    return passthrough
 
-    regions = _regions(topo, anchor)  # kernels joined by tensors without an anchor
-    claimed: dict[str, int] = {}
-    groups_nodes: list[list[str]] = []
-    groups_kernels: list[list[str]] = []
-    group_of: dict[str, int] = {}
-    deferred: list[list[NodeProto]] = []
-    for region in regions:
-        members = {n.name for n in region}
-        inside = {o for n in region for o in n.output if o}
-        ins = {anchor[t] for n in region for t in data_inputs(n)
-               if t in anchor and t not in inside}
-        outs = {anchor[o] for n in region for o in n.output if o in anchor}
-        cover = _cover(sorted(outs - ins), ins, orig, claimed)
-        if cover:
-            gi = len(groups_nodes)
-            groups_nodes.append(cover)
-            groups_kernels.append([n.name for n in region])
-            for name in cover:
-                claimed[name] = gi
-            for name in members:
-                group_of[name] = gi
-            continue
-        owner = None
-        if not all(n.name in passthrough for n in region):
-            owner = next((claimed[orig.producer[t]] for t in sorted(outs)
-                          if orig.producer.get(t) in claimed), None)
-        if owner is None:
-            deferred.append(region)
-        else:
-            groups_kernels[owner].extend(n.name for n in region)
-            for name in members:
-                group_of[name] = owner
 
+def _assign_region(region: list[NodeProto], built: _Groups, orig: _Original,
+                   opt_inits: set[str], anchor: dict[str, str], passthrough: set[str]) -> bool:
+    """Step 4: a region covering original nodes becomes a group; one writing a tensor of a
+    claimed node joins that group. False when neither (the region is deferred)."""
+    inside = {o for n in region for o in n.output if o}
+    ins = {anchor[t] for n in region for t in _data_inputs(n, opt_inits, anchor, orig)
+           if t in anchor and t not in inside}
+    outs = {anchor[o] for n in region for o in n.output if o in anchor}
+    cover = _cover(sorted(outs - ins), ins, orig, built.claimed)
+    if cover:
+        built.add(cover, region)
+        return True
+    owner = None
+    if not all(n.name in passthrough for n in region):
+        owner = next((built.claimed[orig.producer[t]] for t in sorted(outs)
+                      if orig.producer.get(t) in built.claimed), None)
+    if owner is None:
+        return False
+    built.attach(owner, region)
+    return True
+
+
+def _assign_deferred(deferred: list[list[NodeProto]], built: _Groups, topo: list[NodeProto],
+                     orig: _Original, anchor: dict[str, str]) -> list[str]:
+    """Step 5: a deferred region joins the group of a consumer, else of a producer; returns
+    the kernels of regions that join none."""
+    position = {n.name: i for i, n in enumerate(topo)}
     consumers: dict[str, list[NodeProto]] = {}
     for n in topo:
         for t in n.input:
             consumers.setdefault(t, []).append(n)
     unattributed = []
-    # step 5, latest first so chains of such kernels follow their consumers
+    # latest first so chains of such kernels follow their consumers
     for region in sorted(deferred, key=lambda r: -position[r[-1].name]):
-        owner = next((group_of[c.name] for n in region for o in n.output
-                      for c in consumers.get(o, []) if c.name in group_of), None)
+        owner = next((built.group_of[c.name] for n in region for o in n.output
+                      for c in consumers.get(o, []) if c.name in built.group_of), None)
         if owner is None:
-            owner = next((claimed[orig.producer[anchor[t]]] for n in region for t in n.input
-                          if t in anchor and orig.producer.get(anchor[t]) in claimed), None)
+            owner = next((built.claimed[orig.producer[anchor[t]]] for n in region
+                          for t in n.input
+                          if t in anchor and orig.producer.get(anchor[t]) in built.claimed),
+                         None)
         if owner is None:
             unattributed.extend(n.name for n in region)
             continue
-        groups_kernels[owner].extend(n.name for n in region)
-        for n in region:
-            group_of[n.name] = owner
-
-    groups = [Group(tuple(sorted(nodes, key=orig.order.__getitem__)), tuple(kernels))
-              for nodes, kernels in zip(groups_nodes, groups_kernels, strict=True)]
-    uncovered = [n.name for n in original.graph.node if n.name not in claimed]
-    folded = [n for n in uncovered
-              if all(o in orig.static for o in orig.nodes[n].output if o)]
-    return Mapping(groups, group_of, uncovered, unattributed, folded)
+        built.attach(owner, region)
+    return unattributed
 
 
 def _regions(topo: list[NodeProto], anchor: dict[str, str]) -> list[list[NodeProto]]:

@@ -60,7 +60,8 @@ class MeasureConfig:
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
             raise MeasurementError(
-                f"unknown optimisation level {self.opt_level!r}: use one of {', '.join(OPT_LEVELS)}")
+                f"unknown optimisation level {self.opt_level!r}: use one of {', '.join(OPT_LEVELS)}"
+            )
         for name in ("threads_intra", "threads_inter", "repeats"):
             if getattr(self, name) < 1:
                 raise MeasurementError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -244,6 +245,53 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
              source: str = tidy.SOURCE_ORT_CPU) -> Measurement:
     """Rows and summary from parsed runs (see module docstring)."""
     n = len(runs)
+    group_times, other = _kernel_times(mapping, runs)
+    e2e = float(np.median(wall))
+    run_id = uuid.uuid4().hex[:16]
+    common = {
+        "model": model_name,
+        "device_id": "local",
+        "cpu_model": _cpu_model(),
+        "machine": tidy.machine_id(),
+        "threads_intra": config.threads_intra,
+        "threads_inter": config.threads_inter,
+        "batch": dims.get("batch", math.nan),
+        "opt_level": config.opt_level,
+        "mode": "infer",
+        "provider": config.provider,
+        "runtime": tidy.RUNTIME_OF_PROVIDER.get(config.provider, ""),
+        "repeats": n,
+        "e2e_latency_s": e2e,
+        "run_id": run_id,
+        "source": source,
+        "software": tidy.canonical_json(tidy.software_versions()),
+        "timestamp": tidy.now_iso(),
+        "direction": "fwd",
+        "notes": "dims " + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) if dims else "",
+    }
+    records = _group_records(graph, mapping, runs, group_times, common)
+    frame = pd.DataFrame.from_records(records, columns=list(SCHEMA_COLUMNS))
+    unattributed = pd.DataFrame(
+        [{"kernel": k, "op_name": op, "latency_s": float(np.median(t))}
+         for (k, op), t in other.items()], columns=["kernel", "op_name", "latency_s"])
+    summary = {
+        "model": model_name, "dims": ",".join(f"{k}={v}" for k, v in sorted(dims.items())),
+        "threads_intra": config.threads_intra, "threads_inter": config.threads_inter,
+        "opt_level": config.opt_level, "repeats": n,
+        **_run_summary(runs, wall, group_times, other, frame),
+        "rows": len(frame),
+        "groups_fused": int(sum(len(g.nodes) > 1 for g in mapping.groups)),
+        "nodes_folded": len(mapping.folded),
+        "nodes_eliminated": len(mapping.uncovered) - len(mapping.folded),
+        "run_id": run_id,
+    }
+    return Measurement(frame, summary, unattributed, list(plans))
+
+
+def _kernel_times(mapping: NodeMap, runs: Sequence[ProfiledRun]
+                  ) -> tuple[np.ndarray, dict[tuple[str, str], np.ndarray]]:
+    """(seconds per (group, run), seconds per run of each (kernel, op) in no group)."""
+    n = len(runs)
     group_times = np.zeros((len(mapping.groups), n))
     other: dict[tuple[str, str], np.ndarray] = {}
     for r, run in enumerate(runs):
@@ -253,18 +301,12 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
                 other.setdefault((k.node, k.op_name), np.zeros(n))[r] += k.dur_s
             else:
                 group_times[gi, r] += k.dur_s
-    e2e = float(np.median(wall))
-    run_id = uuid.uuid4().hex[:16]
-    common = {
-        "model": model_name, "device_id": "local", "cpu_model": _cpu_model(),
-        "machine": tidy.machine_id(), "threads_intra": config.threads_intra,
-        "threads_inter": config.threads_inter, "batch": dims.get("batch", math.nan),
-        "opt_level": config.opt_level, "mode": "infer", "provider": config.provider,
-        "runtime": tidy.RUNTIME_OF_PROVIDER.get(config.provider, ""), "repeats": n, "e2e_latency_s": e2e, "run_id": run_id, "source": source,
-        "software": tidy.canonical_json(tidy.software_versions()), "timestamp": tidy.now_iso(),
-        "direction": "fwd",
-        "notes": "dims " + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) if dims else "",
-    }
+    return group_times, other
+
+
+def _group_records(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
+                   group_times: np.ndarray, common: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One schema row per group that ran: its work, ORT kernels and latency statistics."""
     kernel_ops = {k.node: k.op_name for run in runs for k in run.kernels}
     records = []
     for gi, group in enumerate(mapping.groups):
@@ -277,20 +319,22 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
         attrs["ort_kernels"] = sorted({kernel_ops.get(k, "") for k in group.kernels} - {""})
         records.append({**work, "attrs": tidy.canonical_json(attrs), "precision": work["dtype"],
                         **tidy.latency_stats(times), **common})
-    frame = pd.DataFrame.from_records(records, columns=list(SCHEMA_COLUMNS))
-    unattributed = pd.DataFrame(
-        [{"kernel": k, "op_name": op, "latency_s": float(np.median(t))}
-         for (k, op), t in other.items()], columns=["kernel", "op_name", "latency_s"])
+    return records
+
+
+def _run_summary(runs: Sequence[ProfiledRun], wall: Sequence[float], group_times: np.ndarray,
+                 other: Mapping[tuple[str, str], np.ndarray],
+                 frame: pd.DataFrame) -> dict[str, float]:
+    """Where a run's time went: end to end, inside ORT, in kernels, joined or not."""
+    n = len(runs)
+    e2e = float(np.median(wall))
     joined_per_run = group_times.sum(axis=0)
     other_per_run = np.sum(list(other.values()), axis=0) if other else np.zeros(n)
     kernel_per_run = joined_per_run + other_per_run
     wall_arr = np.asarray(wall, dtype=float)
     run_arr = np.asarray([r.run_s for r in runs], dtype=float)
     total_kernel = float(kernel_per_run.sum())
-    summary = {
-        "model": model_name, "dims": ",".join(f"{k}={v}" for k, v in sorted(dims.items())),
-        "threads_intra": config.threads_intra, "threads_inter": config.threads_inter,
-        "opt_level": config.opt_level, "repeats": n,
+    return {
         "e2e_ms": e2e * 1e3,
         "e2e_p10_ms": float(np.percentile(wall_arr, 10)) * 1e3,
         "e2e_p90_ms": float(np.percentile(wall_arr, 90)) * 1e3,
@@ -304,13 +348,7 @@ def assemble(graph: Graph, mapping: NodeMap, runs: Sequence[ProfiledRun],
         "unattributed_ms": float(np.median(other_per_run)) * 1e3,
         "joined_fraction": (float(joined_per_run.sum()) / total_kernel if total_kernel > 0
                             else math.nan),
-        "rows": len(frame),
-        "groups_fused": int(sum(len(g.nodes) > 1 for g in mapping.groups)),
-        "nodes_folded": len(mapping.folded),
-        "nodes_eliminated": len(mapping.uncovered) - len(mapping.folded),
-        "run_id": run_id,
     }
-    return Measurement(frame, summary, unattributed, list(plans))
 
 
 def _cpu_model() -> str:

@@ -139,6 +139,20 @@ def int_input_plan(model: ModelProto, name: str) -> IntInputPlan:
     2. Else a name containing ``mask`` -> ones; containing ``position`` -> ``arange``.
     3. Else ones (the reason records that no consumer gave a range).
     """
+    highs = _index_table_dims(model, name)
+    lowered = name.lower()
+    if highs:
+        return IntInputPlan(name, "index", min(highs),
+                            f"indexes a table of {min(highs)} rows (Gather)")
+    if "mask" in lowered:
+        return IntInputPlan(name, "mask", 2, "name says mask: all ones")
+    if "position" in lowered:
+        return IntInputPlan(name, "position", 0, "name says position ids: arange")
+    return IntInputPlan(name, "ones", 2, "no Gather consumes it; filled with ones")
+
+
+def _index_table_dims(model: ModelProto, name: str) -> list[int]:
+    """The gathered-axis dim of every table that ``name`` (through pass-through ops) indexes."""
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in model.graph.node:
         for t in node.input:
@@ -151,24 +165,24 @@ def int_input_plan(model: ModelProto, name: str) -> IntInputPlan:
         for node in consumers.get(tensor, []):
             spec = _INDEX_CONSUMERS.get(node.op_type)
             if spec is not None and len(node.input) > spec[0] and node.input[spec[0]] == tensor:
-                table = dims.get(node.input[0])
-                axis = next((a.i for a in node.attribute if a.name == spec[1]), spec[2])
-                if table and -len(table) <= axis < len(table):
-                    highs.append(table[axis])
+                high = _gathered_dim(node, spec, dims)
+                if high is not None:
+                    highs.append(high)
             elif node.op_type in _PASS_THROUGH and node.input and node.input[0] == tensor:
                 for o in node.output:
                     if o and o not in seen:
                         seen.add(o)
                         frontier.append(o)
-    lowered = name.lower()
-    if highs:
-        return IntInputPlan(name, "index", min(highs),
-                            f"indexes a table of {min(highs)} rows (Gather)")
-    if "mask" in lowered:
-        return IntInputPlan(name, "mask", 2, "name says mask: all ones")
-    if "position" in lowered:
-        return IntInputPlan(name, "position", 0, "name says position ids: arange")
-    return IntInputPlan(name, "ones", 2, "no Gather consumes it; filled with ones")
+    return highs
+
+
+def _gathered_dim(node: onnx.NodeProto, spec, dims) -> int | None:
+    """The dim of the table ``node`` gathers from on its gather axis, when known."""
+    table = dims.get(node.input[0])
+    axis = next((a.i for a in node.attribute if a.name == spec[1]), spec[2])
+    if table and -len(table) <= axis < len(table):
+        return table[axis]
+    return None
 
 
 def make_feeds(model: ModelProto, rng: np.random.Generator | None = None

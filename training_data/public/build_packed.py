@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     folder = shared_data_dir(args.data_dir)
     table = load_kernels(folder)
-    sources = {f"gpu_kernels/{name}": sha256(folder / "gpu_kernels" / name) for name in KERNEL_FILES}
+    sources = {
+        f"gpu_kernels/{name}": sha256(folder / "gpu_kernels" / name) for name in KERNEL_FILES
+    }
     path = write_packed(table.kernels, {"sources": sources, "skipped": table.skipped,
                                         "unmapped": table.unmapped}, args.out_dir)
     print(f"{path}: {len(table.kernels)} rows, {path.stat().st_size / 1e6:.2f} MB")

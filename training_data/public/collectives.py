@@ -48,7 +48,9 @@ def vidur_curves(path: Path) -> pd.DataFrame:
                         "n_ranks": g["num_workers"], "ranks_per_node": g["devices_per_node"],
                         "size_bytes": g["size"].astype("int64"), "time_s": g["median_ms"] / 1e3,
                         "source": g["source"], "licence": LICENCE})
-    return _thin(out.sort_values(["system", "collective", "n_ranks", "ranks_per_node", "size_bytes"]))
+    return _thin(
+        out.sort_values(["system", "collective", "n_ranks", "ranks_per_node", "size_bytes"])
+    )
 
 
 def _read_azure(path: Path) -> pd.DataFrame:
@@ -66,7 +68,9 @@ def _read_azure(path: Path) -> pd.DataFrame:
 
 def azure_curves(path: Path) -> pd.DataFrame:
     raw = _read_azure(path)
-    system = raw["system"].map(lambda s: next(v for k, v in AZURE_SYSTEMS.items() if s.startswith(k)))
+    system = raw["system"].map(
+        lambda s: next(v for k, v in AZURE_SYSTEMS.items() if s.startswith(k))
+    )
     n = raw["gpus"].astype(int)
     algbw = raw["busbw_GBps"] * 1e9 * n / (2 * (n - 1))
     return pd.DataFrame({"system": system, "collective": raw["collective"], "n_ranks": n,

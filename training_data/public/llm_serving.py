@@ -44,9 +44,24 @@ FILES: dict[str, str] = {
     "ttft": "Fig_22_all_results_TTFT_ITL.csv", "power": "Fig_16_a_b_power_results.csv",
 }
 COLUMNS: tuple[str, ...] = (
-    "figure", "hardware", "device", "n_devices", "engine_raw", "engine", "model_ref", "model",
-    "input_tokens", "output_tokens", "batch", "requests", "latency_s", "throughput_tok_s", "weights",
-    "kv_cache", "ttft_s", "avg_power_W",
+    "figure",
+    "hardware",
+    "device",
+    "n_devices",
+    "engine_raw",
+    "engine",
+    "model_ref",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "batch",
+    "requests",
+    "latency_s",
+    "throughput_tok_s",
+    "weights",
+    "kv_cache",
+    "ttft_s",
+    "avg_power_W",
 )
 _QUANT = re.compile(r"^\s*Weight\s*=\s*(\w+)\s*,\s*KV Cache\s*=\s*(\w+)\s*$")
 MW_TO_W = 1e-3
@@ -168,7 +183,9 @@ def load_serving(data_dir: str | Path | None = None) -> ServingTable:
                                 / rows["latency_s"])
     archs = _archs(sorted(rows["model_ref"].unique()))
     rows["model"] = rows["model_ref"].map({k: a.name for k, a in archs.items() if a})
-    rows = drop(rows["model"].isna(), lambda r: "model " + r["model_ref"] + " has no bundled config")
+    rows = drop(
+        rows["model"].isna(), lambda r: "model " + r["model_ref"] + " has no bundled config"
+    )
     limit = rows["model_ref"].map({k: a.max_context for k, a in archs.items() if a})
     rows = drop(rows["input_tokens"] + rows["output_tokens"] > limit,
                 lambda r: "input + output beyond " + r["model"] + "'s maximum context: the "

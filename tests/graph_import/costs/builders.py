@@ -86,7 +86,9 @@ def one_node_model(
         if t is not None and t.name not in inits
     ]
     graph_outputs = [
-        helper.make_tensor_value_info(t.name, t.elem_type, None if t.shape is None else list(t.shape))
+        helper.make_tensor_value_info(
+            t.name, t.elem_type, None if t.shape is None else list(t.shape)
+        )
         for t in outputs
     ]
     node = helper.make_node(

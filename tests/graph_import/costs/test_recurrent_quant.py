@@ -29,9 +29,18 @@ def test_lstm_forward_with_bias():
 def test_lstm_bidirectional_batch_first_with_peepholes():
     c = cost(
         "LSTM",
-        [f32("x", B, S, I_SIZE), f32("w", 2, 4 * H, I_SIZE), f32("r", 2, 4 * H, H), f32("b", 2, 8 * H),
-         None, None, None, f32("p", 2, 3 * H)],
-        [out("y")], attrs={"hidden_size": H, "direction": "bidirectional", "layout": 1},
+        [
+            f32("x", B, S, I_SIZE),
+            f32("w", 2, 4 * H, I_SIZE),
+            f32("r", 2, 4 * H, H),
+            f32("b", 2, 8 * H),
+            None,
+            None,
+            None,
+            f32("p", 2, 3 * H),
+        ],
+        [out("y")],
+        attrs={"hidden_size": H, "direction": "bidirectional", "layout": 1},
     )
     assert c.flops == 2 * S * B * (2 * (I_SIZE + H) * 4 * H + (22 + 8 + 6) * H)
 

@@ -255,19 +255,28 @@ def test_the_shipped_engines_custom_allreduce_follows_their_sources():
     assert vllm.algorithm(256 * 1024, 8, "nvswitch") == "two_shot"
 
 
-@pytest.mark.parametrize(("replace", "message"), [
-    (("world_sizes = [2, 4]", "world_sizes = [1, 4]"), "world_sizes must be a non-empty list"),
-    (("world_sizes = [2, 4]", "world_sizes = []"), "world_sizes must be a non-empty list"),
-    (('fabrics = ["nvswitch"]', 'fabrics = ["nvlink"]'), "fabrics must name some of.*'nvlink'"),
-    (('"one_shot"', '"three_shot"'), "algorithm = 'three_shot'; choose one of one_shot, two_shot"),
-    (("below_bytes = 1000", "below_bytes = 0"), "below_bytes must be a number in \\(0"),
-    (("below_bytes = 1000", "below_bytes = -5"), "below_bytes must be a number"),
-    (("max_ranks = 2,", "max_ranks = 1,"), "max_ranks must be an integer in \\[2"),
-    (("max_ranks = 2,", "max_ranks = 2.5,"), "max_ranks must be an integer"),
-    (("max_ranks = 2,", "ranks = 2,"), "rules\\[0\\] must be a table of exactly"),
-    (("world_sizes = [2, 4]\n", ""), "missing \\['world_sizes'\\]"),
-    (("world_sizes = [2, 4]\n", "world_sizes = [2, 4]\nmax_bytes = 1\n"), "unknown \\['max_bytes'\\]"),
-])
+@pytest.mark.parametrize(
+    ("replace", "message"),
+    [
+        (("world_sizes = [2, 4]", "world_sizes = [1, 4]"), "world_sizes must be a non-empty list"),
+        (("world_sizes = [2, 4]", "world_sizes = []"), "world_sizes must be a non-empty list"),
+        (('fabrics = ["nvswitch"]', 'fabrics = ["nvlink"]'), "fabrics must name some of.*'nvlink'"),
+        (
+            ('"one_shot"', '"three_shot"'),
+            "algorithm = 'three_shot'; choose one of one_shot, two_shot",
+        ),
+        (("below_bytes = 1000", "below_bytes = 0"), "below_bytes must be a number in \\(0"),
+        (("below_bytes = 1000", "below_bytes = -5"), "below_bytes must be a number"),
+        (("max_ranks = 2,", "max_ranks = 1,"), "max_ranks must be an integer in \\[2"),
+        (("max_ranks = 2,", "max_ranks = 2.5,"), "max_ranks must be an integer"),
+        (("max_ranks = 2,", "ranks = 2,"), "rules\\[0\\] must be a table of exactly"),
+        (("world_sizes = [2, 4]\n", ""), "missing \\['world_sizes'\\]"),
+        (
+            ("world_sizes = [2, 4]\n", "world_sizes = [2, 4]\nmax_bytes = 1\n"),
+            "unknown \\['max_bytes'\\]",
+        ),
+    ],
+)
 def test_bad_custom_allreduce_tables_are_refused_naming_the_key(user_dir, replace, message):
     old, new = replace
     assert old in CUSTOM_AR

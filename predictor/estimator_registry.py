@@ -19,6 +19,7 @@ from roofcast.defaults import GRAPH_ESTIMATOR as DEFAULT_ESTIMATOR
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators import ESTIMATORS, EXPLAIN_COLUMNS, AnalyticalEstimator
 from roofcast.predictor.estimators.roofline import TimeRoofline
+from roofcast.predictor.learned.correction import installed_estimator
 from roofcast.predictor.learned.estimator import LEARNED_ESTIMATORS, LearnedEstimator
 
 #: every estimator by name: analytical, then learned.
@@ -49,14 +50,16 @@ def make_estimator(name: str, **params: Any) -> Any:
 
 
 def as_estimator(estimator: Any = DEFAULT_ESTIMATOR) -> Any:
-    """An estimator object: ``estimator`` itself when it is one (has ``explain``), else
-    ``make_estimator(estimator)``."""
+    """An estimator object: ``estimator`` itself when it is one (has ``explain``), the learned
+    estimator on one installed model for ``learned:NAME`` / ``auto:NAME``, else
+    ``make_estimator(estimator)``. Every road (graphs, sweeps, serving, plans) calls this."""
     if hasattr(estimator, "explain"):
         return estimator
     if not isinstance(estimator, str):
         raise PredictionError(f"estimator must be a name ({', '.join(estimator_names())}) or an "
                               f"estimator object, got {type(estimator).__name__}")
-    return make_estimator(estimator)
+    installed = installed_estimator(estimator)
+    return installed if installed is not None else make_estimator(estimator)
 
 
 def is_learned(estimator: Any) -> bool:

@@ -23,7 +23,6 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import as_estimator
-from roofcast.predictor.learned.correction import installed_estimator
 from roofcast.predictor.llm.kernels import Segment, steps_workload
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.types import ServingConfig
@@ -128,7 +127,7 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
         raise PredictionError(f"step labels must be unique, got {labels}")
     work = steps_workload(arch, [(s.label, s.segments) for s in steps], dtypes, profile, ep=ep)
     specs = list(hws)
-    est = as_estimator(installed_estimator(estimator) or estimator)  # learned:NAME too
+    est = as_estimator(estimator)  # learned:NAME too
     table = evaluate(work, specs, RunConfig(runtime=profile), est, profile)
     n_rows, n_dev = len(work), len(specs)
     folded = fold_dequant(table, n_rows, n_dev, has_fp8_units(specs))

@@ -242,3 +242,17 @@ def test_a_trained_and_installed_learned_model_reaches_llm_serving(trained):
     assert _serve("learned:default").tpot_s == _serve("learned").tpot_s  # none installed active
     with pytest.raises(PredictionError, match="no installed learned model 'other'"):
         _serve("learned:other")
+
+
+def test_an_installed_learned_model_reaches_the_graph_road_by_name(trained):
+    """``learned:NAME`` is one name on every road: a one-device graph prediction too."""
+    import roofcast
+    from roofcast.predictor.learned import installed
+
+    installed.install(trained.model, "mine", activate=False)
+    by_name = roofcast.predict("gpt2", "h100-sxm", dims={"sequence": 64},
+                               estimator="learned:mine")
+    by_object = roofcast.predict("gpt2", "h100-sxm", dims={"sequence": 64},
+                                 estimator=trained.estimator())
+    assert by_name.total_s == by_object.total_s
+    assert by_name.per_op["predictor"].astype(str).str.startswith("learned:").any()

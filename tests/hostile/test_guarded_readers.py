@@ -164,3 +164,36 @@ def test_confined_path_cases(tree):
         with pytest.raises(Refused, match=why):
             confined_path(text, tree, what="m", error=Refused)
     assert confined_path("sub", tree, what="m", error=Refused, allow_dir=True).is_dir()
+
+
+# ----------------------------------------------------------------------------- the readers
+@pytest.mark.parametrize("body", ["a" + ".a" * 30_000 + " = 1\n",
+                                  "x = " + "[" * 5000 + "]" * 5000 + "\n"])
+def test_runtime_profile_goes_through_the_guarded_loader(tmp_path, body):
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.predictor.runtimes import catalog
+
+    (tmp_path / "evil.toml").write_text(body)
+    start = time.perf_counter()
+    with pytest.raises(PredictionError, match="not a valid TOML runtime profile") as err:
+        catalog._read(tmp_path / "evil.toml", tmp_path)
+    assert time.perf_counter() - start < 5
+    assert "\n" not in str(err.value)
+
+
+def test_export_writes_atomically_and_never_through_a_link(tmp_path):
+    from roofcast.training_data.errors import MeasurementError
+    from roofcast.training_data.store import Store
+
+    store = Store(tmp_path / "m.sqlite")
+    out = tmp_path / "out.csv"
+    out.write_text("old")
+    assert store.export(out) == 0
+    assert "device_id" in out.read_text()  # the header replaced the old text
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    mine = tmp_path / "mine.txt"
+    mine.write_text("keep")
+    (tmp_path / "l.csv").symlink_to(mine)
+    with pytest.raises(MeasurementError, match="symbolic link"):
+        store.export(tmp_path / "l.csv")
+    assert mine.read_text() == "keep"

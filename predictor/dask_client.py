@@ -203,14 +203,19 @@ def _wait_spawned(n: int, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
 def close_quietly(*closables: Any, quiet: bool = False) -> None:
     """``close(timeout=CLOSE_TIMEOUT_S)`` each of ``closables`` (a Client, a cluster; None
     skipped), never raising an ``Exception`` and with SIGINT ignored; with ``quiet`` (an interrupt), ``distributed``'s
-    loggers are silenced first (workers being stopped log connection errors)."""
+    loggers are silenced meanwhile (workers being stopped log connection errors)."""
+    log = logging.getLogger("distributed")
+    level = log.level
     if quiet:
-        logging.getLogger("distributed").setLevel(logging.CRITICAL + 1)
-    with _sigint_ignored():  # a second Ctrl-C does not break the shutdown it waits for
-        for item in closables:
-            if item is not None:
-                with contextlib.suppress(Exception):
-                    item.close(timeout=CLOSE_TIMEOUT_S)
+        log.setLevel(logging.CRITICAL + 1)
+    try:
+        with _sigint_ignored():  # a second Ctrl-C does not break the shutdown it waits for
+            for item in closables:
+                if item is not None:
+                    with contextlib.suppress(Exception):
+                        item.close(timeout=CLOSE_TIMEOUT_S)
+    finally:
+        log.setLevel(level)
 
 
 @contextmanager
@@ -250,7 +255,8 @@ def _remote(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]
             f"cannot reach a Dask scheduler at {url} within {CONNECT_TIMEOUT_S:g} s ({exc}); "
             "start one (`dask scheduler`, then `dask worker " + url + "`) or use dask-local:N"
         ) from exc
-    with client:
+    interrupted = False
+    try:
         try:
             client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
         except TimeoutError as exc:
@@ -266,6 +272,11 @@ def _remote(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]
                     f"a worker of the Dask cluster at {url} cannot import {module} ({exc}); "
                     "install roofcast (this version) in every worker's environment") from exc
         yield client
+    except BaseException:
+        interrupted = True
+        raise
+    finally:
+        close_quietly(client, quiet=interrupted)
 
 
 def _no_client(spec: SchedulerSpec, worker_modules: Sequence[str]) -> AbstractContextManager:

@@ -20,7 +20,16 @@ ROOFCAST_MAX_NESTING          depth of local-function calls and     16
                               subgraphs (If/Loop/Scan bodies)
 ROOFCAST_MAX_NODES            nodes once functions are inlined      2**18 (262,144)
                               (subgraph nodes included)
+ROOFCAST_MAX_BATCH            a batch size (--batch, batches)       2**20 (1,048,576)
+ROOFCAST_MAX_TOKENS           tokens of one request or sample       2**24 (16,777,216)
+ROOFCAST_MAX_DEVICES          devices of one system or plan         2**20 (1,048,576)
+ROOFCAST_MAX_SYSTEM_NODES     nodes of one system                   2**17 (131,072)
+ROOFCAST_MAX_GLOBAL_BATCH     samples of one global (training)      2**24 (16,777,216)
+                              batch
 ============================  ==================================  ===========================
+
+The last five bound what a user *asks* for (``Limit.check``): far above any real workload, they
+keep the work (divisor searches, per-token tables) bounded for any input.
 
 These are shape *descriptions*: roofcast never allocates a tensor, so the defaults sit far above
 any real model (llama at sequence 2048 describes ~1e11 bytes per layer at most) and far below
@@ -72,6 +81,15 @@ class Limit:
             )
         return value
 
+    def check(self, value: int, label: str, error: type[Exception] = ValueError) -> int:
+        """``value`` if it is at most the cap, else ``error`` naming ``label``, the cap and the
+        environment variable that raises it."""
+        cap = self.value()
+        if value > cap:
+            raise error(f"{label}: {value} is over the limit of {cap} {self.what}; if this is "
+                        f"intended, raise it with the environment variable {self.env}")
+        return value
+
     def refuse(self, found: str) -> ModelImportError:
         """The error for ``found`` (a phrase with the offending number) exceeding this cap."""
         cap = self.value()
@@ -87,6 +105,11 @@ GRAPH_BYTES = Limit("ROOFCAST_MAX_GRAPH_BYTES", 2**50, "bytes of tensors in one 
 USER_DIM = Limit("ROOFCAST_MAX_DIM", 2**24, "per --dim value")
 NESTING = Limit("ROOFCAST_MAX_NESTING", 16, "levels of nested functions/subgraphs")
 NODES = Limit("ROOFCAST_MAX_NODES", 2**18, "nodes (local functions inlined)")
+BATCH = Limit("ROOFCAST_MAX_BATCH", 2**20, "samples per batch")
+TOKENS = Limit("ROOFCAST_MAX_TOKENS", 2**24, "tokens per request or sample")
+DEVICES = Limit("ROOFCAST_MAX_DEVICES", 2**20, "devices")
+SYSTEM_NODES = Limit("ROOFCAST_MAX_SYSTEM_NODES", 2**17, "nodes per system")
+GLOBAL_BATCH = Limit("ROOFCAST_MAX_GLOBAL_BATCH", 2**24, "samples per global batch")
 
 
 def check_tensor_elems(label: str, numel: int, dims: object = None) -> None:

@@ -12,6 +12,12 @@ Used for device files (``device_files``) and learned model folders
 on the open descriptor, so a FIFO or a link swapped in between the check and the read cannot
 hang or redirect it, and reads at most ``max_bytes``. Every problem raises the caller's error type
 with a message naming the file, what is wrong, and what to do.
+
+:func:`confined_path` checks a path a user *names* (a spec's model) without opening anything:
+relative, no control characters, links resolved **before** the check, inside the folder, a
+regular file (or a folder where allowed). :func:`read_capped` reads a file the user gave
+directly (non-blocking, type and size checked on the descriptor); :func:`write_target` refuses
+an output path that is a link, FIFO, device or folder.
 """
 
 from __future__ import annotations
@@ -85,3 +91,70 @@ def read_confined(path: Path, folder: Path, *, max_bytes: int, what: str,
     if len(data) > max_bytes:
         raise error(f"{path}: grew beyond {max_bytes} bytes while being read")
     return data
+
+
+def _control(text: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 or 0x80 <= ord(c) < 0xA0 for c in text)
+
+
+def confined_path(text: str, folder: Path, *, what: str, error: type[Exception],
+                  allow_dir: bool = False) -> Path:
+    """The resolved path that ``text`` (relative to ``folder``) names, if it stays inside
+    ``folder`` once links are resolved and is a regular file (a folder with ``allow_dir``);
+    nothing is opened (module docstring)."""
+    if not isinstance(text, str) or not text or _control(text):
+        raise error(f"{text!r}: not a plain relative path (empty or with control characters)")
+    if Path(text).is_absolute() or text.startswith("~"):
+        raise error(f"{text!r} is an absolute path; write the {what} path relative to {folder}")
+    home = folder.resolve()
+    try:
+        target = (home / text).resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop
+        raise error(f"{text!r}: a looping symbolic link, not a {what}") from None
+    if not target.is_relative_to(home):
+        raise error(f"{text!r} leads outside the folder {home} (links resolved); put the {what} "
+                    "inside it")
+    try:
+        st = os.stat(target)
+    except OSError as exc:
+        raise error(f"{text!r}: no {what} there ({exc.strerror})") from None
+    if not (stat.S_ISREG(st.st_mode) or (allow_dir and stat.S_ISDIR(st.st_mode))):
+        raise error(f"{text!r} is {_kind(st.st_mode)}; a {what} must be a plain file")
+    return target
+
+
+def read_capped(path: Path, *, max_bytes: int, what: str, error: type[Exception]) -> bytes:
+    """The bytes of the regular file ``path`` (a user's own argument: links followed), at most
+    ``max_bytes``; a FIFO, device or folder is refused without blocking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    try:
+        _check_stat(path, os.fstat(fd), max_bytes, what, error)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise error(f"{path}: grew beyond {max_bytes} bytes while being read")
+    return data
+
+
+def write_target(path: Path, *, what: str, error: type[Exception]) -> Path:
+    """``path`` if a file may be written there (replaced atomically): absent or a regular
+    file, never a symbolic link (not followed), FIFO, device or folder."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise error(f"{path}: cannot write the {what}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise error(f"{path} is a symbolic link; roofcast does not write through links: give "
+                    f"the {what} a plain path")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{path} is {_kind(st.st_mode)}; give a file name for the {what}")
+    return path

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
-import tomllib
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,18 +23,12 @@ from typing import Any
 
 from roofcast.hw_catalog.confined import read_confined
 from roofcast.hw_catalog.errors import DeviceFileWarning, HardwareSpecError
+from roofcast.hw_catalog.safe_load import MAX_KEY_PARTS, load_toml
 
 MAX_FILE_BYTES = 256 * 1024
 """Largest device file read (bytes)."""
-MAX_KEY_PARTS = 32
-"""Most parts a dotted key (``a.b.c``) may have (quadratic parse cost; module docstring)."""
-
-# One dotted-key part (bare, "basic" with escapes, or 'literal') followed by a dot; a run of
-# MAX_KEY_PARTS of them is a key too deep. A run starts only where a key can start (line start,
-# after whitespace, '[', '{' or ','); with possessive quantifiers the scan stays linear.
-_PART = r"""(?:"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+'|[A-Za-z0-9_-]++)"""
-_DEEP_KEY = re.compile(rf"(?:^|(?<=[\s\[{{,]))(?:{_PART}[ \t]*+\.[ \t]*+){{{MAX_KEY_PARTS}}}",
-                       re.MULTILINE)
+__all__ = ["MAX_FILE_BYTES", "MAX_KEY_PARTS", "SkippedFiles", "device_files", "fingerprint",
+           "parse_toml", "read_bytes", "read_device_file"]
 
 
 def device_files(folder: Path) -> list[Path]:
@@ -74,26 +66,9 @@ def read_bytes(path: Path, folder: Path) -> bytes:
 
 
 def parse_toml(data: bytes, label: str) -> dict[str, Any]:
-    """Decode UTF-8 and parse TOML; every problem is a ``HardwareSpecError`` naming ``label``."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HardwareSpecError(
-            f"{label}: not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); a device "
-            "file is a TOML text file — is this a binary file?") from None
-    deep = _DEEP_KEY.search(text)
-    if deep:
-        line = text.count("\n", 0, deep.start()) + 1
-        raise HardwareSpecError(f"{label}: line {line}: a dotted key with more than "
-                                f"{MAX_KEY_PARTS} parts; device-file keys have at most 3")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise HardwareSpecError(f"{label}: TOML syntax error: {exc}") from None
-    except RecursionError:
-        raise HardwareSpecError(f"{label}: TOML nested too deeply to parse") from None
-    except ValueError as exc:  # e.g. an integer literal longer than Python converts
-        raise HardwareSpecError(f"{label}: TOML value cannot be read: {exc}") from None
+    """Decode UTF-8 and parse TOML through the guarded loader (``safe_load``: key depth,
+    nesting); every problem is a ``HardwareSpecError`` naming ``label``."""
+    return load_toml(data, label, error=HardwareSpecError, max_bytes=MAX_FILE_BYTES)
 
 
 def read_device_file(path: Path, folder: Path) -> dict[str, Any]:

@@ -20,13 +20,23 @@ anything starts. The client is never made the process's default (``set_as_defaul
 callers pass it explicitly.
 
 ``distributed`` is imported only inside ``open_client``, so parsing works without Dask installed.
+
+Ctrl-C prints no Dask traceback: a ``dask-local`` cluster's worker processes are spawned while
+SIGINT is ignored (for the moment of the spawn only), so they inherit that and Ctrl-C reaches
+this process alone; during the cluster's start-up calls it is held and raised after; on an
+interrupt the client and cluster are closed with ``distributed``'s
+loggers silenced and a second Ctrl-C ignored, each within ``CLOSE_TIMEOUT_S``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import re
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -40,6 +50,10 @@ CONNECT_TIMEOUT_S = 10.0
 WORKERS_TIMEOUT_S = 30.0
 #: the largest ``dask-local:N`` (each worker is a process importing the predictor)
 MAX_LOCAL_WORKERS = 256
+#: seconds the client and a local cluster each get to close
+CLOSE_TIMEOUT_S = 10.0
+#: seconds the workers of ``dask-local:N`` may take to start
+LOCAL_START_TIMEOUT_S = 120.0
 
 _HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]+)$")
 _FORMS = "local, dask-local:N or dask://HOST:PORT"
@@ -130,13 +144,103 @@ def parse_scheduler(text: str | None) -> SchedulerSpec:
 
 
 @contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored within the block (main thread only): processes started meanwhile inherit
+    that, so Ctrl-C reaches this process alone, not the workers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Ctrl-C within the block is held and raised as ``KeyboardInterrupt`` when it ends (main
+    thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if pressed:
+        raise KeyboardInterrupt
+
+
+def _wait_workers(cluster: Any, n: int) -> None:
+    """Poll (interruptible) until ``n`` workers are up, at most ``LOCAL_START_TIMEOUT_S``."""
+    end = time.monotonic() + LOCAL_START_TIMEOUT_S
+    while len(cluster.scheduler_info.get("workers", {})) < n:
+        if time.monotonic() > end:
+            raise DaskSchedulerError(f"the {n} local Dask worker(s) did not start within "
+                                     f"{LOCAL_START_TIMEOUT_S:g} s; try fewer (dask-local:N) "
+                                     "or --scheduler local")
+        time.sleep(0.05)
+
+
+def _wait_spawned(n: int, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Wait until ``n`` worker processes (multiprocessing children) exist, at most
+    ``timeout_s``."""
+    import psutil  # a dependency of distributed
+
+    me = psutil.Process()
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        with contextlib.suppress(psutil.Error):
+            spawned = [c for c in me.children() if "spawn_main" in " ".join(c.cmdline())]
+            if len(spawned) >= n:
+                return
+        time.sleep(0.02)
+
+
+def close_quietly(*closables: Any, quiet: bool = False) -> None:
+    """``close(timeout=CLOSE_TIMEOUT_S)`` each of ``closables`` (a Client, a cluster; None
+    skipped), never raising an ``Exception`` and with SIGINT ignored; with ``quiet`` (an interrupt), ``distributed``'s
+    loggers are silenced meanwhile (workers being stopped log connection errors)."""
+    log = logging.getLogger("distributed")
+    level = log.level
+    if quiet:
+        log.setLevel(logging.CRITICAL + 1)
+    try:
+        with _sigint_ignored():  # a second Ctrl-C does not break the shutdown it waits for
+            for item in closables:
+                if item is not None:
+                    with contextlib.suppress(Exception):
+                        item.close(timeout=CLOSE_TIMEOUT_S)
+    finally:
+        log.setLevel(level)
+
+
+@contextmanager
 def _local_cluster(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster, set_as_default=False) as client:
+    cluster = client = None
+    interrupted = False
+    try:
+        with _sigint_deferred():  # Ctrl-C inside distributed's start-up calls breaks them
+            # workers log only critical records: a task's failure is its cells' error, and a
+            # worker stopped mid-task would log its lost scheduler connection as a traceback
+            cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+            with _sigint_ignored():
+                cluster.scale(spec.workers)
+                _wait_spawned(spec.workers)
+            client = Client(cluster, set_as_default=False)
+        _wait_workers(cluster, spec.workers)
         yield client
+    except BaseException:
+        interrupted = True
+        raise
+    finally:
+        close_quietly(client, cluster, quiet=interrupted)
 
 
 @contextmanager
@@ -151,7 +255,8 @@ def _remote(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]
             f"cannot reach a Dask scheduler at {url} within {CONNECT_TIMEOUT_S:g} s ({exc}); "
             "start one (`dask scheduler`, then `dask worker " + url + "`) or use dask-local:N"
         ) from exc
-    with client:
+    interrupted = False
+    try:
         try:
             client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
         except TimeoutError as exc:
@@ -167,6 +272,11 @@ def _remote(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]
                     f"a worker of the Dask cluster at {url} cannot import {module} ({exc}); "
                     "install roofcast (this version) in every worker's environment") from exc
         yield client
+    except BaseException:
+        interrupted = True
+        raise
+    finally:
+        close_quietly(client, quiet=interrupted)
 
 
 def _no_client(spec: SchedulerSpec, worker_modules: Sequence[str]) -> AbstractContextManager:

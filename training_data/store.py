@@ -18,9 +18,11 @@ Default file: ``$ROOFCAST_DATA_DIR/measurements.sqlite``, else
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -31,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofcast.hw_catalog.confined import write_target
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import (
     BY_NAME,
@@ -281,15 +284,27 @@ class Store:
         a spreadsheet would run as a formula are guarded (``training_data.csv_cells``; the
         importer reads them back unchanged)."""
         path = Path(path)
-        writers = {".csv": lambda d: _guard_text(d).to_csv(path, index=False),
-                   ".parquet": lambda d: d.to_parquet(path, index=False),
-                   ".pq": lambda d: d.to_parquet(path, index=False)}
+        writers = {".csv": lambda d, p: _guard_text(d).to_csv(p, index=False),
+                   ".parquet": lambda d, p: d.to_parquet(p, index=False),
+                   ".pq": lambda d, p: d.to_parquet(p, index=False)}
         suffix = path.suffix.lower()
         if suffix not in writers:
             raise MeasurementError(f"cannot export to {path.name}: use a .csv or .parquet file name")
+        write_target(path, what="export", error=MeasurementError)  # no link, FIFO or folder
         df = self.read(**filters)[list(COLUMN_NAMES)]  # type: ignore[arg-type]
         path.parent.mkdir(parents=True, exist_ok=True)
-        writers[suffix](df)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+        os.close(fd)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would create it
+        try:  # written beside, then renamed over: a reader never sees half a file
+            writers[suffix](df, tmp)
+            write_target(path, what="export", error=MeasurementError)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         return len(df)
 
 

@@ -11,7 +11,6 @@ run there) when it is not one, or does not run on the device's kind or vendor.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -37,14 +36,13 @@ def user_dir() -> Path:
 
 def _read(path: Path, folder: Path) -> dict:
     from roofcast.hw_catalog.confined import read_confined
+    from roofcast.hw_catalog.safe_load import load_toml
 
     text = read_confined(path, folder, max_bytes=MAX_PROFILE_BYTES, what="runtime profile",
                          error=PredictionError)
-    try:
-        return tomllib.loads(text.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise PredictionError(f"{path}: not a valid TOML runtime profile ({exc}); see "
-                              f"{BUILTIN_DIR}/pytorch-eager.toml for the format") from exc
+    return load_toml(text, f"{path}: not a valid TOML runtime profile (see "
+                     f"{BUILTIN_DIR}/pytorch-eager.toml for the format)", error=PredictionError,
+                     max_bytes=MAX_PROFILE_BYTES)
 
 
 def _files(folder: Path) -> list[Path]:

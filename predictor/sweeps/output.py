@@ -5,8 +5,12 @@
   scheduler, wall time, cell and error counts, the columns, the spec's grid with every key —
   plans, tokens, LLM configs, ``system:`` entries; Parquet readers skip ``_``-files). Written
   atomically: into a temporary sibling folder, then renamed into place — a reader never sees
-  half a sweep. A folder that exists must be empty or an earlier sweep output (it has the
-  marker file); anything else is refused rather than overwritten. ``read_dataset`` reads one
+  half a sweep. The marker's ``files`` is the manifest of the parts roofcast wrote. A folder
+  that exists must be empty or an earlier sweep holding only its manifest's files; anything
+  else (a foreign file, a marker without a valid manifest, a symbolic link as the folder, the
+  working directory or one holding it) is refused with the reason (``check_folder``). An
+  earlier sweep is moved aside and only its manifest's files are deleted, then the folder if
+  it is empty: nothing roofcast did not write is ever deleted. ``read_dataset`` reads one
   (parts in name order: sort by ``cell_id`` for a canonical order).
 * ``DatasetWriter(folder, name=, spec=)``: the same folder, streamed — a sink for
   ``schedulers.run_sweep(..., sink=)``. Frames are buffered until the next one would pass
@@ -51,21 +55,33 @@ rows by work, time, cost and ``cell_id``: the same order too).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from roofcast.hw_catalog.confined import read_confined
+from roofcast.hw_catalog.safe_load import load_json
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.sweeps.stream import empty_cells, hardware_of
 from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult, SweepSpec
 
 MARKER = "_roofcast_sweep.json"
+#: the marker's key listing the files roofcast wrote beside it (the manifest)
+MANIFEST_KEY = "files"
+#: the only names a manifest may list
+PART_NAME = re.compile(r"part-[0-9]{5,9}\.parquet")
+#: the marker's largest size (the spec's lists, the columns and the part names)
+MAX_MARKER_BYTES = 16 * 2**20
 #: most cells per Parquet part; also what a streamed writer buffers (~1 kB per cell in pandas)
 ROWS_PER_PART = 100_000
 SUMMARY_COLUMNS = ("model", "family", "hardware", "max_devices", "cells", "errors",
@@ -88,16 +104,16 @@ def write_dataset(result: SweepResult, folder: str | Path, *, name: str = "sweep
     ``spec``'s grid goes into the marker file when given."""
     if result.cells is None:
         raise ValueError("this sweep was streamed to a folder (result.folder); it holds no cells")
-    folder = Path(folder)
+    folder = _plain(folder)
     tmp = _open_tmp(folder)
     try:
         cells = result.cells[list(CELL_COLUMNS)]
         n_parts = max(1, -(-len(cells) // ROWS_PER_PART))
         for i in range(n_parts):
             part = cells.iloc[i * ROWS_PER_PART:(i + 1) * ROWS_PER_PART]
-            part.to_parquet(tmp / f"part-{i:05d}.parquet", index=False, engine="pyarrow")
+            part.to_parquet(tmp / _part_name(i), index=False, engine="pyarrow")
         _write_marker(tmp, _meta(name, result.scheduler, result.elapsed_s, len(cells),
-                                 result.n_errors, spec))
+                                 result.n_errors, spec, n_parts))
         _replace(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -105,22 +121,92 @@ def write_dataset(result: SweepResult, folder: str | Path, *, name: str = "sweep
     return folder
 
 
-def check_folder(folder: Path) -> None:
-    """Refuse an output that is a file or a non-empty folder without an earlier sweep."""
-    if folder.exists():
-        if not folder.is_dir():
-            raise SweepOutputError(f"output {folder} is a file; give a folder path for --output")
-        if any(folder.iterdir()) and not is_sweep_folder(folder):
-            raise SweepOutputError(f"output folder {folder} is not empty (a non-empty folder "
-                                   "that holds no earlier sweep); choose a new or empty folder "
-                                   "for --output")
+def _plain(folder: str | Path) -> Path:
+    """``folder`` absolute with ``.``/``..`` folded by name (links not followed: a link given as
+    the folder stays a link, to be refused)."""
+    return Path(os.path.abspath(folder))
+
+
+def _part_name(i: int) -> str:
+    return f"part-{i:05d}.parquet"
+
+
+def read_manifest(folder: Path) -> list[str]:
+    """The files an earlier sweep in ``folder`` wrote (its marker's manifest); refused when the
+    marker is no regular file, unreadable or lists anything but part files."""
+    def refuse(why: str) -> SweepOutputError:
+        return SweepOutputError(f"output folder {folder} has a {MARKER} {why}, so roofcast "
+                                "cannot tell its own files from others; it replaces only what "
+                                "it wrote: choose a new or empty folder for --output")
+    try:
+        data = read_confined(folder / MARKER, folder, max_bytes=MAX_MARKER_BYTES,
+                             what="sweep marker", error=SweepOutputError)
+        meta = load_json(data, str(folder / MARKER), error=SweepOutputError,
+                         max_bytes=MAX_MARKER_BYTES)
+    except SweepOutputError as exc:
+        raise refuse(f"that cannot be read ({exc})") from None
+    files = meta.get(MANIFEST_KEY) if isinstance(meta, dict) else None
+    if not isinstance(files, list) or not all(
+            isinstance(f, str) and PART_NAME.fullmatch(f) for f in files):
+        raise refuse(f"without a valid manifest ({MANIFEST_KEY!r}: the part files it wrote; an "
+                     "older roofcast or another program wrote it)")
+    return list(dict.fromkeys(files))
+
+
+def check_folder(folder: Path) -> list[str]:
+    """The files of an earlier sweep that writing to ``folder`` replaces (``[]``: no folder or
+    an empty one); ``SweepOutputError`` saying why for anything else (module docstring)."""
+    folder = _plain(folder)
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise SweepOutputError(f"output {folder} cannot be used: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise SweepOutputError(f"output {folder} is a symbolic link; roofcast does not replace "
+                               "links: give the folder itself (or a new folder) for --output")
+    if not stat.S_ISDIR(st.st_mode):
+        raise SweepOutputError(f"output {folder} is a file; give a folder path for --output")
+    if _holds_cwd(folder):
+        raise SweepOutputError(f"output folder {folder} is the working directory or holds it; "
+                               "give a new subfolder for --output, e.g. --output out.parquet")
+    try:
+        entries = os.listdir(folder)
+    except OSError as exc:
+        raise SweepOutputError(f"output folder {folder} cannot be listed: {exc.strerror}") from None
+    if not entries:
+        return []
+    if MARKER not in entries:
+        raise SweepOutputError(f"output folder {folder} is not empty (a non-empty folder "
+                               "that holds no earlier sweep); choose a new or empty folder "
+                               "for --output")
+    files = read_manifest(folder)
+    foreign = sorted(e for e in entries if e != MARKER and (
+        e not in files or not stat.S_ISREG(os.lstat(folder / e).st_mode)))
+    if foreign:
+        shown = ", ".join(repr(f) for f in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise SweepOutputError(f"output folder {folder} holds an earlier sweep and {len(foreign)} "
+                               f"other entr{'y' if len(foreign) == 1 else 'ies'} roofcast did "
+                               f"not write ({shown}); it replaces only its own files: move "
+                               "them out or choose a new folder for --output")
+    return files
+
+
+def _holds_cwd(folder: Path) -> bool:
+    """Whether ``folder`` is the working directory or one of its parents (it cannot be moved
+    aside while in use)."""
+    try:
+        return Path.cwd().resolve().is_relative_to(folder.resolve())
+    except OSError:  # the working directory was removed
+        return False
 
 
 def _open_tmp(folder: Path) -> Path:
     """A fresh temporary sibling of ``folder`` (after ``check_folder``), readable as the umask
     allows (mkdtemp's 0700 would hide the dataset from others)."""
     check_folder(folder)
-    parent = folder.absolute().parent
+    parent = folder.parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=parent))
     umask = os.umask(0)
@@ -130,9 +216,10 @@ def _open_tmp(folder: Path) -> Path:
 
 
 def _meta(name: str, scheduler: str, elapsed_s: float, cells: int, errors: int,
-          spec: SweepSpec | None) -> dict:
+          spec: SweepSpec | None, parts: int) -> dict:
     return {"name": name, "scheduler": scheduler, "elapsed_s": elapsed_s, "cells": cells,
             "errors": errors, "columns": list(CELL_COLUMNS),
+            MANIFEST_KEY: [_part_name(i) for i in range(parts)],
             "spec": None if spec is None else {**asdict(spec), "dims": dict(spec.dims)}}
 
 
@@ -141,11 +228,13 @@ def _write_marker(tmp: Path, meta: dict) -> None:
 
 
 def _replace(tmp: Path, folder: Path) -> None:
-    """Move ``tmp`` to ``folder``; an existing (empty or earlier-sweep) folder is moved aside
-    first and deleted only after the rename succeeded."""
-    if not folder.exists():
+    """Move ``tmp`` to ``folder``. An existing (empty or earlier-sweep) folder is checked again,
+    moved aside, and after the rename only its manifest's files are deleted, then the folder if
+    nothing else is left in it (never a whole tree)."""
+    if not os.path.lexists(folder):
         os.replace(tmp, folder)
         return
+    files = check_folder(folder)
     old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=tmp.parent))
     os.rmdir(old)
     os.replace(folder, old)
@@ -154,7 +243,14 @@ def _replace(tmp: Path, folder: Path) -> None:
     except BaseException:
         os.replace(old, folder)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    for name in (*files, MARKER):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old / name)
+    try:
+        os.rmdir(old)
+    except OSError:
+        warnings.warn(f"files added to {folder} while the sweep was written were kept in {old}",
+                      stacklevel=2)
 
 
 def read_dataset(folder: str | Path) -> pd.DataFrame:
@@ -165,8 +261,11 @@ def read_dataset(folder: str | Path) -> pd.DataFrame:
         raise SweepOutputError(f"{folder} is not a sweep output folder (no {MARKER}); give the "
                                "folder that `roofcast sweep SPEC.toml --output DIR` wrote")
     try:
-        meta = json.loads((folder / MARKER).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        meta = load_json(read_confined(folder / MARKER, folder, max_bytes=MAX_MARKER_BYTES,
+                                       what="sweep marker", error=SweepOutputError),
+                         str(folder / MARKER), error=SweepOutputError,
+                         max_bytes=MAX_MARKER_BYTES)
+    except SweepOutputError as exc:
         raise SweepOutputError(f"sweep folder {folder}: {MARKER} cannot be read ({exc}); "
                                "re-run the sweep") from None
     written = meta.get("columns") if isinstance(meta, dict) else None
@@ -355,7 +454,8 @@ class DatasetWriter:
 
     def __init__(self, folder: str | Path, *, name: str = "sweep",
                  spec: SweepSpec | None = None) -> None:
-        self.folder, self.name, self.spec = Path(folder), name, spec
+        self.given, self.name, self.spec = Path(folder), name, spec
+        self.folder = _plain(folder)
         self.tmp: Path | None = _open_tmp(self.folder)
         self.buffer: list[pd.DataFrame] = []
         self.buffered = self.parts = self.cells = self.errors = 0
@@ -388,8 +488,7 @@ class DatasetWriter:
 
     def _write(self, part: pd.DataFrame) -> None:
         assert self.tmp is not None, "the writer is closed"
-        part.to_parquet(self.tmp / f"part-{self.parts:05d}.parquet", index=False,
-                        engine="pyarrow")
+        part.to_parquet(self.tmp / _part_name(self.parts), index=False, engine="pyarrow")
         self.parts += 1
 
     def close(self, scheduler: str, elapsed_s: float) -> SweepResult:
@@ -398,13 +497,13 @@ class DatasetWriter:
             self._write(empty_cells())
         assert self.tmp is not None, "the writer is closed"
         _write_marker(self.tmp, _meta(self.name, scheduler, elapsed_s, self.cells,
-                                      self.errors, self.spec))
+                                      self.errors, self.spec, self.parts))
         _replace(self.tmp, self.folder)
         self.tmp = None
         return SweepResult(cells=None, scheduler=scheduler, elapsed_s=elapsed_s,
                            summary=self.summary.table(), front=self.front.front(),
                            cell_count=self.cells, error_count=self.errors,
-                           folder=str(self.folder))
+                           folder=str(self.given))
 
     def abort(self) -> None:
         """Delete the temporary folder (nothing half-written stays)."""

@@ -17,15 +17,20 @@ twice — raises ``SweepIntegrityError``, never a silently short table), ``strea
 (``speedup`` against the spec's baseline) and into the sink: ``stream.MemorySink`` by default
 (``SweepResult.cells``, sorted by ``cell_id``) or ``output.DatasetWriter`` (a Parquet folder,
 summary and Pareto front computed as frames arrive). The progress callback ticks per delivered
-task. On any failure (or Ctrl-C) the sink is aborted: nothing half-written stays.
+task. On any failure (or Ctrl-C) the sink is aborted: nothing half-written stays; SIGTERM
+during the sweep does the same (in the main thread, where no other handler is set, it raises
+``SystemExit(143)``).
 ``elapsed_s`` is the wall time of planning + running + checking + the sink.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from roofcast.predictor.dask_client import split_scheduler as parse_scheduler
 from roofcast.predictor.errors import PredictionError
@@ -102,12 +107,38 @@ def run_local(tasks: Sequence[SweepTask], address: str, deliver: Deliver) -> Non
         deliver(task, run_task(task))
 
 
+def _raise_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def terminate_as_exit() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``SystemExit(128 + 15)`` so ``finally``/``except``
+    clean up as on Ctrl-C; only in the main thread and where SIGTERM has its default action (a
+    host's own handler is left alone). The previous handler is restored after."""
+    default = (threading.current_thread() is threading.main_thread()
+               and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+    if default:
+        signal.signal(signal.SIGTERM, _raise_exit)
+    try:
+        yield
+    finally:
+        if default:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_sweep(spec: SweepSpec, scheduler: str = "local", *, progress: Progress | None = None,
               cells_per_task: int | None = None, sink: CellSink | None = None) -> SweepResult:
     """Plan, run on ``scheduler``, check and stream the sweep into ``sink`` (default: in
     memory) — module docstring."""
     sink = MemorySink() if sink is None else sink
     start = time.perf_counter()
+    with terminate_as_exit():
+        return _run(spec, scheduler, progress, cells_per_task, sink, start)
+
+
+def _run(spec: SweepSpec, scheduler: str, progress: Progress | None,
+         cells_per_task: int | None, sink: CellSink, start: float) -> SweepResult:
     try:
         prefix, address = parse_scheduler(scheduler)
         fn = get_scheduler(prefix)  # before any work: a bad name fails fast

@@ -30,19 +30,30 @@ lead outside the spec file's folder (symlinks resolved). A device id missing fro
 **not** a spec error: its cells carry the error (``tasks.run_task``). ``kind:KIND`` expands to
 every catalog device of that kind; a device the catalog knows is written as its catalog id;
 ``system:ID`` entries are kept as written (an unknown system fails its own cells).
+
+Bounded for any input: the file is read through the guarded loader (``hw_catalog.safe_load``:
+size, key depth, nesting); a model path (``.onnx``/``.json`` in any case) passes
+``confined.confined_path`` before anything opens it; any other model must be a zoo name or a
+bundled LLM (never a path); list items are scalars without control characters; ``name`` is one
+file-name part; batches and tokens are under ``graph_import.budgets``; each hardware entry's
+cells (``MAX_ENTRY_CELLS``: one task's cells, held in memory) are bounded.
 """
 
 from __future__ import annotations
 
-import tomllib
+import os
+import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from roofcast.graph_import.budgets import BATCH, TOKENS, Limit
 from roofcast.graph_import.errors import LLMConfigError
-from roofcast.graph_import.llm.load import bundled_llms, load_llm
+from roofcast.graph_import.llm.load import bundled_llm_info, bundled_llms
 from roofcast.hw_catalog.catalog import get_device
+from roofcast.hw_catalog.confined import confined_path, read_capped
 from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.safe_load import load_toml
 from roofcast.hw_catalog.schema import KINDS
 from roofcast.predictor.estimator_registry import estimator_names
 from roofcast.predictor.llm.types import WEIGHT_DTYPES
@@ -59,12 +70,17 @@ from roofcast.predictor.sweeps.types import (
     SYSTEM_PREFIX,
     SweepSpec,
     SweepSpecError,
+    cell_groups,
 )
 from roofcast.training_data import zoo
 
 MAX_SPEC_BYTES = 256 * 1024
 #: 10^8 cells: far past what one sweep should be (10^7 on a 32-worker cluster)
 MAX_CELLS = 10**8
+#: cells of one hardware entry (the least a task holds: ~1 kB each in memory)
+MAX_ENTRY_CELLS = Limit("ROOFCAST_MAX_TASK_CELLS", 2 * 10**6, "cells per hardware entry")
+#: model paths: the suffix (any case) tells a graph from an LLM config
+PATH_SUFFIXES = (".onnx", ".json")
 LIST_KEYS = ("models", "devices", "batches", "precisions", "modes", "runtimes", "plans",
              "input_tokens", "output_tokens")
 #: precisions a sweep may list: the graph predictor's and the serving weights' dtypes
@@ -76,16 +92,12 @@ REQUIRED = ("models", "devices")
 def read_spec(path: str | Path) -> SweepSpec:
     """The validated spec of the TOML file at ``path`` (module docstring)."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise SweepSpecError(f"sweep file {str(path)!r} does not exist or is not a file")
-    size = path.stat().st_size
-    if size > MAX_SPEC_BYTES:
-        raise SweepSpecError(f"sweep file {path} is {size} bytes, over the {MAX_SPEC_BYTES}-byte "
-                             "limit; a sweep file lists names, not data — use kind:KIND selectors")
-    try:
-        doc = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SweepSpecError(f"sweep file {path} is not valid UTF-8 TOML: {exc}") from exc
+    data = read_capped(path, max_bytes=MAX_SPEC_BYTES, what="sweep file (names, not data: "
+                       "use kind:KIND selectors)", error=SweepSpecError)
+    doc = load_toml(data, f"sweep file {path} is not valid UTF-8 TOML", error=SweepSpecError,
+                    max_bytes=MAX_SPEC_BYTES)
     return parse_spec(doc, source=path)
 
 
@@ -108,6 +120,10 @@ def parse_spec(doc: Mapping[str, Any], *, source: Path) -> SweepSpec:
         if key not in table:
             raise SweepSpecError(f"{where}: [sweep] has no {key!r}; add {key} = [...]")
     lists = {key: _list(table, key, where) for key in LIST_KEYS if key in table}
+    pairs = len(lists.get("input_tokens", ())) * len(lists.get("output_tokens", ()))
+    if pairs > MAX_ENTRY_CELLS.value():  # before the grid's token pairs are built
+        raise SweepSpecError(f"{where}: [sweep] input_tokens x output_tokens make {pairs:,} "
+                             "request shapes; split the sweep into several files")
     root = source.resolve().parent
     models = [_model(m, root, where) for m in lists["models"]]
     devices = _devices(lists["devices"], where)
@@ -118,7 +134,7 @@ def parse_spec(doc: Mapping[str, Any], *, source: Path) -> SweepSpec:
     spec = SweepSpec(
         models=tuple(m for m, _ in models), devices=devices,
         llms=tuple(m for m, is_llm in models if is_llm),
-        batches=tuple(_checked(lists, "batches", _positive_int, where, (1,))),
+        batches=tuple(_checked(lists, "batches", _bounded(BATCH), where, (1,))),
         precisions=tuple(_checked(lists, "precisions", _choice(SWEEP_PRECISIONS), where,
                                   ("fp32",))),
         modes=tuple(_checked(lists, "modes", _choice(SWEEP_MODES), where, ("infer",))),
@@ -126,14 +142,15 @@ def parse_spec(doc: Mapping[str, Any], *, source: Path) -> SweepSpec:
                                 _choice((DEFAULT_RUNTIME, *runtime_names())), where,
                                 (DEFAULT_RUNTIME,))),
         plans=plans,
-        input_tokens=tuple(_checked(lists, "input_tokens", _positive_int, where, (512,))),
-        output_tokens=tuple(_checked(lists, "output_tokens", _positive_int, where, (128,))),
+        input_tokens=tuple(_checked(lists, "input_tokens", _bounded(TOKENS), where, (512,))),
+        output_tokens=tuple(_checked(lists, "output_tokens", _bounded(TOKENS), where, (128,))),
         dims=_dims(table.get("dims", {}), where),
         estimator=_scalar(table, "estimator", _choice(estimator_names()), where, None),
         baseline=_baseline(table.get("baseline"), devices, where),
         name=_scalar(table, "name", _name, where, source.stem),
         source=str(source.resolve()),
     )
+    _check_entry_cells(spec, where)
     if spec.n_cells == 0:
         raise SweepSpecError(f"{where}: the grid is empty: no model has a cell with these modes, "
                              "plans and devices ('serve' applies to LLM configs only, "
@@ -142,6 +159,20 @@ def parse_spec(doc: Mapping[str, Any], *, source: Path) -> SweepSpec:
         raise SweepSpecError(f"{where}: the grid has {spec.n_cells:,} cells, over the "
                              f"{MAX_CELLS:,} limit; split it into several sweep files")
     return spec
+
+
+def _check_entry_cells(spec: SweepSpec, where: str) -> None:
+    """Refuse a grid whose cells per hardware entry pass ``MAX_ENTRY_CELLS`` (a task holds at
+    least one entry's cells: the product of every other list)."""
+    cap = MAX_ENTRY_CELLS.value()
+    for group in cell_groups(spec):
+        per_entry = group.n_cells // max(1, len(group.hardware)) * len(spec.runtimes)
+        if per_entry > cap:
+            raise SweepSpecError(
+                f"{where}: {group.model} ({group.family}) has {per_entry:,} cells per hardware "
+                f"entry (the product of batches, precisions, modes, runtimes, plans and tokens), "
+                f"over the {cap:,} one task holds; shorten those lists or split the sweep "
+                f"(or raise {MAX_ENTRY_CELLS.env})")
 
 
 def _list(table: Mapping[str, Any], key: str, where: str) -> list:
@@ -154,6 +185,13 @@ def _list(table: Mapping[str, Any], key: str, where: str) -> list:
                              f"list at least one, e.g. {key} = [{_example(key)}]")
     seen: set = set()
     for item in value:
+        if not isinstance(item, str | int | float | bool):
+            raise SweepSpecError(f"{where}: [sweep] {key}: {_short(item)} is a "
+                                 f"{type(item).__name__}; list plain values, e.g. {key} = "
+                                 f"[{_example(key)}]")
+        if isinstance(item, str) and _unprintable(item):
+            raise SweepSpecError(f"{where}: [sweep] {key}: {_short(item)} contains control or "
+                                 "formatting characters; write plain text")
         if isinstance(item, str) and ID_SEPARATOR in item:
             raise SweepSpecError(f"{where}: [sweep] {key}: {item!r} contains {ID_SEPARATOR!r}, "
                                  "which separates the parts of a cell id; rename it")
@@ -161,6 +199,17 @@ def _list(table: Mapping[str, Any], key: str, where: str) -> list:
             raise SweepSpecError(f"{where}: [sweep] {key} lists {item!r} twice; list it once")
         seen.add(item)
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unprintable(text: str) -> bool:
+    """Whether ``text`` holds a character a terminal or file system should not get: control,
+    format (bidi overrides, zero width), surrogate, private or unassigned, line separators."""
+    return any(unicodedata.category(c)[0] in "CZ" and c != " " for c in text)
 
 
 def _example(key: str) -> str:
@@ -195,8 +244,14 @@ def _scalar(table: Mapping[str, Any], key: str, check: Callable[[Any, str], Any]
 
 def _positive_int(value: Any, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{key}: {value!r} is not a positive integer; write e.g. 1, 8, 64")
+        raise ValueError(f"{key}: {_short(value)} is not a positive integer; write e.g. 1, 8, 64")
     return value
+
+
+def _bounded(limit: Limit) -> Callable[[Any, str], int]:
+    def check(value: Any, key: str) -> int:
+        return limit.check(_positive_int(value, key), key)
+    return check
 
 
 def _choice(allowed: tuple[str, ...]) -> Callable[[Any, str], str]:
@@ -208,9 +263,17 @@ def _choice(allowed: tuple[str, ...]) -> Callable[[Any, str], str]:
 
 
 def _name(value: Any, key: str) -> str:
+    """The sweep's name: it names the default output folder (``NAME.parquet``) and is printed,
+    so one file-name part of printable text (no ``/``, ``\\``, ``:``, leading ``.``/``-``)."""
     if not isinstance(value, str) or not value.strip() or len(value) > 200:
-        raise ValueError(f"{key}: {value!r} must be a non-empty string of at most 200 chars")
-    return value.strip()
+        raise ValueError(f"{key}: {_short(value)} must be a non-empty string of at most 200 "
+                         "chars")
+    name = value.strip()
+    if _unprintable(name) or any(c in name for c in "/\\:") or name.startswith((".", "-")):
+        raise ValueError(f"{key}: {_short(value)} must be a plain file name (printable, no "
+                         "'/', '\\' or ':', not starting with '.' or '-'): it names the output "
+                         "folder NAME.parquet")
+    return name
 
 
 def _model(value: Any, root: Path, where: str) -> tuple[str, bool]:
@@ -218,24 +281,25 @@ def _model(value: Any, root: Path, where: str) -> tuple[str, bool]:
     ``.json`` path (an LLM config), confined to the spec's folder; a zoo name (a graph; the
     zoo wins a name clash); a bundled LLM name or Hugging Face id, or ``llm:NAME``."""
     if not isinstance(value, str) or not value.strip():
-        raise SweepSpecError(f"{where}: [sweep] models: {value!r} is not a zoo name, an LLM "
-                             "config or an .onnx / .json path (a string)")
-    if value.endswith((".onnx", ".json")):
-        rel = Path(value)
-        if rel.is_absolute():
-            raise SweepSpecError(f"{where}: [sweep] models: {value!r} is an absolute path; "
-                                 "write the path relative to the sweep file's folder")
-        target = (root / rel).resolve()
-        if not target.is_relative_to(root):
-            raise SweepSpecError(f"{where}: [sweep] models: {value!r} leads outside the sweep "
-                                 f"file's folder {root}; put the model beside the sweep file")
+        raise SweepSpecError(f"{where}: [sweep] models: {_short(value)} is not a zoo name, an "
+                             "LLM config or an .onnx / .json path (a string)")
+    if value.lower().endswith(PATH_SUFFIXES):
+        try:
+            confined_path(value, root, what="model file", error=ValueError)
+        except ValueError as exc:
+            raise SweepSpecError(f"{where}: [sweep] models: {exc}; paths are relative to the "
+                                 "sweep file's folder") from None
+        if not value.endswith(PATH_SUFFIXES):
+            raise SweepSpecError(f"{where}: [sweep] models: {value!r}: write the suffix in "
+                                 "lower case (.onnx or .json; rename the file): it tells a "
+                                 "graph from an LLM config")
         return value, value.endswith(".json")
     name = value.removeprefix("zoo:")
     if not value.startswith(LLM_PREFIX) and name in zoo.list_models():
         return name, False
-    try:
-        load_llm(value.removeprefix(LLM_PREFIX))
-    except LLMConfigError:
+    try:  # a bundled name or Hugging Face id only: a path is never looked up here
+        bundled_llm_info(value.removeprefix(LLM_PREFIX))
+    except (LLMConfigError, KeyError):
         raise SweepSpecError(
             f"{where}: [sweep] models: {value!r} is neither an .onnx/.json path, a zoo model "
             f"({', '.join(zoo.list_models())}) nor a bundled LLM config "
@@ -308,7 +372,10 @@ def _dims(value: Any, where: str) -> dict[str, int]:
 def _baseline(value: Any, devices: tuple[str, ...], where: str) -> str | None:
     if value is None:
         return None
-    dev = _canonical(value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        raise SweepSpecError(f"{where}: [sweep] baseline = {_short(value)} must be one of the "
+                             "devices (a string)")
+    dev = _canonical(value)
     if dev not in devices:
         raise SweepSpecError(f"{where}: [sweep] baseline = {value!r} is not among the devices; "
                              "name one of them")

@@ -1,8 +1,11 @@
-"""A tiny ONNX model and spec files for the sweep tests (fast: no zoo import)."""
+"""A tiny ONNX model, spec files and a robustly torn-down Dask cluster for the sweep tests."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -46,3 +49,28 @@ devices = ["{GPU}", "{GPU2}", "{CPU}", "no-such-device"]
 batches = [1, 4]
 precisions = ["fp32", "fp16"]
 """
+
+
+@contextlib.contextmanager
+def local_cluster(**kwargs) -> Iterator[tuple[Any, Any]]:
+    """A ``LocalCluster`` and its ``Client``, torn down robustly: each closed within
+    ``dask_client.CLOSE_TIMEOUT_S`` (errors ignored), then every worker process it started that
+    is still alive is killed, so a test that kills workers leaves no orphan and cannot hang
+    in the teardown."""
+    import psutil
+    from distributed import Client, LocalCluster
+
+    from roofcast.predictor.dask_client import close_quietly
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    cluster = LocalCluster(**kwargs)
+    client = Client(cluster, set_as_default=False)
+    try:
+        yield cluster, client
+    finally:
+        close_quietly(client, cluster)
+        for proc in me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if proc.pid not in before and "resource_tracker" not in " ".join(proc.cmdline()):
+                    proc.kill()

@@ -9,7 +9,8 @@
   rows, the rest of the sweep intact.
 
 One cluster serves the fault tests (``allowed-failures`` = 1: a task may see one worker die,
-the second death is ``KilledWorker``), so the file stays within a few tens of seconds.
+the second death is ``KilledWorker``), so the file stays within a few tens of seconds; it is
+torn down with timeouts and its surviving worker processes killed (``helpers.local_cluster``).
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ import cloudpickle
 import dask
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from distributed import LocalCluster
 
 from roofcast.predictor import dask_client
 from roofcast.predictor.sweeps import dask_scheduler as ds
 from roofcast.predictor.sweeps.schedulers import collect_cells, run_local, run_sweep
 from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
 from roofcast.predictor.sweeps.types import SweepSpec
+
+from .helpers import local_cluster
 
 # the fault-injecting task functions below travel to the workers by value (the test package is
 # not importable in the worker processes)
@@ -67,9 +70,8 @@ def client():
     config = {"distributed.scheduler.allowed-failures": 1,
               "distributed.scheduler.worker-saturation": 1.0}
     with dask.config.set(config), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                         dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster, set_as_default=False) as c:
+            local_cluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=":0", silence_logs=logging.ERROR) as (_, c):
         yield c
 
 

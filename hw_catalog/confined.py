@@ -1,23 +1,14 @@
 """Files read from a folder without trusting them: regular files inside the folder, size-capped.
 
-Used for device files (``device_files``) and learned model folders
-(``predictor.learned.metadata_schema``). :func:`confined_file` checks an entry of ``folder``:
-
-- a symlink is followed only when its target lies **directly inside the same folder** (a broken
-  link, or a link to ``/etc/passwd``, ``/proc/self/environ`` or another folder's file, is refused);
-- the file must be a **regular file** (a FIFO would block the reader forever, ``/dev/zero`` never
-  ends, a folder cannot be read) of at most ``max_bytes``.
-
-:func:`read_confined` then opens it with ``O_NONBLOCK | O_NOFOLLOW`` and checks type and size again
-on the open descriptor, so a FIFO or a link swapped in between the check and the read cannot
-hang or redirect it, and reads at most ``max_bytes``. Every problem raises the caller's error type
-with a message naming the file, what is wrong, and what to do.
-
-:func:`confined_path` checks a path a user *names* (a spec's model) without opening anything:
-relative, no control characters, links resolved **before** the check, inside the folder, a
-regular file (or a folder where allowed). :func:`read_capped` reads a file the user gave
-directly (non-blocking, type and size checked on the descriptor); :func:`write_target` refuses
-an output path that is a link, FIFO, device or folder.
+:func:`confined_file` checks an entry of a folder (device files, learned model folders): a link
+is followed only to a file directly inside the same folder; the entry must be a regular file
+(no FIFO, device or folder) of at most ``max_bytes``. :func:`read_confined` opens it with
+``O_NONBLOCK | O_NOFOLLOW`` and checks type and size again on the descriptor (no swap between
+check and read). :func:`confined_path` checks a path a user names (a spec's model) without
+opening anything: relative, no control characters, links resolved before the check, inside the
+folder. :func:`read_capped` reads a file the user gave (type and size checked on the
+descriptor); :func:`write_target` refuses an output path that is a link, FIFO, device or folder.
+Every problem raises the caller's error type, naming the file, what is wrong and what to do.
 """
 
 from __future__ import annotations

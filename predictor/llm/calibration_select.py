@@ -96,9 +96,11 @@ def _errors(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
 
 
 def fit_all(rows: pd.DataFrame) -> dict:
-    """Per engine: the chosen fit, its LOO and in-distribution errors, intervals. (Over 60
-    lines: one pass per engine builds the record written to the file, each field beside the
-    figures it comes from; moved as it was from benchmarks/fit_llm_engines.py.)"""
+    """Per engine: the chosen fit, its LOO and in-distribution errors, intervals.
+
+    Long because: one pass per engine builds the record written to the file, each field
+    beside the figures it comes from; moved as it was from benchmarks/fit_llm_engines.py.
+    """
     out = {}
     for engine, g in rows.groupby("engine"):
         meas = target(g).astype(float)

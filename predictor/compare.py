@@ -40,8 +40,9 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     """One row per device (module docstring), in the order of ``devices``.
 
     ``graph_source(batch)`` imports the model at ``config``'s batch (1 when it binds none), its
-    other dims bound by the import; ``estimator``: a name or an estimator object; ``devices``: ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device the
-    speedups are relative to (default: the first device).
+    other dims bound by the import; ``estimator``: a name or an estimator object; ``devices``:
+    ids / inline what-if specs / HardwareSpec objects; ``baseline``: the device the speedups
+    are relative to (default: the first device).
     """
     estimator = as_estimator(estimator)  # one object (one loaded model) for sweep and bounds
     graphs: dict[int, Any] = {}

@@ -135,11 +135,13 @@ class EfficiencyCurves:
                 basis = str(raw["basis"]).strip()
                 x = str(raw["x"])
             except (KeyError, ValueError, TypeError) as exc:
-                raise PredictionError(f"{where}: missing or bad key ({exc}); see the file header") from exc
+                raise PredictionError(f"{where}: missing or bad key ({exc}); see the file "
+                                      "header") from exc
             if engine not in CURVE_ENGINES:
                 raise PredictionError(f"{where}: engine {engine!r} not in {CURVE_ENGINES}")
             if x != _X_FOR_ENGINE[engine]:
-                raise PredictionError(f"{where}: engine {engine} needs x = {_X_FOR_ENGINE[engine]!r}")
+                raise PredictionError(f"{where}: engine {engine} needs x = "
+                                      f"{_X_FOR_ENGINE[engine]!r}")
             if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 1:
                 raise PredictionError(f"{where}: points must be [[x, fraction], ...]")
             if np.any(np.diff(pts[:, 0]) <= 0):
@@ -151,7 +153,8 @@ class EfficiencyCurves:
             curves.append(Curve(scope, engine, dtype, x, tuple(pts[:, 0]), tuple(pts[:, 1]), basis))
         key_count = len({(c.scope, c.engine, c.dtype) for c in curves})
         if key_count != len(curves):
-            raise PredictionError(f"{path.name}: a (device|kind, engine, dtype) curve is defined twice")
+            raise PredictionError(f"{path.name}: a (device|kind, engine, dtype) curve is defined "
+                                  "twice")
         return cls(curves)
 
     def curve(self, kind: str, engine: str, dtype: str, device: str = "") -> Curve:
@@ -172,7 +175,8 @@ class EfficiencyCurves:
         size = np.asarray(size, dtype=float)
         cols = [np.broadcast_to(np.asarray(a).astype(str), size.shape).ravel()
                 for a in (device, kind, engine, dtype)]
-        codes = pd.MultiIndex.from_arrays(cols).factorize() if size.size else (np.array([], int), [])
+        codes = (pd.MultiIndex.from_arrays(cols).factorize() if size.size
+                 else (np.array([], int), []))
         inv, uniq = codes
         flat = size.ravel()
         out = np.empty(flat.shape, dtype=float)

@@ -73,7 +73,8 @@ def _curve(scope: str, engine: str, dtype: str, points: list[list[float]], what:
         note = MEMORY_NOTE
     x = "log10_bytes" if engine == "memory" else "log10_flops"
     return {"scope": scope, "engine": engine, "dtype": dtype, "x": x,
-            "xs": tuple(float(p[0]) for p in points), "fractions": tuple(float(p[1]) for p in points),
+            "xs": tuple(float(p[0]) for p in points),
+            "fractions": tuple(float(p[1]) for p in points),
             "basis": BASIS.format(what=what, note=note)}
 
 

@@ -142,18 +142,52 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     """
     check_workload(workload)
     specs = as_devices(devices)
+    profile = _profile_for(specs, config, profile)
+    n, n_dev = len(workload), len(specs)
+    dtypes = workload["dtype"].astype(str).to_numpy()
+    bad = sorted(set(dtypes) - set(STORAGE_BYTES))
+    if bad:
+        raise PredictionError(f"workload dtype values {bad} are not precisions "
+                              f"{tuple(STORAGE_BYTES)}")
+    data = _device_columns(workload, specs, config, profile, dtypes)
+    data["runtime"] = np.full(n * n_dev, "" if profile is None else profile.name, dtype=object)
+    data["learned_from"] = np.full(n * n_dev, "" if profile is None else profile.learned_from,
+                                   dtype=object)
+    elem = pd.Series(dtypes).map(STORAGE_BYTES).to_numpy(float)
+    moved = workload["bytes_read"].to_numpy(float) + workload["bytes_written"].to_numpy(float)
+    flops = workload["flops"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0.0)
+    data["elem_bytes"] = np.tile(elem, n_dev)
+    data["intensity_flop_per_byte"] = np.tile(intensity, n_dev)
+    data["ridge_flop_per_byte"] = data["peak_flops_per_s"] / data["mem_bw_Bps"]
+    rows = workload.copy() if n_dev == 1 else pd.concat([workload] * n_dev, ignore_index=True)
+    new = [c for c in FEATURE_COLUMNS if c not in workload.columns]
+    return pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
+                      pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
+                     axis=1)[[*workload.columns, *new]]
+
+
+def _profile_for(specs: list[HardwareSpec], config: RunConfig,
+                 profile: ExecutionProfile | None) -> ExecutionProfile | None:
+    """``profile``, else ``config.runtime``'s (None without one); refused where it does not
+    run on a device's kind."""
     if profile is None and config.runtime is not None:
         profile = get_runtime(config.runtime)
     bad_kind = [hw.id for hw in specs if profile is not None and not profile.runs_on(hw.kind)]
     if bad_kind:
         raise PredictionError(f"runtime {profile.name!r} does not run on {', '.join(bad_kind)} "
                               f"(it runs on {', '.join(profile.device_kinds)} devices)")
+    return profile
+
+
+def _device_columns(workload: pd.DataFrame, specs: list[HardwareSpec], config: RunConfig,
+                    profile: ExecutionProfile | None, dtypes: np.ndarray
+                    ) -> dict[str, np.ndarray]:
+    """The per-(engine, dtype, tf32) pair columns and per-device scalar columns, one block of
+    ``len(workload)`` values per device."""
     n, n_dev = len(workload), len(specs)
     engines = workload["engine"].astype(str).to_numpy()
-    dtypes = workload["dtype"].astype(str).to_numpy()
-    bad = sorted(set(dtypes) - set(STORAGE_BYTES))
-    if bad:
-        raise PredictionError(f"workload dtype values {bad} are not precisions {tuple(STORAGE_BYTES)}")
     tf32 = _tf32_rows(workload, profile)
     pairs = sorted(set(zip(engines, dtypes, tf32, strict=True)))
     pair_index = {p: i for i, p in enumerate(pairs)}
@@ -177,19 +211,4 @@ def featurize(workload: pd.DataFrame, devices: HardwareSpec | Sequence[HardwareS
     for c, values in scalars.items():
         data[c] = np.repeat(np.array(values, dtype=object if c in ("device", "device_kind")
                                      else float), n)
-    data["runtime"] = np.full(n * n_dev, "" if profile is None else profile.name, dtype=object)
-    data["learned_from"] = np.full(n * n_dev, "" if profile is None else profile.learned_from,
-                                   dtype=object)
-    elem = pd.Series(dtypes).map(STORAGE_BYTES).to_numpy(float)
-    moved = workload["bytes_read"].to_numpy(float) + workload["bytes_written"].to_numpy(float)
-    flops = workload["flops"].to_numpy(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        intensity = np.where(moved > 0, flops / np.where(moved > 0, moved, 1), 0.0)
-    data["elem_bytes"] = np.tile(elem, n_dev)
-    data["intensity_flop_per_byte"] = np.tile(intensity, n_dev)
-    data["ridge_flop_per_byte"] = data["peak_flops_per_s"] / data["mem_bw_Bps"]
-    rows = workload.copy() if n_dev == 1 else pd.concat([workload] * n_dev, ignore_index=True)
-    new = [c for c in FEATURE_COLUMNS if c not in workload.columns]
-    return pd.concat([rows.drop(columns=[c for c in FEATURE_COLUMNS if c in rows.columns]),
-                      pd.DataFrame({c: data[c] for c in FEATURE_COLUMNS}, index=rows.index)],
-                     axis=1)[[*workload.columns, *new]]
+    return data

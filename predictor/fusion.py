@@ -8,7 +8,7 @@ every tensor passed inside the group, ``internal_traffic``, and repeated reads o
 tensor); engine, dtype and GEMM dims of the head; ``op_type`` / ``fused_nodes`` the '+'-joined
 members. So a fused prediction is never slower than the unfused one. Backward rows stay unfused.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.fusion).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.fusion).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ flagged (``within_bounds`` False, a note). ``compute_ratio`` / ``bandwidth_ratio
 if every row were compute / DRAM bound. ``road`` per device: its time share per estimator
 family; ``same_road``: every row timed by the same family as on the baseline.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.speedup_bounds).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.speedup_bounds).
 """
 
 from __future__ import annotations

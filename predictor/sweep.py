@@ -33,7 +33,8 @@ from roofcast.predictor.simulate import critical_path_times, step_dag
 from roofcast.predictor.workload import check_precision, forward_kernels
 
 SWEEP_COLUMNS: tuple[str, ...] = (
-    "model", "device", "runtime", "batch", "precision", "mode", "time_s", "total_s", "critical_path_s",
+    "model", "device", "runtime", "batch", "precision", "mode", "time_s", "total_s",
+    "critical_path_s",
     "speedup", "baseline", "throughput_samples_per_s", "memory_bytes", "mem_capacity_bytes",
     "fits", "price_usd", "tdp_W", "throughput_per_usd", "throughput_per_W", "dominant_bound",
     "compute_s", "memory_s", "overhead_s", "kernels", "peak_notes", "lower_s", "upper_s",

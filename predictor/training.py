@@ -9,7 +9,7 @@ to a rule): e.g. ``gemm`` = one GEMM of the forward's FLOPs F per requires-grad 
 precision. Optimizer rows per parameter tensor (n elements, s bytes each at ``state_precision``):
 SGD+momentum 4n FLOPs, reads 3ns, writes 2ns bytes; Adam 12n FLOPs, reads 4ns, writes 3ns.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.training).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.training).
 """
 
 from __future__ import annotations

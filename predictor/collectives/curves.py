@@ -23,7 +23,8 @@ def load_curves() -> pd.DataFrame:
 
 
 @cache
-def _curve(system: str, collective: str, n_ranks: int, per_node: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _curve(system: str, collective: str, n_ranks: int, per_node: int
+           ) -> tuple[np.ndarray, np.ndarray] | None:
     c = load_curves()
     rows = c[(c.system == system) & (c.collective == collective) & (c.n_ranks == n_ranks)
              & (c.ranks_per_node == per_node)].sort_values("size_bytes")

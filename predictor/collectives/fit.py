@@ -32,7 +32,8 @@ def _unpack(x: np.ndarray, kinds: tuple[str, ...]) -> dict[str, FabricParams]:
     for i, k in enumerate(kinds):
         p = FabricParams(float(x[3 * i]), float(x[3 * i + 1]), float(np.exp(x[3 * i + 2])))
         out[k] = p
-        out[f"{k}/p2p"] = FabricParams(p.step_overhead_us, min(1.0, p.eff_max * gain), p.half_size_bytes)
+        out[f"{k}/p2p"] = FabricParams(p.step_overhead_us, min(1.0, p.eff_max * gain),
+                                       p.half_size_bytes)
         out[f"{k}/nvls"] = FabricParams(p.step_overhead_us, min(1.0, p.eff_max * nvls_gain),
                                         p.half_size_bytes)
     return out
@@ -59,7 +60,8 @@ def predict_rows(rows: pd.DataFrame, params: Mapping[str, FabricParams],
 # Curves left out of the fit, with why (they stay in the benchmark's table).
 EXCLUDED_CURVES: dict[tuple[str, str, int, int], str] = {
     ("a40_pairwise_nvlink", "send_recv", 2, 2): "4 GB/s at 64 MiB, below PCIe 4.0 x16: the "
-    "measured pair did not use its NVLink bridge, so the catalog system's fabric does not describe it",
+    "measured pair did not use its NVLink bridge, so the catalog system's fabric does not "
+    "describe it",
 }
 
 
@@ -72,7 +74,8 @@ def is_probe(curves: pd.DataFrame, probes: Probes) -> pd.Series:
 
 def fit_rows(curves: pd.DataFrame, probes: Probes | None = None) -> pd.DataFrame:
     """Rows the fit uses: sizes in range, not excluded, not a probe curve."""
-    keys = list(zip(curves.system, curves.collective, curves.n_ranks, curves.ranks_per_node, strict=False))
+    keys = list(zip(curves.system, curves.collective, curves.n_ranks, curves.ranks_per_node,
+                    strict=False))
     excluded = pd.Series([k in EXCLUDED_CURVES for k in keys], index=curves.index)
     in_range = (curves.size_bytes >= FIT_MIN_BYTES) & (curves.size_bytes <= FIT_MAX_BYTES)
     return curves[in_range & ~excluded & ~is_probe(curves, probes or {})]

@@ -97,13 +97,15 @@ def _check(collective: str, size_bytes: float, n_ranks: int, system: Any,
     """Validate a request; return the ranks per node (``ranks_per_node``, else packed:
     ``min(n_ranks, devices_per_node)``)."""
     if collective not in ALGORITHMS:
-        raise PredictionError(f"unknown collective {collective!r}; use one of {', '.join(ALGORITHMS)}")
+        raise PredictionError(f"unknown collective {collective!r}; use one of "
+                              f"{', '.join(ALGORITHMS)}")
     if size_bytes < 0:
         raise PredictionError(f"collective size must be >= 0 bytes, got {size_bytes}")
     devices = system.devices_per_node * system.nodes
     if not 2 <= n_ranks <= devices:
         raise PredictionError(f"{collective} needs 2..{devices} ranks on this system "
-                              f"({system.nodes} node(s) x {system.devices_per_node}), got {n_ranks}")
+                              f"({system.nodes} node(s) x {system.devices_per_node}), "
+                              f"got {n_ranks}")
     if ranks_per_node is None:
         per_node = min(n_ranks, system.devices_per_node)
     else:

@@ -9,7 +9,7 @@ seconds. Common terms (vectorised):
   that device (``featurize``), ``launch_overhead_s`` (the device's own) in a table without it —
   0 for ``free`` ops and for rows that neither compute nor move bytes: no kernel is launched.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.base).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.base).
 """
 
 from __future__ import annotations

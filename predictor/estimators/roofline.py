@@ -10,7 +10,7 @@ overhead (s), e_c / e_m = efficiency curves (``predictor/data/efficiency_curves.
 ``overhead="floor"`` (``max(T, L)``, default) or ``"additive"`` (``T + L``). Intervals (``base``):
 lower ``max(F/P, B/BW)``, upper compute + memory + overhead serialised.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.roofline).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.roofline).
 """
 
 from __future__ import annotations

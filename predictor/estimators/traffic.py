@@ -10,7 +10,7 @@ launch overhead. Tiles must fit shared memory (GPU) or a core's share of the LLC
 resident in L2 (``warm_l2``) are served at L2 bandwidth. Rows without GEMM dims use the
 ``roofline+eff`` terms; ``e_c``/``e_m`` from ``predictor/data/efficiency_curves.toml``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.traffic).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.estimators.traffic).
 """
 
 from __future__ import annotations

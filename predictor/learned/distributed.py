@@ -10,7 +10,7 @@ rows runs as one partition on one worker and reproduces local training bit for b
 are spread (XGBoost's merged sketches give other trees, within the tested tolerance). The client
 still holds about 1.8 kB per featurized row: this scales the fits, not the client's memory.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.distributed).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.distributed).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ device of a comparison takes the same road per row: learned where a model exists
 ``TimeRoofline()``). ``learned`` extrapolates out of distribution; ``auto`` transfers the
 efficiency there (``transfer``) and labels the row ``learned (transferred)``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.estimator).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.estimator).
 """
 
 from __future__ import annotations

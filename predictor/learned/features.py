@@ -11,7 +11,7 @@ adds the harness floor to it, see ``model``)::
 
     t_bound = max(flops / peak_flops_per_s, bytes_moved / bw_eff)
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.features).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.features).
 """
 
 from __future__ import annotations

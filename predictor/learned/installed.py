@@ -49,7 +49,8 @@ def check_name(name: str) -> str:
     """``name`` if it can name an installed model (letters, digits, ``._-``; not ``default``)."""
     if not _NAME.fullmatch(name) or name == DEFAULT_NAME:
         raise PredictionError(f"model name {name!r} is not allowed: use letters, digits, '.', '_' "
-                              f"and '-' (at most 64, not starting with a symbol), not {DEFAULT_NAME!r}")
+                              f"and '-' (at most 64, not starting with a symbol), not "
+                              f"{DEFAULT_NAME!r}")
     return name
 
 
@@ -124,8 +125,8 @@ def model_files(folder: Path) -> list[Path]:
 
 
 def remove(name: str) -> list[Path]:
-    """Delete installed model ``name`` (``persistence.delete_model``). If it was active, the shipped default
-    becomes active. Returns the files deleted."""
+    """Delete installed model ``name`` (``persistence.delete_model``). If it was active, the
+    shipped default becomes active. Returns the files deleted."""
     if name == DEFAULT_NAME:
         raise PredictionError(f"the shipped model {DEFAULT_NAME!r} cannot be removed")
     folder = folder_of(name)

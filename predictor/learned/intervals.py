@@ -9,7 +9,7 @@ small kernels scatter more than large ones. In each bin the interval of miscover
     [pred · 10^q_lo, pred · 10^q_hi],  q_lo = Q_{⌊(n+1)·alpha/2⌋/n}(r),
                                        q_hi = Q_{⌈(n+1)·(1-alpha/2)⌉/n}(r)
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.intervals).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.intervals).
 """
 
 from __future__ import annotations

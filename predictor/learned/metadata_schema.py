@@ -1,8 +1,9 @@
 """A learned model folder's metadata, checked before any of it is used.
 
 A folder may come from someone else, be edited by hand, or be damaged; nothing in it is trusted.
-``read_metadata`` (``fitted.read_json``): ``metadata.json`` must be a regular file inside the folder (no FIFO, no
-symlink out; ``hw_catalog.confined``) of at most ``MAX_METADATA_BYTES``, strict UTF-8 JSON
+``read_metadata`` (``fitted.read_json``): ``metadata.json`` must be a regular file inside the
+folder (no FIFO, no symlink out; ``hw_catalog.confined``) of at most ``MAX_METADATA_BYTES``,
+strict UTF-8 JSON
 (no NaN/Infinity) holding an object. ``check_metadata``: the schema of what ``load`` uses —
 types, finite numbers in sane ranges (log10 quantities within ``LOG10_LIMIT`` decades, others
 within ``PARAM_LIMIT``), consistent lengths, booster ``file`` a plain ``.ubj`` name of a regular
@@ -94,7 +95,8 @@ def _model(key: str, desc: Any, n_features: int, folder: Path, field: str) -> No
     _model_key(key, field)
     desc = _obj(desc, field)
     if desc.get("key") != key:
-        raise _SchemaError(f"{field}.key", f"must equal the model key {key!r}, got {desc.get('key')!r}")
+        raise _SchemaError(f"{field}.key",
+                           f"must equal the model key {key!r}, got {desc.get('key')!r}")
     candidate = desc.get("candidate")
     if candidate not in CANDIDATES:
         raise _SchemaError(f"{field}.candidate", f"must be one of {', '.join(CANDIDATES)}, "
@@ -208,8 +210,8 @@ def model_file(folder: Path, name: Any, field: str = "file") -> Path:
         raise _SchemaError(field, f"must be a file name, got {_short(name)}")
     if ("/" in name or "\\" in name or "\x00" in name or name in (".", "..")
             or not name.endswith(".ubj")):
-        raise _SchemaError(field, f"must be a plain file name ending in .ubj inside the model folder "
-                          f"(no folders, no '..'), got {name!r}")
+        raise _SchemaError(field, f"must be a plain file name ending in .ubj inside the model "
+                          f"folder (no folders, no '..'), got {name!r}")
     path = folder / name
     try:
         return confined_file(path, folder, max_bytes=MAX_MODEL_FILE_BYTES, what="model file",

@@ -9,7 +9,7 @@ inverse achieved fraction of that reference. A prediction is
 ``t = max(t_bound, t_ref · 10^ŷ)``: never faster than the physical bound (``bounded_time``).
 Rows with ``t_bound = 0`` (no work) are not trained on and predict 0.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.model).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.model).
 """
 
 from __future__ import annotations

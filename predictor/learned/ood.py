@@ -8,7 +8,7 @@ and op family), **range** (a feature outside its model's training range widened 
 when ``d > DEVICE_DISTANCE``). A whole model is flagged when its device is, or when flagged rows
 hold more than ``MODEL_SHARE`` of the analytical time.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.ood).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.ood).
 """
 
 from __future__ import annotations

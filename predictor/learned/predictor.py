@@ -9,7 +9,7 @@ OOD flags (``ood``). ``mode="auto"`` transfers a flagged row's efficiency (``tra
 labels it ``learned (transferred)``; rows without a model take the fallback estimator. Column
 ``predictor`` names the source of each row's time, ``ood_reason`` why a row was flagged.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.predictor).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.predictor).
 """
 
 from __future__ import annotations

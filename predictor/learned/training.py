@@ -9,7 +9,7 @@ refits it on the key's rows, calibrates conformal intervals on the out-of-fold r
 validated leave-one-model-out. ``validation_tables(result)``: per-family, per-group and
 end-to-end error tables beside the analytical baseline. APE = |predicted − measured| / measured.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.training).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.training).
 """
 
 from __future__ import annotations

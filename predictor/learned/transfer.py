@@ -10,7 +10,7 @@ inefficiency and ``[y_lo, y_hi]`` the model's in-sample prediction range
 ``[t · 10^(q_lo − w), t · 10^(q_hi + w)]``, lower end ``>= t_bound``. Such rows say
 ``learned (transferred)``; ``learned`` keeps the raw extrapolation.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.learned.transfer).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.transfer).
 """
 
 from __future__ import annotations

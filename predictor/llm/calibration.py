@@ -194,8 +194,8 @@ def _phase(doc: Mapping[str, Any], where: str, source: Path) -> PhaseCorrection:
                               "benchmarks/fit_llm_engines.py") from exc
     factors = [*p.vendor_factors.values(), p.unseen_vendor_factor, *p.device_factors.values()]
     ratios = [(p.ratio_lo, p.ratio_hi), *p.vendor_ratios.values(), *p.device_ratios.values()]
-    if not (p.scale > 0 and p.overhead_s >= 0 and p.seq_overhead_s >= 0 and all(0 < lo <= hi for lo, hi in ratios)
-            and all(f > 0 for f in factors)):
+    if not (p.scale > 0 and p.overhead_s >= 0 and p.seq_overhead_s >= 0
+            and all(0 < lo <= hi for lo, hi in ratios) and all(f > 0 for f in factors)):
         raise PredictionError(f"{source}: {where} has a non-positive scale or factor, a "
                               f"negative overhead or an inverted interval: {p}")
     return p
@@ -231,7 +231,8 @@ def calibration_of(document: Mapping[str, Any], runtime: str,
     return EngineCalibration(
         runtime, fitted=True, phases=phases,
         device_runs={str(k): int(v) for k, v in doc.get("rows_per_device", {}).items()},
-        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))), note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
+        device_kinds=tuple(str(k) for k in doc.get("device_kinds", ("gpu",))),
+        note=(f"{runtime} calibrated on LLM-Inference-Bench ({devices}); leave-one-device-out "
               f"median error {loo:.0f} %{host}" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               f"leave-one-device-out figure{host}"))

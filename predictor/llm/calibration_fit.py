@@ -166,10 +166,10 @@ def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
     """Fit one engine's rows (module docstring); ``vendor_factors`` False: one factor for all
     devices (every vendor 1); ``per_seq``: also the host seconds per sequence per step
     ``s_p``, ``s_d`` (``+ s_p S_p + s_d S_d``, ``S``: the summed sequences of the steps),
-    non-negative like ``c`` (fitted in log). ``ttft_share``: the TTFT rows' share of the total weight
-    (default ``TTFT_SHARE``; they are the only direct prefill measurements, a few dozen beside
-    hundreds of request rows, and would otherwise leave the prefill scale to the request rows,
-    where prefill is a small part)."""
+    non-negative like ``c`` (fitted in log). ``ttft_share``: the TTFT rows' share of the total
+    weight (default ``TTFT_SHARE``; they are the only direct prefill measurements, a few dozen
+    beside hundreds of request rows, and would otherwise leave the prefill scale to the request
+    rows, where prefill is a small part)."""
     from scipy.optimize import least_squares
 
     present = sorted(set(frame["vendor"]))
@@ -192,7 +192,8 @@ def fit_engine(frame: pd.DataFrame, *, vendor_factors: bool = True,
 
     th0 = np.array([0.0, 0.0, np.log(1e-3), np.log(1e-3)] + [0.0] * (2 * k)
                    + [np.log(1e-5)] * (2 if per_seq else 0))
-    th = least_squares(lambda t: sw * (np.log(model(t)) - y), th0, loss="soft_l1", f_scale=LOSS_SCALE,
+    th = least_squares(lambda t: sw * (np.log(model(t)) - y), th0, loss="soft_l1",
+                       f_scale=LOSS_SCALE,
                        bounds=(np.full(len(th0), -25.0), np.full(len(th0), 8.0))).x
     pre = {base: 1.0} | {v: float(np.exp(th[4 + i])) for i, v in enumerate(vendors)}
     dec = {base: 1.0} | {v: float(np.exp(th[4 + k + i])) for i, v in enumerate(vendors)}

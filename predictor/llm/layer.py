@@ -25,8 +25,8 @@ from roofcast.predictor.errors import PredictionError
 
 #: tensor-name prefixes: projection weights, constants (no gradient), integer indices, KV.
 WEIGHT, CONST, INDEX, KV = "w.", "c.", "i.", "kv."
-_ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}), "gelu_tanh": ("Gelu", {"approximate": "tanh"}),
-           "relu": ("Relu", {})}
+_ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}),
+           "gelu_tanh": ("Gelu", {"approximate": "tanh"}), "relu": ("Relu", {})}
 
 
 def tensor(name: str, *shape: float) -> TensorInfo:

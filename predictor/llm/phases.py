@@ -197,7 +197,8 @@ class RequestModelTimes:
         return np.interp(context, self.contexts, self.decode_step_s)
 
 
-def request_steps(batch: int, n: int, m: int, points: int = DECODE_POINTS) -> tuple[list[Step], np.ndarray]:
+def request_steps(batch: int, n: int, m: int, points: int = DECODE_POINTS
+                  ) -> tuple[list[Step], np.ndarray]:
     """The prefill and sampled decode steps of a static batch, and the sampled contexts."""
     ctx = sample_contexts(decode_contexts(n, m), points)
     if len(ctx) == 0:

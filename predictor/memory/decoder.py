@@ -18,7 +18,8 @@ from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes, weight_b
 def layer_bytes(a: LLMArch, dtypes: TensorDtypes, experts: int) -> float:
     """Bytes of one layer of ``a`` holding ``experts`` of its experts."""
     small_bytes = dtype_bytes(dtypes.model_dtype)
-    attn = a.d_model * (a.q_dim + 2 * a.kv_dim) * weight_bytes_per_element(dtypes.weights, a.d_model)
+    attn = (a.d_model * (a.q_dim + 2 * a.kv_dim)
+            * weight_bytes_per_element(dtypes.weights, a.d_model))
     attn += a.q_dim * a.d_model * weight_bytes_per_element(dtypes.weights, a.q_dim)
     mats = 3 if a.gated_mlp else 2
     expert = ((mats - 1) * a.d_model * a.d_ff * weight_bytes_per_element(dtypes.weights, a.d_model)

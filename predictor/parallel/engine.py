@@ -76,7 +76,8 @@ def _checked_rows(work: ShardedWorkload) -> pd.DataFrame:
     rows = work.rows.reset_index(drop=True)
     missing = {"count", "layer", "phase"} - set(rows.columns)
     if missing:
-        raise ParallelPlanError(f"sharded workload rows lack column(s) {', '.join(sorted(missing))}")
+        raise ParallelPlanError("sharded workload rows lack column(s) "
+                                f"{', '.join(sorted(missing))}")
     layer = rows["layer"].to_numpy(dtype=int)
     n_slots = len(work.param_elems)
     if len(layer) and (layer.min() < 0 or layer.max() >= n_slots):
@@ -232,8 +233,6 @@ def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelP
     """Steps 3-7 of the module docstring, vectorised over the stages."""
     work, p, m = timed.work, plan.pp, plan.micro_batches
     starts = np.array([s[0] for s in stages])
-    last = np.arange(p) == p - 1
-    first = np.arange(p) == 0
     fwd = _per_stage(timed.slot_s[("forward", col)], starts)
     comm = {k: _per_stage(v, starts) for k, v in slot_comm_s(timed, plan, system).items()}
     zeros = np.zeros(p)
@@ -244,48 +243,74 @@ def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelP
                           for (ph, gg), v in comm.items() if gg == g), zeros) for g in GROUPS}
     p2p = group_time_s("send_recv", work.boundary_bytes, "pp", plan, system)
     if mode == "infer":
-        sends = (~last).astype(float)
+        sends = (~(np.arange(p) == p - 1)).astype(float)
         bwd = zeros
         per_mb = fwd + c_fwd + sends * p2p
         extra, sync, opt = c_fwd + sends * p2p, zeros, zeros
     else:
-        bwd = _per_stage(timed.slot_s[("backward", col)], starts)
-        if plan.recompute:
-            bwd = bwd + fwd
-            c_bwd = c_bwd + c_fwd
-        sends = (~last).astype(float) + (~first).astype(float)
-        w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
-        params = _per_stage(work.param_elems, starts)
-        grad_bytes = params * g_b
-        key = ("dp", system, plan.dp, plan.tp, plan.pp, plan.zero)
-        if key not in timed.cache:  # the same for every column and micro-batch count
-            timed.cache[key] = _dp_times(grad_bytes, params * w_b, plan, system)
-        t_sync, t_gather = timed.cache[key]
-        bucket = np.minimum(1.0, DDP_BUCKET_BYTES / np.maximum(grad_bytes, 1.0))
-        after = np.concatenate([[0.0], np.cumsum(bwd)[:-1]])  # D_i
-        floor = np.maximum(0.0, t_sync * np.where(grad_bytes > 0, bucket, 0.0) - after)
-        if plan.zero <= 1:
-            sync, zero_mb = np.maximum(t_sync - bwd - after, floor), zeros
-            groups["dp"] = t_sync + t_gather
-        elif plan.zero == 2:
-            sync, zero_mb = floor, np.maximum(0.0, t_sync - bwd)
-            groups["dp"] = m * t_sync + t_gather
-        else:
-            sync = floor
-            key = ("ag", system, plan.dp, plan.tp)
-            if key not in timed.cache:
-                timed.cache[key] = [group_time_s("all_gather", e * w_b, "dp", plan, system)
-                                    for e in work.param_elems]
-            slot_ag = timed.cache[key]
-            ag = _per_stage(slot_ag, starts)  # one gather per layer
-            zero_mb = np.maximum(0.0, ag - fwd) + np.maximum(0.0, ag + t_sync - bwd)
-            groups["dp"] = m * (2 * ag + t_sync)
-        opt = _per_stage(timed.slot_s[("update", col)], starts) / (plan.dp if plan.zero else 1)
-        if plan.zero in (1, 2):
-            opt = opt + t_gather
-        extra = c_fwd + c_bwd + sends * p2p + zero_mb
-        per_mb = fwd + bwd + extra
+        bwd, sends, sync, opt, extra, per_mb = _train_stages(
+            timed, starts, plan, system, col, fwd, c_fwd, c_bwd, p2p, groups)
     groups["pp"] = m * sends * p2p
+    return _critical_step(fwd, bwd, extra, sync, opt, per_mb, groups, m)
+
+
+def _train_stages(timed: TimedWorkload, starts: np.ndarray, plan: ParallelPlan, system: Any,
+                  col: str, fwd: np.ndarray, c_fwd: np.ndarray, c_bwd: np.ndarray,
+                  p2p: float, groups: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """A training step's per-stage (backward, sends, exposed sync, optimizer, extra per
+    micro-batch, time per micro-batch); sets ``groups["dp"]``."""
+    work, p = timed.work, plan.pp
+    bwd = _per_stage(timed.slot_s[("backward", col)], starts)
+    if plan.recompute:
+        bwd = bwd + fwd
+        c_bwd = c_bwd + c_fwd
+    last = np.arange(p) == p - 1
+    first = np.arange(p) == 0
+    sends = (~last).astype(float) + (~first).astype(float)
+    w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
+    params = _per_stage(work.param_elems, starts)
+    grad_bytes = params * g_b
+    key = ("dp", system, plan.dp, plan.tp, plan.pp, plan.zero)
+    if key not in timed.cache:  # the same for every column and micro-batch count
+        timed.cache[key] = _dp_times(grad_bytes, params * w_b, plan, system)
+    t_sync, t_gather = timed.cache[key]
+    sync, zero_mb, groups["dp"] = _zero_overlap(timed, starts, plan, system, fwd, bwd,
+                                                grad_bytes, t_sync, t_gather, w_b)
+    opt = _per_stage(timed.slot_s[("update", col)], starts) / (plan.dp if plan.zero else 1)
+    if plan.zero in (1, 2):
+        opt = opt + t_gather
+    extra = c_fwd + c_bwd + sends * p2p + zero_mb
+    per_mb = fwd + bwd + extra
+    return bwd, sends, sync, opt, extra, per_mb
+
+
+def _zero_overlap(timed: TimedWorkload, starts: np.ndarray, plan: ParallelPlan, system: Any,
+                  fwd: np.ndarray, bwd: np.ndarray, grad_bytes: np.ndarray,
+                  t_sync: np.ndarray, t_gather: np.ndarray, w_b: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per stage (exposed gradient sync, ZeRO time per micro-batch, the dp group's time)
+    under the plan's ZeRO stage."""
+    m = plan.micro_batches
+    bucket = np.minimum(1.0, DDP_BUCKET_BYTES / np.maximum(grad_bytes, 1.0))
+    after = np.concatenate([[0.0], np.cumsum(bwd)[:-1]])  # D_i
+    floor = np.maximum(0.0, t_sync * np.where(grad_bytes > 0, bucket, 0.0) - after)
+    if plan.zero <= 1:
+        return np.maximum(t_sync - bwd - after, floor), np.zeros(plan.pp), t_sync + t_gather
+    if plan.zero == 2:
+        return floor, np.maximum(0.0, t_sync - bwd), m * t_sync + t_gather
+    key = ("ag", system, plan.dp, plan.tp)
+    if key not in timed.cache:
+        timed.cache[key] = [group_time_s("all_gather", e * w_b, "dp", plan, system)
+                            for e in timed.work.param_elems]
+    ag = _per_stage(timed.cache[key], starts)  # one gather per layer
+    zero_mb = np.maximum(0.0, ag - fwd) + np.maximum(0.0, ag + t_sync - bwd)
+    return floor, zero_mb, m * (2 * ag + t_sync)
+
+
+def _critical_step(fwd: np.ndarray, bwd: np.ndarray, extra: np.ndarray, sync: np.ndarray,
+                   opt: np.ndarray, per_mb: np.ndarray, groups: dict[str, np.ndarray],
+                   m: int) -> _Step:
+    """The step of the pipeline's slowest stage (``one_f_one_b``) with its parts."""
     pipe = one_f_one_b(per_mb.tolist(), m)
     s = pipe.slowest
     compute = m * float(fwd[s] + bwd[s])

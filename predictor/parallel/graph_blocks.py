@@ -57,7 +57,8 @@ def attention_cores(order: list[OpNode], producer: dict[str, int]
     cores = []
     side: set[str] = set()
     for node in order:
-        if node.op_type != "Softmax" or not _is_float(node.input(0)) or len(node.input(0).shape) < 3:
+        if (node.op_type != "Softmax" or not _is_float(node.input(0))
+                or len(node.input(0).shape) < 3):
             continue
         t, steps = node.input(0), 0
         while t is not None and t.name in producer and steps < 8:

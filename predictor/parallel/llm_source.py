@@ -65,8 +65,8 @@ class LLMParallelSource:
     """``ParallelSource`` of a decoder LLM's training (module docstring).
 
     arch: the model (an ``LLMArch``, or a name / config path / ONNX decoder for
-    ``graph_import.llm.load.load_llm``); seq_tokens: tokens per sample; precision: the run's compute and
-    activation precision (``bf16`` mixed precision by default); runtime: the execution
+    ``graph_import.llm.load.load_llm``); seq_tokens: tokens per sample; precision: the run's
+    compute and activation precision (``bf16`` mixed precision by default); runtime: the execution
     profile's name (None: ``megatron-lm``, ``TRAINING_RUNTIME``: the framework such plans
     run on, with flash attention) — its ``attention`` (``fused`` / ``eager``)
     decides the attention kernels and what they keep; optimizer: ``adam`` or

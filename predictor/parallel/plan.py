@@ -31,7 +31,8 @@ def _check_devices(plan: ParallelPlan, n_devices: int) -> None:
     if plan.n_devices != n_devices:
         rest = plan.tp * plan.pp
         hint = (f"use dp={n_devices // rest}" if n_devices % rest == 0 else
-                f"choose tp x pp dividing {n_devices} (tp={plan.tp} x pp={plan.pp} = {rest} does not)")
+                f"choose tp x pp dividing {n_devices} (tp={plan.tp} x pp={plan.pp} = {rest} "
+                "does not)")
         raise ParallelPlanError(
             f"dp={plan.dp} x tp={plan.tp} x pp={plan.pp} = {plan.n_devices} devices but the "
             f"system has {n_devices}; {hint}")

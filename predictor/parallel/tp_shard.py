@@ -540,7 +540,8 @@ def _gather(node: OpNode, st: _State) -> Decision:
     data, idx = node.input(0), node.input(1)
     if data is None or idx is None or not node.outputs:
         return _replicated(node)
-    if data.name == st.vocab_table and st.axis_of(idx) is None and node.name not in st.replicate:  # vocab-parallel embedding
+    # vocab-parallel embedding
+    if data.name == st.vocab_table and st.axis_of(idx) is None and node.name not in st.replicate:
         st.split_weights[data.name] = int(data.shape[0])
         out = st.reduce_output(node.outputs[0], node)
         return Decision((out,), NodeShard(int(data.shape[0]), None, "vocab"))

@@ -76,7 +76,8 @@ class ParallelPlan:
             raise ParallelPlanError(f"zero must be 0, 1, 2 or 3 (ZeRO stage), got {self.zero!r}")
         for name in ("sequence_parallel", "recompute"):
             if not isinstance(getattr(self, name), bool):
-                raise ParallelPlanError(f"{name} must be true or false, got {getattr(self, name)!r}")
+                raise ParallelPlanError(f"{name} must be true or false, "
+                                        f"got {getattr(self, name)!r}")
 
     @property
     def n_devices(self) -> int:

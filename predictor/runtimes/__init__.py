@@ -3,8 +3,9 @@ runs a graph — which kernels it launches, their dispatch floor, its math defau
 
 ``get_runtime(name)``, ``runtime_names()``, ``resolve_runtime(name | None, device_kind)``,
 ``default_runtime_name(kind)``; LLM serving engines (profiles with a ``[serving]`` table):
-``default_serving_engine(kind)``, ``resolve_engine(name | None, hw)``; profiles are data (``profiles/*.toml`` + the user folder,
-``catalog``); kernel-mapping rules are registered pattern functions (``patterns``, ``rules``).
+``default_serving_engine(kind)``, ``resolve_engine(name | None, hw)``; profiles are data
+(``profiles/*.toml`` + the user folder, ``catalog``); kernel-mapping rules are registered
+pattern functions (``patterns``, ``rules``).
 """
 
 from roofcast.predictor.runtimes.catalog import (

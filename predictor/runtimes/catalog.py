@@ -143,6 +143,7 @@ def resolve_engine(name: str | ExecutionProfile | None, hw, *,
         engines = [n for n in runtime_names() if get_runtime(n).serving is not None
                    and _runs_there(get_runtime(n), hw.kind, hw.vendor)]
         raise PredictionError(f"runtime {prof.name!r} is not an LLM serving engine (no [serving] "
-                              f"table); for {hw.id} choose one of: {', '.join(engines) or '(none)'}")
+                              f"table); for {hw.id} choose one of: "
+                              f"{', '.join(engines) or '(none)'}")
     _refuse(prof, hw.kind, hw.vendor, serving=True)
     return prof

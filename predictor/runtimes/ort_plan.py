@@ -9,7 +9,7 @@ copy kernels, eliminated nodes free. Cached per (skeleton digest, dims, level). 
 budget (``ROOFCAST_ORT_PLAN_MAX_BYTES``, default 1 GiB), without ONNX Runtime or when it cannot
 load the model, the plan is the fallback rules (``rules_ort``) with a note saying why.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.ort_plan).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.ort_plan).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ only), math defaults (``tf32_families``, ``attention`` eager|fused, ``attention_
 ``precisions``, ``learned_from`` (whose measured kernels train its learned efficiencies), an
 optional ``[serving]`` table for LLM engines (``ServingSpec``), ``notes`` and ``sources``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.profile).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.profile).
 """
 
 from __future__ import annotations

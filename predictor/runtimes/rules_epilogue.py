@@ -9,7 +9,7 @@ folded shape maths do not count) — or two when the fused-into group is headed 
 head, by nodes inside the group: the SiLU diamond). Chains grow transitively (Conv -> BN ->
 Relu is one group). Pricing (one launch, summed FLOPs, external bytes): ``predictor.fusion``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_epilogue).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_epilogue).
 """
 
 from __future__ import annotations

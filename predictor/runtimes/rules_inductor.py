@@ -8,7 +8,7 @@ member (a kernel cannot start before its inputs exist); a group holds at most on
 reduction-class node; nothing fuses into a cuBLAS GEMM or convolution (extern kernels without
 ``max_autotune``). A group's bytes are its external inputs and outputs.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_inductor).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_inductor).
 """
 
 from __future__ import annotations

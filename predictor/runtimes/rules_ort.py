@@ -10,7 +10,7 @@ fallback of ``ort-optimized`` (``ort_plan``) when ONNX Runtime cannot be asked.
   tensor leaves or enters that region.
 The shared rules complete it (``gelu-erf``, ``epilogue``).
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_ort).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_ort).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ it already has. A ``Transpose`` read by anything else (``permute().contiguous()`
 negative-step slice stay copies. Calibrated on NeuSight's per-op PyTorch-eager traces of
 GPT-2-style models, where views read 6-10 µs of host dispatch and copies 90-210 µs.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_views).
+Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.rules_views).
 """
 
 from __future__ import annotations

@@ -220,6 +220,17 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
     cell."""
     estimator = task.estimator or PARALLEL_ESTIMATOR
     errors: dict[str, list[CellKey]] = defaultdict(list)
+    runtimes = _runtimes(task, errors)
+    by_device = _ready_by_device(task, runtimes, errors)
+    hws = _hardware(by_device, errors)
+    timed_on = _time_task(by_device, hws, estimator)
+    rows = _assembled(task, by_device, hws, timed_on, errors)
+    return _frames(task, errors, rows, estimator)
+
+
+def _runtimes(task: SweepTask, errors: dict[str, list[CellKey]]) -> dict[str, str]:
+    """hardware entry -> its runtime (``_runtime``); "" where that fails, its cells going to
+    ``errors`` (an unknown device / system or runtime)."""
     runtimes: dict[str, str] = {}
     for hardware in task.devices:
         try:
@@ -227,6 +238,13 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
         except Exception as exc:  # an unknown device / system or runtime: its cells only
             runtimes[hardware] = ""
             errors[message(exc)] += [c for c in task.cells() if c.hardware == hardware]
+    return runtimes
+
+
+def _ready_by_device(task: SweepTask, runtimes: dict[str, str],
+                     errors: dict[str, list[CellKey]]) -> dict[str, list[_Ready]]:
+    """device -> the cells built on it (``_prepare``); a cell that cannot run goes to
+    ``errors``."""
     by_device: dict[str, list[_Ready]] = defaultdict(list)
     memo: dict[tuple, ParallelSource | Exception] = {}
     for cell in task.cells():
@@ -238,13 +256,27 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
             errors[message(exc)].append(cell)
             continue
         by_device[ready.system.device].append(ready)
+    return by_device
+
+
+def _hardware(by_device: dict[str, list[_Ready]], errors: dict[str, list[CellKey]]
+              ) -> dict[str, Any]:
+    """device -> its spec; a device the catalog lacks leaves ``by_device``, its cells going
+    to ``errors``."""
     hws: dict[str, Any] = {}
     for device in list(by_device):
         try:
             hws[device] = get_device(device)
         except Exception as exc:  # a system file naming a device the catalog lacks
             errors[message(exc)] += [r.cell for r in by_device.pop(device)]
-    timed_on = _time_task(by_device, hws, estimator)
+    return hws
+
+
+def _assembled(task: SweepTask, by_device: dict[str, list[_Ready]], hws: dict[str, Any],
+               timed_on: dict[str, dict[int, TimedWorkload | str]],
+               errors: dict[str, list[CellKey]]) -> list[tuple[CellKey, dict[str, Any]]]:
+    """(cell, metric columns) of each timed cell (``engine.assemble``); a cell whose timing
+    or assembly fails goes to ``errors``."""
     rows: list[tuple[CellKey, dict[str, Any]]] = []
     for device, cells in by_device.items():
         hw, timed = hws[device], timed_on[device]
@@ -259,6 +291,12 @@ def run_parallel(task: SweepTask) -> pd.DataFrame:
                 rows.append((r.cell, _row(r, pred, hw, task.llm)))
             except Exception as exc:
                 errors[message(exc)].append(r.cell)
+    return rows
+
+
+def _frames(task: SweepTask, errors: dict[str, list[CellKey]],
+            rows: list[tuple[CellKey, dict[str, Any]]], estimator: Any) -> pd.DataFrame:
+    """The error rows (per message, in the order met) then the predicted rows."""
     frames = [error_rows(task, cells, text) for text, cells in errors.items()]
     if rows:
         keys = [c for c, _ in rows]

@@ -162,6 +162,18 @@ def _run(task: SweepTask) -> pd.DataFrame:
     if wrong:
         errors.append(error_rows(task, wrong, f"ServingCellError: serving cells take mode "
                                               f"{SERVE!r}, not {wrong[0].mode!r}"))
+    entries = _entries(task, runtime, errors)
+    frames: list[pd.DataFrame] = []
+    if SERVE in task.modes and entries:
+        for plan in task.plans:
+            _run_plan(task, arch, plan, runtime, entries, frames, errors)
+    return concat([*frames, _known(concat(errors), entries)])
+
+
+def _entries(task: SweepTask, runtime: str | None, errors: list[pd.DataFrame]
+             ) -> dict[str, _Entry]:
+    """hardware text -> its resolved entry (``_entry``); the cells of one that does not
+    resolve go to ``errors``."""
     entries: dict[str, _Entry] = {}
     engines: dict[tuple[str, str], ExecutionProfile | Exception] = {}
     for text in task.devices:
@@ -169,53 +181,63 @@ def _run(task: SweepTask) -> pd.DataFrame:
             entries[text] = _entry(text, runtime, engines)
         except Exception as exc:  # an unknown device / system, a wrong engine
             errors.append(error_rows(task, _keys(task, [text], modes_of(task)), message(exc)))
-    frames: list[pd.DataFrame] = []
-    if SERVE not in task.modes or not entries:
-        return concat([*frames, _known(concat(errors), entries)])
-    for plan in task.plans:
+    return entries
+
+
+def _run_plan(task: SweepTask, arch: LLMArch, plan: str, runtime: str | None,
+              entries: dict[str, _Entry], frames: list[pd.DataFrame],
+              errors: list[pd.DataFrame]) -> None:
+    """Predict the cells of one plan into ``frames``; failing cells go to ``errors``."""
+    try:
+        given = serving_plan(plan)
+        sh = Sharding(given.get("tp", 1), given.get("pp", 1), given.get("ep", 1))
+        check_sharding(arch, sh)
+    except Exception as exc:  # a degree the model cannot take: the plan's cells
+        errors.append(error_rows(task, _keys(task, list(entries), plans=(plan,)),
+                                 message(exc)))
+        return
+    groups = _groups(task, plan, entries, given, sh, errors)
+    if not groups:
+        return
+    for precision, tokens in product(task.precisions, task.tokens):
+        combo = _Combo(precision, plan, tokens, ServingConfig(
+            input_tokens=tokens[0], output_tokens=tokens[1], weights=precision,
+            activations=activations_of(precision), runtime=runtime,
+            tp=sh.tp, pp=sh.pp, ep=sh.ep))
         try:
-            given = serving_plan(plan)
-            sh = Sharding(given.get("tp", 1), given.get("pp", 1), given.get("ep", 1))
-            check_sharding(arch, sh)
-        except Exception as exc:  # a degree the model cannot take: the plan's cells
-            errors.append(error_rows(task, _keys(task, list(entries), plans=(plan,)),
+            TensorDtypes.of(combo.cfg)  # an unknown dtype fails its cells at once
+        except Exception as exc:
+            errors.append(error_rows(task, _keys(task, [lay.entry.text for g in groups
+                                                        for lay in g],
+                                                 plans=(plan,), precisions=(precision,),
+                                                 tokens=(tokens,)), message(exc)))
+            continue
+        for layouts in groups:
+            got, failed = _predict(task, arch, combo, layouts, task.batches,
+                                   estimator_of(task))
+            frames += got
+            errors += failed
+
+
+def _groups(task: SweepTask, plan: str, entries: dict[str, _Entry], given: dict[str, int],
+            sh: Sharding, errors: list[pd.DataFrame]) -> list[list[_Layout]]:
+    """The entries' layouts under a plan, grouped one ``predict_many`` call each: those with
+    no system of their own per engine, then each replica in a larger system alone. An entry
+    the plan does not fit goes to ``errors``."""
+    shared: dict[str, list[_Layout]] = {}  # system None: one call per engine
+    alone: list[list[_Layout]] = []  # a replica in a larger system: one call per entry
+    for text, entry in entries.items():
+        try:
+            lay = _layout(entry, given, sh)
+        except Exception as exc:  # a plan too big for a system, devices not filling nodes
+            errors.append(error_rows(task, _keys(task, [text], plans=(plan,)),
                                      message(exc)))
             continue
-        shared: dict[str, list[_Layout]] = {}  # system None: one call per engine
-        alone: list[list[_Layout]] = []  # a replica in a larger system: one call per entry
-        for text, entry in entries.items():
-            try:
-                lay = _layout(entry, given, sh)
-            except Exception as exc:  # a plan too big for a system, devices not filling nodes
-                errors.append(error_rows(task, _keys(task, [text], plans=(plan,)),
-                                         message(exc)))
-                continue
-            if lay.system is None:
-                shared.setdefault(entry.engine.name, []).append(lay)
-            else:
-                alone.append([lay])
-        groups = [*shared.values(), *alone]
-        if not groups:
-            continue
-        for precision, tokens in product(task.precisions, task.tokens):
-            combo = _Combo(precision, plan, tokens, ServingConfig(
-                input_tokens=tokens[0], output_tokens=tokens[1], weights=precision,
-                activations=activations_of(precision), runtime=runtime,
-                tp=sh.tp, pp=sh.pp, ep=sh.ep))
-            try:
-                TensorDtypes.of(combo.cfg)  # an unknown dtype fails its cells at once
-            except Exception as exc:
-                errors.append(error_rows(task, _keys(task, [lay.entry.text for g in groups
-                                                            for lay in g],
-                                                     plans=(plan,), precisions=(precision,),
-                                                     tokens=(tokens,)), message(exc)))
-                continue
-            for layouts in groups:
-                got, failed = _predict(task, arch, combo, layouts, task.batches,
-                                       estimator_of(task))
-                frames += got
-                errors += failed
-    return concat([*frames, _known(concat(errors), entries)])
+        if lay.system is None:
+            shared.setdefault(entry.engine.name, []).append(lay)
+        else:
+            alone.append([lay])
+    return [*shared.values(), *alone]
 
 
 def _known(errors: pd.DataFrame, entries: dict[str, _Entry]) -> pd.DataFrame:

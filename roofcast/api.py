@@ -86,13 +86,13 @@ def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | No
     ``model``: a ``Model`` (``load_model``) or anything ``load_model`` takes; ``batch`` and
     ``dims`` (re)bind its dims (batch defaults to 1); ``hw``: see ``device``; ``settings``:
     ``runtime`` (None: the device kind's default; one that does not run on ``hw`` is refused,
-    naming those that do), ``precision`` (``fp32``), ``mode`` (``infer``|``train``), ``threads`` (CPU threads),
-    ``inter_op`` (critical-path time), ``fusion``, ``optimizer``. The ``Prediction`` holds
-    ``per_op`` (one row per kernel, seconds), ``total_s``/``total_ms`` (sequential sum),
-    ``time_s`` (the step: critical path with ``inter_op``), ``lower_s``/``upper_s`` (interval),
-    ``by_op_type``/``by_bound``/``by_phase``, ``memory`` (bytes), ``estimator`` (None:
-    ``time-roofline`` on one device, ``roofline+eff`` on several) and the
-    learned estimators' OOD flags (``ood``, ``ood_ops``, ``summary``).
+    naming those that do), ``precision`` (``fp32``), ``mode`` (``infer``|``train``), ``threads``
+    (CPU threads), ``inter_op`` (critical-path time), ``fusion``, ``optimizer``. The
+    ``Prediction`` holds ``per_op`` (one row per kernel, seconds), ``total_s``/``total_ms``
+    (sequential sum), ``time_s`` (the step: critical path with ``inter_op``),
+    ``lower_s``/``upper_s`` (interval), ``by_op_type``/``by_bound``/``by_phase``, ``memory``
+    (bytes), ``estimator`` (None: ``time-roofline`` on one device, ``roofline+eff`` on several)
+    and the learned estimators' OOD flags (``ood``, ``ood_ops``, ``summary``).
 
     Several devices: any of ``system=`` (a catalog system or what-if, ``systems()``),
     ``devices=`` (N of ``hw``), ``dp=``, ``tp=``, ``pp=``, ``ep=``, ``micro_batches=``,
@@ -133,9 +133,9 @@ def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None 
             **settings: Any) -> pd.DataFrame:
     """One row per device of ``hws`` (``predictor.compare.COMPARE_COLUMNS``): ``time_s`` with
     its interval ``lower_s``..``upper_s``, ``speedup`` over ``baseline`` (default: the first
-    device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper bound), throughput (samples/s), cost and power per
-    throughput, memory (bytes) and whether it fits, and the ``runtime`` modelled on the device.
-    Keywords as for ``predict``."""
+    device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper
+    bound), throughput (samples/s), cost and power per throughput, memory (bytes) and whether
+    it fits, and the ``runtime`` modelled on the device. Keywords as for ``predict``."""
     runtimes = _device_runtimes(hws, settings.get("runtime"))  # refused before any work
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
@@ -165,8 +165,9 @@ def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
            runtime: str | None = None, **options: Any) -> Advice:
     """The predicted-best run settings (threads, inter-op, batch, precision, fusion) of
     ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against the
-    defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``); ``runtime``: as for ``predict``.
-    ``options``: ``max_batch``, ``precisions``, ``modes``, ``fusions``."""
+    defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``);
+    ``runtime``: as for ``predict``. ``options``: ``max_batch``, ``precisions``, ``modes``,
+    ``fusions``."""
     m = _model(model, batch, dims)
     spec = device(hw)
     resolve_runtime(runtime, spec.kind)  # refused before any work
@@ -402,6 +403,7 @@ def _source(model: Model) -> Callable[[int], Any]:
     return model.graph_at
 
 
-__all__ = ["OBJECTIVES", "AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
-           "device", "llm", "llm_configs", "load_model", "make_estimator", "plan", "predict",
-           "predict_parallel", "runtimes", "sweep", "system", "systems", "train", "zoo_models"]
+__all__ = ["OBJECTIVES", "AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise",
+           "compare", "device", "llm", "llm_configs", "load_model", "make_estimator", "plan",
+           "predict", "predict_parallel", "runtimes", "sweep", "system", "systems", "train",
+           "zoo_models"]

@@ -54,7 +54,7 @@ from roofcast.predictor.sweep import sweep as _sweep
 
 if TYPE_CHECKING:
     from roofcast.graph_import.llm.arch import LLMArch
-    from roofcast.predictor.llm.types import ServingPrediction
+    from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
     from roofcast.predictor.parallel.types import ParallelPrediction
 
 #: the execution settings ``predict``/``compare`` take as keywords (``RunConfig`` fields).
@@ -275,17 +275,32 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     ``predict_serving(..., system=)`` times the kernels per device and the collectives on the
     system's links. ``plan(model, system, mode="serve")`` ranks every (tp, pp) instead.
     """
-    from roofcast.predictor.llm.serving import predict_many, predict_serving
-    from roofcast.predictor.llm.types import ServingConfig
-
-    # checked by the serving model (positive lengths within the context, one of batch and
-    # concurrency, known dtypes the engine runs), which raises PredictionError naming the value
-    degrees = {k: v for k, v in {"tp": tp, "pp": pp, "ep": ep}.items() if v != 1}
-    cfg = ServingConfig(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
-                        concurrency=concurrency, weights=weights, kv_cache=kv_cache,
-                        activations=activations, runtime=runtime, **degrees)
+    cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
+                          concurrency=concurrency, weights=weights, kv_cache=kv_cache,
+                          activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep)
     if system is not None or devices is not None:
         return _llm_on_systems(model, hw, cfg, system, devices, estimator)
+    return _llm_on_devices(model, hw, cfg, estimator)
+
+
+def _serving_config(*, tp: int, pp: int, ep: int, **settings: Any) -> ServingConfig:
+    """``llm``'s keywords as a ``ServingConfig`` (parallel degrees of 1 left to its defaults).
+
+    Checked by the serving model (positive lengths within the context, one of batch and
+    concurrency, known dtypes the engine runs), which raises PredictionError naming the value.
+    """
+    from roofcast.predictor.llm.types import ServingConfig
+
+    degrees = {k: v for k, v in {"tp": tp, "pp": pp, "ep": ep}.items() if v != 1}
+    return ServingConfig(**settings, **degrees)
+
+
+def _llm_on_devices(model: Any, hw: Any, cfg: ServingConfig,
+                    estimator: str | None) -> ServingPrediction | pd.DataFrame:
+    """``llm`` on one device (one prediction) or on each of a list (a DataFrame); every device
+    resolved before any work."""
+    from roofcast.predictor.llm.serving import predict_many, predict_serving
+
     if hw is None:
         raise PredictionError("give hw= (a device or a list), or system= / devices= for "
                               "several devices serving one replica")

@@ -21,8 +21,8 @@ load average is printed before and after; compare the variants (all predicted ag
 same measurement), not runs on different days. Beside the wall time, ``cpu_ms``: the median
 CPU time of the process per run (``time.process_time``); at one thread it is the run's time
 without the waits for a core that other processes cause, and the summary also scores the
-one-thread runs against it (``err_vs_cpu``; two threads spin-wait, so theirs is not a time). ``--measured FILE`` reuses a CSV of an earlier
-measurement when it exists, else writes it.
+one-thread runs against it (``err_vs_cpu``; two threads spin-wait, so theirs is not a time).
+``--measured FILE`` reuses a CSV of an earlier measurement when it exists, else writes it.
 
 **Predicted** on ``local`` with ``--threads`` of the run, by ``--estimator learned``
 (``e2e_estimate_ms``: the learned end-to-end figure ``roofcast predict`` prints) and ``auto``

@@ -50,8 +50,10 @@ def fit_rows(table) -> tuple[pd.DataFrame, dict[str, int]]:
         return rows[~mask]
 
     rows = drop(~rows["figure"].isin(FIT_FIGURES),
-                lambda r: r["figure"] + " rows: benchmarked, not fitted (duplicates or dtype study)")
-    rows = drop(~rows["engine"].isin(engines), lambda r: "engine " + r["engine"] + " has no profile")
+                lambda r: r["figure"] + " rows: benchmarked, not fitted "
+                "(duplicates or dtype study)")
+    rows = drop(~rows["engine"].isin(engines),
+                lambda r: "engine " + r["engine"] + " has no profile")
     rows = drop((rows["weights"] != "fp16") | (rows["kv_cache"] != "fp16"),
                 lambda r: "quantised rows: benchmarked, not fitted")
     rows = rows.reset_index(drop=True)

@@ -15,8 +15,9 @@ Two figures per mode: ``tracemalloc``'s peak over the run (the Python and numpy 
 pandas' blocks included; not pyarrow's own buffers) and the child's ``ru_maxrss`` (the whole
 process: with ``--scheduler local`` it also predicts, so it carries the predictor's caches and
 imports and the task's transient arrays in both modes; ``dask-local:1`` leaves the client only
-the client's work, plus the in-process Dask scheduler). ``held_MB`` = the in-memory table's ``memory_usage(deep=True)``, what the
-memory mode must hold at least once. The machine's load average is printed.
+the client's work, plus the in-process Dask scheduler). ``held_MB`` = the in-memory table's
+``memory_usage(deep=True)``, what the memory mode must hold at least once. The machine's load
+average is printed.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ gets ``cost=None`` and an entry in ``Graph.unresolved``; a node without a rule i
 once, plus 8/4-bit integer initializers read by quantised ops (other integer tensors are
 indices, masks or shapes).
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.build).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.build).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ one over ``DATA_PROP_MAX_ELEMS`` by an ``Identity`` of a value-less graph input 
 type, so inference still shapes its consumers and nothing is materialised (the original model
 keeps the node for costing).
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.generators).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.generators).
 """
 
 from __future__ import annotations

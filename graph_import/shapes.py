@@ -7,7 +7,7 @@ outputs of contrib ops (``contrib_shapes``) and re-infer after them (``propagate
 the graph changes (at most ``max_iterations`` rounds). The result maps every tensor to its dtype
 and dims (ints when concrete, else the symbolic name or ``"?"``) plus known constant values.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.shapes).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.shapes).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Add) / (K − 1)). Ceilings are the best of several rounds: load only slows a ti
 result is a catalog device document (kind ``cpu``, id ``local``) with the raw curves in
 ``[calibration]``, written atomically.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.calibrate).
+Rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.calibrate).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Three ways in, one implementation (:func:`derive_from_doc`):
 - a device file with ``base = "h100-sxm"`` plus any keys of the schema and scale factors;
 - inline wherever a device id is accepted: ``"h100-sxm:mem_bw_GBps=6700,l2_MB=100"``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.derive).
+Rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.derive).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ TOML. :func:`fingerprint` stats the entries for the catalog cache without raisin
 :class:`SkippedFiles` is the loader's policy: a built-in file raises, a user file is skipped
 with a one-line warning.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.device_files).
+Rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.device_files).
 """
 
 from __future__ import annotations

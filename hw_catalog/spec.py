@@ -6,11 +6,11 @@ converts. A what-if device is ``dataclasses.replace(spec, mem_bw_Bps=2 * spec.me
 (``__post_init__`` re-checks positivity) or a derived file / inline spec (``derive.py``).
 
 Peak lookup: ``spec.peak(engine, dtype)`` returns the device's peak for the (engine, dtype) pair
-if the device has that unit; otherwise it walks the tiers of ``FALLBACKS`` (``roofcast.dtypes``) and
-picks the *fastest* candidate of the first tier the device has any of — the runtime is assumed
-to pick the fastest kernel among the paths that compute the requested dtype at the same or
-higher precision. The lookup's ``note`` says which path was used and why. ``data``/``free`` ops have no compute peak: ``flops_per_s`` is
-``inf`` so that compute time = FLOPs / peak = 0.
+if the device has that unit; otherwise it walks the tiers of ``FALLBACKS`` (``roofcast.dtypes``)
+and picks the *fastest* candidate of the first tier the device has any of — the runtime is
+assumed to pick the fastest kernel among the paths that compute the requested dtype at the same
+or higher precision. The lookup's ``note`` says which path was used and why. ``data``/``free``
+ops have no compute peak: ``flops_per_s`` is ``inf`` so that compute time = FLOPs / peak = 0.
 """
 
 from __future__ import annotations

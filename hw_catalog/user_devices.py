@@ -8,7 +8,7 @@
     name = "..."
     mem_bw_scale = 2.0
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.user_devices).
+Rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.user_devices).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ from roofcast.predictor.sweep import sweep as _sweep
 
 if TYPE_CHECKING:
     from roofcast.graph_import.llm.arch import LLMArch
-    from roofcast.predictor.llm.types import ServingPrediction
+    from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
     from roofcast.predictor.parallel.types import ParallelPrediction
 
 #: the execution settings ``predict``/``compare`` take as keywords (``RunConfig`` fields).
@@ -86,13 +86,13 @@ def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | No
     ``model``: a ``Model`` (``load_model``) or anything ``load_model`` takes; ``batch`` and
     ``dims`` (re)bind its dims (batch defaults to 1); ``hw``: see ``device``; ``settings``:
     ``runtime`` (None: the device kind's default; one that does not run on ``hw`` is refused,
-    naming those that do), ``precision`` (``fp32``), ``mode`` (``infer``|``train``), ``threads`` (CPU threads),
-    ``inter_op`` (critical-path time), ``fusion``, ``optimizer``. The ``Prediction`` holds
-    ``per_op`` (one row per kernel, seconds), ``total_s``/``total_ms`` (sequential sum),
-    ``time_s`` (the step: critical path with ``inter_op``), ``lower_s``/``upper_s`` (interval),
-    ``by_op_type``/``by_bound``/``by_phase``, ``memory`` (bytes), ``estimator`` (None:
-    ``time-roofline`` on one device, ``roofline+eff`` on several) and the
-    learned estimators' OOD flags (``ood``, ``ood_ops``, ``summary``).
+    naming those that do), ``precision`` (``fp32``), ``mode`` (``infer``|``train``), ``threads``
+    (CPU threads), ``inter_op`` (critical-path time), ``fusion``, ``optimizer``. The
+    ``Prediction`` holds ``per_op`` (one row per kernel, seconds), ``total_s``/``total_ms``
+    (sequential sum), ``time_s`` (the step: critical path with ``inter_op``),
+    ``lower_s``/``upper_s`` (interval), ``by_op_type``/``by_bound``/``by_phase``, ``memory``
+    (bytes), ``estimator`` (None: ``time-roofline`` on one device, ``roofline+eff`` on several)
+    and the learned estimators' OOD flags (``ood``, ``ood_ops``, ``summary``).
 
     Several devices: any of ``system=`` (a catalog system or what-if, ``systems()``),
     ``devices=`` (N of ``hw``), ``dp=``, ``tp=``, ``pp=``, ``ep=``, ``micro_batches=``,
@@ -133,9 +133,9 @@ def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None 
             **settings: Any) -> pd.DataFrame:
     """One row per device of ``hws`` (``predictor.compare.COMPARE_COLUMNS``): ``time_s`` with
     its interval ``lower_s``..``upper_s``, ``speedup`` over ``baseline`` (default: the first
-    device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper bound), throughput (samples/s), cost and power per
-    throughput, memory (bytes) and whether it fits, and the ``runtime`` modelled on the device.
-    Keywords as for ``predict``."""
+    device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper
+    bound), throughput (samples/s), cost and power per throughput, memory (bytes) and whether
+    it fits, and the ``runtime`` modelled on the device. Keywords as for ``predict``."""
     runtimes = _device_runtimes(hws, settings.get("runtime"))  # refused before any work
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
@@ -165,8 +165,9 @@ def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
            runtime: str | None = None, **options: Any) -> Advice:
     """The predicted-best run settings (threads, inter-op, batch, precision, fusion) of
     ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against the
-    defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``); ``runtime``: as for ``predict``.
-    ``options``: ``max_batch``, ``precisions``, ``modes``, ``fusions``."""
+    defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``);
+    ``runtime``: as for ``predict``. ``options``: ``max_batch``, ``precisions``, ``modes``,
+    ``fusions``."""
     m = _model(model, batch, dims)
     spec = device(hw)
     resolve_runtime(runtime, spec.kind)  # refused before any work
@@ -274,17 +275,32 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     ``predict_serving(..., system=)`` times the kernels per device and the collectives on the
     system's links. ``plan(model, system, mode="serve")`` ranks every (tp, pp) instead.
     """
-    from roofcast.predictor.llm.serving import predict_many, predict_serving
-    from roofcast.predictor.llm.types import ServingConfig
-
-    # checked by the serving model (positive lengths within the context, one of batch and
-    # concurrency, known dtypes the engine runs), which raises PredictionError naming the value
-    degrees = {k: v for k, v in {"tp": tp, "pp": pp, "ep": ep}.items() if v != 1}
-    cfg = ServingConfig(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
-                        concurrency=concurrency, weights=weights, kv_cache=kv_cache,
-                        activations=activations, runtime=runtime, **degrees)
+    cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
+                          concurrency=concurrency, weights=weights, kv_cache=kv_cache,
+                          activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep)
     if system is not None or devices is not None:
         return _llm_on_systems(model, hw, cfg, system, devices, estimator)
+    return _llm_on_devices(model, hw, cfg, estimator)
+
+
+def _serving_config(*, tp: int, pp: int, ep: int, **settings: Any) -> ServingConfig:
+    """``llm``'s keywords as a ``ServingConfig`` (parallel degrees of 1 left to its defaults).
+
+    Checked by the serving model (positive lengths within the context, one of batch and
+    concurrency, known dtypes the engine runs), which raises PredictionError naming the value.
+    """
+    from roofcast.predictor.llm.types import ServingConfig
+
+    degrees = {k: v for k, v in {"tp": tp, "pp": pp, "ep": ep}.items() if v != 1}
+    return ServingConfig(**settings, **degrees)
+
+
+def _llm_on_devices(model: Any, hw: Any, cfg: ServingConfig,
+                    estimator: str | None) -> ServingPrediction | pd.DataFrame:
+    """``llm`` on one device (one prediction) or on each of a list (a DataFrame); every device
+    resolved before any work."""
+    from roofcast.predictor.llm.serving import predict_many, predict_serving
+
     if hw is None:
         raise PredictionError("give hw= (a device or a list), or system= / devices= for "
                               "several devices serving one replica")
@@ -402,6 +418,7 @@ def _source(model: Model) -> Callable[[int], Any]:
     return model.graph_at
 
 
-__all__ = ["OBJECTIVES", "AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise", "compare",
-           "device", "llm", "llm_configs", "load_model", "make_estimator", "plan", "predict",
-           "predict_parallel", "runtimes", "sweep", "system", "systems", "train", "zoo_models"]
+__all__ = ["OBJECTIVES", "AutoEstimator", "ExecutionProfile", "Model", "Prediction", "advise",
+           "compare", "device", "llm", "llm_configs", "load_model", "make_estimator", "plan",
+           "predict", "predict_parallel", "runtimes", "sweep", "system", "systems", "train",
+           "zoo_models"]

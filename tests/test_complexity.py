@@ -21,7 +21,6 @@ REASON = "Long because:"
 _LAYERS = {
     ("app/commands/predict.py", "run"),
     ("app/commands/train.py", "run"),
-    ("roofcast/api.py", "llm"),
 }
 # owned by helper appui during issue 25; the lead clears this list after merging
 _APPUI = {
@@ -31,10 +30,7 @@ _APPUI = {
 }
 # owned by helper reliab during issue 25; the lead clears this list after merging
 _RELIAB = {("app/sweep_files.py", "extract_zip")}
-# owned by helper docs during issue 25 (dev scripts leave the wheel); the lead clears this list
-# after merging
-_DOCS: set[tuple[str, str]] = set()  # the dev scripts moved to tools/
-ALLOWED = _LAYERS | _APPUI | _RELIAB | _DOCS
+ALLOWED = _LAYERS | _APPUI | _RELIAB
 
 
 def _modules() -> list[Path]:

@@ -10,7 +10,7 @@ row by row inside one store transaction: one bad row rejects the file, nothing w
 (``public_kernels``), costed by the project's rules; rows it does not model are stored uncosted,
 rows it cannot store are counted with the reason in ``ImportReport.not_imported``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.importers).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.importers).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Layout (Hive partitioning, what pyarrow and Dask read back)::
     DIR/_roofcast_export.json                   manifest: format, partition column, rows, columns
     DIR/device_id=<id, URI-escaped>/part-<n>.parquet    at most ``ROWS_PER_FILE`` rows per file
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.partitioned).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.partitioned).
 """
 
 from __future__ import annotations

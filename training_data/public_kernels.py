@@ -6,7 +6,7 @@ NeuSight (MIT, sitar-lab/NeuSight) fp32 ``bmm``/``linear``/``conv2d`` and vector
 T4, V100, A100; DeepBench (Apache-2.0, baidu-research/DeepBench) GEMM and conv (fwd, bwd-data,
 bwd-filter) in fp32/fp16/int8 on many devices.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.public_kernels).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.public_kernels).
 """
 
 from __future__ import annotations

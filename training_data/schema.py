@@ -11,7 +11,7 @@ A time column may instead be given in milliseconds, microseconds or nanoseconds 
 t_s = t_ms * 1e-3 = t_us * 1e-6 = t_ns * 1e-9. Giving both spellings of one time is an error.
 FLOPs count one multiply-add as 2 FLOPs; bytes are unfused kernel traffic (``graph_import``).
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.schema).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.schema).
 """
 
 from __future__ import annotations

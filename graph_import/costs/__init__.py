@@ -11,7 +11,7 @@ each output written once, at the dtype's itemsize; ``weight_bytes`` (initializer
 of ``bytes_read``. Engines: MATRIX, VECTOR (elementwise, norms, reductions, pooling), DATA (pure
 movement, 0 FLOPs), FREE only via ``FREE_OPS``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ row to the FLOPs/bytes roofline, never a guess. MatMul: ``Y[.., M, N] = A[.., M,
 LSTM/GRU/RNN: ``batch = D·S`` steps of ``M = B, N = G·H, K = I + H``; a two-operand Einsum
 contraction by its index roles.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.gemm_dims).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.gemm_dims).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the op's registry entry (``register(..., inner_elems=inner_softmax)``), like
 (R·S) for convolutions; an op without a rule has no inner size (NaN in the workload
 table).
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.inner_dims).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.inner_dims).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Elementwise FLOPs per hidden unit per step (``RECURRENT_ELEMENTWISE``): LSTM 22 
 +6 peepholes), GRU 17 (+6 bias), RNN 2 (+2 bias). Every sequence is costed at the full S steps.
 Bytes: X, weights and initial states read once, Y, Y_h, Y_c written once.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.recurrent).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.recurrent).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ twice, or a family / backward kind outside the vocabularies, fails at import. Pu
 listed in ``FREE_OPS``; anything neither registered nor free is *unsupported* and reported,
 never costed as zero.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.registry).
+Rationale: ``docs/design/module-notes.md`` (roofcast.graph_import.costs.registry).
 """
 
 from __future__ import annotations

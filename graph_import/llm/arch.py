@@ -8,9 +8,9 @@ Counts (no units: elements; ``_bytes`` names are bytes):
 
 * attention projections per layer: Q ``d_model x n_heads*head_dim``, K and V
   ``d_model x n_kv_heads*head_dim`` each, O ``n_heads*head_dim x d_model``;
-* MLP per layer and expert: gated (SwiGLU/GeGLU) ``3 * d_model * d_ff``, else ``2 * d_model * d_ff``;
-  MoE layers hold ``n_experts`` of them plus a router ``d_model x n_experts``; a token runs
-  ``experts_per_token`` of them;
+* MLP per layer and expert: gated (SwiGLU/GeGLU) ``3 * d_model * d_ff``, else
+  ``2 * d_model * d_ff``; MoE layers hold ``n_experts`` of them plus a router
+  ``d_model x n_experts``; a token runs ``experts_per_token`` of them;
 * KV cache per token = ``2 * n_layers * n_kv_heads * head_dim`` elements (K and V).
 """
 
@@ -114,5 +114,6 @@ class LLMArch:
         return self.params - self.n_layers * max(inactive, 0)
 
     def kv_elements_per_token(self) -> int:
-        """K and V elements one token adds to the cache: ``2 * n_layers * n_kv_heads * head_dim``."""
+        """K and V elements one token adds to the cache:
+        ``2 * n_layers * n_kv_heads * head_dim``."""
         return 2 * self.n_layers * self.kv_dim

@@ -131,9 +131,9 @@ def decilm(c: ConfigFields) -> dict[str, Any]:
             raise c.error("'num_key_value_heads_per_layer' must be a list of head counts")
         if len({repr(v) for v in per_layer}) > 1:
             raise c.error(
-                f"'num_key_value_heads_per_layer' varies across layers ({min(per_layer, key=repr)}.."
-                f"{max(per_layer, key=repr)}); roofcast models one key/value head count for all "
-                "layers, so this DeciLM variant cannot be represented"
+                "'num_key_value_heads_per_layer' varies across layers "
+                f"({min(per_layer, key=repr)}..{max(per_layer, key=repr)}); roofcast models one "
+                "key/value head count for all layers, so this DeciLM variant cannot be represented"
             )
         c = ConfigFields({**c.data, "num_key_value_heads": per_layer[0]}, c.family, c.where)
     return _llama_like(c)
@@ -166,8 +166,9 @@ def qwen2(c: ConfigFields) -> dict[str, Any]:
         first = c.whole("max_window_layers", kind="layers", default=0, lowest=0)
         if 0 < first < arch["n_layers"]:
             raise c.error(
-                f"sliding-window attention on layers {first}.. only ('max_window_layers' = {first}) "
-                "is not modelled; set 'use_sliding_window' to false to predict full attention"
+                f"sliding-window attention on layers {first}.. only "
+                f"('max_window_layers' = {first}) is not modelled; set 'use_sliding_window' to "
+                "false to predict full attention"
             )
         if first == 0:
             arch["sliding_window"] = _sliding_window(c)
@@ -453,8 +454,10 @@ def phi(c: ConfigFields) -> dict[str, Any]:
 UNREPRESENTABLE: dict[str, str] = {
     "gemma2": "Gemma 2 alternates sliding-window and global attention layer by layer",
     "gemma3": "Gemma 3 mixes sliding-window and global attention layers",
-    "deepseek_v2": "DeepSeek-V2 uses multi-head latent attention (a compressed KV cache) and shared experts",
-    "deepseek_v3": "DeepSeek-V3 uses multi-head latent attention (a compressed KV cache) and dense first layers",
+    "deepseek_v2": ("DeepSeek-V2 uses multi-head latent attention (a compressed KV cache) and "
+                    "shared experts"),
+    "deepseek_v3": ("DeepSeek-V3 uses multi-head latent attention (a compressed KV cache) and "
+                    "dense first layers"),
     "mamba": "Mamba is a state-space model with no attention and no KV cache",
     "mamba2": "Mamba-2 is a state-space model with no attention and no KV cache",
     "jamba": "Jamba mixes Mamba and attention layers",

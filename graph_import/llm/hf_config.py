@@ -55,7 +55,8 @@ def read_config_file(path: str | Path) -> bytes:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
             raise LLMConfigError(
-                f"{str(path)!r} is not a regular file (a device, pipe or socket): give a config.json"
+                f"{str(path)!r} is not a regular file (a device, pipe or socket): "
+                "give a config.json"
             )
         if st.st_size > MAX_CONFIG_BYTES:
             raise LLMConfigError(_too_big(str(path), st.st_size))

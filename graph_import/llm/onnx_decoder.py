@@ -59,7 +59,9 @@ class DecoderInfo:
     notes: tuple[str, ...] = ()
 
 
-def arch_from_onnx(source: Any, name: str | None = None, *, max_context: int | None = None) -> LLMArch:
+def arch_from_onnx(
+    source: Any, name: str | None = None, *, max_context: int | None = None
+) -> LLMArch:
     """The ``LLMArch`` of an ONNX decoder (path or bytes); see ``detect_decoder``."""
     return detect_decoder(source, name, max_context=max_context).arch
 

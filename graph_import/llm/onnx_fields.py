@@ -52,7 +52,8 @@ def _decomposed_norm(view: DecoderGraph, region: set[int]) -> str | None:
     """``ReduceMean(x)`` feeding a ``Sub``: LayerNorm; ``ReduceMean(x*x or x^2)``: RMSNorm."""
     means = [j for j in region if view.nodes[j].op_type == "ReduceMean"]
     for j in means:
-        if any(view.nodes[c].op_type == "Sub" for c in view.consumers.get(view.nodes[j].output[0], [])):
+        consumers = view.consumers.get(view.nodes[j].output[0], [])
+        if any(view.nodes[c].op_type == "Sub" for c in consumers):
             return "layernorm"
     for j in means:
         src = view.node_of(view.nodes[j].input[0])

@@ -34,6 +34,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +220,7 @@ def drop_micro(rows: pd.DataFrame, summaries: list[dict[str, Any]], families: se
             [rec for rec in summaries if not gone(rec)])
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", type=Path, default=HERE)
     ap.add_argument("--budget-s", type=float, default=1500.0)
@@ -247,100 +248,143 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet-retries", type=int, default=2)
     ap.add_argument("--report", action="store_true",
                     help="only print the acceptance table of an existing cpu_summary.csv")
-    args = ap.parse_args(argv)
-    if args.replace_micro and not args.append:
+    return ap
+
+
+def _check_replace_micro(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--replace-micro`` needs an existing dataset and a full grid measured now."""
+    if not args.replace_micro:
+        return
+    if not args.append:
         ap.error("--replace-micro replaces grids inside existing files: add --append (without it "
                  "the files in --out-dir are rewritten from scratch anyway)")
-    if args.replace_micro and args.no_micro:
+    if args.no_micro:
         ap.error("--replace-micro with --no-micro measures no grid to replace: drop one of them")
-    if args.replace_micro and args.quick:
+    if args.quick:
         ap.error("--replace-micro with --quick would replace the full grids by the quick ones: "
                  "drop --quick")
-    if args.replace_micro and not (args.out_dir / "cpu_metadata.json").is_file():
+    if not (args.out_dir / "cpu_metadata.json").is_file():
         ap.error(f"--replace-micro: no dataset in {args.out_dir} (cpu_metadata.json missing) to "
                  "replace grids in; give the folder of an existing dataset with --out-dir")
-    if args.report:
-        table = acceptance(pd.read_csv(args.out_dir / "cpu_summary.csv"))
-        with pd.option_context("display.width", 250, "display.max_rows", None):
-            print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
-        return 0
 
-    from roofcast.training_data import zoo
-    from roofcast.training_data.collectors.microbench import cases, run_cases
-    from roofcast.training_data.collectors.ort_cpu import MeasureConfig, measure_prepared, prepare
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    _check_replace_micro(ap, args)
+    return args
+
+
+def print_report(out_dir: Path) -> None:
+    """The acceptance table of the ``cpu_summary.csv`` in ``out_dir``."""
+    table = acceptance(pd.read_csv(out_dir / "cpu_summary.csv"))
+    with pd.option_context("display.width", 250, "display.max_rows", None):
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+
+
+def new_metadata(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
+    """The machine, software and settings of this run."""
     from roofcast.training_data.collectors.rows import software_versions
 
-    start = time.perf_counter()
-    n_cpu = os.cpu_count() or 1
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    meta: dict[str, Any] = {
+    return {
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpu": cpuinfo(), "software": software_versions(), "platform": platform.platform(),
-        "command": " ".join(["python tools/bundled/build_dataset.py", *(argv or
-                                                                              sys.argv[1:])]),
+        "command": " ".join(["python tools/bundled/build_dataset.py", *(argv or sys.argv[1:])]),
         "repeats": args.repeats, "warmup": args.warmup, "threads": list(THREADS),
         "opt_level": "all", "load_average_at_start": os.getloadavg(),
         "noise_note": ("measured on a shared 2-core machine while other jobs ran; each row's "
                        "latency is the median of the repeats, p10/p90 give the spread, and "
                        "cpu_summary.csv records the CPU share other processes used meanwhile"),
     }
-    frames: list[pd.DataFrame] = []
-    summaries: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    if args.append and (args.out_dir / "cpu_metadata.json").is_file():
-        frames.append(pd.read_csv(args.out_dir / "cpu_measurements.csv.gz",
-                                  keep_default_na=False, na_values=[""]))
-        summaries.extend(pd.read_csv(args.out_dir / "cpu_summary.csv").to_dict("records"))
-        old = json.loads((args.out_dir / "cpu_metadata.json").read_text())
-        meta = {**old, "appended": [*old.get("appended", []), meta]}
-        skipped = list(old.get("skipped", []))
-        if args.replace_micro:
-            frames[0], summaries = drop_micro(frames[0], summaries,
-                                              set(args.micro_families.split(",")))
-        meta["elapsed_s_before_append"] = (float(old.get("elapsed_s", 0.0))
-                                           + float(old.get("elapsed_s_before_append", 0.0)))
-    def quietly(work, what: str):
-        return quiet_attempts(work, args.quiet_below, args.quiet_max_wait_s, args.quiet_retries,
-                              n_cpu, log, what)
 
-    meta["quiet_below"] = args.quiet_below
-    if args.no_calibration or args.append:
-        calibration = meta.get("calibration") if args.append else None
-    else:
-        calibration, cal_share, cal_attempts, _ = quietly(lambda: run_calibration(log),
-                                                          "calibration")
-        meta["calibration_other_cpu_share"] = cal_share
-        meta["calibration_attempts"] = cal_attempts
-    meta["calibration"] = calibration
 
-    def flush() -> None:
-        rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        meta["skipped"] = skipped
-        meta["elapsed_s"] = round(time.perf_counter() - start, 1)
-        meta["rows"] = len(rows)
-        write_atomically(args.out_dir / "cpu_measurements.csv.gz", lambda f: rows.to_csv(
+@dataclass
+class Session:
+    """One build: its arguments, what it measured and skipped so far, and the metadata."""
+
+    args: argparse.Namespace
+    meta: dict[str, Any]
+    start: float
+    n_cpu: int = field(default_factory=lambda: os.cpu_count() or 1)
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def quietly(self, work, what: str):
+        a = self.args
+        return quiet_attempts(work, a.quiet_below, a.quiet_max_wait_s, a.quiet_retries,
+                              self.n_cpu, log, what)
+
+    def left(self) -> float:
+        """Seconds of the budget left."""
+        return self.args.budget_s - (time.perf_counter() - self.start)
+
+    def skip(self, reason: str, prefix: str = "") -> None:
+        self.skipped.append(reason)
+        log(prefix + reason)
+
+    def flush(self) -> None:
+        """Rewrite the three files with everything measured so far."""
+        out = self.args.out_dir
+        rows = pd.concat(self.frames, ignore_index=True) if self.frames else pd.DataFrame()
+        self.meta["skipped"] = self.skipped
+        self.meta["elapsed_s"] = round(time.perf_counter() - self.start, 1)
+        self.meta["rows"] = len(rows)
+        write_atomically(out / "cpu_measurements.csv.gz", lambda f: rows.to_csv(
             f, index=False, compression={"method": "gzip", "compresslevel": 9, "mtime": 0}))
-        write_atomically(args.out_dir / "cpu_summary.csv", lambda f: pd.DataFrame(
-            summaries).to_csv(f, index=False, float_format="%.6g"))
-        write_atomically(args.out_dir / "cpu_metadata.json", lambda f: Path(f).write_text(
-            json.dumps(meta, indent=1, default=str)))
+        write_atomically(out / "cpu_summary.csv", lambda f: pd.DataFrame(
+            self.summaries).to_csv(f, index=False, float_format="%.6g"))
+        write_atomically(out / "cpu_metadata.json", lambda f: Path(f).write_text(
+            json.dumps(self.meta, indent=1, default=str)))
 
-    def left() -> float:
-        return args.budget_s - (time.perf_counter() - start)
 
-    configs = [MeasureConfig(threads_intra=t, repeats=args.repeats, warmup=args.warmup)
-               for t in THREADS]
-    if not args.no_micro:
-        micro = cases(args.micro_families.split(","), quick=args.quick)
-        log(f"microbenchmarks: {len(micro)} cases x {len(configs)} thread counts")
-        (micro_rows, micro_summary), share, attempts, waited = quietly(
-            lambda: run_cases(micro, configs), "microbenchmarks")
-        frames.append(micro_rows)
-        for rec in micro_summary.to_dict("records"):
-            summaries.append({**rec, "kind": "micro", "other_cpu_share": share,
+def load_existing(run: Session) -> None:
+    """``--append``: start from the dataset in ``--out-dir`` (without the grids
+    ``--replace-micro`` measures again); this run's metadata goes under ``appended``."""
+    out, args = run.args.out_dir, run.args
+    run.frames.append(pd.read_csv(out / "cpu_measurements.csv.gz",
+                                  keep_default_na=False, na_values=[""]))
+    run.summaries.extend(pd.read_csv(out / "cpu_summary.csv").to_dict("records"))
+    old = json.loads((out / "cpu_metadata.json").read_text())
+    run.meta = {**old, "appended": [*old.get("appended", []), run.meta]}
+    run.skipped = list(old.get("skipped", []))
+    if args.replace_micro:
+        run.frames[0], run.summaries = drop_micro(run.frames[0], run.summaries,
+                                                  set(args.micro_families.split(",")))
+    run.meta["elapsed_s_before_append"] = (float(old.get("elapsed_s", 0.0))
+                                           + float(old.get("elapsed_s_before_append", 0.0)))
+
+
+def calibrate_quietly(run: Session) -> dict[str, Any] | None:
+    """The local calibration: measured now, or the appended dataset's (none with
+    ``--no-calibration``)."""
+    if run.args.no_calibration or run.args.append:
+        return run.meta.get("calibration") if run.args.append else None
+    calibration, share, attempts, _ = run.quietly(lambda: run_calibration(log), "calibration")
+    run.meta["calibration_other_cpu_share"] = share
+    run.meta["calibration_attempts"] = attempts
+    return calibration
+
+
+def measure_micro(run: Session, configs: list[Any]) -> None:
+    """The microbenchmark grid at every thread count."""
+    from roofcast.training_data.collectors.microbench import cases, run_cases
+
+    micro = cases(run.args.micro_families.split(","), quick=run.args.quick)
+    log(f"microbenchmarks: {len(micro)} cases x {len(configs)} thread counts")
+    (micro_rows, micro_summary), share, attempts, waited = run.quietly(
+        lambda: run_cases(micro, configs), "microbenchmarks")
+    run.frames.append(micro_rows)
+    for rec in micro_summary.to_dict("records"):
+        run.summaries.append({**rec, "kind": "micro", "other_cpu_share": share,
                               "attempts": attempts, "waited_s": waited})
-        flush()
-        log(f"microbenchmarks done: {len(micro_rows)} rows, {left():.0f} s of budget left")
+    run.flush()
+    log(f"microbenchmarks done: {len(micro_rows)} rows, {run.left():.0f} s of budget left")
+
+
+def model_plan(args: argparse.Namespace) -> list[tuple[str, dict[str, int], int]]:
+    """(model, dims, level) breadth first: every model's smallest config, then larger ones."""
+    from roofcast.training_data import zoo
 
     names = [] if args.no_models else (args.models or zoo.list_models())
     plan = []
@@ -349,55 +393,98 @@ def main(argv: list[str] | None = None) -> int:
             cfgs = model_configs(name, args.seq_configs)
             if level < (1 if args.quick else len(cfgs)):
                 plan.append((name, cfgs[level], level))
-    for name, dims, level in plan:
-        t0 = time.perf_counter()
-        try:
-            prep = prepare(zoo.model_path(name), dims, name=name)
-        except Exception as exc:
-            skipped.append(f"{name} {dims}: cannot prepare ({type(exc).__name__}: {exc})")
-            log(skipped[-1])
-            continue
-        flops = sum(op.cost.flops for op in prep.graph.ops() if op.cost is not None)
-        runs = args.repeats + args.warmup
-        est = sum(flops / (gemm_rate(calibration, c.threads_intra) * EFFICIENCY) * runs
-                  for c in configs) + (time.perf_counter() - t0)
-        if est > args.max_config_s or est > left():
-            skipped.append(f"{name} {dims}: estimated {est:.0f} s (budget left {left():.0f} s, "
-                           f"cap {args.max_config_s:.0f} s)")
-            log("skip " + skipped[-1])
-            continue
-        for cfg in configs:
-            try:
-                m, share, attempts, waited = quietly(
-                    lambda cfg=cfg, prep=prep: measure_prepared(prep, cfg),
-                    f"{name} {dims} t={cfg.threads_intra}")
-            except Exception as exc:
-                skipped.append(f"{name} {dims} t={cfg.threads_intra}: {type(exc).__name__}: "
-                               f"{exc}")
-                log(skipped[-1])
-                continue
-            frames.append(m.rows)
-            summaries.append({**m.summary, "kind": "zoo", "flops": flops,
-                              "other_cpu_share": share, "attempts": attempts,
-                              "waited_s": waited})
-            s = m.summary
-            log(f"{name} {dims} t={cfg.threads_intra}: e2e {s['e2e_ms']:.1f} ms, ops "
-                f"{s['sum_ops_ms']:.1f} ms ({s['ops_over_e2e']:.2f}), joined "
-                f"{s['joined_fraction']:.3f}, other CPU {summaries[-1]['other_cpu_share']}")
-            if level == 0 and cfg.threads_intra == 1:  # repeat agreement: a fresh session
-                again, share, attempts, waited = quietly(
-                    lambda cfg=cfg, prep=prep: measure_prepared(prep, cfg), f"{name} {dims} repeat")
-                summaries.append({**again.summary, "kind": "zoo-repeat", "flops": flops,
-                                  "repeat_of": s["run_id"], "other_cpu_share": share,
-                                  "attempts": attempts, "waited_s": waited})
-                log(f"  repeat: e2e {again.summary['e2e_ms']:.1f} ms, op medians "
-                    f"{again.summary['sum_op_medians_ms']:.1f} vs {s['sum_op_medians_ms']:.1f}")
-        del prep
-        flush()
-        log(f"{name} {dims} done in {time.perf_counter() - t0:.0f} s; {left():.0f} s left")
-    meta["load_average_at_end"] = os.getloadavg()
-    flush()
-    log(f"done: {sum(len(f) for f in frames)} rows in {time.perf_counter() - start:.0f} s")
+    return plan
+
+
+def measure_repeat(run: Session, prep: Any, label: str, cfg: Any, flops: float,
+                   first: dict[str, Any]) -> None:
+    """Repeat agreement: the same model and config measured again in a fresh session."""
+    from roofcast.training_data.collectors.ort_cpu import measure_prepared
+
+    again, share, attempts, waited = run.quietly(
+        lambda: measure_prepared(prep, cfg), f"{label} repeat")
+    run.summaries.append({**again.summary, "kind": "zoo-repeat", "flops": flops,
+                          "repeat_of": first["run_id"], "other_cpu_share": share,
+                          "attempts": attempts, "waited_s": waited})
+    log(f"  repeat: e2e {again.summary['e2e_ms']:.1f} ms, op medians "
+        f"{again.summary['sum_op_medians_ms']:.1f} vs {first['sum_op_medians_ms']:.1f}")
+
+
+def measure_config(run: Session, prep: Any, label: str, cfg: Any, flops: float,
+                   repeat: bool) -> None:
+    """One prepared model at one thread count (and again in a fresh session if ``repeat``)."""
+    from roofcast.training_data.collectors.ort_cpu import measure_prepared
+
+    try:
+        m, share, attempts, waited = run.quietly(
+            lambda: measure_prepared(prep, cfg), f"{label} t={cfg.threads_intra}")
+    except Exception as exc:
+        run.skip(f"{label} t={cfg.threads_intra}: {type(exc).__name__}: {exc}")
+        return
+    run.frames.append(m.rows)
+    run.summaries.append({**m.summary, "kind": "zoo", "flops": flops,
+                          "other_cpu_share": share, "attempts": attempts, "waited_s": waited})
+    s = m.summary
+    log(f"{label} t={cfg.threads_intra}: e2e {s['e2e_ms']:.1f} ms, ops "
+        f"{s['sum_ops_ms']:.1f} ms ({s['ops_over_e2e']:.2f}), joined "
+        f"{s['joined_fraction']:.3f}, other CPU {run.summaries[-1]['other_cpu_share']}")
+    if repeat:
+        measure_repeat(run, prep, label, cfg, flops, s)
+
+
+def measure_model(run: Session, name: str, dims: dict[str, int], level: int,
+                  configs: list[Any]) -> None:
+    """One zoo model at ``dims`` at every thread count, unless it cannot be prepared or its
+    estimated time exceeds ``--max-config-s`` or the budget left."""
+    from roofcast.training_data import zoo
+    from roofcast.training_data.collectors.ort_cpu import prepare
+
+    args, t0 = run.args, time.perf_counter()
+    try:
+        prep = prepare(zoo.model_path(name), dims, name=name)
+    except Exception as exc:
+        run.skip(f"{name} {dims}: cannot prepare ({type(exc).__name__}: {exc})")
+        return
+    flops = sum(op.cost.flops for op in prep.graph.ops() if op.cost is not None)
+    runs = args.repeats + args.warmup
+    calibration = run.meta["calibration"]
+    est = sum(flops / (gemm_rate(calibration, c.threads_intra) * EFFICIENCY) * runs
+              for c in configs) + (time.perf_counter() - t0)
+    if est > args.max_config_s or est > run.left():
+        run.skip(f"{name} {dims}: estimated {est:.0f} s (budget left {run.left():.0f} s, "
+                 f"cap {args.max_config_s:.0f} s)", prefix="skip ")
+        return
+    for cfg in configs:
+        measure_config(run, prep, f"{name} {dims}", cfg, flops,
+                       repeat=level == 0 and cfg.threads_intra == 1)
+    del prep
+    run.flush()
+    log(f"{name} {dims} done in {time.perf_counter() - t0:.0f} s; {run.left():.0f} s left")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.report:
+        print_report(args.out_dir)
+        return 0
+    from roofcast.training_data.collectors.ort_cpu import MeasureConfig
+
+    start = time.perf_counter()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    run = Session(args, new_metadata(args, argv), start)
+    if args.append and (args.out_dir / "cpu_metadata.json").is_file():
+        load_existing(run)
+    run.meta["quiet_below"] = args.quiet_below
+    run.meta["calibration"] = calibrate_quietly(run)
+    configs = [MeasureConfig(threads_intra=t, repeats=args.repeats, warmup=args.warmup)
+               for t in THREADS]
+    if not args.no_micro:
+        measure_micro(run, configs)
+    for name, dims, level in model_plan(args):
+        measure_model(run, name, dims, level, configs)
+    run.meta["load_average_at_end"] = os.getloadavg()
+    run.flush()
+    log(f"done: {sum(len(f) for f in run.frames)} rows in {time.perf_counter() - start:.0f} s")
     return 0
 
 

@@ -93,9 +93,9 @@ def _llama_kv() -> LLMExport:
                       num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
                       max_position_embeddings=2048, rms_norm_eps=1e-5, tie_word_embeddings=False,
                       attn_implementation="eager")
-    return LLMExport("llama_kv", "Llama decoder shaped like TinyLlama-1.1B (22 layers, hidden 2048, "
-                     "32 query / 4 KV heads GQA, SwiGLU 5632, RMSNorm, RoPE, vocab 32000) with "
-                     "past_key_values inputs", "LlamaForCausalLM", cfg, kv=True)
+    return LLMExport("llama_kv", "Llama decoder shaped like TinyLlama-1.1B (22 layers, "
+                     "hidden 2048, 32 query / 4 KV heads GQA, SwiGLU 5632, RMSNorm, RoPE, "
+                     "vocab 32000) with past_key_values inputs", "LlamaForCausalLM", cfg, kv=True)
 
 
 @llm_export("qwen2_kv")

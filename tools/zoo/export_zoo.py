@@ -146,7 +146,8 @@ def _image_model(name: str, description: str, ctor: str, module: nn.Module,
     return ZooModel(
         name=name,
         description=description,
-        source={"library": "torchvision", "constructor": f"torchvision.models.{ctor}(weights=None)"},
+        source={"library": "torchvision",
+                "constructor": f"torchvision.models.{ctor}(weights=None)"},
         module=module,
         inputs=(InputSpec("input", torch.float32, ("batch", 3, size, size)),),
         outputs=(OutputSpec("logits", ("batch", classes)),),
@@ -238,8 +239,10 @@ def _ssdlite() -> ZooModel:
 class _DoubleConv(nn.Sequential):
     def __init__(self, cin: int, cout: int) -> None:
         super().__init__(
-            nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-            nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+            nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
         )
 
 
@@ -254,7 +257,8 @@ class UNet(nn.Module):
         self.downs = nn.ModuleList(_DoubleConv(a, b) for a, b in itertools.pairwise(widths))
         self.pool = nn.MaxPool2d(2)
         rev = widths[::-1]
-        self.ups = nn.ModuleList(nn.ConvTranspose2d(a, b, 2, stride=2) for a, b in itertools.pairwise(rev))
+        self.ups = nn.ModuleList(
+            nn.ConvTranspose2d(a, b, 2, stride=2) for a, b in itertools.pairwise(rev))
         self.up_convs = nn.ModuleList(_DoubleConv(a, b) for a, b in itertools.pairwise(rev))
         self.outc = nn.Conv2d(widths[0], classes, 1)
 
@@ -323,7 +327,8 @@ def _lstm_lm() -> ZooModel:
 class _HFWrapper(nn.Module):
     """Call an HF model with keyword inputs and return the chosen outputs as a tuple."""
 
-    def __init__(self, model: nn.Module, input_names: tuple[str, ...], output_keys: tuple[str, ...]):
+    def __init__(self, model: nn.Module, input_names: tuple[str, ...],
+                 output_keys: tuple[str, ...]):
         super().__init__()
         self.hf = model  # short attribute: it prefixes every ONNX node and tensor name
         self.input_names = input_names
@@ -433,7 +438,8 @@ def _whisper_encoder() -> ZooModel:
                     "6 transformer layers, d_model 512, 8 heads, FFN 2048 GELU, 30 s of 80-bin "
                     "log-mel frames (3000 frames -> 1500 positions; the encoder requires exactly "
                     "3000 frames, so only batch is dynamic)",
-        source={"library": "transformers", "class": "transformers.WhisperModel(config).get_encoder()",
+        source={"library": "transformers",
+                "class": "transformers.WhisperModel(config).get_encoder()",
                 "config_class": "transformers.WhisperConfig", "config_non_default": config_diff},
         module=_HFWrapper(encoder, ("input_features",), ("last_hidden_state",)),
         inputs=inputs,
@@ -558,7 +564,8 @@ class _PaddedExpertsMLP(nn.Module):
 
 
 class _SwitchHarness(nn.Module):
-    """``model(input_ids, attention_mask, decoder_input_ids)`` -> logits, as the harness called it."""
+    """``model(input_ids, attention_mask, decoder_input_ids)`` -> logits, as the harness called
+    it."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
@@ -635,7 +642,8 @@ def make_inputs(spec: ZooModel, values: dict[str, int]) -> tuple[torch.Tensor, .
         shape = _concrete(inp.dims, values)
         fills: dict[str, Callable[[], torch.Tensor]] = {
             "randn": lambda s=shape, i=inp: torch.randn(s, generator=gen, dtype=i.dtype),
-            "randint": lambda s=shape, i=inp: torch.randint(0, i.high, s, generator=gen, dtype=i.dtype),
+            "randint": lambda s=shape, i=inp: torch.randint(0, i.high, s, generator=gen,
+                                                            dtype=i.dtype),
             "ones": lambda s=shape, i=inp: torch.ones(s, dtype=i.dtype),
         }
         out.append(fills[inp.fill]())
@@ -871,7 +879,8 @@ def tied_note(module: nn.Module) -> dict[str, Any] | None:
     if not groups:
         return None
     return {"groups": groups,
-            "elements_counted_once": sum(dict(module.named_parameters())[g[0]].numel() for g in groups),
+            "elements_counted_once": sum(dict(module.named_parameters())[g[0]].numel()
+                                         for g in groups),
             "explanation": "torch counts a tied parameter once; the ONNX graph may hold a second "
                            "(e.g. transposed) copy for the LM head: see "
                            "param_reconciliation.duplicate_copies"}
@@ -893,7 +902,8 @@ def make_weightless(model: onnx.ModelProto, location: str) -> dict[str, int]:
             init.ClearField(field)
         init.data_location = onnx.TensorProto.EXTERNAL
         del init.external_data[:]
-        for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        for key, value in (("location", location), ("offset", str(offset)),
+                           ("length", str(length))):
             entry = init.external_data.add()
             entry.key, entry.value = key, value
         offset += length
@@ -970,7 +980,8 @@ def _export_built(spec: ZooModel, exporter: str, out_dir: pathlib.Path) -> dict[
         inline_small_external(model, tmp_path.parent)
         reconciliation = reconcile_params(module, model, tmp_path.parent)
     notes = dict(spec.notes)
-    for key, note in (("bn_folded", batchnorm_note(module, model)), ("tied_parameters", tied_note(module))):
+    for key, note in (("bn_folded", batchnorm_note(module, model)),
+                      ("tied_parameters", tied_note(module))):
         if note is not None:
             notes[key] = note
     weightless = make_weightless(model, f"{name}.weights.bin")
@@ -987,8 +998,9 @@ def _export_built(spec: ZooModel, exporter: str, out_dir: pathlib.Path) -> dict[
         "exporter": exporter,
         "opset": opset,
         "versions": _versions(),
-        "inputs": [{"name": i.name, "dtype": str(i.dtype).removeprefix("torch."), "dims": list(i.dims),
-                    "export_shape": _concrete(i.dims, spec.export_dims)} for i in spec.inputs],
+        "inputs": [{"name": i.name, "dtype": str(i.dtype).removeprefix("torch."),
+                    "dims": list(i.dims), "export_shape": _concrete(i.dims, spec.export_dims)}
+                   for i in spec.inputs],
         "outputs": [{"name": o.name, "dims": list(o.dims)} for o in spec.outputs],
         "onnx_inputs": _strip_names(list(model.graph.input)),
         "onnx_outputs": _strip_names(list(model.graph.output)),
@@ -1012,8 +1024,9 @@ def _export_built(spec: ZooModel, exporter: str, out_dir: pathlib.Path) -> dict[
         "file_bytes": onnx_path.stat().st_size,
     }
     (out_dir / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(f"{name:22s} {exporter:11s} params={meta['params']:>13,} flops={meta['forward_flops']:>17,} "
-          f"file={meta['file_bytes'] / 1e3:8.1f} kB  {time.time() - t0:6.1f} s", flush=True)
+    print(f"{name:22s} {exporter:11s} params={meta['params']:>13,} "
+          f"flops={meta['forward_flops']:>17,} file={meta['file_bytes'] / 1e3:8.1f} kB  "
+          f"{time.time() - t0:6.1f} s", flush=True)
     return meta
 
 
@@ -1023,7 +1036,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exporter", choices=sorted(EXPORTERS), default=None,
                         help=f"default: {ZOO_EXPORTER} into the zoo, {ALT_EXPORTER} with --alt")
     parser.add_argument("--alt", action="store_true",
-                        help=f"export {', '.join(ALT_MODELS)} with the other exporter into alt_exporter/")
+                        help=f"export {', '.join(ALT_MODELS)} with the other exporter into "
+                        "alt_exporter/")
     parser.add_argument("--out", type=pathlib.Path, default=None, help="output folder")
     args = parser.parse_args(argv)
     names = args.only or (list(ALT_MODELS) if args.alt else sorted(BUILDERS))

@@ -8,7 +8,7 @@ GEMM dims) and predicts from the predictor's, so both must be counted by the sam
 measured zoo model and microbenchmark case, recounts every row and rewrites
 ``cpu_measurements.csv.gz`` atomically; ``--check`` only reports and exits 1 on a change.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.bundled.recount_work).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.bundled.recount_work).
 """
 
 from __future__ import annotations

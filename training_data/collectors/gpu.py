@@ -6,7 +6,7 @@ Kernels are timed one node at a time (a one-node model, I/O bound on the device,
 ``run_with_iobinding``): ORT's profiler times only the asynchronous launch on CUDA. Each time
 includes one launch plus synchronisation, as the row's ``notes`` say.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.gpu).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.gpu).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ node mapping. ``GRIDS`` (family -> ``quick`` and ``full`` cases): gemm (capped a
 ``MAX_GEMM_FLOPS``), conv (ResNet/MobileNet/VGG layers, dense and depthwise), elementwise,
 softmax, layernorm, pooling and recurrent (one-layer LSTM).
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.microbench).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.microbench).
 """
 
 from __future__ import annotations

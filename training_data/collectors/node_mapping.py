@@ -10,7 +10,7 @@ one group, one row. Layout kernels without a group join their anchor's or consum
 kernel with neither is reported unattributed, original nodes no kernel covers are listed in
 ``Mapping.uncovered``.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.node_mapping).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.node_mapping).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ median, p10 and p90 seconds over the timed runs. The summary (ms) splits end-to-
 kernels (``sum_ops_ms``), ORT's executor (``executor_ms``) and the Python binding
 (``binding_ms``); ``sum_op_medians_ms`` is the robust figure under load.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.ort_cpu).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.ort_cpu).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
   declared dims and dtype, and whose graph inputs carry the bound dims. Nothing is read from
   disk: the external ``location`` is dropped, never opened.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.random_inputs).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.collectors.random_inputs).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ measurement (device and engine as catalog/runtime names, model as the bundled co
 ``ttft_s``, ``avg_power_W``), and ``excluded``: reason -> rows left out (multi-device rows,
 contexts over the model's maximum, unknown labels), never dropped silently.
 
-Derivations, measurements and rationale: ``docs/design/module-notes.md`` (roofcast.training_data.public.llm_serving).
+Rationale: ``docs/design/module-notes.md`` (roofcast.training_data.public.llm_serving).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ shipped, so only their dims are known) and ``NAME.json`` (provenance, export sha
 dims, ``params`` = sum of torch parameter elements, ``forward_flops`` from
 ``torch.utils.flop_counter.FlopCounterMode`` at ``forward_flops_at``, and a
 ``param_reconciliation`` explaining how the ONNX initializer count differs). The same models
-exported by the other torch exporter live in ``alt_exporter/``. ``tools/zoo/export_zoo.py`` regenerates
-everything (needs the ``[zoo]`` extra; nothing here imports torch).
+exported by the other torch exporter live in ``alt_exporter/``. ``tools/zoo/export_zoo.py``
+regenerates everything (needs the ``[zoo]`` extra; nothing here imports torch).
 """
 
 from __future__ import annotations

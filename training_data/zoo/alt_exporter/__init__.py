@@ -1,1 +1,1 @@
-"""Zoo models exported by the other torch exporter (package data only; see ``training_data.zoo``)."""
+"""Zoo models from the other torch exporter (package data only; see ``training_data.zoo``)."""

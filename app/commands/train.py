@@ -54,7 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="PATH", help="measurement store file for --from store")
     p.add_argument("--cap", type=int, default=None, metavar="N",
                    help="public kernels: at most N rows per (family, device) (default 1500)")
-    p.add_argument("--quick", action="store_true", help="smaller ensembles, fewer rows (fast check)")
+    p.add_argument(
+        "--quick", action="store_true", help="smaller ensembles, fewer rows (fast check)"
+    )
     p.add_argument("--per-group", action="store_true", help="also print errors per device/model")
     add_format_arg(p)
     p.set_defaults(func=run)

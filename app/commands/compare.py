@@ -129,16 +129,27 @@ def run(args: argparse.Namespace) -> int:
                      allow_incomplete=args.allow_incomplete, **settings(args))
     config = RunConfig(**settings(args))
     runtimes = dict(zip(df["device"], df["runtime"], strict=True))
-    table = pd.DataFrame({
-        "device": df["device"], "runtime": df["device"].map(runtimes), "time_ms": df["time_s"] * 1e3, "speedup": df["speedup"],
-        "throughput_per_s": df["throughput_samples_per_s"],
-        "memory_GiB": df["memory_bytes"] / GIB, "capacity_GiB": df["mem_capacity_bytes"] / GIB,
-        "fits": df["fits"], "price_usd": df["price_usd"], "tdp_W": df["tdp_W"],
-        "usd_per_throughput": df["usd_per_throughput"],
-        "W_per_throughput": df["W_per_throughput"], "bound": df["dominant_bound"],
-        "compute_ratio": df["compute_ratio"], "bandwidth_ratio": df["bandwidth_ratio"],
-        "within_bounds": df["within_bounds"], "road": df["road"],
-    })
+    table = pd.DataFrame(
+        {
+            "device": df["device"],
+            "runtime": df["device"].map(runtimes),
+            "time_ms": df["time_s"] * 1e3,
+            "speedup": df["speedup"],
+            "throughput_per_s": df["throughput_samples_per_s"],
+            "memory_GiB": df["memory_bytes"] / GIB,
+            "capacity_GiB": df["mem_capacity_bytes"] / GIB,
+            "fits": df["fits"],
+            "price_usd": df["price_usd"],
+            "tdp_W": df["tdp_W"],
+            "usd_per_throughput": df["usd_per_throughput"],
+            "W_per_throughput": df["W_per_throughput"],
+            "bound": df["dominant_bound"],
+            "compute_ratio": df["compute_ratio"],
+            "bandwidth_ratio": df["bandwidth_ratio"],
+            "within_bounds": df["within_bounds"],
+            "road": df["road"],
+        }
+    )
     notes = sorted({n for cell in df["peak_notes"] for n in cell.split(NOTE_SEP) if n})
     extra = {
         "model": str(df["model"].iloc[0]), "batch": batch, "precision": config.precision,

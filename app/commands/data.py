@@ -17,8 +17,20 @@ def public_datasets() -> tuple[str, ...]:
 
     return tuple(PUBLIC_DATASETS)
 
-LIST_COLUMNS = ("device_id", "runtime", "op_type", "family", "dtype", "direction", "input_shapes", "batch",
-                "threads_intra", "latency_s", "run_id", "source")
+LIST_COLUMNS = (
+    "device_id",
+    "runtime",
+    "op_type",
+    "family",
+    "dtype",
+    "direction",
+    "input_shapes",
+    "batch",
+    "threads_intra",
+    "latency_s",
+    "run_id",
+    "source",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -90,7 +102,9 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", action="append", metavar="ID", help="device id or alias (repeatable)")
+    p.add_argument(
+        "--device", action="append", metavar="ID", help="device id or alias (repeatable)"
+    )
     p.add_argument("--family", action="append", metavar="F", help="op family (repeatable)")
     p.add_argument("--op-type", action="append", metavar="OP", help="ONNX op type (repeatable)")
     p.add_argument("--source", action="append", metavar="S",

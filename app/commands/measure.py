@@ -2,10 +2,11 @@
 
 Runs the model with ONNX Runtime on random inputs (random weights in place of a weightless
 model's absent data), profiler on, for every combination of ``--batch``, ``--threads`` and
-``--inter-op-threads`` (batch 1 unless told, where the model has a ``batch`` dim); maps fused kernels back to the graph nodes they cover; prints a summary
-per config (end-to-end median, sum of per-op times, joined fraction) and the slowest ops; and
-saves the tidy rows to the measurement store (``--store PATH``; default: the user's store) or a
-file (``--output rows.csv|.csv.gz|.parquet``). ``--no-save`` only prints.
+``--inter-op-threads`` (batch 1 unless told, where the model has a ``batch`` dim); maps fused
+kernels back to the graph nodes they cover; prints a summary per config (end-to-end median,
+sum of per-op times, joined fraction) and the slowest ops; and saves the tidy rows to the
+measurement store (``--store PATH``; default: the user's store) or a file
+(``--output rows.csv|.csv.gz|.parquet``). ``--no-save`` only prints.
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
     from roofcast.training_data.collectors.ort_cpu import MeasureConfig
 
     if (args.model is None) == (args.micro is None):
-        raise MeasurementError("give a MODEL (path or zoo name) or --micro FAMILY, not both/neither")
+        raise MeasurementError(
+            "give a MODEL (path or zoo name) or --micro FAMILY, not both/neither"
+        )
     provider = "CPUExecutionProvider"
     if args.device == "cuda":
         from roofcast.training_data.collectors.gpu import require_cuda

@@ -38,7 +38,9 @@ def run_list(args: argparse.Namespace) -> int:
 
     extra = {"model_folder": str(models_dir())}
     if os.environ.get(MODEL_ENV):
-        extra["override"] = f"${MODEL_ENV}={os.environ[MODEL_ENV]} is used instead of the active model"
+        extra["override"] = (
+            f"${MODEL_ENV}={os.environ[MODEL_ENV]} is used instead of the active model"
+        )
     emit({"models": list_table()}, args.format, extra=extra)
     return 0
 

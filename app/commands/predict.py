@@ -234,7 +234,6 @@ def run(args: argparse.Namespace) -> int:
     from roofcast import api
     from roofcast.app.parallel_args import is_parallel
     from roofcast.predictor.errors import PredictionError
-    from roofcast.predictor.estimator_registry import LEARNED_NAMES
     from roofcast.predictor.memory.batch import max_batch_that_fits
 
     if is_parallel(args):
@@ -245,15 +244,24 @@ def run(args: argparse.Namespace) -> int:
     hw = api.device(args.hw)
     estimator = chosen_estimator(args)
     model, batch = load_user_model(args)
-    graph = model.graph
     pred = api.predict(model, hw, estimator=estimator, allow_incomplete=args.allow_incomplete,
                        **settings(args))
-    config = pred.config
-    run = execution(config, hw)
+    resolved = execution(pred.config, hw)
+    tables = _tables(pred, hw, args, runtime=resolved["runtime"], estimator=estimator)
+    extra = _summary(pred, model.graph, hw, batch, estimator, resolved)
+    if args.max_batch:
+        extra["max_batch_that_fits"] = max_batch_that_fits(model.graph_at, hw, pred.config)
+    _emit(pred, tables, extra, args.format)
+    return 0
+
+
+def _tables(pred: Prediction, hw, args: argparse.Namespace, runtime: str,
+            estimator: str) -> dict:
+    """predict's tables: the kernels (``--top``), the breakdowns, memory, the critical path."""
     top = top_rows(args)
     tables = {
         "ops": Table.of(context_columns(op_table(pred, None), args.format,
-                                        runtime=run["runtime"], estimator=estimator)).head(top),
+                                        runtime=runtime, estimator=estimator)).head(top),
         "by_op_type": breakdown_table(pred.by_op_type),
         "by_bound": breakdown_table(pred.by_bound),
         "by_phase": breakdown_table(pred.by_phase),
@@ -263,10 +271,18 @@ def run(args: argparse.Namespace) -> int:
         full, shown = critical_path_table(pred, None), Table.of(critical_path_table(pred, top))
         tables["critical_path"] = (replace(shown, total_rows=len(full))
                                    if len(shown.rows) < len(full) else shown)
+    return tables
+
+
+def _summary(pred: Prediction, graph, hw, batch: int, estimator: str, resolved: dict) -> dict:
+    """predict's key/value summary: the run's settings, totals, memory and completeness."""
+    from roofcast.predictor.estimator_registry import LEARNED_NAMES
+
+    config = pred.config
     extra: dict = {
         "model": graph.name, "device": hw.id, "dims": dict(graph.dims), "batch": batch,
-        "precision": config.precision, "mode": config.mode, "runtime": run["runtime"],
-        "estimator": estimator, "fusion": run["fusion"], "inter_op": config.inter_op,
+        "precision": config.precision, "mode": config.mode, "runtime": resolved["runtime"],
+        "estimator": estimator, "fusion": resolved["fusion"], "inter_op": config.inter_op,
         "total_ms": pred.total_s * 1e3,
         "critical_path_ms": None if pred.critical_path_s is None else pred.critical_path_s * 1e3,
         "time_ms": pred.time_s * 1e3,
@@ -278,23 +294,30 @@ def run(args: argparse.Namespace) -> int:
     if config.mode == "train":
         extra["optimizer"] = config.optimizer
     if estimator in LEARNED_NAMES:
-        s = pred.summary  # the learned estimator's end-to-end summary (same model as the ops)
-        extra.update({"e2e_estimate_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,
-                      "e2e_upper_ms": s["e2e_upper_s"] * 1e3, "interval": s["interval_method"],
-                      "ops_learned": s["ops_learned"], "ops_analytical": s["ops_analytical"],
-                      "out_of_distribution": s["ood"], "ood_reason": s["ood_reason"]})
-        from roofcast.predictor.learned.estimator import model_folder
+        extra.update(_learned_summary(pred))
+    return extra
 
-        extra["learned_model"] = str(model_folder())  # which trained model answered
-    if args.max_batch:
-        extra["max_batch_that_fits"] = max_batch_that_fits(model.graph_at, hw, config)
-    if args.format != "table":
+
+def _learned_summary(pred: Prediction) -> dict:
+    """The learned estimator's end-to-end summary (same model as the ops) and its folder."""
+    from roofcast.predictor.learned.estimator import model_folder
+
+    s = pred.summary
+    return {"e2e_estimate_ms": s["e2e_s"] * 1e3, "e2e_lower_ms": s["e2e_lower_s"] * 1e3,
+            "e2e_upper_ms": s["e2e_upper_s"] * 1e3, "interval": s["interval_method"],
+            "ops_learned": s["ops_learned"], "ops_analytical": s["ops_analytical"],
+            "out_of_distribution": s["ood"], "ood_reason": s["ood_reason"],
+            "learned_model": str(model_folder())}  # which trained model answered
+
+
+def _emit(pred: Prediction, tables: dict, extra: dict, fmt: str) -> None:
+    """Print the tables and summary; the notes go in the document, or to stderr for a table."""
+    if fmt != "table":
         extra["notes"] = list(pred.notes)
-    emit(tables, args.format, extra={k: _plain(v) for k, v in extra.items()})
-    if args.format == "table":
+    emit(tables, fmt, extra={k: _plain(v) for k, v in extra.items()})
+    if fmt == "table":
         for note in pred.notes:
             print(f"roofcast predict: note: {note}", file=sys.stderr)
-    return 0
 
 
 #: predict's one-device options refused on the multi-device path.

@@ -55,8 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("sweep spec file (SPEC.toml)")
     g.add_argument("--scheduler", metavar="S", help="local (default: in this process), "
                    "dask-local:N (a Dask LocalCluster of N workers) or dask://HOST:PORT")
-    g.add_argument("--output", metavar="DIR", help="Parquet dataset folder to write "
-                   "(default NAME.parquet; refused if it is not empty and not a sweep; written as the cells arrive, renamed into place at the end)")
+    g.add_argument(
+        "--output",
+        metavar="DIR",
+        help="Parquet dataset folder to write (default NAME.parquet; refused if it is not "
+        "empty and not a sweep; written as the cells arrive, renamed into place at the end)",
+    )
     g.add_argument("--cells-per-task", type=positive_int, metavar="N",
                    help=f"minimum cells per task (default {CELLS_PER_TASK_TEXT})")
     p.set_defaults(func=run, model_only=model_only)
@@ -212,9 +216,14 @@ def run_model(args: argparse.Namespace) -> int:
         "throughput_per_W": df["throughput_per_W"], "bound": df["dominant_bound"],
     })
     config = RunConfig(fusion=args.fusion, runtime=args.runtime)
-    extra = {"model": str(df["model"].iloc[0]), "runtime": runtime_summary(runtimes.values()),
-             "estimator": chosen_estimator(args), "fusion": fusion_summary(config, runtimes.values()),
-             "inter_op": args.inter_op, "baseline": str(df["baseline"].iloc[0])}
+    extra = {
+        "model": str(df["model"].iloc[0]),
+        "runtime": runtime_summary(runtimes.values()),
+        "estimator": chosen_estimator(args),
+        "fusion": fusion_summary(config, runtimes.values()),
+        "inter_op": args.inter_op,
+        "baseline": str(df["baseline"].iloc[0]),
+    }
     table = context_columns(table, args.format, estimator=chosen_estimator(args))
     emit({"cells": table}, args.format,
          extra={k: (None if isinstance(v, float) and not math.isfinite(v) else v)

@@ -54,7 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="PATH", help="measurement store file for --from store")
     p.add_argument("--cap", type=int, default=None, metavar="N",
                    help="public kernels: at most N rows per (family, device) (default 1500)")
-    p.add_argument("--quick", action="store_true", help="smaller ensembles, fewer rows (fast check)")
+    p.add_argument(
+        "--quick", action="store_true", help="smaller ensembles, fewer rows (fast check)"
+    )
     p.add_argument("--per-group", action="store_true", help="also print errors per device/model")
     add_format_arg(p)
     p.set_defaults(func=run)
@@ -110,12 +112,6 @@ def _load(args: argparse.Namespace, sources: list[str], devices: list[str] | Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
-    from roofcast.predictor.errors import PredictionError
-    from roofcast.predictor.learned.data import DEFAULT_CAP
-    from roofcast.predictor.learned.installed import check_name, install
-    from roofcast.predictor.learned.persistence import check_output, save
     from roofcast.predictor.learned.training import (
         evaluate_holdout,
         split_holdout,
@@ -128,31 +124,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"roofcast train: {msg}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    if args.no_save and (args.install or args.output):
-        raise PredictionError("--no-save saves nothing: drop it, or drop --install/--output")
-    install_name = None if args.no_save else (
-        args.install or (None if args.output else DEFAULT_INSTALL_NAME))
-    if install_name is not None:
-        check_name(install_name)
-    if args.output:
-        check_output(args.output)  # before training, not after it
+    install_name = _install_name(args)
     sources = _split(args.sources) or ["bundled", "public"]
     devices = _split([args.devices]) if args.devices else None
-    cap = args.cap if args.cap is not None else (DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)
-    if cap < 1:
-        raise PredictionError(f"--cap must be >= 1, got {cap}")
+    cap = _cap(args)
     with ExitStack() as stack:
         ts, fit = _load(args, sources, devices, cap, say, stack)
         train_ts, held = split_holdout(ts, _split(args.holdout_device), _split(args.holdout_model))
-        command = "roofcast train " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["train"] else ""
         result = train(train_ts, quick=args.quick, progress=say, fit=fit,
-                       meta={"sources": sources, "command": command, "cap": cap,
-                             "scheduler": args.scheduler,
-                             "holdout_devices": _split(args.holdout_device),
-                             "holdout_models": _split(args.holdout_model),
-                             "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                             "source_rows": {u.name: u.rows for u in ts.used},
-                             "source_origins": {u.name: u.origin for u in ts.used}})
+                       meta=_meta(args, ts, sources, cap))
     tables = validation_tables(result)
     if not args.per_group:
         tables.pop("per_group", None)
@@ -163,17 +143,70 @@ def run(args: argparse.Namespace) -> int:
                    "training_rows": len(train_ts),
                    "held_out_rows": 0 if held is None else len(held),
                    "data_hash": ts.data_hash[:16], "models": ",".join(sorted(result.model.models))}
-    if args.output:
-        extra["saved_to"] = str(save(result.model, args.output))
-        extra["use_with"] = (f"ROOFCAST_LEARNED_MODEL={extra['saved_to']} roofcast predict ... "
-                             "--estimator auto")
-    if install_name is not None:
-        extra["installed_as"] = f"{install_name} ({install(result.model, install_name)}), active"
-        extra["use_with"] = ("roofcast predict ... --estimator learned|auto; back to the shipped "
-                             "model: roofcast models use default")
+    extra.update(_save(result.model, args.output, install_name))
     for i, note in enumerate(result.notes):
         extra[f"note {i + 1}"] = note
     extra["elapsed_s"] = round(time.perf_counter() - t0, 1)
     emit({k: df.round(2) if len(df) else df for k, df in tables.items()}, args.format,
          extra=extra)
     return 0
+
+
+def _install_name(args: argparse.Namespace) -> str | None:
+    """The name to install under (None: not installed); checked, and ``--output`` checked
+    writable, before training rather than after it."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.predictor.learned.installed import check_name
+    from roofcast.predictor.learned.persistence import check_output
+
+    if args.no_save and (args.install or args.output):
+        raise PredictionError("--no-save saves nothing: drop it, or drop --install/--output")
+    install_name = None if args.no_save else (
+        args.install or (None if args.output else DEFAULT_INSTALL_NAME))
+    if install_name is not None:
+        check_name(install_name)
+    if args.output:
+        check_output(args.output)  # before training, not after it
+    return install_name
+
+
+def _cap(args: argparse.Namespace) -> int:
+    """Public kernels per (family, device): ``--cap``, else the default (a fifth if quick)."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.predictor.learned.data import DEFAULT_CAP
+
+    cap = args.cap if args.cap is not None else (DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)
+    if cap < 1:
+        raise PredictionError(f"--cap must be >= 1, got {cap}")
+    return cap
+
+
+def _meta(args: argparse.Namespace, ts, sources: list[str], cap: int) -> dict:
+    """The provenance saved with the model: sources, command line, holdouts, time, rows."""
+    from datetime import UTC, datetime
+
+    command = "roofcast train " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["train"] else ""
+    return {"sources": sources, "command": command, "cap": cap,
+            "scheduler": args.scheduler,
+            "holdout_devices": _split(args.holdout_device),
+            "holdout_models": _split(args.holdout_model),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "source_rows": {u.name: u.rows for u in ts.used},
+            "source_origins": {u.name: u.origin for u in ts.used}}
+
+
+def _save(model, output: str | None, install_name: str | None) -> dict:
+    """Write the model to ``output`` and/or install it; the summary lines saying where."""
+    from roofcast.predictor.learned.installed import install
+    from roofcast.predictor.learned.persistence import save
+
+    extra: dict = {}
+    if output:
+        extra["saved_to"] = str(save(model, output))
+        extra["use_with"] = (f"ROOFCAST_LEARNED_MODEL={extra['saved_to']} roofcast predict ... "
+                             "--estimator auto")
+    if install_name is not None:
+        extra["installed_as"] = f"{install_name} ({install(model, install_name)}), active"
+        extra["use_with"] = ("roofcast predict ... --estimator learned|auto; back to the shipped "
+                             "model: roofcast models use default")
+    return extra

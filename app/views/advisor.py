@@ -94,7 +94,22 @@ def render() -> None:
     controls.page_header("advisor", "Configuration advisor",
                          "Model **{model}** — which run settings make it fastest, predicted "
                          "against the defaults of the runtime that runs on the chosen device")
-    s = st.session_state
+    choice = _search_controls()
+    if choice is None:
+        return
+    advice = _search(*choice)
+    if advice is None:
+        return
+    controls.modelled_caption(advice.device_kind, advice.estimator)
+    _recommendation(advice)
+    _why(advice)
+    _settings_table(advice)
+    _trajectories(advice)
+
+
+def _search_controls() -> tuple[str, str, int, list[str]] | None:
+    """The search's widgets in four columns: (device, objective, largest batch, precisions);
+    None (the error shown) when the device's runtime choice is refused."""
     c1, c2, c3, c4 = st.columns(4)
     with c1:
         device = state.device_select("Device", key="device")
@@ -102,7 +117,7 @@ def render() -> None:
             controls.runtime_control(device)
         except state.USER_ERRORS as exc:
             state.show_error(exc)
-            return
+            return None
     with c2:
         objective = st.radio("Objective", OBJECTIVES, horizontal=True, key="adv_objective",
                              help="latency: your batch; throughput: samples/s, batch searched")
@@ -113,6 +128,12 @@ def render() -> None:
         precisions = st.multiselect("Precisions", PRECISIONS, default=["fp32", "fp16", "bf16"],
                                     key="adv_precisions",
                                     help="only those the device runs natively are kept")
+    return device, objective, max_batch, precisions
+
+
+def _search(device: str, objective: str, max_batch: int, precisions: list[str]):
+    """The advice for the session's model (cached); None (the error shown) on a user error."""
+    s = st.session_state
     ref = s["model_ref"]
     try:
         state.require_complete(state.run_config())
@@ -120,19 +141,25 @@ def render() -> None:
         dims = state.import_dims(ref)
         bdim = state.batch_dim(ref)
         dims.pop(bdim, None)
-        advice = _advice(ref, tuple(sorted(dims.items())), state.model_label(ref), device,
-                         objective, int(s["batch"]), int(max_batch), tuple(precisions or ["fp32"]),
-                         s["estimator"], state.learned_version(s["estimator"]), s["runtime"],
-                         data)
+        return _advice(ref, tuple(sorted(dims.items())), state.model_label(ref), device,
+                       objective, int(s["batch"]), int(max_batch), tuple(precisions or ["fp32"]),
+                       s["estimator"], state.learned_version(s["estimator"]), s["runtime"],
+                       data)
     except state.USER_ERRORS as exc:
         state.show_error(exc)
-        return
-    controls.modelled_caption(advice.device_kind, advice.estimator)
-    _recommendation(advice)
+        return None
+
+
+def _why(advice) -> None:
+    """The reasons for the recommendation, then the advice's notes."""
     st.subheader("Why")
     st.markdown("\n".join(f"- {r}" for r in advice.reasons))
     for note in advice.notes:
         st.info(note, icon="ℹ️")
+
+
+def _settings_table(advice) -> None:
+    """Every setting searched, best first (a slider picks how many rows when there are many)."""
     st.subheader("Settings, best first")
     top = st.slider("Rows", 5, max(5, len(advice.table)), min(15, len(advice.table)),
                     key="adv_top") if len(advice.table) > 5 else None
@@ -140,6 +167,10 @@ def render() -> None:
     if advice.device_kind != "cpu":  # no thread setting: the framework picks (Setting.label)
         table = table.drop(columns=["intra_threads", "inter_op_threads"])
     st.dataframe(table, hide_index=True)
+
+
+def _trajectories(advice) -> None:
+    """The roofline trajectories of the slowest kernels as threads or batch vary."""
     st.subheader("Roofline trajectories")
     options = (["threads", "batch"] if advice.device_kind == "cpu" else ["batch"])
     setting = st.radio("Vary (other settings as recommended)", options, horizontal=True,

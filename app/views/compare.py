@@ -81,8 +81,8 @@ def render() -> None:
     no_fit = df.loc[~df["fits"], "device"].tolist()
     if no_fit:
         st.warning(f"Does not fit in device memory: {', '.join(no_fit)}", icon=":material/warning:")
-    show = df[["device", "runtime", "time_ms", "lower_ms", "upper_ms", "speedup", "speedup_at_lower",
-               "speedup_at_upper", "throughput_per_s",
+    show = df[["device", "runtime", "time_ms", "lower_ms", "upper_ms", "speedup",
+               "speedup_at_lower", "speedup_at_upper", "throughput_per_s",
                "memory_GiB", "capacity_GiB", "fits", "price_usd", "tdp_W", "usd_per_throughput",
                "W_per_throughput", "dominant_bound"]]
     st.dataframe(show, hide_index=True, width="stretch",

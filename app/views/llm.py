@@ -236,15 +236,34 @@ def render() -> None:
     if arch is None:
         st.info("Upload a file, or pick a bundled config.")
         return
-    st.caption(f"**{arch.name}**: {arch.params / 1e9:.4g} B parameters "
-               f"({arch.active_params / 1e9:.4g} B active), {arch.n_layers} layers, "
-               f"{arch.n_heads} heads / {arch.n_kv_heads} KV heads of {arch.head_dim}, "
-               f"context {arch.max_context} tokens")
+    _arch_caption(arch)
     devices, options = run_controls(arch)
     if not devices:
         st.info("Pick at least one device.")
         return
     key = tuple(sorted(options.items(), key=lambda kv: kv[0]))
+    df, failed = _predictions(arch, devices, key)
+    if df is None:
+        return
+    device_metrics(df)
+    _notes(df)
+    _sweep_charts(arch, [d for d in devices if d not in failed], key, options)
+    st.plotly_chart(charts.llm_memory_bars(df), width="stretch")
+    _table(df)
+
+
+def _arch_caption(arch: LLMArch) -> None:
+    """The model's size and shape in one line."""
+    st.caption(f"**{arch.name}**: {arch.params / 1e9:.4g} B parameters "
+               f"({arch.active_params / 1e9:.4g} B active), {arch.n_layers} layers, "
+               f"{arch.n_heads} heads / {arch.n_kv_heads} KV heads of {arch.head_dim}, "
+               f"context {arch.max_context} tokens")
+
+
+def _predictions(arch: LLMArch, devices: list[str],
+                 key: tuple) -> tuple[pd.DataFrame | None, list[str]]:
+    """One row per device with the speedup over the first (None when none was predicted), and
+    the devices that failed (each error shown)."""
     frames, failed = [], []
     for device in devices:
         try:
@@ -253,32 +272,41 @@ def render() -> None:
             failed.append(device)
             st.error(f"{device}: {wording.in_app_words(str(exc))}", icon=":material/error:")
     if not frames:
-        return
+        return None, failed
     df = pd.concat(frames, ignore_index=True)
     base = float(df["output_tokens_per_s"].iloc[0])
     df["speedup"] = df["output_tokens_per_s"] / base if base > 0 else float("nan")
-    device_metrics(df)
+    return df, failed
+
+
+def _notes(df: pd.DataFrame) -> None:
+    """Every device's notes in an expander (open when the model does not fit somewhere)."""
     notes = [f"**{r['device']}**: {n}" for r in df.to_dict("records")
              for n in r["notes"]]
     if notes:
         with st.expander(f"Notes ({len(notes)})", expanded=not df["fits"].all()):
             st.markdown("\n".join(f"- {n}" for n in notes))
-    ok = [d for d in devices if d not in failed]
+
+
+def _sweep_charts(arch: LLMArch, ok: list[str], key: tuple, options: dict) -> None:
+    """Output tokens/s over the batch and the latency-throughput frontier (``sweep``)."""
     try:
         table = sweep(arch, tuple(ok), key)
     except state.USER_ERRORS as exc:
         state.show_error(exc)
-        table = None
-    if table is not None:
-        shown = table[table["fits"]]  # a batch that does not fit has no metrics
-        latency = st.radio("Frontier latency", tuple(charts.LLM_LATENCIES), horizontal=True,
-                           key="llm_frontier_latency",
-                           format_func=lambda c: "TPOT" if c == "tpot_ms" else "end-to-end")
-        what = "concurrency" if "concurrency" in options else "batch"
-        left, right = st.columns(2)
-        left.plotly_chart(charts.llm_throughput_vs_batch(shown, what), width="stretch")
-        right.plotly_chart(charts.llm_frontier(shown, latency, what), width="stretch")
-    st.plotly_chart(charts.llm_memory_bars(df), width="stretch")
+        return
+    shown = table[table["fits"]]  # a batch that does not fit has no metrics
+    latency = st.radio("Frontier latency", tuple(charts.LLM_LATENCIES), horizontal=True,
+                       key="llm_frontier_latency",
+                       format_func=lambda c: "TPOT" if c == "tpot_ms" else "end-to-end")
+    what = "concurrency" if "concurrency" in options else "batch"
+    left, right = st.columns(2)
+    left.plotly_chart(charts.llm_throughput_vs_batch(shown, what), width="stretch")
+    right.plotly_chart(charts.llm_frontier(shown, latency, what), width="stretch")
+
+
+def _table(df: pd.DataFrame) -> None:
+    """The full table, its CSV download, and what its columns mean."""
     show = df.drop(columns=["notes"])
     st.dataframe(show, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.4g")

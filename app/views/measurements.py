@@ -89,7 +89,9 @@ def load_measurements(name: str, digest: str, _data: bytes):
         try:
             frame = read_checked(path)
         except MeasurementError as exc:
-            raise MeasurementError(str(exc).replace("nothing was written", "nothing was used")) from None
+            raise MeasurementError(
+                str(exc).replace("nothing was written", "nothing was used")
+            ) from None
     return frame, measurement_set(frame, f"file:{safe}")
 
 

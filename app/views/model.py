@@ -137,8 +137,11 @@ def _summary(graph) -> None:
     problems["detail"] = problems["detail"].map(wording.in_app_words)
     if not problems.empty:
         n_uns = sum(graph.unsupported.values())
-        st.warning(f"{n_uns} node(s) of unsupported op types and {len(graph.unresolved)} "
-                   "unresolved node(s): they are not costed (never counted as free).", icon=":material/warning:")
+        st.warning(
+            f"{n_uns} node(s) of unsupported op types and {len(graph.unresolved)} "
+            "unresolved node(s): they are not costed (never counted as free).",
+            icon=":material/warning:",
+        )
         st.dataframe(problems, hide_index=True, width="stretch", key="problems")
     _op_mix(graph, summary.by_op_type(ops))
     with st.expander(f"Per-op costs ({len(ops)} costed kernels)"):

@@ -25,9 +25,12 @@ def _totals(pred, hw) -> None:
     c[1].metric("Throughput (samples/s)", f"{batch / pred.time_s:,.1f}")
     mem = pred.memory
     fits = mem.fits
-    c[2].metric("Memory footprint", f"{mem.total_bytes / GIB:,.2f} GiB",
-                delta=("fits" if fits else "does not fit") + f" in {hw.mem_capacity_bytes / GIB:.0f}"
-                " GiB", delta_color="normal" if fits else "inverse")
+    c[2].metric(
+        "Memory footprint",
+        f"{mem.total_bytes / GIB:,.2f} GiB",
+        delta=("fits" if fits else "does not fit") + f" in {hw.mem_capacity_bytes / GIB:.0f} GiB",
+        delta_color="normal" if fits else "inverse",
+    )
     c[3].metric("Kernels", f"{len(per_op)}")
     controls.modelled_caption(hw.kind, pred.estimator)
     # machine-readable figure for tests and scripts (seconds, full precision)

@@ -55,6 +55,25 @@ def render() -> None:
     except state.USER_ERRORS as exc:
         state.show_error(exc)
         return
+    changes = _knobs(hw)
+    try:
+        base = state.predict(base_id)
+        new = state.predict(base_id, changes=changes) if changes else base
+    except state.USER_ERRORS as exc:
+        state.show_error(exc)
+        return
+    _metrics(base_id, base, new)
+    controls.modelled_caption(hw.kind, new.estimator)
+    if not changes:
+        st.info("Move a slider to define the what-if device.")
+    _gains(base, new)
+    _marker(changes, new.time_s)
+    st.divider()
+    _save_form(base_id, hw, changes)
+
+
+def _knobs(hw) -> dict[str, float]:
+    """One slider per knob, the base value under it; the factors moved off 1."""
     cols = st.columns(len(KNOBS))
     changes: dict[str, float] = {}
     for col, (key, label, show) in zip(cols, KNOBS, strict=True):
@@ -64,12 +83,11 @@ def render() -> None:
             st.caption(f"base {show(hw)}")
             if f != 1.0:
                 changes[key] = f
-    try:
-        base = state.predict(base_id)
-        new = state.predict(base_id, changes=changes) if changes else base
-    except state.USER_ERRORS as exc:
-        state.show_error(exc)
-        return
+    return changes
+
+
+def _metrics(base_id: str, base, new) -> None:
+    """Time on both devices, the speedup, and what the what-if device is now bound by."""
     speedup = base.time_s / new.time_s
     c = st.columns(4)
     c[0].metric(f"On {base_id}", charts.fmt_time(base.time_s))
@@ -79,9 +97,10 @@ def render() -> None:
     shares = new.per_op.groupby("bound")["time_s"].sum() / new.total_s
     c[3].metric("Now bound by", str(shares.idxmax()))
     c[3].caption(f"{shares.max():.0%} of the what-if device's time")
-    controls.modelled_caption(hw.kind, new.estimator)
-    if not changes:
-        st.info("Move a slider to define the what-if device.")
+
+
+def _gains(base, new) -> None:
+    """The gain by op type (chart) beside the kernels that gain most (table)."""
     left, right = st.columns([1, 1])
     left.plotly_chart(charts.gain_by_op_type(base.by_op_type, new.by_op_type), width="stretch")
     with right:
@@ -89,11 +108,17 @@ def render() -> None:
         st.dataframe(op_gains(base.per_op, new.per_op), hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.4g") for c in
                                     ("time_base_us", "time_whatif_us", "speedup", "saved_us")})
-    # machine-readable marker (benchmarks, scripts): the what-if changes and time shown above
+
+
+def _marker(changes: dict[str, float], time_s: float) -> None:
+    """Machine-readable marker (benchmarks, scripts): the what-if changes and time shown."""
     desc = ",".join(f"{k}={v:g}" for k, v in sorted(changes.items())) or "none"
-    st.markdown(f'<span id="roofcast-whatif" data-changes="{desc}" data-seconds="{new.time_s!r}"'
+    st.markdown(f'<span id="roofcast-whatif" data-changes="{desc}" data-seconds="{time_s!r}"'
                 ' style="display:none"></span>', unsafe_allow_html=True)
-    st.divider()
+
+
+def _save_form(base_id: str, hw, changes: dict[str, float]) -> None:
+    """The form that saves the what-if device into the user folder."""
     st.subheader("Save as a user device")
     st.caption("Written as a derived device file (base + scale factors) into the user folder; "
                "it then appears in every device list and in `roofcast hw list`.")

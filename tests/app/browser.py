@@ -40,7 +40,10 @@ def free_port() -> int:
 
 
 def roofcast_command() -> list[str]:
-    """``roofcast`` beside this Python (the installed entry point), else ``python -m roofcast.app.cli``."""
+    """``roofcast`` beside this Python (the installed entry point).
+
+    Else ``python -m roofcast.app.cli``.
+    """
     script = Path(sys.executable).with_name("roofcast")
     return [str(script)] if script.is_file() else [sys.executable, "-m", "roofcast.app.cli"]
 

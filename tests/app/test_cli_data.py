@@ -30,7 +30,9 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 def test_import_list_stats_export(files, capsys, tmp_path):
     csv, store = files
-    code, out, _ = run(capsys, "data", "import", str(csv), "--store", str(store), "--format", "json")
+    code, out, _ = run(
+        capsys, "data", "import", str(csv), "--store", str(store), "--format", "json"
+    )
     assert code == 0
     doc = json.loads(out)
     assert (doc["rows_read"], doc["added"], doc["duplicates"]) == (3, 3, 0)

@@ -64,8 +64,19 @@ def test_predict_fusion_top_and_csv(mlp_path, capsys):
 
 
 def test_compare_devices(mlp_path, capsys):
-    doc = run_json(capsys, "compare", mlp_path, "--hw", "t4,a100-40gb-sxm,h100-sxm:mem_bw_GBps=6700",
-                   "--baseline", "a100-40gb-sxm", "--batch", "8", "--precision", "fp16")
+    doc = run_json(
+        capsys,
+        "compare",
+        mlp_path,
+        "--hw",
+        "t4,a100-40gb-sxm,h100-sxm:mem_bw_GBps=6700",
+        "--baseline",
+        "a100-40gb-sxm",
+        "--batch",
+        "8",
+        "--precision",
+        "fp16",
+    )
     rows = {r["device"]: r for r in doc["devices"]}
     assert len(rows) == 3
     assert rows["a100-40gb-sxm"]["speedup"] == 1.0

@@ -63,8 +63,13 @@ def test_upload_zoo_model_and_read_predicted_time(tmp_path):
             By.CSS_SELECTOR, '[data-testid="stFileUploader"] input[type="file"]'))
         idle(driver)
         file_input.send_keys(str(path))
-        wait_for(driver, lambda d: any(
-            "Current model: mobilenet_v2" in h.text for h in d.find_elements(By.CSS_SELECTOR, "h3")))
+        wait_for(
+            driver,
+            lambda d: any(
+                "Current model: mobilenet_v2" in h.text
+                for h in d.find_elements(By.CSS_SELECTOR, "h3")
+            ),
+        )
         idle(driver)
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         go_to_page(driver, "Predict")

@@ -129,7 +129,9 @@ def test_op_mix_counts_nodes_and_names_the_dims_while_they_are_unbound():
     """An upload whose dim N is unbound has no FLOPs to chart (no node is costed yet): the page
     counts every node by op type and says which dim to bind; bound, it charts the FLOPs."""
     at = start()
-    at.file_uploader(key="onnx_upload").set_value(("tiny.onnx", tiny_onnx(), "application/octet-stream")).run()
+    at.file_uploader(key="onnx_upload").set_value(
+        ("tiny.onnx", tiny_onnx(), "application/octet-stream")
+    ).run()
     assert not at.exception
     assert any("needs a size for N" in i.value for i in at.info), [i.value for i in at.info]
     bars = figure(at, "Op mix by node count")["data"][0]
@@ -169,14 +171,18 @@ def test_oversized_upload_is_refused_with_the_limit(monkeypatch):
 
     monkeypatch.setattr(state, "MAX_UPLOAD_BYTES", 100)
     at = start()
-    at.file_uploader(key="onnx_upload").set_value(("big.onnx", tiny_onnx(), "application/octet-stream")).run()
+    at.file_uploader(key="onnx_upload").set_value(
+        ("big.onnx", tiny_onnx(), "application/octet-stream")
+    ).run()
     assert any("over the upload limit" in e.value for e in at.error)
 
 
 def test_upload_with_unbound_dims_then_bound_and_predicted():
     data = tiny_onnx()
     at = start()
-    at.file_uploader(key="onnx_upload").set_value(("tiny.onnx", data, "application/octet-stream")).run()
+    at.file_uploader(key="onnx_upload").set_value(
+        ("tiny.onnx", data, "application/octet-stream")
+    ).run()
     assert_clean(at)
     assert at.session_state["model_ref"].startswith("upload:")
     assert any("not bound" in w.value and "N" in w.value for w in at.warning)
@@ -327,7 +333,9 @@ def test_whatif_speedup_and_save_as_user_device(isolated):
     at.run()
     assert not at.error, [e.value for e in at.error]
     assert (isolated / "devices" / "h100-fastmem.toml").is_file()
-    assert get_device("h100-fastmem").mem_bw_Bps == pytest.approx(2 * get_device("h100-sxm").mem_bw_Bps)
+    assert get_device("h100-fastmem").mem_bw_Bps == pytest.approx(
+        2 * get_device("h100-sxm").mem_bw_Bps
+    )
     # the new device is in the device lists at once
     at.run()
     assert any(o.startswith("h100-fastmem ") for o in at.selectbox(key="_w_whatif_device").options)

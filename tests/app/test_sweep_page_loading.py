@@ -43,19 +43,41 @@ def fake_cells(models=("resnet50", "bert_base"), batches=(1, 8), precisions=("fp
                         t = float("nan")
                     thr = batch / t
                     mem = 1e8 * (m_i + 1) * batch
-                    rows.append({
-                        "cell_id": cell_id(model, "default", CellKey(device, batch, precision, "infer")),
-                        "family": "graph", "model": model, "device": device, "system": "",
-                        "n_devices": 1, "plan": "single", "input_tokens": 0,
-                        "output_tokens": 0, "runtime": "default", "batch": batch,
-                        "precision": precision, "mode": "infer", "estimator": "time-roofline",
-                        "time_s": t, "lower_s": 0.8 * t, "upper_s": 1.3 * t,
-                        "throughput_samples_per_s": thr, "memory_bytes": mem,
-                        "mem_capacity_bytes": cap, "fits": bool(mem <= cap),
-                        "price_usd": price, "tdp_W": tdp, "usd_per_throughput": price / thr,
-                        "throughput_per_W": thr / tdp, "speedup": float("nan"),
-                        "dominant_bound": "memory" if batch == 1 else "compute",
-                        "task_id": m_i, "error": err})
+                    rows.append(
+                        {
+                            "cell_id": cell_id(
+                                model, "default", CellKey(device, batch, precision, "infer")
+                            ),
+                            "family": "graph",
+                            "model": model,
+                            "device": device,
+                            "system": "",
+                            "n_devices": 1,
+                            "plan": "single",
+                            "input_tokens": 0,
+                            "output_tokens": 0,
+                            "runtime": "default",
+                            "batch": batch,
+                            "precision": precision,
+                            "mode": "infer",
+                            "estimator": "time-roofline",
+                            "time_s": t,
+                            "lower_s": 0.8 * t,
+                            "upper_s": 1.3 * t,
+                            "throughput_samples_per_s": thr,
+                            "memory_bytes": mem,
+                            "mem_capacity_bytes": cap,
+                            "fits": bool(mem <= cap),
+                            "price_usd": price,
+                            "tdp_W": tdp,
+                            "usd_per_throughput": price / thr,
+                            "throughput_per_W": thr / tdp,
+                            "speedup": float("nan"),
+                            "dominant_bound": "memory" if batch == 1 else "compute",
+                            "task_id": m_i,
+                            "error": err,
+                        }
+                    )
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS)).sort_values("cell_id",
                                                                        ignore_index=True)
 

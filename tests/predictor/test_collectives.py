@@ -26,9 +26,12 @@ MiB = 2**20
 
 def system(kind="nvswitch", link=300.0, per_node=8, nodes=1, nic=True, **extra):
     return SimpleNamespace(
-        fabric=SimpleNamespace(kind=kind, link_GBps=link, latency_us=2.0), devices_per_node=per_node,
-        nodes=nodes, nic=SimpleNamespace(count_per_node=8, GBps=25.0, latency_us=5.0) if nic else None,
-        **extra)
+        fabric=SimpleNamespace(kind=kind, link_GBps=link, latency_us=2.0),
+        devices_per_node=per_node,
+        nodes=nodes,
+        nic=SimpleNamespace(count_per_node=8, GBps=25.0, latency_us=5.0) if nic else None,
+        **extra,
+    )
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16])
@@ -75,10 +78,14 @@ def test_measured_curve_is_exact_at_measured_points_and_used_only_for_that_syste
                   & (curves.n_ranks == 8)].sort_values("size_bytes")
     sysm = system(link=450.0, id="my-box", measured_as=("h100_dgx",))
     for r in rows.iloc[[0, len(rows) // 2, -1]].itertuples():
-        assert collective_time_s("all_reduce", r.size_bytes, 8, sysm) == pytest.approx(r.time_s, rel=1e-9)
+        assert collective_time_s("all_reduce", r.size_bytes, 8, sysm) == pytest.approx(
+            r.time_s, rel=1e-9
+        )
     a, b = rows.iloc[10], rows.iloc[11]
     mid = math.sqrt(a.size_bytes * b.size_bytes)
-    assert collective_time_s("all_reduce", mid, 8, sysm) == pytest.approx(math.sqrt(a.time_s * b.time_s))
+    assert collective_time_s("all_reduce", mid, 8, sysm) == pytest.approx(
+        math.sqrt(a.time_s * b.time_s)
+    )
     other = system(link=450.0, id="other")
     assert collective_time_s("all_reduce", a.size_bytes, 8, other) == model_time_s(
         "all_reduce", a.size_bytes, 8, other)

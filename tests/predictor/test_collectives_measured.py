@@ -61,10 +61,15 @@ def test_probed_nic_reproduces_the_probe_and_the_fit_skips_probe_curves():
     nic = probed_nic("a100_dgx", (size, time_s), params["nic/p2p"])
     assert nic.count_per_node == get_system("dgx-a100").nic.count_per_node
     layout = measured_layout("a100_dgx", 2, 1, nic)
-    assert model_time_s("send_recv", size, 2, layout, params, ranks_per_node=1) == pytest.approx(time_s)
+    assert model_time_s("send_recv", size, 2, layout, params, ranks_per_node=1) == pytest.approx(
+        time_s
+    )
     assert is_probe(curves, probes).sum() == sum(
-        ((curves.system == s) & (curves.collective == "send_recv") & (curves.ranks_per_node == 1)).sum()
-        for s in probes)
+        (
+            (curves.system == s) & (curves.collective == "send_recv") & (curves.ranks_per_node == 1)
+        ).sum()
+        for s in probes
+    )
     assert not is_probe(fit_rows(curves, probes), probes).any()
     with pytest.raises(PredictionError, match="cannot probe"):
         probed_nic("a100_dgx", (size, 1e-9), params["nic/p2p"])

@@ -1,4 +1,7 @@
-"""Inputs of the per-op estimators: RunConfig, precision, GEMM dims, featurize, efficiency curves."""
+"""Inputs of the per-op estimators.
+
+RunConfig, precision, GEMM dims, featurize, efficiency curves.
+"""
 
 from __future__ import annotations
 

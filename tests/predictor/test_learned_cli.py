@@ -1,4 +1,7 @@
-"""`roofcast train` on a small measurement file, then `predict`/`compare --estimator learned|auto`."""
+"""`roofcast train` on a small measurement file.
+
+Then `predict`/`compare --estimator learned|auto`.
+"""
 
 from __future__ import annotations
 

@@ -66,7 +66,9 @@ def test_remove_deletes_only_listed_files_and_returns_to_the_default(shipped):
 
 
 def test_user_errors_say_what_to_do(shipped):
-    with pytest.raises(PredictionError, match="no installed learned model 'nope'; installed: default"):
+    with pytest.raises(
+        PredictionError, match="no installed learned model 'nope'; installed: default"
+    ):
         installed.use("nope")
     with pytest.raises(PredictionError, match="cannot be removed"):
         installed.remove("default")

@@ -57,8 +57,10 @@ def test_choices_reads_as_a_list():
 
 def test_tp_rules_heads_kv_heads_and_width():
     check_tp("m", 16, 64, 8, 28672)  # 8 KV heads replicated over 16 ranks
-    with pytest.raises(ParallelPlanError, match=r"tp=3 does not divide the 32 attention heads of m; "
-                                                r"use 1, 2, 4, 8, 16 or 32"):
+    with pytest.raises(
+        ParallelPlanError,
+        match=r"tp=3 does not divide the 32 attention heads of m; use 1, 2, 4, 8, 16 or 32",
+    ):
         check_tp("m", 3, 32, 8)
     with pytest.raises(ParallelPlanError, match="tp=2 does not divide the 3 KV heads"):
         check_tp("m", 2, 12, 3)

@@ -67,7 +67,9 @@ class _B:
         self.inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), n))
         return n
 
-    def op(self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "", **attrs) -> str | list[str]:
+    def op(
+        self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "", **attrs
+    ) -> str | list[str]:
         outs = [self.name(op_type.lower()) for _ in range(n_out)]
         self.nodes.append(helper.make_node(op_type, inputs, outs, name=self.name(op_type),
                                            domain=domain, **attrs))
@@ -106,7 +108,9 @@ class _B:
         angle = self.op("Constant", [], value=numpy_helper.from_array(  # not a weight
             np.linspace(0, 1, self.s.head_dim).astype(np.float32)))
         cos, sin = self.op("Cos", [angle]), self.op("Sin", [angle])
-        return self.op("Add", [self.op("Mul", [x, cos]), self.op("Mul", [self.op("Neg", [x]), sin])])
+        return self.op(
+            "Add", [self.op("Mul", [x, cos]), self.op("Mul", [self.op("Neg", [x]), sin])]
+        )
 
     def act(self, x: str) -> str:
         a = self.s.activation
@@ -116,10 +120,19 @@ class _B:
             return self.op("Relu", [x])
         if a == "gelu":
             e = self.op("Erf", [self.op("Div", [x, self.c(1.4142135, np.float32)])])
-            return self.op("Mul", [self.op("Mul", [x, self.op("Add", [e, self.c(1.0, np.float32)])]),
-                                   self.c(0.5, np.float32)])
-        cube = self.op("Mul", [self.op("Pow", [x, self.c(3.0, np.float32)]), self.c(0.044715, np.float32)])
-        t = self.op("Tanh", [self.op("Mul", [self.op("Add", [x, cube]), self.c(0.79788, np.float32)])])
+            return self.op(
+                "Mul",
+                [
+                    self.op("Mul", [x, self.op("Add", [e, self.c(1.0, np.float32)])]),
+                    self.c(0.5, np.float32),
+                ],
+            )
+        cube = self.op(
+            "Mul", [self.op("Pow", [x, self.c(3.0, np.float32)]), self.c(0.044715, np.float32)]
+        )
+        t = self.op(
+            "Tanh", [self.op("Mul", [self.op("Add", [x, cube]), self.c(0.79788, np.float32)])]
+        )
         return self.op("Mul", [self.op("Mul", [x, self.c(0.5, np.float32)]),
                                self.op("Add", [t, self.c(1.0, np.float32)])])
 
@@ -161,7 +174,11 @@ class _B:
             k, v = (self.linear(kv_src, s.d_model, kv_w, s.qkv_bias) for _ in range(2))
         if s.attention != "eager":
             return self.fused(q, k, v, layer, graph_inputs, graph_outputs)
-        q, k, v = self.rope(self.heads(q, s.heads)), self.rope(self.heads(k, s.kv_heads)), self.heads(v, s.kv_heads)
+        q, k, v = (
+            self.rope(self.heads(q, s.heads)),
+            self.rope(self.heads(k, s.kv_heads)),
+            self.heads(v, s.kv_heads),
+        )
         if s.past:
             for kind in ("key", "value"):
                 past = f"past_key_values.{layer}.{kind}"
@@ -170,7 +187,9 @@ class _B:
                 present = f"present.{layer}.{kind}"
                 cur = k if kind == "key" else v
                 self.nodes.append(helper.make_node("Concat", [past, cur], [present], axis=2))
-                graph_outputs.append(helper.make_tensor_value_info(present, TensorProto.FLOAT, None))
+                graph_outputs.append(
+                    helper.make_tensor_value_info(present, TensorProto.FLOAT, None)
+                )
                 if kind == "key":
                     k = present
                 else:
@@ -187,7 +206,9 @@ class _B:
         ctx = self.op("Reshape", [ctx, self.c([0, 0, q_w])])
         return self.linear(ctx, q_w, s.d_model, False)
 
-    def fused(self, q: str, k: str, v: str, layer: int, graph_inputs: list, graph_outputs: list) -> str:
+    def fused(
+        self, q: str, k: str, v: str, layer: int, graph_inputs: list, graph_outputs: list
+    ) -> str:
         s = self.s
         q_w = s.heads * s.head_dim
         past, present = ["", ""], ["", ""]
@@ -196,7 +217,9 @@ class _B:
                 past[i], present[i] = f"past_key_values.{layer}.{kind}", f"present.{layer}.{kind}"
                 graph_inputs.append(helper.make_tensor_value_info(
                     past[i], TensorProto.FLOAT, ["batch", s.kv_heads, "past_sequence", s.head_dim]))
-                graph_outputs.append(helper.make_tensor_value_info(present[i], TensorProto.FLOAT, None))
+                graph_outputs.append(
+                    helper.make_tensor_value_info(present[i], TensorProto.FLOAT, None)
+                )
         outs = [self.name("attn"), present[0] or self.name("pk"), present[1] or self.name("pv")]
         if s.attention == "onnx_op":
             self.nodes.append(helper.make_node(
@@ -208,10 +231,17 @@ class _B:
                 caches[2:] = (self.w(s.rotary_cache, s.head_dim // 2, name="cos_cache"),
                               self.w(s.rotary_cache, s.head_dim // 2, name="sin_cache"))
             packed = s.packed_qkv and q == k
-            self.nodes.append(helper.make_node(
-                "GroupQueryAttention", [q, "" if packed else k, "" if packed else v, *past, *caches],
-                outs, domain="com.microsoft", num_heads=s.heads, kv_num_heads=s.kv_heads,
-                do_rotary=int(s.positions == "rope")))
+            self.nodes.append(
+                helper.make_node(
+                    "GroupQueryAttention",
+                    [q, "" if packed else k, "" if packed else v, *past, *caches],
+                    outs,
+                    domain="com.microsoft",
+                    num_heads=s.heads,
+                    kv_num_heads=s.kv_heads,
+                    do_rotary=int(s.positions == "rope"),
+                )
+            )
         return self.linear(outs[0], q_w, s.d_model, False)
 
 
@@ -225,7 +255,10 @@ def tiny_decoder(**kw) -> bytes:
     if s.positions == "learned":
         inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64,
                                                     ["batch", "sequence"]))
-        x = b.op("Add", [x, b.op("Gather", [b.w(s.max_positions, s.d_model, name="pos"), "position_ids"])])
+        x = b.op(
+            "Add",
+            [x, b.op("Gather", [b.w(s.max_positions, s.d_model, name="pos"), "position_ids"])],
+        )
     kv_outputs: list = []
     if s.cross:
         inputs.append(helper.make_tensor_value_info("encoder_hidden_states", TensorProto.FLOAT,

@@ -70,7 +70,9 @@ def test_attention_kind_and_kv_names_with_past():
     assert info.attention == "gqa"
     assert info.kv_inputs == tuple(f"past_key_values.{i}.{kv}" for i in range(3)
                                    for kv in ("key", "value"))
-    assert info.kv_outputs == tuple(f"present.{i}.{kv}" for i in range(3) for kv in ("key", "value"))
+    assert info.kv_outputs == tuple(
+        f"present.{i}.{kv}" for i in range(3) for kv in ("key", "value")
+    )
     assert info.arch.kv_elements_per_token() == 2 * 3 * 2 * 8
 
 

@@ -208,7 +208,9 @@ def test_onnx_road_and_config_road_agree(name):
     if name in UNTIED_COPY:
         skip.add("tied_embeddings")
     fields = [f for f in from_config.__dataclass_fields__ if f not in skip]
-    assert {f: getattr(info.arch, f) for f in fields} == {f: getattr(from_config, f) for f in fields}
+    assert {f: getattr(info.arch, f) for f in fields} == {
+        f: getattr(from_config, f) for f in fields
+    }
 
 
 def test_load_llm_reads_an_onnx_export_by_path_and_bytes():

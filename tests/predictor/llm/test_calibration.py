@@ -1,6 +1,7 @@
-"""The shipped engine calibration (predictor/data/llm_engines/llm_engines.json): it loads, it was fitted on
-the bundled serving rows (data hash), apply() is monotone with lo <= t <= hi, engines without
-data say so; the fit recovers known parameters."""
+"""The shipped engine calibration (predictor/data/llm_engines/llm_engines.json).
+
+It loads, it was fitted on the bundled serving rows (data hash), apply() is monotone with
+lo <= t <= hi, engines without data say so; the fit recovers known parameters."""
 
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ def test_tp_must_divide_or_replicate_kv_heads(archs):
 
 @pytest.mark.parametrize(("arch", "sh", "match"), [
     ("llama-2-7b", Sharding(pp=33), "pp=33 exceeds the 32 layers"),
-    ("llama-2-7b", Sharding(tp=2, ep=2), "ep=2 needs a mixture-of-experts model; llama-2-7b is dense"),
+    ("llama-2-7b", Sharding(tp=2, ep=2),
+     "ep=2 needs a mixture-of-experts model; llama-2-7b is dense"),
     ("mixtral-8x7b", Sharding(tp=2, ep=4), "ep=4 does not divide tp = 2 .* use ep in 1 or 2"),
     ("mixtral-8x7b", Sharding(tp=4, ep=3), "use 1, 2 or 4"),
 ])
@@ -86,7 +87,13 @@ def test_local_arch_splits_heads_ff_and_vocab(archs):
     a = archs["llama-2-7b"]
     assert local_arch(a, Sharding()) is a
     loc = local_arch(a, Sharding(tp=4))
-    assert (loc.n_heads, loc.n_kv_heads, loc.d_ff, loc.vocab, loc.n_layers) == (8, 8, 2752, 8000, 32)
+    assert (loc.n_heads, loc.n_kv_heads, loc.d_ff, loc.vocab, loc.n_layers) == (
+        8,
+        8,
+        2752,
+        8000,
+        32,
+    )
     moe = local_arch(archs["mixtral-8x7b"], Sharding(tp=4, ep=2))  # moe_tp = 2
     assert (moe.d_ff, moe.n_experts) == (14336 // 2, 8)
 

@@ -52,7 +52,9 @@ def test_breakdown_and_sliding_window(archs, engine):
                                           + m.activations_bytes + m.other_bytes)
     long = ServingConfig(8000, 2000)
     mw = serving_memory(archs["mistral-7b"], h100, long, 1, engine)
-    assert mw.kv_cache_bytes == 4096 * device_kv_bytes_per_token(archs["mistral-7b"], long)  # the window caps the cache
+    assert mw.kv_cache_bytes == 4096 * device_kv_bytes_per_token(
+        archs["mistral-7b"], long
+    )  # the window caps the cache
     # without a [serving] table the documented default utilisation applies
     eager = get_runtime("pytorch-eager")
     assert eager.serving is None

@@ -52,8 +52,10 @@ def attention_blocks(batch: int, blocks: int = 2, seq: int = 4, heads: int = 12,
         p = f"b{b}_"
         for i, n in enumerate("qkv"):
             inits.append(_w(p + "w" + n, d, d, seed=10 * b + i))
-            nodes += [helper.make_node("MatMul", [h, p + "w" + n], [p + n], name=p + n),
-                      helper.make_node("Reshape", [p + n, "split"], [p + n + "4"], name=p + n + "r")]
+            nodes += [
+                helper.make_node("MatMul", [h, p + "w" + n], [p + n], name=p + n),
+                helper.make_node("Reshape", [p + n, "split"], [p + n + "4"], name=p + n + "r"),
+            ]
         nodes += [
             helper.make_node("Transpose", [p + "q4"], [p + "qt"], perm=[0, 2, 1, 3], name=p + "qt"),
             helper.make_node("Transpose", [p + "k4"], [p + "kt"], perm=[0, 2, 3, 1], name=p + "kt"),

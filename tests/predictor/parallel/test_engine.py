@@ -195,7 +195,9 @@ def test_tight_fit_is_noted():
     base = predict_parallel(src, SYSTEM, ParallelPlan(dp=8), global_batch=8)
     assert not any("to spare" in n for n in base.notes)
     # scale the parameters so the plan uses 97 % of the 80 GiB
-    per_param = base.memory.weights_bytes + base.memory.gradients_bytes + base.memory.optimizer_bytes
+    per_param = (
+        base.memory.weights_bytes + base.memory.gradients_bytes + base.memory.optimizer_bytes
+    )
     scale = (0.97 * base.memory.capacity_bytes - base.memory.activations_bytes
              - base.memory.other_bytes) / per_param
     tight = predict_parallel(FakeSource(param_scale=scale), SYSTEM, ParallelPlan(dp=8),

@@ -128,7 +128,9 @@ def test_bert_base_zoo():
     src = GraphParallelSource(model.graph_at, RunConfig(precision="bf16"), name="bert_base")
     assert (src.facts.layers, src.facts.heads, src.facts.hidden, src.facts.seq_tokens) == (
         12, 12, 768, 128)
-    with pytest.raises(ParallelPlanError, match="tp=5 does not divide the 12 attention heads of bert_base"):
+    with pytest.raises(
+        ParallelPlanError, match="tp=5 does not divide the 12 attention heads of bert_base"
+    ):
         src.build(tp=5, micro_batch=2, sequence_parallel=False, mode="train")
     start = time.perf_counter()
     one = src.build(tp=1, micro_batch=2, sequence_parallel=False, mode="train")

@@ -51,7 +51,10 @@ def test_batch_must_split_over_dp_and_micro_batches():
 
 
 def test_ep_rules():
-    with pytest.raises(ParallelPlanError, match=r"ep=2 needs a mixture-of-experts model; llama-3\.1-70b is dense"):
+    with pytest.raises(
+        ParallelPlanError,
+        match=r"ep=2 needs a mixture-of-experts model; llama-3\.1-70b is dense",
+    ):
         check(ParallelPlan(dp=4, tp=8, ep=2))
     with pytest.raises(ParallelPlanError, match="ep=3 does not divide the 8 experts"):
         check(ParallelPlan(dp=3, ep=3), MOE, n=3, gb=3)
@@ -117,7 +120,9 @@ def test_the_models_reason_comes_before_the_devices_and_the_batch():
         check_plan(ParallelPlan(dp=1, tp=5), facts, n_devices=8, global_batch=7, mode="train")
     with pytest.raises(ParallelPlanError, match="pp=5 does not divide the 12 layers"):
         check_model_degrees(facts, pp=5)
-    with pytest.raises(ParallelPlanError, match="ep=2 needs a mixture-of-experts model; m is dense"):
+    with pytest.raises(
+        ParallelPlanError, match="ep=2 needs a mixture-of-experts model; m is dense"
+    ):
         check_model_degrees(facts, ep=2)
     check_model_degrees(facts, tp=4, pp=3)  # degrees the model takes pass
 

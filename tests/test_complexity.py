@@ -36,7 +36,7 @@ _APPUI = {
     ("app/views/whatif.py", "render"),
 }
 # owned by helper reliab during issue 25; the lead clears this list after merging
-_RELIAB = {("app/sweep_files.py", "extract_zip")}
+_RELIAB: set[tuple[str, str]] = set()  # extract_zip split into named helpers
 # owned by helper docs during issue 25 (dev scripts leave the wheel); the lead clears this list
 # after merging
 _DOCS: set[tuple[str, str]] = set()  # the dev scripts moved to tools/

@@ -7,11 +7,10 @@ out of the ``dp x tp`` ranks of a stage (each holds ``experts / ep`` experts of 
 
 A **source** (``ParallelSource``) turns a single-device model into the work of *one device*
 for one micro-batch: its kernels after tensor / expert sharding (``ShardedWorkload.rows``, one
-row per kernel, ready for ``predictor.simulate.evaluate``), the collectives its layers call
-inside the tensor / expert group (``comms``) and the per-layer sizes the engine needs for
-memory, data-parallel gradient traffic and pipeline sends. The **engine** times a plan on a
-system from those: stages, the 1F1B schedule, collectives through
-``predictor.collectives``, per-device memory.
+row per kernel), the collectives its layers call inside the tensor / expert group (``comms``)
+and the per-layer sizes the engine needs for memory, data-parallel gradient traffic and
+pipeline sends. The **engine** times a plan on a system from those: stages, the 1F1B schedule,
+collectives through ``predictor.collectives``, per-device memory.
 
 Units: seconds (``_s``), bytes (``_bytes``), elements (``_elems``).
 """
@@ -76,7 +75,8 @@ class ParallelPlan:
             raise ParallelPlanError(f"zero must be 0, 1, 2 or 3 (ZeRO stage), got {self.zero!r}")
         for name in ("sequence_parallel", "recompute"):
             if not isinstance(getattr(self, name), bool):
-                raise ParallelPlanError(f"{name} must be true or false, got {getattr(self, name)!r}")
+                raise ParallelPlanError(
+                    f"{name} must be true or false, got {getattr(self, name)!r}")
 
     @property
     def n_devices(self) -> int:

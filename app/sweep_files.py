@@ -1,28 +1,15 @@
 """Loading a sweep's Parquet dataset into the app — only what the user gave, within limits.
 
 A sweep (``roofcast sweep SPEC.toml --output DIR``) is a folder of Parquet files, one row per
-cell (``predictor.sweeps.types.CELL_COLUMNS``), possibly hive-partitioned (``device=h100-sxm/``
-folders). The explorer page reads one of two sources:
-
-* **a folder path** the user types, relative to the working directory or absolute, which must
-  resolve (symlinks followed) to a folder *under* the working directory
-  (:func:`resolve_folder`); the Parquet files read are those inside it whose resolved path
-  stays inside it (a symlink out of the folder is refused, not followed);
-* **an uploaded zip** of the folder (:func:`extract_zip`): every member name is checked (no
-  absolute path, no ``..``, no backslash or drive letter, no symlink, not encrypted); only
-  ``.parquet`` members are written, each by our own code under a fresh temporary folder
-  (never ``extractall``), counted as they are decompressed against
-  ``MAX_EXTRACTED_BYTES`` in all and their declared size (a zip bomb stops at the cap, not
-  after filling the disk); other members are skipped and listed, except ``_``/``.`` names
-  (metadata by Parquet convention, such as the sweep's ``_roofcast_sweep.json``).
-
-Then :func:`read_sweep` reads the files with ``pyarrow.dataset`` (Parquet only: no pickle, no
-code is run from the files), refuses more than ``MAX_FILES`` files, ``MAX_DATASET_BYTES`` on
-disk or ``MAX_ROWS`` rows (counted from the Parquet footers before anything is loaded), and
-checks the table: every ``CELL_COLUMNS`` column present (a folder of the first round's columns,
-without family/system/plan/tokens, is an older sweep: re-run it), numeric columns numeric,
-``fits`` boolean, ``cell_id`` unique. Every refusal is a :class:`SweepLoadError` naming the file or
-member and what to do.
+cell (``predictor.sweeps.types.CELL_COLUMNS``), possibly hive-partitioned. Two sources: a
+folder path that resolves under the working directory (:func:`resolve_folder`; a symlink out
+of the folder is refused, not followed), or an uploaded zip (:func:`extract_zip`: member names
+checked, only ``.parquet`` members written, by our own code, counted against
+``MAX_EXTRACTED_BYTES`` as they decompress). :func:`read_sweep` reads them with
+``pyarrow.dataset`` (no code is run from the files) within ``MAX_FILES`` files,
+``MAX_DATASET_BYTES`` on disk and ``MAX_ROWS`` rows, and checks the columns. Every refusal is
+a :class:`SweepLoadError` naming the file or member and what to do. The full list of checks:
+docs/design/module-notes.md.
 """
 
 from __future__ import annotations
@@ -149,7 +136,8 @@ def _member_path(info: zipfile.ZipInfo) -> PurePosixPath:
     if ("\\" in name or "\x00" in name or name.startswith("/")
             or (len(name) > 1 and name[1] == ":")):
         raise SweepLoadError(f"the zip member {name!r} has an absolute or non-POSIX path: zip "
-                             "the folder with relative paths (cd to its parent; zip -r out.zip DIR)")
+                             "the folder with relative paths (cd to its parent; "
+                             "zip -r out.zip DIR)")
     path = PurePosixPath(name)
     if any(part == ".." for part in path.parts):
         raise SweepLoadError(f"the zip member {name!r} climbs out of the folder ('..'): zip "
@@ -158,16 +146,9 @@ def _member_path(info: zipfile.ZipInfo) -> PurePosixPath:
 
 
 def extract_zip(data: bytes, dest: Path) -> tuple[list[Path], list[str]]:
-    """Write the zip's ``.parquet`` members under ``dest`` (checked as the module docstring
-    says); the written files and the skipped members' names."""
-    if len(data) > MAX_ZIP_BYTES:
-        raise SweepLoadError(f"the zip is {len(data) / 2**20:.1f} MB, over the upload limit of "
-                             f"{MAX_ZIP_BYTES // 2**20} MB: type the folder path instead")
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise SweepLoadError("the upload is not a zip file: zip the sweep folder "
-                             "(zip -r sweep.zip DIR) and upload that") from None
+    """Write the zip's ``.parquet`` members under ``dest`` (each member checked:
+    docs/design/module-notes.md lists how); the written files and the skipped members' names."""
+    archive = _open_zip(data)
     dest = dest.resolve()
     written: list[Path] = []
     skipped: list[str] = []
@@ -179,46 +160,79 @@ def extract_zip(data: bytes, dest: Path) -> tuple[list[Path], list[str]]:
                                  "zip one sweep's folder")
         for info in infos:
             path = _member_path(info)
-            if info.is_dir():
+            if _is_folder_or_metadata(info, path):
                 continue
-            if any(p.startswith((".", "_")) for p in path.parts):
-                continue  # metadata by Parquet convention (the sweep's _roofcast_sweep.json)
             if path.suffix != ".parquet":
                 skipped.append(info.filename)
                 continue
-            if info.flag_bits & 0x1:
-                raise SweepLoadError(f"the zip member {info.filename!r} is encrypted: zip "
-                                     "without a password")
-            if len(written) >= MAX_FILES:
-                raise SweepLoadError(f"the zip has more than {MAX_FILES} Parquet files: zip "
-                                     "one sweep's folder")
-            if total + info.file_size > MAX_EXTRACTED_BYTES:
-                raise SweepLoadError(_too_big(info.filename))
-            target = dest.joinpath(*path.parts)
-            if not target.resolve().is_relative_to(dest):  # belt and braces after the checks
-                raise SweepLoadError(f"the zip member {info.filename!r} would leave the folder")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            size = 0
-            try:
-                with archive.open(info) as src, open(target, "xb") as out:
-                    while chunk := src.read(_CHUNK):
-                        size += len(chunk)
-                        total += len(chunk)
-                        if size > info.file_size or total > MAX_EXTRACTED_BYTES:
-                            raise SweepLoadError(_too_big(info.filename))
-                        out.write(chunk)
-            except FileExistsError:
-                raise SweepLoadError(f"the zip holds {info.filename!r} twice: zip the folder "
-                                     "once") from None
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
-                    EOFError) as exc:
-                raise SweepLoadError(f"the zip member {info.filename!r} cannot be read ({exc}): "
-                                     "zip the folder again") from None
+            _check_member(info, len(written), total)
+            target = _member_target(dest, path, info.filename)
+            total += _copy_member(archive, info, target, total)
             written.append(target)
     if not written:
         raise SweepLoadError("the zip holds no .parquet files: zip the folder "
                              "`roofcast sweep SPEC.toml --output DIR` wrote")
     return written, skipped
+
+
+def _open_zip(data: bytes) -> zipfile.ZipFile:
+    """The upload as a zip archive, or :class:`SweepLoadError` if too large or not a zip."""
+    if len(data) > MAX_ZIP_BYTES:
+        raise SweepLoadError(f"the zip is {len(data) / 2**20:.1f} MB, over the upload limit of "
+                             f"{MAX_ZIP_BYTES // 2**20} MB: type the folder path instead")
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise SweepLoadError("the upload is not a zip file: zip the sweep folder "
+                             "(zip -r sweep.zip DIR) and upload that") from None
+
+
+def _is_folder_or_metadata(info: zipfile.ZipInfo, path: PurePosixPath) -> bool:
+    """A folder entry, or metadata by Parquet convention (the sweep's _roofcast_sweep.json)."""
+    return info.is_dir() or any(p.startswith((".", "_")) for p in path.parts)
+
+
+def _check_member(info: zipfile.ZipInfo, n_written: int, total_bytes: int) -> None:
+    """:class:`SweepLoadError` if the member is encrypted, one Parquet file too many, or its
+    declared size takes the extracted total past the limit."""
+    if info.flag_bits & 0x1:
+        raise SweepLoadError(f"the zip member {info.filename!r} is encrypted: zip "
+                             "without a password")
+    if n_written >= MAX_FILES:
+        raise SweepLoadError(f"the zip has more than {MAX_FILES} Parquet files: zip "
+                             "one sweep's folder")
+    if total_bytes + info.file_size > MAX_EXTRACTED_BYTES:
+        raise SweepLoadError(_too_big(info.filename))
+
+
+def _member_target(dest: Path, path: PurePosixPath, name: str) -> Path:
+    """Where the member goes under ``dest`` (its folder made), checked to stay inside."""
+    target = dest.joinpath(*path.parts)
+    if not target.resolve().is_relative_to(dest):  # belt and braces after the checks
+        raise SweepLoadError(f"the zip member {name!r} would leave the folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path,
+                 total_bytes: int) -> int:
+    """Copy the member to the new file ``target`` in chunks, stopping past its declared size or
+    the extracted-total limit (``total_bytes`` extracted before it); the bytes written."""
+    size = 0
+    try:
+        with archive.open(info) as src, open(target, "xb") as out:
+            while chunk := src.read(_CHUNK):
+                size += len(chunk)
+                if size > info.file_size or total_bytes + size > MAX_EXTRACTED_BYTES:
+                    raise SweepLoadError(_too_big(info.filename))
+                out.write(chunk)
+    except FileExistsError:
+        raise SweepLoadError(f"the zip holds {info.filename!r} twice: zip the folder "
+                             "once") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
+        raise SweepLoadError(f"the zip member {info.filename!r} cannot be read ({exc}): "
+                             "zip the folder again") from None
+    return size
 
 
 def _too_big(name: str) -> str:
@@ -229,7 +243,7 @@ def _too_big(name: str) -> str:
 # ----------------------------------------------------------------------------- reading
 def read_sweep(files: list[Path], root: Path, skipped: tuple[str, ...] = ()) -> LoadedSweep:
     """The cells of the Parquet ``files`` (all under ``root``, hive folders read as columns),
-    checked as the module docstring says."""
+    checked as docs/design/module-notes.md lists."""
     root = root.resolve()
     size = sum(f.stat().st_size for f in files)
     if size > MAX_DATASET_BYTES:

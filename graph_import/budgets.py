@@ -1,43 +1,15 @@
 """Budgets of an ONNX import, checked *before* the work they bound is done.
 
-A model file of a few hundred bytes can describe tensors of 2**120 elements, functions nested
-so deep that inlining them writes 2**30 nodes, or a ``Range`` that ONNX's data propagation
-would build element by element. Each budget below is a cap on what the input may *describe*;
-it is checked as soon as the number is known (declared dims at load, function nesting before
-inlining, user dims before binding, constant generator sizes before shape inference, inferred
-shapes after each inference round), and a refusal names the cap and how to raise it.
-
-============================  ==================================  ===========================
-environment variable          what it caps                        default
-============================  ==================================  ===========================
-ROOFCAST_MAX_TENSOR_ELEMS     elements of any one tensor           2**40 (~1.1e12)
-                              (declared or inferred)
-ROOFCAST_MAX_GRAPH_BYTES      sum over all tensors of               2**50 (1 PiB)
-                              elements x itemsize
-ROOFCAST_MAX_DIM              a dim given by the user               2**24 (16,777,216)
-                              (``--dim sequence=N``)
-ROOFCAST_MAX_NESTING          depth of local-function calls and     16
-                              subgraphs (If/Loop/Scan bodies)
-ROOFCAST_MAX_NODES            nodes once functions are inlined      2**18 (262,144)
-                              (subgraph nodes included)
-ROOFCAST_MAX_BATCH            a batch size (--batch, batches)       2**20 (1,048,576)
-ROOFCAST_MAX_TOKENS           tokens of one request or sample       2**24 (16,777,216)
-ROOFCAST_MAX_DEVICES          devices of one system or plan         2**20 (1,048,576)
-ROOFCAST_MAX_SYSTEM_NODES     nodes of one system                   2**17 (131,072)
-ROOFCAST_MAX_GLOBAL_BATCH     samples of one global (training)      2**24 (16,777,216)
-                              batch
-============================  ==================================  ===========================
-
-The last five bound what a user *asks* for (``Limit.check``): far above any real workload, they
-keep the work (divisor searches, per-token tables) bounded for any input.
-
-These are shape *descriptions*: roofcast never allocates a tensor, so the defaults sit far above
-any real model (llama at sequence 2048 describes ~1e11 bytes per layer at most) and far below
-what makes the import itself slow: with them, every input is refused within seconds and well
-under 2 GB of memory. ``DATA_PROP_MAX_ELEMS`` is not a user setting: a constant generator
-(Range, ConstantOfShape, Expand, Tile of known inputs) with more elements than this is given to
-ONNX shape inference as a shape without values, since ONNX data propagation stores every
-element (~150 bytes each).
+A model file of a few hundred bytes can describe tensors of 2**120 elements or functions that
+inline to 2**30 nodes. Each budget caps what the input may *describe*, checked as soon as the
+number is known; a refusal names the cap and its environment variable ``ROOFCAST_MAX_*``:
+TENSOR_ELEMS (elements of one tensor, 2**40), GRAPH_BYTES (sum of elements x itemsize over all
+tensors, 2**50), DIM (a user dim, 2**24), NESTING (function/subgraph depth, 16), NODES (nodes
+once inlined, 2**18); and what a user *asks* for (``Limit.check``): BATCH (2**20), TOKENS
+(2**24), DEVICES (2**20), SYSTEM_NODES (2**17), GLOBAL_BATCH (2**24). The defaults sit far
+above any real model and keep every import within seconds and 2 GB. ``DATA_PROP_MAX_ELEMS``
+(not a setting): a constant generator with more elements goes to ONNX shape inference as a
+shape without values. The table and rationale: docs/design/module-notes.md.
 """
 
 from __future__ import annotations
@@ -193,7 +165,8 @@ def check_nesting(model: ModelProto) -> None:
                     f"the model nests functions/subgraphs {depth + height} levels deep"
                 )
             if total > max_nodes:
-                raise NODES.refuse(f"the model has at least {total} nodes once functions are inlined")
+                raise NODES.refuse(
+                    f"the model has at least {total} nodes once functions are inlined")
         return total, height
 
     def call(key: tuple[str, str], depth: int) -> tuple[int, int]:

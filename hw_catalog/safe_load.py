@@ -1,4 +1,4 @@
-"""TOML and JSON text parsed without trusting it: one guarded loader for every data file a user names.
+"""TOML and JSON parsed without trusting them: one guarded loader for every data file a user names.
 
 ``load_toml(data, label, error=)`` and ``load_json(data, label, error=)`` take the bytes (the caller
 read at most its size cap) and refuse, with ``error`` naming ``label``, before parsing:

@@ -1,31 +1,15 @@
 """One ``--scheduler`` text, one Dask client: shared by sweeps and distributed training.
 
-``parse_scheduler(text) -> SchedulerSpec`` reads what a user writes after ``--scheduler``:
-
-* ``local`` (or nothing): in process, no Dask (``SchedulerSpec("local")``);
-* ``dask-local:N``: a ``distributed.LocalCluster`` of N worker *processes* with one thread each
-  (1 <= N <= ``MAX_LOCAL_WORKERS``; the predictor and XGBoost's Python side hold the GIL much of
-  the time, so processes, not threads, give parallelism), started and shut down by the client
-  context;
-* ``dask://HOST:PORT``: a running scheduler (``dask scheduler`` plus
-  ``dask worker tcp://HOST:PORT`` on machines with roofcast installed), left running.
-
-``open_client(spec, worker_modules)`` is the context both users enter (``PARSERS`` and
-``OPENERS`` are the registries, keyed by the prefix). For ``dask://`` it checks, in order and
-each with its own one-line ``DaskSchedulerError`` (a ``PredictionError``) that says what to do:
-the scheduler answers within ``CONNECT_TIMEOUT_S``; it has at least one worker within
-``WORKERS_TIMEOUT_S``; every worker imports ``worker_modules`` (a worker without roofcast would
-fail every task: said once, before any task is sent). A malformed text fails at once, before
-anything starts. The client is never made the process's default (``set_as_default=False``):
-callers pass it explicitly.
-
-``distributed`` is imported only inside ``open_client``, so parsing works without Dask installed.
-
-Ctrl-C prints no Dask traceback: a ``dask-local`` cluster's worker processes are spawned while
-SIGINT is ignored (for the moment of the spawn only), so they inherit that and Ctrl-C reaches
-this process alone; during the cluster's start-up calls it is held and raised after; on an
-interrupt the client and cluster are closed with ``distributed``'s
-loggers silenced and a second Ctrl-C ignored, each within ``CLOSE_TIMEOUT_S``.
+``parse_scheduler(text) -> SchedulerSpec`` reads ``local`` (in process, no Dask),
+``dask-local:N`` (a ``distributed.LocalCluster`` of N one-thread worker processes,
+1 <= N <= ``MAX_LOCAL_WORKERS``, shut down with the client) or ``dask://HOST:PORT`` (a running
+scheduler, left running). ``open_client(spec, worker_modules)`` is the context both users
+enter (``PARSERS`` and ``OPENERS`` are the registries, keyed by the prefix); for ``dask://`` it
+checks, each with its own one-line ``DaskSchedulerError``, that the scheduler answers within
+``CONNECT_TIMEOUT_S``, has a worker within ``WORKERS_TIMEOUT_S`` and that every worker imports
+``worker_modules``. The client is never the process's default. ``distributed`` is imported
+only inside ``open_client``. Ctrl-C reaches this process alone and prints no Dask traceback;
+closing is bounded by ``CLOSE_TIMEOUT_S``. Rationale: docs/design/module-notes.md.
 """
 
 from __future__ import annotations
@@ -202,8 +186,9 @@ def _wait_spawned(n: int, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
 
 def close_quietly(*closables: Any, quiet: bool = False) -> None:
     """``close(timeout=CLOSE_TIMEOUT_S)`` each of ``closables`` (a Client, a cluster; None
-    skipped), never raising an ``Exception`` and with SIGINT ignored; with ``quiet`` (an interrupt), ``distributed``'s
-    loggers are silenced meanwhile (workers being stopped log connection errors)."""
+    skipped), never raising an ``Exception`` and with SIGINT ignored; with ``quiet`` (an
+    interrupt), ``distributed``'s loggers are silenced meanwhile (workers being stopped log
+    connection errors)."""
     log = logging.getLogger("distributed")
     level = log.level
     if quiet:

@@ -12,8 +12,7 @@ and ``predictor.config.run_config`` takes the run's dims from the imported graph
   has a dim of that name; a dim the caller names that the model lacks is an error listing the
   model's dims (``graph_import.dims.check_dim_names``).
 
-``Model.at(batch=16)`` re-imports the same source at other dims (the graph source of a sweep,
-a comparison or the advisor).
+``Model.at(batch=16)`` re-imports the same source at other dims (sweeps, comparisons, advisor).
 """
 
 from __future__ import annotations
@@ -33,7 +32,8 @@ from roofcast.training_data import zoo
 @dataclass(frozen=True, eq=False)
 class Model:
     """An imported model: ``graph`` (costed ``Graph``), the ``source`` it came from (a path,
-    bytes, or None for a Graph given as is), ``requested`` (the dims asked for, defaults included) and ``name``."""
+    bytes, or None for a Graph given as is), ``requested`` (the dims asked for, defaults
+    included) and ``name``."""
 
     graph: Graph
     source: Path | bytes | None
@@ -100,7 +100,8 @@ def load_model(source: Any, dims: Mapping[str, int] | None = None, /,
         model = _import(path, wanted, path.stem)
     else:
             raise ModelImportError(f"cannot load a model from a {type(source).__name__}: give an "
-                               ".onnx path, a zoo name (roofcast.zoo_models()) or the model's bytes")
+                                   ".onnx path, a zoo name (roofcast.zoo_models()) or the "
+                                   "model's bytes")
     check_dim_names(given, model.graph)  # a dim the caller named must be one of the model's
     return model
 

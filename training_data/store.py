@@ -1,19 +1,17 @@
 """The measurement store: one SQLite file of tidy rows (``training_data.schema``).
 
-SQLite (stdlib) rather than DuckDB: several processes may append at once (WAL journal, a busy
-timeout, and one ``BEGIN IMMEDIATE`` transaction per append so writers queue instead of failing),
-and it adds no dependency. An append validates every row first; one bad row rejects the whole
-batch with a :class:`MeasurementError` that lists bad rows by line, and nothing is written. The
-insert itself is one transaction: a process killed mid-append leaves the store as it was.
-Rows whose ``row_key`` is already stored are skipped and counted as duplicates, so importing
-the same file twice is a no-op.
-
-A store written before a schema column existed (``runtime``) gets the column on first open
-(``ALTER TABLE ... ADD COLUMN``, empty in the old rows); reading fills an empty ``runtime`` with
-the device kind's default (``schema.with_default_runtimes``), which is what those rows measured.
+SQLite (stdlib, no dependency): several processes may append at once (WAL journal, a busy
+timeout, one ``BEGIN IMMEDIATE`` transaction per append). An append validates every row first;
+one bad row rejects the whole batch with a :class:`MeasurementError` that lists bad rows by
+line, and nothing is written. The insert itself is one transaction: a process killed
+mid-append leaves the store as it was. Rows whose ``row_key`` is already stored are skipped
+and counted as duplicates, so importing the same file twice is a no-op. An older store gets a
+new schema column (``runtime``) on first open, filled on read with the device kind's default
+(``schema.with_default_runtimes``). Rationale: docs/design/module-notes.md.
 
 Default file: ``$ROOFCAST_DATA_DIR/measurements.sqlite``, else
-``$XDG_DATA_HOME/roofcast/measurements.sqlite``, else ``~/.local/share/roofcast/measurements.sqlite``.
+``$XDG_DATA_HOME/roofcast/measurements.sqlite``, else
+``~/.local/share/roofcast/measurements.sqlite``.
 """
 
 from __future__ import annotations
@@ -147,7 +145,8 @@ class Store:
         con.execute("BEGIN IMMEDIATE")
         try:
             con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                        (SCHEMA_VERSION,))
             con.execute(f"CREATE TABLE IF NOT EXISTS measurements (id INTEGER PRIMARY KEY, {cols},"
                         " row_key TEXT NOT NULL UNIQUE, imported_at TEXT NOT NULL)")
             have = {row[1] for row in con.execute("PRAGMA table_info(measurements)")}
@@ -289,7 +288,8 @@ class Store:
                    ".pq": lambda d, p: d.to_parquet(p, index=False)}
         suffix = path.suffix.lower()
         if suffix not in writers:
-            raise MeasurementError(f"cannot export to {path.name}: use a .csv or .parquet file name")
+            raise MeasurementError(
+                f"cannot export to {path.name}: use a .csv or .parquet file name")
         write_target(path, what="export", error=MeasurementError)  # no link, FIFO or folder
         df = self.read(**filters)[list(COLUMN_NAMES)]  # type: ignore[arg-type]
         path.parent.mkdir(parents=True, exist_ok=True)

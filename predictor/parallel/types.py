@@ -7,11 +7,10 @@ out of the ``dp x tp`` ranks of a stage (each holds ``experts / ep`` experts of 
 
 A **source** (``ParallelSource``) turns a single-device model into the work of *one device*
 for one micro-batch: its kernels after tensor / expert sharding (``ShardedWorkload.rows``, one
-row per kernel, ready for ``predictor.simulate.evaluate``), the collectives its layers call
-inside the tensor / expert group (``comms``) and the per-layer sizes the engine needs for
-memory, data-parallel gradient traffic and pipeline sends. The **engine** times a plan on a
-system from those: stages, the 1F1B schedule, collectives through
-``predictor.collectives``, per-device memory.
+row per kernel), the collectives its layers call inside the tensor / expert group (``comms``)
+and the per-layer sizes the engine needs for memory, data-parallel gradient traffic and
+pipeline sends. The **engine** times a plan on a system from those: stages, the 1F1B schedule,
+collectives through ``predictor.collectives``, per-device memory.
 
 Units: seconds (``_s``), bytes (``_bytes``), elements (``_elems``).
 """

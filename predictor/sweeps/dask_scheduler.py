@@ -1,36 +1,15 @@
-"""Sweep tasks on a Dask cluster: ``--scheduler dask-local:N`` and ``--scheduler dask://HOST:PORT``.
+"""Sweep tasks on a Dask cluster: ``--scheduler dask-local:N`` and ``dask://HOST:PORT``.
 
-Registers two prefixes in ``schedulers.SCHEDULERS`` (a scheduler function is
-``(tasks, address, deliver) -> None``, calling ``deliver(task, frame)`` once per task as it
-completes; ``schedulers.get_scheduler`` imports this module on first use of either prefix):
-
-* ``dask-local:N`` starts a ``distributed.LocalCluster`` of N worker *processes* with one
-  thread each (the vectorised predictor holds the GIL for much of a task, so processes, not
-  threads, give parallelism) and shuts it down when the sweep ends;
-* ``dask://HOST:PORT`` connects a ``Client`` to a running scheduler (``dask scheduler`` +
-  ``dask worker tcp://HOST:PORT`` on machines that have roofcast installed) and leaves the
-  cluster running.
-
-Each task is one call of ``tasks.run_task`` (``client.map(..., pure=False, retries=RETRIES)``): ``pure=False``
-gives every submission its own key (two equal tasks are never merged), ``retries`` re-runs a
-task whose function raised; a task whose *worker died* is re-run by the scheduler itself (up to
-``distributed.scheduler.allowed-failures`` deaths, default 3). Results are gathered as they
-complete (``distributed.as_completed``) and delivered at once, then released, so the client
-holds one result at a time (the sweep's sink streams it on). One ``client.map`` gives the
-tasks priorities in list order, so they start in the order ``run_sweep`` planned (the
-baseline's tasks first). A task that still fails (its function raised ``RETRIES + 1`` times, or its worker died too
-often: ``KilledWorker``) becomes one error row per cell of the task — the sweep goes on and the
-failure is reported per cell, as ``tasks.run_task`` reports the failures it catches itself.
-
-Graphs are imported once per worker process, not per cell: ``run_task`` is pickled by
-reference, so each worker runs the module-level function with its module-level LRU cache.
-
-The address is read and the client opened by ``predictor.dask_client`` (the same parser and
-connector as ``roofcast train --scheduler``): bad addresses are user errors
-(``dask_client.DaskSchedulerError``, a ``PredictionError``): a malformed ``dask-local:N`` /
-``dask://HOST:PORT`` at once, an unreachable scheduler after ``dask_client.CONNECT_TIMEOUT_S``, a
-scheduler without workers after ``dask_client.WORKERS_TIMEOUT_S``, a worker that cannot import
-``WORKER_MODULE`` before any task is sent.
+Registers both prefixes in ``schedulers.SCHEDULERS`` (``(tasks, address, deliver) -> None``,
+calling ``deliver(task, frame)`` once per task as it completes); ``schedulers.get_scheduler``
+imports this module on first use of either. The address is read and the client opened by
+``predictor.dask_client`` (as for ``roofcast train --scheduler``; bad addresses are
+``dask_client.DaskSchedulerError``). Each task is one call of ``tasks.run_task``
+(``client.map(..., pure=False, retries=RETRIES)``), started in list order (the baseline's
+tasks first); results are delivered and released as they complete, so the client holds one
+at a time. A task that still fails (``RETRIES + 1`` raises, or ``KilledWorker``) becomes one
+error row per cell of the task and the sweep goes on. Graphs are imported once per worker
+process (module-level LRU cache). Rationale: docs/design/module-notes.md.
 """
 
 from __future__ import annotations

@@ -1,56 +1,18 @@
 """A sweep's outputs: the Parquet dataset, the summary table and the Pareto front.
 
-* ``write_dataset(result, folder)``: a Parquet dataset folder (``part-00000.parquet``, ... of
-  at most ``ROWS_PER_PART`` cells each, ``CELL_COLUMNS``) plus ``_roofcast_sweep.json`` (name,
-  scheduler, wall time, cell and error counts, the columns, the spec's grid with every key —
-  plans, tokens, LLM configs, ``system:`` entries; Parquet readers skip ``_``-files). Written
-  atomically: into a temporary sibling folder, then renamed into place — a reader never sees
-  half a sweep. The marker's ``files`` is the manifest of the parts roofcast wrote. A folder
-  that exists must be empty or an earlier sweep holding only its manifest's files; anything
-  else (a foreign file, a marker without a valid manifest, a symbolic link as the folder, the
-  working directory or one holding it) is refused with the reason (``check_folder``). An
-  earlier sweep is moved aside and only its manifest's files are deleted, then the folder if
-  it is empty: nothing roofcast did not write is ever deleted. ``read_dataset`` reads one
-  (parts in name order: sort by ``cell_id`` for a canonical order).
-* ``DatasetWriter(folder, name=, spec=)``: the same folder, streamed — a sink for
-  ``schedulers.run_sweep(..., sink=)``. Frames are buffered until the next one would pass
-  ``ROWS_PER_PART`` rows, then written as one part sorted by ``cell_id`` (a frame larger than
-  that is cut into parts of ``ROWS_PER_PART``), into the temporary folder that ``close``
-  renames into place and ``abort`` (a failure, Ctrl-C) deletes. Beside the parts it keeps the
-  summary (``SummaryAccumulator``) and the Pareto front (``FrontAccumulator``) incrementally:
-  the client holds at most ~``ROWS_PER_PART`` cells plus one frame, the summary's groups and the
-  front's candidates, never the whole sweep. Parts are sorted each by ``cell_id``, not across
-  parts (tasks arrive in any order).
-* ``summary(cells)``: per model x family x hardware (``schedulers.hardware_of``: the spec's
-  entry, read from the cell id — a device or what-if, or ``system:ID``) — the most devices a
-  predicted cell of it uses (``max_devices``: a plan on a device uses dp x tp x pp of it),
-  cells, errors, the best (lowest) ``time_s``, ``best_throughput_per_dollar`` = max(throughput
-  / price) = 1 / min(``usd_per_throughput``) in samples (requests) per s per $,
-  ``best_tokens_per_s_per_dollar`` = max(``tokens_per_s`` / ``price_usd``) for LLM cells (NaN
-  otherwise), ``fits_share`` of the predicted cells, and ``best_speedup``, the largest
-  ``speedup`` (NaN without a baseline). A family's ``time_s`` is its own quantity (one batch, one serving request batch's
-  end-to-end latency, one training/inference step), so families are never mixed in a row.
-* ``pareto_front(cells)``: per **work** (``FRONT_KEYS``: model, family, mode, input_tokens,
-  output_tokens — a model with two families has a front per family, an LLM one per request
-  shape, since a 128-token request is no substitute for a 2048-token one), the cells no other
-  cell of the same work beats on both axes (it dominates when it is <= on both and < on one):
-  latency ``time_s`` (graph: one batch; serving: the end-to-end latency of a static batch,
-  TTFT + (M-1) x TPOT; parallel: one step) and the cost of throughput ``cost_usd_per_rate``
-  (``pareto_cost``): for LLM cells (``input_tokens`` > 0) $ per (token/s) = ``price_usd`` /
-  ``tokens_per_s``, else $ per (sample/s) = ``usd_per_throughput``. Hardware, plan, runtime,
-  batch and precision are the choices that compete. Only predicted cells that fit in memory and
-  have a finite latency and cost (a list price) compete: a cell that cannot run or has no price
-  is no option to buy. The front carries ``cost_usd_per_rate``, ``rate_unit`` (``tokens/s`` or
-  ``samples/s``) and ``hardware``.
-
-**Incremental, equal results.** ``SummaryAccumulator`` keeps per group mergeable partials —
-cells and errors (sums), predicted cells and fitting ones (sums: fits_share = fits / predicted),
-max devices, min time, min $/throughput, max tokens/s/$, max speedup — merged with the same
-sums, mins and maxes: the table equals ``summary`` of all cells exactly (sums of integers,
-min/max are order-free). ``FrontAccumulator`` keeps each frame's front: a cell dominated in
-the union is dominated by a cell of some frame's front (dominance is transitive), so the front
-of the union equals the front of the union of the frames' fronts (``pareto_front`` sorts its
-rows by work, time, cost and ``cell_id``: the same order too).
+* ``write_dataset(result, folder)``, or streamed ``DatasetWriter(folder, name=, spec=)`` (a
+  ``run_sweep`` sink): parts of at most ``ROWS_PER_PART`` cells plus ``_roofcast_sweep.json``
+  (its ``files``: the manifest), written into a temporary sibling, renamed into place. An
+  existing folder must be empty or an earlier sweep (``check_folder``); only its manifest's
+  files are ever deleted. ``read_dataset`` reads one.
+* ``summary(cells)``: per model x family x hardware: ``max_devices``, cells, errors, best
+  ``time_s``, ``best_throughput_per_dollar`` = 1 / min(``usd_per_throughput``) (samples per s
+  per $), ``best_tokens_per_s_per_dollar`` = max(``tokens_per_s`` / ``price_usd``),
+  ``fits_share`` = fits / predicted, ``best_speedup``.
+* ``pareto_front(cells)``: per work (``FRONT_KEYS``), the predicted, fitting, priced cells no
+  other beats on both ``time_s`` (s) and ``cost_usd_per_rate`` (``price_usd`` /
+  ``tokens_per_s`` for LLM cells, else ``usd_per_throughput``). The accumulators equal both
+  exactly, built incrementally. Details and reasons: docs/design/module-notes.md.
 """
 
 from __future__ import annotations

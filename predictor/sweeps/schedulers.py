@@ -1,26 +1,16 @@
 """Run a sweep's tasks on a scheduler: ``run_sweep(spec, scheduler="local", sink=None)``.
 
 Schedulers are a registry, ``SCHEDULERS``: prefix -> ``fn(tasks, address, deliver) -> None``,
-added with ``@register_scheduler(prefix)``. A scheduler runs every task and calls
-``deliver(task, frame)`` once per task as it finishes (any order; the ``CELL_COLUMNS`` frame of
-that task), so the client never waits for, or holds, the whole sweep. Tasks come in the order
-they should start (the baseline's first: ``stream.baseline_first``); a parallel scheduler
-should start them roughly in that order. The scheduler text is ``PREFIX``, ``PREFIX:ADDRESS``
-or ``PREFIX://ADDRESS`` (``local``, ``dask-local:4``, ``dask://10.0.0.5:8786``); the function
-gets the address part. Prefixes of optional engines (Dask) are registered by their module,
-imported on first use (``PLUGIN_MODULES``), so this module never imports them.
-
-``run_sweep`` plans the tasks (``tasks.plan_tasks``), runs them and streams each delivered
-frame through ``stream.TaskLedger`` (every planned task exactly once, each frame exactly its
-task's cells: a lost or duplicated cell or task — a scheduler bug, a retried task counted
-twice — raises ``SweepIntegrityError``, never a silently short table), ``stream.SpeedupFiller``
-(``speedup`` against the spec's baseline) and into the sink: ``stream.MemorySink`` by default
-(``SweepResult.cells``, sorted by ``cell_id``) or ``output.DatasetWriter`` (a Parquet folder,
-summary and Pareto front computed as frames arrive). The progress callback ticks per delivered
-task. On any failure (or Ctrl-C) the sink is aborted: nothing half-written stays; SIGTERM
-during the sweep does the same (in the main thread, where no other handler is set, it raises
-``SystemExit(143)``).
-``elapsed_s`` is the wall time of planning + running + checking + the sink.
+added with ``@register_scheduler(prefix)``; each runs every task and calls
+``deliver(task, frame)`` once per task as it finishes, so the client never holds the whole
+sweep. The text is ``PREFIX``, ``PREFIX:ADDRESS`` or ``PREFIX://ADDRESS``; optional engines'
+prefixes (Dask) are registered by their module, imported on first use (``PLUGIN_MODULES``).
+``run_sweep`` plans the tasks (``tasks.plan_tasks``; the baseline's first), runs them and
+streams each frame through ``stream.TaskLedger`` (every cell exactly once, else
+``SweepIntegrityError``), ``stream.SpeedupFiller`` and the sink (``stream.MemorySink`` or
+``output.DatasetWriter``). On any failure, Ctrl-C or SIGTERM (``SystemExit(143)``) the sink
+is aborted. ``elapsed_s`` is the wall time of planning + running + checking + the sink.
+Details: docs/design/module-notes.md.
 """
 
 from __future__ import annotations

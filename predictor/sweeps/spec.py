@@ -1,42 +1,15 @@
 """Read and validate a sweep file: ``read_spec(path) -> SweepSpec``.
 
-The file is TOML, one ``[sweep]`` table and its ``[sweep.dims]``::
-
-    [sweep]
-    name = "fleet"
-    models = ["resnet50", "models/my_net.onnx",   # zoo names or .onnx paths: graphs
-              "llama-3.1-8b", "configs/my_llm.json"]   # bundled LLMs, llm:NAME, config.json
-    devices = ["h100-sxm", "h100-sxm:mem_bw_GBps=6700", "kind:cpu", "system:hgx-h100"]
-    batches = [1, 8, 64]
-    precisions = ["fp32", "fp16"]   # serving cells: the weights' dtype
-    modes = ["infer", "serve"]      # infer/train: graphs and plans; serve: LLM configs
-    runtimes = ["default"]          # "default" = each device kind's default profile/engine
-    plans = ["single", "tp4", "tp2 pp2"]   # parallel plans (plans.parse_plan)
-    input_tokens = [512]            # LLM prompt (serve) or sample (infer/train) tokens
-    output_tokens = [128]           # LLM generated tokens (serve)
-    estimator = "time-roofline"     # optional: each family's default
-    baseline = "h100-sxm"           # optional; one of the devices
-    [sweep.dims]
-    sequence = 128                  # bound in every graph model that has the dim
-
-Which combinations are cells (``serve`` only for LLM configs, ``system:`` entries only with
-plans) is ``types.cell_groups``; a grid whose every combination is excluded is empty.
-
-Every key is checked and each problem is a ``SweepSpecError`` naming the key, the bad value
-and what to write: unknown keys, wrong types (``true`` is not a number), empty lists (the grid
-is empty), duplicates, an unknown precision/mode/runtime/estimator/zoo name/device kind, a file
-over ``MAX_SPEC_BYTES``, a grid over ``MAX_CELLS``, and ``.onnx`` paths that are absolute or
-lead outside the spec file's folder (symlinks resolved). A device id missing from the catalog is
-**not** a spec error: its cells carry the error (``tasks.run_task``). ``kind:KIND`` expands to
-every catalog device of that kind; a device the catalog knows is written as its catalog id;
-``system:ID`` entries are kept as written (an unknown system fails its own cells).
-
-Bounded for any input: the file is read through the guarded loader (``hw_catalog.safe_load``:
-size, key depth, nesting); a model path (``.onnx``/``.json`` in any case) passes
-``confined.confined_path`` before anything opens it; any other model must be a zoo name or a
-bundled LLM (never a path); list items are scalars without control characters; ``name`` is one
-file-name part; batches and tokens are under ``graph_import.budgets``; each hardware entry's
-cells (``MAX_ENTRY_CELLS``: one task's cells, held in memory) are bounded.
+The file is TOML, one ``[sweep]`` table (lists ``LIST_KEYS``: models, devices, batches,
+precisions, modes, runtimes, plans, input_tokens, output_tokens; ``name``, optional
+``estimator`` and ``baseline``) and its ``[sweep.dims]``; docs/design/module-notes.md has an
+example. Which combinations are cells is ``types.cell_groups``. Every key is checked and each
+problem is a ``SweepSpecError`` naming the key, the bad value and what to write. A device id
+missing from the catalog is not a spec error (its cells carry the error); ``kind:KIND``
+expands to the catalog's devices of that kind; ``system:ID`` entries are kept as written.
+Bounded for any input: the guarded loader (``hw_catalog.safe_load``), model paths through
+``confined.confined_path``, ``MAX_SPEC_BYTES``, ``MAX_CELLS``, ``MAX_ENTRY_CELLS`` and
+``graph_import.budgets``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """The client side of a sweep, streamed: each task's frame is checked, given its speedups and
 handed to a sink as it arrives, so the client holds one task's cells at a time, not the sweep.
 
-* ``TaskLedger.deliver(task, frame)``: integrity per task, with no global set of cell ids —
-  the frame has ``CELL_COLUMNS``, its ``task_id``, and exactly the task's ids
-  (``task.cell_ids()``, each once); the task is a planned one delivered for the first time.
-  ``finish()`` raises unless every planned task came. Cells of different tasks are disjoint by
-  construction (``tasks.plan_tasks`` cuts each group's product into disjoint hardware slices,
-  and groups differ in model, family or runtime), so "every task once, each with its own ids
-  once" is "every planned cell exactly once". A failure is ``SweepIntegrityError`` (a
-  scheduler bug, never a silently short table).
-* ``SpeedupFiller``: ``speedup`` = the baseline hardware's ``time_s`` for the same work /
-  this ``time_s`` (``with_speedup``'s rule, the same floats). The baseline's cells of a (model,
-  runtime) sit in a few tasks (``baseline_tasks``): ``run_sweep`` puts those first, so a
-  scheduler starts them first; a frame that arrives before its baseline is held until the
-  baseline's tasks of its (model, runtime) have all come. It keeps the baseline's times: about
-  cells / hardware entries numbers.
-* Sinks (``CellSink``): ``add(frame)`` per checked, filled frame; ``close(scheduler,
-  elapsed_s) -> SweepResult``; ``abort()`` on failure or Ctrl-C. ``MemorySink`` keeps the
-  frames and returns them concatenated and sorted by ``cell_id`` (the Python API's default);
+* ``TaskLedger.deliver(task, frame)``: the frame has ``CELL_COLUMNS``, its ``task_id`` and
+  exactly the task's ids, each once; the task is planned and new. ``finish()`` raises unless
+  every planned task came. Tasks' cells are disjoint, so this is "every planned cell exactly
+  once"; a failure is ``SweepIntegrityError``.
+* ``SpeedupFiller``: ``speedup`` = the baseline hardware's ``time_s`` for the same work / this
+  ``time_s``; a frame that arrives before its baseline's tasks is held until they come.
+* Sinks (``CellSink``): ``add(frame)``, ``close(scheduler, elapsed_s) -> SweepResult``,
+  ``abort()``; ``MemorySink`` returns the frames concatenated and sorted by ``cell_id``,
   ``output.DatasetWriter`` streams them into a Parquet folder.
+Rationale: docs/design/module-notes.md.
 """
 
 from __future__ import annotations
@@ -168,7 +160,8 @@ def hardware_of(cells: pd.DataFrame) -> pd.Series:
 
 def _work(cells: pd.DataFrame) -> pd.DataFrame:
     """``SAME_WORK`` plus the spec's runtime (the third part of ``cell_id``)."""
-    return cells[list(SAME_WORK)].assign(spec_runtime=cells["cell_id"].str.split(ID_SEPARATOR).str[2])
+    runtime = cells["cell_id"].str.split(ID_SEPARATOR).str[2]
+    return cells[list(SAME_WORK)].assign(spec_runtime=runtime)
 
 
 def baseline_times(cells: pd.DataFrame, baseline: str) -> pd.Series:

@@ -200,7 +200,8 @@ def _wrong_file_cases() -> Iterator[Case]:
         for name, data in blobs.items():
             yield _file_case("wrong-file", f"inspect {name} as *{ext or '(none)'}",
                              f"model{ext}", data, lambda p: ["inspect", str(p)])
-    for name in ("/dev/zero", "/dev/null", "/etc/passwd", "/proc/self/environ", "/", "/nonexistent"):
+    for name in ("/dev/zero", "/dev/null", "/etc/passwd", "/proc/self/environ", "/",
+                 "/nonexistent"):
         yield _args_case("wrong-file", ["inspect", name])
     yield Case("wrong-file", "inspect FIFO", _fifo_model)
     yield Case("wrong-file", "inspect a folder", lambda sb: (["inspect", str(sb.inputs)], {}))

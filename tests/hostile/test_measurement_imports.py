@@ -1,6 +1,7 @@
-"""Hostile measurement files through ``roofcast data import`` (issue 17): each case is a small file
-generated here; the CLI must answer one error (exit 2, no traceback) within 2 GiB of address space
-and a time limit, and write nothing. Plus spreadsheet-formula guards on every CSV roofcast writes."""
+"""Hostile measurement files through ``roofcast data import`` (issue 17): each case is a small
+file generated here; the CLI must answer one error (exit 2, no traceback) within 2 GiB of address
+space and a time limit, and write nothing. Plus spreadsheet-formula guards on every CSV roofcast
+writes."""
 
 from __future__ import annotations
 
@@ -129,7 +130,8 @@ def test_too_many_columns_are_refused_before_the_rows(tmp_path):
 def test_byte_limit_is_a_documented_setting(tmp_path):
     path = tmp_path / "wide.csv"
     path.write_text(HEADER + ",notes\n" + wide_rows(0, 30))
-    refused(tmp_path, path, r"over the limit of 1000000 bytes", {"ROOFCAST_MAX_IMPORT_BYTES": "1e6"})
+    refused(tmp_path, path, r"over the limit of 1000000 bytes",
+            {"ROOFCAST_MAX_IMPORT_BYTES": "1e6"})
 
 
 def test_row_limit_is_checked_while_reading(tmp_path):

@@ -123,8 +123,9 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "file=folder": (_file_entry("d.ubj", lambda f: (f / "d.ubj").mkdir()),
                     r"not a regular file \(a folder\)"),
     "file=missing": (_file_entry("gone.ubj"), r"cannot read model file"),
-    "file=broken link": (_file_entry("dead.ubj", lambda f: os.symlink(f / "nowhere", f / "dead.ubj")),
-                         r"broken symbolic link"),
+    "file=broken link": (
+        _file_entry("dead.ubj", lambda f: os.symlink(f / "nowhere", f / "dead.ubj")),
+        r"broken symbolic link"),
     "file=123": (_set("models", XGB_KEY, "file", 123), r"file must be a file name, got 123"),
     "file=metadata.json": (_file_entry("metadata.json"), r"ending in \.ubj"),
     # --- metadata.json itself
@@ -159,7 +160,8 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "ridge intercept 1e300": (_linear("intercept", 1e300), r"intercept must be a finite number"),
     "median constant null": (_edit(lambda m: m["models"][RIDGE_KEY].update(
         candidate="median", linear={"constant": None})), r"constant must be a number"),
-    "intervals q_lo short": (_set("intervals", XGB_KEY, "q_lo", [0.0]), r"q_lo must have 3 numbers"),
+    "intervals q_lo short": (_set("intervals", XGB_KEY, "q_lo", [0.0]),
+                             r"q_lo must have 3 numbers"),
     "intervals edges unsorted": (_set("intervals", XGB_KEY, "edges", [1.0, -1.0]),
                                  r"edges must be ascending"),
     "intervals q_lo above q_hi": (_edit(lambda m: m["intervals"][XGB_KEY].update(

@@ -26,14 +26,17 @@ from tests.hostile.onnx_builders import (
 EXPECTED = {
     "nested_functions_30": r"nests functions/subgraphs .* ROOFCAST_MAX_NESTING",
     "nested_subgraphs_24": r"nests functions/subgraphs .* ROOFCAST_MAX_NESTING",
-    "inferred_2_120_elements": rf"tensor 'c' .* has {2**120} elements .* ROOFCAST_MAX_TENSOR_ELEMS",
-    "graph_bytes_over_budget": r"tensors add up to \d+ bytes, over the limit .* ROOFCAST_MAX_GRAPH_BYTES",
+    "inferred_2_120_elements":
+        rf"tensor 'c' .* has {2**120} elements .* ROOFCAST_MAX_TENSOR_ELEMS",
+    "graph_bytes_over_budget":
+        r"tensors add up to \d+ bytes, over the limit .* ROOFCAST_MAX_GRAPH_BYTES",
     "empty_cast_input": r"node '#0' \(Cast\) has no tensor for its required input 0",
     "empty_identity_input": r"node '#0' \(Identity\) has no tensor for its required input 0",
     "shape_without_input": r"node '#0' \(Shape\) has no tensor for its required input 0",
     "initializer_float_data_mismatch": r"data of tensor 'w' does not match its dims \[2, 3\]",
     "initializer_int64_data_mismatch": r"data of tensor 'shape' does not match its dims \[2\]",
-    "dim_expression_out_of_range": r"dim 's\*s\*s\*s\*s\*s' of tensor 'z' is 10{30} .* ROOFCAST_MAX_TENSOR_ELEMS",
+    "dim_expression_out_of_range":
+        r"dim 's\*s\*s\*s\*s\*s' of tensor 'z' is 10{30} .* ROOFCAST_MAX_TENSOR_ELEMS",
     "string_shape_operand": r"reads initializer 'shape' of type tensor\(string\) as its input 1",
     "conv_group_zero": r"node 'conv0' \(Conv\) has group=0: a convolution needs group >= 1",
 }
@@ -78,7 +81,8 @@ def test_large_generated_vectors_are_shapes_only():
         "from roofcast.graph_import import import_model\n"
         "from tests.hostile.onnx_builders import HOSTILE\n"
         f"cases = {sorted(LARGE_SHAPES)!r}\n"
-        "print(json.dumps({c: list(import_model(HOSTILE[c][0]()).outputs[0].shape) for c in cases}))"
+        "print(json.dumps({c: list(import_model(HOSTILE[c][0]()).outputs[0].shape)"
+        " for c in cases}))"
     )
     start = time.monotonic()
     done = _python(code)
@@ -104,19 +108,22 @@ def test_budget_is_raised_by_its_environment_variable(monkeypatch):
 
 def test_inlined_node_budget(monkeypatch):
     monkeypatch.setenv("ROOFCAST_MAX_NODES", "1000")
-    with pytest.raises(ModelImportError, match=r"at least \d+ nodes .* over the limit of 1000 .* ROOFCAST_MAX_NODES"):
+    with pytest.raises(ModelImportError,
+                       match=r"at least \d+ nodes .* over the limit of 1000 .* ROOFCAST_MAX_NODES"):
         import_model(nested_functions(depth=12))
 
 
 def test_bad_budget_setting_is_refused(monkeypatch):
     monkeypatch.setenv("ROOFCAST_MAX_TENSOR_ELEMS", "lots")
-    with pytest.raises(ModelImportError, match="ROOFCAST_MAX_TENSOR_ELEMS='lots' is not a positive"):
+    with pytest.raises(ModelImportError,
+                       match="ROOFCAST_MAX_TENSOR_ELEMS='lots' is not a positive"):
         import_model(HOSTILE["conv_group_zero"][0]())
 
 
 def test_user_dim_cap():
     build = HOSTILE["dim_expression_out_of_range"][0]
-    with pytest.raises(ModelImportError, match=r"--dim s=100000000 is too large.* ROOFCAST_MAX_DIM"):
+    with pytest.raises(ModelImportError,
+                       match=r"--dim s=100000000 is too large.* ROOFCAST_MAX_DIM"):
         import_model(build(), dims={"s": 100_000_000})
 
 

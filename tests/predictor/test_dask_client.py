@@ -57,7 +57,8 @@ def test_remote_address_parsed(text, url):
     assert dc.parse_remote_address(text) == url
 
 
-@pytest.mark.parametrize("text", ["", "nohost", "h:port", "h:0", "h:70000", "h:1:2", ":8786", "a b:1"])
+@pytest.mark.parametrize("text",
+                         ["", "nohost", "h:port", "h:0", "h:70000", "h:1:2", ":8786", "a b:1"])
 def test_bad_remote_address_says_what_to_write(text):
     with pytest.raises(dc.DaskSchedulerError, match=r"write dask://HOST:PORT"):
         dc.parse_remote_address(text)

@@ -124,7 +124,8 @@ def test_dask_address_runs_on_a_running_cluster_and_leaves_it_running(client, lo
 def test_workers_without_roofcast_are_a_clear_error(client, monkeypatch):
     monkeypatch.setattr(ds, "WORKER_MODULE", "roofcast_not_installed_here")
     url = client.scheduler.address.removeprefix("tcp://")
-    with pytest.raises(dask_client.DaskSchedulerError, match=r"cannot import roofcast_not_installed_here"):
+    with pytest.raises(dask_client.DaskSchedulerError,
+                       match=r"cannot import roofcast_not_installed_here"):
         run_sweep(SPEC, "dask://" + url)
 
 

@@ -4,9 +4,8 @@ Sources (``roofcast train --from``):
 
 * ``public``: the public GPU kernels (``training_data.public_kernels``: NeuSight, DeepBench; the
   full files when ``$ROOFCAST_SHARED_DATA`` or ``../shared/data`` holds them, else their
-  packaged copy, the same rows), GPU devices only by default, at most ``cap`` rows per (family,
-  device) drawn at random with a fixed seed (the full tables hold 270k rows; the cap keeps
-  training within minutes on 2 cores);
+  packaged copy), GPU devices only by default, at most ``cap`` rows per (family, device) drawn
+  at random with a fixed seed (the cap keeps training within minutes on 2 cores);
 * ``bundled``: the bundled CPU dataset (``training_data/bundled/cpu_measurements.csv.gz``),
   featurized on the device recorded in its ``cpu_metadata.json`` calibration (the machine it was
   measured on), never on the machine training runs on;

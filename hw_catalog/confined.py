@@ -67,21 +67,7 @@ def read_confined(path: Path, folder: Path, *, max_bytes: int, what: str,
                   error: type[Exception]) -> bytes:
     """The bytes of the entry ``path`` of ``folder`` (module docstring)."""
     target = confined_file(path, folder, max_bytes=max_bytes, what=what, error=error)
-    try:
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc.strerror}") from None
-    try:
-        _check_stat(path, os.fstat(fd), max_bytes, what, error)
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        raise error(f"{path}: grew beyond {max_bytes} bytes while being read")
-    return data
+    return _read_checked(path, target, os.O_NOFOLLOW, max_bytes, what, what, error)
 
 
 def _control(text: str) -> bool:
@@ -117,16 +103,23 @@ def confined_path(text: str, folder: Path, *, what: str, error: type[Exception],
 def read_capped(path: Path, *, max_bytes: int, what: str, error: type[Exception]) -> bytes:
     """The bytes of the regular file ``path`` (a user's own argument: links followed), at most
     ``max_bytes``; a FIFO, device or folder is refused without blocking."""
+    return _read_checked(path, path, 0, max_bytes, what, f"the {what}", error)
+
+
+def _read_checked(path, target, flags: int, max_bytes: int, what: str, named: str,
+                  error) -> bytes:
+    """At most ``max_bytes`` of ``target`` opened non-blocking (``| flags``), type and size
+    checked on the descriptor; errors name ``path`` and say "cannot read {named}"."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | flags)
     except OSError as exc:
-        raise error(f"{path}: cannot read the {what}: {exc.strerror}") from None
+        raise error(f"{path}: cannot read {named}: {exc.strerror}") from None
     try:
         _check_stat(path, os.fstat(fd), max_bytes, what, error)
         with os.fdopen(os.dup(fd), "rb") as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise error(f"{path}: cannot read the {what}: {exc.strerror}") from None
+        raise error(f"{path}: cannot read {named}: {exc.strerror}") from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:

@@ -1,29 +1,12 @@
 """Build the bundled CPU dataset: per-op measurements of every zoo model plus microbenchmarks.
 
-    python tools/bundled/build_dataset.py [--budget-s 1500] [--repeats 5] [--quick]
-
-Writes to ``training_data/bundled/`` (or ``--out-dir``):
-
-* ``cpu_measurements.csv.gz``: tidy rows (``training_data.schema`` columns), zoo models and
-  microbenchmarks, threads 1 and 2;
-* ``cpu_summary.csv``: one line per measured (model, dims, threads): end-to-end median and
-  spread, sum of per-op times, joined fraction, the share of the CPUs other processes used
-  meanwhile, and the repeat-agreement check (``repeat_of``: a second, independent session of
-  the same model and config);
-* ``cpu_metadata.json``: CPU model (/proc/cpuinfo), cores, date, software versions, the local
-  calibration (``hw_catalog.calibrate``) taken just before, the plan and what was skipped.
-
-Plan: microbenchmarks (full grid) at 1 and 2 threads; then the zoo breadth first: every model at
-its smallest config, then larger ones (CNNs batch 1, 4, 16; sequence models batch 1/4 x sequence
-128/512), each at threads 1 and 2. A config whose estimated time (FLOPs / calibrated GEMM
-FLOP/s x ``EFFICIENCY`` x runs) exceeds ``--max-config-s`` or the budget left is skipped and
-listed. Files are rewritten after every model so a killed run keeps what it measured.
-
-``--quiet-below F`` (for a machine shared with bursty jobs): before the calibration, the
-microbenchmarks and every measurement, wait (at most ``--quiet-max-wait-s``) until other
-processes use less than F of all CPUs for 3 consecutive seconds; a measurement during which
-they used more than F is taken again (at most ``--quiet-retries`` times; the least disturbed
-attempt is kept). ``cpu_summary.csv`` records ``attempts`` and ``waited_s``.
+``python tools/bundled/build_dataset.py [--budget-s 1500] [--repeats 5] [--quick]`` writes
+``cpu_measurements.csv.gz`` (tidy rows), ``cpu_summary.csv`` (one line per measured model,
+dims and threads) and ``cpu_metadata.json`` (CPU, software, the local calibration taken just
+before) to ``training_data/bundled/`` (or ``--out-dir``). Microbenchmarks first, then the zoo
+breadth first at threads 1 and 2; a config whose estimated time exceeds the budget is skipped
+and listed; files are rewritten after every model. The plan and ``--quiet-below`` in full:
+``docs/design/module-notes.md`` (tools.bundled.build_dataset).
 """
 
 from __future__ import annotations

@@ -1,41 +1,13 @@
 """Regenerate roofcast's model zoo: weightless ONNX graphs of real architectures + metadata.
 
-Install the optional export dependencies in a separate environment (the test suite never needs
-them)::
-
-    python3 -m venv /work/venv-zoo
-    /work/venv-zoo/bin/pip install -e '.[zoo]'      # torch, torchvision, transformers, onnxscript
-    /work/venv-zoo/bin/python tools/zoo/export_zoo.py            # everything
-    /work/venv-zoo/bin/python tools/zoo/export_zoo.py --only resnet50 --only gpt2
-    /work/venv-zoo/bin/python tools/zoo/export_zoo.py --alt     # the other exporter's set
-
-No weights are downloaded: every model is built from a constructor / config with random init.
-``gpt3_xl``, ``gpt3_27`` and ``switchxl4`` (the models NeuSight timed on GPUs) read their HF
-configs from ``$ROOFCAST_SHARED_DATA/gpu_models/configs``; they are built on the meta device and
-their tensors backed by scratch files (``back_by_files``), so the 11-21 GB of fp32 weights need
-disk, not RAM (about 2x the weights free in ``$TMPDIR``; one model at a time).
-Before export every float parameter and buffer is re-drawn at random so that no two tensors are
-byte-identical (otherwise the TorchScript exporter deduplicates equal initializers such as
-all-ones LayerNorm weights, and the ONNX parameter count would no longer be comparable).
-
-What one model produces (``NAME.onnx`` + ``NAME.json`` in ``training_data/zoo/``, or under
-``alt_exporter/``):
-
-* ``NAME.onnx`` -- the exported graph, made *weightless*: every initializer with more than
-  ``WEIGHTLESS_THRESHOLD_ELEMENTS`` elements keeps its name, dtype and dims but its data is
-  declared external (``location = NAME.weights.bin``, offset, length) and that file is never
-  written or shipped. Small initializers (shape constants, small biases) stay inline so shape
-  folding still works. No ONNX constant folding is run after export.
-* ``NAME.json`` -- provenance and independent reference figures:
-  ``params = sum(p.numel() for p in model.parameters())`` (tied parameters counted once),
-  ``buffers`` (e.g. BatchNorm running statistics), ``forward_flops`` from
-  ``torch.utils.flop_counter.FlopCounterMode`` at the dims in ``forward_flops_at`` (that counter
-  counts only matmul/conv-class aten ops -- mm, addmm, bmm, baddbmm, convolution, attention --
-  at 2 FLOPs per multiply-add; elementwise ops, normalisation, softmax, pooling and the LSTM's
-  gate nonlinearities count 0), the same at more dims in ``forward_flops_by_shape``, and a
-  ``param_reconciliation`` that explains exactly how the ONNX float-initializer element count
-  differs from ``params`` (BatchNorm folded into Conv, tied embeddings stored twice, buffers
-  stored as initializers, ...).
+Needs the optional export dependencies (``pip install -e '.[zoo]'`` in a separate environment;
+the tests never do): ``python tools/zoo/export_zoo.py [--only NAME ...] [--alt]``. No weights
+are downloaded: every model is built from a constructor or config with random init. Writes
+``NAME.onnx`` (initializers above ``WEIGHTLESS_THRESHOLD_ELEMENTS`` declared external and never
+written) and ``NAME.json`` (parameter count, buffers, ``forward_flops`` from PyTorch's flop
+counter, and how the ONNX initializer count reconciles with it) to ``training_data/zoo/``.
+Details (meta-device builds of the NeuSight models, re-drawn tensors, what the FLOP counter
+counts): ``docs/design/module-notes.md`` (tools.zoo.export_zoo).
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ def test_miss_suggests_closest_ids(user_folder: Path):
     ("h100", ["h100-pcie", "h100-sxm"]),
     ("NVIDIA H100", ["h100-pcie", "h100-sxm"]),
     ("a100", ["a100-40gb-pcie", "a100-40gb-sxm", "a100-80gb-pcie", "a100-80gb-sxm"]),
-    ("rtx", ["rtx-2080-ti", "rtx-3090", "rtx-4090", "rtx-6000-ada", "rtx-a6000"]),
+    ("rtx", ["rtx-2080-ti", "rtx-3090", "rtx-4090", "rtx-5090", "rtx-6000-ada",
+             "rtx-a6000", "rtx-pro-6000-blackwell", "rtx-pro-6000-blackwell-server"]),
 ])
 def test_miss_suggests_the_whole_family_first(user_folder: Path, name: str,
                                               family_ids: list[str]):

@@ -87,7 +87,8 @@ DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in (
     # block-scaled fp8: fp32 scale per 128x128 weight block (DeepSeek-V3 / aiconfigurator
     # "fp8_block"; activations' 1x128 groups are not counted); runs on the fp8 unit
     DType("fp8_block", 8, "float", aliases=("fp8-block", "fp8_blockwise", "fp8-blockwise"),
-          peak_key="fp8", roles=frozenset({"precision"}), scale_bits=32, block=128 * 128),
+          peak_key="fp8", roles=frozenset({"precision", "weights"}), scale_bits=32,
+          block=128 * 128),
     DType("fp6", 6, "float", peak_key="fp6",
           fallback={_M: (((_M, "fp8"),), ((_M, "fp16"), (_M, "bf16")),
                          ((_V, "fp16"), (_V, "fp32"))),
@@ -100,10 +101,10 @@ DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in (
           roles=frozenset({"precision"})),
     # NVIDIA NVFP4: an fp8 (e4m3) scale per 16 values (+ one fp32 per tensor, not counted)
     DType("nvfp4", 4, "float", aliases=("nv_fp4", "nv-fp4"), peak_key="fp4",
-          roles=frozenset({"precision"}), scale_bits=8, block=16),
+          roles=frozenset({"precision", "weights"}), scale_bits=8, block=16),
     # OCP MX fp4: an e8m0 scale per 32 values
     DType("mxfp4", 4, "float", aliases=("mx_fp4", "mx-fp4"), peak_key="fp4",
-          roles=frozenset({"precision"}), scale_bits=8, block=32),
+          roles=frozenset({"precision", "weights"}), scale_bits=8, block=32),
     DType("int64", 64, "int", ("int64", "uint64"),
           fallback={_M: (((_V, "int32"), (_V, "fp32")),), _V: (((_V, "int32"), (_V, "fp32")),)}),
     DType("int32", 32, "int", ("int32", "uint32"), peak_key="int32",

@@ -40,10 +40,12 @@ def test_storage_views():
 
 
 def test_user_choices():
-    """fp4 and the block-scaled formats are run precisions; the LLM tensor classes keep theirs."""
+    """fp4 and the block-scaled formats are run precisions; the block-scaled ones are LLM
+    weight formats too (a bare fp4 names no scaling, so it is not one)."""
     assert dtypes.PRECISIONS == ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp8_block",
                                  "fp4", "nvfp4", "mxfp4", "int8")
-    assert dtypes.WEIGHT_DTYPES == ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+    assert dtypes.WEIGHT_DTYPES == ("fp32", "fp16", "bf16", "fp8", "fp8_block", "nvfp4", "mxfp4",
+                                    "int8", "int4")
     assert dtypes.KV_DTYPES == ("fp32", "fp16", "bf16", "fp8", "int8")
     assert dtypes.ACTIVATION_DTYPES == ("fp32", "fp16", "bf16", "fp8")
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.defaults import SERVING_ESTIMATOR as DEFAULT_ESTIMATOR
+from roofcast.dtypes import peak_key
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
@@ -99,8 +100,9 @@ def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int,
         pos = {k: i for i, k in enumerate(first["key"])}
         partner = np.array([pos[k] for k in first["overlaps"].iloc[deq]])
         comp = table["compute_s"].to_numpy(float).reshape(n_dev, n_rows)[:, deq]
+        units = [peak_key("matrix", d) for d in first["dtype"].to_numpy(object)[partner]]
         fell = (table["peak_dtype"].to_numpy(object).reshape(n_dev, n_rows)[:, partner]
-                != first["dtype"].to_numpy(object)[partner])
+                != np.array(units, dtype=object))
         only = first["fallback_only"].to_numpy(bool)[deq]
         comp = np.where(only & ~fell, 0.0, comp)
         if "applies" in first:

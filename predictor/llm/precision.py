@@ -1,14 +1,13 @@
 """Tensor-class dtypes of an LLM serving run (weights, KV cache, activations) and what they cost.
 
-Storage bytes per element come from the one dtype table (``roofcast.dtypes``; int4 0.5 B);
-quantised weights add their scales (``weight_bytes_per_element``): an int4 group of
-``INT4_GROUP`` = 128 elements carries an fp16 scale and a 4-bit zero point (+2.5 / 128 B),
-int8 and fp8 one fp16 scale per output channel (+2 / K B). The embedding, LM head, router,
-biases and norms stay at the model dtype (``TensorDtypes.model_dtype``).
-GEMM compute (``gemm_plan``): 16/32-bit weights run in their own dtype; fp8 weights are W8A8
-at the fp8 matrix peak (dequantised only where the device falls back); int8/int4 are
-weight-only: activation dtype plus ``DEQUANT_FLOPS_PER_WEIGHT`` vector FLOPs per weight per
-M-tile of ``DEQUANT_TILE_M`` tokens, overlapping the GEMM (``phases``: max of the two).
+Storage bytes per element come from the one dtype table (``roofcast.dtypes``; int4 0.5 B,
+block-scaled formats with their scales: nvfp4 0.5625); int4 adds a group of ``INT4_GROUP`` =
+128 elements' fp16 scale and 4-bit zero point (+2.5 / 128 B), int8 and fp8 one fp16 scale per
+output channel (+2 / K B). Embedding, LM head, router, biases, norms: the model dtype.
+GEMM compute (``gemm_plan``): 16/32-bit weights run in their own dtype; fp8 / fp8_block /
+nvfp4 / mxfp4 are W8A8 / W4A4 on their own matrix unit (dequantised only where the device
+falls back); int8/int4 are weight-only: activation dtype plus ``DEQUANT_FLOPS_PER_WEIGHT``
+vector FLOPs per weight per M-tile of ``DEQUANT_TILE_M`` tokens, overlapping the GEMM.
 A quantised KV cache is converted in the attention kernel: FLOPs =
 ``KV_CONVERT_OPS[kv][path]`` x ``FLOPS_PER_LANE_OP`` x elements (``kv_convert_flops``).
 Rationale and the fit of these counts: docs/design/defaults.md.
@@ -28,7 +27,11 @@ INT4_GROUP = 128
 INT4_GROUP_OVERHEAD_BYTES = 2.5
 #: bytes of a per-output-channel scale (int8, fp8).
 CHANNEL_SCALE_BYTES = 2.0
-DEQUANT_FLOPS_PER_WEIGHT: dict[str, float] = {"int4": 4.0, "int8": 2.0, "fp8": 2.0}
+DEQUANT_FLOPS_PER_WEIGHT: dict[str, float] = {"int4": 4.0, "int8": 2.0, "fp8": 2.0,
+                                               "fp8_block": 2.0, "nvfp4": 4.0, "mxfp4": 4.0}
+#: weight formats whose GEMMs quantise activations too and run on the format's own matrix unit
+#: (W8A8, W4A4), dequantised only on a device without that unit.
+OWN_UNIT_WEIGHTS: tuple[str, ...] = ("fp8", "fp8_block", "nvfp4", "mxfp4")
 DEQUANT_TILE_M = 128
 #: 32-bit lane operations per KV element converted, by KV dtype and the device condition it
 #: applies under ("": every device; module docstring). Chosen on the Fig 3 quantisation rows.
@@ -124,8 +127,8 @@ class TensorDtypes:
         w = self.weights
         if w in WIDE_FLOATS:
             return GemmPlan(w, 0.0)
-        if w == "fp8":
-            return GemmPlan("fp8", DEQUANT_FLOPS_PER_WEIGHT["fp8"], dequant_on_fallback_only=True)
+        if w in OWN_UNIT_WEIGHTS:
+            return GemmPlan(w, DEQUANT_FLOPS_PER_WEIGHT[w], dequant_on_fallback_only=True)
         return GemmPlan(self.model_dtype, DEQUANT_FLOPS_PER_WEIGHT[w])
 
     def kv_convert_flops(self, elements: float) -> dict[str, float]:

@@ -54,6 +54,25 @@ def test_fp8_gemms_run_at_fp8_where_the_device_has_the_units(archs, engine):
     assert any("no fp8 matrix unit" in n for n in st.notes)
 
 
+@pytest.mark.parametrize(("weights", "unit", "fallback"), [
+    ("nvfp4", "fp4", "fp8"), ("mxfp4", "fp4", "fp8"), ("fp8_block", "fp8", "fp8")])
+def test_block_scaled_weights_run_on_their_unit_and_dequantise_only_without_it(
+        archs, engine, weights, unit, fallback):
+    hws = [get_device(d) for d in ("h100-sxm", "b200")]
+    seg = (Segment(1, 2048, 2048),)
+    st = time_steps(archs["llama-2-7b"], hws, [Step("s", seg)], TensorDtypes(weights), engine)
+    h100, b200 = (st.kernels("s", d) for d in ("h100-sxm", "b200"))
+    for table, peak, charged in ((h100, fallback, unit != fallback), (b200, unit, False)):
+        up = table[table["node"] == "up"].iloc[0]
+        deq = table[table["node"] == "up.dequant"].iloc[0]
+        assert (up["dtype"], up["peak_dtype"]) == (weights, peak)
+        expected = max(up["time_s"], deq["compute_s"]) if charged else up["time_s"]
+        assert up["kernel_s"] == pytest.approx(expected * up["count"])
+    if unit != fallback:
+        assert any(f"no {unit} matrix unit; using matrix {fallback}" in n and weights in n
+                   for n in st.notes)
+
+
 def _table(dtype_used: str, gemm_s: float, deq_s: float, fallback_only: bool) -> pd.DataFrame:
     return pd.DataFrame({
         "key": ["g", "g.dequant"], "overlaps": ["", "g"], "fallback_only": [False, fallback_only],

@@ -12,7 +12,6 @@ left when ``x < split`` (float32) and to the default side when ``x`` is missing 
 from __future__ import annotations
 
 import struct
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,7 +87,7 @@ def load_booster(path: Path) -> Any:
 
     booster = xgb.Booster()
     try:
-        booster.load_model(bytearray(raw))
+        booster.load_model(str(path))  # from the file: xgboost aborts on some bytes
     except xgb.core.XGBoostError as exc:
         raise PredictionError(f"cannot read model file {path}: {exc}") from exc
     return booster
@@ -96,16 +95,24 @@ def load_booster(path: Path) -> Any:
 
 def predict_booster(booster: Any, A: np.ndarray, features: tuple[str, ...]) -> np.ndarray:
     """Predictions of ``booster`` (``TreeEnsemble`` or ``xgboost.Booster``) for the rows of A.
-    An ensemble walks its trees in numpy unless xgboost is faster (``NUMPY_MAX_ROWS`` rows, or
-    already imported) or a feature is infinite (xgboost refuses it, as it always did)."""
+    An ensemble walks its trees in numpy unless xgboost is faster (over ``NUMPY_MAX_ROWS``
+    rows) or a feature is infinite (xgboost refuses it, as it always did)."""
     if isinstance(booster, TreeEnsemble):
-        if (len(A) <= NUMPY_MAX_ROWS and "xgboost" not in sys.modules
-                and not np.isinf(A).any()):
+        if len(A) <= NUMPY_MAX_ROWS and not np.isinf(A).any():
             return booster.predict_array(A)
         booster = booster.xgboost()
     import xgboost as xgb
 
     return booster.predict(xgb.DMatrix(A, feature_names=list(features)))
+
+
+def feature_names(raw: bytes) -> tuple[str, ...] | None:
+    """The feature names a UBJ booster was saved with, read from the head of the file (XGBoost
+    writes ``learner.feature_names`` before the trees); None when it cannot tell."""
+    try:
+        return _UBJReader(raw).feature_names()
+    except (ValueError, KeyError, TypeError, IndexError, struct.error, RecursionError):
+        return None
 
 
 def plain_ensemble(raw: bytes) -> TreeEnsemble | None:
@@ -243,6 +250,23 @@ class _UBJReader:
             item, pos = self.value(pos, depth + 1, kind)
             items.append(item)
         return items, pos
+
+    def feature_names(self) -> tuple[str, ...] | None:
+        """``learner.feature_names``, reading the learner's entries only up to it."""
+        data, pos = self.data, 1
+        if data[0] != 0x7B:
+            return None
+        n, pos = self.length(pos)
+        if data[pos:pos + n] != b"learner" or data[pos + n] != 0x7B:
+            return None
+        pos += n + 1
+        while data[pos] != 0x7D:
+            n, pos = self.length(pos)
+            key = data[pos:pos + n].decode()
+            value, pos = self.value(pos + n, 2)
+            if key == "feature_names":
+                return tuple(value) if isinstance(value, list) else None
+        return None
 
     def object(self, pos: int, depth: int) -> tuple[dict, int]:
         data, out = self.data, {}

@@ -36,6 +36,8 @@ from roofcast.predictor.learned.predictor import LearnedModel
 FORMAT = "roofcast-learned/1"
 METADATA = "metadata.json"
 DEFAULT_DIR = Path(__file__).resolve().parent / "default"
+#: bytes of a booster file read at load for its feature names (they come first).
+HEAD_BYTES = 1 << 16
 
 
 def library_versions() -> dict[str, str]:
@@ -228,7 +230,8 @@ class LazyModels(Mapping):
                 continue
             path = folder / str(desc["file"])
             try:
-                names = feature_names(path.read_bytes())
+                with open(path, "rb") as fh:
+                    names = feature_names(fh.read(HEAD_BYTES))
             except OSError:
                 continue  # FamilyModel.load says it cannot read the file
             if names is not None and list(names) != list(features):

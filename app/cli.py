@@ -64,13 +64,16 @@ def plain(text: str) -> str:
     return text.replace("``", "")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the command line ``argv`` whose first word names a
+    command, only that command's (it parses ``argv`` alike, without importing the others)."""
     from roofcast import __version__
 
     parser = UserParser(prog="roofcast", description=HELP, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"roofcast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    first = argv[0] if argv else None
+    for name in (first,) if first in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module(f"roofcast.app.commands.{name}").register(sub)
     return parser
 
@@ -84,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     quietly."""
     command = "roofcast"
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(argv).parse_args(argv)
         command = f"roofcast {args.command}"
         _one_line_warnings(command)
         code = int(args.func(args) or 0)

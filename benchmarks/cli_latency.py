@@ -1,17 +1,16 @@
 """CLI latency: wall time of whole ``roofcast`` command lines, each run in a fresh process.
 
-Run: ``python benchmarks/cli_latency.py [--repeats 5] [--roofcast PATH] [--format table|csv|json]``.
-Every command line of ``COMMANDS`` runs ``--repeats`` times as a subprocess (the console script
-beside this interpreter, or ``--roofcast PATH``), after one untimed warm-up run that fills the OS
-file cache; printed: the median and the minimum wall seconds beside the target where the issue
-sets one (issue 13: ``roofcast --help`` under 0.3 s, ``roofcast inspect resnet50`` under 0.6 s).
-The minimum is the figure least inflated by other load on a shared machine; ``ok`` compares it
-with the target. ``cpu_s`` is the least CPU time (user + system) of the command's process,
-which other load does not inflate, to compare runs taken at different loads (``load`` is the
-1-minute load average when the benchmark started). A command that exits non-zero stops the
-benchmark with its stderr. The commands run with Python's bytecode cache on (as an installed
-package runs: ``PYTHONDONTWRITEBYTECODE`` is dropped from their environment, so the warm-up run
-writes the ``.pyc`` files); otherwise every run would compile the project's modules anew.
+Run: ``python benchmarks/cli_latency.py [--repeats 5] [--roofcast PATH] [--match TEXT]
+[--format table|csv|json]``. Each command line of ``COMMANDS`` (``--match``: those containing
+TEXT) runs ``--repeats`` times as a subprocess of the console script beside this interpreter
+(or ``--roofcast PATH``) after one untimed warm-up run (file cache, ``.pyc`` files: the
+commands run with Python's bytecode cache on, as an installed package does). Printed: median and
+minimum wall seconds beside the issue's target (issue 13: ``--help`` < 0.3 s, ``inspect
+resnet50`` < 0.6 s; issue 26: ``predict resnet50 --hw h100-sxm`` < 1.0 s, default road and
+``auto``); ``ok`` compares the minimum, the figure least inflated by other load. ``cpu_s``, the
+least CPU time (user + system) of the command, is what to compare between runs taken at
+different loads (``load``: the 1-minute load average at the start). A command that exits
+non-zero stops the benchmark with its stderr.
 """
 
 from __future__ import annotations
@@ -45,6 +44,8 @@ COMMANDS: tuple[Case, ...] = (
     Case(("inspect", "resnet50"), 0.6),
     Case(("predict", "resnet50", "--hw", "a100-40gb-pcie")),
     Case(("compare", "resnet50", "--hw", "a100-40gb-pcie,h100-sxm")),
+    Case(("predict", "resnet50", "--hw", "h100-sxm"), 1.0),
+    Case(("predict", "resnet50", "--hw", "h100-sxm", "--estimator", "auto"), 1.0),
 )
 
 
@@ -120,13 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per command (default 5)")
     ap.add_argument("--roofcast", metavar="PATH", help="the roofcast executable to time")
+    ap.add_argument("--match", metavar="TEXT", default="",
+                    help="time only the command lines containing TEXT")
     ap.add_argument("--format", choices=("table", "csv", "json"), default="table")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
     script = args.roofcast or roofcast_script()
     load = os.getloadavg()[0]
-    rows = [measure(script, case, args.repeats) for case in COMMANDS]
+    cases = [c for c in COMMANDS if args.match in " ".join(c.args)]
+    if not cases:
+        ap.error(f"no command line contains {args.match!r}")
+    rows = [measure(script, case, args.repeats) for case in cases]
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     elif args.format == "csv":

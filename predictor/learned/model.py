@@ -117,9 +117,9 @@ class FamilyModel:
         if len(A) == 0:
             return np.zeros(0)
         if self.candidate == "xgboost":
-            import xgboost as xgb
+            from roofcast.predictor.learned.trees import predict_booster
 
-            return self.booster.predict(xgb.DMatrix(A, feature_names=list(self.features)))
+            return predict_booster(self.booster, A, self.features)
         if self.candidate == "ridge":
             return _predict_ridge(self.linear, A)
         return np.full(len(A), float(self.linear["constant"]))
@@ -145,18 +145,14 @@ class FamilyModel:
         if candidate not in CANDIDATES:
             raise PredictionError(f"model {desc.get('key')!r}: unknown candidate {candidate!r}")
         if candidate == "xgboost":
-            import xgboost as xgb
+            from roofcast.predictor.learned.trees import load_booster
 
             path = folder / str(desc["file"])
             if not path.is_file():
                 raise PredictionError(
                     f"model file {path} is missing; retrain with `roofcast train`"
                 )
-            booster = xgb.Booster()
-            try:
-                booster.load_model(str(path))
-            except xgb.core.XGBoostError as exc:
-                raise PredictionError(f"cannot read model file {path}: {exc}") from exc
+            booster = load_booster(path)
             if list(booster.feature_names or []) != list(features):
                 raise PredictionError(
                     f"model file {path} was trained on features {booster.feature_names}, which "

@@ -8,8 +8,9 @@
 * ``<kind>__<family>.ubj``: XGBoost boosters in XGBoost's own UBJ format.
 
 Loading checks the metadata (``metadata_schema``: safe read, schema, files confined to the
-folder) and that the saved feature list equals ``features.FEATURES`` (names and order), else
-``PredictionError`` telling the user to retrain. Writes are atomic (``save``).
+folder), that the saved feature list equals ``features.FEATURES`` (names and order) and each
+booster's own list, else ``PredictionError`` telling the user to retrain; a family's booster
+is read when first used (``LazyModels``: a graph needs a few). Writes are atomic (``save``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,8 @@ from roofcast.predictor.learned.predictor import LearnedModel
 FORMAT = "roofcast-learned/1"
 METADATA = "metadata.json"
 DEFAULT_DIR = Path(__file__).resolve().parent / "default"
+#: bytes of a booster file read at load for its feature names (they come first).
+HEAD_BYTES = 1 << 16
 
 
 def library_versions() -> dict[str, str]:
@@ -196,7 +200,7 @@ def load(folder: str | Path | None = None) -> LearnedModel:
             f"learned model at {folder} was trained on a different feature list than this "
             f"version of roofcast computes ({detail}); retrain it with `roofcast train`")
     try:
-        models = {k: FamilyModel.load(folder, d, tuple(saved)) for k, d in meta["models"].items()}
+        models = LazyModels(folder, meta["models"], tuple(saved))
         intervals = {k: BinnedIntervals.from_json(d) for k, d in meta["intervals"].items()}
         ranges = {k: Ranges.from_json(d) for k, d in meta["ranges"].items()}
         devices = {k: DeviceSet.from_json(d) for k, d in meta["devices"].items()}
@@ -209,3 +213,44 @@ def load(folder: str | Path | None = None) -> LearnedModel:
     rest = {k: v for k, v in meta.items()
             if k not in ("models", "intervals", "ranges", "devices", "e2e")}
     return LearnedModel(models, intervals, ranges, devices, e2e, rest)
+
+
+class LazyModels(Mapping):
+    """Model key -> ``FamilyModel`` of a saved folder, each read on first use (then kept).
+    Made after ``check_metadata``; checks at once that every booster file was trained on
+    ``features`` (its head names them), so a wrong file is refused at load as before."""
+
+    def __init__(self, folder: Path, descs: Mapping[str, Any], features: tuple[str, ...]) -> None:
+        from roofcast.predictor.learned.trees import feature_names
+
+        self._folder, self._descs, self._features = folder, dict(descs), features
+        self._loaded: dict[str, FamilyModel] = {}
+        for desc in self._descs.values():
+            if "file" not in desc:
+                continue
+            path = folder / str(desc["file"])
+            try:
+                with open(path, "rb") as fh:
+                    names = feature_names(fh.read(HEAD_BYTES))
+            except OSError:
+                continue  # FamilyModel.load says it cannot read the file
+            if names is not None and list(names) != list(features):
+                raise PredictionError(
+                    f"model file {path} was trained on features {list(names)}, which differ "
+                    "from its metadata; retrain with `roofcast train`")
+
+    def __getitem__(self, key: str) -> FamilyModel:
+        if key not in self._loaded:
+            desc = self._descs[key]  # KeyError: no model for key
+            try:
+                self._loaded[key] = FamilyModel.load(self._folder, desc, self._features)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PredictionError(f"{self._folder / METADATA}: malformed model metadata "
+                                      f"({exc!r}); retrain") from exc
+        return self._loaded[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._descs)
+
+    def __len__(self) -> int:
+        return len(self._descs)

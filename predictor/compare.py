@@ -23,6 +23,7 @@ from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimato
 from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, explain_rows, step_rows
 from roofcast.predictor.memory.graph import GraphSource
 from roofcast.predictor.runtimes import resolve_runtime
+from roofcast.predictor.runtimes.profile import whatif_launch_notes
 from roofcast.predictor.speedup_bounds import BOUND_COLUMNS, speedup_bounds, within
 from roofcast.predictor.sweep import sweep
 
@@ -63,7 +64,7 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     df = df.join(bounds, on="device")
     df["within_bounds"] = within(df["speedup"], df["speedup_min"], df["speedup_max"]).astype(
         object).where(df["speedup_max"].notna(), None)
-    df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r)]))
+    df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r), *_launch(r, config)]))
                         for notes, (_, r) in zip(df["peak_notes"], df.iterrows(), strict=True)]
     return df.assign(
         speedup_at_lower=float(base["lower_s"]) / df["lower_s"],
@@ -71,6 +72,12 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
         usd_per_throughput=df["price_usd"] / df["throughput_samples_per_s"],
         W_per_throughput=df["tdp_W"] / df["throughput_samples_per_s"],
     )[list(COMPARE_COLUMNS)]
+
+
+def _launch(row: pd.Series, config: RunConfig) -> tuple[str, ...]:
+    """A what-if launch overhead the row's runtime floor hides (``whatif_launch_notes``)."""
+    hw = get_device(str(row["device"]))
+    return whatif_launch_notes(resolve_runtime(config.runtime, hw.kind), hw)
 
 
 def _bounds(graph, devices: Sequence, config: RunConfig, estimator: Any, base_id: str,

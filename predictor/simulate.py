@@ -32,6 +32,7 @@ from roofcast.predictor.memory.graph import memory_footprint
 from roofcast.predictor.memory.types import DeviceMemory
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.patterns import KernelPlan, plan_summary
+from roofcast.predictor.runtimes.profile import whatif_launch_notes
 from roofcast.predictor.workload import kernel_plan
 
 LOSS = ("loss", "")
@@ -250,7 +251,7 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
         by_phase=breakdown(per_op, "phase"),
         memory=memory_footprint(graph, config, plan, float(hw.mem_capacity_bytes)),
         notes=(_incomplete_notes(graph) + runtime_notes(profile, plan, config)
-               + _notes(per_op, config)),
+               + whatif_launch_notes(profile, hw) + _notes(per_op, config)),
         summary=est.summarize(per_op, hw.kind) if hasattr(est, "summarize") else {},
         runtime=profile.name,
     )

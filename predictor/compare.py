@@ -17,9 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.estimator_registry import as_estimator
 from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, explain_rows, step_rows
 from roofcast.predictor.memory.graph import GraphSource
 from roofcast.predictor.runtimes import resolve_runtime
@@ -36,7 +37,7 @@ COMPARE_COLUMNS: tuple[str, ...] = (
 
 
 def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunConfig,
-                    estimator: Any = DEFAULT_ESTIMATOR, *, baseline=None,
+                    estimator: Any = GRAPH_ESTIMATOR, *, baseline=None,
                     allow_incomplete: bool = False) -> pd.DataFrame:
     """One row per device (module docstring), in the order of ``devices``.
 

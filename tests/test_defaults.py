@@ -121,16 +121,24 @@ def test_every_environment_variable_is_listed():
     assert all(listed[var] in modules for var, modules in found.items())
 
 
-def test_defaults_are_known_estimators():
-    from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, ESTIMATORS
+def test_defaults_are_known_estimators_and_live_in_one_place():
+    import inspect
+
+    from roofcast.predictor import estimator_registry, simulate
+    from roofcast.predictor.estimator_registry import estimator_names
     from roofcast.predictor.llm import phases
     from roofcast.predictor.parallel import engine
     from roofcast.predictor.sweeps.families import FAMILY_SPECS
 
     roads = (defaults.GRAPH_ESTIMATOR, defaults.SERVING_ESTIMATOR, defaults.PARALLEL_ESTIMATOR)
-    assert set(roads) <= set(ESTIMATORS)
-    assert roads == (DEFAULT_ESTIMATOR, phases.DEFAULT_ESTIMATOR, engine.PARALLEL_ESTIMATOR)
+    assert set(roads) <= set(estimator_names())
+    used = (inspect.signature(simulate.predict_graph).parameters["estimator"].default,
+            inspect.signature(phases.time_steps).parameters["estimator"].default,
+            inspect.signature(engine.time_workload).parameters["estimator"].default)
+    assert used == roads
     assert tuple(FAMILY_SPECS[f].estimator for f in ("graph", "serving", "parallel")) == roads
+    for module in (estimator_registry, phases, simulate):  # no second name for a default
+        assert not hasattr(module, "DEFAULT_ESTIMATOR")
 
 
 @pytest.mark.parametrize("kind", sorted(defaults.RUNTIME_BY_KIND))

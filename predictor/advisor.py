@@ -325,7 +325,7 @@ def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
 # ----------------------------------------------------------------------------- entry point
 def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
            max_batch: int = 64, precisions: Sequence[str] | None = None,
-           modes: Sequence[str] = ("infer",), estimator: Any = "auto",
+           modes: Sequence[str] = ("infer",), estimator: Any = GRAPH_ESTIMATOR,
            fusions: Sequence[bool | None] = (True, False), runtime: str | None = None) -> Advice:
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
     docstring). ``graph_loader(batch)`` imports the model at that batch, its other dims bound

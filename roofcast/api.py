@@ -162,7 +162,8 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
 
 
 def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
-           batch: int = 1, dims: Mapping[str, int] | None = None, estimator: Any = "auto",
+           batch: int = 1, dims: Mapping[str, int] | None = None,
+           estimator: Any = GRAPH_ESTIMATOR,
            runtime: str | None = None, **options: Any) -> Advice:
     """The predicted-best run settings (threads, inter-op, batch, precision, fusion) of
     ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against the

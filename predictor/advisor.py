@@ -234,8 +234,8 @@ def resolve_estimator(estimator: Any) -> tuple[Any, list[str]]:
     try:
         est.model()
     except PredictionError as exc:
-        return (as_estimator(GRAPH_ESTIMATOR),
-                [f"estimator {est.name!r} unavailable ({exc}); used {GRAPH_ESTIMATOR}"])
+        fallback = est.fallback_estimator()  # its analytical road, named in the note
+        return fallback, [f"estimator {est.name!r} unavailable ({exc}); used {fallback.name}"]
     return est, []
 
 

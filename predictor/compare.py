@@ -65,7 +65,9 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     df = df.join(bounds, on="device")
     df["within_bounds"] = within(df["speedup"], df["speedup_min"], df["speedup_max"]).astype(
         object).where(df["speedup_max"].notna(), None)
-    df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r), *_launch(r, config)]))
+    specs = {hw.id: hw for hw in map(get_device, devices)}
+    df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r),
+                                                    *_launch(specs[r["device"]], config)]))
                         for notes, (_, r) in zip(df["peak_notes"], df.iterrows(), strict=True)]
     return df.assign(
         speedup_at_lower=float(base["lower_s"]) / df["lower_s"],
@@ -75,9 +77,8 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     )[list(COMPARE_COLUMNS)]
 
 
-def _launch(row: pd.Series, config: RunConfig) -> tuple[str, ...]:
-    """A what-if launch overhead the row's runtime floor hides (``whatif_launch_notes``)."""
-    hw = get_device(str(row["device"]))
+def _launch(hw, config: RunConfig) -> tuple[str, ...]:
+    """A what-if launch overhead the device's runtime floor hides (``whatif_launch_notes``)."""
     return whatif_launch_notes(resolve_runtime(config.runtime, hw.kind), hw)
 
 

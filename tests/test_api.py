@@ -48,7 +48,7 @@ def test_acceptance_one_liner_equals_the_library_pipeline():
     assert got.total_ms == want.total_s * 1e3
     assert got.config == want.config
     assert got.config.batch == 8
-    assert got.estimator == "time-roofline"
+    assert got.estimator == GRAPH_ESTIMATOR
 
 
 def test_import_roofcast_is_cheap():
@@ -78,7 +78,7 @@ def test_dims_by_mapping_for_names_that_are_not_identifiers():
 
 
 def test_estimator_objects_carry_their_parameters():
-    floor = roofcast.predict("resnet50", "h100-sxm")
+    floor = roofcast.predict("resnet50", "h100-sxm", estimator="time-roofline")
     additive = roofcast.predict("resnet50", "h100-sxm",
                                 estimator=roofcast.make_estimator("time-roofline",
                                                                   overhead="additive"))

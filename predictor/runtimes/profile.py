@@ -23,6 +23,7 @@ from typing import Any
 # may list (the one dtype table's "precision" role)
 from roofcast.dtypes import PRECISIONS
 from roofcast.hw_catalog import get_device
+from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.system import FABRIC_KINDS
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
@@ -182,7 +183,13 @@ class ExecutionProfile:
 def whatif_launch_notes(profile: ExecutionProfile, hw: Any) -> tuple[str, ...]:
     """``profile.hidden_launch_note`` for a what-if device (``hw.base`` set) whose launch
     overhead differs from its base device's: a knob the runtime's floor hides says so."""
-    if hw.base is None or hw.launch_overhead_s == get_device(hw.base).launch_overhead_s:
+    if hw.base is None:
+        return ()
+    try:
+        base_launch_s = get_device(hw.base).launch_overhead_s
+    except HardwareSpecError:  # a what-if of an object outside the catalog: nothing to compare
+        return ()
+    if hw.launch_overhead_s == base_launch_s:
         return ()
     note = profile.hidden_launch_note(hw.kind, hw.launch_overhead_s)
     return (note,) if note else ()

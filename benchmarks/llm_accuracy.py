@@ -243,15 +243,16 @@ def _vidur_arch(model: str, tp: int):
                                d_ff=a.d_ff // tp, name=f"{a.name}/tp{tp}")
 
 
-def section_vidur(quick: bool) -> None:
+def vidur_rows(quick: bool, estimator: str | None = None) -> pd.DataFrame:
+    """Vidur's fp16 per-op layer timings beside roofcast's kernels of the same shapes (one row
+    per measured op: device, op, meas_ms, pred_ms, err, ratio); ``estimator``: the kernel-time
+    road (None: the serving default)."""
     from roofcast.predictor.llm.kernels import Segment
     from roofcast.predictor.llm.phases import Step, time_steps
     from roofcast.predictor.llm.precision import TensorDtypes
     from roofcast.predictor.llm.types import ServingConfig
     from roofcast.predictor.runtimes import get_runtime
 
-    print("\n## 5. Vidur per-op layer timings (fp16) vs roofcast kernels of the same shapes "
-          "(vllm profile: fused attention, no eager passes)")
     v = pd.read_csv(shared_data_dir() / "llm" / "vidur_llm_layer_ops.csv.gz")
     v = v[v["op"].isin(list(VIDUR_OPS)) & v["model"].isin(list(VIDUR_MODELS))]
     v = v[v["precision"] == "fp16"]
@@ -267,7 +268,8 @@ def section_vidur(quick: bool) -> None:
         arch = _vidur_arch(model, int(tp))
         ts = sorted(g["num_tokens"].unique())
         steps = [Step(f"t{t}", (Segment(1, int(t), int(t)),)) for t in ts]
-        st = time_steps(arch, hws, steps, dtypes, prof)
+        st = time_steps(arch, hws, steps, dtypes, prof,
+                        **({} if estimator is None else {"estimator": estimator}))
         tab = st.table
         per_layer = tab["kernel_s"] / tab["count"]
         tab = tab.assign(per_layer_ms=per_layer * 1e3)
@@ -284,6 +286,13 @@ def section_vidur(quick: bool) -> None:
     r = pd.DataFrame(out, columns=["device", "op", "meas_ms", "pred_ms"])
     r["err"] = abs_pct(r["pred_ms"], r["meas_ms"])
     r["ratio"] = r["pred_ms"] / r["meas_ms"]
+    return r
+
+
+def section_vidur(quick: bool) -> None:
+    print("\n## 5. Vidur per-op layer timings (fp16) vs roofcast kernels of the same shapes "
+          "(vllm profile: fused attention, no eager passes)")
+    r = vidur_rows(quick)
     print(f"{'device':6s} {'op':25s} {'rows':>5s} | {'err % med mean p90':^20s} | pred/meas median")
     for (dev, op), g in r.groupby(["device", "op"]):
         print(f"{dev:6s} {op:25s} {len(g):5d} | {stats(g['err'])} | {np.median(g['ratio']):6.2f}")

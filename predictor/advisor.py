@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.graph_import.types import Graph
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.advisor_cells import (
@@ -35,7 +36,7 @@ from roofcast.predictor.advisor_cells import (
 from roofcast.predictor.advisor_reasons import reasons_for
 from roofcast.predictor.config import MODES, PRECISIONS, RunConfig, run_config
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator, is_learned
+from roofcast.predictor.estimator_registry import as_estimator, is_learned
 from roofcast.predictor.precision import peak_dtype
 from roofcast.predictor.runtimes import resolve_runtime
 
@@ -233,8 +234,8 @@ def resolve_estimator(estimator: Any) -> tuple[Any, list[str]]:
     try:
         est.model()
     except PredictionError as exc:
-        return (as_estimator(DEFAULT_ESTIMATOR),
-                [f"estimator {est.name!r} unavailable ({exc}); used {DEFAULT_ESTIMATOR}"])
+        fallback = est.fallback_estimator()  # its analytical road, named in the note
+        return fallback, [f"estimator {est.name!r} unavailable ({exc}); used {fallback.name}"]
     return est, []
 
 
@@ -324,7 +325,7 @@ def pick_recommended(ranked: pd.DataFrame, default: Setting) -> Setting:
 # ----------------------------------------------------------------------------- entry point
 def advise(graph_loader: GraphLoader, hw, objective: str = "latency", *, batch: int = 1,
            max_batch: int = 64, precisions: Sequence[str] | None = None,
-           modes: Sequence[str] = ("infer",), estimator: Any = "auto",
+           modes: Sequence[str] = ("infer",), estimator: Any = GRAPH_ESTIMATOR,
            fusions: Sequence[bool | None] = (True, False), runtime: str | None = None) -> Advice:
     """Search and rank run settings of the model ``graph_loader(batch)`` on ``hw`` (module
     docstring). ``graph_loader(batch)`` imports the model at that batch, its other dims bound

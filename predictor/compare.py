@@ -17,12 +17,14 @@ from typing import Any
 
 import pandas as pd
 
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.estimator_registry import as_estimator
 from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, explain_rows, step_rows
 from roofcast.predictor.memory.graph import GraphSource
 from roofcast.predictor.runtimes import resolve_runtime
+from roofcast.predictor.runtimes.profile import whatif_launch_notes
 from roofcast.predictor.speedup_bounds import BOUND_COLUMNS, speedup_bounds, within
 from roofcast.predictor.sweep import sweep
 
@@ -35,7 +37,7 @@ COMPARE_COLUMNS: tuple[str, ...] = (
 
 
 def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunConfig,
-                    estimator: Any = DEFAULT_ESTIMATOR, *, baseline=None,
+                    estimator: Any = GRAPH_ESTIMATOR, *, baseline=None,
                     allow_incomplete: bool = False) -> pd.DataFrame:
     """One row per device (module docstring), in the order of ``devices``.
 
@@ -63,7 +65,9 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
     df = df.join(bounds, on="device")
     df["within_bounds"] = within(df["speedup"], df["speedup_min"], df["speedup_max"]).astype(
         object).where(df["speedup_max"].notna(), None)
-    df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r)]))
+    specs = {hw.id: hw for hw in map(get_device, devices)}
+    df["peak_notes"] = [NOTE_SEP.join(filter(None, [notes, _outside(r),
+                                                    *_launch(specs[r["device"]], config)]))
                         for notes, (_, r) in zip(df["peak_notes"], df.iterrows(), strict=True)]
     return df.assign(
         speedup_at_lower=float(base["lower_s"]) / df["lower_s"],
@@ -71,6 +75,11 @@ def compare_devices(graph_source: GraphSource, devices: Sequence, config: RunCon
         usd_per_throughput=df["price_usd"] / df["throughput_samples_per_s"],
         W_per_throughput=df["tdp_W"] / df["throughput_samples_per_s"],
     )[list(COMPARE_COLUMNS)]
+
+
+def _launch(hw, config: RunConfig) -> tuple[str, ...]:
+    """A what-if launch overhead the device's runtime floor hides (``whatif_launch_notes``)."""
+    return whatif_launch_notes(resolve_runtime(config.runtime, hw.kind), hw)
 
 
 def _bounds(graph, devices: Sequence, config: RunConfig, estimator: Any, base_id: str,

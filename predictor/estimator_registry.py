@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofcast.defaults import GRAPH_ESTIMATOR as DEFAULT_ESTIMATOR
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators import ESTIMATORS, EXPLAIN_COLUMNS, AnalyticalEstimator
 from roofcast.predictor.estimators.roofline import TimeRoofline
@@ -49,7 +49,7 @@ def make_estimator(name: str, **params: Any) -> Any:
         raise PredictionError(f"estimator {name!r} does not take {sorted(params)}: {exc}") from exc
 
 
-def as_estimator(estimator: Any = DEFAULT_ESTIMATOR) -> Any:
+def as_estimator(estimator: Any = GRAPH_ESTIMATOR) -> Any:
     """An estimator object: ``estimator`` itself when it is one (has ``explain``), the learned
     estimator on one installed model for ``learned:NAME`` / ``auto:NAME``, else
     ``make_estimator(estimator)``. Every road (graphs, sweeps, serving, plans) calls this."""
@@ -67,6 +67,6 @@ def is_learned(estimator: Any) -> bool:
     return isinstance(estimator, LearnedEstimator) or estimator in LEARNED_NAMES
 
 
-__all__ = ["ALL_ESTIMATORS", "DEFAULT_ESTIMATOR", "ESTIMATORS", "EXPLAIN_COLUMNS",
+__all__ = ["ALL_ESTIMATORS", "ESTIMATORS", "EXPLAIN_COLUMNS",
            "LEARNED_ESTIMATORS", "LEARNED_NAMES", "AnalyticalEstimator", "as_estimator",
            "estimator_names", "is_learned", "make_estimator"]

@@ -22,16 +22,19 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.graph_import.types import Graph
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.estimator_registry import as_estimator
+from roofcast.predictor.estimators.base import road_mix
 from roofcast.predictor.kernel_rows import cell_sums, evaluate, step_rows
 from roofcast.predictor.memory.graph import memory_footprint
 from roofcast.predictor.memory.types import DeviceMemory
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_runtime
 from roofcast.predictor.runtimes.patterns import KernelPlan, plan_summary
+from roofcast.predictor.runtimes.profile import whatif_launch_notes
 from roofcast.predictor.workload import kernel_plan
 
 LOSS = ("loss", "")
@@ -66,6 +69,11 @@ class Prediction:
     notes: tuple[str, ...] = field(default_factory=tuple)
     summary: Mapping[str, Any] = field(default_factory=dict)
     runtime: str = ""
+
+    @property
+    def road(self) -> str:
+        """The road that timed the kernels, with per-source shares (``road_mix``)."""
+        return road_mix(self.per_op, self.estimator)
 
     @property
     def time_s(self) -> float:
@@ -223,7 +231,7 @@ def _notes(per_op: pd.DataFrame, config: RunConfig) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_ESTIMATOR,
+def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = GRAPH_ESTIMATOR,
                   allow_incomplete: bool = False) -> Prediction:
     """Predict one run of ``graph`` on ``hw`` (a HardwareSpec or a catalog id / what-if spec)
     under ``config`` (see module docstring). ``estimator``: a name or an estimator object."""
@@ -233,6 +241,7 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
     plan = kernel_plan(graph, config, profile)
     workload = step_rows(graph, config, profile, allow_incomplete=allow_incomplete, plan=plan)
     per_op = evaluate(workload, hw, config, est, profile)
+    summary = est.summarize(per_op, hw.kind) if hasattr(est, "summarize") else {}
     times = per_op["time_s"].to_numpy(float)
     crit_s: float | None = None
     crit_path: tuple[str, ...] = ()
@@ -250,8 +259,9 @@ def predict_graph(graph: Graph, hw, config: RunConfig, estimator: Any = DEFAULT_
         by_phase=breakdown(per_op, "phase"),
         memory=memory_footprint(graph, config, plan, float(hw.mem_capacity_bytes)),
         notes=(_incomplete_notes(graph) + runtime_notes(profile, plan, config)
-               + _notes(per_op, config)),
-        summary=est.summarize(per_op, hw.kind) if hasattr(est, "summarize") else {},
+               + whatif_launch_notes(profile, hw) + _notes(per_op, config)
+               + tuple(summary.get("fallbacks", ()))),
+        summary=summary,
         runtime=profile.name,
     )
 

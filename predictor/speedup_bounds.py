@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from roofcast.predictor.estimators.base import base_terms
+from roofcast.predictor.estimators.base import base_terms, road_source
 from roofcast.predictor.learned.features import roofline_terms
 
 BOUND_COLUMNS: tuple[str, ...] = ("compute_ratio", "bandwidth_ratio", "speedup_min",
@@ -29,8 +29,7 @@ TOLERANCE = 1e-6
 def _family(labels: pd.Series) -> np.ndarray:
     """``learned`` / ``learned (transferred)`` / ``analytical:<name>`` of ``predictor`` labels
     (an analytical estimator's rows have no ``predictor`` column: its own name)."""
-    text = labels.astype(str)
-    return np.where(text.str.startswith("analytical:"), text, text.str.split(":").str[0])
+    return road_source(labels)
 
 
 def _road(family: np.ndarray, time: np.ndarray) -> str:

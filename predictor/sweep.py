@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator
+from roofcast.predictor.estimator_registry import as_estimator
 from roofcast.predictor.graph_memo import memo
 from roofcast.predictor.kernel_rows import BOUNDS, NOTE_SEP, cell_sums, explain_rows, step_rows
 from roofcast.predictor.memory.graph import GraphSource, memory_footprint
@@ -55,7 +56,7 @@ def _resolve_devices(devices: Sequence) -> list:
 
 def sweep(graph_source: GraphSource, devices: Sequence, batches: Sequence[int],
           precisions: Sequence[str] = ("fp32",), modes: Sequence[str] = ("infer",),
-          estimator: Any = DEFAULT_ESTIMATOR, *, baseline=None,
+          estimator: Any = GRAPH_ESTIMATOR, *, baseline=None,
           fusion: bool | None = None, inter_op: bool = False, optimizer: str = "adam",
           threads: int | None = None, allow_incomplete: bool = False,
           runtime: str | ExecutionProfile | None = None) -> pd.DataFrame:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import Model, load_model, zoo_models
@@ -38,7 +39,7 @@ from roofcast.predictor.advisor import advise as _advise
 from roofcast.predictor.compare import compare_devices
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, as_estimator, make_estimator
+from roofcast.predictor.estimator_registry import as_estimator, make_estimator
 from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
 from roofcast.predictor.learned.estimator import AutoEstimator, LearnedEstimator
 from roofcast.predictor.learned.persistence import save
@@ -123,12 +124,12 @@ def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | No
     spec = device(hw)
     resolve_runtime(config.runtime, spec.kind)  # refused before any work
     return predict_graph(m.graph, spec, config,
-                         as_estimator(DEFAULT_ESTIMATOR if estimator is None else estimator),
+                         as_estimator(GRAPH_ESTIMATOR if estimator is None else estimator),
                          allow_incomplete=allow_incomplete)
 
 
 def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None = None,
-            dims: Mapping[str, int] | None = None, estimator: Any = DEFAULT_ESTIMATOR,
+            dims: Mapping[str, int] | None = None, estimator: Any = GRAPH_ESTIMATOR,
             baseline: Any = None, allow_incomplete: bool = False,
             **settings: Any) -> pd.DataFrame:
     """One row per device of ``hws`` (``predictor.compare.COMPARE_COLUMNS``): ``time_s`` with
@@ -146,7 +147,7 @@ def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None 
 
 def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] = (1,), *,
           precisions: Sequence[str] = ("fp32",), modes: Sequence[str] = ("infer",),
-          dims: Mapping[str, int] | None = None, estimator: Any = DEFAULT_ESTIMATOR,
+          dims: Mapping[str, int] | None = None, estimator: Any = GRAPH_ESTIMATOR,
           baseline: Any = None, runtime: str | None = None, **options: Any) -> pd.DataFrame:
     """Every (device, batch, precision, mode) cell in one vectorised call: one row per cell
     (``predictor.sweep.SWEEP_COLUMNS``: ``time_s``, ``speedup``, throughput in samples/s,
@@ -161,7 +162,8 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
 
 
 def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
-           batch: int = 1, dims: Mapping[str, int] | None = None, estimator: Any = "auto",
+           batch: int = 1, dims: Mapping[str, int] | None = None,
+           estimator: Any = GRAPH_ESTIMATOR,
            runtime: str | None = None, **options: Any) -> Advice:
     """The predicted-best run settings (threads, inter-op, batch, precision, fusion) of
     ``model`` on ``hw`` for ``objective`` (``latency`` or ``throughput``), ranked against the

@@ -9,7 +9,7 @@
 * Dtypes: the one table is ``roofcast.dtypes``.
 
 This module imports nothing of roofcast, so every package may import it. Why these values:
-docs/design/defaults.md.
+docs/design/defaults.md; the estimators: ``benchmarks/road_choice.py``, docs/design/road.md.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-GRAPH_ESTIMATOR = "time-roofline"
+GRAPH_ESTIMATOR = "auto"
 SERVING_ESTIMATOR = "roofline+eff"
 PARALLEL_ESTIMATOR = "roofline+eff"
 

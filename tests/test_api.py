@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import roofcast
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.graph_import import import_model
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.predictor.config import RunConfig
@@ -33,7 +34,7 @@ def test_readme_example(capsys):
     exec(compile(example, "README example", "exec"), {})
     out = capsys.readouterr().out
     assert "ms (" in out
-    assert "time-roofline" in out
+    assert f", {GRAPH_ESTIMATOR}\n" in out  # the summary names the default road
     assert "speedup" in out
     assert "GiB" in out
 
@@ -47,7 +48,7 @@ def test_acceptance_one_liner_equals_the_library_pipeline():
     assert got.total_ms == want.total_s * 1e3
     assert got.config == want.config
     assert got.config.batch == 8
-    assert got.estimator == "time-roofline"
+    assert got.estimator == GRAPH_ESTIMATOR
 
 
 def test_import_roofcast_is_cheap():
@@ -77,7 +78,7 @@ def test_dims_by_mapping_for_names_that_are_not_identifiers():
 
 
 def test_estimator_objects_carry_their_parameters():
-    floor = roofcast.predict("resnet50", "h100-sxm")
+    floor = roofcast.predict("resnet50", "h100-sxm", estimator="time-roofline")
     additive = roofcast.predict("resnet50", "h100-sxm",
                                 estimator=roofcast.make_estimator("time-roofline",
                                                                   overhead="additive"))

@@ -64,10 +64,29 @@ def test_one_default_estimator_constant():
             continue
         bad += [_where(path, n) for name, _, n in _assignments(tree) if ESTIMATOR_NAME.match(name)]
         if estimators not in path.parents:
-            docs = _docstrings(tree)
-            bad += [_where(path, n) for n in ast.walk(tree) if isinstance(n, ast.Constant)
-                    and n.value in values and id(n) not in docs]
+            bad += [_where(path, n) for n in _estimator_literals(tree) if n.value in values]
     assert bad == [], "import the default estimator from roofcast.defaults instead"
+
+
+def _estimator_literals(tree: ast.Module):
+    """String constants given as an estimator: a parameter default or keyword argument named
+    ``estimator``, or the value of an ``"estimator"`` dict key (an ``auto`` elsewhere, e.g. a
+    chart's text position or the learned estimator's own name, is not a default road)."""
+    for node in ast.walk(tree):
+        pairs = []
+        if isinstance(node, ast.arguments):
+            plain = node.posonlyargs + node.args
+            pairs += list(zip(plain[len(plain) - len(node.defaults):], node.defaults, strict=True))
+            pairs += [(a, d) for a, d in zip(node.kwonlyargs, node.kw_defaults, strict=True)
+                      if d is not None]
+            pairs = [(a.arg, d) for a, d in pairs]
+        elif isinstance(node, ast.Call):
+            pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
+        elif isinstance(node, ast.Dict):
+            pairs = [(k.value, v) for k, v in zip(node.keys, node.values, strict=True)
+                     if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        yield from (v for name, v in pairs if "estimator" in str(name)
+                    and isinstance(v, ast.Constant) and isinstance(v.value, str))
 
 
 def _is_dtype_table(node: ast.AST) -> bool:
@@ -121,16 +140,24 @@ def test_every_environment_variable_is_listed():
     assert all(listed[var] in modules for var, modules in found.items())
 
 
-def test_defaults_are_known_estimators():
-    from roofcast.predictor.estimator_registry import DEFAULT_ESTIMATOR, ESTIMATORS
+def test_defaults_are_known_estimators_and_live_in_one_place():
+    import inspect
+
+    from roofcast.predictor import estimator_registry, simulate
+    from roofcast.predictor.estimator_registry import estimator_names
     from roofcast.predictor.llm import phases
     from roofcast.predictor.parallel import engine
     from roofcast.predictor.sweeps.families import FAMILY_SPECS
 
     roads = (defaults.GRAPH_ESTIMATOR, defaults.SERVING_ESTIMATOR, defaults.PARALLEL_ESTIMATOR)
-    assert set(roads) <= set(ESTIMATORS)
-    assert roads == (DEFAULT_ESTIMATOR, phases.DEFAULT_ESTIMATOR, engine.PARALLEL_ESTIMATOR)
+    assert set(roads) <= set(estimator_names())
+    used = (inspect.signature(simulate.predict_graph).parameters["estimator"].default,
+            inspect.signature(phases.time_steps).parameters["estimator"].default,
+            inspect.signature(engine.time_workload).parameters["estimator"].default)
+    assert used == roads
     assert tuple(FAMILY_SPECS[f].estimator for f in ("graph", "serving", "parallel")) == roads
+    for module in (estimator_registry, phases, simulate):  # no second name for a default
+        assert not hasattr(module, "DEFAULT_ESTIMATOR")
 
 
 @pytest.mark.parametrize("kind", sorted(defaults.RUNTIME_BY_KIND))

@@ -17,6 +17,7 @@ import sys
 from roofcast.app.argtypes import OneOf, name_list, positive_int, runtime_help, runtime_name
 from roofcast.app.commands.predict import load_user_model
 from roofcast.app.output import add_format_arg, add_top_arg, context_columns, emit, top_rows
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.predictor.config import MODES
 
 
@@ -48,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="inference or training step (training: batch against memory)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim other than the batch, e.g. sequence=128")
-    p.add_argument("--estimator", default="auto", metavar="NAME",
-                   help="predictor (default auto: learned where trained, else time-roofline)")
+    p.add_argument("--estimator", default=GRAPH_ESTIMATOR, metavar="NAME",
+                   help=f"predictor (default {GRAPH_ESTIMATOR}: roofcast/defaults.py)")
     p.add_argument("--runtime", type=runtime_name, metavar="NAME", help=runtime_help())
     add_top_arg(p, "settings (the default and the recommendation always shown)", default=10)
     p.add_argument("--verify", action="store_true",

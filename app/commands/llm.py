@@ -25,6 +25,7 @@ from roofcast.app.argtypes import positive_int, runtime_name
 from roofcast.app.output import Table, add_format_arg
 from roofcast.app.output_file import check_writable, deliver, render
 from roofcast.app.parallel_args import SERVING_FLAGS, add_degree_args, add_placement_args
+from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.predictor.llm.types import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="serving engine: vllm, tensorrt-llm, llama.cpp (default: the device "
                         "kind's engine)")
     p.add_argument("--estimator", default=None, metavar="NAME",
-                   help="kernel-time estimator (default roofline+eff)")
+                   help=f"kernel-time estimator (default {SERVING_ESTIMATOR})")
     group = p.add_argument_group("one replica on several devices")
     add_placement_args(group)
     add_degree_args(group, SERVING_FLAGS)

@@ -2,7 +2,9 @@
 
 ``list``: the shipped model (``default``) and every installed one with when it was created, what
 it was trained on (rows per source), its validation medians (per-op APE on CPU and GPU rows,
-end-to-end APE; grouped cross-validation) and which one is active. ``use NAME``: make NAME the
+end-to-end APE; grouped cross-validation) and which one is active; ``coverage``: per model the
+(kind, runtime, family) it covers with its rows, and the families an installed model leaves to
+the shipped base it layers on. ``use NAME``: make NAME the
 model ``predict``/``compare``/``advise --estimator learned|auto``, the app and the Python API use
 (``use default``: the shipped one). ``remove NAME``: delete the files its metadata lists.
 ``$ROOFCAST_LEARNED_MODEL=DIR`` still overrides the active model.
@@ -41,8 +43,34 @@ def run_list(args: argparse.Namespace) -> int:
         extra["override"] = (
             f"${MODEL_ENV}={os.environ[MODEL_ENV]} is used instead of the active model"
         )
-    emit({"models": list_table()}, args.format, extra=extra)
+    emit({"models": list_table(), "coverage": coverage_table()}, args.format, extra=extra)
     return 0
+
+
+def coverage_table():
+    """Per model and (kind, runtime, family): the training rows of its own families, and for an
+    installed model the shipped families it leaves to the base (``layer``: own | base)."""
+    import pandas as pd
+
+    from roofcast.predictor.learned.installed import DEFAULT_NAME, folder_of, installed_names
+    from roofcast.predictor.learned.layered import coverage
+    from roofcast.predictor.learned.metadata_schema import read_metadata
+    from roofcast.predictor.learned.persistence import METADATA
+
+    def cov(name: str) -> pd.DataFrame:
+        return coverage(read_metadata(folder_of(name) / METADATA))
+
+    base = cov(DEFAULT_NAME)
+    parts = [base.assign(model=DEFAULT_NAME, layer="own")]
+    for name in installed_names():
+        own = cov(name)
+        keys = ["kind", "runtime", "family"]
+        left = base.merge(own[keys], on=keys, how="left", indicator=True)
+        left = left[left["_merge"] == "left_only"].drop(columns="_merge")
+        parts += [own.assign(model=name, layer="own"),
+                  left.assign(model=name, layer=f"base ({DEFAULT_NAME})")]
+    cols = ["model", "kind", "runtime", "family", "layer", "rows"]
+    return pd.concat(parts, ignore_index=True)[cols]
 
 
 def run_use(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 from roofcast.app.argtypes import positive_int, runtime_name, zero_stages
 from roofcast.app.output import add_format_arg, add_top_arg, top_rows
 from roofcast.app.parallel_args import add_placement_args
+from roofcast.defaults import PARALLEL_ESTIMATOR, SERVING_ESTIMATOR
 
 MODES = ("train", "infer", "serve")
 RECOMPUTE = {"both": (False, True), "on": (True,), "off": (False,)}
@@ -57,8 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runtime", type=runtime_name, metavar="NAME",
                    help="execution runtime (default: megatron-lm for LLM training plans, the "
                         "engine for --mode serve, the device kind's for ONNX graphs)")
-    p.add_argument("--estimator", metavar="NAME", help="per-kernel estimator (default: the "
-                                                       "engine's, time-roofline)")
+    p.add_argument("--estimator", metavar="NAME",
+                   help=f"per-kernel estimator (default {PARALLEL_ESTIMATOR}; --mode serve: "
+                        f"{SERVING_ESTIMATOR})")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind another dim of an ONNX model (repeatable)")
     add_top_arg(p, "plans", default=10)

@@ -31,7 +31,7 @@ from roofcast.app.output import (
     top_rows,
 )
 from roofcast.app.parallel_args import add_training_plan_args
-from roofcast.defaults import GRAPH_ESTIMATOR as DEFAULT_ESTIMATOR
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.predictor.config import MODES, OPTIMIZERS, PRECISIONS
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def add_execution_args(p: argparse.ArgumentParser) -> None:
                    help="let independent ops run concurrently (critical-path time)")
     add_runtime_args(p)
     p.add_argument("--estimator", metavar="NAME",
-                   help=f"per-op estimator: analytical ({DEFAULT_ESTIMATOR}, the default on "
+                   help=f"per-op estimator: analytical ({GRAPH_ESTIMATOR}, the default on "
                         "one device; roofline+eff on several, "
                         "roofline, ...) or learned/auto (an unknown name lists them all)")
     p.add_argument("--allow-incomplete", action="store_true",
@@ -82,9 +82,9 @@ def add_execution_args(p: argparse.ArgumentParser) -> None:
 
 
 def chosen_estimator(args: argparse.Namespace) -> str:
-    """The one-device estimator: ``--estimator`` or the default (``DEFAULT_ESTIMATOR``); the
+    """The one-device estimator: ``--estimator`` or the default (``GRAPH_ESTIMATOR``); the
     multi-device path passes None on to the parallel engine's own default."""
-    return args.estimator or DEFAULT_ESTIMATOR
+    return args.estimator or GRAPH_ESTIMATOR
 
 
 def add_runtime_args(p: argparse.ArgumentParser) -> None:
@@ -282,7 +282,8 @@ def _summary(pred: Prediction, graph, hw, batch: int, estimator: str, resolved: 
     extra: dict = {
         "model": graph.name, "device": hw.id, "dims": dict(graph.dims), "batch": batch,
         "precision": config.precision, "mode": config.mode, "runtime": resolved["runtime"],
-        "estimator": estimator, "fusion": resolved["fusion"], "inter_op": config.inter_op,
+        "estimator": estimator, "road": pred.road, "fusion": resolved["fusion"],
+        "inter_op": config.inter_op,
         "total_ms": pred.total_s * 1e3,
         "critical_path_ms": None if pred.critical_path_s is None else pred.critical_path_s * 1e3,
         "time_ms": pred.time_s * 1e3,

@@ -92,7 +92,8 @@ def render() -> None:
                        file_name="roofcast_compare.csv", mime="text/csv")
     st.caption(f"Modelled: {controls.runtime_words()} ("
                + ", ".join(f"{d}: {r}" for d, r in zip(df["device"], df["runtime"], strict=True))
-               + f") · estimator **{st.session_state['estimator']}**")
+               + f") · estimator **{st.session_state['estimator']}**; road per device: "
+               + "; ".join(f"{d}: {r}" for d, r in zip(df["device"], df["road"], strict=True)))
     st.caption(INTERVAL_NOTE)
     st.caption("Empty price or TDP: the catalog has no figure for that device (never invented).")
 

@@ -23,9 +23,9 @@ import streamlit as st
 
 from roofcast import api
 from roofcast.app import charts, controls, state, wording
+from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.llm.arch import LLMArch
-from roofcast.predictor.llm.phases import DEFAULT_ESTIMATOR
 from roofcast.predictor.llm.types import (
     ACTIVATION_DTYPES,
     KV_DTYPES,
@@ -176,9 +176,9 @@ def run_controls(arch: LLMArch) -> tuple[list[str], dict]:
         engine = st.selectbox("Engine", (DEFAULT_ENGINE, *serving_engines()), key="llm_engine")
         choices = state.estimator_choices()
         if s.get("llm_estimator") not in choices:
-            s["llm_estimator"] = DEFAULT_ESTIMATOR if DEFAULT_ESTIMATOR in choices else choices[0]
+            s["llm_estimator"] = SERVING_ESTIMATOR if SERVING_ESTIMATOR in choices else choices[0]
         estimator = st.selectbox("Estimator", choices, key="llm_estimator",
-                                 help=f"kernel-time estimator ({DEFAULT_ESTIMATOR}: the "
+                                 help=f"kernel-time estimator ({SERVING_ESTIMATOR}: the "
                                       "serving model's default)")
     options = {"input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
                "weights": weights, "kv_cache": kv, "activations": activations,

@@ -32,7 +32,7 @@ def _totals(pred, hw) -> None:
         delta_color="normal" if fits else "inverse",
     )
     c[3].metric("Kernels", f"{len(per_op)}")
-    controls.modelled_caption(hw.kind, pred.estimator)
+    controls.modelled_caption(hw.kind, pred.road)
     # machine-readable figure for tests and scripts (seconds, full precision)
     st.markdown(f'<span id="roofcast-time-s" data-seconds="{pred.time_s!r}" '
                 f'style="display:none">{pred.time_s!r}</span>', unsafe_allow_html=True)
@@ -56,6 +56,8 @@ def learned_summary(pred, hw) -> dict | None:
 
     if pred.estimator in ESTIMATORS or "predictor" not in pred.per_op:
         return None
+    if pred.summary:  # the estimator's own summary (a user layer on the base included)
+        return dict(pred.summary)
     from roofcast.predictor.learned.estimator import model_folder
 
     model = state.learned_model(str(model_folder()), state.learned_version(pred.estimator))

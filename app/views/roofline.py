@@ -32,7 +32,7 @@ def render() -> None:
     except state.USER_ERRORS as exc:
         state.show_error(exc)
         return
-    controls.modelled_caption(controls.device_kind(s["device"]), pred.estimator)
+    controls.modelled_caption(controls.device_kind(s["device"]), pred.road)
     per_op = pred.per_op
     no_flops = int(((per_op["flops"] <= 0) & (per_op["time_s"] > 0)).sum())
     tab_roof, tab_time, tab_traj = st.tabs(["Roofline", "Time-based roofline", "Trajectories"])

@@ -1,5 +1,7 @@
 """What-if device: scale a catalog device's bandwidth, peak FLOP/s, cache, unit count and launch
-overhead; see the predicted speedup, which ops gain, and save the device into the user folder."""
+overhead; see the predicted speedup, which ops gain, what dominates (a kernel costs at least
+max(runtime dispatch floor, device launch overhead): docs/design/road.md), and save the device
+into the user folder."""
 
 from __future__ import annotations
 
@@ -63,7 +65,8 @@ def render() -> None:
         state.show_error(exc)
         return
     _metrics(base_id, base, new)
-    controls.modelled_caption(hw.kind, new.estimator)
+    st.caption(dominance(hw, new, changes.get("launch_overhead_scale", 1.0)))
+    controls.modelled_caption(hw.kind, new.road)
     if not changes:
         st.info("Move a slider to define the what-if device.")
     _gains(base, new)
@@ -97,6 +100,30 @@ def _metrics(base_id: str, base, new) -> None:
     shares = new.per_op.groupby("bound")["time_s"].sum() / new.total_s
     c[3].metric("Now bound by", str(shares.idxmax()))
     c[3].caption(f"{shares.max():.0%} of the what-if device's time")
+
+
+def dominance(hw, pred, launch_scale: float) -> str:
+    """What sets the what-if device's time: the share of kernels bound by their per-kernel
+    overhead, the host cost each pays (``max(runtime floor, launch overhead)``, which of the
+    two sets it) and the most the bandwidth / peak knobs can then gain (Amdahl)."""
+    from roofcast.predictor.runtimes import get_runtime
+
+    per_op = pred.per_op
+    total = float(per_op["time_s"].sum())
+    over = per_op["bound"] == "overhead"
+    share = float(per_op.loc[over, "time_s"].sum()) / total if total > 0 else 0.0
+    launch_s = hw.launch_overhead_s * launch_scale
+    profile = get_runtime(pred.runtime)
+    cost_s = profile.dispatch_floor_s(hw.kind, launch_s)
+    who = ("the device's launch overhead" if cost_s <= launch_s
+           else f"{profile.name}'s host dispatch floor (launch overhead below it changes nothing)")
+    text = (f"{share:.0%} of the time is in {int(over.sum())} overhead-bound kernels; a kernel "
+            f"costs at least {cost_s * 1e6:.3g} µs = max({profile.name} floor, launch "
+            f"{launch_s * 1e6:.3g} µs), set by {who}.")
+    if share >= 0.5:
+        text += (f" Bandwidth and peak scale only the other {1 - share:.0%}: at most "
+                 f"{1 / share:.3g}× from them.")
+    return text
 
 
 def _gains(base, new) -> None:

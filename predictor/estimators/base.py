@@ -80,6 +80,29 @@ def bound_label(compute: np.ndarray, memory: np.ndarray, overhead: np.ndarray) -
     return label
 
 
+def road_source(labels: pd.Series) -> np.ndarray:
+    """The road of each ``predictor`` label of a learned explain: ``learned``, ``learned@NAME``
+    (a user layer, ``learned.layered``), ``learned (transferred)[@NAME]`` or
+    ``analytical:<estimator>``."""
+    text = labels.astype(str)
+    parts = text.str.split(":")
+    layer = parts.str[1].fillna("").str.extract(r"(@[^:]*)$", expand=False).fillna("")
+    return np.where(text.str.startswith("analytical:"), text, parts.str[0] + layer)
+
+
+def road_mix(explained: pd.DataFrame, name: str) -> str:
+    """The road that timed a table's kernels: ``name`` (an analytical estimator), else each
+    ``road_source`` with its share of the time, largest first ("auto: learned 90% + ...")."""
+    if "predictor" not in explained.columns or explained.empty:
+        return name
+    time = explained["time_s"].to_numpy(float)
+    total = float(time.sum())
+    shares = pd.Series(time).groupby(road_source(explained["predictor"])).sum()
+    shares = shares.sort_values(ascending=False)
+    return f"{name}: " + " + ".join(f"{src} {100 * t / total:.0f}%" if total > 0 else src
+                                    for src, t in shares.items())
+
+
 def frame(X: pd.DataFrame, name: str, time: np.ndarray, compute: np.ndarray,
           memory: np.ndarray, overhead: np.ndarray, lower: np.ndarray, upper: np.ndarray,
           bound: np.ndarray | None = None, **extra: np.ndarray) -> pd.DataFrame:

@@ -90,6 +90,11 @@ def installed_estimator(spec: Any) -> Any:
     if not isinstance(spec, str) or SEPARATOR not in spec:
         return None
     from roofcast.predictor.learned.installed import folder_of
+    from roofcast.predictor.learned.persistence import DEFAULT_DIR
 
     mode, name = spec.split(SEPARATOR, 1)
-    return _learned_estimator(mode, folder_of(name))
+    folder = folder_of(name)
+    est = _learned_estimator(mode, folder)
+    if folder.resolve() != DEFAULT_DIR.resolve():  # a user model layers on the shipped one
+        est.base_dir = DEFAULT_DIR
+    return est

@@ -7,7 +7,8 @@ seconds per row, ``explain(X)`` adds ``predictor``, ``ood``/``ood_reason`` and t
 device of a comparison takes the same road per row: learned where a model exists for the row's
 (runtime, device kind, family), else the ``fallback`` estimator object (default
 ``TimeRoofline()``). ``learned`` extrapolates out of distribution; ``auto`` transfers the
-efficiency there (``transfer``) and labels the row ``learned (transferred)``.
+efficiency there (``transfer``) and labels the row ``learned (transferred)``. An installed user
+model layers on the shipped one (``layered``; ``base_dir``); ``summarize`` names the fallbacks.
 
 Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.estimator).
 """
@@ -27,6 +28,7 @@ from roofcast.predictor.estimators.base import Params
 from roofcast.predictor.estimators.roofline import TimeRoofline
 from roofcast.predictor.learned.data import TrainingSet
 from roofcast.predictor.learned.features import check_featurized
+from roofcast.predictor.learned.layered import fallback_notes, layer
 from roofcast.predictor.learned.persistence import load
 from roofcast.predictor.learned.predictor import LearnedModel
 from roofcast.predictor.learned.training import train
@@ -62,9 +64,11 @@ class LearnedEstimator(Params):
     name = "learned"
     mode = "learned"
 
-    def __init__(self, model_dir: str | Path | None = None, fallback: Any = None) -> None:
+    def __init__(self, model_dir: str | Path | None = None, fallback: Any = None,
+                 base_dir: str | Path | None = None) -> None:
         self.model_dir = model_dir
         self.fallback = fallback
+        self.base_dir = base_dir
 
     def fallback_estimator(self) -> Any:
         """The fallback estimator object (``TimeRoofline()`` when none was given)."""
@@ -77,10 +81,25 @@ class LearnedEstimator(Params):
         return self.fallback
 
     def model(self) -> LearnedModel:
-        """The fitted model: the one ``fit`` trained, else the saved one (loaded once)."""
+        """The fitted model: the one ``fit`` trained, else the saved one (loaded once), layered
+        on the base model (``layered``) when it is an installed user model."""
         if getattr(self, "model_", None) is None:
-            self.model_ = load(model_folder(self.model_dir))
+            folder = model_folder(self.model_dir)
+            base = self.base_folder(folder)
+            own = load(folder)
+            self.model_ = own if base is None else layer(load(base), own, folder.name)
         return self.model_
+
+    def base_folder(self, folder: Path) -> Path | None:
+        """The base a model in ``folder`` layers on: ``base_dir``; else, for the active
+        installed model (no ``model_dir``, no ``$ROOFCAST_LEARNED_MODEL``), the shipped one."""
+        from roofcast.predictor.learned.persistence import DEFAULT_DIR
+
+        if self.base_dir is not None:
+            return Path(self.base_dir)
+        if self.model_dir is not None or os.environ.get(MODEL_ENV):
+            return None
+        return None if folder.resolve() == DEFAULT_DIR.resolve() else DEFAULT_DIR
 
     def fit(self, X: pd.DataFrame, y: Any, groups: Any = None,
             **train_options: Any) -> LearnedEstimator:
@@ -117,7 +136,9 @@ class LearnedEstimator(Params):
     def summarize(self, explained: pd.DataFrame, device_kind: str) -> dict[str, Any]:
         """End-to-end prediction, interval and model-level OOD flag of one graph's rows
         explained by this estimator (``LearnedModel.summarize``)."""
-        return self.model().summarize(explained, device_kind)
+        model = self.model()
+        return {**model.summarize(explained, device_kind),
+                "fallbacks": fallback_notes(explained, getattr(model, "layer", ""))}
 
 
 class AutoEstimator(LearnedEstimator):

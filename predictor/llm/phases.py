@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from roofcast.defaults import SERVING_ESTIMATOR as DEFAULT_ESTIMATOR
+from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.dtypes import peak_key
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
@@ -119,7 +119,7 @@ def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int,
 
 def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step],
                dtypes: TensorDtypes, profile: ExecutionProfile,
-               estimator: str | object = DEFAULT_ESTIMATOR, *, ep: int = 1) -> StepTimes:
+               estimator: str | object = SERVING_ESTIMATOR, *, ep: int = 1) -> StepTimes:
     """Time ``steps`` on ``hws`` in one ``evaluate`` call (module docstring); ``arch`` and
     ``ep`` as ``kernels.steps_workload`` takes them (one device's share under parallelism)."""
     if not steps:
@@ -242,7 +242,7 @@ def collect_request_times(st: StepTimes, batch: int, ctx: np.ndarray, n: int, m:
 
 
 def request_model_times(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, batch: int, *,
-                        estimator: str | object = DEFAULT_ESTIMATOR,
+                        estimator: str | object = SERVING_ESTIMATOR,
                         points: int = DECODE_POINTS) -> RequestModelTimes:
     """Uncalibrated prefill and decode times of ``batch`` requests of ``cfg``'s lengths on
     ``hw`` under ``cfg.runtime`` (module docstring). The engine calibration fits against it."""

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.errors import PredictionError
@@ -30,7 +31,6 @@ from roofcast.predictor.llm.comm import StepComm, step_comm
 from roofcast.predictor.llm.kernels import Segment
 from roofcast.predictor.llm.phases import (
     APPLIES,
-    DEFAULT_ESTIMATOR,
     Step,
     collect_request_times,
     engine_profile,
@@ -492,7 +492,7 @@ def _batches(cfg: ServingConfig) -> list[int | str]:
 
 
 def predict_serving(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, *,
-                    estimator: str = DEFAULT_ESTIMATOR, system: Any = None) -> ServingPrediction:
+                    estimator: str = SERVING_ESTIMATOR, system: Any = None) -> ServingPrediction:
     """The serving metrics of ``arch`` on ``hw`` for ``cfg`` (module docstring); with
     ``cfg.tp``/``pp``/``ep`` one replica over ``tp x pp`` devices of ``system`` (a
     ``hw_catalog.system.SystemSpec`` of ``hw``; None: ``replica_system``)."""
@@ -501,7 +501,7 @@ def predict_serving(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, *,
 
 def predict_many(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                  batches: Sequence[int | str] | None = None, *,
-                 estimator: str = DEFAULT_ESTIMATOR,
+                 estimator: str = SERVING_ESTIMATOR,
                  kernels: bool = True, system: Any = None) -> list[ServingPrediction]:
     """``predict_serving`` for every device x batch (``batches`` None: the config's), timed
     together; device-major order. ``kernels`` False leaves ``ServingPrediction.kernels``
@@ -513,7 +513,7 @@ def predict_many(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
 
 def serving_table(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                   batches: Sequence[int | str] | None = None, *,
-                  estimator: str = DEFAULT_ESTIMATOR) -> pd.DataFrame:
+                  estimator: str = SERVING_ESTIMATOR) -> pd.DataFrame:
     """One row per device x batch (batches are concurrencies when ``cfg`` has one): the
     ``ServingPrediction.as_dict`` metrics flattened (``memory_GiB`` -> ``mem_<part>_GiB``,
     ``parallel_comm`` -> ``comm_ttft_ms``/``comm_tpot_ms``),

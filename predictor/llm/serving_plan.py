@@ -15,10 +15,11 @@ from typing import Any
 
 import pandas as pd
 
+from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog import get_device
 from roofcast.hw_catalog.systems import get_system
-from roofcast.predictor.llm.phases import DEFAULT_ESTIMATOR, engine_profile
+from roofcast.predictor.llm.phases import engine_profile
 from roofcast.predictor.llm.serving import predict_serving, serving_spec
 from roofcast.predictor.llm.types import GIB, ServingConfig
 from roofcast.predictor.parallel.types import ParallelPlanError
@@ -46,7 +47,7 @@ def _replica_cfg(cfg: ServingConfig, continuous: bool) -> ServingConfig:
 
 
 def serving_plan_search(arch: LLMArch, system: Any, cfg: ServingConfig, *,
-                        estimator: str = DEFAULT_ESTIMATOR) -> pd.DataFrame:
+                        estimator: str = SERVING_ESTIMATOR) -> pd.DataFrame:
     """The ranked plans (module docstring); ``system``: a ``SystemSpec`` or a catalog id."""
     system = get_system(system) if isinstance(system, str) else system
     hw = get_device(system.device)

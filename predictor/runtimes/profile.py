@@ -4,10 +4,11 @@ the hardware.
 A profile is data (one TOML per runtime in ``profiles/``, user profiles in the user's runtime
 folder, see ``catalog``): the ``device_kinds`` and ``vendors`` it runs on, its kernel-mapping
 ``patterns`` (always) and ``fusion_patterns`` (when fusion is on), ``dispatch_floor_us`` per
-device kind (µs one kernel costs at least; ``graph_capture``: the device's launch overhead
-only), math defaults (``tf32_families``, ``attention`` eager|fused, ``attention_score_passes``),
-``precisions``, ``learned_from`` (whose measured kernels train its learned efficiencies), an
-optional ``[serving]`` table for LLM engines (``ServingSpec``), ``notes`` and ``sources``.
+device kind (host µs per kernel; a kernel costs max(it, the device's launch overhead);
+``graph_capture``: the launch overhead only), math defaults (``tf32_families``, ``attention``
+eager|fused, ``attention_score_passes``), ``precisions``, ``learned_from`` (whose measured
+kernels train its learned efficiencies), an optional ``[serving]`` table for LLM engines
+(``ServingSpec``), ``notes`` and ``sources``.
 
 Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.runtimes.profile).
 """
@@ -21,6 +22,8 @@ from typing import Any
 # PRECISIONS: the compute precisions a run may ask for (``RunConfig.precision``) and a profile
 # may list (the one dtype table's "precision" role)
 from roofcast.dtypes import PRECISIONS
+from roofcast.hw_catalog import get_device
+from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.system import FABRIC_KINDS
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
@@ -148,18 +151,48 @@ class ExecutionProfile:
         return not self.vendors or any(v.startswith(x.casefold()) for x in self.vendors)
 
     def dispatch_floor_s(self, kind: str, device_launch_s: float) -> float:
-        """Per-kernel floor (s) on a device of ``kind`` whose own launch overhead is
-        ``device_launch_s``: the profile's figure for the kind (µs x 1e-6), else the device's;
-        with ``graph_capture`` the device's launch overhead only (no host dispatch)."""
+        """Per-kernel host cost (s) on a device of ``kind`` whose own launch overhead is
+        ``device_launch_s``: ``max(floor_us[kind] x 1e-6, device_launch_s)`` — the runtime's host
+        dispatch and the device's launch overlap (asynchronous launches), so the slower one sets
+        the pace; a kind without a figure, or ``graph_capture`` (no host dispatch), gets
+        ``device_launch_s`` alone (docs/design/road.md)."""
+        launch = float(device_launch_s)
         if self.graph_capture or kind not in self.dispatch_floor_us:
-            return float(device_launch_s)
-        return float(self.dispatch_floor_us[kind]) * 1e-6
+            return launch
+        return max(float(self.dispatch_floor_us[kind]) * 1e-6, launch)
+
+    def hidden_launch_note(self, kind: str, device_launch_s: float) -> str:
+        """A word when the device's launch overhead is below this runtime's host dispatch floor
+        (``dispatch_floor_s`` takes the floor: changing the launch overhead there does
+        nothing); '' otherwise."""
+        floor_s = self.dispatch_floor_s(kind, device_launch_s)
+        if floor_s <= device_launch_s:
+            return ""
+        return (f"launch overhead {device_launch_s * 1e6:.3g} µs is below {self.name}'s host "
+                f"dispatch floor {floor_s * 1e6:.3g} µs on {kind}: a kernel costs max(floor, "
+                "launch), so the floor sets it; a launch overhead below the floor changes "
+                "nothing under this runtime (a graph-capture runtime, e.g. tensorrt, sees it)")
 
     def patterns_for(self, fusion: bool | None) -> tuple[str, ...]:
         """The pattern names applied for a run with ``fusion`` (None: ``fusion_default``)."""
         on = self.fusion_default if fusion is None else fusion
         return self.patterns + (self.fusion_patterns if on else ())
 
+
+
+def whatif_launch_notes(profile: ExecutionProfile, hw: Any) -> tuple[str, ...]:
+    """``profile.hidden_launch_note`` for a what-if device (``hw.base`` set) whose launch
+    overhead differs from its base device's: a knob the runtime's floor hides says so."""
+    if hw.base is None:
+        return ()
+    try:
+        base_launch_s = get_device(hw.base).launch_overhead_s
+    except HardwareSpecError:  # a what-if of an object outside the catalog: nothing to compare
+        return ()
+    if hw.launch_overhead_s == base_launch_s:
+        return ()
+    note = profile.hidden_launch_note(hw.kind, hw.launch_overhead_s)
+    return (note,) if note else ()
 
 def _strings(doc: Mapping[str, Any], key: str, where: str, default: tuple = ()) -> tuple[str, ...]:
     value = doc.get(key, list(default))

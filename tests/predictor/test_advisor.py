@@ -231,3 +231,14 @@ def test_bad_arguments():
     with pytest.raises(PredictionError, match="batch"):
         advise(loader(relu_model()), hw, "latency", batch=0)
 
+
+
+def test_a_learned_road_without_a_model_says_which_analytical_road_it_took(tmp_path, monkeypatch):
+    from roofcast.predictor.advisor import resolve_estimator
+
+    monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(tmp_path / "no-model"))
+    est, notes = resolve_estimator("auto")
+    assert est.name == "time-roofline"
+    (note,) = notes
+    assert "estimator 'auto' unavailable" in note
+    assert note.endswith("used time-roofline")

@@ -37,6 +37,28 @@ def user_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
+def test_a_kernel_costs_the_slower_of_runtime_floor_and_device_launch():
+    eager = get_runtime("pytorch-eager")
+    assert eager.dispatch_floor_s("gpu", 50e-6) == pytest.approx(50e-6)  # the device's wins
+    assert eager.dispatch_floor_s("gpu", 0.5e-6) == pytest.approx(15e-6)  # the floor wins
+    assert "below pytorch-eager's host dispatch floor 15" in eager.hidden_launch_note("gpu",
+                                                                                      0.5e-6)
+    assert eager.hidden_launch_note("gpu", 50e-6) == ""
+    assert get_runtime("tensorrt").hidden_launch_note("gpu", 0.5e-6) == ""
+
+
+def test_a_whatif_launch_overhead_acts_or_says_why_not():
+    from roofcast.hw_catalog import get_device
+    from roofcast.predictor.runtimes.profile import whatif_launch_notes
+
+    eager = get_runtime("pytorch-eager")
+    assert whatif_launch_notes(eager, get_device("h100-sxm")) == ()  # not a what-if
+    assert whatif_launch_notes(eager, get_device("h100-sxm:mem_bw_scale=2")) == ()
+    assert whatif_launch_notes(eager, get_device("h100-sxm:launch_overhead_us=50")) == ()
+    (note,) = whatif_launch_notes(eager, get_device("h100-sxm:launch_overhead_us=0.5"))
+    assert "changes nothing under this runtime" in note
+
+
 def test_builtins_load_with_the_documented_defaults():
     assert set(runtime_names()) == set(BUILTINS)  # the user folder is empty here
     eager = get_runtime("pytorch-eager")

@@ -5,12 +5,13 @@ seconds, hertz, watts. The TOML files carry other units in their key names; ``sc
 converts. A what-if device is ``dataclasses.replace(spec, mem_bw_Bps=2 * spec.mem_bw_Bps)``
 (``__post_init__`` re-checks positivity) or a derived file / inline spec (``derive.py``).
 
-Peak lookup: ``spec.peak(engine, dtype)`` returns the device's peak for the (engine, dtype) pair
-if the device has that unit; otherwise it walks the tiers of ``FALLBACKS`` (``roofcast.dtypes``)
-and picks the *fastest* candidate of the first tier the device has any of — the runtime is
-assumed to pick the fastest kernel among the paths that compute the requested dtype at the same
-or higher precision. The lookup's ``note`` says which path was used and why. ``data``/``free``
-ops have no compute peak: ``flops_per_s`` is ``inf`` so that compute time = FLOPs / peak = 0.
+Peak lookup: ``spec.peak(engine, dtype)`` returns the device's peak for the (engine, unit of
+dtype) pair (nvfp4 -> fp4, fp8_block -> fp8) if the device has that unit; otherwise it walks the
+tiers of ``FALLBACKS`` (``roofcast.dtypes``) and picks the *fastest* candidate of the first tier
+the device has any of — the runtime is assumed to pick the fastest kernel among the paths that
+compute the requested dtype at the same or higher precision. The lookup's ``note`` says which
+path was used and why (an 8-bit or narrower format also that it keeps its storage width).
+``data``/``free`` ops have no compute peak: ``flops_per_s`` is ``inf``, so compute time is 0.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofcast.dtypes import DTYPE_NAMES, FALLBACKS, PEAK_KEYS
+from roofcast.dtypes import DTYPE_NAMES, DTYPES, FALLBACKS, PEAK_KEYS
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.frozen import FrozenMap, freeze
 
@@ -29,6 +30,9 @@ ENGINES: tuple[str, ...] = ("matrix", "vector")
 
 NO_COMPUTE_ENGINES: tuple[str, ...] = ("data", "free")
 """Engines without a compute bound: pure data movement and shape/view ops."""
+
+#: formats this narrow or narrower say in a fallback note that their storage width is kept.
+NARROW_BITS = 8
 
 PEAK_DTYPES: tuple[str, ...] = PEAK_KEYS
 """Dtype keys allowed in the device files' ``[peak_TOPS.<engine>]`` tables. These keys, the
@@ -43,6 +47,16 @@ def canonical_dtype(dtype: str) -> str:
     except KeyError:
         known = ", ".join(sorted(DTYPE_NAMES))
         raise HardwareSpecError(f"unknown dtype {dtype!r}; known dtypes: {known}") from None
+
+
+def _storage_clause(asked: str, used: str) -> str:
+    """What a fallback keeps: a format of 8 bits or fewer computed on a wider unit is still
+    stored (and moved) at its own width, block scales included."""
+    d = DTYPES[asked]
+    if d.bits > NARROW_BITS or d.bits >= DTYPES[used].bits:
+        return ""
+    return (f" (math at {used}; {asked} tensors stay stored at "
+            f"{d.bytes_per_element:.4g} B/element)")
 
 
 @dataclass(frozen=True)
@@ -150,7 +164,8 @@ class HardwareSpec:
         if engine not in ENGINES:
             raise HardwareSpecError(
                 f"unknown engine {engine!r}; expected one of {ENGINES + NO_COMPUTE_ENGINES}")
-        wanted = (engine, canonical_dtype(dtype))
+        asked = canonical_dtype(dtype)
+        wanted = (engine, DTYPES[asked].peak_key or asked)
         if wanted in self.peak_flops:
             return PeakLookup(self.peak_flops[wanted], *wanted)
         candidates: list[tuple[str, str]] = []
@@ -165,12 +180,14 @@ class HardwareSpec:
                 f"(it has: {have}); add peak_TOPS.{wanted[0]}.{wanted[1]} to its device file "
                 f"or use another dtype")
         best = max(candidates, key=lambda c: self.peak_flops[c])
-        note = (f"{self.name} has no {wanted[1]} {wanted[0]} unit; using {best[0]} {best[1]}")
+        note = (f"{self.name} has no {wanted[1]} {wanted[0]} unit; using {best[0]} {best[1]}"
+                f"{_storage_clause(asked, best[1])}")
         return PeakLookup(self.peak_flops[best], best[0], best[1], note)
 
     def peak_flops_or_none(self, engine: str, dtype: str) -> float | None:
-        """The exact (engine, dtype) entry without fallback, or None."""
-        return self.peak_flops.get((str(engine), canonical_dtype(dtype)))
+        """The exact (engine, unit of dtype) entry without fallback, or None."""
+        asked = canonical_dtype(dtype)
+        return self.peak_flops.get((str(engine), DTYPES[asked].peak_key or asked))
 
     @property
     def mem_bw_GBps(self) -> float:

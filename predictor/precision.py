@@ -1,13 +1,14 @@
 """Numeric precision of a graph run: the peak an op uses, the bytes its float tensors move.
 
 * **Storage width.** Every *floating-point* tensor (activations and weights) is stored at the
-  width of the run's precision (``STORAGE_BYTES``: fp64 8 B, fp32 and tf32 4 B, fp16/bf16 2 B,
-  fp8 and int8 1 B), so an fp32 graph run at fp16 moves half the float bytes. Integer/bool
-  tensors (indices, masks, shapes) keep their width. FLOPs never change with precision.
+  width of the run's precision, block scales included (``STORAGE_BYTES``: fp32 4 B, fp16 2 B,
+  fp8 1 B, nvfp4 0.5625 B), so an fp32 graph run at fp16 moves half the float bytes. Integer/
+  bool tensors (indices, masks, shapes) keep their width. FLOPs never change with precision.
 * **Compute dtype.** The peak that applies is the precision's own, except on the vector engine
   where tf32 means fp32 (tf32 exists only on matrix units). ``data``/``free`` ops have none.
 * **Fallbacks.** A device without a unit for (engine, dtype) uses ``HardwareSpec.peak``'s
-  fallback tiers and returns a note, copied into the ``peak_note`` column.
+  fallback tiers: math at the fastest unit of the first tier it has, storage still at the
+  requested width, and a note saying both (copied into the ``peak_note`` column).
 
 The widths, float names and peak keys are views of the one dtype table, ``roofcast.dtypes``.
 """
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import functools
 
+from roofcast.dtypes import DTYPES, ONNX_ITEMSIZE_BYTES, PRECISIONS, STORAGE_BYTES, peak_key
 from roofcast.dtypes import FLOAT_ONNX_NAMES as FLOAT_DTYPES
-from roofcast.dtypes import ONNX_ITEMSIZE_BYTES, PRECISIONS, STORAGE_BYTES, peak_key
 from roofcast.graph_import.types import OpCost, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
 
@@ -39,9 +40,12 @@ def compute_dtype(precision: str) -> str:
 
 
 def peak_dtype(engine: str, precision: str) -> str:
-    """The dtype key to look up in ``hw.peak(engine, dtype)`` (vector tf32 -> fp32)."""
+    """The dtype to look up in ``hw.peak(engine, dtype)``: vector tf32 -> fp32; a format
+    computed on another format's unit (nvfp4 on fp4) keeps its name, so that the catalog's
+    fallback note can name its storage width."""
     _check(precision)
-    return peak_key(str(engine), precision)
+    key = peak_key(str(engine), precision)
+    return precision if key == DTYPES[precision].peak_key else key
 
 
 def storage_bytes(precision: str) -> int:

@@ -7,10 +7,11 @@ unit in the device files' ``[peak_TOPS.<engine>]`` tables (None: it has none), t
 device without that unit computes it on instead (per engine, tiers of (engine, key); see
 ``hw_catalog.spec.HardwareSpec.peak``) and where a user may choose it (``roles``).
 
-Bytes per element = (bits + scale_bits / block) / 8 (int4: 0.5 B; a block-scaled format such
-as nvfp4, 16 fp4 values sharing one fp8 scale, is 4.5 bits); an ONNX tensor's itemsize rounds
-the bits up to whole bytes (int4: 1 B), as ONNX stores it. This module imports nothing of
-roofcast, so every package may use it. Rationale: docs/design/defaults.md.
+Bytes per element = (bits + scale_bits / block) / 8: int4 0.5 B; block-scaled nvfp4 (an fp8
+scale per 16) 0.5625, mxfp4 (e8m0 per 32) 0.53125, fp8_block (fp32 per 128x128) ~1.0002; a
+run at a precision stores its float tensors at that width even where the math falls back to a
+wider unit. An ONNX tensor's itemsize rounds bits up to whole bytes (int4: 1 B). This module
+imports nothing of roofcast. Rationale: docs/design/defaults.md, docs/design/catalog.md.
 """
 
 from __future__ import annotations
@@ -83,14 +84,26 @@ DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in (
           peak_key="fp8",
           fallback={_M: (((_M, "fp16"), (_M, "bf16")), ((_V, "fp16"), (_V, "bf16"), (_V, "fp32"))),
                     _V: (((_V, "fp16"), (_V, "bf16"), (_V, "fp32")),)}, roles=_ALL),
+    # block-scaled fp8: fp32 scale per 128x128 weight block (DeepSeek-V3 / aiconfigurator
+    # "fp8_block"; activations' 1x128 groups are not counted); runs on the fp8 unit
+    DType("fp8_block", 8, "float", aliases=("fp8-block", "fp8_blockwise", "fp8-blockwise"),
+          peak_key="fp8", roles=frozenset({"precision"}), scale_bits=32, block=128 * 128),
     DType("fp6", 6, "float", peak_key="fp6",
           fallback={_M: (((_M, "fp8"),), ((_M, "fp16"), (_M, "bf16")),
                          ((_V, "fp16"), (_V, "fp32"))),
                     _V: (((_V, "fp8"), (_V, "fp16"), (_V, "fp32")),)}),
+    # fp4 alone: e2m1 elements, scales not counted; nvfp4 / mxfp4 count theirs
     DType("fp4", 4, "float", aliases=("float4e2m1",), peak_key="fp4",
           fallback={_M: (((_M, "fp6"),), ((_M, "fp8"),), ((_M, "fp16"), (_M, "bf16")),
                          ((_V, "fp16"), (_V, "fp32"))),
-                    _V: (((_V, "fp6"), (_V, "fp8"), (_V, "fp16"), (_V, "fp32")),)}),
+                    _V: (((_V, "fp6"), (_V, "fp8"), (_V, "fp16"), (_V, "fp32")),)},
+          roles=frozenset({"precision"})),
+    # NVIDIA NVFP4: an fp8 (e4m3) scale per 16 values (+ one fp32 per tensor, not counted)
+    DType("nvfp4", 4, "float", aliases=("nv_fp4", "nv-fp4"), peak_key="fp4",
+          roles=frozenset({"precision"}), scale_bits=8, block=16),
+    # OCP MX fp4: an e8m0 scale per 32 values
+    DType("mxfp4", 4, "float", aliases=("mx_fp4", "mx-fp4"), peak_key="fp4",
+          roles=frozenset({"precision"}), scale_bits=8, block=32),
     DType("int64", 64, "int", ("int64", "uint64"),
           fallback={_M: (((_V, "int32"), (_V, "fp32")),), _V: (((_V, "int32"), (_V, "fp32")),)}),
     DType("int32", 32, "int", ("int32", "uint32"), peak_key="int32",
@@ -125,9 +138,10 @@ PRECISIONS: tuple[str, ...] = _role("precision")
 WEIGHT_DTYPES: tuple[str, ...] = _role("weights")
 KV_DTYPES: tuple[str, ...] = _role("kv_cache")
 ACTIVATION_DTYPES: tuple[str, ...] = _role("activations")
-#: whole bytes per element of a float tensor stored at each run precision.
-STORAGE_BYTES: Mapping[str, int] = MappingProxyType(
-    {p: DTYPES[p].itemsize_bytes for p in PRECISIONS})
+#: bytes per element of a float tensor stored at each run precision, block scales included
+#: (nvfp4 0.5625).
+STORAGE_BYTES: Mapping[str, float] = MappingProxyType(
+    {p: DTYPES[p].bytes_per_element for p in PRECISIONS})
 #: ONNX element-type name -> bytes per element of a tensor (rounded up to whole bytes).
 ONNX_ITEMSIZE_BYTES: Mapping[str, int] = MappingProxyType(
     {n: d.itemsize_bytes for d in DTYPES.values() for n in d.onnx})

@@ -31,18 +31,40 @@ def test_onnx_itemsizes_match_onnx():
 def test_storage_views():
     assert dtypes.bytes_per_element("int4") == 0.5
     assert DTYPES["int4"].itemsize_bytes == 1
-    assert dict(dtypes.STORAGE_BYTES) == {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2,
-                                          "fp8": 1, "int8": 1}
+    assert dict(dtypes.STORAGE_BYTES) == {
+        "fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
+        "fp8_block": 1 + 4 / (128 * 128), "fp4": 0.5, "nvfp4": 0.5 + 1 / 16,
+        "mxfp4": 0.5 + 1 / 32, "int8": 1}
     assert "float16" in dtypes.FLOAT_ONNX_NAMES
     assert "int64" not in dtypes.FLOAT_ONNX_NAMES
 
 
-def test_user_choices_are_unchanged():
-    """New formats (fp4, block-scaled fp8) enter a choice by a role, in a later issue."""
-    assert dtypes.PRECISIONS == ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+def test_user_choices():
+    """fp4 and the block-scaled formats are run precisions; the LLM tensor classes keep theirs."""
+    assert dtypes.PRECISIONS == ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp8_block",
+                                 "fp4", "nvfp4", "mxfp4", "int8")
     assert dtypes.WEIGHT_DTYPES == ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
     assert dtypes.KV_DTYPES == ("fp32", "fp16", "bf16", "fp8", "int8")
     assert dtypes.ACTIVATION_DTYPES == ("fp32", "fp16", "bf16", "fp8")
+
+
+@pytest.mark.parametrize(("name", "unit", "bits_per_element"), [
+    ("nvfp4", "fp4", 4.5),  # an e4m3 scale per 16 values
+    ("mxfp4", "fp4", 4.25),  # an e8m0 scale per 32 values
+    ("fp8_block", "fp8", 8 + 32 / (128 * 128)),  # an fp32 scale per 128x128 weight block
+])
+def test_block_scaled_formats_run_on_their_element_unit(name, unit, bits_per_element):
+    d = DTYPES[name]
+    assert d.peak_key == unit
+    assert dtypes.peak_key("matrix", name) == unit
+    assert d.bytes_per_element * 8 == pytest.approx(bits_per_element)
+    assert dtypes.DTYPE_NAMES[name] == name
+
+
+def test_spellings_of_the_new_formats():
+    assert dtypes.DTYPE_NAMES["fp8-block"] == "fp8_block"
+    assert dtypes.DTYPE_NAMES["mx_fp4"] == "mxfp4"
+    assert dtypes.DTYPE_NAMES["float4e2m1"] == "fp4"
 
 
 def test_fallbacks_name_catalog_units():

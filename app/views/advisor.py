@@ -11,9 +11,9 @@ from roofcast.app import charts, controls, state, worker
 from roofcast.app.controls import MODE_LABELS
 from roofcast.app.worker import run_limited
 from roofcast.predictor.advisor import OBJECTIVES, Setting, advise, public_table
+from roofcast.predictor.config import PRECISIONS
 
 MAX_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 
 @st.cache_data(max_entries=32, show_spinner="Searching settings…")

@@ -25,6 +25,12 @@ DATASHEET = [
      "NVIDIA Ada Lovelace whitepaper (2022), RTX 4090: 1008 GB/s, 82.6 TF fp32 shader"),
     ("a100-80gb-sxm", "matrix", "tf32", 156, 2039,
      "NVIDIA A100 datasheet (2021), SXM 80GB: 2,039 GB/s, 156 TF tf32 dense"),
+    ("h200", "matrix", "fp8", 1978.9, 4800,
+     "NVIDIA H200 datasheet (2024): 4.8 TB/s, fp8 3,958 TF with sparsity (1979 dense)"),
+    ("b200", "matrix", "fp4", 9000, 7700,
+     "NVIDIA HGX B200 per GPU (2024-25): 7.7 TB/s, fp4 18 PF with sparsity (9 PF dense)"),
+    ("gb200", "matrix", "fp4", 10000, 8000,
+     "NVIDIA GB200 NVL72, per superchip / 2 GPUs: 8 TB/s, fp4 40 PF sparse (10 PF dense)"),
 ]
 
 

@@ -67,6 +67,26 @@ def test_fallbacks_on_a_modern_gpu(gpu, engine, dtype, used, tera, note):
     assert note in lookup.note
 
 
+@pytest.mark.parametrize(("dtype", "unit"), [("nvfp4", "fp4"), ("mxfp4", "fp4"),
+                                            ("fp8_block", "fp8")])
+def test_a_block_scaled_format_uses_its_element_unit(gpu, dtype, unit):
+    with_fp4 = dataclasses.replace(gpu, peak_flops={**gpu.peak_flops, ("matrix", "fp4"): 4e15})
+    lookup = with_fp4.peak("matrix", dtype)
+    assert (lookup.dtype_used, lookup.note) == (unit, "")
+
+
+def test_a_narrow_format_on_a_wider_unit_says_math_and_storage(gpu, old):
+    # fixture-gpu (H100-like) has fp8 but no fp4 matrix unit: nvfp4 math at fp8
+    lookup = gpu.peak("matrix", "nvfp4")
+    assert (lookup.dtype_used, lookup.flops_per_s) == ("fp8", pytest.approx(1978.9e12))
+    assert lookup.note == ("Fixture GPU 80GB has no fp4 matrix unit; using matrix fp8 (math at "
+                           "fp8; nvfp4 tensors stay stored at 0.5625 B/element)")
+    # an fp8 request on a device without fp8 units computes at 16 or 32 bits, stored 1 B
+    assert "fp8 tensors stay stored at 1 B/element" in old.peak("matrix", "fp8").note
+    # 16-bit formats keep the short note (a wider unit is the usual path, not a quantisation)
+    assert "stored" not in old.peak("matrix", "fp16").note
+
+
 def test_p4_like_fp16_uses_vector_fp32_not_slow_fp16(old):
     # fixture-oldgpu: vector fp16 0.086 TF (1/64 rate), vector fp32 5.5 TF -> the faster path
     lookup = old.peak("matrix", "float16")

@@ -68,7 +68,7 @@ def test_a_user_profile_is_found_and_used(user_dir):
     ('device_kinds = ["tpu"]\n', "device_kinds"),
     ('dispatch_floor_us = { gpu = -1 }\n', "dispatch_floor_us"),
     ('dispatch_floor_us = { quantum = 5 }\n', "dispatch_floor_us"),
-    ('precisions = ["fp4"]\n', "precisions"),
+    ('precisions = ["fp5"]\n', "precisions"),
     ('attention = "flash"\n', "attention"),
     ('attention = "fused"\n', "fused-attention"),
     ('attention_score_passes = 2\n', "attention-score-passes"),

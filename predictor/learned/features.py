@@ -66,7 +66,7 @@ REQUIRED: tuple[str, ...] = (
     "gemm_batch", "gemm_m", "gemm_n", "gemm_k", "inner_elems", "fused_nodes", "peak_flops_per_s",
     "mem_bw_Bps",
     "l2_bytes", "l2_bw_Bps", "units", "clock_Hz", "launch_overhead_s", "smem_per_unit_bytes",
-    "elem_bytes", "device", "device_kind", "dtype", "dispatch_floor_s", "runtime",
+    "elem_bytes", "device", "device_kind", "dtype", "dispatch_floor_s", "runtime", "peak_dtype",
 )
 
 
@@ -144,11 +144,14 @@ def _work_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def _runtime_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Math dtype bits, block scaling (NaN for a dtype the table lacks), the runtime's floor and
+    """Bits of the dtype the math runs in (``peak_dtype``: fp8 for nvfp4 on a device without fp4
+    units), block scaling (NaN for a dtype the table lacks), the runtime's floor and
     code, FLOPs per output element (GEMM: 2k; attention: ~4 x attended keys)."""
     dtypes = X["dtype"].astype(str)
+    unit = X["peak_dtype"].astype(str).where(X["peak_dtype"].astype(str).isin(list(DTYPES)),
+                                             dtypes)
     return {
-        "math_bits": dtypes.map(lambda d: DTYPES[d].bits if d in DTYPES else np.nan)
+        "math_bits": unit.map(lambda d: DTYPES[d].bits if d in DTYPES else np.nan)
         .to_numpy(float),
         "block_scaled": dtypes.map(lambda d: float(DTYPES[d].block > 1) if d in DTYPES
                                    else np.nan).to_numpy(float),

@@ -84,3 +84,11 @@ def test_dtype_and_runtime_features():
     eager = learned_features(featurize(w, get_device("h100-sxm"), RunConfig()))
     assert (eager["runtime_code"] == 0).all()  # no profile: the kind's default runtime
     assert (eager["lg_dispatch_floor"] == F["lg_dispatch_floor"]).all()
+
+
+@pytest.mark.parametrize(("device", "bits"), [("b200", 4.0), ("h100-sxm", 8.0)])
+def test_math_bits_are_the_units_a_block_scaled_fp4_gemm_runs_on(device, bits):
+    w = workload(np.random.default_rng(0), 2, 0).assign(dtype="nvfp4")
+    F = learned_features(featurize(w, get_device(device), RunConfig(runtime="tensorrt-llm")))
+    assert (F["math_bits"] == bits).all()
+    assert (F["block_scaled"] == 1).all()

@@ -11,9 +11,9 @@ out), predicts the held-out GPU's GEMM, context and generation attention rows, a
 (table, dtype, held-out GPU): rows, median and p90 APE and median predicted/measured for the
 learned model and the analytical roads ``time-roofline`` and ``roofline+eff`` on the same rows;
 ``summary``: the same pooled over GPUs per (table, dtype) (the issue's target: median <= 10 %).
-``--quick``: 100 rows per (device, table, dtypes, runtime), 300 public rows per (family,
-device), 60 trees. ``--save-rows``: write the held-out feature rows (parquet) for comparing
-another model on them.
+``--cap``: aiconfigurator rows per (device, table, dtypes, runtime), default 300 (``--quick``:
+100, with 300 public rows per (family, device) and 60 trees). ``--save-rows``: write the
+held-out feature rows (parquet) for comparing another model on them.
 """
 
 from __future__ import annotations
@@ -102,11 +102,12 @@ def tables(pred: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sample, small ensembles")
+    parser.add_argument("--cap", type=int, default=300, help="aiconfigurator rows per group")
     parser.add_argument("--save-rows", default=None, help="write the held-out rows (parquet)")
     add_format_arg(parser)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    aic = aiconfigurator_set(cap=100 if args.quick else None)
+    aic = aiconfigurator_set(cap=100 if args.quick else args.cap)
     pub = public_set(cap=DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)
     ts = combine([pub, aic])
     is_aic = np.arange(len(ts)) >= len(pub)
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         ts.X[is_aic].assign(measured_s=ts.y_s[is_aic]).to_parquet(args.save_rows)
     out = {k: v.round(2) for k, v in tables(pred).items()}
     emit(out, args.format, extra={"rows": int(is_aic.sum()), "public_rows": len(pub),
+                                  "cap": 100 if args.quick else args.cap,
                                   "quick": args.quick,
                                   "elapsed_s": round(time.perf_counter() - t0, 1)})
     return 0

@@ -36,7 +36,7 @@ BUNDLED_ROWS = "cpu_measurements.csv.gz"
 BUNDLED_META = "cpu_metadata.json"
 DEFAULT_CAP = 1500
 #: rows per (device, table, dtypes, runtime) of the aiconfigurator source.
-AICONF_CAP = 300
+AICONF_CAP = 150
 #: the runtime the public GPU kernels were timed under (NeuSight's PyTorch harness, DeepBench's
 #: cuDNN/cuBLAS calls through it) and the one the bundled CPU rows were measured with.
 PUBLIC_RUNTIME = "pytorch-eager"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofcast.dtypes import DTYPES
+from roofcast.dtypes import DTYPE_NAMES, DTYPES
 from roofcast.training_data.public_kernels import PublicDataError, shared_data_dir
 
 SUBDIR = Path("aiconfigurator")
@@ -33,10 +33,6 @@ DEVICES: dict[str, str] = {
 }
 #: ``framework`` column -> runtime name (predictor/runtimes/profiles; SGLang has no profile).
 RUNTIMES: dict[str, str] = {"TRTLLM": "tensorrt-llm", "VLLM": "vllm", "SGLANG": "sglang"}
-#: table dtype spellings -> ``roofcast.dtypes`` names (rows of a name the table lacks: skipped).
-DTYPE_NAMES: dict[str, str] = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8",
-                               "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
-OUTPUT_DTYPE = "bf16"  # GEMM and attention outputs of these engines
 DEFAULT_CAP = 400
 #: shape columns kept (GEMM: m, n, k; attention: the rest; NaN where a table has none).
 SHAPE_COLUMNS: tuple[str, ...] = ("m", "n", "k", "batch_size", "isl", "num_heads",

@@ -13,6 +13,8 @@ exactly as ``roofcast train`` does (``predictor.learned.training``) and prints:
   CV error of every candidate, nested held-out interval coverage;
 * ``gpu_per_device``: per family and held-out NeuSight GPU;
 * ``end_to_end``: whole-model CPU runs, leave-one-model-out;
+* ``per_runtime``: per family and measured runtime (eager NeuSight rows vs the CUDA-graph
+  aiconfigurator rows of ``--from ...,aiconfigurator``);
 * context: how much two sessions of the same model and config disagree end to end in the
   bundled data (its measurement noise floor).
 
@@ -131,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sample, small ensembles")
     parser.add_argument("--from", dest="sources", default="bundled,public",
-                        help="comma-separated: bundled, public, store or a measurement file")
+                        help="comma-separated: bundled, public, aiconfigurator, store or a "
+                        "measurement file")
     parser.add_argument("--cap", type=int, default=None, help="public rows per (family, device)")
     parser.add_argument("--output", default=None, help="also save the trained model here")
     add_format_arg(parser)

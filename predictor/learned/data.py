@@ -9,9 +9,9 @@ Sources (``roofcast train --from``):
 * ``bundled``: the bundled CPU dataset (``training_data/bundled/cpu_measurements.csv.gz``),
   featurized on the device recorded in its ``cpu_metadata.json`` calibration (the machine it was
   measured on), never on the machine training runs on;
-* ``store``: rows of the measurement store (``training_data.store.Store``);
-* a CSV/Parquet FILE of tidy measurement rows (``training_data.schema``).
-
+* ``store``: rows of the measurement store; a CSV/Parquet FILE of tidy rows (``schema``);
+* ``aiconfigurator``: NVIDIA aiconfigurator's CUDA-graph GEMM and attention tables
+  (``predictor.learned.aiconfigurator``; shared data folder only).
 Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.data).
 """
 
@@ -35,6 +35,8 @@ BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
 BUNDLED_ROWS = "cpu_measurements.csv.gz"
 BUNDLED_META = "cpu_metadata.json"
 DEFAULT_CAP = 1500
+#: rows per (device, table, dtypes, runtime) of the aiconfigurator source.
+AICONF_CAP = 150
 #: the runtime the public GPU kernels were timed under (NeuSight's PyTorch harness, DeepBench's
 #: cuDNN/cuBLAS calls through it) and the one the bundled CPU rows were measured with.
 PUBLIC_RUNTIME = "pytorch-eager"
@@ -136,11 +138,22 @@ def public_set(
              for dev, idx in kernels.groupby("device").groups.items()]
     X = pd.concat(parts).loc[kernels.index].reset_index(drop=True)
     X["runtime"] = PUBLIC_RUNTIME
+    X["dispatch_floor_s"] = _eager_floors(X)
     y = kernels["latency_s"].to_numpy(float)
     key = kernels[["dataset", "workload", "device", "precision", "direction", "latency_s"]]
     return TrainingSet(
         X, y, "public", _hash(key), used=(SourceUse("public", len(y), table.origin),)
     )
+
+
+def _eager_floors(X: pd.DataFrame) -> np.ndarray:
+    """The ``PUBLIC_RUNTIME`` profile's per-kernel floor on each row's device (what featurize
+    gives a row predicted under it)."""
+    from roofcast.predictor.runtimes import get_runtime
+
+    profile = get_runtime(PUBLIC_RUNTIME)
+    return np.array([profile.dispatch_floor_s(k, lo) for k, lo in
+                     zip(X["device_kind"], X["launch_overhead_s"].astype(float), strict=True)])
 
 
 # ----------------------------------------------------------------------------- tidy rows
@@ -290,7 +303,47 @@ def store_set(path: str | Path | None = None, devices: list[str] | None = None) 
     return measurement_set(rows, "store", origin=str(store.path))
 
 
-SOURCES: tuple[str, ...] = ("bundled", "public", "store")
+def aiconfigurator_set(devices: list[str] | None = None, cap: int | None = None,
+                       seed: int = 0, data_dir: str | Path | None = None) -> TrainingSet:
+    """aiconfigurator's GEMM and attention rows (``predictor.learned.aiconfigurator``), at most
+    ``cap`` (default ``AICONF_CAP``) per (device, table, dtypes, runtime)."""
+    from roofcast.predictor.learned.aiconfigurator import SOURCE, featurized
+    from roofcast.training_data.public.aiconfigurator import load_kernels
+    from roofcast.training_data.public_kernels import PublicDataError
+
+    try:
+        table = load_kernels(data_dir, cap=cap or AICONF_CAP, seed=seed)
+    except PublicDataError as exc:
+        raise PredictionError(str(exc)) from exc
+    rows = table.rows
+    if devices:
+        from roofcast.hw_catalog.catalog import get_device
+
+        rows = rows[rows["device"].isin({get_device(d).id for d in devices})]
+    if rows.empty:
+        raise PredictionError(f"{SOURCE}: no rows for the devices asked")
+    X = featurized(rows).reset_index(drop=True)
+    X["_group"] = "device:" + X["device"].astype(str)
+    X["_run"] = SOURCE + ":" + X["runtime"].astype(str)
+    X["_e2e_s"] = np.nan
+    y = rows["latency_s"].to_numpy(float)
+    skipped = {f"{SOURCE} {k}": v for k, v in table.skipped.items()}
+    return TrainingSet(X, y, SOURCE, _hash(rows.astype(str)), skipped,
+                       (SourceUse(SOURCE, len(y), table.origin),))
+
+
+#: ``roofcast train --from`` names -> loader(devices, store_path, cap, seed).
+LOADERS = {
+    "bundled": lambda devices, store_path, cap, seed: bundled_set(),
+    "public": lambda devices, store_path, cap, seed: public_set(devices=devices, cap=cap,
+                                                                seed=seed),
+    "store": lambda devices, store_path, cap, seed: store_set(store_path, devices),
+    "aiconfigurator": lambda devices, store_path, cap, seed: aiconfigurator_set(devices, None,
+                                                                                seed),
+}
+SOURCES: tuple[str, ...] = tuple(LOADERS)
+#: sources that filter by device themselves.
+_SELF_FILTERED = ("public", "aiconfigurator")
 
 
 def load_sources(sources: list[str], *, devices: list[str] | None = None,
@@ -299,12 +352,8 @@ def load_sources(sources: list[str], *, devices: list[str] | None = None,
     """One training set from ``sources`` (``SOURCES`` names or file paths), stacked."""
     sets = []
     for src in sources:
-        if src == "bundled":
-            ts = bundled_set()
-        elif src == "public":
-            ts = public_set(devices=devices, cap=cap, seed=seed)
-        elif src == "store":
-            ts = store_set(store_path, devices)
+        if src in LOADERS:
+            ts = LOADERS[src](devices, store_path, cap, seed)
         elif Path(src).suffix.lower() in (".csv", ".parquet", ".pq", ".gz") or Path(src).exists():
             ts = file_set(src)
         else:
@@ -312,7 +361,7 @@ def load_sources(sources: list[str], *, devices: list[str] | None = None,
                 f"unknown training source {src!r}; give one of {', '.join(SOURCES)} "
                 "or a CSV/Parquet file of measurement rows"
             )
-        if devices and src != "public":
+        if devices and src not in _SELF_FILTERED:
             from roofcast.hw_catalog.catalog import get_device
 
             wanted = {get_device(d).id for d in devices}

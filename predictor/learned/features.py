@@ -19,7 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from roofcast.dtypes import DTYPES
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.learned.roads import runtime_column
 
 L2_OVER_DRAM = 2.5  # L2 bandwidth / DRAM bandwidth when the device publishes no L2 figure
 TILE = 128.0  # output tile edge of the GEMM wave features
@@ -32,6 +34,14 @@ OP_FEATURES: tuple[str, ...] = (
     "lg_intensity", "elem_bytes", "lg_gemm_batch", "lg_gemm_m", "lg_gemm_n", "lg_gemm_k",
     "lg_gemm_min", "n_fused", "is_backward", "write_over_read", "lg_inner",
 )
+#: what the math and the runtime add: the math dtype's bits and block scaling (``roofcast.dtypes``;
+#: the dtype's own peak is in ``lg_t_compute``), the runtime's per-kernel floor (eager dispatch
+#: vs CUDA-graph launch), so fp32 eager kernels and tensor-core graph kernels share one model.
+RUNTIME_FEATURES: tuple[str, ...] = ("math_bits", "block_scaled", "lg_dispatch_floor",
+                                      "runtime_code", "lg_flops_per_out")
+#: runtimes whose kernels the training data tells apart (``runtime_code`` = position; another
+#: runtime is NaN: the trees' default branch). Same-shape GEMMs differ ~11 % between engines.
+RUNTIME_CODES: tuple[str, ...] = ("pytorch-eager", "tensorrt-llm", "vllm", "sglang")
 #: sizes and the compute time: out-of-distribution ranges only (module docstring).
 SIZE_FEATURES: tuple[str, ...] = (
     "lg_flops", "lg_bytes_read", "lg_bytes_written", "lg_weight_bytes", "lg_t_compute",
@@ -48,7 +58,7 @@ RELATIVE_FEATURES: tuple[str, ...] = (
 #: out median error on the public GPU kernels: softmax 40% with them, 16% without; other
 #: families equal or better). Device figures reach the models through the device-relative
 #: features, and define the out-of-distribution device distance (``ood``).
-FEATURES: tuple[str, ...] = OP_FEATURES + RELATIVE_FEATURES
+FEATURES: tuple[str, ...] = OP_FEATURES + RUNTIME_FEATURES + RELATIVE_FEATURES
 #: every column ``learned_features`` returns: the inputs, then sizes and device figures (OOD).
 ALL_COLUMNS: tuple[str, ...] = FEATURES + SIZE_FEATURES + DEVICE_FEATURES
 REQUIRED: tuple[str, ...] = (
@@ -56,7 +66,7 @@ REQUIRED: tuple[str, ...] = (
     "gemm_batch", "gemm_m", "gemm_n", "gemm_k", "inner_elems", "fused_nodes", "peak_flops_per_s",
     "mem_bw_Bps",
     "l2_bytes", "l2_bw_Bps", "units", "clock_Hz", "launch_overhead_s", "smem_per_unit_bytes",
-    "elem_bytes", "device", "device_kind",
+    "elem_bytes", "device", "device_kind", "dtype", "dispatch_floor_s", "runtime", "peak_dtype",
 )
 
 
@@ -101,7 +111,8 @@ def learned_features(X: pd.DataFrame) -> pd.DataFrame:
     check_featurized(X)
     units = np.maximum(X["units"].to_numpy(float), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = {**_work_features(X), **_device_features(X, units), **_time_features(X, units)}
+        f = {**_work_features(X), **_runtime_features(X), **_device_features(X, units),
+             **_time_features(X, units)}
     out = pd.DataFrame(f, index=X.index)
     return out[list(ALL_COLUMNS)]
 
@@ -129,6 +140,26 @@ def _work_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
         "is_backward": (X["phase"].astype(str).to_numpy() == "backward").astype(float),
         "write_over_read": np.where(br > 0, bw_ / np.where(br > 0, br, 1), np.nan),
         "lg_inner": lg(X["inner_elems"].to_numpy(float)),
+    }
+
+
+def _runtime_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Bits of the dtype the math runs in (``peak_dtype``: fp8 for nvfp4 on a device without fp4
+    units), block scaling (NaN for a dtype the table lacks), the runtime's floor and
+    code, FLOPs per output element (GEMM: 2k; attention: ~4 x attended keys)."""
+    dtypes = X["dtype"].astype(str)
+    unit = X["peak_dtype"].astype(str).where(X["peak_dtype"].astype(str).isin(list(DTYPES)),
+                                             dtypes)
+    return {
+        "math_bits": unit.map(lambda d: DTYPES[d].bits if d in DTYPES else np.nan)
+        .to_numpy(float),
+        "block_scaled": dtypes.map(lambda d: float(DTYPES[d].block > 1) if d in DTYPES
+                                   else np.nan).to_numpy(float),
+        "lg_dispatch_floor": lg(X["dispatch_floor_s"].to_numpy(float)),
+        "runtime_code": pd.Series(runtime_column(X, "runtime")).map(
+            {r: float(i) for i, r in enumerate(RUNTIME_CODES)}).to_numpy(float),
+        "lg_flops_per_out": lg(X["flops"].to_numpy(float) * X["elem_bytes"].to_numpy(float)
+                               / np.maximum(X["bytes_written"].to_numpy(float), 1.0) + 1.0),
     }
 
 

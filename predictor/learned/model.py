@@ -7,7 +7,9 @@ harness* (``harness_floor``: framework dispatch, host launch, timer granularity 
 adds ~25-55 us per kernel in the NeuSight data, which no device spec describes). ``y`` is the
 inverse achieved fraction of that reference. A prediction is
 ``t = max(t_bound, t_ref · 10^ŷ)``: never faster than the physical bound (``bounded_time``).
-Rows with ``t_bound = 0`` (no work) are not trained on and predict 0.
+Rows with ``t_bound = 0`` (no work) are not trained on and predict 0. A row measured under
+another runtime's floor (CUDA-graph kernels learning with the eager road) carries it in column
+``ROW_FLOOR`` of its features: its reference uses that floor, the others the harness floor.
 
 Design notes: ``docs/design/module-notes.md`` (roofcast.predictor.learned.model).
 """
@@ -34,6 +36,8 @@ XGB_PARAMS: dict[str, Any] = {
 RIDGE_ALPHA = 1.0
 #: low quantile of ``measured - t_bound`` per group that estimates the group's harness floor.
 FLOOR_QUANTILE = 0.01
+#: optional column of the feature table: a row's own per-kernel floor (s), NaN for the harness's.
+ROW_FLOOR = "row_floor_s"
 
 
 def harness_floor(meas_s: np.ndarray, t_bound: np.ndarray, groups: np.ndarray) -> float:
@@ -45,7 +49,15 @@ def harness_floor(meas_s: np.ndarray, t_bound: np.ndarray, groups: np.ndarray) -
     return float(np.median(per_group)) if per_group else 0.0
 
 
-def reference_time(t_bound: np.ndarray, floor_s: float) -> np.ndarray:
+def row_floors(F: pd.DataFrame, harness_s: float) -> np.ndarray | float:
+    """Per-row floor: ``ROW_FLOOR`` where F has it (not NaN), else ``harness_s``."""
+    if ROW_FLOOR not in F.columns:
+        return harness_s
+    own = F[ROW_FLOOR].to_numpy(float)
+    return np.where(np.isnan(own), harness_s, own)
+
+
+def reference_time(t_bound: np.ndarray, floor_s: float | np.ndarray) -> np.ndarray:
     """``t_bound + floor_s`` where there is work (``t_bound > 0``), else 0."""
     t_bound = np.asarray(t_bound, dtype=float)
     return np.where(t_bound > 0, t_bound + floor_s, 0.0)
@@ -83,9 +95,13 @@ class FamilyModel:
         docstring; ``weight``: optional per-row sample weights."""
         if candidate not in CANDIDATES:
             raise PredictionError(f"unknown candidate {candidate!r}; choose one of {CANDIDATES}")
+        own = F[ROW_FLOOR].to_numpy(float) if ROW_FLOOR in F.columns else np.full(len(F), np.nan)
+        harness = np.isnan(own)
+        floor = harness_floor(np.asarray(meas_s, float)[harness], np.asarray(t_bound)[harness],
+                              np.asarray(groups)[harness])
+        y = np.log10(np.asarray(meas_s, float)
+                     / reference_time(t_bound, np.where(harness, floor, own)))
         F = F[list(FEATURES)]
-        floor = harness_floor(meas_s, t_bound, groups)
-        y = np.log10(np.asarray(meas_s, float) / reference_time(t_bound, floor))
         if candidate == "xgboost":
             import xgboost as xgb
 
@@ -107,8 +123,8 @@ class FamilyModel:
     def predict_time(self, F: pd.DataFrame, t_bound: np.ndarray,
                      floor_s: float | np.ndarray | None = None) -> np.ndarray:
         """Predicted seconds (``bounded_time``) for the rows of F with physical bounds t_bound;
-        ``floor_s``: per-kernel floor replacing the learned harness floor (None: keep it)."""
-        floor = self.floor_s if floor_s is None else floor_s
+        ``floor_s``: per-kernel floor replacing the learned one (None: ``row_floors``)."""
+        floor = row_floors(F, self.floor_s) if floor_s is None else floor_s
         return bounded_time(t_bound, self.predict_log(F), floor)
 
     def predict_log(self, F: pd.DataFrame) -> np.ndarray:

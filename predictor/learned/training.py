@@ -33,7 +33,7 @@ from roofcast.predictor.learned.intervals import (
     group_adjusted_alpha,
     nested_group_coverage,
 )
-from roofcast.predictor.learned.model import CANDIDATES, FamilyModel
+from roofcast.predictor.learned.model import CANDIDATES, ROW_FLOOR, FamilyModel
 from roofcast.predictor.learned.ood import DeviceSet, Ranges
 from roofcast.predictor.learned.predictor import LearnedModel
 from roofcast.predictor.learned.roads import primary_runtimes, runtime_column, training_roads
@@ -131,6 +131,19 @@ def time_weights(meas_s: np.ndarray, power: float) -> np.ndarray | None:
     return np.clip(w, 0.1, 10.0)
 
 
+def borrowing_rows(X: pd.DataFrame, kinds: np.ndarray, measured_rt: np.ndarray,
+                   primary: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """(runtime each row trains the road of, own floor per row or NaN): a row whose
+    ``learned_from`` is set to its kind's primary runtime (and differs from its own runtime)
+    trains that runtime's road with its ``dispatch_floor_s`` as floor, as ``roads`` predicts it
+    (one model per family); other rows train their own runtime's road with the harness floor."""
+    learned = X["learned_from"].fillna("").astype(str).to_numpy()
+    prim = np.array([primary[k] for k in kinds], dtype=object)
+    borrow = (learned != "") & (learned == prim) & (measured_rt != prim)
+    floor = np.where(borrow, X["dispatch_floor_s"].to_numpy(float), np.nan)
+    return np.where(borrow, prim, measured_rt), floor
+
+
 def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: bool = False,
           alpha: float = ALPHA, progress: Callable[[str], None] | None = None,
           meta: dict[str, Any] | None = None, weight_power: float = WEIGHT_POWER,
@@ -144,7 +157,9 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     F = learned_features(X)
     kinds = X["device_kind"].astype(str).to_numpy()
     measured_rt = runtime_column(X, "runtime")
-    roads, runtimes = training_roads(kinds, measured_rt, primary_runtimes(kinds, measured_rt))
+    primary = primary_runtimes(kinds, measured_rt)
+    road_rt, F[ROW_FLOOR] = borrowing_rows(X, kinds, measured_rt, primary)
+    roads, runtimes = training_roads(kinds, road_rt, primary)
     keys = np.array([f"{r}/{f}" for r, f in zip(roads, X["family"].astype(str), strict=True)],
                     dtype=object)
     _, _, bound = roofline_terms(X)
@@ -326,7 +341,8 @@ def validation_tables(res: TrainResult) -> dict[str, pd.DataFrame]:
     for key, kr in sorted(res.keys.items()):
         fam_rows.append(_family_row(res, key, kr, meas, groups))
         grp_rows += _group_rows(res, key, kr, meas, groups)
-    tables = {"per_family": pd.DataFrame(fam_rows), "per_group": pd.DataFrame(grp_rows)}
+    tables = {"per_family": pd.DataFrame(fam_rows), "per_group": pd.DataFrame(grp_rows),
+              "per_runtime": _runtime_rows(res, meas)}
     all_rows = (
         np.concatenate([kr.rows for kr in res.keys.values()]) if res.keys else np.array([], int)
     )
@@ -349,6 +365,24 @@ def _family_row(res: TrainResult, key: str, kr: KeyResult, meas: np.ndarray,
         "coverage_pct": 100 * float(kr.covered.mean()),
         **{f"cv_{c}_score_pct": 100 * e for c, e in kr.candidate_errors.items()},
     }
+
+
+def _runtime_rows(res: TrainResult, meas: np.ndarray) -> pd.DataFrame:
+    """Per (model key, measured runtime): out-of-fold learned vs analytical errors (a family
+    model trained on eager and graph-captured rows, each judged on its own)."""
+    rt = runtime_column(res.ts.X, "runtime")
+    out = []
+    for key, kr in sorted(res.keys.items()):
+        for r in np.unique(rt[kr.rows]):
+            sel = rt[kr.rows] == r
+            m = meas[kr.rows][sel]
+            lm, bm = _stats(kr.oof_s[sel], m), _stats(res.baseline_s[kr.rows][sel], m)
+            out.append({"key": key, "runtime": str(r), "rows": int(sel.sum()),
+                        "learned_median_ape_pct": lm["median_ape_pct"],
+                        "learned_p90_ape_pct": lm["p90_ape_pct"],
+                        "analytical_median_ape_pct": bm["median_ape_pct"],
+                        "coverage_pct": 100 * float(kr.covered[sel].mean())})
+    return pd.DataFrame(out)
 
 
 def _group_rows(res: TrainResult, key: str, kr: KeyResult, meas: np.ndarray,

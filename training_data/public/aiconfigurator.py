@@ -1,0 +1,107 @@
+"""NVIDIA aiconfigurator's per-op tables (``$ROOFCAST_SHARED_DATA/aiconfigurator``), one tidy table.
+
+Source: ai-dynamo/aiconfigurator (Apache-2.0): GEMM, context and generation attention timed with
+CUDA graphs inside TensorRT-LLM, vLLM and SGLang containers (``latency`` in ms). ``load_kernels``
+-> :class:`OpTable`: ``rows``, one per kept measurement: ``table`` (gemm, context_attention,
+generation_attention), ``device`` (catalog id, from the ``device`` column, not the folder),
+``runtime`` (profile name), ``math_dtype`` / ``kv_dtype`` (``roofcast.dtypes`` names),
+``latency_s`` and the shape (``SHAPE_COLUMNS``); ``skipped``: reason -> rows left out (devices
+not in the catalog, dtypes ``roofcast.dtypes`` lacks, weight-only GEMMs), never dropped
+silently. At most ``cap`` rows per (device, table, dtypes, runtime), drawn with ``seed``.
+Costing and featurizing: ``predictor.learned.aiconfigurator``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from roofcast.dtypes import DTYPE_NAMES, DTYPES
+from roofcast.training_data.public_kernels import PublicDataError, shared_data_dir
+
+SUBDIR = Path("aiconfigurator")
+TABLES: dict[str, str] = {"gemm_perf": "gemm", "context_attention_perf": "context_attention",
+                          "generation_attention_perf": "generation_attention"}
+#: ``device`` column -> catalog id (the Intel Arc Pro B60 is not in the catalog: skipped).
+DEVICES: dict[str, str] = {
+    "NVIDIA A100-SXM4-80GB": "a100-80gb-sxm", "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA H200": "h200", "NVIDIA B200": "b200", "NVIDIA GB200": "gb200", "NVIDIA L40S": "l40s",
+}
+#: ``framework`` column -> runtime name (predictor/runtimes/profiles; SGLang has no profile).
+RUNTIMES: dict[str, str] = {"TRTLLM": "tensorrt-llm", "VLLM": "vllm", "SGLANG": "sglang"}
+DEFAULT_CAP = 400
+#: shape columns kept (GEMM: m, n, k; attention: the rest; NaN where a table has none).
+SHAPE_COLUMNS: tuple[str, ...] = ("m", "n", "k", "batch_size", "isl", "num_heads",
+                                  "num_key_value_heads", "head_dim", "step", "window_size")
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Kept rows and what was left out (module docstring)."""
+
+    rows: pd.DataFrame
+    skipped: dict[str, int] = field(default_factory=dict)
+    origin: str = ""
+
+
+def _files(folder: Path) -> pd.DataFrame:
+    index = folder / "INDEX.csv"
+    if not index.is_file():
+        raise PublicDataError(f"{index} not found: set ROOFCAST_SHARED_DATA to the folder holding "
+                              "aiconfigurator/ (see its README)")
+    files = pd.read_csv(index)
+    return files[files["table"].isin(list(TABLES))]
+
+
+def _read(folder: Path, path: str, skipped: Counter, cap: int | None, seed: int
+          ) -> pd.DataFrame:
+    """One table file's usable rows, capped; what is left out is counted in ``skipped``."""
+    df = pd.read_parquet(folder / path)
+    df["table"] = TABLES[Path(path).stem]
+    df["device_id"] = df["device"].map(DEVICES)
+    df["runtime"] = df["framework"].str.upper().map(RUNTIMES)
+    dcol = "gemm_dtype" if "gemm_dtype" in df else "attn_dtype"
+    df["math_dtype"] = df[dcol].map(DTYPE_NAMES)
+    df["kv_dtype"] = df["kv_cache_dtype"].map(DTYPE_NAMES) if "kv_cache_dtype" in df else "bf16"
+    known = df["math_dtype"].isin(list(DTYPES)) & df["kv_dtype"].isin(list(DTYPES))
+    dropped = pd.Series(False, index=df.index)
+    for reason, bad, col in (("device not in the catalog", df["device_id"].isna(), "device"),
+                             ("engine without a runtime name", df["runtime"].isna(), "framework"),
+                             ("dtype not modelled", ~known, dcol),
+                             ("no positive latency", ~(df["latency"] > 0), "table")):
+        for value, n in df.loc[bad & ~dropped, col].value_counts().items():
+            skipped[f"{reason}: {value}"] += int(n)
+        dropped |= bad
+    df = df[~dropped]
+    return _capped(df, cap, seed)
+
+
+def _capped(df: pd.DataFrame, cap: int | None, seed: int) -> pd.DataFrame:
+    if not cap or df.empty:
+        return df
+    rng = np.random.default_rng(seed)
+    keep = [idx if len(idx) <= cap else rng.choice(idx, cap, replace=False)
+            for _, idx in sorted(df.groupby(["device_id", "table", "math_dtype", "kv_dtype",
+                                              "runtime"]).indices.items())]
+    return df.iloc[np.sort(np.concatenate(keep))]
+
+
+def load_kernels(data_dir: str | Path | None = None, cap: int | None = DEFAULT_CAP,
+                 seed: int = 0) -> OpTable:
+    """GEMM and attention rows of every catalog device (module docstring)."""
+    folder = shared_data_dir(data_dir) / SUBDIR
+    skipped: Counter = Counter()
+    parts = [_read(folder, p, skipped, cap, seed) for p in sorted(_files(folder)["path"])]
+    if not parts:
+        raise PublicDataError(f"{folder}: no GEMM or attention tables listed in INDEX.csv")
+    df = pd.concat(parts, ignore_index=True)
+    df["latency_s"] = df["latency"].astype(float) * 1e-3
+    for c in SHAPE_COLUMNS:
+        df[c] = pd.to_numeric(df[c], errors="coerce") if c in df else np.nan
+    df["window_size"] = df["window_size"].fillna(0.0)
+    keep = ["table", "device_id", "runtime", "math_dtype", "kv_dtype", "latency_s", *SHAPE_COLUMNS]
+    return OpTable(df[keep].rename(columns={"device_id": "device"}), dict(skipped), str(folder))

@@ -1,5 +1,6 @@
-"""Fork server of ``tests/hostile/helpers.py``: imports the third-party libraries the CLI uses
-(not roofcast), then for each JSON request on stdin forks a child that runs
+"""Fork server of ``tests/hostile/helpers.py``: imports the libraries and roofcast modules the
+CLI uses (imports only: no cache is filled, nothing of the environment read), then for each JSON
+request on stdin forks a child that runs
 ``python -m roofcast.app.cli ARGV`` in a new session under ``RLIMIT_AS``, with the given folder,
 environment and stdout/stderr files, and kills its process group at the time limit. Replies one
 JSON line: exit code (negative: killed by that signal), peak RSS (KiB), hung, seconds."""
@@ -10,13 +11,15 @@ import contextlib
 import importlib
 import json
 import os
+import pkgutil
 import resource
 import signal
 import sys
 import time
 
 PRELOAD = ("numpy", "pandas", "pyarrow", "pyarrow.compute", "networkx", "onnx", "onnx.numpy_helper",
-           "ml_dtypes", "cloudpickle", "dateutil", "google.protobuf", "xgboost")
+           "ml_dtypes", "cloudpickle", "dateutil", "google.protobuf", "xgboost", "roofcast.api",
+           "roofcast.app.cli")
 WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 
 
@@ -59,6 +62,7 @@ def _run(argv: list[str]) -> int:
     import runpy
     import traceback
     sys.argv = ["roofcast.app.cli", *argv]
+    sys.modules.pop("roofcast.app.cli", None)  # run afresh as __main__, as -m does
     try:
         runpy.run_module("roofcast.app.cli", run_name="__main__", alter_sys=True)
         code = 0
@@ -107,6 +111,9 @@ def main() -> None:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):  # optional: the child imports what it needs
             importlib.import_module(name)
+    commands = importlib.import_module("roofcast.app.commands")
+    for module in pkgutil.iter_modules(commands.__path__):
+        importlib.import_module(f"roofcast.app.commands.{module.name}")
     for line in sys.stdin:
         reply = _serve(json.loads(line))
         sys.stdout.write(json.dumps(reply) + "\n")

@@ -1,8 +1,8 @@
 """Shared helpers of the hostile-input tests: a deadline for in-process checks, and a fork
-server that runs the CLI as ``python -m roofcast.app.cli`` would, without paying Python's and
-pandas' start-up (~1 s of CPU) for each of the corpus' ~400 cases: one warm interpreter with the
-third-party libraries imported (never roofcast itself, so no module state carries over) forks a
-fresh child per run, in a new session, under the same address-space limit, folder, environment
+server that runs the CLI as ``python -m roofcast.app.cli`` would, without paying Python's,
+pandas' and roofcast's start-up (~1 s of CPU) for each of the corpus' ~400 cases: one warm
+interpreter with the modules imported (imports only: no cache filled, no environment read) forks
+a fresh child per run, in a new session, under the same address-space limit, folder, environment
 and wall-clock limit, and reports exit code, peak RSS and whether it was killed as hung."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ in its own process under a 2 GiB address-space limit and 30 s, classified exactl
 ``benchmarks/hostile_inputs.py`` does: every input must end clean (a correct result, or exit 2
 with one line and no traceback), with no user file lost and nothing written outside the sandbox.
 A failure lists each case that did not end clean and how it ended. The processes are forked
-from warm interpreters (``helpers.ForkServer``: Python's and pandas' start-up paid once, not per
+from warm interpreters (``helpers.ForkServer``: the start-up imports paid once, not per
 case); a sample of cases also runs as a real ``python -m`` subprocess and must end the same way."""
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ checks, each with its own one-line ``DaskSchedulerError``, that the scheduler an
 ``CONNECT_TIMEOUT_S``, has a worker within ``WORKERS_TIMEOUT_S`` and that every worker imports
 ``worker_modules``. The client is never the process's default. ``distributed`` is imported
 only inside ``open_client``. Ctrl-C reaches this process alone and prints no Dask traceback;
-closing is bounded by ``CLOSE_TIMEOUT_S``. Rationale: docs/design/module-notes.md.
+closing is bounded by ``CLOSE_TIMEOUT_S``, then surviving local workers are killed.
+Rationale: docs/design/module-notes.md.
 """
 
 from __future__ import annotations
@@ -203,12 +204,34 @@ def close_quietly(*closables: Any, quiet: bool = False) -> None:
         log.setLevel(level)
 
 
+def _children() -> set[int]:
+    """Process ids of this process's descendants (psutil: a dependency of distributed)."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        return {p.pid for p in psutil.Process().children(recursive=True)}
+    return set()
+
+
+def kill_survivors(before: set[int]) -> None:
+    """Kill every worker process (a multiprocessing ``spawn_main`` descendant) started since
+    ``before`` that outlived its cluster's close, e.g. one stuck past the close timeout."""
+    import psutil
+
+    for pid in _children() - before:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            if "spawn_main" in " ".join(proc.cmdline()):
+                proc.kill()
+
+
 @contextmanager
 def _local_cluster(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     cluster = client = None
     interrupted = False
+    before = _children()
     try:
         with _sigint_deferred():  # Ctrl-C inside distributed's start-up calls breaks them
             # workers log only critical records: a task's failure is its cells' error, and a
@@ -226,6 +249,7 @@ def _local_cluster(spec: SchedulerSpec, worker_modules: Sequence[str]) -> Iterat
         raise
     finally:
         close_quietly(client, cluster, quiet=interrupted)
+        kill_survivors(before)
 
 
 @contextmanager

@@ -8,13 +8,16 @@
   its own cells only; a task that kills its worker every time ends as ``KilledWorker`` error
   rows, the rest of the sweep intact.
 
-One cluster serves the fault tests (``allowed-failures`` = 1: a task may see one worker die,
-the second death is ``KilledWorker``), so the file stays within a few tens of seconds; it is
-torn down with timeouts and its surviving worker processes killed (``helpers.local_cluster``).
+Clusters run with ``allowed-failures`` = 1 (a task may see one worker die, the second death is
+``KilledWorker``). One serves the tests that kill no worker; each test that kills workers gets
+its own, so none starts while nannies still restart (or, under load, failed to restart) another
+test's victims. Each is torn down with timeouts and its surviving worker processes killed
+(``helpers.local_cluster``); a hang fails its test by a signal (``pytestmark``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -34,6 +37,11 @@ from roofcast.predictor.sweeps.tasks import plan_tasks, run_task
 from roofcast.predictor.sweeps.types import SweepSpec
 
 from .helpers import local_cluster
+
+# a hang (a worker gone, the client in a futex wait) fails its own test in minutes, not the
+# suite's 10, and by a signal: the thread method would end the whole run; each test here takes
+# seconds idle, tens under a load of 2
+pytestmark = pytest.mark.timeout(240, method="signal")
 
 # the fault-injecting task functions below travel to the workers by value (the test package is
 # not importable in the worker processes)
@@ -63,6 +71,20 @@ def local_cells(tasks):
 
 @pytest.fixture(scope="module")
 def client():
+    with _cluster() as c:
+        yield c
+
+
+@pytest.fixture
+def fresh_client():
+    """A cluster of its own for a test that kills workers: no test starts on a cluster whose
+    nannies are still restarting (or failed to restart, under load) the last test's victims."""
+    with _cluster() as c:
+        yield c
+
+
+@contextlib.contextmanager
+def _cluster():
     # allowed-failures 1: the second death of a task's worker is KilledWorker (default 3);
     # worker-saturation 1.0: a worker holds only the task it runs (the 5 tasks of one map are
     # queued on the scheduler: more than 2 x threads), so a killed worker takes no bystander
@@ -72,6 +94,7 @@ def client():
     with dask.config.set(config), \
             local_cluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=":0", silence_logs=logging.ERROR) as (_, c):
+        c.wait_for_workers(2, timeout=120)
         yield c
 
 
@@ -97,11 +120,25 @@ def _raise_for(task, *, victim: int, log: str):
     return run_task(task)
 
 
+def _workers_alive() -> set[int]:
+    """This process's live multiprocessing-spawned descendants (Dask worker processes)."""
+    import psutil
+
+    alive = set()
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "spawn_main" in " ".join(proc.cmdline()) and proc.status() != "zombie":
+                alive.add(proc.pid)
+    return alive
+
+
 def test_dask_local_gives_the_local_table(tasks):
     local = run_sweep(SPEC, "local", cells_per_task=CELLS_PER_TASK)
     ticks = []
+    before = _workers_alive()
     dask2 = run_sweep(SPEC, "dask-local:2", cells_per_task=CELLS_PER_TASK,
                       progress=lambda done, total: ticks.append((done, total)))
+    assert _workers_alive() <= before  # dask-local's workers are gone with the sweep
     pd.testing.assert_frame_equal(dask2.cells, local.cells)
     assert len(local.cells) == SPEC.n_cells == 20
     bad = local.cells["device"] == "no-such-device"
@@ -167,6 +204,23 @@ def test_each_worker_imports_a_graph_once_not_once_per_task(client, tasks):
     assert sum(imports.values()) < len(tasks) * distinct
 
 
+def test_workers_outliving_their_close_are_killed():
+    import multiprocessing
+    import time
+
+    before = dask_client._children()
+    stuck = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(600,),
+                                                        daemon=True)
+    stuck.start()
+    try:
+        dask_client.kill_survivors(before)
+        stuck.join(timeout=30)
+        assert stuck.exitcode == -9  # SIGKILL
+    finally:
+        if stuck.is_alive():
+            stuck.kill()
+
+
 def test_scheduler_without_workers_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(dask_client, "WORKERS_TIMEOUT_S", 0.5)
     with LocalCluster(n_workers=0, protocol="tcp", dashboard_address=":0") as empty, \
@@ -174,20 +228,21 @@ def test_scheduler_without_workers_is_a_clear_error(monkeypatch):
         run_sweep(SPEC, "dask://" + empty.scheduler_address.removeprefix("tcp://"))
 
 
-def test_killed_worker_loses_and_duplicates_no_cell(client, tasks, local_cells, tmp_path):
+def test_killed_worker_loses_and_duplicates_no_cell(fresh_client, tasks, local_cells, tmp_path):
     marker = tmp_path / "killed"
     run = functools.partial(_die_once, victim=tasks[2].task_id, marker=str(marker))
-    cells = _on_client(client, tasks, run)  # raises on a lost or duplicated cell
+    cells = _on_client(fresh_client, tasks, run)  # raises on a lost or duplicated cell
     assert marker.exists(), "the victim task never ran"
     killed_pid = int(marker.read_text())
-    assert killed_pid not in client.run(os.getpid).values()  # that worker really died
+    assert killed_pid not in fresh_client.run(os.getpid).values()  # that worker really died
     pd.testing.assert_frame_equal(cells, local_cells)
 
 
 def test_raising_task_is_retried_then_reported_per_cell(client, tasks, local_cells, tmp_path):
     log = tmp_path / "tries"
     victim = tasks[0].task_id
-    cells = _on_client(client, tasks, functools.partial(_raise_for, victim=victim, log=str(log)))
+    run = functools.partial(_raise_for, victim=victim, log=str(log))
+    cells = _on_client(client, tasks, run)
     assert log.read_text().count("try") == ds.RETRIES + 1
     hit = cells["task_id"] == victim
     assert hit.sum() == tasks[0].n_cells
@@ -196,16 +251,16 @@ def test_raising_task_is_retried_then_reported_per_cell(client, tasks, local_cel
     pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])
 
 
-def test_task_killing_its_worker_every_time_is_reported_per_cell(client, tasks, local_cells):
+def test_task_killing_its_worker_every_time_is_reported_per_cell(fresh_client, tasks, local_cells):
     victim = tasks[1].task_id
-    cells = _on_client(client, tasks, functools.partial(_die_always, victim=victim))
+    cells = _on_client(fresh_client, tasks, functools.partial(_die_always, victim=victim))
     hit = cells["task_id"] == victim
     assert hit.sum() == tasks[1].n_cells
     assert cells.loc[hit, "error"].str.contains("worker process running this task died").all()
     pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])
 
 
-def test_a_slow_client_still_gets_the_frames_of_a_killed_workers_bystanders(client, tasks,
+def test_a_slow_client_still_gets_the_frames_of_a_killed_workers_bystanders(fresh_client, tasks,
                                                                             local_cells):
     """A finished task whose worker dies before the client looks at it is recomputed, not
     reported failed: the client (slow here: each delivery takes 0.3 s, as a sink writing a
@@ -220,7 +275,7 @@ def test_a_slow_client_still_gets_the_frames_of_a_killed_workers_bystanders(clie
         sink.append(frame)
 
     def start(deliver):
-        ds.run_on_client(client, tasks, lambda t, f: (slow(t, f), deliver(t, f)),
+        ds.run_on_client(fresh_client, tasks, lambda t, f: (slow(t, f), deliver(t, f)),
                          run=functools.partial(_die_always, victim=victim))
 
     cells = collect_cells(tasks, start)

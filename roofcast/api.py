@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from roofcast import api_checks as checks
+from roofcast.graph_import.budgets import TOKENS
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import Model, load_model, zoo_models
@@ -74,7 +76,8 @@ def device(spec: str | HardwareSpec) -> HardwareSpec:
 
 def _model(model: Any, batch: int | None, dims: Mapping[str, int] | None) -> Model:
     """``model`` loaded (or re-bound) with ``batch``/``dims`` when given."""
-    bound = {**(dims or {}), **({} if batch is None else {"batch": batch})}
+    checks.batch(batch)
+    bound = {**(checks.dims(dims) or {}), **({} if batch is None else {"batch": batch})}
     return load_model(model, bound)
 
 
@@ -118,6 +121,7 @@ def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | No
                                 **parallel, **_settings(settings))
     if hw is None:
         raise PredictionError("give hw= (a device), or system= / devices= for several devices")
+    checks.device_ref(hw)
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
     spec = device(hw)
@@ -154,6 +158,7 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
     the device). ``dims``: the model's other dims; ``runtime``: as for ``predict``;
     ``options``: ``fusion``, ``inter_op``, ``optimizer``, ``threads``, ``allow_incomplete``."""
     runtimes = _device_runtimes(hws, runtime)  # refused before any work
+    batches = [checks.batch(b, "batches") for b in checks.sequence(batches, "batches")]
     m = _model(model, None, dims)
     df = _sweep(_source(m), list(hws), list(batches), list(precisions), list(modes),
                 as_estimator(estimator), baseline=baseline, runtime=runtime, **options)
@@ -168,6 +173,8 @@ def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
     defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``);
     ``runtime``: as for ``predict``. ``options``: ``max_batch``, ``precisions``, ``modes``,
     ``fusions``."""
+    checks.batch(batch)
+    checks.device_ref(hw, optional=False)
     m = _model(model, batch, dims)
     spec = device(hw)
     resolve_runtime(runtime, spec.kind)  # refused before any work
@@ -186,7 +193,7 @@ def runtimes() -> tuple[ExecutionProfile, ...]:
 def _device_runtimes(hws: Sequence[str | HardwareSpec], runtime: str | None) -> dict[str, str]:
     """Device id -> the runtime modelled on it (``runtime``, else its kind's default); a
     runtime that does not run on one of the devices is refused before any work."""
-    specs = [device(h) for h in hws]
+    specs = [device(h) for h in checks.device_list(hws, "hws")]
     return {s.id: resolve_runtime(runtime, s.kind).name for s in specs}
 
 
@@ -275,12 +282,27 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     ``predict_serving(..., system=)`` times the kernels per device and the collectives on the
     system's links. ``plan(model, system, mode="serve")`` ranks every (tp, pp) instead.
     """
+    _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
+               batch=batch, concurrency=concurrency, devices=devices, tp=tp, pp=pp, ep=ep)
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                           concurrency=concurrency, weights=weights, kv_cache=kv_cache,
                           activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep)
     if system is not None or devices is not None:
         return _llm_on_systems(model, hw, cfg, system, devices, estimator)
     return _llm_on_devices(model, hw, cfg, estimator)
+
+
+def _check_llm(hw: Any, system: Any, *, input_tokens: Any, output_tokens: Any, batch: Any,
+               concurrency: Any, **counts: Any) -> None:
+    """``llm``'s arguments (``api_checks``): devices, lengths, batch, concurrency, degrees."""
+    checks.device_refs(hw)
+    checks.system_ref(system)
+    checks.count(input_tokens, "input-tokens", TOKENS)
+    checks.count(output_tokens, "output-tokens", TOKENS)
+    checks.batch(batch)
+    if concurrency != "max":
+        checks.batch(concurrency, "concurrency")
+    checks.degrees(**counts)
 
 
 def _serving_config(*, tp: int, pp: int, ep: int, **settings: Any) -> ServingConfig:

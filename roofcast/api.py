@@ -207,6 +207,8 @@ def train(sources: Sequence[str] = ("bundled", "public"), *, output: str | Path 
     ``estimator=`` to ``predict``/``compare``/``sweep``/``advise``. ``output``: also save the
     model to this folder (XGBoost UBJ + metadata.json). The validation tables are in the
     returned estimator's ``training_``."""
+    sources = checks.distinct_names(sources, "from", "['bundled', 'public']")
+    checks.optional_count(cap, "cap", None)
     if quick and cap is None:
         cap = DEFAULT_CAP // 5  # as `roofcast train --quick`
     extra = {} if cap is None else {"cap": cap}

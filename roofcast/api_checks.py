@@ -32,17 +32,19 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def count(value: Any, flag: str, limit: Limit) -> int:
-    """``value`` as an int if it is an integer from 1 to ``limit``'s cap (module docstring)."""
+def count(value: Any, flag: str, limit: Limit | None) -> int:
+    """``value`` as an int if it is an integer from 1 to ``limit``'s cap (None: no cap;
+    module docstring)."""
     import numpy as np
 
-    allowed = f"an integer from 1 to {limit.value()} ({limit.what})"
+    allowed = ("a positive integer" if limit is None else
+               f"an integer from 1 to {limit.value()} ({limit.what})")
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ArgumentTypeError(f"--{flag} must be {allowed}, got {_shown(value)} "
                                 f"({_type_name(value)})")
     if value < 1:
         raise PredictionError(f"--{flag} must be {allowed}, got {int(value)}")
-    return within(int(value), f"--{flag} {int(value)}", limit)
+    return int(value) if limit is None else within(int(value), f"--{flag} {int(value)}", limit)
 
 
 def within(value: int, found: str, limit: Limit) -> int:
@@ -56,7 +58,7 @@ def within(value: int, found: str, limit: Limit) -> int:
     return value
 
 
-def optional_count(value: Any, flag: str, limit: Limit) -> int | None:
+def optional_count(value: Any, flag: str, limit: Limit | None) -> int | None:
     """``count`` of ``value``, None kept (the caller's default applies only when not given)."""
     return None if value is None else count(value, flag, limit)
 
@@ -164,3 +166,20 @@ def dims(value: Any) -> Mapping[str, int] | None:
         raise ArgumentTypeError(f"--dim must be a dict such as {{'sequence': 128}}, got "
                                 f"{_shown(value)}")
     return value
+
+
+def distinct_names(values: Any, flag: str, example: str) -> list[str]:
+    """``values`` (a list/tuple of strings) if it is non-empty, every item non-empty and none
+    given twice (a repeated source would count its rows twice)."""
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise ArgumentTypeError(f"--{flag} must be a list of names such as {example}, got "
+                                f"{_shown(values)} ({_type_name(values)})")
+    names = [v.strip() if isinstance(v, str) else v for v in values]
+    if not names or not all(isinstance(v, str) and v for v in names):
+        raise PredictionError(f"--{flag} needs one or more names such as {example}, got "
+                              f"{_shown(values)}")
+    twice = sorted({v for v in names if names.count(v) > 1})
+    if twice:
+        raise PredictionError(f"--{flag} names {', '.join(map(repr, twice))} more than once; "
+                              "give each once")
+    return names

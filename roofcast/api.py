@@ -174,6 +174,7 @@ def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
     ``runtime``: as for ``predict``. ``options``: ``max_batch``, ``precisions``, ``modes``,
     ``fusions``."""
     checks.batch(batch)
+    checks.batch(options.get("max_batch"), "max-batch")
     checks.device_ref(hw, optional=False)
     m = _model(model, batch, dims)
     spec = device(hw)

@@ -119,7 +119,8 @@ def predict_parallel(model: Any, *, system: str | SystemSpec | None = None,
     from roofcast.predictor.parallel.plan import check_model_degrees, complete_plan
 
     _check_step(mode, global_batch, source_options.get("seq_tokens"))
-    checks.degrees(dp=dp, tp=tp, pp=pp, ep=ep, micro_batches=micro_batches)
+    checks.degrees(dp=dp, tp=tp, pp=pp, ep=ep)
+    checks.optional_count(micro_batches, "micro-batches", GLOBAL_BATCH)
     target = target_system(system, hw=hw, devices=devices)
     given = {k: v for k, v in {"dp": dp, "tp": tp, "pp": pp, "ep": ep,
                                "micro_batches": micro_batches, "zero": zero,

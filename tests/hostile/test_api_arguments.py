@@ -106,6 +106,16 @@ FLAGS = [
      "ROOFCAST_MAX_BATCH"),
     (["plan", LLM, "--system", SYSTEM, "--mode", "serve", "--seq", str(2**30)], "--seq",
      "ROOFCAST_MAX_TOKENS"),
+    (["advise", "resnet50", "--hw", "h100-sxm", "--max-batch", str(10**11)], "--max-batch",
+     "ROOFCAST_MAX_BATCH"),
+    (["predict", LLM, "--system", SYSTEM, "--global-batch", "64", "--tp", str(10**11)], "--tp",
+     "ROOFCAST_MAX_DEVICES"),
+    (["predict", LLM, "--system", SYSTEM, "--global-batch", "64", "--micro-batches",
+      str(10**11)], "--micro-batches", "ROOFCAST_MAX_GLOBAL_BATCH"),
+    (["llm", LLM, "--hw", "h100-sxm", "--devices", str(10**11), "--tp", "2"], "--devices",
+     "ROOFCAST_MAX_DEVICES"),
+    (["sweep", "resnet50", "--hw", "h100-sxm", "--batches", f"1,{10**11}"], "--batches",
+     "ROOFCAST_MAX_BATCH"),
 ]
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from roofcast import api_checks as checks
+import roofcast.api_checks as checks
 from roofcast.graph_import.budgets import TOKENS
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.spec import HardwareSpec
@@ -71,7 +71,7 @@ def device(spec: str | HardwareSpec) -> HardwareSpec:
     """A device: a catalog id (``"a100-40gb-pcie"``), an inline what-if spec
     (``"h100-sxm:mem_bw_scale=2"``: the catalog device with its memory bandwidth doubled) or a
     HardwareSpec (returned as is). Unknown ids raise HardwareSpecError listing close ids."""
-    return get_device(spec)
+    return get_device(checks.device_ref(spec, optional=False))
 
 
 def _model(model: Any, batch: int | None, dims: Mapping[str, int] | None) -> Model:
@@ -159,6 +159,8 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
     ``options``: ``fusion``, ``inter_op``, ``optimizer``, ``threads``, ``allow_incomplete``."""
     runtimes = _device_runtimes(hws, runtime)  # refused before any work
     batches = [checks.batch(b, "batches") for b in checks.sequence(batches, "batches")]
+    precisions = checks.sequence(precisions, "precisions", "['fp32', 'fp16']")
+    modes = checks.sequence(modes, "modes", "['infer', 'train']")
     m = _model(model, None, dims)
     df = _sweep(_source(m), list(hws), list(batches), list(precisions), list(modes),
                 as_estimator(estimator), baseline=baseline, runtime=runtime, **options)
@@ -209,6 +211,8 @@ def train(sources: Sequence[str] = ("bundled", "public"), *, output: str | Path 
     model to this folder (XGBoost UBJ + metadata.json). The validation tables are in the
     returned estimator's ``training_``."""
     sources = checks.distinct_names(sources, "from", "['bundled', 'public']")
+    if devices is not None:
+        devices = checks.distinct_names(devices, "devices", "['h100-sxm']")
     checks.optional_count(cap, "cap", None)
     if quick and cap is None:
         cap = DEFAULT_CAP // 5  # as `roofcast train --quick`

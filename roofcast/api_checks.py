@@ -109,13 +109,13 @@ def device_list(value: Any, flag: str) -> Any:
     if not isinstance(value, list | tuple):
         raise ArgumentTypeError(f"{flag} must be a list of devices such as ['h100-sxm', 'h200'], "
                                 f"got {_shown(value)} ({_type_name(value)})")
-    return device_refs(value, flag)
+    return device_refs(value)
 
 
-def sequence(value: Any, flag: str) -> list[Any]:
+def sequence(value: Any, flag: str, example: str = "[1, 8]") -> list[Any]:
     """``value`` as a list if it is a non-empty list/tuple (not a string or a number)."""
     if not isinstance(value, list | tuple) or not value:
-        raise ArgumentTypeError(f"{flag} must be a non-empty list such as [1, 8], got "
+        raise ArgumentTypeError(f"{flag} must be a non-empty list such as {example}, got "
                                 f"{_shown(value)} ({_type_name(value)})")
     return list(value)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from roofcast import api_checks as checks
+import roofcast.api_checks as checks
 from roofcast.graph_import.budgets import GLOBAL_BATCH
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.model_source import (
@@ -81,7 +81,10 @@ def system(ref: str | SystemSpec) -> SystemSpec:
     raise ``HardwareSpecError`` naming close ones."""
     from roofcast.hw_catalog.systems import get_system
 
-    return get_system(ref)
+    if ref is None:
+        raise checks.ArgumentTypeError("--system None is not a system: give one system id such "
+                                       "as 'hgx-h100' or a SystemSpec")
+    return get_system(checks.system_ref(ref))
 
 
 def target_system(system: str | SystemSpec | None = None, *, hw: str | HardwareSpec | None = None,

@@ -9,9 +9,17 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from roofcast.app.cli import main
-from roofcast.predictor.learned.installed import active_name, installed_names, models_dir
+from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.learned.installed import (
+    active_name,
+    check_name,
+    installed_names,
+    models_dir,
+)
 from roofcast.predictor.learned.persistence import FORMAT, METADATA
 
 
@@ -82,3 +90,22 @@ def test_use_writes_active_beside_a_planted_link_without_following_it(models, tm
     assert main(["models", "use", "mine"]) == 0
     assert victim.read_text() == "keep"
     assert active_name() == "mine"
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400))
+def test_any_active_file_gives_a_name_or_a_one_line_refusal(models, data):
+    """Property: whatever bytes ``active`` holds, ``active_name`` returns a model name (or
+    ``default``) or raises a one-line PredictionError that does not repeat the bytes."""
+    (models / "active").write_bytes(data)
+    try:
+        name = active_name()
+    except PredictionError as exc:
+        message = str(exc)
+        assert "\n" not in message
+        text = data.decode("utf-8", "replace").strip()
+        assert len(text) < 8 or text not in message
+        return
+    assert name == data.decode().strip()
+    assert name == "default" or check_name(name) == name

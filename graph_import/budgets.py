@@ -5,11 +5,11 @@ inline to 2**30 nodes. Each budget caps what the input may *describe*, checked a
 number is known; a refusal names the cap and its environment variable ``ROOFCAST_MAX_*``:
 TENSOR_ELEMS (elements of one tensor, 2**40), GRAPH_BYTES (sum of elements x itemsize over all
 tensors, 2**50), DIM (a user dim, 2**24), NESTING (function/subgraph depth, 16), NODES (nodes
-once inlined, 2**18); and what a user *asks* for (``Limit.check``): BATCH (2**20), TOKENS
-(2**24), DEVICES (2**20), SYSTEM_NODES (2**17), GLOBAL_BATCH (2**24). The defaults sit far
-above any real model and keep every import within seconds and 2 GB. ``DATA_PROP_MAX_ELEMS``
-(not a setting): a constant generator with more elements goes to ONNX shape inference as a
-shape without values. The table and rationale: docs/design/module-notes.md.
+once inlined, 2**18); and what a user *asks* for (``roofcast.api_checks``, sweep specs): BATCH
+(2**20), TOKENS (2**24), DEVICES (2**20), SYSTEM_NODES (2**17), GLOBAL_BATCH (2**24). The
+defaults sit far above any real model and keep every import within seconds and 2 GB.
+``DATA_PROP_MAX_ELEMS`` (not a setting): a constant generator with more elements goes to ONNX
+shape inference as a shape without values. The table and rationale: docs/design/module-notes.md.
 """
 
 from __future__ import annotations

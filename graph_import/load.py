@@ -75,8 +75,9 @@ def inline_functions(model: ModelProto) -> ModelProto:
         ) from None
 
 
-def read_source(source: Any, max_bytes: int) -> bytes:
-    """The raw bytes of ``source``, refusing more than ``max_bytes``."""
+def read_source(source: Any, max_bytes: int) -> bytes | bytearray:
+    """The raw bytes of ``source``, refusing more than ``max_bytes`` (a path: before reading
+    it)."""
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
     elif isinstance(source, str | os.PathLike):
@@ -101,13 +102,30 @@ def read_source(source: Any, max_bytes: int) -> bytes:
     return data
 
 
-def _read_path(path: Path, max_bytes: int) -> bytes:
+def _read_path(path: Path, max_bytes: int) -> bytearray:
+    """The bytes of the file ``path``: type and size checked on the open descriptor (``fstat``)
+    before anything is read, then read once into a buffer of exactly that size (a file at the
+    cap costs its size in memory once, not twice); a FIFO or device is refused unopened for
+    reading (``O_NONBLOCK``)."""
     try:
-        st = path.stat()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ModelImportError(f"no such file: {str(path)!r}; check the path") from None
     except OSError as exc:
         raise ModelImportError(f"cannot access {str(path)!r}: {exc.strerror}") from None
+    try:
+        size = _checked_size(path, os.fstat(fd), max_bytes)
+        if size and os.pread(fd, 1, 0) == b"\0":  # a protobuf field tag is never 0
+            raise ModelImportError(f"{str(path)!r} is not an ONNX model (it starts with a zero "
+                                   "byte, as a sparse or zero-filled file does)")
+        return _read_exactly(path, fd, size)
+    except OSError as exc:
+        raise ModelImportError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _checked_size(path: Path, st: os.stat_result, max_bytes: int) -> int:
     if stat.S_ISDIR(st.st_mode):
         raise ModelImportError(f"{str(path)!r} is a folder: give the .onnx file inside it")
     if not stat.S_ISREG(st.st_mode):
@@ -116,11 +134,22 @@ def _read_path(path: Path, max_bytes: int) -> bytes:
         )
     if st.st_size > max_bytes:
         raise ModelImportError(_too_big(st.st_size, max_bytes))
-    try:
-        with open(path, "rb") as fh:
-            return _read_capped(fh, max_bytes)
-    except OSError as exc:
-        raise ModelImportError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+    return st.st_size
+
+
+def _read_exactly(path: Path, fd: int, size: int) -> bytearray:
+    """``size`` bytes of ``fd`` into one buffer; a file that changed size meanwhile is refused."""
+    buf = bytearray(size)
+    view, done = memoryview(buf), 0
+    while done < size:
+        n = os.readv(fd, [view[done:]])
+        if not n:
+            break
+        done += n
+    if done != size or os.read(fd, 1):
+        raise ModelImportError(f"{str(path)!r} changed size while being read; read it again "
+                               "once it is written")
+    return buf
 
 
 _READ_CHUNK_BYTES = 1 << 20
@@ -149,7 +178,7 @@ def _too_big(n_bytes: int, max_bytes: int) -> str:
     )
 
 
-def parse_model(data: bytes) -> ModelProto:
+def parse_model(data: bytes | bytearray) -> ModelProto:
     """Parse ModelProto bytes without touching any external data."""
     model = ModelProto()
     try:

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+import roofcast.api_checks as checks
 from roofcast.defaults import GRAPH_ESTIMATOR
+from roofcast.graph_import.budgets import TOKENS
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import Model, load_model, zoo_models
@@ -70,12 +72,13 @@ def device(spec: str | HardwareSpec) -> HardwareSpec:
     """A device: a catalog id (``"a100-40gb-pcie"``), an inline what-if spec
     (``"h100-sxm:mem_bw_scale=2"``: the catalog device with its memory bandwidth doubled) or a
     HardwareSpec (returned as is). Unknown ids raise HardwareSpecError listing close ids."""
-    return get_device(spec)
+    return get_device(checks.device_ref(spec, optional=False))
 
 
 def _model(model: Any, batch: int | None, dims: Mapping[str, int] | None) -> Model:
     """``model`` loaded (or re-bound) with ``batch``/``dims`` when given."""
-    bound = {**(dims or {}), **({} if batch is None else {"batch": batch})}
+    checks.batch(batch)
+    bound = {**(checks.dims(dims) or {}), **({} if batch is None else {"batch": batch})}
     return load_model(model, bound)
 
 
@@ -119,6 +122,7 @@ def predict(model: Any, hw: str | HardwareSpec | None = None, *, batch: int | No
                                 **parallel, **_settings(settings))
     if hw is None:
         raise PredictionError("give hw= (a device), or system= / devices= for several devices")
+    checks.device_ref(hw)
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
     spec = device(hw)
@@ -155,6 +159,9 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
     the device). ``dims``: the model's other dims; ``runtime``: as for ``predict``;
     ``options``: ``fusion``, ``inter_op``, ``optimizer``, ``threads``, ``allow_incomplete``."""
     runtimes = _device_runtimes(hws, runtime)  # refused before any work
+    batches = [checks.batch(b, "batches") for b in checks.sequence(batches, "batches")]
+    precisions = checks.sequence(precisions, "precisions", "['fp32', 'fp16']")
+    modes = checks.sequence(modes, "modes", "['infer', 'train']")
     m = _model(model, None, dims)
     df = _sweep(_source(m), list(hws), list(batches), list(precisions), list(modes),
                 as_estimator(estimator), baseline=baseline, runtime=runtime, **options)
@@ -170,6 +177,9 @@ def advise(model: Any, hw: str | HardwareSpec, objective: str = "latency", *,
     defaults of the runtime that runs on ``hw``, with reasons (``predictor.advisor``);
     ``runtime``: as for ``predict``. ``options``: ``max_batch``, ``precisions``, ``modes``,
     ``fusions``."""
+    checks.batch(batch)
+    checks.batch(options.get("max_batch"), "max-batch")
+    checks.device_ref(hw, optional=False)
     m = _model(model, batch, dims)
     spec = device(hw)
     resolve_runtime(runtime, spec.kind)  # refused before any work
@@ -188,7 +198,7 @@ def runtimes() -> tuple[ExecutionProfile, ...]:
 def _device_runtimes(hws: Sequence[str | HardwareSpec], runtime: str | None) -> dict[str, str]:
     """Device id -> the runtime modelled on it (``runtime``, else its kind's default); a
     runtime that does not run on one of the devices is refused before any work."""
-    specs = [device(h) for h in hws]
+    specs = [device(h) for h in checks.device_list(hws, "hws")]
     return {s.id: resolve_runtime(runtime, s.kind).name for s in specs}
 
 
@@ -202,6 +212,10 @@ def train(sources: Sequence[str] = ("bundled", "public"), *, output: str | Path 
     ``estimator=`` to ``predict``/``compare``/``sweep``/``advise``. ``output``: also save the
     model to this folder (XGBoost UBJ + metadata.json). The validation tables are in the
     returned estimator's ``training_``."""
+    sources = checks.distinct_names(sources, "from", "['bundled', 'public']")
+    if devices is not None:
+        devices = checks.distinct_names(devices, "devices", "['h100-sxm']")
+    checks.optional_count(cap, "cap", None)
     if quick and cap is None:
         cap = DEFAULT_CAP // 5  # as `roofcast train --quick`
     extra = {} if cap is None else {"cap": cap}
@@ -277,12 +291,27 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     ``predict_serving(..., system=)`` times the kernels per device and the collectives on the
     system's links. ``plan(model, system, mode="serve")`` ranks every (tp, pp) instead.
     """
+    _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
+               batch=batch, concurrency=concurrency, devices=devices, tp=tp, pp=pp, ep=ep)
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                           concurrency=concurrency, weights=weights, kv_cache=kv_cache,
                           activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep)
     if system is not None or devices is not None:
         return _llm_on_systems(model, hw, cfg, system, devices, estimator)
     return _llm_on_devices(model, hw, cfg, estimator)
+
+
+def _check_llm(hw: Any, system: Any, *, input_tokens: Any, output_tokens: Any, batch: Any,
+               concurrency: Any, **counts: Any) -> None:
+    """``llm``'s arguments (``api_checks``): devices, lengths, batch, concurrency, degrees."""
+    checks.device_refs(hw)
+    checks.system_ref(system)
+    checks.count(input_tokens, "input-tokens", TOKENS)
+    checks.count(output_tokens, "output-tokens", TOKENS)
+    checks.batch(batch)
+    if concurrency != "max":
+        checks.batch(concurrency, "concurrency")
+    checks.degrees(**counts)
 
 
 def _serving_config(*, tp: int, pp: int, ep: int, **settings: Any) -> ServingConfig:

@@ -13,12 +13,12 @@ from typing import Any
 
 #: command-line flag -> the Python keyword that sets the same thing.
 KEYWORDS: dict[str, str] = {
-    "seq": "seq_tokens", **{f: f.replace("-", "_") for f in (
+    "seq": "seq_tokens", "from": "sources", **{f: f.replace("-", "_") for f in (
         "batch", "allow-incomplete", "objective", "hw", "system", "devices", "global-batch",
         "precision", "mode", "runtime", "estimator", "optimizer", "threads", "inter-op",
         "fusion", "dp", "tp", "pp", "ep", "micro-batches", "zero", "sequence-parallel",
         "recompute", "max-batch", "input-tokens", "output-tokens", "concurrency", "weights",
-        "kv-cache", "activations", "baseline")},
+        "kv-cache", "activations", "baseline", "cap")},
 }
 #: on/off flags: ``--recompute`` is ``recompute=True``.
 SWITCHES = frozenset({"allow-incomplete", "inter-op", "sequence-parallel", "recompute"})

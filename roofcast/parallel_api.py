@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+import roofcast.api_checks as checks
+from roofcast.graph_import.budgets import GLOBAL_BATCH
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.model_source import (
     DEFAULT_SEQ_TOKENS,
@@ -79,7 +81,10 @@ def system(ref: str | SystemSpec) -> SystemSpec:
     raise ``HardwareSpecError`` naming close ones."""
     from roofcast.hw_catalog.systems import get_system
 
-    return get_system(ref)
+    if ref is None:
+        raise checks.ArgumentTypeError("--system None is not a system: give one system id such "
+                                       "as 'hgx-h100' or a SystemSpec")
+    return get_system(checks.system_ref(ref))
 
 
 def target_system(system: str | SystemSpec | None = None, *, hw: str | HardwareSpec | None = None,
@@ -88,7 +93,10 @@ def target_system(system: str | SystemSpec | None = None, *, hw: str | HardwareS
     (``hw_catalog.systems.resolve_system``: exactly one way must be given)."""
     from roofcast.hw_catalog.systems import resolve_system
 
-    return resolve_system(system, hw=hw, devices=devices)
+    checks.system_ref(system)
+    checks.device_ref(hw)
+    checks.degrees(devices=devices)
+    return checks.system_size(resolve_system(system, hw=hw, devices=devices))
 
 
 # ----------------------------------------------------------------------------- one plan
@@ -113,6 +121,9 @@ def predict_parallel(model: Any, *, system: str | SystemSpec | None = None,
     from roofcast.predictor.parallel.engine import predict_parallel as _predict
     from roofcast.predictor.parallel.plan import check_model_degrees, complete_plan
 
+    _check_step(mode, global_batch, source_options.get("seq_tokens"))
+    checks.degrees(dp=dp, tp=tp, pp=pp, ep=ep)
+    checks.optional_count(micro_batches, "micro-batches", GLOBAL_BATCH)
     target = target_system(system, hw=hw, devices=devices)
     given = {k: v for k, v in {"dp": dp, "tp": tp, "pp": pp, "ep": ep,
                                "micro_batches": micro_batches, "zero": zero,
@@ -121,7 +132,7 @@ def predict_parallel(model: Any, *, system: str | SystemSpec | None = None,
     source = parallel_source(model, mode=mode, **source_options)
     check_model_degrees(source.facts, **{k: given[k] for k in ("tp", "pp", "ep") if k in given})
     plan = complete_plan(target.n_devices, **given)
-    batch = global_batch or plan.dp * plan.micro_batches
+    batch = plan.dp * plan.micro_batches if global_batch is None else global_batch
     return _predict(source, target, plan, global_batch=batch, mode=mode,
                     **_estimator_kw(estimator))
 
@@ -147,8 +158,10 @@ def plan(model: Any, system: str | SystemSpec | None = None, *,
     tokens/s; ``seq_tokens`` = prompt tokens (default 512), ``output_tokens``,
     ``global_batch`` = the static batch per replica (None: as many requests as fit);
     ``options``: ``ServingConfig``'s dtypes and ``runtime``."""
-    if mode not in PLAN_MODES:
-        raise PredictionError(f"mode must be one of {', '.join(PLAN_MODES)}, got {mode!r}")
+    _check_step(mode, global_batch, seq_tokens)
+    checks.tokens(output_tokens, "output-tokens")
+    zero = checks.choices(zero, "zero", (0, 1, 2, 3))
+    recompute = checks.choices(recompute, "recompute", (False, True))
     target = target_system(system, hw=hw, devices=devices)
     if mode == "serve":
         return _serving_plans(model, target, global_batch, seq_tokens, output_tokens,
@@ -156,12 +169,24 @@ def plan(model: Any, system: str | SystemSpec | None = None, *,
     from roofcast.predictor.parallel.search import plan_search
 
     if global_batch is None:
-        raise PredictionError("give global_batch: the samples of one whole step over all "
+        raise PredictionError("give --global-batch: the samples of one whole step over all "
                               "replicas (e.g. 1024)")
     source = parallel_source(model, mode=mode, seq_tokens=seq_tokens, onnx_decoders=True,
                              **options)
     return plan_search(source, target, global_batch=global_batch, mode=mode,
                        zero=tuple(zero), recompute=tuple(recompute), **_estimator_kw(estimator))
+
+
+def _check_step(mode: Any, global_batch: Any, seq_tokens: Any) -> None:
+    """The step's mode, global batch (``ROOFCAST_MAX_GLOBAL_BATCH``; serve: the batch per
+    replica, ``ROOFCAST_MAX_BATCH``) and tokens per sample (``ROOFCAST_MAX_TOKENS``), each
+    given value checked (no silent default for 0)."""
+    checks.word(mode, "mode", PLAN_MODES)
+    if mode == "serve":
+        checks.batch(global_batch, "global-batch")
+    else:
+        checks.optional_count(global_batch, "global-batch", GLOBAL_BATCH)
+    checks.tokens(seq_tokens, "seq")
 
 
 def _serving_plans(model: Any, target: SystemSpec, batch: int | None, input_tokens: int | None,

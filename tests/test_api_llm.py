@@ -87,11 +87,11 @@ def test_llm_configs_lists_the_bundled_ones():
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [
-    ({"batch": 0}, "batch must be a positive integer"),
-    ({"batch": True}, "batch must be a positive integer"),
-    ({"concurrency": "all"}, "concurrency must be a positive integer"),
+    ({"batch": 0}, "batch= must be an integer from 1 to"),
+    ({"batch": True}, "batch= must be an integer from 1 to"),
+    ({"concurrency": "all"}, "concurrency= must be an integer from 1 to"),
     ({"batch": 2, "concurrency": 4}, "not both"),
-    ({"input_tokens": 0}, "input tokens must be a positive integer"),
+    ({"input_tokens": 0}, "input_tokens= must be an integer from 1 to"),
     ({"input_tokens": 130000, "output_tokens": 2000}, "maximum context of 131072"),
     ({"weights": "int3"}, "weights dtype 'int3'"),
     ({"kv_cache": "int4"}, "kv_cache dtype 'int4'"),

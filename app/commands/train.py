@@ -24,6 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from roofcast.app.argtypes import positive_int
 from roofcast.app.output import add_format_arg, emit
 
 DEFAULT_INSTALL_NAME = "latest"
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="DIR", help="write the model folder to DIR")
     p.add_argument("--no-save", action="store_true", help="validate only, save nothing")
     p.add_argument("--store", metavar="PATH", help="measurement store file for --from store")
-    p.add_argument("--cap", type=int, default=None, metavar="N",
+    p.add_argument("--cap", type=positive_int, default=None, metavar="N",
                    help="public kernels: at most N rows per (family, device) (default 1500)")
     p.add_argument(
         "--quick", action="store_true", help="smaller ensembles, fewer rows (fast check)"
@@ -64,6 +65,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for text in values or [] for v in text.split(",") if v.strip()]
+
+
+def _sources(values: list[str] | None) -> list[str]:
+    """The ``--from`` sources (not given: ``bundled,public``); given but empty (``--from ""``,
+    ``",,,"``) or naming a source twice is refused (``api_checks.distinct_names``)."""
+    from roofcast.api_checks import distinct_names
+
+    if values is None:
+        return ["bundled", "public"]
+    return distinct_names([v for text in values for v in text.split(",")], "from",
+                          "bundled,public")
 
 
 def _load(args: argparse.Namespace, sources: list[str], devices: list[str] | None, cap: int,
@@ -125,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     install_name = _install_name(args)
-    sources = _split(args.sources) or ["bundled", "public"]
+    sources = _sources(args.sources)
     devices = _split([args.devices]) if args.devices else None
     cap = _cap(args)
     with ExitStack() as stack:

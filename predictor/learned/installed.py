@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from roofcast.hw_catalog.confined import read_confined
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.learned.persistence import (
     DEFAULT_DIR,
@@ -35,6 +37,7 @@ from roofcast.predictor.learned.predictor import LearnedModel
 
 DEFAULT_NAME = "default"
 ACTIVE_FILE = "active"
+_MAX_ACTIVE_BYTES = 256
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -54,19 +57,35 @@ def check_name(name: str) -> str:
     return name
 
 
+def _own_folder(path: Path) -> bool:
+    """``path`` is a real folder (not a link) holding a ``metadata.json``."""
+    return not path.is_symlink() and path.is_dir() and (path / METADATA).is_file()
+
+
 def installed_names() -> list[str]:
-    """Names of the installed models (folders holding a ``metadata.json``), sorted."""
+    """Names of the installed models (real folders, not links, holding a ``metadata.json``),
+    sorted."""
     root = models_dir()
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir()
-                  if _NAME.fullmatch(p.name) and (p / METADATA).is_file())
+    return sorted(p.name for p in root.iterdir() if _NAME.fullmatch(p.name) and _own_folder(p))
 
 
 def active_name() -> str:
-    """The active model's name, ``default`` when none is chosen."""
-    path = models_dir() / ACTIVE_FILE
-    return path.read_text().strip() if path.is_file() else DEFAULT_NAME
+    """The active model's name, ``default`` when none is chosen. The ``active`` file is read
+    only as a small plain file of the models folder (a link out of it, a FIFO or a big file is
+    refused) and must hold a model name, so its content is never echoed beyond one name."""
+    root = models_dir()
+    path = root / ACTIVE_FILE
+    if not os.path.lexists(path):
+        return DEFAULT_NAME
+    data = read_confined(path, root, max_bytes=_MAX_ACTIVE_BYTES,
+                         what="file naming the active model", error=PredictionError)
+    name = data.decode("utf-8", "replace").strip()
+    if name != DEFAULT_NAME and not _NAME.fullmatch(name):
+        raise PredictionError(f"{path} does not hold a model name; choose the active model "
+                              f"again with `roofcast models use NAME` (or delete {path})")
+    return name
 
 
 def active_folder() -> Path | None:
@@ -76,7 +95,7 @@ def active_folder() -> Path | None:
     if name == DEFAULT_NAME:
         return None
     folder = models_dir() / name
-    if not (folder / METADATA).is_file():
+    if not _own_folder(folder):
         raise PredictionError(f"the active learned model {name!r} is not installed in "
                               f"{models_dir()}; choose another with `roofcast models use NAME` "
                               f"(`roofcast models use {DEFAULT_NAME}` for the shipped one)")
@@ -88,7 +107,11 @@ def folder_of(name: str) -> Path:
     if name == DEFAULT_NAME:
         return DEFAULT_DIR
     folder = models_dir() / check_name(name)
-    if not (folder / METADATA).is_file():
+    if folder.is_symlink():
+        raise PredictionError(f"{folder} is a symbolic link, not a model roofcast installed; "
+                              "roofcast neither uses nor removes linked folders: delete the "
+                              "link yourself")
+    if not _own_folder(folder):
         have = ", ".join([DEFAULT_NAME, *installed_names()])
         raise PredictionError(f"no installed learned model {name!r}; installed: {have}")
     return folder
@@ -112,9 +135,10 @@ def use(name: str) -> Path:
     if name == DEFAULT_NAME:
         (root / ACTIVE_FILE).unlink(missing_ok=True)
         return folder
-    tmp = root / (ACTIVE_FILE + ".tmp")
-    tmp.write_text(name + "\n")
-    os.replace(tmp, root / ACTIVE_FILE)
+    fd, tmp = tempfile.mkstemp(dir=root, prefix=f".{ACTIVE_FILE}.")  # never an existing path
+    with os.fdopen(fd, "w") as fh:
+        fh.write(name + "\n")
+    os.replace(tmp, root / ACTIVE_FILE)  # replaces a link itself, never its target
     return folder
 
 

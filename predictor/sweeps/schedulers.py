@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from roofcast.predictor.dask_client import split_scheduler as parse_scheduler
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.sweeps.spec import MAX_ENTRY_CELLS
 from roofcast.predictor.sweeps.stream import (
     SAME_WORK,
     CellSink,
@@ -132,7 +133,8 @@ def _run(spec: SweepSpec, scheduler: str, progress: Progress | None,
     try:
         prefix, address = parse_scheduler(scheduler)
         fn = get_scheduler(prefix)  # before any work: a bad name fails fast
-        tasks = baseline_first(plan_tasks(spec, cells_per_task=cells_per_task), spec.baseline)
+        tasks = baseline_first(plan_tasks(spec, cells_per_task=cells_per_task,
+                                          max_task_cells=MAX_ENTRY_CELLS.value()), spec.baseline)
         filler = SpeedupFiller(tasks, spec.baseline, sink.add)
         ledger = TaskLedger(tasks, filler, progress)
         if progress is not None:

@@ -34,7 +34,7 @@ from roofcast.predictor.precision import PRECISIONS
 from roofcast.predictor.runtimes.catalog import runtime_names
 from roofcast.predictor.sweeps.loaders import LLM_PREFIX
 from roofcast.predictor.sweeps.plans import canonical_plan
-from roofcast.predictor.sweeps.tasks import KIND_PREFIX, expand_devices
+from roofcast.predictor.sweeps.tasks import KIND_PREFIX, MAX_TASK_CELLS, expand_devices
 from roofcast.predictor.sweeps.types import (
     DEFAULT_RUNTIME,
     ID_SEPARATOR,
@@ -51,7 +51,8 @@ MAX_SPEC_BYTES = 256 * 1024
 #: 10^8 cells: far past what one sweep should be (10^7 on a 32-worker cluster)
 MAX_CELLS = 10**8
 #: cells of one hardware entry (the least a task holds: ~1 kB each in memory)
-MAX_ENTRY_CELLS = Limit("ROOFCAST_MAX_TASK_CELLS", 2 * 10**6, "cells per hardware entry")
+MAX_ENTRY_CELLS = Limit("ROOFCAST_MAX_TASK_CELLS", MAX_TASK_CELLS,
+                        "cells per hardware entry (and per task)")
 #: model paths: the suffix (any case) tells a graph from an LLM config
 PATH_SUFFIXES = (".onnx", ".json")
 LIST_KEYS = ("models", "devices", "batches", "precisions", "modes", "runtimes", "plans",

@@ -5,7 +5,8 @@ of its hardware, carrying the group's full product of the other axes; order and 
 deterministic. Sizing (per family, ``families.FAMILY_SPECS``): with G non-hardware combinations
 and w hardware entries a task costs about G x (F + w x c) seconds, so a slice holds at least
 w = max(ceil(F / c), ceil((``TASK_MIN_S`` / G - F) / c)) entries (fixed part <= half, task >=
-100 ms); ``cells_per_task`` overrides it (w = ceil(cells_per_task / G)). Running: the task's
+100 ms); ``cells_per_task`` overrides it (w = ceil(cells_per_task / G)); w x G is at most the
+memory budget ``MAX_TASK_CELLS`` (w >= 1). Running: the task's
 family runner returns one ``CELL_COLUMNS`` row per cell and never raises for a bad cell.
 """
 
@@ -27,11 +28,14 @@ from roofcast.predictor.sweeps.types import (
     cell_groups,
 )
 
-__all__ = ["DEFAULT_RUNTIME", "KIND_PREFIX", "TASK_MIN_S", "expand_devices", "plan_tasks",
-           "run_task", "slice_width", "task_cell_ids"]
+__all__ = ["DEFAULT_RUNTIME", "KIND_PREFIX", "MAX_TASK_CELLS", "TASK_MIN_S", "expand_devices",
+           "plan_tasks", "run_task", "slice_width", "task_cell_ids"]
 
 #: the least a task should take (scheduler overhead per task is ~1-10 ms on Dask)
 TASK_MIN_S = 0.1
+#: the most cells one task holds (the memory budget of a worker; ``ROOFCAST_MAX_TASK_CELLS``
+#: through ``spec.MAX_ENTRY_CELLS`` when run by ``schedulers.run_sweep``)
+MAX_TASK_CELLS = 2 * 10**6
 KIND_PREFIX = "kind:"
 
 
@@ -47,8 +51,11 @@ def expand_devices(devices: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def plan_tasks(spec: SweepSpec, *, cells_per_task: int | None = None) -> list[SweepTask]:
-    """The tasks of ``spec`` (module docstring: order, ids, sizing)."""
+def plan_tasks(spec: SweepSpec, *, cells_per_task: int | None = None,
+               max_task_cells: int = MAX_TASK_CELLS) -> list[SweepTask]:
+    """The tasks of ``spec`` (module docstring: order, ids, sizing); no task holds more than
+    ``max_task_cells`` cells unless one hardware entry alone has more (its cells are built in
+    memory when it runs, so this bounds a worker's memory whatever the grid's size)."""
     dims = tuple(sorted((str(k), int(v)) for k, v in spec.dims.items()))
     root = str(Path(spec.source).parent) if spec.source else ""
     groups = sorted(cell_groups(spec), key=lambda g: (spec.models.index(g.model),
@@ -60,7 +67,8 @@ def plan_tasks(spec: SweepSpec, *, cells_per_task: int | None = None) -> list[Sw
         per_entry = group.n_cells // max(1, len(group.hardware))
         width = slice_width(per_entry, cells_per_task, fixed_s=family.fixed_s,
                             cell_s=family.cell_s)
-        n_slices = max(1, len(hardware) // width)
+        most = max(1, max_task_cells // per_entry)  # entries within the memory budget
+        n_slices = max(1, len(hardware) // width, math.ceil(len(hardware) / most))
         slices = [tuple(s) for s in np.array_split(np.array(hardware, dtype=object), n_slices)]
         for runtime in spec.runtimes:
             for devs in slices:

@@ -12,7 +12,7 @@ metrics, never a crashed sweep.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import product
 from typing import NamedTuple
@@ -214,14 +214,19 @@ class SweepTask:
         return (len(self.devices) * len(self.batches) * len(self.precisions) * len(self.modes)
                 * len(self.plans) * len(self.tokens))
 
+    def iter_cells(self) -> Iterator[CellKey]:
+        """Every cell of the task, hardware-major, one at a time (nothing held)."""
+        return (CellKey(*c) for c in product(self.devices, self.batches, self.precisions,
+                                             self.modes, self.plans, self.tokens))
+
     def cells(self) -> list[CellKey]:
-        """Every cell of the task, hardware-major (the order ``cell_ids`` follows)."""
-        return [CellKey(*c) for c in product(self.devices, self.batches, self.precisions,
-                                             self.modes, self.plans, self.tokens)]
+        """Every cell of the task as a list (at most ``tasks.MAX_TASK_CELLS`` unless one
+        hardware entry has more), in ``iter_cells`` order."""
+        return list(self.iter_cells())
 
     def cell_ids(self) -> list[str]:
         """The ids of the task's cells (what running it must return, each once)."""
-        return [cell_id(self.model, self.runtime, c) for c in self.cells()]
+        return [cell_id(self.model, self.runtime, c) for c in self.iter_cells()]
 
 
 @dataclass(frozen=True)

@@ -422,7 +422,7 @@ def cases() -> list[Case]:
     """Every case, in a fixed order (names are unique)."""
     out = [*_onnx_cases(), *_extra_onnx(), *_zoo_mutant_cases(), *_wrong_file_cases(),
            *_cli_arg_cases(), *_device_folder_cases(), *_model_folder_cases(),
-           *_measurement_cases()]
+           *_measurement_cases(), *_bound_cases()]
     seen: dict[str, int] = {}
     unique = []
     for case in out:
@@ -442,3 +442,45 @@ def quick(all_cases: list[Case], per_surface: int = 8) -> list[Case]:
         if counts[case.surface] <= per_surface:
             picked.append(case)
     return picked
+
+
+# ----------------------------------------------------------------------------- bounds, links
+_LLM_ARGS = ["llama-3.1-8b", "--hw", "h100-sxm"]
+_BOUND_ARGS = [
+    ["plan", "llama-3.1-8b", "--system", "hgx-h100", "--global-batch", "2147483648"],
+    ["predict", "resnet50", "--hw", "rtx-3090", "--devices", "8000000000000"],
+    ["llm", *_LLM_ARGS, "--batch", str(10**30)],
+    ["llm", *_LLM_ARGS, "--input-tokens", str(2**40)],
+    ["advise", "resnet50", "--hw", "h100-sxm", "--max-batch", str(10**11)],
+    ["train", "--from", "", "--no-save"],
+    ["train", "--from", "bundled,bundled", "--no-save"],
+    ["app", "--address", ""],
+]
+
+
+def _models_link(sb: Sandbox) -> Prepared:
+    """models/evil: a link to a folder of the user's that looks like a model."""
+    foreign = sb.inputs / "foreign"
+    foreign.mkdir()
+    (foreign / "metadata.json").write_text(
+        '{"format": "roofcast-learned/1", "models": {"a/b": {"file": "x.bin"}}}')
+    (foreign / "x.bin").write_bytes(b"the user's data")
+    (sb.data / "models").mkdir(exist_ok=True)
+    (sb.data / "models" / "evil").symlink_to(foreign)
+    return ["models", "remove", "evil"], {}
+
+
+def _active_link(sb: Sandbox) -> Prepared:
+    """models/active: a link to a file outside the models folder (its text must not show)."""
+    secret = sb.inputs / "secret.txt"
+    secret.write_text("root:x:0:0:secret\n" * 50)
+    (sb.data / "models").mkdir(exist_ok=True)
+    (sb.data / "models" / "active").symlink_to(secret)
+    return ["models", "list"], {}
+
+
+def _bound_cases() -> Iterator[Case]:
+    for args in _BOUND_ARGS:
+        yield _args_case("bounds", args)
+    yield Case("model-files", "models remove: a linked foreign folder", _models_link)
+    yield Case("model-files", "models list: active links outside", _active_link)

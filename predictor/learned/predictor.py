@@ -3,9 +3,9 @@ they turn a featurized table into per-op times.
 
 Per row: the physical bound ``t_bound`` (``features.roofline_terms``; rows without work take 0 s);
 the model key (``roads``: road/family of the row's runtime and device kind); with a model,
-``time = max(t_bound, (t_bound + floor) · 10^ŷ, launch)`` (``model.bounded_time``; ``floor`` the
-family's learned floor or, borrowed, the row's ``dispatch_floor_s``; ``launch`` the device's
-``launch_overhead_s``: docs/design/road.md) and the family's conformal interval;
+``time = max(t_bound, (t_bound + floor) · 10^ŷ)`` (``model.bounded_time``; ``floor`` the family's
+learned floor or, borrowed, the row's ``dispatch_floor_s``: docs/design/road.md) and the family's
+conformal interval;
 OOD flags (``ood``). ``mode="auto"`` transfers a flagged row's efficiency (``transfer``) and
 labels it ``learned (transferred)``; rows without a model take the fallback estimator. Column
 ``predictor`` names the source of each row's time, ``ood_reason`` why a row was flagged.
@@ -93,9 +93,6 @@ class LearnedModel:
         learned_t, lo_l, hi_l = self._learned_times(
             keys, has_model, transferred, y_hat, (borrowed, dispatch), bound
         )
-        # the device's launch overhead bounds every kernel from below (docs/design/road.md)
-        learned_t = np.where(has_model, np.maximum(learned_t, X["launch_overhead_s"]
-                                                   .to_numpy(float)), learned_t)
         lower = ana["lower_s"].to_numpy(float).copy()
         upper = ana["upper_s"].to_numpy(float).copy()
         # a bin with too few calibration residuals has no conformal upper end (inf): the row

@@ -110,14 +110,12 @@ def test_a_runtime_learning_from_another_uses_its_efficiency_with_its_own_floor(
     assert ex_c["predictor"].str.startswith("learned:gpu/").all()
     F = learned_features(compiled)
     _, _, bound = roofline_terms(compiled)
-    launch = compiled["launch_overhead_s"].to_numpy(float)  # every kernel's lower bound
     for key, fm in trained.model.models.items():
         sel = (compiled["family"] == key.split("/")[1]).to_numpy()
         y = fm.predict_log(F[sel])
-        assert ex_c["time_s"][sel].to_numpy() == pytest.approx(
-            np.maximum(bounded_time(bound[sel], y, floor), launch[sel]))
+        assert ex_c["time_s"][sel].to_numpy() == pytest.approx(bounded_time(bound[sel], y, floor))
         assert ex_e["time_s"][sel].to_numpy() == pytest.approx(
-            np.maximum(bounded_time(bound[sel], y, fm.floor_s), launch[sel]))
+            bounded_time(bound[sel], y, fm.floor_s))
 
 
 def test_training_keys_models_per_runtime_when_several_were_measured():

@@ -1,6 +1,6 @@
 """Multi-device accuracy: collectives leave-one-system-out against the measured curves.
 
-    python benchmarks/multidevice_accuracy.py [--catalog-nics]
+    python benchmarks/multidevice_accuracy.py [--catalog-nics] [--aic-only]
 
 For each hardware group (the catalog system whose curves they are: Vidur's DGX, Azure's ND and
 aiconfigurator's tables of the same GPU are one group, left out together) the step model is
@@ -10,6 +10,7 @@ custom all-reduce (``custom_all_reduce``) at every size it has. *before*: fitted
 Azure curves only (the engines' kernels on the send/recv parameters, as before the custom
 fit); *after*: on every shipped curve. Networks the source does not publish are probed by each
 system's own 2-node send/recv curve (``--catalog-nics``: also on catalog/guessed NICs).
+``--aic-only``: score the aiconfigurator tables only (fewer fits; the whole run takes ~16 fits).
 Error = |predicted - measured| / measured; target median <= 15 %. Then the TP/PP serving rows
 of Argonne Fig 5a (``benchmarks/tp_pp_serving``) where that module exists.
 """
@@ -48,7 +49,7 @@ def loso_errors(fit_curves: pd.DataFrame, test_curves: pd.DataFrame, probe: bool
     fit)."""
     fit_groups = fit_curves.system.map(group)
     test_groups = test_curves.system.map(group)
-    probes = probe_points(test_curves, FIT_MAX_BYTES) if probe else {}
+    probes = probe_points(fit_curves, FIT_MAX_BYTES) if probe else {}
     fits: dict[frozenset, dict] = {}
     parts = []
     for left_out in sorted(test_groups.unique()):
@@ -104,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{MIN_BYTES >> 20} MiB..{MAX_BYTES >> 30} GiB, custom all-reduce at every size;")
     print("networks the source does not publish probed by each system's own 2-node send/recv "
           "curve (probe curves not scored).")
-    before = loso_errors(base, curves, probe=True, p2p_custom=True)
-    after = loso_errors(curves, curves, probe=True)
+    test = curves[curves.system.isin(AIC_NAMES)] if "--aic-only" in argv else curves
+    before = loso_errors(base, test, probe=True, p2p_custom=True)
+    after = loso_errors(curves, test, probe=True)
     table = summary(before)[["median_%", "mean_%"]].join(summary(after), lsuffix="_before")
     print(table.to_string())
     for name, errors in (("before (fitted on Vidur/Azure only)", before),

@@ -23,7 +23,9 @@ from roofcast.app.argtypes import positive_int, system_list, zero_stage
 PLAN_FLAGS: dict[str, str] = {"dp": "dp", "tp": "tp", "pp": "pp", "ep": "ep",
                               "micro_batches": "micro_batches", "zero": "zero",
                               "sequence_parallel": "sequence_parallel",
-                              "recompute": "recompute"}
+                              "recompute": "recompute", "tp_comm_overlap": "tp_comm_overlap"}
+#: ``--tp-comm-overlap on|off`` -> ``ParallelPlan.tp_comm_overlap``.
+ON_OFF: dict[str, bool] = {"on": True, "off": False}
 #: serving degrees (``llm``): ``ServingConfig`` fields.
 SERVING_FLAGS: tuple[str, ...] = ("tp", "pp", "ep")
 SYSTEM_HELP = ("multi-device system: a catalog id (roofcast systems list) or a what-if "
@@ -67,6 +69,7 @@ def add_training_plan_args(p: argparse.ArgumentParser, *, several: bool) -> None
                        help="split norms/dropout over the sequence in the tensor group")
     group.add_argument("--recompute", action="store_true", default=None,
                        help="full activation recomputation (keep each layer's input only)")
+    add_tp_overlap_arg(group)
     group.add_argument("--global-batch", type=positive_int, metavar="N",
                        help="samples of one whole step over all replicas (default: dp x "
                             "micro-batches, one sample per micro-batch)")
@@ -75,10 +78,22 @@ def add_training_plan_args(p: argparse.ArgumentParser, *, several: bool) -> None
                             "capped at its context); an ONNX model: its 'sequence' dim")
 
 
+def add_tp_overlap_arg(p: argparse.ArgumentParser | Any) -> None:
+    """``--tp-comm-overlap on|off``: Transformer Engine's chunked overlap of the tensor group's
+    all-gathers / reduce-scatters with GEMMs (with --sequence-parallel; default on)."""
+    p.add_argument("--tp-comm-overlap", choices=tuple(ON_OFF), default=None, metavar="on|off",
+                   help="overlap tensor-parallel all-gathers / reduce-scatters with the "
+                        "neighbouring GEMMs in tp chunks, as Megatron-Core with Transformer "
+                        "Engine's tp_comm_overlap (needs --sequence-parallel; default on)")
+
+
 def plan_flags_given(args: argparse.Namespace) -> dict[str, Any]:
     """The plan fields the user set (``PLAN_FLAGS`` not left at None)."""
-    return {field: getattr(args, dest) for dest, field in PLAN_FLAGS.items()
-            if getattr(args, dest, None) is not None}
+    given = {field: getattr(args, dest) for dest, field in PLAN_FLAGS.items()
+             if getattr(args, dest, None) is not None}
+    if "tp_comm_overlap" in given:
+        given["tp_comm_overlap"] = ON_OFF[given["tp_comm_overlap"]]
+    return given
 
 
 def is_parallel(args: argparse.Namespace) -> bool:

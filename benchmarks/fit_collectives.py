@@ -1,9 +1,11 @@
 """Fit the collective step model to the packaged curves and write its parameter file.
 
-    python benchmarks/fit_collectives.py
+    python benchmarks/fit_collectives.py [--aiconfigurator DIR]
 
-Reads ``predictor/data/collectives/curves.csv`` (built by
-``python -m roofcast.training_data.public.collectives``), writes
+Reads ``predictor/data/collectives/curves.csv`` (Vidur / Azure curves built by
+``python -m roofcast.training_data.public.collectives``), replaces its aiconfigurator rows with
+those of ``DIR`` (default ``../shared/data/aiconfigurator/data``; ``predictor.collectives.aic``:
+NCCL and the engines' custom all-reduce, intra-node) and writes it back, then writes
 ``predictor/data/collectives/params.json`` with the curves' sha256. Networks the source does not
 publish (Vidur's) are probed by each system's own 2-node send/recv curve
 (``predictor/collectives/measured.py``), so the ``nic`` parameters describe NCCL on a NIC rather
@@ -13,19 +15,38 @@ folder's ``metadata.json`` (``predictor.fitted``) gets the fit's date, rows hash
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import time
+from pathlib import Path
 
+import pandas as pd
+
+from roofcast.predictor.collectives.aic import AIC_SYSTEMS, aic_curves
 from roofcast.predictor.collectives.correction import CollectiveModel, params_document
 from roofcast.predictor.collectives.curves import load_curves
-from roofcast.predictor.collectives.params import DATA_DIR, PARAMS_PATH, data_sha256
+from roofcast.predictor.collectives.params import CURVES_PATH, DATA_DIR, PARAMS_PATH, data_sha256
 from roofcast.predictor.fitted import library_versions, write_metadata
 
+AIC_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "aiconfigurator" / "data"
 
-def main() -> int:
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--aiconfigurator", type=Path, default=AIC_DIR, metavar="DIR")
+    args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    curves = load_curves()
+    names = {name for name, _ in AIC_SYSTEMS.values()}
+    base = load_curves()
+    aic = aic_curves(args.aiconfigurator)
+    if aic.empty:
+        print(f"fit_collectives: no aiconfigurator comm tables under {args.aiconfigurator}; "
+              "give --aiconfigurator DIR (its data/ folder)")
+        return 2
+    curves = pd.concat([base[~base.system.isin(names)], aic], ignore_index=True)
+    curves.to_csv(CURVES_PATH, index=False)
+    load_curves.cache_clear()
     model = CollectiveModel(curves, {}, {}).fit(curves)
     doc = params_document(data_sha256(), model.params, model.probes)
     PARAMS_PATH.write_text(json.dumps(doc, indent=1) + "\n")

@@ -1,17 +1,18 @@
 """Multi-device accuracy: collectives leave-one-system-out against the measured curves.
 
-    python benchmarks/multidevice_accuracy.py
+    python benchmarks/multidevice_accuracy.py [--catalog-nics] [--aic-only]
 
-For each hardware group (the catalog system whose ``measured_as`` names the curves: Vidur's DGX
-and Azure's ND of the same GPU are one group, left out together) the step model is fitted
-without the group's curves and predicts them at the measured sizes from 1 MiB to 1 GiB, each on
-its catalog system laid out as measured (``predictor/collectives/measured.py``).
-Networks the source does not publish are probed by each system's own 2-node send/recv curve, as
-the shipped parameters are fitted (``benchmarks/fit_collectives.py``); the same with catalog/
-guessed NICs is printed for comparison. Error = |predicted - measured| / measured. Target:
-median <= 15 %. Then the tensor/pipeline-
-parallel serving rows of Argonne Fig 5a (``benchmarks/tp_pp_serving.tp_pp_rows_table``) where
-that module exists.
+For each hardware group (the catalog system whose curves they are: Vidur's DGX, Azure's ND and
+aiconfigurator's tables of the same GPU are one group, left out together) the step model is
+fitted without the group's curves and predicts them, each on its catalog system laid out as
+measured (``predictor/collectives/measured.py``): NCCL curves from 1 MiB to 1 GiB, the engines'
+custom all-reduce (``custom_all_reduce``) at every size it has. *before*: fitted on the Vidur /
+Azure curves only (the engines' kernels on the send/recv parameters, as before the custom
+fit); *after*: on every shipped curve. Networks the source does not publish are probed by each
+system's own 2-node send/recv curve (``--catalog-nics``: also on catalog/guessed NICs).
+``--aic-only``: score the aiconfigurator tables only (fewer fits; the whole run takes ~16 fits).
+Error = |predicted - measured| / measured; target median <= 15 %. Then the TP/PP serving rows
+of Argonne Fig 5a (``benchmarks/tp_pp_serving``) where that module exists.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofcast.predictor.collectives.aic import AIC_SYSTEMS, CUSTOM_ALL_REDUCE
 from roofcast.predictor.collectives.curves import load_curves
 from roofcast.predictor.collectives.fit import FIT_MAX_BYTES, fit_params, is_probe, predict_rows
 from roofcast.predictor.collectives.measured import group, network_published, probe_points
@@ -29,18 +31,37 @@ from roofcast.predictor.collectives.measured import group, network_published, pr
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling benchmarks, as llm_accuracy.py
 
 MIN_BYTES, MAX_BYTES = 2**20, 2**30
+AIC_NAMES = frozenset(name for name, _ in AIC_SYSTEMS.values())
 
 
-def loso_errors(curves: pd.DataFrame, probe: bool = False) -> pd.DataFrame:
-    """Per measured point in 1 MiB..1 GiB: the prediction with the point's hardware group left
-    out of the fit. ``probe``: systems whose network is not published get the NIC their own
-    2-node send/recv curve implies (that curve is then not scored)."""
-    groups = curves.system.map(group)
-    probes = probe_points(curves, FIT_MAX_BYTES) if probe else {}
+def scored(test: pd.DataFrame) -> pd.DataFrame:
+    """The rows a group is scored on: NCCL curves in MIN..MAX_BYTES, every custom all-reduce."""
+    custom = test.collective == CUSTOM_ALL_REDUCE
+    return test[custom | test.size_bytes.between(MIN_BYTES, MAX_BYTES)]
+
+
+def loso_errors(fit_curves: pd.DataFrame, test_curves: pd.DataFrame, probe: bool = False,
+                p2p_custom: bool = False) -> pd.DataFrame:
+    """Per scored point of ``test_curves``: the prediction of the parameters fitted on
+    ``fit_curves`` without the point's hardware group. ``probe``: systems whose network is not
+    published get the NIC their own 2-node send/recv curve implies (that curve is not scored);
+    ``p2p_custom``: engine kernels on the send/recv parameters (the model before its custom
+    fit)."""
+    fit_groups = fit_curves.system.map(group)
+    test_groups = test_curves.system.map(group)
+    probes = probe_points(fit_curves, FIT_MAX_BYTES) if probe else {}
+    fits: dict[frozenset, dict] = {}
     parts = []
-    for left_out in sorted(groups.unique()):
-        params = fit_params(curves[groups != left_out], probes)
-        test = curves[(groups == left_out) & curves.size_bytes.between(MIN_BYTES, MAX_BYTES)]
+    for left_out in sorted(test_groups.unique()):
+        keep = fit_groups != left_out
+        key = frozenset(fit_curves.system[~keep])
+        if key not in fits:
+            fits[key] = fit_params(fit_curves[keep], probes)
+        params = fits[key]
+        if p2p_custom:
+            params = params | {k.replace("/p2p", "/custom"): v for k, v in params.items()
+                               if k.endswith("/p2p")}
+        test = scored(test_curves[test_groups == left_out])
         test = test[~is_probe(test, probes)]
         pred = predict_rows(test, params, probes)
         parts.append(
@@ -63,29 +84,41 @@ def summary(errors: pd.DataFrame) -> pd.DataFrame:
 
 def print_figures(errors: pd.DataFrame, cross_label: str) -> None:
     unknown_net = (errors.ranks_per_node < errors.n_ranks) & ~errors.system.map(network_published)
+    aic = errors.system.isin(AIC_NAMES)
+    custom = errors.collective == CUSTOM_ALL_REDUCE
     for name, part in (("single-node and published-network curves", errors[~unknown_net]),
-                       (cross_label, errors[unknown_net]), ("all", errors)):
+                       (cross_label, errors[unknown_net]),
+                       ("aiconfigurator NCCL tables", errors[aic & ~custom]),
+                       ("engines' custom all-reduce", errors[custom]), ("all", errors)):
         e = part.err_pct
+        if e.empty:
+            continue
         print(f"  {name}: {len(e)} points, median {e.median():.1f} %, mean {e.mean():.1f} %, "
               f"p90 {e.quantile(0.9):.1f} % (target median <= 15 %)")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     curves = load_curves()
-    errors = loso_errors(curves, probe=True)
-    print("Collectives, leave-one-system-out (hardware group left out of the fit), 1 MiB..1 GiB;")
-    print("networks the source does not publish probed by each system's own 2-node send/recv curve")
-    print(
-        "at its largest size, as benchmarks/fit_collectives.py fits them (probe curves not scored):"
-    )
-    print(summary(errors).to_string())
-    print_figures(errors, "cross-node curves, network probed")
-    catalog = loso_errors(curves)
-    print("For comparison, cross-node curves laid out on the catalog system's NICs (DGX A100: 8x "
-          "200 Gb/s HDR) or a guess (1x 25 GbE), probe curves scored too:")
-    print_figures(
-        catalog, "cross-node curves whose network is not published (NIC as catalog/guess)"
-    )
+    base = curves[~curves.system.isin(AIC_NAMES)]
+    print("Collectives, leave-one-system-out (hardware group left out of the fit); NCCL "
+          f"{MIN_BYTES >> 20} MiB..{MAX_BYTES >> 30} GiB, custom all-reduce at every size;")
+    print("networks the source does not publish probed by each system's own 2-node send/recv "
+          "curve (probe curves not scored).")
+    test = curves[curves.system.isin(AIC_NAMES)] if "--aic-only" in argv else curves
+    before = loso_errors(base, test, probe=True, p2p_custom=True)
+    after = loso_errors(curves, test, probe=True)
+    table = summary(before)[["median_%", "mean_%"]].join(summary(after), lsuffix="_before")
+    print(table.to_string())
+    for name, errors in (("before (fitted on Vidur/Azure only)", before),
+                         ("after (fitted on every shipped curve)", after)):
+        print(name + ":")
+        print_figures(errors, "cross-node curves, network probed")
+    if "--catalog-nics" in argv:
+        print("Cross-node curves laid out on the catalog system's NICs (DGX A100: 8x 200 Gb/s "
+              "HDR) or a guess (1x 25 GbE), probe curves scored too:")
+        print_figures(loso_errors(curves, curves), "cross-node curves whose network is not "
+                      "published (NIC as catalog/guess)")
     print_serving_rows()
     return 0
 

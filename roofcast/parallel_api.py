@@ -40,7 +40,7 @@ __all__ = ["DEFAULT_SEQ_TOKENS", "LLM_PREFIX", "LLM_TRAIN_PRECISION", "PLAN_FIEL
 PLAN_MODES: tuple[str, ...] = ("train", "infer", "serve")
 #: ``ParallelPlan`` fields a caller may give (None: completed by ``complete_plan``).
 PLAN_FIELDS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "micro_batches", "zero",
-                                "sequence_parallel", "recompute")
+                                "sequence_parallel", "recompute", "tp_comm_overlap")
 #: the columns of ``systems()``.
 SYSTEM_COLUMNS: tuple[str, ...] = (
     "id", "name", "device", "nodes", "devices_per_node", "devices", "fabric", "link_GBps",
@@ -107,6 +107,7 @@ def predict_parallel(model: Any, *, system: str | SystemSpec | None = None,
                      pp: int | None = None, ep: int | None = None,
                      micro_batches: int | None = None, zero: int | None = None,
                      sequence_parallel: bool | None = None, recompute: bool | None = None,
+                     tp_comm_overlap: bool | None = None,
                      **source_options: Any) -> ParallelPrediction:
     """One step of ``model`` on several devices under one plan (``engine.predict_parallel``).
 
@@ -128,7 +129,8 @@ def predict_parallel(model: Any, *, system: str | SystemSpec | None = None,
     given = {k: v for k, v in {"dp": dp, "tp": tp, "pp": pp, "ep": ep,
                                "micro_batches": micro_batches, "zero": zero,
                                "sequence_parallel": sequence_parallel,
-                               "recompute": recompute}.items() if v is not None}
+                               "recompute": recompute,
+                               "tp_comm_overlap": tp_comm_overlap}.items() if v is not None}
     source = parallel_source(model, mode=mode, **source_options)
     check_model_degrees(source.facts, **{k: given[k] for k in ("tp", "pp", "ep") if k in given})
     plan = complete_plan(target.n_devices, **given)
@@ -142,7 +144,8 @@ def plan(model: Any, system: str | SystemSpec | None = None, *,
          hw: str | HardwareSpec | None = None, devices: int | None = None,
          global_batch: int | None = None, mode: str = "train", estimator: Any = None,
          zero: Sequence[int] = (0, 1), recompute: Sequence[bool] = (False, True),
-         seq_tokens: int | None = None, output_tokens: int = 128, **options: Any) -> Any:
+         seq_tokens: int | None = None, output_tokens: int = 128,
+         tp_comm_overlap: bool = True, **options: Any) -> Any:
     """Search the plans of ``model`` on a system and rank them.
 
     ``mode="train"`` / ``"infer"``: every (dp, tp, pp, ep, micro-batches) that divides the
@@ -151,7 +154,8 @@ def plan(model: Any, system: str | SystemSpec | None = None, *,
     (``table``: one row per evaluated plan, ``ParallelPrediction.as_dict`` columns + ``rank``,
     plans that fit first by step time; ``best`` (None: nothing fits); ``rejected``: reason ->
     count; ``elapsed_s``). ``seq_tokens``: tokens per sample (LLM default 4096, capped at the
-    context). ``options``: ``parallel_source``'s (precision, optimizer, runtime, dims).
+    context). ``tp_comm_overlap``: ``ParallelPlan.tp_comm_overlap`` of every plan.
+    ``options``: ``parallel_source``'s (precision, optimizer, runtime, dims).
 
     ``mode="serve"`` (decoder LLMs): every (tp, pp) whose product divides the devices, as
     replicas of ``predictor.llm.serving_plan.serving_plan_search`` -> DataFrame ranked by
@@ -174,7 +178,8 @@ def plan(model: Any, system: str | SystemSpec | None = None, *,
     source = parallel_source(model, mode=mode, seq_tokens=seq_tokens, onnx_decoders=True,
                              **options)
     return plan_search(source, target, global_batch=global_batch, mode=mode,
-                       zero=tuple(zero), recompute=tuple(recompute), **_estimator_kw(estimator))
+                       zero=tuple(zero), recompute=tuple(recompute),
+                       tp_comm_overlap=tp_comm_overlap, **_estimator_kw(estimator))
 
 
 def _check_step(mode: Any, global_batch: Any, seq_tokens: Any) -> None:

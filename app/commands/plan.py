@@ -23,7 +23,7 @@ from typing import Any
 
 from roofcast.app.argtypes import positive_int, runtime_name, zero_stages
 from roofcast.app.output import add_format_arg, add_top_arg, top_rows
-from roofcast.app.parallel_args import add_placement_args
+from roofcast.app.parallel_args import ON_OFF, add_placement_args, add_tp_overlap_arg
 from roofcast.defaults import PARALLEL_ESTIMATOR, SERVING_ESTIMATOR
 
 MODES = ("train", "infer", "serve")
@@ -52,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ZeRO stages to try, comma-separated (default 0,1)")
     p.add_argument("--recompute", choices=tuple(RECOMPUTE), default="both",
                    help="activation recomputation: try both (default), only on, only off")
+    add_tp_overlap_arg(p)
     p.add_argument("--precision", metavar="P",
                    help="compute precision (default: bf16 for an LLM, fp32 for a graph)")
     p.add_argument("--optimizer", default="adam", metavar="OPT", help="optimizer (default adam)")
@@ -81,6 +82,9 @@ def check_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.mode != "serve" and args.global_batch is None:
         raise PredictionError(f"--mode {args.mode} needs --global-batch N: the samples of one "
                               f"step over all replicas (e.g. --global-batch 1024)")
+    if args.mode == "serve" and args.tp_comm_overlap is not None:
+        raise PredictionError("--tp-comm-overlap applies to train/infer plans; serving plans "
+                              "do not model it (drop the flag)")
     if args.mode == "serve" and args.dim:
         raise PredictionError("--dim applies to ONNX graphs; serving plans take an LLM config")
     return where
@@ -129,5 +133,6 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
     header.update({"model": facts.name, "global_batch": args.global_batch,
                    **({} if facts.seq_tokens is None else {"seq_tokens": facts.seq_tokens})})
     search = parallel_api.plan(source, target, global_batch=args.global_batch, mode=args.mode,
-                               zero=args.zero, recompute=RECOMPUTE[args.recompute], **kw)
+                               zero=args.zero, recompute=RECOMPUTE[args.recompute],
+                               tp_comm_overlap=ON_OFF[args.tp_comm_overlap or "on"], **kw)
     return search_output(search, args.format, top, header)

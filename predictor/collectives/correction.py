@@ -73,6 +73,7 @@ class CollectiveModel:
         self.params = fit_params(self.curves, self.probes)
         used = fit_rows(self.curves, self.probes)
         err = np.abs(np.log(self.predict(used) / used.time_s.to_numpy(float)))
+        err = err[np.isfinite(err)]  # rows no modelled algorithm runs on (fit.fit_params)
         sources = sorted({str(s).split(":", 1)[0] for s in self.curves.get("source", [])})
         self._metadata = FittedMetadata(
             self.kind, (CURVES, PARAMS), tuple(sources), self._metadata.versions,

@@ -22,7 +22,8 @@ from functools import cache
 import pandas as pd
 
 from roofcast.hw_catalog.system import NicSpec, SystemSpec
-from roofcast.hw_catalog.systems import list_systems
+from roofcast.hw_catalog.systems import get_system, list_systems
+from roofcast.predictor.collectives.aic import AIC_SYSTEMS
 from roofcast.predictor.collectives.params import FabricParams
 from roofcast.predictor.errors import PredictionError
 
@@ -37,7 +38,11 @@ curves reach 2-3 GB/s. Used only to lay out those curves; no catalog system carr
 
 @cache
 def catalog_system(curve_system: str) -> SystemSpec:
-    """The catalog system whose ``measured_as`` names ``curve_system``."""
+    """The catalog system whose ``measured_as`` names ``curve_system`` (aiconfigurator's curves:
+    the system ``aic.AIC_SYSTEMS`` names)."""
+    aic = dict(AIC_SYSTEMS.values())
+    if curve_system in aic:
+        return get_system(aic[curve_system])
     hits = [s for s in list_systems() if curve_system in s.measured_as]
     if len(hits) != 1:
         found = ", ".join(s.id for s in hits) or "none"

@@ -20,6 +20,7 @@ from functools import cache
 from typing import Any
 
 from roofcast.hw_catalog import get_device
+from roofcast.predictor.collectives.aic import AIC_SYSTEMS
 from roofcast.predictor.collectives.curves import measured_time_s
 from roofcast.predictor.collectives.params import FabricParams, load_params
 from roofcast.predictor.collectives.steps import (
@@ -203,9 +204,22 @@ def engine_time_s(collective: str, algorithm: str, size_bytes: float, n_ranks: i
     return sum(_phase_s(ph, size_bytes, system, per_node, per_node, params) for ph in phases)
 
 
+def custom_all_reduce_s(size_bytes: float, n_ranks: int, system: Any,
+                        params: Mapping[str, FabricParams] | None = None) -> float | None:
+    """The fastest of the engines' all-reduce kernels (``engine_time_s`` over
+    ``ENGINE_ALGORITHMS["all_reduce"]``); None where none runs on this layout."""
+    times = [engine_time_s("all_reduce", a, size_bytes, n_ranks, system, params)
+             for a in ENGINE_ALGORITHMS["all_reduce"]]
+    times = [t for t in times if t is not None]
+    return min(times) if times else None
+
+
 def measured_names(system: Any) -> tuple[str, ...]:
-    ids = (getattr(system, "id", None),)
-    return tuple(n for n in ids + tuple(getattr(system, "measured_as", ()) or ()) if n)
+    """Curve systems that measured ``system``: its id, its ``measured_as``, then the
+    aiconfigurator tables laid out on it (``aic.AIC_SYSTEMS``)."""
+    sid = getattr(system, "id", None)
+    aic = tuple(name for name, on in AIC_SYSTEMS.values() if on == sid)
+    return tuple(n for n in (sid, *(getattr(system, "measured_as", ()) or ()), *aic) if n)
 
 
 def collective_time_s(collective: str, size_bytes: float, n_ranks: int, system: Any,
@@ -225,7 +239,7 @@ def collective_time_s(collective: str, size_bytes: float, n_ranks: int, system: 
         its own group at once (the DP groups of a TP x DP plan): each rank then gets
         ``nic total / devices_per_node`` (:func:`nic_GBps_per_rank`).
 
-    A measured curve for exactly this system (``id`` / ``measured_as``), collective, rank count
+    A measured curve for exactly this system (``measured_names``), collective, rank count
     and ranks per node is interpolated log-log (not when other devices share the NICs: the
     curves were measured alone); otherwise the fitted step model answers.
     """

@@ -7,7 +7,7 @@ reduce-scatter / all-to-all n-1 steps, (n-1)/n x size; send/recv 1 step, size; a
 NCCL's ring at ``streams = r`` NIC shares. Each algorithm is a registered function returning its
 phases or ``None`` where it does not apply; the fastest applicable one wins, as NCCL's tuner
 picks. Engine all-reduce kernels (``ENGINE_ALGORITHMS``: one-shot, two-shot) run on a full
-NVLink mesh of one node as P2P transfers, their efficiency evaluated at each step's bytes.
+NVLink mesh of one node (protocol ``custom``), their efficiency evaluated at each step's bytes.
 Every algorithm's byte counts and the evidence: ``docs/design/fitted.md``.
 """
 
@@ -22,6 +22,7 @@ INTER = "inter"
 COLL = "coll"
 P2P = "p2p"  # point-to-point transfers reach a larger fraction of the link than reductions
 NVLS = "nvls"  # in-switch reduction: its own achievable fraction of the link
+CUSTOM = "custom"  # the engines' own all-reduce kernels: their own overhead and fraction
 NVLS_MIN_LINK_GBPS = 450.0  # NVLink4 (H100) and later: NVSwitch gen3 reduces in the switch
 NVLS_KINDS = frozenset({"nvswitch", "nvlink-domain"})
 
@@ -33,7 +34,7 @@ class Phase:
     steps: float
     wire_bytes: float
     level: str  # INTRA (the node's fabric) or INTER (the NICs)
-    protocol: str = COLL  # COLL (NCCL collective kernels), P2P (send/recv, all-to-all) or NVLS
+    protocol: str = COLL  # COLL (NCCL kernels), P2P (send/recv, all-to-all), NVLS or CUSTOM
     streams: int = 1  # INTER: NIC shares of one node carrying the phase in parallel (ring: r)
     #: bytes the efficiency is evaluated at (None: the collective's size, as the fit does).
     #: An engine kernel's step is one bulk transfer -- its n-1 peer reads are issued together --
@@ -153,7 +154,7 @@ def _ar_one_shot(size: float, lay: Layout) -> tuple[Phase, ...] | None:
     if not full_mesh(lay):
         return None
     wire = (lay.n - 1) * size
-    return (Phase(1, wire, INTRA, P2P, eff_bytes=wire),)
+    return (Phase(1, wire, INTRA, CUSTOM, eff_bytes=wire),)
 
 
 @register_engine("all_reduce", "two_shot")
@@ -161,4 +162,4 @@ def _ar_two_shot(size: float, lay: Layout) -> tuple[Phase, ...] | None:
     if not full_mesh(lay):
         return None
     step = (lay.n - 1) / lay.n * size
-    return (Phase(2, 2 * step, INTRA, P2P, eff_bytes=step),)
+    return (Phase(2, 2 * step, INTRA, CUSTOM, eff_bytes=step),)

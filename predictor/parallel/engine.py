@@ -27,6 +27,13 @@ from roofcast.hw_catalog.systems import get_system
 from roofcast.predictor.memory.plan import device_memory
 from roofcast.predictor.memory.state import bytes_per_param
 from roofcast.predictor.parallel.comm import group_time_s
+from roofcast.predictor.parallel.overlap import (
+    chunks,
+    exposed_s,
+    hiding_key,
+    hiding_masks,
+    overlappable,
+)
 from roofcast.predictor.parallel.plan import check_plan
 from roofcast.predictor.parallel.schedule import bubble_fraction, one_f_one_b, stage_slots
 from roofcast.predictor.parallel.types import (
@@ -53,7 +60,8 @@ DDP_BUCKET_BYTES = 25 * 2**20
 @dataclass(frozen=True)
 class TimedWorkload:
     """A built workload with its kernels timed on one device: ``slot_s[(phase, column)]`` =
-    per-slot sum of ``column`` x ``count`` of the rows of ``phase``."""
+    per-slot sum of ``column`` x ``count`` of the rows of ``phase`` (and of the GEMMs that
+    hide communication, ``overlap.HIDING_KEYS``)."""
 
     work: ShardedWorkload
     device: Any
@@ -125,8 +133,8 @@ def stack_workloads(works: Sequence[ShardedWorkload]) -> StackedWorkloads:
     slots = []
     for r in rows:
         phase = r["phase"].astype(str).to_numpy()
-        slots.append((r["layer"].to_numpy(dtype=int), r["count"].to_numpy(dtype=float),
-                      {ph: phase == ph for ph in PHASES}))
+        masks = {ph: phase == ph for ph in PHASES} | hiding_masks(r)
+        slots.append((r["layer"].to_numpy(dtype=int), r["count"].to_numpy(dtype=float), masks))
     return StackedWorkloads(works=tuple(works), groups=tuple(groups), slots=tuple(slots))
 
 
@@ -159,8 +167,7 @@ def time_stacked_devices(stacked: StackedWorkloads, hws: Sequence[Any],
                                                       strict=True):
             n_slots = len(work.param_elems)
             slot_s = {}
-            for ph in PHASES:
-                mask = masks[ph]
+            for ph, mask in masks.items():
                 for col in TIME_COLUMNS:
                     slot_s[(ph, col)] = np.bincount(layer[mask],
                                                     weights=times[col][mask] * count[mask],
@@ -190,16 +197,41 @@ def slot_comm_s(timed: TimedWorkload, plan: ParallelPlan, system: Any
     """(phase, group) -> per-slot seconds of the source's collectives for one micro-batch
     (``CommOp`` x count). Tensor / expert groups depend only on ``tp`` / ``ep`` — fixed by the
     build — so the result is cached on ``timed`` per system."""
-    key = ("comm", system, plan.tp, plan.ep)
+    return _slot_comm(timed, plan, system)[0]
+
+
+def _slot_comm(timed: TimedWorkload, plan: ParallelPlan, system: Any
+               ) -> tuple[dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]:
+    """``slot_comm_s`` and, per phase, the per-slot seconds of the collectives that can hide
+    behind GEMMs (``overlap.overlappable``); cached per system and tensor-overlap choice."""
+    key = ("comm", system, plan.tp, plan.ep, plan.overlaps_tp_comm)
     if key not in timed.cache:
         n_slots = len(timed.work.param_elems)
         out: dict[tuple[str, str], np.ndarray] = {}
+        hideable = {ph: np.zeros(n_slots) for ph in ("forward", "backward")}
         for op in timed.work.comms:
             arr = out.setdefault((op.phase, op.group), np.zeros(n_slots))
-            arr[op.layer] += op.count * group_time_s(op.collective, op.size_bytes, op.group,
-                                                     plan, system)
-        timed.cache[key] = out
+            t = op.count * group_time_s(op.collective, op.size_bytes, op.group, plan, system)
+            arr[op.layer] += t
+            if overlappable(op, plan):
+                hideable[op.phase][op.layer] += t
+        timed.cache[key] = (out, hideable)
     return timed.cache[key]
+
+
+def exposed_comm_slots(timed: TimedWorkload, plan: ParallelPlan, system: Any, col: str
+                       ) -> dict[str, np.ndarray]:
+    """Per phase, the per-slot seconds of the source's collectives left on the critical path
+    after the GEMM overlap of ``overlap`` (kernels at ``col``)."""
+    comm, hideable = _slot_comm(timed, plan, system)
+    n_slots = len(timed.work.param_elems)
+    out = {}
+    for ph in ("forward", "backward"):
+        total = sum((v for (p, _), v in comm.items() if p == ph), np.zeros(n_slots))
+        key = hiding_key(ph, plan)
+        gemm = timed.slot_s[(key, col)] if key else np.zeros(n_slots)
+        out[ph] = exposed_s(total, hideable[ph], gemm, chunks(plan))
+    return out
 
 
 @dataclass(frozen=True)
@@ -236,8 +268,9 @@ def _step(timed: TimedWorkload, stages: Sequence[Sequence[int]], plan: ParallelP
     fwd = _per_stage(timed.slot_s[("forward", col)], starts)
     comm = {k: _per_stage(v, starts) for k, v in slot_comm_s(timed, plan, system).items()}
     zeros = np.zeros(p)
-    c_fwd = sum((v for (ph, _), v in comm.items() if ph == "forward"), zeros)
-    c_bwd = sum((v for (ph, _), v in comm.items() if ph == "backward"), zeros)
+    exposed = exposed_comm_slots(timed, plan, system, col)
+    c_fwd = _per_stage(exposed["forward"], starts)
+    c_bwd = _per_stage(exposed["backward"], starts)
     rc = 2.0 if plan.recompute else 1.0
     groups = {g: m * sum((v * (rc if ph == "forward" else 1.0)
                           for (ph, gg), v in comm.items() if gg == g), zeros) for g in GROUPS}
@@ -269,7 +302,7 @@ def _train_stages(timed: TimedWorkload, starts: np.ndarray, plan: ParallelPlan, 
     sends = (~last).astype(float) + (~first).astype(float)
     w_b, g_b, _ = bytes_per_param(work.config.precision, work.config.optimizer)
     params = _per_stage(work.param_elems, starts)
-    grad_bytes = params * g_b
+    grad_bytes = params * (work.grad_reduce_bytes or g_b)
     key = ("dp", system, plan.dp, plan.tp, plan.pp, plan.zero)
     if key not in timed.cache:  # the same for every column and micro-batch count
         timed.cache[key] = _dp_times(grad_bytes, params * w_b, plan, system)

@@ -9,6 +9,10 @@ experts run as a grouped GEMM over the rank's ``P`` token-expert pairs: ``P = T_
 ``ep > 1`` (balanced routing), else all ``T k`` on a ``1/tp`` slice of every expert.
 Backward rows: the registered rules of each node (``training.node_backward_kernels``), every
 float input but constants (``c.``) and indices (``i.``); one update row per ``w.`` tensor.
+Fused (flash) attention's backward: 5 matmuls against the forward's 2 (S = QK^T recomputed,
+dV, dP, dQ, dK; Dao 2023, FlashAttention-2 §3.1.2): ``2.5 F_fwd`` FLOPs at ``0.85`` x the
+forward's efficiency (FlashAttention-2's backward reaches ~63 % of A100 peak, its forward ~73 %),
+carried as ``2.5 / 0.85 F_fwd`` on the row so the shared kernel estimator times it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ from roofcast.predictor.training import (
     update_row_values,
 )
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS
+
+#: FlashAttention backward FLOPs / forward FLOPs (module docstring).
+FLASH_BACKWARD_FLOPS = 2.5
+#: its efficiency relative to the forward kernel's (module docstring).
+FLASH_BACKWARD_EFFICIENCY = 0.85
 
 
 @dataclass(frozen=True)
@@ -171,6 +180,17 @@ def grad_inputs(node: OpNode) -> tuple[int, ...]:
                  if t is not None and t.dtype == "float" and not t.name.startswith(CONST))
 
 
+def backward_kernels(node: OpNode, precision: str) -> list:
+    """The backward kernels of ``node``: its registered rule's, with a fused attention's FLOPs
+    at FlashAttention's backward cost (module docstring)."""
+    kernels = node_backward_kernels(node, precision, grad_inputs(node))
+    if op_family(node) != "attention":
+        return kernels
+    forward = float(rescale_cost(node, precision).flops)
+    scale = FLASH_BACKWARD_FLOPS / FLASH_BACKWARD_EFFICIENCY
+    return [replace(k, flops=scale * forward) for k in kernels]
+
+
 def part_rows(nodes: Sequence[OpNode], config: RunConfig, *,
               skip_params: frozenset[str] = frozenset()) -> dict[str, list]:
     """Workload columns of one part: forward rows, then (``config.mode == "train"``) the
@@ -182,7 +202,7 @@ def part_rows(nodes: Sequence[OpNode], config: RunConfig, *,
         dtype = compute_dtype(precision)
         for nd in reversed(nodes):
             values += [backward_row_values(nd, k, dtype)
-                       for k in node_backward_kernels(nd, precision, grad_inputs(nd))]
+                       for k in backward_kernels(nd, precision)]
         params: dict[str, tuple[TensorInfo, list[str]]] = {}
         for nd in nodes:
             for t in nd.inputs:

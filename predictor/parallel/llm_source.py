@@ -56,6 +56,9 @@ _FP32 = 4.0
 #: the cross-entropy's all-reduces per micro-batch (Megatron's vocab_parallel_cross_entropy:
 #: logits max, predicted logit, sum of exponentials).
 CROSS_ENTROPY_ALL_REDUCES = 3
+#: Megatron-LM accumulates and all-reduces bf16 gradients in fp32 (``arguments.py`` turns
+#: ``accumulate_allreduce_grads_in_fp32`` on for ``--bf16``): bytes per reduced element.
+MEGATRON_BF16_GRAD_BYTES = 4.0
 #: the runtime LLM training plans model when none is named: Megatron-LM with Transformer
 #: Engine (flash attention), the framework the plans' placement and schedule follow.
 TRAINING_RUNTIME = "megatron-lm"
@@ -148,7 +151,13 @@ class LLMParallelSource:
             rows=rows, comms=tuple(comm_ops(arch, shard, tokens, e, mode, micro)),
             param_elems=slot_params(arch, shard), activation_bytes=act,
             checkpoint_bytes=ckpt, boundary_bytes=e * tokens * arch.d_model / shard.seq_split,
-            config=config, runtime=self.profile.name, notes=self._notes(shard, mode))
+            config=config, runtime=self.profile.name, notes=self._notes(shard, mode),
+            grad_reduce_bytes=self._grad_reduce_bytes())
+
+    def _grad_reduce_bytes(self) -> float | None:
+        """fp32 gradient reduction of bf16 runs on Megatron-LM, else None (storage width)."""
+        megatron = self.profile.name == TRAINING_RUNTIME and self.config.precision == "bf16"
+        return MEGATRON_BF16_GRAD_BYTES if megatron else None
 
     def _notes(self, shard: LLMShard, mode: str) -> tuple[str, ...]:
         notes = [*self.arch.notes, f"Megatron-LM split of {self.arch.name}: {shard.heads} query / "

@@ -18,7 +18,7 @@ from roofcast.predictor.parallel.types import (
 from roofcast.predictor.sharding import check_ep, check_pp, check_tp, choices, divisors
 
 PLAN_FIELDS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "micro_batches", "zero",
-                                "sequence_parallel", "recompute")
+                                "sequence_parallel", "recompute", "tp_comm_overlap")
 
 
 def _check_global_batch(global_batch: object) -> int:

@@ -78,8 +78,8 @@ def _reason(err: Exception, model: str) -> str:
 
 
 def _candidates(n: int, facts: ModelFacts, global_batch: int, mode: str,
-                zero: Sequence[int], recompute: Sequence[bool], sequence_parallel: Sequence[bool]
-                ) -> Iterator[ParallelPlan | str]:
+                zero: Sequence[int], recompute: Sequence[bool], sequence_parallel: Sequence[bool],
+                tp_comm_overlap: bool = True) -> Iterator[ParallelPlan | str]:
     """Every candidate plan, or the reason string of a duplicate skipped."""
     train = mode == "train"
     zeros = tuple(zero) if train else (0,)
@@ -96,7 +96,8 @@ def _candidates(n: int, facts: ModelFacts, global_batch: int, mode: str,
                     yield "sequence parallelism needs tp > 1 (same as without)"
                 else:
                     yield ParallelPlan(dp=dp, tp=tp, pp=pp, ep=ep, micro_batches=m, zero=z,
-                                       recompute=rc, sequence_parallel=sp)
+                                       recompute=rc, sequence_parallel=sp,
+                                       tp_comm_overlap=tp_comm_overlap)
 
 
 def _rank(table: pd.DataFrame) -> pd.DataFrame:
@@ -133,10 +134,11 @@ def plan_search(source: ParallelSource, system: Any, *, global_batch: int, mode:
                 estimator: Any = PARALLEL_ESTIMATOR, zero: Sequence[int] = (0, 1),
                 recompute: Sequence[bool] = (False, True),
                 sequence_parallel: Sequence[bool] = (False, True),
-                max_plans: int | None = None) -> PlanSearch:
+                max_plans: int | None = None, tp_comm_overlap: bool = True) -> PlanSearch:
     """Predict every candidate plan of ``source`` on ``system`` (module docstring) and rank
-    them. ``max_plans``: evaluate at most that many of the candidates ``check_plan`` accepts
-    (the rest are counted in ``rejected`` as not evaluated)."""
+    them (each with ``tp_comm_overlap``). ``max_plans``: evaluate at most that many of the
+    candidates ``check_plan`` accepts (the rest are counted in ``rejected`` as not
+    evaluated)."""
     start = time.perf_counter()
     if mode not in PARALLEL_MODES:
         raise ParallelPlanError(f"mode must be one of {', '.join(PARALLEL_MODES)}, got {mode!r}")
@@ -152,7 +154,7 @@ def plan_search(source: ParallelSource, system: Any, *, global_batch: int, mode:
     rejected: Counter[str] = Counter()
     checked: list[tuple[ParallelPlan, tuple[str, ...], tuple]] = []
     for cand in _candidates(system.n_devices, facts, global_batch, mode, zero, recompute,
-                            sequence_parallel):
+                            sequence_parallel, tp_comm_overlap):
         if isinstance(cand, str):
             rejected[cand] += 1
             continue

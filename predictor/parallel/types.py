@@ -55,6 +55,10 @@ class ParallelPlan:
         the tensor group; each all-reduce becomes a reduce-scatter + an all-gather.
     recompute: full activation recomputation (keep each layer's input only; the backward
         reruns the layer's forward).
+    tp_comm_overlap: Megatron-Core / Transformer Engine's ``tp_comm_overlap`` (userbuffers):
+        the tensor group's all-gathers / reduce-scatters run in ``tp`` chunks overlapped with
+        the neighbouring GEMMs. It needs ``sequence_parallel`` and ``tp > 1`` (as Megatron-Core
+        asserts) and does nothing otherwise; on by default (NeMo's LLM recipes turn it on).
     """
 
     dp: int = 1
@@ -65,6 +69,7 @@ class ParallelPlan:
     zero: int = 0
     sequence_parallel: bool = False
     recompute: bool = False
+    tp_comm_overlap: bool = True
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "ep", "micro_batches"):
@@ -73,10 +78,15 @@ class ParallelPlan:
                 raise ParallelPlanError(f"{name} must be a positive integer, got {value!r}")
         if self.zero not in (0, 1, 2, 3) or isinstance(self.zero, bool):
             raise ParallelPlanError(f"zero must be 0, 1, 2 or 3 (ZeRO stage), got {self.zero!r}")
-        for name in ("sequence_parallel", "recompute"):
+        for name in ("sequence_parallel", "recompute", "tp_comm_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ParallelPlanError(f"{name} must be true or false, "
                                         f"got {getattr(self, name)!r}")
+
+    @property
+    def overlaps_tp_comm(self) -> bool:
+        """Whether ``tp_comm_overlap`` applies: on, with sequence parallelism and ``tp > 1``."""
+        return self.tp_comm_overlap and self.sequence_parallel and self.tp > 1
 
     @property
     def n_devices(self) -> int:
@@ -95,6 +105,8 @@ class ParallelPlan:
             parts.append("sp")
         if self.recompute:
             parts.append("rc")
+        if self.sequence_parallel and self.tp > 1 and not self.tp_comm_overlap:
+            parts.append("no-tp-overlap")
         return " ".join(parts)
 
 
@@ -160,6 +172,8 @@ class ShardedWorkload:
         overlap, dims at the micro-batch) and the execution profile's name — ``evaluate``
         takes them.
     notes: what the source approximated (e.g. "tensor sharding inferred from ...").
+    grad_reduce_bytes: bytes per gradient element the data-parallel reduction moves (None: the
+        gradient's storage width, ``memory.state.bytes_per_param``).
     """
 
     rows: pd.DataFrame
@@ -171,6 +185,7 @@ class ShardedWorkload:
     config: Any
     runtime: str
     notes: tuple[str, ...] = ()
+    grad_reduce_bytes: float | None = None
 
     @property
     def layers(self) -> int:
@@ -240,7 +255,8 @@ class ParallelPrediction:
     def as_dict(self) -> dict[str, Any]:
         """Flat JSON-ready dict: plan fields, times (s), memory (bytes), fits, notes."""
         plan = {k: getattr(self.plan, k) for k in ("dp", "tp", "pp", "ep", "micro_batches",
-                                                    "zero", "sequence_parallel", "recompute")}
+                                                    "zero", "sequence_parallel", "recompute",
+                                                    "tp_comm_overlap")}
         mem = self.memory
         return {
             "model": self.model, "system": self.system, "device": self.device, **plan,

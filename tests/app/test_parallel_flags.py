@@ -190,3 +190,17 @@ def test_zero_and_recompute_flags_reach_the_plan_and_shrink_memory(capsys):
     assert rc["activations_bytes"] < plain["activations_bytes"]
     sp = docs[("--tp", "2", "--sequence-parallel")]
     assert sp["plan"] == "dp4 tp2 pp1 m1 sp"
+
+
+def test_tp_comm_overlap_flag_reaches_the_plan_and_hides_tensor_comm(capsys):
+    base = ("predict", "llama-3.1-8b", "--system", "hgx-h100", "--global-batch", "8",
+            "--mode", "train", "--tp", "8", "--sequence-parallel", "--format", "json")
+    docs = {}
+    for value in ("on", "off"):
+        assert main([*base, "--tp-comm-overlap", value]) == 0
+        docs[value] = json.loads(capsys.readouterr().out)
+    assert (docs["on"]["tp_comm_overlap"], docs["off"]["tp_comm_overlap"]) == (True, False)
+    assert docs["off"]["plan"].endswith("no-tp-overlap")
+    assert docs["on"]["comm_tp_s"] == pytest.approx(docs["off"]["comm_tp_s"])
+    assert docs["on"]["exposed_comm_s"] < docs["off"]["exposed_comm_s"]
+    assert "choose from 'on', 'off'" in arg_error(capsys, *base, "--tp-comm-overlap", "maybe")

@@ -283,3 +283,23 @@ def test_build_is_cached(small):
     src = LLMParallelSource(small, seq_tokens=SEQ)
     assert build(src, tp=2) is build(src, tp=2)
     assert build(src, tp=2) is not build(src, tp=2, sp=True)
+
+
+def test_flash_attention_backward_costs_2_5_forwards_at_lower_efficiency(small):
+    from roofcast.predictor.parallel.llm_block import (
+        FLASH_BACKWARD_EFFICIENCY,
+        FLASH_BACKWARD_FLOPS,
+    )
+    work = build(LLMParallelSource(small, seq_tokens=SEQ))
+    attn = work.rows[(work.rows["family"] == "attention") & (work.rows["layer"] == 1)]
+    fwd = attn.loc[attn["phase"] == "forward", "flops"].to_numpy()
+    bwd = attn.loc[attn["phase"] == "backward", "flops"].to_numpy()
+    assert len(fwd) == len(bwd) == 1
+    assert fwd[0] > 0
+    assert bwd[0] == pytest.approx(fwd[0] * FLASH_BACKWARD_FLOPS / FLASH_BACKWARD_EFFICIENCY)
+
+
+@pytest.mark.parametrize(("precision", "expected"), [("bf16", 4.0), ("fp16", None)])
+def test_megatron_reduces_bf16_gradients_in_fp32(small, precision, expected):
+    work = build(LLMParallelSource(small, seq_tokens=SEQ, precision=precision))
+    assert work.grad_reduce_bytes == expected

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-GRAPH_ESTIMATOR = "auto"
+GRAPH_ESTIMATOR = "time-roofline"
 SERVING_ESTIMATOR = "roofline+eff"
 PARALLEL_ESTIMATOR = "roofline+eff"
 

@@ -71,13 +71,14 @@ DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in (
     DType("tf32", 32, "float", peak_key="tf32", vector_as="fp32",
           fallback={_M: (((_M, "fp32"), (_V, "fp32")),), _V: (((_V, "fp32"),),)},
           roles=frozenset({"precision"})),
-    # the last tier of a 16-bit float is the other one (a bf16-only device runs fp16 in bf16)
+    # the last tiers of a 16-bit float: the other one (a bf16-only device runs fp16 in bf16),
+    # then, on a device that publishes no vector peak, its matrix fp32 figure (as fp32 does)
     DType("fp16", 16, "float", ("float16",), ("half",), peak_key="fp16",
           fallback={_M: (((_V, "fp16"), (_V, "fp32")), ((_M, "bf16"),)),
-                    _V: (((_V, "fp32"),), ((_V, "bf16"),))}, roles=_ALL),
+                    _V: (((_V, "fp32"),), ((_V, "bf16"),), ((_M, "fp32"),))}, roles=_ALL),
     DType("bf16", 16, "float", ("bfloat16",), peak_key="bf16",
           fallback={_M: (((_V, "bf16"), (_V, "fp32")), ((_M, "fp16"),)),
-                    _V: (((_V, "fp32"),), ((_V, "fp16"),))}, roles=_ALL),
+                    _V: (((_V, "fp32"),), ((_V, "fp16"),), ((_M, "fp32"),))}, roles=_ALL),
     # float8e8m0 (a block scale's format) is read as a spelling only: no graph carries it yet
     DType("fp8", 8, "float",
           ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"), ("float8e8m0",),

@@ -42,7 +42,7 @@ def compare_table(devices: list[str], baseline: str) -> pd.DataFrame:
         "fits": df["fits"], "price_usd": df["price_usd"], "tdp_W": df["tdp_W"],
         "usd_per_throughput": df["usd_per_throughput"], "W_per_throughput": df["W_per_throughput"],
         **{f"{b}_ms": df[f"{b}_bound_s"] * 1e3 for b in charts.BOUND_COLORS},
-        "dominant_bound": df["dominant_bound"],
+        "dominant_bound": df["dominant_bound"], "road": df["road"].fillna("its own runtime's road"),
     })
 
 

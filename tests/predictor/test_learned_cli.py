@@ -86,7 +86,11 @@ def test_predict_and_compare_with_learned_and_auto(model_dir, mlp_path, capsys, 
                  "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     ops = {r["op_type"]: r for r in doc["ops"]}
-    assert ops["MatMul"]["predictor"].startswith("learned:gpu/matmul")
+    # the MatMul takes the learned matmul family; the T4's per-kernel host cost (its launch
+    # overhead, above the eager floor the synthetic rows carry) is outside the training range,
+    # so auto may transfer it
+    assert ops["MatMul"]["predictor"].split(":")[1] == "gpu/matmul"
+    assert ops["MatMul"]["predictor"].startswith("learned")
     # the elementwise model saw only two-input Adds (written/read = 0.5): a one-input Relu
     # (written/read = 1) is outside its range, so auto transfers the family's efficiency
     # (bounded, wider interval) instead of switching road

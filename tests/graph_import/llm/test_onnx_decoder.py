@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import os
 
 import numpy as np
 import onnx
@@ -198,7 +199,14 @@ def test_external_data_outside_the_folder_is_refused_and_never_opened(tmp_path, 
         opened.append(str(file))
         return real_open(file, *args, **kw)
 
+    real_os_open = os.open
+
+    def os_spy(file, *args, **kw):  # the loader opens by descriptor to check size first
+        opened.append(str(file))
+        return real_os_open(file, *args, **kw)
+
     monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(os, "open", os_spy)
     with pytest.raises(ModelImportError, match="outside the model's folder"):
         detect_decoder(path)
     assert opened == [str(path)]  # the model file only, never the secret

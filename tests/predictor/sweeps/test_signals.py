@@ -29,13 +29,22 @@ schedulers.run_sweep(read_spec(sys.argv[1]), "slow", cells_per_task=1,
 """
 
 
+def as_from_a_shell() -> None:
+    """Start the child as a terminal would: SIGINT/SIGTERM at their defaults and unblocked. A
+    child inherits an ignored SIGINT, and an earlier test in the same pytest worker can leave
+    one ignored (both tests below then fail exactly as in a full ``-n 2`` run)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("sig", "rc"), [(signal.SIGTERM, 143), (signal.SIGINT, -signal.SIGINT)])
 def test_signal_mid_sweep_leaves_no_temporary_files(tmp_path, sig, rc):
     spec = write_spec(tmp_path / "spec", SMALL)
     out = tmp_path / "out"
     out.mkdir()
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(spec), str(out / "res")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_shell)
     try:
         assert proc.stdout.readline().strip() == "delivered"
         assert len(list(out.iterdir())) == 1  # the temporary folder, being written
@@ -68,7 +77,7 @@ def test_ctrl_c_under_dask_local_prints_no_traceback_and_leaves_nothing(tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "roofcast.app.cli", "sweep", "s.toml",
                              "--scheduler", "dask-local:2", "--output", "out"],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=as_from_a_shell)
     try:
         line = ""
         while "cells" not in line:  # the progress bar: the sweep has been planned

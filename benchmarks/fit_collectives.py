@@ -28,8 +28,10 @@ from roofcast.predictor.collectives.correction import CollectiveModel, params_do
 from roofcast.predictor.collectives.curves import load_curves
 from roofcast.predictor.collectives.params import CURVES_PATH, DATA_DIR, PARAMS_PATH, data_sha256
 from roofcast.predictor.fitted import library_versions, write_metadata
+from roofcast.training_data.public_kernels import shared_data_dir
 
-AIC_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "aiconfigurator" / "data"
+#: aiconfigurator's data/ folder in the public data (``$ROOFCAST_SHARED_DATA``, else ../shared/data)
+AIC_DIR = shared_data_dir() / "aiconfigurator" / "data"
 
 
 def main(argv: list[str] | None = None) -> int:

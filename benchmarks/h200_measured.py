@@ -1,13 +1,14 @@
-"""roofcast against this project's own H200 measurements (PyTorch eager, 2026-11-27).
+"""roofcast against this project's own H200 and H100 measurements (PyTorch eager, 2026-11-27).
 
-Run: ``python benchmarks/h200_measured.py [--estimators time-roofline,auto] [--format table|csv]``.
-Data: ``training_data/measured/h200_pytorch_2026-11-27/`` (see its README): whole-model forward
-latency of bundled zoo models in PyTorch eager (``eager_ms``: host dispatch included) and the same
-forwards replayed from a CUDA graph (``graph_ms``: GPU time only), fp32 / tf32 / bf16 / fp16,
-batch 1, 8, 32, sequence 128 for text models. Each zoo model is predicted on the catalog's
-``h200`` under the ``pytorch-eager`` runtime with each estimator; the table gives the signed error
-``pred / meas - 1`` against eager and against graph replay, then the median and mean |error| per
-estimator. Nothing here is fitted to these rows.
+Run: ``python benchmarks/h200_measured.py [--gpu h200,h100] [--estimators time-roofline,auto]
+[--format table|csv]``.
+Data: ``training_data/measured/{h200,h100}_pytorch_2026-11-27/`` (their READMEs): whole-model
+forward latency of bundled zoo models in PyTorch eager (``eager_ms``: host dispatch included)
+and the same forwards replayed from a CUDA graph (``graph_ms``: GPU time only), fp32 / tf32 /
+bf16 / fp16, batch 1, 8, 32, sequence 128 for text models. Each zoo model is predicted on the
+catalog's device (``h200``, ``h100-sxm``) under the ``pytorch-eager`` runtime with each
+estimator; the table gives the signed error ``pred / meas - 1`` against eager and against graph
+replay, then the median and mean |error| per GPU and estimator. Nothing is fitted to these rows.
 """
 
 from __future__ import annotations
@@ -22,18 +23,22 @@ import pandas as pd
 
 import roofcast
 
-DATA = Path(__file__).resolve().parents[1] / "training_data/measured/h200_pytorch_2026-11-27"
+MEASURED = Path(__file__).resolve().parents[1] / "training_data/measured"
+#: --gpu name -> (data folder, catalog device id)
+GPUS = {"h200": (MEASURED / "h200_pytorch_2026-11-27", "h200"),
+        "h100": (MEASURED / "h100_pytorch_2026-11-27", "h100-sxm")}
 ZOO = {"resnet50", "vgg16", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "vit_b_16",
        "bert_base", "gpt2", "t5_encoder"}
 
 
-def measured() -> pd.DataFrame:
-    eager = pd.read_csv(DATA / "models.csv")
-    graph = pd.read_csv(DATA / "models_graph.csv")
+def measured(gpu: str) -> pd.DataFrame:
+    data, hw = GPUS[gpu]
+    eager = pd.read_csv(data / "models.csv")
+    graph = pd.read_csv(data / "models_graph.csv")
     keys = ["model", "precision", "batch", "seq"]
     df = eager.merge(graph, on=keys, how="outer", suffixes=("", "_g"))
     df = df[df["model"].isin(ZOO) & df["eager_ms"].notna()]
-    return df[[*keys, "eager_ms", "graph_ms"]].reset_index(drop=True)
+    return df[[*keys, "eager_ms", "graph_ms"]].assign(gpu=gpu, hw=hw).reset_index(drop=True)
 
 
 def predict(df: pd.DataFrame, estimators: list[str]) -> pd.DataFrame:
@@ -43,7 +48,7 @@ def predict(df: pd.DataFrame, estimators: list[str]) -> pd.DataFrame:
         out = dict(rec)
         for est in estimators:
             try:
-                p = roofcast.predict(rec["model"], "h200", batch=int(rec["batch"]), dims=dims,
+                p = roofcast.predict(rec["model"], rec["hw"], batch=int(rec["batch"]), dims=dims,
                                      precision=rec["precision"], runtime="pytorch-eager",
                                      estimator=est)
                 out[f"{est}_ms"] = p.total_ms
@@ -56,25 +61,32 @@ def predict(df: pd.DataFrame, estimators: list[str]) -> pd.DataFrame:
 
 def summary(df: pd.DataFrame, estimators: list[str]) -> pd.DataFrame:
     out = []
-    for est in estimators:
-        for ref in ("eager_ms", "graph_ms"):
-            err = (df[f"{est}_ms"] / df[ref] - 1).dropna()
-            out.append({"estimator": est, "against": ref, "n": len(err),
-                        "median_abs_%": 100 * err.abs().median(),
-                        "mean_abs_%": 100 * err.abs().mean(),
-                        "median_signed_%": 100 * err.median(),
-                        "worst_abs_%": 100 * err.abs().max()})
+    for gpu in [*df["gpu"].unique(), "all"]:
+        part = df if gpu == "all" else df[df["gpu"] == gpu]
+        for est in estimators:
+            for ref in ("eager_ms", "graph_ms"):
+                err = (part[f"{est}_ms"] / part[ref] - 1).dropna()
+                out.append({"gpu": gpu, "estimator": est, "against": ref, "n": len(err),
+                            "median_abs_%": 100 * err.abs().median(),
+                            "mean_abs_%": 100 * err.abs().mean(),
+                            "median_signed_%": 100 * err.median(),
+                            "worst_abs_%": 100 * err.abs().max()})
     return pd.DataFrame(out)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu", default="h200,h100", help="measured GPUs: " + ", ".join(GPUS))
     ap.add_argument("--estimators", default="time-roofline,auto")
     ap.add_argument("--format", choices=("table", "csv"), default="table")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     estimators = [e for e in args.estimators.split(",") if e]
-    df = predict(measured(), estimators)
+    gpus = [g for g in args.gpu.split(",") if g]
+    unknown = sorted(set(gpus) - set(GPUS))
+    if unknown:
+        ap.error(f"unknown --gpu {', '.join(unknown)}; choose from {', '.join(GPUS)}")
+    df = predict(pd.concat([measured(g) for g in gpus], ignore_index=True), estimators)
     summ = summary(df, estimators)
     if args.format == "csv":
         df.to_csv(sys.stdout, index=False)

@@ -236,14 +236,17 @@ def check_sharding(arch: LLMArch, sh: Sharding) -> None:
 def local_arch(arch: LLMArch, sh: Sharding) -> LLMArch:
     """The shapes one device of ``sh`` runs: ``H / tp`` heads, ``kv_heads_per_device``,
     ``d_ff / tp`` (MoE: ``d_ff / moe_tp``), ``ceil(vocab / tp)``; all layers and experts (the
-    expert share is the kernels' ``ep``). The identity for one device."""
+    expert share is the kernels' ``ep``; each of ``layers`` by ``local_kind``). The identity
+    for one device."""
     if sh.trivial:
         return arch
     check_sharding(arch, sh)
     split_ff = sh.moe_tp if arch.n_experts > 1 else sh.tp
+    kinds = tuple(local_kind(k, tp=sh.tp, etp=sh.moe_tp) for k in arch.layers)
     return replace(arch, name=f"{arch.name} [{sh.label()}]", n_heads=arch.n_heads // sh.tp,
                    n_kv_heads=kv_heads_per_device(arch, sh.tp),
-                   d_ff=math.ceil(arch.d_ff / split_ff), vocab=split_length(arch.vocab, sh.tp))
+                   d_ff=math.ceil(arch.d_ff / split_ff), vocab=split_length(arch.vocab, sh.tp),
+                   layers=kinds)
 
 
 def pipeline_round_factor(arch: LLMArch, sh: Sharding, groups: float) -> float:

@@ -452,12 +452,10 @@ def phi(c: ConfigFields) -> dict[str, Any]:
 
 #: model types roofcast knows but cannot state as one ``LLMArch`` -> why (data, not branches)
 UNREPRESENTABLE: dict[str, str] = {
-    "gemma2": "Gemma 2 alternates sliding-window and global attention layer by layer",
-    "gemma3": "Gemma 3 mixes sliding-window and global attention layers",
-    "deepseek_v2": ("DeepSeek-V2 uses multi-head latent attention (a compressed KV cache) and "
-                    "shared experts"),
-    "deepseek_v3": ("DeepSeek-V3 uses multi-head latent attention (a compressed KV cache) and "
-                    "dense first layers"),
+    "minimax_m1": ("MiniMax-M1 runs lightning (linear) attention in 7 of 8 layers; roofcast "
+                   "costs softmax attention with a KV cache only"),
+    "minimax_text_01": ("MiniMax-Text-01 runs lightning (linear) attention in 7 of 8 layers; "
+                        "roofcast costs softmax attention with a KV cache only"),
     "mamba": "Mamba is a state-space model with no attention and no KV cache",
     "mamba2": "Mamba-2 is a state-space model with no attention and no KV cache",
     "jamba": "Jamba mixes Mamba and attention layers",

@@ -1,12 +1,10 @@
 """A decoder as a list of layer kinds: the one description serving, training plans and sweeps
 cost (``decoder_of(arch)``, built once per ``LLMArch``).
 
-A ``LayerKind`` is an ``Attention`` (query / KV heads of ``head_dim``: MHA, GQA or MQA; a
-sliding ``window`` in tokens, 0 = global; attention ``sinks``, 0 = none), an ``MLP`` (gated:
-3 matrices of ``d_model x d_ff``, else 2) or an ``MoE`` (``n_experts`` routed MLPs, ``top_k``
-per token, ``n_shared`` shared experts, a ``d_model x n_experts`` router), the ``norm`` and
-whether attention and MLP run in parallel off one norm. ``Decoder.layers`` holds one kind per
-layer; a uniform model repeats one kind, ``groups()`` gives ``(kind, layers)`` in first-use
+The kinds (``Attention`` with its window, chunk, sinks, qk-norm or MLA ``Latent``; ``MLP`` or
+``MoE`` with shared experts; ``LayerKind``) live in ``layers`` and are re-exported here.
+``Decoder.layers`` holds one kind per layer (``LLMArch.kinds``: its ``layers`` when they
+differ, else ``n_layers`` of one kind); ``groups()`` gives ``(kind, layers)`` in first-use
 order. Widths are elements (no units).
 """
 
@@ -16,10 +14,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from roofcast.graph_import.llm.arch import LLMArch
-from roofcast.graph_import.llm.layers import MLP, Attention, LayerKind, Latent, MoE
+from roofcast.graph_import.llm.layers import MLP, Attention, Latent, LayerKind, MoE
 
-__all__ = ["MLP", "Attention", "Decoder", "LayerKind", "Latent", "MoE", "decoder_of",
-           "layer_kind"]
+__all__ = [
+    "MLP",
+    "Attention",
+    "Decoder",
+    "Latent",
+    "LayerKind",
+    "MoE",
+    "decoder_of",
+    "layer_kind",
+]
 
 
 @dataclass(frozen=True)

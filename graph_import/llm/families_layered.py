@@ -17,7 +17,7 @@ from typing import Any
 
 from roofcast.graph_import.llm.families import _experts, _llama_like, reader
 from roofcast.graph_import.llm.hf_fields import ConfigFields
-from roofcast.graph_import.llm.layers import MLP, Attention, LayerKind, Latent, MoE
+from roofcast.graph_import.llm.layers import MLP, Attention, Latent, LayerKind, MoE
 
 
 def _text(c: ConfigFields) -> ConfigFields:

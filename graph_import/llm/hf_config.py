@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from roofcast.graph_import.errors import LLMConfigError
-from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm import families_layered  # noqa: F401  (registers readers)
+from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.families import UNREPRESENTABLE, known_model_types, read_family
 from roofcast.graph_import.llm.hf_fields import LIMITS
 from roofcast.graph_import.llm.quantization import weight_dtype

@@ -3,8 +3,8 @@
 A repack (``nvidia/Llama-3.1-8B-Instruct-FP8``, ``RedHatAI/...-FP8-dynamic``, ``...-NVFP4``,
 ``...-AWQ``, ``...-GPTQ-Int4``, ``...-quantized.w4a16``) keeps its base model's shapes and
 stores the weights at another dtype. ``REPACK_SUFFIXES`` maps a name suffix (case-insensitive,
-after ``-`` or ``.``) to that dtype; ``split_repack`` strips the owner and the suffix, leaving
-the base repository name for the bundled lookup.
+after ``-`` or ``.``) to that dtype; ``split_repack`` strips the owner and the suffixes (the
+outermost names the dtype), leaving the base repository name for the bundled lookup.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ _SUFFIX = re.compile("[-.](" + "|".join(f"(?:{s})" for s in REPACK_SUFFIXES) + "
 def split_repack(ref: str) -> tuple[str, str] | None:
     """(base repository name, weight dtype) of a repack id, or None when ``ref`` names none."""
     repo = ref.strip().rsplit("/", 1)[-1]
-    m = _SUFFIX.search(repo)
-    if m is None:
-        return None
-    suffix = m.group(1)
-    dtype = next(d for s, d in REPACK_SUFFIXES.items() if re.fullmatch(s, suffix, re.I))
-    return repo[: m.start()], dtype
+    dtype = ""
+    while (m := _SUFFIX.search(repo)) is not None:  # stacked: -AWQ-INT4, -FP8-KV
+        dtype = dtype or next(d for s, d in REPACK_SUFFIXES.items()
+                              if re.fullmatch(s, m.group(1), re.I))
+        repo = repo[: m.start()]
+    return (repo, dtype) if dtype else None

@@ -14,6 +14,7 @@ ranks); a request of ``T`` tokens keeps ``min(T, window)`` tokens in a sliding-w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from roofcast.graph_import.llm.arch import LLMArch
@@ -38,7 +39,7 @@ def kind_bytes(kind: LayerKind, dtypes: TensorDtypes, experts: int) -> float:
     """Bytes of one layer of ``kind`` holding ``experts`` of its routed experts (and all
     shared ones; a dense layer holds its MLP)."""
     d, m, moe = kind.d_model, kind.mlp, kind.moe
-    w = (lambda k: weight_bytes_per_element(dtypes.weights, k))
+    w = functools.partial(weight_bytes_per_element, dtypes.weights)
     one = (m.mats - 1) * d * m.d_ff * w(d) + m.d_ff * d * w(m.d_ff)
     held = 1 if moe is None else experts + moe.n_shared
     params = kind.params - (0 if moe is None else (moe.n_experts - experts) * m.params(d))

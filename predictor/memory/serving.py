@@ -1,9 +1,10 @@
 """Memory of the fullest device of an LLM serving replica at a batch (bytes).
 
 weights (``decoder``) + KV cache (``batch x request_kv_bytes`` of the device's layers and KV
-heads, windows capping their layers; a continuous batch reserves every request's full length) + the prefill
-peak (``decoder_activations``) + the engine's reserve ``(1 - memory_utilization) x capacity``
-(``profile.serving``; 0.9 without a ``[serving]`` table, vLLM's default).
+heads, windows capping their layers; a continuous batch reserves every request's full
+length) + the prefill peak (``decoder_activations``) + the engine's reserve
+``(1 - memory_utilization) x capacity`` (``profile.serving``; 0.9 without a ``[serving]``
+table, vLLM's default).
 ``max_batch``: the largest batch that fits (0: not even one request). ``devices_needed``:
 ``ceil((weights + one request) / (capacity x memory_utilization))``, a tensor-parallel lower
 bound. ``device_share`` is the one reader of the serving sharding.

@@ -196,7 +196,8 @@ def test_decilm_with_varying_kv_heads_is_read_layer_by_layer():
     equal = config_bytes(
         model_type="deci", num_key_value_heads=..., num_key_value_heads_per_layer=[4] * 32
     )
-    assert load_llm(equal).n_kv_heads == 4 and load_llm(equal).uniform
+    assert load_llm(equal).n_kv_heads == 4
+    assert load_llm(equal).uniform
     short = config_bytes(model_type="deci", num_key_value_heads_per_layer=[4, 2])
     assert "one per layer" in refused(short)
 
@@ -212,7 +213,8 @@ def test_qwen2_moe_shapes_it_cannot_state_are_refused_and_dense_layers_read():
         config_bytes(**moe, shared_expert_intermediate_size=5000)
     )
     dense_first = load_llm(config_bytes(**moe, mlp_only_layers=[0]))
-    assert dense_first.kinds[0].moe is None and dense_first.kinds[1].moe is not None
+    assert dense_first.kinds[0].moe is None
+    assert dense_first.kinds[1].moe is not None
     assert dense_first.kinds[0].mlp.d_ff == 11008  # intermediate_size
     assert "lacks 'moe_intermediate_size'" in refused(
         config_bytes(**{**moe, "moe_intermediate_size": ...})

@@ -1,8 +1,7 @@
 """``LLMArch``: the structure of a decoder-only transformer that serving predictions need.
 
-Read from a Hugging Face ``config.json`` (``hf_config``) or detected in an ONNX decoder
-(``onnx_decoder``); both give the same ``LLMArch``, so both take the same road to kernels
-(``predictor.llm.kernels``, through the op cost registry).
+Read from a Hugging Face ``config.json`` (``hf_config``) or an ONNX decoder (``onnx_decoder``);
+both give the same ``LLMArch`` and the same road to kernels (``predictor.llm.kernels``).
 
 Counts (no units: elements; ``_bytes`` names are bytes):
 
@@ -12,9 +11,8 @@ Counts (no units: elements; ``_bytes`` names are bytes):
   ``2 * d_model * d_ff``; MoE layers hold ``n_experts`` of them plus a router
   ``d_model x n_experts``; a token runs ``experts_per_token`` of them;
 * KV cache per token = ``2 * n_layers * n_kv_heads * head_dim`` elements (K and V).
-
-A model whose layers differ (dense then MoE, alternating windows, MLA) also carries
-``layers``, one ``layers.LayerKind`` per layer; the counts then sum over it (``kinds``).
+A model whose layers differ (dense then MoE, windows, MLA) also carries ``layers``, one
+``layers.LayerKind`` per layer; the counts then sum over them (``kinds``).
 """
 
 from __future__ import annotations

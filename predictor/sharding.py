@@ -333,13 +333,11 @@ def local_kind(kind: LayerKind, *, tp: int, etp: int) -> LayerKind:
 
 def block_params(kind: LayerKind, shard: LLMShard) -> float:
     """Parameter elements of one layer of ``kind`` on one rank: norms (replicated), attention
-    (``d (H_r + 2 Hkv_r) hd`` QKV + its bias, ``H_r hd d`` O), MLP or experts (+ router)."""
+    (``d (H_r + 2 Hkv_r) hd`` QKV + its bias, ``H_r hd d`` O; ``Attention.params``), MLP or
+    experts (+ shared experts, + router)."""
     local = local_kind(kind, tp=shard.tp, etp=shard.etp)
-    a, d = local.attention, kind.d_model
-    norms = (1 if kind.parallel_block else 2) * d * (2 if kind.norm == "layernorm" else 1)
-    qkv_n = a.q_dim + 2 * a.kv_dim
-    attn = d * qkv_n + a.q_dim * d + (qkv_n if a.qkv_bias else 0)
-    return float(norms + attn + mlp_params(local, shard.ep))
+    attn = local.attention.params(kind.d_model)  # MLA: the replicated latent matrices whole
+    return float(kind.norm_params + attn + mlp_params(local, shard.ep))
 
 
 def mlp_params(local: LayerKind, ep: int) -> float:
@@ -352,7 +350,7 @@ def mlp_params(local: LayerKind, ep: int) -> float:
     moe = local.moe
     if moe is None:
         return float(one)
-    return float(moe.n_experts // ep * one + d * moe.n_experts)
+    return float((moe.n_experts // ep + moe.n_shared) * one + d * moe.n_experts)
 
 
 def slot_params(arch: LLMArch, shard: LLMShard) -> np.ndarray:

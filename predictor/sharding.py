@@ -317,6 +317,7 @@ def llm_shard(arch: LLMArch, *, tp: int, ep: int, sequence_parallel: bool) -> LL
         experts=arch.n_experts // ep if moe else 1, expert_d_ff=arch.d_ff // etp)
 
 
+@lru_cache(maxsize=4096)
 def local_kind(kind: LayerKind, *, tp: int, etp: int) -> LayerKind:
     """The widths one rank runs of a layer kind: ``H / tp`` query heads, ``max(1, Hkv / tp)``
     KV heads, ``d_ff / tp`` (an expert's: ``d_ff / etp``); router and experts' count whole."""

@@ -236,14 +236,17 @@ def check_sharding(arch: LLMArch, sh: Sharding) -> None:
 def local_arch(arch: LLMArch, sh: Sharding) -> LLMArch:
     """The shapes one device of ``sh`` runs: ``H / tp`` heads, ``kv_heads_per_device``,
     ``d_ff / tp`` (MoE: ``d_ff / moe_tp``), ``ceil(vocab / tp)``; all layers and experts (the
-    expert share is the kernels' ``ep``). The identity for one device."""
+    expert share is the kernels' ``ep``; each of ``layers`` by ``local_kind``). The identity
+    for one device."""
     if sh.trivial:
         return arch
     check_sharding(arch, sh)
     split_ff = sh.moe_tp if arch.n_experts > 1 else sh.tp
+    kinds = tuple(local_kind(k, tp=sh.tp, etp=sh.moe_tp) for k in arch.layers)
     return replace(arch, name=f"{arch.name} [{sh.label()}]", n_heads=arch.n_heads // sh.tp,
                    n_kv_heads=kv_heads_per_device(arch, sh.tp),
-                   d_ff=math.ceil(arch.d_ff / split_ff), vocab=split_length(arch.vocab, sh.tp))
+                   d_ff=math.ceil(arch.d_ff / split_ff), vocab=split_length(arch.vocab, sh.tp),
+                   layers=kinds)
 
 
 def pipeline_round_factor(arch: LLMArch, sh: Sharding, groups: float) -> float:
@@ -314,6 +317,7 @@ def llm_shard(arch: LLMArch, *, tp: int, ep: int, sequence_parallel: bool) -> LL
         experts=arch.n_experts // ep if moe else 1, expert_d_ff=arch.d_ff // etp)
 
 
+@lru_cache(maxsize=4096)
 def local_kind(kind: LayerKind, *, tp: int, etp: int) -> LayerKind:
     """The widths one rank runs of a layer kind: ``H / tp`` query heads, ``max(1, Hkv / tp)``
     KV heads, ``d_ff / tp`` (an expert's: ``d_ff / etp``); router and experts' count whole."""
@@ -330,13 +334,11 @@ def local_kind(kind: LayerKind, *, tp: int, etp: int) -> LayerKind:
 
 def block_params(kind: LayerKind, shard: LLMShard) -> float:
     """Parameter elements of one layer of ``kind`` on one rank: norms (replicated), attention
-    (``d (H_r + 2 Hkv_r) hd`` QKV + its bias, ``H_r hd d`` O), MLP or experts (+ router)."""
+    (``d (H_r + 2 Hkv_r) hd`` QKV + its bias, ``H_r hd d`` O; ``Attention.params``), MLP or
+    experts (+ shared experts, + router)."""
     local = local_kind(kind, tp=shard.tp, etp=shard.etp)
-    a, d = local.attention, kind.d_model
-    norms = (1 if kind.parallel_block else 2) * d * (2 if kind.norm == "layernorm" else 1)
-    qkv_n = a.q_dim + 2 * a.kv_dim
-    attn = d * qkv_n + a.q_dim * d + (qkv_n if a.qkv_bias else 0)
-    return float(norms + attn + mlp_params(local, shard.ep))
+    attn = local.attention.params(kind.d_model)  # MLA: the replicated latent matrices whole
+    return float(kind.norm_params + attn + mlp_params(local, shard.ep))
 
 
 def mlp_params(local: LayerKind, ep: int) -> float:
@@ -349,7 +351,7 @@ def mlp_params(local: LayerKind, ep: int) -> float:
     moe = local.moe
     if moe is None:
         return float(one)
-    return float(moe.n_experts // ep * one + d * moe.n_experts)
+    return float((moe.n_experts // ep + moe.n_shared) * one + d * moe.n_experts)
 
 
 def slot_params(arch: LLMArch, shard: LLMShard) -> np.ndarray:

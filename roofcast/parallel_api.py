@@ -202,8 +202,9 @@ def _serving_plans(model: Any, target: SystemSpec, batch: int | None, input_toke
     from roofcast.predictor.llm.types import ServingConfig
 
     arch = model if isinstance(model, LLMArch) else load_llm(str(model).removeprefix(LLM_PREFIX))
+    stored = {"weights": arch.weight_dtype} if arch.weight_dtype else {}  # config / repack's
     cfg = ServingConfig(input_tokens=input_tokens or 512, output_tokens=output_tokens,
-                        batch=batch, concurrency=None if batch else "max", **options)
+                        batch=batch, concurrency=None if batch else "max", **{**stored, **options})
     return serving_plan_search(arch, target, cfg, **_estimator_kw(estimator))
 
 

@@ -75,8 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     batching.add_argument("--concurrency", type=concurrency, metavar="C|max",
                           help="continuous batching with C requests in flight; max: as many "
                                "as fit in memory")
-    p.add_argument("--weights", choices=WEIGHT_DTYPES, default="fp16",
-                   help="weight dtype (below 16 bits: weight-only quantisation; default fp16)")
+    p.add_argument("--weights", choices=WEIGHT_DTYPES, default=None,
+                   help="weight dtype (default: the dtype the model's config or repack id "
+                        "stores them in, else fp16)")
     p.add_argument("--kv", choices=KV_DTYPES, default=None,
                    help="KV-cache dtype (default: the activations' dtype)")
     p.add_argument("--activations", choices=ACTIVATION_DTYPES, default="fp16",
@@ -127,12 +128,13 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
     from roofcast.app.commands.compare import split_devices
     from roofcast.predictor.llm.types import ServingConfig
 
+    arch = api.llm_arch(args.model)
     options = {"input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
-               "batch": args.batch, "concurrency": args.concurrency, "weights": args.weights,
+               "batch": args.batch, "concurrency": args.concurrency,
+               "weights": args.weights or arch.weight_dtype or "fp16",
                "kv_cache": args.kv, "activations": args.activations, "runtime": args.runtime}
     degrees = serving_degrees(args)
     cfg = ServingConfig(**options, **degrees)
-    arch = api.llm_arch(args.model)
     if args.estimator is not None:
         options["estimator"] = args.estimator
     if args.system is not None or args.devices is not None:

@@ -1,8 +1,7 @@
 """``LLMArch``: the structure of a decoder-only transformer that serving predictions need.
 
-Read from a Hugging Face ``config.json`` (``hf_config``) or detected in an ONNX decoder
-(``onnx_decoder``); both give the same ``LLMArch``, so both take the same road to kernels
-(``predictor.llm.kernels``, through the op cost registry).
+Read from a Hugging Face ``config.json`` (``hf_config``) or an ONNX decoder (``onnx_decoder``);
+both give the same ``LLMArch`` and the same road to kernels (``predictor.llm.kernels``).
 
 Counts (no units: elements; ``_bytes`` names are bytes):
 
@@ -12,11 +11,15 @@ Counts (no units: elements; ``_bytes`` names are bytes):
   ``2 * d_model * d_ff``; MoE layers hold ``n_experts`` of them plus a router
   ``d_model x n_experts``; a token runs ``experts_per_token`` of them;
 * KV cache per token = ``2 * n_layers * n_kv_heads * head_dim`` elements (K and V).
+A model whose layers differ (dense then MoE, windows, MLA) also carries ``layers``, one
+``layers.LayerKind`` per layer; the counts then sum over them (``kinds``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from roofcast.graph_import.llm.layers import MLP, Attention, LayerKind, MoE
 
 #: activation functions of the MLP (``act``) the kernel builder knows.
 ACTIVATIONS: tuple[str, ...] = ("silu", "gelu", "gelu_tanh", "relu")
@@ -36,6 +39,11 @@ class LLMArch:
     ``sliding_window``: attention window in tokens (Mistral), 0 when attention is full.
     ``source``: where it came from (bundled name, a config path, an ONNX path).
     ``notes``: what the reader assumed for fields the source leaves out (shown with predictions).
+    ``layers``: one kind per layer when they differ (empty: ``n_layers`` of ``uniform_kind``);
+    the scalar fields then describe the model's main kind (its MoE layers, its first
+    attention), which sharding checks and captions read.
+    ``weight_dtype``: the dtype the weights are stored in when the source says so (a
+    ``quantization_config``: ``fp8``, ``nvfp4``, ``mxfp4``, ``int4``); "" when it does not.
     """
 
     name: str
@@ -61,6 +69,33 @@ class LLMArch:
     sliding_window: int = 0
     source: str = ""
     notes: tuple[str, ...] = ()
+    layers: tuple[LayerKind, ...] = ()
+    weight_dtype: str = ""
+
+    def __post_init__(self) -> None:
+        if self.layers and len(self.layers) != self.n_layers:
+            raise ValueError(f"{self.name}: {len(self.layers)} layer kinds for "
+                             f"{self.n_layers} layers")
+
+    @property
+    def uniform_kind(self) -> LayerKind:
+        """The one layer kind the scalar fields describe."""
+        mlp = MLP(self.d_ff, self.gated_mlp, self.activation, self.mlp_bias)
+        ffn: MLP | MoE = MoE(mlp, self.n_experts, self.experts_per_token) \
+            if self.n_experts > 1 else mlp
+        attn = Attention(self.n_heads, self.n_kv_heads, self.head_dim, self.qkv_bias,
+                         self.positions, self.sliding_window)
+        return LayerKind(self.d_model, attn, ffn, self.norm, self.parallel_block)
+
+    @property
+    def kinds(self) -> tuple[LayerKind, ...]:
+        """One layer kind per layer: ``layers``, or ``n_layers`` of ``uniform_kind``."""
+        return self.layers or (self.uniform_kind,) * self.n_layers
+
+    @property
+    def uniform(self) -> bool:
+        """Every layer the same kind."""
+        return not self.layers or all(k == self.layers[0] for k in self.layers)
 
     @property
     def q_dim(self) -> int:
@@ -104,16 +139,22 @@ class LLMArch:
 
     @property
     def params(self) -> int:
-        """Total parameters."""
-        return self.n_layers * self.layer_params + self.embedding_params
+        """Total parameters (the layers' sum + embeddings and head)."""
+        if not self.layers:
+            return self.n_layers * self.layer_params + self.embedding_params
+        return sum(k.params for k in self.layers) + self.embedding_params
 
     @property
     def active_params(self) -> int:
         """Parameters a token uses (MoE: ``experts_per_token`` experts of each layer)."""
+        if self.layers:
+            return sum(k.active_params for k in self.layers) + self.embedding_params
         inactive = (self.n_experts - self.experts_per_token) * self.expert_params
         return self.params - self.n_layers * max(inactive, 0)
 
     def kv_elements_per_token(self) -> int:
-        """K and V elements one token adds to the cache:
-        ``2 * n_layers * n_kv_heads * head_dim``."""
+        """KV-cache elements one token adds over all layers: ``2 * n_layers * n_kv_heads *
+        head_dim``; per layer kind ``Attention.cache_width`` (MLA: its latent)."""
+        if self.layers:
+            return sum(k.attention.cache_width for k in self.layers)
         return 2 * self.n_layers * self.kv_dim

@@ -12,9 +12,12 @@ the class defaults and released configs leave out (GPT-2's ``n_inner``, Falcon's
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.hf_fields import ConfigFields
+from roofcast.graph_import.llm.layers import MLP, Attention, LayerKind
 
 Reader = Callable[[ConfigFields], dict[str, Any]]
 
@@ -122,21 +125,27 @@ def internlm(c: ConfigFields) -> dict[str, Any]:
 
 @reader("deci")
 def decilm(c: ConfigFields) -> dict[str, Any]:
-    """DeciLM: the Llama layout with ``num_key_value_heads_per_layer``. Taken only when every
-    layer has the same count; varying counts (DeciLM-7B) are refused: one ``n_kv_heads`` cannot
-    state their KV cache honestly."""
+    """DeciLM: the Llama layout with ``num_key_value_heads_per_layer``; counts that vary
+    (DeciLM-7B) give one layer kind per layer."""
     per_layer = c.data.get("num_key_value_heads_per_layer")
-    if per_layer is not None:
-        if not isinstance(per_layer, list) or not per_layer:
-            raise c.error("'num_key_value_heads_per_layer' must be a list of head counts")
-        if len({repr(v) for v in per_layer}) > 1:
-            raise c.error(
-                "'num_key_value_heads_per_layer' varies across layers "
-                f"({min(per_layer, key=repr)}..{max(per_layer, key=repr)}); roofcast models one "
-                "key/value head count for all layers, so this DeciLM variant cannot be represented"
-            )
-        c = ConfigFields({**c.data, "num_key_value_heads": per_layer[0]}, c.family, c.where)
-    return _llama_like(c)
+    if per_layer is None:
+        return _llama_like(c)
+    if not isinstance(per_layer, list) or not per_layer:
+        raise c.error("'num_key_value_heads_per_layer' must be a list of head counts")
+    f = _llama_like(ConfigFields({**c.data, "num_key_value_heads": per_layer[0]}, c.family,
+                                 c.where))
+    if len(per_layer) != f["n_layers"]:
+        raise c.error(f"'num_key_value_heads_per_layer' lists {len(per_layer)} counts for "
+                      f"{f['n_layers']} layers; give one per layer")
+    kinds = []
+    for i, kv in enumerate(per_layer):
+        one = ConfigFields({**c.data, "num_key_value_heads": kv}, c.family,
+                           f"{c.where} (layer {i})")
+        kv = _kv_heads(one, f["n_heads"], "num_key_value_heads", heads_key="num_attention_heads")
+        kinds.append(LayerKind(f["d_model"], Attention(f["n_heads"], kv, f["head_dim"],
+                                                       f["qkv_bias"]),
+                               MLP(f["d_ff"], True, f["activation"], f["mlp_bias"])))
+    return {**f, "layers": tuple(kinds)} if len(set(kinds)) > 1 else f
 
 
 @reader("mistral")
@@ -160,18 +169,19 @@ def mixtral(c: ConfigFields) -> dict[str, Any]:
 def qwen2(c: ConfigFields) -> dict[str, Any]:
     """Qwen1.5 / Qwen2 / Qwen2.5: Llama layout with biases on Q, K and V (always, in
     ``Qwen2Attention``). Sliding-window attention applies from layer ``max_window_layers`` on
-    when ``use_sliding_window`` is true; a window on some layers only is refused."""
+    when ``use_sliding_window`` is true (a window on some layers: one kind per layer)."""
     arch = {**_llama_like(c), "qkv_bias": True}
     if c.flag("use_sliding_window", False) and c.has("sliding_window"):
         first = c.whole("max_window_layers", kind="layers", default=0, lowest=0)
-        if 0 < first < arch["n_layers"]:
-            raise c.error(
-                f"sliding-window attention on layers {first}.. only "
-                f"('max_window_layers' = {first}) is not modelled; set 'use_sliding_window' to "
-                "false to predict full attention"
-            )
+        window = _sliding_window(c)
         if first == 0:
-            arch["sliding_window"] = _sliding_window(c)
+            arch["sliding_window"] = window
+        elif first < arch["n_layers"]:
+            mlp = MLP(arch["d_ff"], True, arch["activation"], arch["mlp_bias"])
+            arch["layers"] = tuple(
+                LayerKind(arch["d_model"], Attention(arch["n_heads"], arch["n_kv_heads"],
+                          arch["head_dim"], True, window=window if i >= first else 0), mlp)
+                for i in range(arch["n_layers"]))
     return arch
 
 
@@ -208,8 +218,8 @@ def qwen2_moe(c: ConfigFields) -> dict[str, Any]:
     ``shared / moe`` extra experts that every token uses (4 for Qwen1.5-MoE-A2.7B: 5632 = 4 x
     1408), which keeps parameters, FLOPs and weight bytes exact (the router then counts those
     extra columns, ``d_model`` each; the shared expert's 1-wide gate is left out). A shared width
-    that is no whole multiple, dense layers (``mlp_only_layers``) or ``decoder_sparse_step`` > 1
-    are refused."""
+    that is no whole multiple is refused; dense layers (``mlp_only_layers``, layers off
+    ``decoder_sparse_step``) of ``intermediate_size`` make one kind per layer."""
     arch = qwen2(c)
     moe = c.whole("moe_intermediate_size")
     shared = c.whole("shared_expert_intermediate_size", default=0)
@@ -218,21 +228,27 @@ def qwen2_moe(c: ConfigFields) -> dict[str, Any]:
             f"'shared_expert_intermediate_size' ({shared}) is not a whole multiple of "
             f"'moe_intermediate_size' ({moe}); roofcast cannot state this shared expert"
         )
-    if (
-        c.data.get("mlp_only_layers")
-        or c.whole("decoder_sparse_step", kind="layers", default=1) != 1
-    ):
-        raise c.error(
-            "dense layers among the MoE layers ('mlp_only_layers', 'decoder_sparse_step') are "
-            "not modelled: roofcast gives every layer the same MLP"
-        )
     experts = _experts(c, "num_experts", "num_experts_per_tok")
-    return {
-        **arch,
-        "d_ff": moe,
-        "n_experts": experts["n_experts"] + shared // moe,
-        "experts_per_token": experts["experts_per_token"] + shared // moe,
-    }
+    out = {**arch, "d_ff": moe, "n_experts": experts["n_experts"] + shared // moe,
+           "experts_per_token": experts["experts_per_token"] + shared // moe}
+    dense = c.data.get("mlp_only_layers") or []
+    if not isinstance(dense, list):
+        raise c.error("'mlp_only_layers' must be a list of layer numbers")
+    step = c.whole("decoder_sparse_step", kind="layers", default=1)
+    if dense or step != 1:
+        routed = uniform_kind_of(out)
+        mlp = MLP(arch["d_ff"], True, arch["activation"], arch["mlp_bias"])
+        base = arch.get("layers") or (routed,) * arch["n_layers"]
+        out["layers"] = tuple(
+            k if i not in dense and (i + 1) % step == 0 else replace(k, ffn=mlp)
+            for i, k in enumerate(replace(b, ffn=routed.ffn) for b in base))
+    return out
+
+
+def uniform_kind_of(fields: dict[str, Any]) -> LayerKind:
+    """The uniform layer kind of reader ``fields``."""
+    return LLMArch(name="", family="", **{k: v for k, v in fields.items()
+                                          if k not in ("layers", "notes")}).uniform_kind
 
 
 @reader("gemma")
@@ -452,12 +468,10 @@ def phi(c: ConfigFields) -> dict[str, Any]:
 
 #: model types roofcast knows but cannot state as one ``LLMArch`` -> why (data, not branches)
 UNREPRESENTABLE: dict[str, str] = {
-    "gemma2": "Gemma 2 alternates sliding-window and global attention layer by layer",
-    "gemma3": "Gemma 3 mixes sliding-window and global attention layers",
-    "deepseek_v2": ("DeepSeek-V2 uses multi-head latent attention (a compressed KV cache) and "
-                    "shared experts"),
-    "deepseek_v3": ("DeepSeek-V3 uses multi-head latent attention (a compressed KV cache) and "
-                    "dense first layers"),
+    "minimax_m1": ("MiniMax-M1 runs lightning (linear) attention in 7 of 8 layers; roofcast "
+                   "costs softmax attention with a KV cache only"),
+    "minimax_text_01": ("MiniMax-Text-01 runs lightning (linear) attention in 7 of 8 layers; "
+                        "roofcast costs softmax attention with a KV cache only"),
     "mamba": "Mamba is a state-space model with no attention and no KV cache",
     "mamba2": "Mamba-2 is a state-space model with no attention and no KV cache",
     "jamba": "Jamba mixes Mamba and attention layers",

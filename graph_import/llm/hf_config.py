@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from roofcast.graph_import.errors import LLMConfigError
+from roofcast.graph_import.llm import families_layered  # noqa: F401  (registers readers)
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.families import UNREPRESENTABLE, known_model_types, read_family
 from roofcast.graph_import.llm.hf_fields import LIMITS
+from roofcast.graph_import.llm.quantization import weight_dtype
 
 #: A config.json is a few kB; anything over 1 MiB is not one.
 MAX_CONFIG_BYTES = 1 << 20
@@ -148,6 +150,10 @@ def arch_from_config(
             f"{where}: {fields['n_heads']} heads of {fields['head_dim']} make attention "
             f"{width} wide, over the plausible {LIMITS['width']}; check the head fields"
         )
+    dtype, note = weight_dtype(config, where)
+    if note:
+        fields = {**fields, "weight_dtype": dtype,
+                  "notes": (*fields.get("notes", ()), note)}
     return LLMArch(name=name or _default_name(config), family=family, source=source, **fields)
 
 

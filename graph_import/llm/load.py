@@ -10,14 +10,16 @@
 * a path to an ``.onnx`` decoder, or its bytes (read by ``onnx_decoder.arch_from_onnx``);
   bytes that start with ``{`` (or ``[``) are taken as a config.json's content instead.
 
-A name that is neither bundled nor an existing path is refused with the closest bundled names.
+A quantized repack of a bundled model (``nvidia/Llama-3.1-8B-Instruct-FP8``; ``repacks``) is
+its base config with ``weight_dtype`` set and a note. A name that is neither bundled nor an
+existing path is refused with the closest bundled names.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,6 +32,7 @@ from roofcast.graph_import.llm.hf_config import (
     arch_from_config_file,
     parse_config,
 )
+from roofcast.graph_import.llm.repacks import split_repack
 
 _CONFIGS = "roofcast.graph_import.llm.configs"
 
@@ -120,6 +123,9 @@ def load_llm(ref: str | Path | bytes) -> LLMArch:
         key = ref.strip().lower()
         if key in _aliases():
             return _bundled(_aliases()[key])
+        repack = _repack(ref)
+        if repack is not None:
+            return repack
         path = Path(ref)
         if not _exists(path) and path.suffix.lower() not in (".json", ".onnx"):
             _bundled_name(ref)  # raises with the close names
@@ -132,6 +138,19 @@ def load_llm(ref: str | Path | bytes) -> LLMArch:
     if path.suffix.lower() == ".onnx":
         return _from_onnx(path)
     return arch_from_config_file(path)
+
+
+def _repack(ref: str) -> LLMArch | None:
+    """The bundled base of a quantized repack id, its weights at the repack's dtype."""
+    split = split_repack(ref)
+    if split is None or split[0].lower() not in _aliases():
+        return None
+    base, dtype = _bundled(_aliases()[split[0].lower()]), split[1]
+    note = (f"{ref.strip()[:100]} read as the bundled {base.name} with {dtype} weights (a "
+            "quantized repack keeps its base's shapes); predictions use them unless --weights "
+            "says otherwise")
+    kept = tuple(n for n in base.notes if not n.startswith("weights stored as"))
+    return replace(base, weight_dtype=dtype, notes=(*kept, note))
 
 
 def _exists(path: Path) -> bool:

@@ -6,14 +6,17 @@ eager or fused attention, MHA/GQA/MQA, RoPE or learned positions, gated MLPs and
 initializer dims are read. Detectors: the token embedding and LM head; attention cores
 (``CORE_FINDERS``, their count = ``n_layers``); heads and ``head_dim`` at concrete dims
 (``decoder_dims``); per layer the Q/K/V, output, router and MLP linears; KV inputs; norm,
-activation and positions from layer 0. ``max_context``: a learned or rotary table, else
-``DEFAULT_MAX_CONTEXT`` with a note. Step details: docs/design/decoder.md.
+activation and positions from layer 0. Layers that differ (widths, heads, experts) are
+read as one kind each (``onnx_layers``), the scalar fields from the most common one.
+``max_context``: a learned or rotary table, else ``DEFAULT_MAX_CONTEXT`` with a note.
+Step details: docs/design/decoder.md.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any
 
 import onnx
@@ -23,6 +26,7 @@ from roofcast.graph_import.errors import LLMConfigError
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.onnx_fields import DEFAULT_MAX_CONTEXT, DETECTORS
 from roofcast.graph_import.llm.onnx_graph import DecoderGraph
+from roofcast.graph_import.llm.onnx_layers import differing_layers, layer_kind_of
 from roofcast.graph_import.llm.onnx_parts import (
     CONFIG_ROAD,
     FLOATS,
@@ -91,13 +95,9 @@ def detect_decoder(source: Any, name: str | None = None, *,
     view = DecoderGraph(model, shapes)
     cores = find_cores(view)
     layers = [layer_of(view, cores, i, head, emb.d_model, label) for i in range(len(cores))]
-    first = layers[0]
-    for i, lay in enumerate(layers[1:], start=1):
-        if lay.shape != first.shape:
-            raise LLMConfigError(
-                f"{label}: layer {i} differs from layer 0 ({lay.shape} vs {first.shape}); "
-                f"LLMArch describes uniform layers; {CONFIG_ROAD}")
-    notes: list[str] = []
+    shapes = Counter(lay.shape for lay in layers)
+    first = next(lay for lay in layers if lay.shape == shapes.most_common(1)[0][0])
+    notes: list[str] = [differing_layers(layers, first)] if len(shapes) > 1 else []
     found = Found(view=view, emb=emb, head=head, cores=cores, layers=layers, notes=notes)
     fields = {}
     for detect in DETECTORS:
@@ -113,6 +113,8 @@ def detect_decoder(source: Any, name: str | None = None, *,
         experts_per_token=first.top_k, tied_embeddings=head.weight == emb.table,
         parallel_block=first.parallel, qkv_bias=first.qkv_bias, mlp_bias=first.mlp_bias,
         source=label, **fields)
+    if len(shapes) > 1:
+        arch = replace(arch, layers=tuple(layer_kind_of(arch, lay) for lay in layers))
     kv_in = tuple(t for lay in layers for t in lay.kv_inputs)
     kv_out = tuple(t for lay in layers for t in lay.kv_outputs)
     if kv_in and len(kv_in) != 2 * len(layers):

@@ -26,14 +26,15 @@ from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
 from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
-from roofcast.graph_import.llm.decoder import LayerKind, decoder_of
+from roofcast.graph_import.llm.decoder import Attention, LayerKind, decoder_of
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.layer import (
     AttentionCall,
     ExpertWork,
     LayerPass,
-    attended_keys,
+    attended_keys,  # noqa: F401  (re-exported: callers import it from here)
+    cached_kv_elements,
     layer_kernels,
     norm,
     tensor,
@@ -211,11 +212,12 @@ class _Rows:
                              fallback_only=plan.dequant_on_fallback_only)
         return key
 
-    def cached_keys_read(self, call: AttentionCall, key: str) -> None:
+    def cached_keys_read(self, call: AttentionCall, key: str, attention: Attention) -> None:
         """The ``KvConvert`` rows of attention kernel ``key`` (module docstring)."""
         serving = self.profile.serving
         per_query = serving is not None and serving.kv_convert_per == "query-head"
-        elems = kv_elements_converted(self.arch, call.segment, per_query)
+        seg = call.segment
+        elems = cached_kv_elements(attention, seg.batch, seg.new_tokens, seg.context, per_query)
         for cond, flops in self.dtypes.kv_convert_flops(elems).items():
             if flops > 0:
                 self.overlapping(f"kv_convert{call.label}", "KvConvert", key, flops,
@@ -247,13 +249,10 @@ class _Rows:
 
 
 def kv_elements_converted(arch: LLMArch, seg: Segment, per_query_head: bool) -> float:
-    """KV elements one layer's attention kernel of ``seg`` converts from the cache dtype:
-    ``2 x b x Hkv x hd x cached keys``, x ``G`` when the kernel converts per query head.
-    Cached keys: all of a decode segment's span; a prefill's span less its own new keys."""
-    span, _ = attended_keys(seg.context, seg.new_tokens, arch.sliding_window)
-    cached = span if seg.new_tokens == 1 else max(span - seg.new_tokens, 0)
-    g = arch.n_heads // arch.n_kv_heads if per_query_head else 1
-    return 2.0 * seg.batch * arch.n_kv_heads * arch.head_dim * cached * g
+    """KV elements one layer of ``arch``'s main kind converts for ``seg``
+    (``layer.cached_kv_elements``)."""
+    return cached_kv_elements(arch.uniform_kind.attention, seg.batch, seg.new_tokens,
+                              seg.context, per_query_head)
 
 
 def _experts(kind: LayerKind, tokens: int, ep: int) -> ExpertWork | None:

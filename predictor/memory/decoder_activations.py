@@ -2,7 +2,8 @@
 forward per slot on one tensor-parallel rank, and what a training block keeps for its backward.
 
 Prefill peak: ``T (2 d + max(q + 2 kv, up)) e`` for ``T`` prompt tokens (residual stream, its
-normed copy, the widest intermediate; ``up = (1 + gated) d_ff k`` with ``k`` experts per token)
+normed copy, the widest intermediate of any layer kind; ``up = (1 + gated) d_ff k`` with ``k``
+experts per token, shared ones included)
 + fp32 logits of the last tokens ``b V 4`` (+ eager attention's scores ``b H N N e``).
 Training (Korthikanti et al. 2022 §4, term by term for any architecture): per block the norm
 inputs, Q, K, V, O input, the MLP's intermediates (MoE: router probabilities and the rank's
@@ -19,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from roofcast.graph_import.llm.arch import LLMArch
+from roofcast.graph_import.llm.decoder import LayerKind
 from roofcast.predictor.llm.kernels import attended_keys
 
 #: bytes of a dropout mask element (PyTorch's bool mask).
@@ -38,13 +40,22 @@ def prefill_activation_bytes(arch: LLMArch, *, batch: int, prompt_tokens: int,
     tokens = batch * int(prompt_tokens)
     if max_prefill_tokens:
         tokens = min(tokens, max_prefill_tokens)
-    up = (2 if a.gated_mlp else 1) * a.d_ff * (a.experts_per_token if a.n_experts > 1 else 1)
-    widest = max(a.q_dim + 2 * a.kv_dim, up)
+    widest = max(_widest(k) for k in dict.fromkeys(a.kinds))
     total = tokens * (2 * a.d_model + widest) * elem_bytes + batch * a.vocab * FP32_BYTES
     if eager:
         n = int(prompt_tokens)
         total += batch * a.n_heads * n * n * elem_bytes
     return float(total)
+
+
+def _widest(kind: LayerKind) -> int:
+    """The widest intermediate of one layer per token: QKV (MLA: its decompressed K and V,
+    ``H (n + v)``) or the MLP's up projection over ``top_k + n_shared`` experts."""
+    a, m, moe = kind.attention, kind.mlp, kind.moe
+    lat = a.latent
+    qkv = a.q_dim + (lat.kv_lora_rank + a.n_heads * (lat.qk_nope_head_dim + lat.v_head_dim)
+                     if lat else 2 * a.kv_dim)
+    return max(qkv, m.up_width * (1 if moe is None else moe.top_k + moe.n_shared))
 
 
 class RankDims(Protocol):

@@ -1,9 +1,10 @@
 """Memory of the fullest device of an LLM serving replica at a batch (bytes).
 
-weights (``decoder``) + KV cache (``batch x kv_tokens x kv_bytes_per_token`` of the device's
-layers and KV heads; a continuous batch reserves every request's full length) + the prefill
-peak (``decoder_activations``) + the engine's reserve ``(1 - memory_utilization) x capacity``
-(``profile.serving``; 0.9 without a ``[serving]`` table, vLLM's default).
+weights (``decoder``) + KV cache (``batch x request_kv_bytes`` of the device's layers and KV
+heads, windows capping their layers; a continuous batch reserves every request's full
+length) + the prefill peak (``decoder_activations``) + the engine's reserve
+``(1 - memory_utilization) x capacity`` (``profile.serving``; 0.9 without a ``[serving]``
+table, vLLM's default).
 ``max_batch``: the largest batch that fits (0: not even one request). ``devices_needed``:
 ``ceil((weights + one request) / (capacity x memory_utilization))``, a tensor-parallel lower
 bound. ``device_share`` is the one reader of the serving sharding.
@@ -19,7 +20,12 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes
 from roofcast.predictor.llm.types import ServingConfig
 from roofcast.predictor.memory.batch import MAX_BATCH_SEARCH, largest_batch
-from roofcast.predictor.memory.decoder import device_weights_bytes, kv_bytes_per_token, kv_tokens
+from roofcast.predictor.memory.decoder import (
+    device_weights_bytes,
+    kind_bytes,
+    kv_bytes_per_token,
+    request_kv_bytes,
+)
 from roofcast.predictor.memory.decoder_activations import prefill_activation_bytes
 from roofcast.predictor.memory.types import DeviceMemory
 from roofcast.predictor.runtimes import ExecutionProfile
@@ -33,8 +39,9 @@ DEFAULT_MEMORY_UTILIZATION = ServingSpec().memory_utilization
 @dataclass(frozen=True)
 class DeviceShare:
     """What the fullest device of a replica holds: ``local`` the shapes it runs (heads, KV
-    heads, ``d_ff``, vocabulary per device; ``n_layers`` = its stage's ``layers``), the
-    ``experts`` of each layer it keeps, the replica's ``pp`` pipeline stages."""
+    heads, ``d_ff``, vocabulary per device; ``n_layers`` = its stage's ``layers``; layer
+    kinds: those of the stage with the most weights), the ``experts`` of each layer it keeps,
+    the replica's ``pp`` pipeline stages."""
 
     local: LLMArch
     layers: int
@@ -47,9 +54,15 @@ def device_share(arch: LLMArch, cfg: ServingConfig) -> DeviceShare:
     sh = Sharding.of(cfg)
     if sh.trivial:
         return DeviceShare(arch, arch.n_layers, arch.n_experts, 1)
-    layers = stage_layers(arch, sh.pp)
-    return DeviceShare(replace(local_arch(arch, sh), n_layers=layers), layers,
-                       arch.n_experts // sh.ep, sh.pp)
+    layers, experts = stage_layers(arch, sh.pp), arch.n_experts // sh.ep
+    local = local_arch(arch, sh)
+    if not local.layers:
+        return DeviceShare(replace(local, n_layers=layers), layers, experts, sh.pp)
+    dtypes = TensorDtypes.of(cfg)
+    stages = [local.layers[i:i + layers] for i in range(0, arch.n_layers, layers)]
+    fullest = max(stages, key=lambda st: sum(kind_bytes(k, dtypes, experts) for k in st))
+    return DeviceShare(replace(local, n_layers=len(fullest), layers=fullest), len(fullest),
+                       experts, sh.pp)
 
 
 def memory_utilization(profile: ExecutionProfile | None) -> float:
@@ -60,8 +73,15 @@ def memory_utilization(profile: ExecutionProfile | None) -> float:
 
 
 def device_kv_bytes_per_token(arch: LLMArch, cfg: ServingConfig) -> float:
-    """KV bytes one token takes on the fullest device (its layers and KV heads)."""
+    """KV bytes one token takes on the fullest device (its layers and KV heads), before
+    sliding windows cap their layers (``device_kv_bytes`` holds a request's)."""
     return kv_bytes_per_token(device_share(arch, cfg).local, TensorDtypes.of(cfg))
+
+
+def device_kv_bytes(arch: LLMArch, cfg: ServingConfig, tokens: int) -> float:
+    """KV bytes one request of ``tokens`` tokens keeps on the fullest device (windowed
+    layers capped: ``decoder.request_kv_bytes``)."""
+    return request_kv_bytes(device_share(arch, cfg).local, TensorDtypes.of(cfg), tokens)
 
 
 def serving_memory(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, batch: int,
@@ -71,12 +91,12 @@ def serving_memory(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, batch: i
     share = device_share(arch, cfg)
     serving = profile.serving if profile is not None else None
     cap = float(hw.mem_capacity_bytes)
-    tokens = kv_tokens(arch, int(cfg.input_tokens) + int(cfg.output_tokens))
+    tokens = int(cfg.input_tokens) + int(cfg.output_tokens)
     return DeviceMemory(
         capacity_bytes=cap,
         weights_bytes=device_weights_bytes(share.local, dtypes, layers=share.layers,
                                            experts=share.experts, pp=share.pp),
-        kv_cache_bytes=float(batch * tokens * kv_bytes_per_token(share.local, dtypes)),
+        kv_cache_bytes=request_kv_bytes(share.local, dtypes, tokens, batch),
         activations_bytes=prefill_activation_bytes(
             share.local, batch=batch, prompt_tokens=int(cfg.input_tokens),
             elem_bytes=dtype_bytes(cfg.activations),

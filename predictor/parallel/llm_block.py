@@ -27,7 +27,7 @@ from roofcast.graph_import.costs.gemm_dims import gemm_dims
 from roofcast.graph_import.costs.inner_dims import inner_elems_or_nan
 from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
-from roofcast.graph_import.llm.decoder import LayerKind, MoE
+from roofcast.graph_import.llm.decoder import Attention, LayerKind, MoE
 from roofcast.graph_import.types import OpNode, TensorInfo
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
@@ -104,7 +104,7 @@ class Nodes:
             inputs.append(tensor(f"{WEIGHT}{name}.bias", n))
         return self.add(name, "Gemm", inputs, [tensor(f"y.{name}", tokens, n)])
 
-    def cached_keys_read(self, call: AttentionCall, key: str) -> None:
+    def cached_keys_read(self, call: AttentionCall, key: str, attention: Attention) -> None:
         """Training keeps no KV cache."""
 
 

@@ -9,7 +9,7 @@ Weights are real (small) initializers, so ``params`` is what the file holds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
@@ -42,6 +42,8 @@ class Spec:
     nbits: bool = False  # 4-bit MatMulNBits linears (onnxruntime-genai style)
     rotary_cache: int = 0  # GroupQueryAttention cos/sin caches of this many positions
     cross: bool = False  # K/V projected from an ``encoder_hidden_states`` input
+    layer_d_ff: tuple[int, ...] = ()  # per-layer MLP widths (non-uniform decoders)
+    layer_kv_heads: tuple[int, ...] = ()  # per-layer KV heads
 
 
 class _B:
@@ -264,6 +266,8 @@ def tiny_decoder(**kw) -> bytes:
         inputs.append(helper.make_tensor_value_info("encoder_hidden_states", TensorProto.FLOAT,
                                                     ["batch", "encoder_sequence", s.d_model]))
     for layer in range(s.layers):
+        b.s = replace(s, d_ff=s.layer_d_ff[layer] if s.layer_d_ff else s.d_ff,
+                      kv_heads=s.layer_kv_heads[layer] if s.layer_kv_heads else s.kv_heads)
         h = b.norm(x)
         a = b.attention(h, layer, inputs, kv_outputs)
         if s.parallel:
@@ -271,6 +275,7 @@ def tiny_decoder(**kw) -> bytes:
         else:
             x1 = b.op("Add", [x, a])
             x = b.op("Add", [x1, b.mlp(b.norm(x1))])
+    b.s = s
     h = b.norm(x)
     if s.tied:
         head_w = b.op("Transpose", [table], perm=[1, 0])

@@ -46,6 +46,26 @@ PUBLISHED = {
     "falcon-180b": 179e9,
     "phi-2": 2.78e9,
     "qwen1.5-moe-a2.7b": 14.3e9,
+    # today's families: totals as their model cards / reports state them (MTP layers and
+    # vision encoders excluded where the card counts them apart)
+    "deepseek-v3": 671e9,  # DeepSeek-V3 report: 671B total (+14B MTP module), 37B active
+    "deepseek-r1": 671e9,
+    "kimi-k2": 1.04e12,  # Kimi K2 report: 1.04T total, 32B activated
+    "qwen3-8b": 8.2e9,
+    "qwen3-32b": 32.8e9,
+    "qwen3-30b-a3b": 30.5e9,
+    "qwen3-235b-a22b": 235e9,
+    "gpt-oss-20b": 20.91e9,  # gpt-oss model card: 20.91B total, 3.61B active
+    "gpt-oss-120b": 116.83e9,  # 116.83B total, 5.13B active
+    "llama-4-scout": 109e9,  # Meta: 109B total, 17B active
+    "llama-4-maverick": 400e9,  # Meta: 400B total, 17B active
+    "gemma-2-9b": 9.24e9,
+    "gemma-2-27b": 27.2e9,
+    "gemma-3-12b": 11.77e9,  # Gemma 3 report: 1,012M embedding + 10,759M non-embedding
+    "gemma-3-27b": 27.0e9,  # 1,416M embedding + 25,600M non-embedding (vision apart)
+    "glm-4.5": 355e9,  # GLM-4.5: 355B total, 32B active
+    "glm-4.5-air": 106e9,  # 106B total, 12B active
+    "minimax-m2": 230e9,  # MiniMax-M2: 230B total, 10B active
 }
 REQUIRED = (
     "llama-2-7b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",

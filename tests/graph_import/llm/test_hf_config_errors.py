@@ -186,20 +186,23 @@ def test_gpt2_family_names_its_own_fields():
     assert "gpt2 models" in message
 
 
-def test_decilm_with_varying_kv_heads_is_refused_and_with_equal_ones_read():
-    varying = config_bytes(
+def test_decilm_with_varying_kv_heads_is_read_layer_by_layer():
+    varying = load_llm(config_bytes(
         model_type="deci",
         num_key_value_heads=...,
         num_key_value_heads_per_layer=[4] * 16 + [2] * 16,
-    )
-    assert "varies across layers" in refused(varying)
+    ))
+    assert [k.attention.n_kv_heads for k in varying.kinds] == [4] * 16 + [2] * 16
     equal = config_bytes(
         model_type="deci", num_key_value_heads=..., num_key_value_heads_per_layer=[4] * 32
     )
     assert load_llm(equal).n_kv_heads == 4
+    assert load_llm(equal).uniform
+    short = config_bytes(model_type="deci", num_key_value_heads_per_layer=[4, 2])
+    assert "one per layer" in refused(short)
 
 
-def test_qwen2_moe_shapes_it_cannot_state_are_refused():
+def test_qwen2_moe_shapes_it_cannot_state_are_refused_and_dense_layers_read():
     moe = {
         "model_type": "qwen2_moe",
         "num_experts": 60,
@@ -209,16 +212,20 @@ def test_qwen2_moe_shapes_it_cannot_state_are_refused():
     assert "not a whole multiple" in refused(
         config_bytes(**moe, shared_expert_intermediate_size=5000)
     )
-    assert "mlp_only_layers" in refused(config_bytes(**moe, mlp_only_layers=[0]))
+    dense_first = load_llm(config_bytes(**moe, mlp_only_layers=[0]))
+    assert dense_first.kinds[0].moe is None
+    assert dense_first.kinds[1].moe is not None
+    assert dense_first.kinds[0].mlp.d_ff == 11008  # intermediate_size
     assert "lacks 'moe_intermediate_size'" in refused(
         config_bytes(**{**moe, "moe_intermediate_size": ...})
     )
 
 
 def test_known_but_unrepresentable_families_say_why():
-    message = refused(config_bytes(model_type="gemma2"))
-    assert "model_type 'gemma2' cannot be modelled" in message
-    assert "alternates sliding-window and global attention" in message
+    message = refused(config_bytes(model_type="minimax_m1"))
+    assert "model_type 'minimax_m1' cannot be modelled" in message
+    assert "lightning (linear) attention" in message
+    assert "\n" not in message
 
 
 def test_opt_with_projected_embeddings_is_refused():
@@ -228,13 +235,11 @@ def test_opt_with_projected_embeddings_is_refused():
     assert "'word_embed_proj_dim' (512) differs" in refused(json.dumps(opt).encode())
 
 
-def test_qwen2_sliding_window_on_some_layers_only_is_refused():
-    message = refused(
-        config_bytes(
-            model_type="qwen2", use_sliding_window=True, sliding_window=4096, max_window_layers=16
-        )
-    )
-    assert "max_window_layers" in message
+def test_qwen2_sliding_window_on_some_layers_only_is_read_layer_by_layer():
+    some = load_llm(config_bytes(
+        model_type="qwen2", use_sliding_window=True, sliding_window=4096, max_window_layers=16
+    ))
+    assert [k.attention.window for k in some.kinds] == [0] * 16 + [4096] * 16
     all_layers = config_bytes(
         model_type="qwen2", use_sliding_window=True, sliding_window=4096, max_window_layers=0
     )

@@ -237,3 +237,36 @@ def test_onnxruntime_genai_layout_is_read():
 def test_cross_attention_decoder_is_refused():
     with pytest.raises(LLMConfigError, match=r"cross-attention.*encoder_hidden_states"):
         detect_decoder(tiny_decoder(cross=True))
+
+
+NON_UNIFORM = {
+    # a wider first layer (the first or last layer looking different: the GPT-2-large refusal)
+    "wider-first-mlp-gpt2-like": {"layers": 4, "layer_d_ff": (64, 48, 48, 48),
+                                  "norm": "layernorm", "activation": "gelu_tanh",
+                                  "gated": False, "positions": "learned", "qkv_bias": True,
+                                  "mlp_bias": True, "kv_heads": 4, "tied": True},
+    "per-layer-kv-heads": {"layers": 3, "layer_kv_heads": (4, 2, 1)},
+    "last-layer-differs-with-past": {"layers": 3, "layer_d_ff": (48, 48, 96), "past": True},
+}
+
+
+@pytest.mark.parametrize("spec", NON_UNIFORM.values(), ids=NON_UNIFORM.keys())
+def test_decoder_with_differing_layers_is_read_as_a_list_of_kinds(spec):
+    """Once refused with 'layer 1 differs from layer 0 ((Heads(...), ...)); LLMArch describes
+    uniform layers'; now each layer is its own kind and the note says what differs in words."""
+    data = tiny_decoder(**spec)
+    info = detect_decoder(data, "tiny")
+    arch = info.arch
+    n = spec["layers"]
+    d_ffs = spec.get("layer_d_ff") or (48,) * n
+    kv = spec.get("layer_kv_heads") or (spec.get("kv_heads", 2),) * n
+    assert not arch.uniform
+    assert len(arch.kinds) == n
+    assert [k.mlp.d_ff for k in arch.kinds] == list(d_ffs)
+    assert [k.attention.n_kv_heads for k in arch.kinds] == list(kv)
+    note = next(x for x in info.notes if "differ" in x)
+    assert "Heads(" not in note
+    assert "(" in note
+    assert "vs" in note
+    assert onnx_weight_elements(data) == arch.params + _extra_params(**spec)
+    assert arch.kv_elements_per_token() == sum(2 * k * 8 for k in kv)

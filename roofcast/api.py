@@ -245,7 +245,10 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
         concurrency: int | str | None = None, weights: str = "fp16",
         kv_cache: str | None = None, activations: str = "fp16", runtime: str | None = None,
         estimator: str | None = None, system: Any = None, devices: int | None = None,
-        tp: int = 1, pp: int = 1, ep: int = 1) -> ServingPrediction | pd.DataFrame:
+        tp: int = 1, pp: int = 1, ep: int = 1, rate: float | None = None,
+        trace: str | Path | None = None, simulate: bool | None = None,
+        slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+        **sim: Any) -> ServingPrediction | pd.DataFrame:
     """LLM serving of ``model`` on ``hw``: time to first token, time per output token,
     end-to-end latency, tokens/s, memory fit.
 
@@ -290,7 +293,27 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     device) or on ``devices`` of ``hw`` (default tp x pp of it, one node);
     ``predict_serving(..., system=)`` times the kernels per device and the collectives on the
     system's links. ``plan(model, system, mode="serve")`` ranks every (tp, pp) instead.
+
+    Request-level simulation (``predictor.llm.sim``; a DataFrame, one row per device,
+    ``sim.frame.COLUMNS``): ``rate`` (requests/s, open loop), ``trace`` (a CSV path), or
+    ``concurrency`` with ``simulate=True`` (closed loop); ``slo_ttft_ms``/``slo_tpot_ms`` for
+    goodput; more keywords: ``arrival`` (poisson, gamma), ``arrival_cv``, ``requests``,
+    ``lengths``, ``length_spread``, ``policy``, ``engine_max_seqs``, ``engine_max_tokens``,
+    ``prefix_tokens``, ``seed`` (``sim.run.SimSpec``).
     """
+    if simulate or rate is not None or trace is not None:
+        from roofcast.llm_sim_api import llm_simulated
+
+        return llm_simulated(model, hw, system=system, devices=devices, estimator=estimator,
+                             rate=rate, trace=trace, concurrency=concurrency, batch=batch,
+                             slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, sim=sim,
+                             cfg={"input_tokens": input_tokens, "output_tokens": output_tokens,
+                                  "weights": weights, "kv_cache": kv_cache,
+                                  "activations": activations, "runtime": runtime, "tp": tp,
+                                  "pp": pp, "ep": ep})
+    if sim or slo_ttft_ms is not None or slo_tpot_ms is not None:
+        raise TypeError(f"simulation keywords ({', '.join([*sim] or ['slo'])}) need rate=, "
+                        "trace= or simulate=True")
     _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
                batch=batch, concurrency=concurrency, devices=devices, tp=tp, pp=pp, ep=ep)
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,

@@ -301,6 +301,8 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     ``lengths``, ``length_spread``, ``policy``, ``engine_max_seqs``, ``engine_max_tokens``,
     ``prefix_tokens``, ``seed`` (``sim.run.SimSpec``).
     """
+    _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
+               batch=batch, concurrency=concurrency, devices=devices, tp=tp, pp=pp, ep=ep)
     if simulate or rate is not None or trace is not None:
         from roofcast.llm_sim_api import llm_simulated
 
@@ -314,8 +316,6 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     if sim or slo_ttft_ms is not None or slo_tpot_ms is not None:
         raise TypeError(f"simulation keywords ({', '.join([*sim] or ['slo'])}) need rate=, "
                         "trace= or simulate=True")
-    _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
-               batch=batch, concurrency=concurrency, devices=devices, tp=tp, pp=pp, ep=ep)
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                           concurrency=concurrency, weights=weights, kv_cache=kv_cache,
                           activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep)

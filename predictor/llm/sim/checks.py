@@ -12,7 +12,7 @@ from roofcast.graph_import.budgets import Limit
 from roofcast.predictor.errors import PredictionError
 
 #: requests one simulation may draw (``ROOFCAST_MAX_SIM_REQUESTS``).
-SIM_REQUESTS = Limit("ROOFCAST_MAX_SIM_REQUESTS", 1_000_000, "requests of a simulation")
+SIM_REQUESTS = Limit("ROOFCAST_MAX_SIM_REQUESTS", 100_000, "requests of a simulation")
 
 
 def number(value: Any, what: str, *, allow_zero: bool = False) -> float:

@@ -7,8 +7,9 @@ the drain), [t0, t1] from the first to the last kept arrival; percentiles and th
 are the kept requests'. In flight L = the time-average number in the system (queued or
 running) over [t0, t1], from every request's interval. Throughput X: open loop, requests
 finished in [t0, t1] / (t1 - t0), so L = X W is a check (Little's law, up to the window's
-edges); closed loop, X = L / W (the response-time law: synchronised waves of equal requests
-make edge counts swing). Tokens/s = X x mean tokens; goodput = X x share meeting both SLOs.
+edges: about W / (t1 - t0)); closed loop, X = L / W (the response-time law: synchronised
+waves of equal requests make edge counts swing). Tokens/s = X x mean tokens; goodput =
+X x the share meeting both SLOs.
 """
 
 from __future__ import annotations

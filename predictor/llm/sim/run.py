@@ -21,7 +21,7 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.phases import engine_profile
 from roofcast.predictor.llm.serving import check_request
-from roofcast.predictor.llm.sim.checks import check_spec
+from roofcast.predictor.llm.sim.checks import SIM_REQUESTS, check_spec
 from roofcast.predictor.llm.sim.engine import LOOP_RUNNERS
 from roofcast.predictor.llm.sim.kvcache import KvPool, kv_pool
 from roofcast.predictor.llm.sim.metrics import SimMetrics, summarise
@@ -92,7 +92,8 @@ def workload(spec: SimSpec, cfg: ServingConfig, policy: Policy) -> Requests:
     outputs = Lengths(spec.lengths, float(cfg.output_tokens), _spread(spec, cfg.output_tokens))
     if spec.concurrency is not None:
         clients = policy.max_seqs if spec.concurrency == "max" else int(spec.concurrency)
-        n = max(spec.requests, CLOSED_ROUNDS * clients)
+        n = SIM_REQUESTS.check(max(spec.requests, CLOSED_ROUNDS * clients),
+                               f"{CLOSED_ROUNDS} requests per client", PredictionError)
         return closed_loop(n, clients, inputs, outputs, seed=spec.seed)
     if spec.rate is None:
         raise PredictionError("give a request rate, a concurrency or a trace to simulate")

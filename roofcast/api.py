@@ -30,12 +30,12 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import Model, load_model, zoo_models
 from roofcast.parallel_api import (
     PLAN_FIELDS,
-    plan,
     predict_parallel,
     system,
     systems,
     target_system,
 )
+from roofcast.parallel_api import plan as parallel_plan
 from roofcast.predictor.advisor import OBJECTIVES, Advice
 from roofcast.predictor.advisor import advise as _advise
 from roofcast.predictor.compare import compare_devices
@@ -322,6 +322,25 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     if system is not None or devices is not None:
         return _llm_on_systems(model, hw, cfg, system, devices, estimator)
     return _llm_on_devices(model, hw, cfg, estimator)
+
+
+def plan(model: Any, system: Any = None, *, rate: float | None = None,
+         slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+         **options: Any) -> Any:
+    """Rank the plans of ``model``: ``parallel_api.plan`` (train / infer / serve by tokens/s);
+    with ``rate`` (requests/s) and ``slo_ttft_ms``/``slo_tpot_ms``: the capacity planner
+    (``llm_sim_api.plan_serve``), the cheapest device of ``hw`` (one or a list) or of
+    ``system`` with its tensor-parallel degree and replica count meeting the SLOs at that
+    rate -> a DataFrame ranked by cost."""
+    if rate is not None:
+        from roofcast.llm_sim_api import plan_serve
+
+        options.pop("mode", None)
+        return plan_serve(model, system, rate=rate, slo_ttft_ms=slo_ttft_ms,
+                          slo_tpot_ms=slo_tpot_ms, **options)
+    if slo_ttft_ms is not None or slo_tpot_ms is not None:
+        raise TypeError("slo_ttft_ms= / slo_tpot_ms= need rate= (the capacity planner)")
+    return parallel_plan(model, system, **options)
 
 
 def _check_llm(hw: Any, system: Any, *, input_tokens: Any, output_tokens: Any, batch: Any,

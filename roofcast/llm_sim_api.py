@@ -85,3 +85,27 @@ def llm_simulated(model: Any, hw: Any, *, system: Any, devices: Any, estimator: 
         return sim_frame(simulate(arch, [h for h, _ in targets], run_cfg, spec, **kw))
     rows = [r for h, t in targets for r in simulate(arch, [h], run_cfg, spec, system=t, **kw)]
     return sim_frame(rows)
+
+
+def plan_serve(model: Any, system: Any = None, *, hw: Any = None, rate: Any,
+               slo_ttft_ms: Any = None, slo_tpot_ms: Any = None, input_tokens: int = 512,
+               output_tokens: int = 128, weights: str = "fp16", kv_cache: str | None = None,
+               runtime: str | None = None, estimator: Any = None,
+               **sim: Any) -> pd.DataFrame:
+    """``roofcast.plan(model, rate=..., slo_ttft_ms=..., slo_tpot_ms=...)``: the candidates
+    of ``hw`` (a device or a list) or ``system``, ranked by cost (``sim.planner``)."""
+    from roofcast.api import _check_llm, _serving_config, llm_arch
+    from roofcast.predictor.llm.sim.planner import plan_capacity
+
+    if rate is None:
+        raise TypeError("plan_serve needs rate= (requests/s)")
+    if slo_ttft_ms is None and slo_tpot_ms is None:
+        raise PredictionError("give slo_ttft_ms= and/or slo_tpot_ms=: the SLOs to meet")
+    _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
+               batch=None, concurrency=None)
+    spec = sim_spec(rate=rate, trace=None, concurrency=None, slo_ttft_ms=slo_ttft_ms,
+                    slo_tpot_ms=slo_tpot_ms, sim={"requests": 400, **sim})
+    cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens,
+                          weights=weights, kv_cache=kv_cache, runtime=runtime, tp=1, pp=1, ep=1)
+    kw = {} if estimator is None else {"estimator": estimator}
+    return plan_capacity(llm_arch(model), _targets(hw, system, None), cfg, spec, **kw)

@@ -137,9 +137,22 @@ def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec) -> str:
             f"the {runtime} kernel model + engine calibration")
 
 
-def simulate(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,
-             *, estimator: str = SERVING_ESTIMATOR, system=None) -> list[SimResult]:
-    """One ``SimResult`` per device of ``hws`` (module docstring)."""
+@dataclass(frozen=True)
+class Prepared:
+    """What a device's simulation needs besides the workload: its engine, policy, KV pool
+    and step table (reusable across rates: the planner runs many)."""
+
+    hw: HardwareSpec
+    runtime: str
+    policy: Policy
+    pool: KvPool
+    table: object
+
+
+def prepare(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,
+            req: Requests | None = None, *, estimator: str = SERVING_ESTIMATOR,
+            system=None) -> tuple[list[Prepared], Requests]:
+    """The ``Prepared`` of every device and the workload (``req``: given, else ``spec``'s)."""
     check_spec(spec)
     if not hws:
         raise PredictionError("no devices to simulate; give at least one device")
@@ -150,21 +163,30 @@ def simulate(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spe
     sh = Sharding.of(cfg)
     systems = [replica_system(hw, sh, system) for hw in hws]
     policies = [_policy(spec, p.name, cfg) for p in profiles]
-    req = workload(spec, cfg, policies[0])
+    req = workload(spec, cfg, policies[0]) if req is None else req
     _check_lengths(arch, req)
-    out: list[SimResult | None] = [None] * len(hws)
+    out: list[Prepared | None] = [None] * len(hws)
     for name in dict.fromkeys(p.name for p in profiles):
         idx = [i for i, p in enumerate(profiles) if p.name == name]
         grid = _grid(req, policies[idx[0]])
         tables = step_tables(arch, [hws[i] for i in idx], cfg, profiles[idx[0]], grid,
                              [systems[i] for i in idx], estimator=estimator)
         for i, table in zip(idx, tables, strict=True):
-            out[i] = _one(arch, hws[i], cfg, spec, req, policies[i], profiles[i].name, table)
-    return [r for r in out if r is not None]
+            pool = kv_pool(arch, hws[i], cfg, profiles[i], policies[i].block_tokens)
+            out[i] = Prepared(hws[i], name, policies[i], pool, table)
+    return [p for p in out if p is not None], req
 
 
-def _one(arch, hw, cfg, spec, req, policy, runtime, table) -> SimResult:
-    pool = kv_pool(arch, hw, cfg, engine_profile(cfg.runtime, hw), policy.block_tokens)
+def simulate(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,
+             *, estimator: str = SERVING_ESTIMATOR, system=None) -> list[SimResult]:
+    """One ``SimResult`` per device of ``hws`` (module docstring)."""
+    prepared, req = prepare(arch, hws, cfg, spec, estimator=estimator, system=system)
+    return [run_prepared(arch, p, spec, req) for p in prepared]
+
+
+def run_prepared(arch: LLMArch, prep: Prepared, spec: SimSpec, req: Requests) -> SimResult:
+    """Simulate ``req`` on one prepared device."""
+    hw, policy, runtime, pool = prep.hw, prep.policy, prep.runtime, prep.pool
     road = _road(policy, runtime, req, spec)
     notes = [road]
     if policy.engine not in (runtime, "any"):
@@ -179,7 +201,8 @@ def _one(arch, hw, cfg, spec, req, policy, runtime, table) -> SimResult:
                      f"{hw.mem_capacity_bytes / 2**30:.0f} GiB of memory): raise tp or use "
                      "smaller weights; metrics not predicted")
         return SimResult(hw.id, runtime, policy, road, pool, None, tuple(notes), req.clients)
-    trace = LOOP_RUNNERS[policy.loop](req, policy, pool.blocks, table, spec.prefix_tokens)
+    trace = LOOP_RUNNERS[policy.loop](req, policy, pool.blocks, prep.table,
+                                      spec.prefix_tokens)
     m = summarise(trace, spec.slo_ttft_s, spec.slo_tpot_s)
     if m.preemptions:
         notes.append(f"{m.preemptions} preemption(s): the KV pool of {pool.tokens:,} tokens "

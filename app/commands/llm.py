@@ -177,8 +177,7 @@ def simulated_output(args: argparse.Namespace, arch, cfg, options: dict[str, Any
     df = api.llm(arch, **where, **options, **degrees, simulate=True, **sim)
     head = header(arch, cfg, args.format)
     head.pop("batch", None)
-    head.update({k: v for k, v in (("rate", args.rate), ("trace", args.trace),
-                                   ("requests", args.requests)) if v is not None})
+    head.update({k: v for k, v in (("rate", args.rate), ("trace", args.trace)) if v is not None})
     return sim_output(df, head, args.format)
 
 

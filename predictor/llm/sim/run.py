@@ -140,7 +140,8 @@ def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec) -> str:
 @dataclass(frozen=True)
 class Prepared:
     """What a device's simulation needs besides the workload: its engine, policy, KV pool
-    and step table (reusable across rates: the planner runs many)."""
+    and step table (None where the model does not fit; reusable across rates: the planner
+    runs many)."""
 
     hw: HardwareSpec
     runtime: str
@@ -165,16 +166,19 @@ def prepare(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec
     policies = [_policy(spec, p.name, cfg) for p in profiles]
     req = workload(spec, cfg, policies[0]) if req is None else req
     _check_lengths(arch, req)
-    out: list[Prepared | None] = [None] * len(hws)
-    for name in dict.fromkeys(p.name for p in profiles):
-        idx = [i for i, p in enumerate(profiles) if p.name == name]
-        grid = _grid(req, policies[idx[0]])
-        tables = step_tables(arch, [hws[i] for i in idx], cfg, profiles[idx[0]], grid,
-                             [systems[i] for i in idx], estimator=estimator)
-        for i, table in zip(idx, tables, strict=True):
-            pool = kv_pool(arch, hws[i], cfg, profiles[i], policies[i].block_tokens)
-            out[i] = Prepared(hws[i], name, policies[i], pool, table)
-    return [p for p in out if p is not None], req
+    pools = [kv_pool(arch, hw, cfg, p, pol.block_tokens)
+             for hw, p, pol in zip(hws, profiles, policies, strict=True)]
+    tables: list = [None] * len(hws)
+    for name in dict.fromkeys(p.name for p in profiles):  # one timing per engine
+        idx = [i for i, p in enumerate(profiles) if p.name == name and pools[i].blocks > 0]
+        if idx:
+            timed = step_tables(arch, [hws[i] for i in idx], cfg, profiles[idx[0]],
+                                _grid(req, policies[idx[0]]), [systems[i] for i in idx],
+                                estimator=estimator)
+            for i, table in zip(idx, timed, strict=True):
+                tables[i] = table
+    return [Prepared(hw, p.name, pol, pool, t) for hw, p, pol, pool, t in
+            zip(hws, profiles, policies, pools, tables, strict=True)], req
 
 
 def simulate(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,

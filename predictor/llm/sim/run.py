@@ -215,3 +215,19 @@ def run_prepared(arch: LLMArch, prep: Prepared, spec: SimSpec, req: Requests) ->
         notes.append(f"Little's law off by {m.little_error:+.1%} over the window (few "
                      "requests or an unsteady run: raise --requests)")
     return SimResult(hw.id, runtime, policy, road, pool, m, tuple(notes), req.clients)
+
+
+def rate_sweep(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,
+               rates: Sequence[float], *, estimator: str = SERVING_ESTIMATOR
+               ) -> list[tuple[float, SimResult]]:
+    """(rate, result) per device x rate: open loops at each of ``rates`` (requests/s) on one
+    step table per engine (for latency-against-rate charts)."""
+    prepared, _ = prepare(arch, hws, cfg, replace(spec, rate=float(rates[0])),
+                          estimator=estimator)
+    out = []
+    for rate in rates:
+        run_spec = replace(spec, rate=float(rate))
+        for p in prepared:
+            out.append((float(rate), run_prepared(arch, p, run_spec,
+                                                  workload(run_spec, cfg, p.policy))))
+    return out

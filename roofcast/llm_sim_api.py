@@ -9,7 +9,6 @@ replica count meeting SLOs at a rate (``predictor.llm.sim.planner``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -66,46 +65,28 @@ def _targets(hw: Any, system: Any, devices: Any) -> list[tuple[HardwareSpec, Any
     return [(h, None) for h in specs]
 
 
-def llm_simulated(model: Any, hw: Any, *, system: Any, devices: Any, estimator: Any,
-                  rate: Any, trace: str | Path | None, concurrency: Any, batch: Any,
-                  slo_ttft_ms: Any, slo_tpot_ms: Any, sim: Mapping[str, Any],
-                  cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per device of the simulation (module docstring)."""
-    from roofcast.api import _serving_config, llm_arch
+def llm_simulated(arch: Any, hw: Any, cfg: Any, spec: Any, *, system: Any, devices: Any,
+                  estimator: Any) -> pd.DataFrame:
+    """One row per device of the simulation of ``spec`` (module docstring)."""
+    from dataclasses import replace
+
     from roofcast.predictor.llm.sim.frame import sim_frame
     from roofcast.predictor.llm.sim.run import simulate
 
-    spec = sim_spec(rate=rate, trace=trace, concurrency=concurrency, slo_ttft_ms=slo_ttft_ms,
-                    slo_tpot_ms=slo_tpot_ms, sim=sim)
-    run_cfg = _serving_config(**cfg, batch=batch)
+    run_cfg = replace(cfg, concurrency=None)
     targets = _targets(hw, system, devices)
-    arch = llm_arch(model)
     kw = {} if estimator is None else {"estimator": estimator}
     if all(t is None for _, t in targets):
         return sim_frame(simulate(arch, [h for h, _ in targets], run_cfg, spec, **kw))
-    rows = [r for h, t in targets for r in simulate(arch, [h], run_cfg, spec, system=t, **kw)]
-    return sim_frame(rows)
+    return sim_frame([r for h, t in targets
+                      for r in simulate(arch, [h], run_cfg, spec, system=t, **kw)])
 
 
-def plan_serve(model: Any, system: Any = None, *, hw: Any = None, rate: Any,
-               slo_ttft_ms: Any = None, slo_tpot_ms: Any = None, input_tokens: int = 512,
-               output_tokens: int = 128, weights: str = "fp16", kv_cache: str | None = None,
-               runtime: str | None = None, estimator: Any = None,
-               **sim: Any) -> pd.DataFrame:
-    """``roofcast.plan(model, rate=..., slo_ttft_ms=..., slo_tpot_ms=...)``: the candidates
-    of ``hw`` (a device or a list) or ``system``, ranked by cost (``sim.planner``)."""
-    from roofcast.api import _check_llm, _serving_config, llm_arch
+def plan_serve(arch: Any, cfg: Any, spec: Any, *, hw: Any, system: Any,
+               estimator: Any) -> pd.DataFrame:
+    """The capacity plan of ``spec``'s rate and SLOs over ``hw`` (a device or a list) or
+    ``system``, ranked by cost (``sim.planner``)."""
     from roofcast.predictor.llm.sim.planner import plan_capacity
 
-    if rate is None:
-        raise TypeError("plan_serve needs rate= (requests/s)")
-    if slo_ttft_ms is None and slo_tpot_ms is None:
-        raise PredictionError("give slo_ttft_ms= and/or slo_tpot_ms=: the SLOs to meet")
-    _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
-               batch=None, concurrency=None)
-    spec = sim_spec(rate=rate, trace=None, concurrency=None, slo_ttft_ms=slo_ttft_ms,
-                    slo_tpot_ms=slo_tpot_ms, sim={"requests": 400, **sim})
-    cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens,
-                          weights=weights, kv_cache=kv_cache, runtime=runtime, tp=1, pp=1, ep=1)
     kw = {} if estimator is None else {"estimator": estimator}
-    return plan_capacity(llm_arch(model), _targets(hw, system, None), cfg, spec, **kw)
+    return plan_capacity(arch, _targets(hw, system, None), cfg, spec, **kw)

@@ -113,9 +113,10 @@ def sim_output(df, head: dict[str, Any], fmt: str) -> tuple[dict[str, Any], dict
     extra = {"road": str(df["road"].iloc[0]), **head}
     notes = [f"{d}: {n}" for d, ns in zip(df["device"], df["notes"], strict=True)
              for n in ns[1:]]
-    body = df.drop(columns=["notes", "road"])
+    body = df.drop(columns=["notes", "road", "series"])
     if fmt == "json":
         extra["notes"] = notes
+        extra["series"] = dict(zip(df["device"], df["series"], strict=True))
         return {"devices": body}, extra
     extra["_notes"] = notes
     return {"devices": body if fmt == "csv" else body[list(SHOWN)]}, extra

@@ -38,6 +38,10 @@ def test_rate_gives_percentiles_and_goodput_per_device_and_names_its_road(capsys
         assert 0 < r["goodput_per_s"] <= r["requests_per_s"]
         assert r["in_flight"] == pytest.approx(r["requests_per_s"] * r["e2e_mean_ms"] / 1e3,
                                                rel=0.05)
+        series = doc["series"][r["device"]]
+        assert 2 <= len(series) <= 200
+        assert [p["time_s"] for p in series] == sorted(p["time_s"] for p in series)
+        assert all(0 <= p["kv_used"] <= 1 and p["queued"] >= 0 for p in series)
 
 
 def test_concurrency_above_capacity_queues_instead_of_nan(capsys):

@@ -2,8 +2,8 @@
 
 Columns: ``COLUMNS`` (``ttft_p50_ms`` ... ``e2e_p99_ms``, ``*_mean_ms``, ``requests_per_s``,
 ``output_tokens_per_s``, ``in_flight``, ``little_error``, ``goodput_per_s``, ``slo_share``,
-``preemptions``, ``kv_pool_GiB``, ``policy``, ``road``, ``notes``); NaN where not predicted.
-``$ / million output tokens`` as the serving road prices it (list price over 3 years).
+``preemptions``, ``kv_pool_GiB``, ``policy``, ``road``, ``notes``, ``series``: queue, running
+and KV use over time, ``series_records``); NaN where not predicted.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ COLUMNS: tuple[str, ...] = (
     *(f"{k}_{s}_ms" for k, _ in LATENCIES for s in STATS),
     "requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "in_flight",
     "little_error", "goodput_per_s", "slo_share", "preemptions", "steps", "kv_pool_GiB",
-    "road", "notes")
+    "road", "notes", "series")
 
 
 def sim_row(r: SimResult) -> dict[str, Any]:
@@ -43,6 +43,7 @@ def sim_row(r: SimResult) -> dict[str, Any]:
         row[col] = getattr(m, col) if m else math.nan
     row["goodput_per_s"] = m.goodput_per_s if m and m.goodput_per_s is not None else math.nan
     row["slo_share"] = m.slo_share if m and m.slo_share is not None else math.nan
+    row["series"] = series_records(r)
     return row
 
 

@@ -4,14 +4,14 @@ MODEL: a bundled config (``roofcast llm --list``), a Hugging Face id
 (``meta-llama/Llama-3.1-70B``), a ``config.json`` (or its folder) or an ONNX decoder export. A
 request is a prefill of ``--input-tokens`` then ``--output-tokens`` decode steps, served by an
 engine (``--runtime vllm|tensorrt-llm|llama.cpp``; default: the device kind's) at a static
-``--batch`` or a continuous-batching ``--concurrency`` (``max``: as many as fit in memory).
+``--batch``, or simulated request by request (``llm_sim``): ``--rate``, ``--trace``, or a closed
+loop of ``--concurrency C`` (``max``: the scheduler's running cap), with percentiles and goodput.
 One device: TTFT, TPOT, end-to-end latency, output and total tokens/s (with intervals), the
 memory breakdown (GiB), the largest batch that fits, $ per million output tokens and tokens per
 joule where the catalog has price / power (list price over three years, full TDP). Several
 devices: one row each, ``speedup`` = output tokens/s over the first's. One replica on several
 devices: ``--tp``, ``--pp``, ``--ep`` on ``--system ID`` or ``--devices N`` of ``--hw``
-(``roofcast plan MODEL --mode serve`` ranks every (tp, pp)). ``--output FILE`` writes the
-output there atomically. ``roofcast.llm(...)`` is the same from Python.
+(``roofcast plan MODEL --mode serve`` ranks them). ``--output FILE``: atomically written.
 """
 
 from __future__ import annotations

@@ -231,6 +231,9 @@ class _State:
             ptok = sum(c for _, c in sched)
             if not ptok and not self.count:  # prompts blocked on KV: free the newest
                 self.step -= 1
+                if len(self.running) < 2:
+                    raise PredictionError(f"the {self.p.name} scheduler stalled: nothing can "
+                                          "run in the KV pool; raise the pool or the limits")
                 self._preempt()
                 continue
             ctx = self.sum_ctx / self.count + self.step if self.count else 0.0

@@ -30,12 +30,12 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.models import Model, load_model, zoo_models
 from roofcast.parallel_api import (
     PLAN_FIELDS,
-    plan,
     predict_parallel,
     system,
     systems,
     target_system,
 )
+from roofcast.parallel_api import plan as parallel_plan
 from roofcast.predictor.advisor import OBJECTIVES, Advice
 from roofcast.predictor.advisor import advise as _advise
 from roofcast.predictor.compare import compare_devices
@@ -245,7 +245,10 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
         concurrency: int | str | None = None, weights: str = "fp16",
         kv_cache: str | None = None, activations: str = "fp16", runtime: str | None = None,
         estimator: str | None = None, system: Any = None, devices: int | None = None,
-        tp: int = 1, pp: int = 1, ep: int = 1) -> ServingPrediction | pd.DataFrame:
+        tp: int = 1, pp: int = 1, ep: int = 1, rate: float | None = None,
+        trace: str | Path | None = None, simulate: bool | None = None,
+        slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+        **sim: Any) -> ServingPrediction | pd.DataFrame:
     """LLM serving of ``model`` on ``hw``: time to first token, time per output token,
     end-to-end latency, tokens/s, memory fit.
 
@@ -290,15 +293,74 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     device) or on ``devices`` of ``hw`` (default tp x pp of it, one node);
     ``predict_serving(..., system=)`` times the kernels per device and the collectives on the
     system's links. ``plan(model, system, mode="serve")`` ranks every (tp, pp) instead.
+
+    ``rate`` (requests/s), ``trace`` (a CSV) or ``simulate=True`` (with ``concurrency``: a
+    closed loop): the request-level simulation, one row per device (``llm_sim_api``; SLOs and
+    its other keywords there).
+    Long because: the one entry point of serving; its docstring names every keyword.
     """
     _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
                batch=batch, concurrency=concurrency, devices=devices, tp=tp, pp=pp, ep=ep)
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                           concurrency=concurrency, weights=weights, kv_cache=kv_cache,
                           activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep)
+    sim.update(rate=rate, trace=trace, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms)
+    if simulate or any(v is not None for v in sim.values()):
+        return _llm_simulated(model, hw, cfg, simulate, system, devices, estimator, sim)
     if system is not None or devices is not None:
         return _llm_on_systems(model, hw, cfg, system, devices, estimator)
     return _llm_on_devices(model, hw, cfg, estimator)
+
+
+def plan(model: Any, system: Any = None, *, rate: float | None = None,
+         slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+         **options: Any) -> Any:
+    """Rank the plans of ``model``: ``parallel_api.plan`` (train / infer / serve by tokens/s);
+    with ``rate`` (requests/s) and ``slo_ttft_ms``/``slo_tpot_ms``: the capacity planner
+    (``llm_sim_api.plan_serve``), the cheapest device of ``hw`` (one or a list) or of
+    ``system`` with its tensor-parallel degree and replica count meeting the SLOs at that
+    rate -> a DataFrame ranked by cost."""
+    if rate is not None:
+        return _plan_serve(model, system, rate, slo_ttft_ms, slo_tpot_ms, options)
+    if slo_ttft_ms is not None or slo_tpot_ms is not None:
+        raise TypeError("slo_ttft_ms= / slo_tpot_ms= need rate= (the capacity planner)")
+    return parallel_plan(model, system, **options)
+
+
+def _llm_simulated(model: Any, hw: Any, cfg: ServingConfig, simulate: Any, system: Any,
+                   devices: Any, estimator: Any, sim: dict[str, Any]) -> pd.DataFrame:
+    """``llm``'s simulated road: ``sim`` holds rate, trace, the SLOs and the other keywords
+    of ``llm_sim_api.SIM_KEYWORDS``."""
+    from roofcast.llm_sim_api import llm_simulated, sim_spec
+
+    rate, trace = sim.pop("rate"), sim.pop("trace")
+    if not simulate and rate is None and trace is None:
+        given = ", ".join(k for k, v in sim.items() if v is not None)
+        raise TypeError(f"simulation keywords ({given}) need rate=, trace= or simulate=True")
+    spec = sim_spec(rate=rate, trace=trace, concurrency=cfg.concurrency,
+                    slo_ttft_ms=sim.pop("slo_ttft_ms"), slo_tpot_ms=sim.pop("slo_tpot_ms"),
+                    sim=sim)
+    return llm_simulated(llm_arch(model), hw, cfg, spec, system=system, devices=devices,
+                         estimator=estimator)
+
+
+def _plan_serve(model: Any, system: Any, rate: Any, slo_ttft_ms: Any, slo_tpot_ms: Any,
+                options: dict[str, Any]) -> pd.DataFrame:
+    """``plan(..., rate=...)``: the checked arguments to ``llm_sim_api.plan_serve``."""
+    from roofcast.llm_sim_api import plan_serve, sim_spec
+
+    options.pop("mode", None)
+    hw, estimator = options.pop("hw", None), options.pop("estimator", None)
+    lengths = {k: options.pop(k) for k in ("input_tokens", "output_tokens") if k in options}
+    dtypes = {k: options.pop(k) for k in ("weights", "kv_cache", "runtime") if k in options}
+    _check_llm(hw, system, input_tokens=lengths.get("input_tokens", 512),
+               output_tokens=lengths.get("output_tokens", 128), batch=None, concurrency=None)
+    if slo_ttft_ms is None and slo_tpot_ms is None:
+        raise PredictionError("give slo_ttft_ms= and/or slo_tpot_ms=: the SLOs to meet")
+    spec = sim_spec(rate=rate, trace=None, concurrency=None, slo_ttft_ms=slo_ttft_ms,
+                    slo_tpot_ms=slo_tpot_ms, sim={"requests": 400, **options})
+    cfg = _serving_config(**lengths, **dtypes, tp=1, pp=1, ep=1)
+    return plan_serve(llm_arch(model), cfg, spec, hw=hw, system=system, estimator=estimator)
 
 
 def _check_llm(hw: Any, system: Any, *, input_tokens: Any, output_tokens: Any, batch: Any,

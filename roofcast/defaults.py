@@ -47,6 +47,8 @@ LIMITS: Mapping[str, str] = MappingProxyType({
     "ROOFCAST_MAX_GLOBAL_BATCH": "roofcast.graph_import.budgets",
     "ROOFCAST_MAX_TASK_CELLS": "roofcast.predictor.sweeps.spec",
     "ROOFCAST_MAX_IMPORT_BYTES": "roofcast.training_data.importers",
+    "ROOFCAST_MAX_TRACE_ROWS": "roofcast.predictor.llm.sim.trace",
+    "ROOFCAST_MAX_SIM_REQUESTS": "roofcast.predictor.llm.sim.checks",
     "ROOFCAST_MAX_IMPORT_ROWS": "roofcast.training_data.importers",
     "ROOFCAST_ORT_PLAN_MAX_BYTES": "roofcast.predictor.runtimes.ort_plan",
     "ROOFCAST_APP_WORKER_MEMORY_MB": "roofcast.app.worker",

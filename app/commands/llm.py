@@ -4,14 +4,14 @@ MODEL: a bundled config (``roofcast llm --list``), a Hugging Face id
 (``meta-llama/Llama-3.1-70B``), a ``config.json`` (or its folder) or an ONNX decoder export. A
 request is a prefill of ``--input-tokens`` then ``--output-tokens`` decode steps, served by an
 engine (``--runtime vllm|tensorrt-llm|llama.cpp``; default: the device kind's) at a static
-``--batch`` or a continuous-batching ``--concurrency`` (``max``: as many as fit in memory).
+``--batch``, or simulated request by request (``llm_sim``): ``--rate``, ``--trace``, or a closed
+loop of ``--concurrency C`` (``max``: the scheduler's running cap), with percentiles and goodput.
 One device: TTFT, TPOT, end-to-end latency, output and total tokens/s (with intervals), the
 memory breakdown (GiB), the largest batch that fits, $ per million output tokens and tokens per
 joule where the catalog has price / power (list price over three years, full TDP). Several
 devices: one row each, ``speedup`` = output tokens/s over the first's. One replica on several
 devices: ``--tp``, ``--pp``, ``--ep`` on ``--system ID`` or ``--devices N`` of ``--hw``
-(``roofcast plan MODEL --mode serve`` ranks every (tp, pp)). ``--output FILE`` writes the
-output there atomically. ``roofcast.llm(...)`` is the same from Python.
+(``roofcast plan MODEL --mode serve`` ranks them). ``--output FILE``: atomically written.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roofcast.app.argtypes import positive_int, runtime_name
+from roofcast.app.commands.llm_sim import add_sim_args, sim_options, sim_output, simulated
 from roofcast.app.output import Table, add_format_arg
 from roofcast.app.output_file import check_writable, deliver, render
 from roofcast.app.parallel_args import SERVING_FLAGS, add_degree_args, add_placement_args
@@ -73,8 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help="static batching: B requests start and finish together "
                                "(default 1)")
     batching.add_argument("--concurrency", type=concurrency, metavar="C|max",
-                          help="continuous batching with C requests in flight; max: as many "
-                               "as fit in memory")
+                          help="simulated closed loop of C clients; max: the engine's running "
+                               "cap (max_num_seqs)")
     p.add_argument("--weights", choices=WEIGHT_DTYPES, default=None,
                    help="weight dtype (default: the dtype the model's config or repack id "
                         "stores them in, else fp16)")
@@ -87,6 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "kind's engine)")
     p.add_argument("--estimator", default=None, metavar="NAME",
                    help=f"kernel-time estimator (default {SERVING_ESTIMATOR})")
+    add_sim_args(p)
     group = p.add_argument_group("one replica on several devices")
     add_placement_args(group)
     add_degree_args(group, SERVING_FLAGS)
@@ -137,6 +139,8 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
     cfg = ServingConfig(**options, **degrees)
     if args.estimator is not None:
         options["estimator"] = args.estimator
+    if simulated(args):
+        return simulated_output(args, arch, cfg, options, degrees)
     if args.system is not None or args.devices is not None:
         where = parallel_placement(args)
         result = api.llm(arch, **where, **options, **degrees)
@@ -154,6 +158,29 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
             return several_devices(api.llm_frame([pred]), arch, cfg, "csv")
         return one_device(pred, arch, args.format)
     return several_devices(api.llm(arch, specs, **options), arch, cfg, args.format)
+
+
+def simulated_output(args: argparse.Namespace, arch, cfg, options: dict[str, Any],
+                     degrees: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The simulated road (``llm_sim``): one row per device."""
+    from roofcast import api
+    from roofcast.app.commands.compare import split_devices
+
+    if args.batch is not None:
+        from roofcast.predictor.errors import PredictionError
+
+        raise PredictionError("--batch is the static road; drop it to simulate, or use "
+                              "--policy static")
+    sim = sim_options(args)
+    if args.system is not None or args.devices is not None:
+        where = parallel_placement(args)
+    else:
+        where = {"hw": [api.device(d) for d in split_devices(args.hw)]}
+    df = api.llm(arch, **where, **options, **degrees, simulate=True, **sim)
+    head = header(arch, cfg, args.format)
+    head.pop("batch", None)
+    head.update({k: v for k, v in (("rate", args.rate), ("trace", args.trace)) if v is not None})
+    return sim_output(df, head, args.format)
 
 
 def serving_degrees(args: argparse.Namespace) -> dict[str, int]:

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from roofcast.app.argtypes import positive_int, runtime_name, zero_stages
+from roofcast.app.commands.llm_sim import positive_float
 from roofcast.app.output import add_format_arg, add_top_arg, top_rows
 from roofcast.app.parallel_args import ON_OFF, add_placement_args, add_tp_overlap_arg
 from roofcast.defaults import PARALLEL_ESTIMATOR, SERVING_ESTIMATOR
+from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
 
 MODES = ("train", "infer", "serve")
 RECOMPUTE = {"both": (False, True), "on": (True,), "off": (False,)}
@@ -64,6 +66,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{SERVING_ESTIMATOR})")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind another dim of an ONNX model (repeatable)")
+    cap = p.add_argument_group("capacity planning (--mode serve --rate R)")
+    cap.add_argument("--rate", type=positive_float, metavar="R",
+                     help="serve: requests/s to carry; ranks the devices of --hw A,B,C (or "
+                          "--system) by the cost of the replicas meeting the SLOs")
+    cap.add_argument("--slo-ttft", type=positive_float, metavar="MS", help="TTFT SLO (ms)")
+    cap.add_argument("--slo-tpot", type=positive_float, metavar="MS", help="TPOT SLO (ms)")
+    cap.add_argument("--weights", choices=WEIGHT_DTYPES, default="fp16",
+                     help="serve --rate: weight dtype (default fp16)")
+    cap.add_argument("--kv", choices=KV_DTYPES, default=None,
+                     help="serve --rate: KV-cache dtype (default: the activations')")
     add_top_arg(p, "plans", default=10)
     add_format_arg(p)
     p.add_argument("--output", type=Path, metavar="FILE",
@@ -110,6 +122,8 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
     from roofcast.app.model_ref import bind_dims
     from roofcast.app.parallel_report import search_output, serving_output
 
+    if args.rate is not None or args.slo_ttft is not None or args.slo_tpot is not None:
+        return capacity_output(args)
     where = check_args(args)
     target = parallel_api.target_system(**where)  # an unknown system fails before any work
     top = top_rows(args)
@@ -136,3 +150,45 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
                                zero=args.zero, recompute=RECOMPUTE[args.recompute],
                                tp_comm_overlap=ON_OFF[args.tp_comm_overlap or "on"], **kw)
     return search_output(search, args.format, top, header)
+
+
+def capacity_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``--mode serve --rate R --slo-ttft MS --slo-tpot MS``: the candidates ranked by cost and
+    the verdict naming the cheapest (``predictor.llm.sim.planner``)."""
+    from roofcast import api
+    from roofcast.app.commands.compare import split_devices
+    from roofcast.app.output import top_rows
+    from roofcast.predictor.errors import PredictionError
+
+    if args.mode != "serve" or args.rate is None:
+        raise PredictionError("--rate/--slo-ttft/--slo-tpot plan serving capacity: give "
+                              "--mode serve --rate R and at least one SLO")
+    if (args.system is None) == (args.hw is None) or args.devices is not None:
+        raise PredictionError("capacity planning takes --hw A,B,C (candidate devices) or "
+                              "--system ID, not both, and no --devices (it finds the count)")
+    where = ({"system": args.system} if args.system is not None
+             else {"hw": split_devices(args.hw)})
+    kw = {} if args.estimator is None else {"estimator": args.estimator}
+    df = api.plan(args.model, **where, rate=args.rate, slo_ttft_ms=args.slo_ttft,
+                  slo_tpot_ms=args.slo_tpot, input_tokens=args.seq or 512,
+                  output_tokens=args.output_tokens, weights=args.weights, kv_cache=args.kv,
+                  runtime=args.runtime, **kw)
+    best = df.iloc[0] if len(df) and bool(df["meets"].iloc[0]) else None
+    if best is None:
+        verdict = "no candidate meets the SLOs at this rate"
+    else:
+        price = (f"${best['cost_usd']:,.0f} list price" if best["cost_usd"] == best["cost_usd"]
+                 else "no catalog price")
+        verdict = (f"cheapest meeting the SLOs: {int(best['replicas'])} replica(s) of tp="
+                   f"{int(best['tp'])} on {best['device']} = {int(best['devices'])} devices "
+                   f"({price})")
+    head = {"model": str(args.model), "mode": "serve", "rate": args.rate,
+            "slo_ttft_ms": args.slo_ttft, "slo_tpot_ms": args.slo_tpot,
+            "road": "simulated capacity plan (each engine's default scheduler policy; replicas "
+                    "share the rate evenly; SLOs met by 90 % of requests)", "verdict": verdict}
+    notes = [n for n in df["notes"].fillna("") if n]
+    if args.format != "json":
+        head["_notes"] = list(dict.fromkeys(notes))
+    top = top_rows(args)
+    shown = df.head(top) if top else df
+    return {"candidates": shown.drop(columns=["notes"]) if args.format == "table" else shown}, head

@@ -6,7 +6,8 @@ the prompt), TPOT (one decode step at the request's contexts), end-to-end latenc
 total tokens/s with their intervals, the memory of one replica (weights + KV cache +
 activations + the engine's reserve, GiB) against the device's, the largest batch that fits.
 The charts sweep the batch (``predictor.llm.serving.serving_table``): output tokens/s per
-device, the latency-throughput frontier, and the memory at the chosen batch.
+device, the latency-throughput frontier, and the memory at the chosen batch. A request rate
+and SLOs (``llm_rate``): simulated latency percentiles against the rate, the capacity plan.
 
 Uploads: a ``config.json`` is read as JSON (at most ``MAX_CONFIG_BYTES``); an ONNX decoder is
 read in the app's limited worker process with the Model page's size limit
@@ -23,6 +24,7 @@ import streamlit as st
 
 from roofcast import api
 from roofcast.app import charts, controls, state, wording
+from roofcast.app.views.llm_rate import rate_section
 from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.graph_import.errors import ModelImportError
 from roofcast.graph_import.llm.arch import LLMArch
@@ -250,6 +252,7 @@ def render() -> None:
     _sweep_charts(arch, [d for d in devices if d not in failed], key, options)
     st.plotly_chart(charts.llm_memory_bars(df), width="stretch")
     _table(df)
+    rate_section(arch, [d for d in devices if d not in failed], options)
 
 
 def _arch_caption(arch: LLMArch) -> None:

@@ -154,10 +154,14 @@ def test_csv_of_one_device_is_its_row(capsys):
     assert rows[0]["device"] == "l4"
 
 
-def test_concurrency_max_serves_as_many_as_fit(capsys):
-    doc = run_json(capsys, "llm", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "max")
+def test_concurrency_max_runs_the_engine_cap_as_a_closed_loop(capsys):
+    doc = run_json(capsys, "llm", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "max",
+                   "--output-tokens", "32", "--engine-max-seqs", "64")
     assert doc["config"]["concurrency"] == "max"
-    assert doc["batch"] == doc["max_batch"] >= 1  # the batch served: as many as fit
+    assert doc["road"].startswith("simulated: vllm-v1 policy, closed loop of 64 clients")
+    row = doc["devices"][0]
+    assert row["clients"] == 64
+    assert row["in_flight"] == pytest.approx(64, rel=1e-6)
 
 
 def test_a_model_too_big_for_one_device_says_how_many_it_needs(capsys):

@@ -10,7 +10,7 @@ a shape timed by several kernels: the fastest). Shapes on the tables' GEMM grid 
 5120 / 8192, 8 KV heads of 128, FFN 8192), B in 1..128, L in 1024 / 4096; bf16 weights + bf16
 KV, fp8 (B200: also nvfp4) weights + fp8 KV. These rows are the learned model's training data
 (in-sample: this checks the step model's assembly, not transfer); the estimator the step model
-used before (roofline+eff) beside it. Median |predicted / measured - 1|.
+used before (roofline+eff) beside it. Median |predicted / measured - 1| and signed.
 """
 
 from __future__ import annotations
@@ -119,10 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     if meas.empty:
         raise SystemExit("no aiconfigurator tables found (set ROOFCAST_SHARED_DATA)")
     for est in ESTIMATORS:
-        meas[est] = np.abs(predicted(meas, est) / meas["measured_s"] - 1) * 100
+        meas[f"{est} signed"] = (predicted(meas, est) / meas["measured_s"] - 1) * 100
+        meas[est] = meas[f"{est} signed"].abs()
     keys = ["device", "engine", "version", "weights"]
     table = meas.groupby(keys).agg(n=("measured_s", "size"),
-                                   **{f"{e} med %": (e, "median") for e in ESTIMATORS})
+                                   **{f"{e} med %": (e, "median") for e in ESTIMATORS},
+                                   **{f"{e} signed %": (f"{e} signed", "median")
+                                      for e in ESTIMATORS})
     pd.set_option("display.width", 160)
     print(table.round(1).to_string())
     print(f"\nall {len(meas)} decode-step layers: median |error| " + ", ".join(

@@ -7,14 +7,13 @@ the engine's time and interval (s):
     t  = f_phase(hw) x a_phase x model_s + c_phase + s_phase x B
     lo = min(t, q_lo x t),  hi = max(t, q_hi x t)
 
-``a``: the engine's slowdown over the kernel model; ``c`` (s): host time per step; ``s`` (s):
-host time per sequence per step; ``f``, ``q``: the factor and 10/90 % ratio quantiles of the
-most specific level with evidence (``level``: the measured device, its vendor, or an unseen
-vendor). An engine or device kind without a fit is left uncalibrated with a note. The figures
-are ``predictor/data/llm_engines/`` (``EngineCalibrations``, a ``predictor.fitted``
-correction); levels and fit history: ``docs/design/fitted.md``.
+``a``: slowdown over the kernel model; ``c`` (s): host time per step; ``s`` (s): per sequence
+per step; ``f``, ``q``: factor and 10/90 % quantiles of the most specific level with evidence
+(the device, its vendor); an unmeasured vendor keeps the kernel model's transfer (``f`` = 1),
+``q`` widened by the fitted vendors' factors. An engine without a fit (today's: kernel model +
+the profile's sourced host time per step) is the identity, its interval the kernel model's
+(``lower_s``/``upper_s``). Figures: ``predictor/data/llm_engines/``; docs/design/engines.md.
 """
-
 from __future__ import annotations
 
 import datetime as dt
@@ -51,14 +50,13 @@ PHASES: tuple[str, ...] = ("prefill", "decode")
 class PhaseCorrection:
     """``t = f x scale x model_s + overhead_s``; ``ratio_lo``/``ratio_hi``: quantiles of
     measured / predicted (leave-one-device-out); ``vendor_factors``: ``f`` per vendor
-    (``HardwareSpec.vendor``), ``unseen_vendor_factor`` for the others."""
+    (``HardwareSpec.vendor``); another vendor gets 1 and ``unseen_ratios``."""
 
     scale: float
     overhead_s: float
     ratio_lo: float
     ratio_hi: float
     vendor_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
-    unseen_vendor_factor: float = 1.0
     vendor_ratios: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
     #: the measured devices' own factors and in-sample (q_lo, q_hi), by catalog id.
     device_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
@@ -73,9 +71,16 @@ class PhaseCorrection:
 
     def vendor_factor(self, vendor: str) -> tuple[float, bool]:
         """(factor, fitted) of a device vendor (case-insensitive): a fitted vendor's factor,
-        else ``unseen_vendor_factor`` and False."""
+        else 1 (the kernel model's own transfer, no borrowed factor) and False."""
         f = _by_vendor(self.vendor_factors, vendor)
-        return (float(self.unseen_vendor_factor), False) if f is None else (float(f), True)
+        return (1.0, False) if f is None else (float(f), True)
+
+    def unseen_ratios(self) -> tuple[float, float]:
+        """(q_lo, q_hi) of a vendor without measurements: the engine's quantiles widened by the
+        fitted vendors' (else the measured devices') factors, as far as they stray from 1 —
+        that vendor's software may sit anywhere among them."""
+        spread = [*self.vendor_factors.values()] or [*self.device_factors.values()] or [1.0]
+        return (self.ratio_lo * min(1.0, *spread), self.ratio_hi * max(1.0, *spread))
 
 
 def _same_vendor(a: str, b: str) -> bool:
@@ -126,18 +131,25 @@ class EngineCalibration:
             q = p.device_ratios.get(hw.id, (p.ratio_lo, p.ratio_hi))
             return "device", float(p.device_factors[hw.id]), float(q[0]), float(q[1])
         f, seen = p.vendor_factor(hw.vendor)
-        return ("vendor" if seen else "unseen vendor"), f, *p.ratios(hw.vendor)
+        if not seen:
+            return "unseen vendor", f, *p.unseen_ratios()
+        return "vendor", f, *p.ratios(hw.vendor)
 
-    def apply(self, phase: str, model_s: Any, hw: Any, *, seqs: Any = 1
+    def apply(self, phase: str, model_s: Any, hw: Any, *, seqs: Any = 1,
+              lower_s: Any = None, upper_s: Any = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Engine time (s) and its interval of a ``phase`` whose modelled time is ``model_s``
         (s, array-like) on device ``hw`` (a ``HardwareSpec``), ``seqs`` sequences per step
-        (array-like, broadcast); monotone in ``model_s`` and ``seqs``."""
+        (array-like, broadcast); monotone in ``model_s`` and ``seqs``. ``lower_s``/``upper_s``:
+        the kernel model's interval of ``model_s``, the interval where no fit covers ``hw``
+        (None: ``model_s`` itself)."""
         if phase not in PHASES:
             raise PredictionError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
         m = np.asarray(model_s, dtype=float)
         if not self.covers(hw):
-            return m, m.copy(), m.copy()
+            lo = m.copy() if lower_s is None else np.minimum(m, np.asarray(lower_s, float))
+            hi = m.copy() if upper_s is None else np.maximum(m, np.asarray(upper_s, float))
+            return m, lo, hi
         p = self.phases[phase]
         _, f, q_lo, q_hi = self.level(phase, hw)
         t = f * p.scale * m + p.overhead_s + p.seq_overhead_s * np.asarray(seqs, dtype=float)
@@ -166,9 +178,12 @@ class EngineCalibration:
                        f"in {SOURCE} (the engine's software on that vendor's devices, not a "
                        "device figure); interval from leave-one-device-out")
         else:
-            out.append(f"{self.runtime} has no measurements on {hw.vendor} devices: its vendor "
-                       f"factors ({factors}) are the geometric mean of the fitted vendors' (a "
-                       "guess; see the interval)")
+            q = {ph: self.phases[ph].unseen_ratios() for ph in PHASES}
+            out.append(f"{self.runtime} has no measurements on {hw.vendor} devices: the kernel "
+                       "model's times transfer as they are (factor 1, no other vendor's factor "
+                       "borrowed); the interval spans the fitted vendors' factors (prefill "
+                       f"x{q['prefill'][0]:.2g}..x{q['prefill'][1]:.2g}, decode "
+                       f"x{q['decode'][0]:.2g}..x{q['decode'][1]:.2g})")
         return tuple(out)
 
     def _vendor_devices(self, vendor: str) -> list[str]:
@@ -182,7 +197,6 @@ def _phase(doc: Mapping[str, Any], where: str, source: Path) -> PhaseCorrection:
         p = PhaseCorrection(
             *(float(doc[k]) for k in ("scale", "overhead_s", "ratio_lo", "ratio_hi")),
             vendor_factors={str(k): float(v) for k, v in doc.get("vendor_factors", {}).items()},
-            unseen_vendor_factor=float(doc.get("unseen_vendor_factor", 1.0)),
             vendor_ratios={str(k): (float(v[0]), float(v[1]))
                            for k, v in doc.get("vendor_ratios", {}).items()},
             device_factors={str(k): float(v) for k, v in doc.get("device_factors", {}).items()},
@@ -192,7 +206,7 @@ def _phase(doc: Mapping[str, Any], where: str, source: Path) -> PhaseCorrection:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise PredictionError(f"{source}: {where} is malformed ({exc}); rerun "
                               "benchmarks/fit_llm_engines.py") from exc
-    factors = [*p.vendor_factors.values(), p.unseen_vendor_factor, *p.device_factors.values()]
+    factors = [*p.vendor_factors.values(), *p.device_factors.values()]
     ratios = [(p.ratio_lo, p.ratio_hi), *p.vendor_ratios.values(), *p.device_ratios.values()]
     if not (p.scale > 0 and p.overhead_s >= 0 and p.seq_overhead_s >= 0
             and all(0 < lo <= hi for lo, hi in ratios) and all(f > 0 for f in factors)):
@@ -220,9 +234,7 @@ def calibration_of(document: Mapping[str, Any], runtime: str,
     """``engine_calibration`` of a parsed calibration ``document`` (read from ``source``)."""
     doc = document.get("engines", {}).get(runtime)
     if not doc or not doc.get("fitted", True):
-        return EngineCalibration(runtime, note=(
-            f"{runtime}: no measured serving data to calibrate against; times are the "
-            "uncalibrated kernel model (expect larger errors)"))
+        return EngineCalibration(runtime, note=uncalibrated_note(runtime))
     phases = {ph: _phase(doc[ph], f"engines.{runtime}.{ph}", source) for ph in PHASES}
     loo = doc.get("loo", {}).get("median_abs_pct")
     devices = ", ".join(doc.get("rows_per_device", {}))
@@ -236,6 +248,27 @@ def calibration_of(document: Mapping[str, Any], runtime: str,
               f"median error {loo:.0f} %{host}" if loo is not None else
               f"{runtime} calibrated on LLM-Inference-Bench ({devices}); one device only: no "
               f"leave-one-device-out figure{host}"))
+
+
+def uncalibrated_note(runtime: str) -> str:
+    """What an engine without a fit predicts with: for a profile naming its kernel model and
+    host time (``ServingSpec.kernel_estimator``, ``step_overhead_source``), those; else a
+    warning that its times are the uncalibrated kernel model."""
+    from roofcast.predictor.runtimes import get_runtime
+
+    try:
+        spec = get_runtime(runtime).serving
+    except PredictionError:
+        spec = None
+    if spec is None or not spec.kernel_estimator:
+        return (f"{runtime}: no measured serving data to calibrate against; times are the "
+                "uncalibrated kernel model (expect larger errors)")
+    version = f" {spec.version}" if spec.version else ""
+    return (f"{runtime}{version}: not fitted to serving runs; each step is the "
+            f"{spec.kernel_estimator} kernel model (trained on per-op tables timed with CUDA "
+            f"graphs inside the engine's container) + {spec.step_overhead_us:g} us exposed host "
+            f"time per step ({spec.step_overhead_source or 'no source given'}); interval: the "
+            "kernel model's")
 
 
 class EngineCalibrations:

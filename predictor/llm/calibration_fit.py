@@ -128,18 +128,13 @@ class EngineFit:
                 + self.seq_prefill_s * frame["prefill_seqs"]
                 + self.seq_decode_s * frame["decode_seqs"]).to_numpy(float)
 
-    @staticmethod
-    def unseen(factors: dict[str, float]) -> float:
-        return float(np.exp(np.mean(np.log(list(factors.values()))))) if factors else 1.0
-
     def factor(self, factors: dict[str, float], vendors: np.ndarray,
                devices: np.ndarray | None = None, device: dict[str, float] | None = None
                ) -> np.ndarray:
-        """Per row: the device's factor where ``device`` has it, else the vendor's, else the
-        unseen-vendor factor."""
+        """Per row: the device's factor where ``device`` has it, else the vendor's, else 1."""
         devices = [None] * len(vendors) if devices is None else devices
         device = device or {}
-        return np.array([device[d] if d in device else factors.get(v, self.unseen(factors))
+        return np.array([device[d] if d in device else factors.get(v, 1.0)
                          for v, d in zip(vendors, devices, strict=True)], dtype=float)
 
     def predict(self, frame: pd.DataFrame) -> np.ndarray:
@@ -282,13 +277,13 @@ def predict_calibrated(cal, frame: pd.DataFrame, hws: dict) -> tuple[np.ndarray,
 #: rows whose model times the calibration file records (``reference_times``), so that a change
 #: of the kernel model without a refit is caught (tests/predictor/llm/test_calibration.py).
 REFERENCE_ROWS: tuple[dict, ...] = (
-    {"engine": "vllm", "device": "h100-sxm", "model": "llama-2-7b", "batch": 16,
+    {"engine": "vllm-2024", "device": "h100-sxm", "model": "llama-2-7b", "batch": 16,
      "input_tokens": 1024, "output_tokens": 1024},
-    {"engine": "tensorrt-llm", "device": "a100-40gb-sxm", "model": "llama-3-8b", "batch": 64,
+    {"engine": "tensorrt-llm-2024", "device": "a100-40gb-sxm", "model": "llama-3-8b", "batch": 64,
      "input_tokens": 512, "output_tokens": 512},
     {"engine": "llama.cpp", "device": "mi300x", "model": "mistral-7b", "batch": 16,
      "input_tokens": 256, "output_tokens": 256},
-    {"engine": "vllm", "device": "mi300x", "model": "mixtral-8x7b", "batch": 64,
+    {"engine": "vllm-2024", "device": "mi300x", "model": "mixtral-8x7b", "batch": 64,
      "input_tokens": 128, "output_tokens": 128},
 )
 

@@ -19,7 +19,6 @@ from roofcast.hw_catalog import get_device
 from roofcast.predictor.llm.calibration_fit import (
     QUANTILES,
     SHRINK_ROWS,
-    EngineFit,
     abs_pct,
     fit_device_factors,
     fit_engine,
@@ -46,7 +45,6 @@ def _phase(scale: float, overhead_s: float, q: list[float], factors: dict[str, f
     lo, hi = _clamp(q)
     return {"scale": scale, "overhead_s": overhead_s, "ratio_lo": lo, "ratio_hi": hi,
             "vendor_ratios": vendor_q, "vendor_factors": factors,
-            "unseen_vendor_factor": EngineFit.unseen(factors),
             "device_factors": device_f, "device_ratios": device_q}
 
 

@@ -8,8 +8,8 @@ norm and the LM head + sampling Softmax of the sequences that emit. Bytes follow
 class (``precision``: quantised weights, KV dtype); quantised projections get an overlapping
 ``Dequantize`` row, attention reading a quantised KV cache ``KvConvert`` rows. MoE experts:
 a step of ``T`` tokens touches ``E (1 - (1 - k/E)^T)`` experts (uniform routing); under
-expert parallelism the busiest of ``ep`` groups (``busiest_share``). Design notes:
-docs/design/decoder.md.
+expert parallelism the busiest of ``ep`` groups (``busiest_share``), at least ``imbalance x T k
+/ ep`` pairs with a ``MoeRouting``. Design notes: docs/design/decoder.md, engines.md.
 """
 
 from __future__ import annotations
@@ -121,6 +121,26 @@ def busiest_share(n_experts: int, per_token: int, tokens: float, groups: int
     return experts, pairs
 
 
+@dataclass(frozen=True)
+class MoeRouting:
+    """Expert load imbalance of a serving run: the busiest expert-parallel group carries at
+    least ``imbalance`` x the mean ``T k / ep`` token-expert pairs (max load / mean load, as
+    expert-load balancers report it; 1: uniform routing, ``busiest_share`` alone), at most all
+    ``T k``. No effect on one expert group (its device runs every pair anyway)."""
+
+    imbalance: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.imbalance) and self.imbalance >= 1.0):
+            raise PredictionError(f"MoE imbalance must be a finite number >= 1 (max / mean "
+                                  f"expert-group load), got {self.imbalance!r}")
+
+    def busiest_pairs(self, uniform_pairs: float, tokens: float, top_k: int, ep: int) -> float:
+        """Pairs of the busiest of ``ep`` groups given the uniform-routing ``uniform_pairs``."""
+        total = float(tokens * top_k)
+        return min(total, max(uniform_pairs, self.imbalance * total / max(ep, 1)))
+
+
 class _Rows:
     """The serving ``layer.Sink``: costed rows (workload columns + ``LLM_COLUMNS``), bytes per
     tensor class, ``count`` and ``scope`` of the layer group or the step being built."""
@@ -128,8 +148,9 @@ class _Rows:
     small = _SMALL
 
     def __init__(self, arch: LLMArch, dtypes: TensorDtypes, profile: ExecutionProfile,
-                 step: str = "", ep: int = 1) -> None:
+                 step: str = "", ep: int = 1, moe: MoeRouting | None = None) -> None:
         self.arch, self.dtypes, self.profile, self.step, self.ep = arch, dtypes, profile, step, ep
+        self.moe = moe or MoeRouting()
         self.count, self.scope, self.prefix = 1, "step", ""
         self.cols: dict[str, list] = {c: [] for c in (*COLUMNS, *LLM_COLUMNS)}
 
@@ -218,7 +239,8 @@ class _Rows:
         per_query = serving is not None and serving.kv_convert_per == "query-head"
         seg = call.segment
         elems = cached_kv_elements(attention, seg.batch, seg.new_tokens, seg.context, per_query)
-        for cond, flops in self.dtypes.kv_convert_flops(elems).items():
+        native = serving is not None and self.dtypes.kv in serving.native_kv
+        for cond, flops in self.dtypes.kv_convert_flops(elems, native=native).items():
             if flops > 0:
                 self.overlapping(f"kv_convert{call.label}", "KvConvert", key, flops,
                                  KV_CONVERT_DTYPE, applies=cond)
@@ -255,14 +277,17 @@ def kv_elements_converted(arch: LLMArch, seg: Segment, per_query_head: bool) -> 
                               seg.context, per_query_head)
 
 
-def _experts(kind: LayerKind, tokens: int, ep: int) -> ExpertWork | None:
+def _experts(kind: LayerKind, tokens: int, ep: int,
+             routing: MoeRouting | None = None) -> ExpertWork | None:
     """The serving form of the step's experts: pairs and touched experts of the busiest of
-    ``ep`` groups (one group: all ``T k`` pairs, ``expected_experts``)."""
+    ``ep`` groups (``routing``: its imbalance; one group: all ``T k`` pairs,
+    ``expected_experts``)."""
     moe = kind.moe
     if moe is None:
         return None
     if ep > 1:
         touched, share = busiest_share(moe.n_experts, moe.top_k, tokens, ep)
+        share = (routing or MoeRouting()).busiest_pairs(share, tokens, moe.top_k, ep)
         return ExpertWork("gemm", max(1, round(share)), touched)
     return ExpertWork("gemm", tokens * moe.top_k,
                       expected_experts(moe.n_experts, moe.top_k, tokens))
@@ -270,11 +295,12 @@ def _experts(kind: LayerKind, tokens: int, ep: int) -> ExpertWork | None:
 
 def steps_workload(arch: LLMArch, steps: Sequence[tuple[str, Sequence[Segment]]],
                    dtypes: TensorDtypes, profile: ExecutionProfile, *,
-                   ep: int = 1) -> pd.DataFrame:
+                   ep: int = 1, moe: MoeRouting | None = None) -> pd.DataFrame:
     """The workload rows of several engine steps, each ``(label, segments)``, in one table
     (column ``step`` = the label, also the key prefix). ``arch``: the shapes one device runs
-    (``sharding.local_arch``); ``ep``: expert-parallel groups (``busiest_share``)."""
-    rows = _Rows(arch, dtypes, profile, "", ep)
+    (``sharding.local_arch``); ``ep``: expert-parallel groups (``busiest_share``); ``moe``:
+    their load imbalance (``MoeRouting``; None: uniform)."""
+    rows = _Rows(arch, dtypes, profile, "", ep, moe)
     for label, segments in steps:
         rows.step = label
         _step_rows(rows, segments)
@@ -306,7 +332,7 @@ def _step_rows(rows: _Rows, segments: Sequence[Segment]) -> None:
         rows.count, rows.scope, rows.prefix = count, "layer", f"k{g}." if g else ""
         layer_kernels(rows, kind, LayerPass(
             tokens, tokens, calls, rows.profile.attention, rows.profile.attention_score_passes,
-            kv_cache=True, experts=_experts(kind, tokens, rows.ep)))
+            kv_cache=True, experts=_experts(kind, tokens, rows.ep, rows.moe)))
     rows.count, rows.scope, rows.prefix = 1, "step", ""
     norm(rows, dec.norm, "final_norm", tokens, d)
     if emit:

@@ -2,8 +2,10 @@
 
 ``time_steps`` builds every step's rows (``kernels.steps_workload``) and times them on all
 devices in one ``predictor.simulate.evaluate`` call. Step time (s) = sum of ``time_s x count``
-+ the engine's ``serving.step_overhead_us``; a ``Dequantize`` / ``KvConvert`` row overlapping
-a kernel makes it ``max(kernel, its compute)`` on the devices its ``applies`` names.
++ the engine's ``serving.step_overhead_us``, kernels timed by the engine's ``kernel_estimator``
+when the run names the serving default (``step_estimator``); a ``Dequantize`` / ``KvConvert``
+row overlapping a kernel makes it ``max(kernel, its compute)`` on the devices its ``applies``
+names.
 ``request_model_times``: a static batch's prefill and its ``M - 1`` decode steps, timed at
 ``DECODE_POINTS`` contexts and interpolated linearly (decode is near-affine in the context).
 Design notes: docs/design/decoder.md.
@@ -24,7 +26,7 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import as_estimator
-from roofcast.predictor.llm.kernels import Segment, steps_workload
+from roofcast.predictor.llm.kernels import MoeRouting, Segment, steps_workload
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.types import ServingConfig
 from roofcast.predictor.runtimes import ExecutionProfile, resolve_engine
@@ -117,19 +119,33 @@ def fold_dequant(table: pd.DataFrame, n_rows: int, n_dev: int,
     return out
 
 
+def step_estimator(estimator: str | object | None, profile: ExecutionProfile) -> str | object:
+    """The estimator an engine's steps are timed with: its ``serving.kernel_estimator`` (the
+    kernel model trained on its own container's per-op tables) when ``estimator`` is None or the
+    serving default's name ``SERVING_ESTIMATOR``, else ``estimator`` as given (an estimator
+    object always: ``as_estimator(SERVING_ESTIMATOR)`` forces the default on any engine)."""
+    own = profile.serving.kernel_estimator if profile.serving else ""
+    if own and (estimator is None or estimator == SERVING_ESTIMATOR):
+        return own
+    return SERVING_ESTIMATOR if estimator is None else estimator
+
+
 def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step],
                dtypes: TensorDtypes, profile: ExecutionProfile,
-               estimator: str | object = SERVING_ESTIMATOR, *, ep: int = 1) -> StepTimes:
-    """Time ``steps`` on ``hws`` in one ``evaluate`` call (module docstring); ``arch`` and
-    ``ep`` as ``kernels.steps_workload`` takes them (one device's share under parallelism)."""
+               estimator: str | object | None = SERVING_ESTIMATOR, *, ep: int = 1,
+               moe: MoeRouting | None = None) -> StepTimes:
+    """Time ``steps`` on ``hws`` in one ``evaluate`` call (module docstring); ``arch``, ``ep``
+    and ``moe`` (expert load imbalance) as ``kernels.steps_workload`` takes them (one device's
+    share under parallelism)."""
     if not steps:
         raise PredictionError("no steps to time")
     labels = tuple(s.label for s in steps)
     if len(set(labels)) != len(labels):
         raise PredictionError(f"step labels must be unique, got {labels}")
-    work = steps_workload(arch, [(s.label, s.segments) for s in steps], dtypes, profile, ep=ep)
+    work = steps_workload(arch, [(s.label, s.segments) for s in steps], dtypes, profile, ep=ep,
+                          moe=moe)
     specs = list(hws)
-    est = as_estimator(estimator)  # learned:NAME too
+    est = as_estimator(step_estimator(estimator, profile))  # learned:NAME too
     table = evaluate(work, specs, RunConfig(runtime=profile), est, profile)
     n_rows, n_dev = len(work), len(specs)
     folded = fold_dequant(table, n_rows, n_dev, has_fp8_units(specs))

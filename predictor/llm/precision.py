@@ -9,7 +9,8 @@ nvfp4 / mxfp4 are W8A8 / W4A4 on their own matrix unit (dequantised only where t
 falls back); int8/int4 are weight-only: activation dtype plus ``DEQUANT_FLOPS_PER_WEIGHT``
 vector FLOPs per weight per M-tile of ``DEQUANT_TILE_M`` tokens, overlapping the GEMM.
 A quantised KV cache is converted in the attention kernel: FLOPs =
-``KV_CONVERT_OPS[kv][path]`` x ``FLOPS_PER_LANE_OP`` x elements (``kv_convert_flops``).
+``KV_CONVERT_OPS[kv][path]`` x ``FLOPS_PER_LANE_OP`` x elements (``kv_convert_flops``), none
+on a device with the KV dtype's units when the engine reads it natively (``native_kv``).
 Rationale and the fit of these counts: docs/design/defaults.md.
 """
 
@@ -131,14 +132,16 @@ class TensorDtypes:
             return GemmPlan(w, DEQUANT_FLOPS_PER_WEIGHT[w], dequant_on_fallback_only=True)
         return GemmPlan(self.model_dtype, DEQUANT_FLOPS_PER_WEIGHT[w])
 
-    def kv_convert_flops(self, elements: float) -> dict[str, float]:
+    def kv_convert_flops(self, elements: float, *, native: bool = False) -> dict[str, float]:
         """Conversion FLOPs of ``elements`` KV elements per device condition (``""``,
         ``"fp8-units"``, ``"no-fp8-units"``; module docstring); {} for a KV cache stored at
-        the compute dtype or wider."""
+        the compute dtype or wider. ``native``: the engine's attention reads this KV dtype on
+        the dtype's own units, so devices that have them (``"<kv>-units"``) convert nothing."""
         if self.kv_bytes >= dtype_bytes(self.model_dtype):
             return {}
         return {cond: ops * FLOPS_PER_LANE_OP * float(elements)
-                for cond, ops in KV_CONVERT_OPS.get(self.kv, {}).items()}
+                for cond, ops in KV_CONVERT_OPS.get(self.kv, {}).items()
+                if not (native and cond == f"{self.kv}-units")}
 
     @classmethod
     def of(cls, cfg) -> TensorDtypes:

@@ -38,7 +38,8 @@ KNOWN_KEYS: frozenset[str] = frozenset({
 })
 SERVING_KEYS: frozenset[str] = frozenset({
     "weights", "kv_cache", "batching", "memory_utilization", "max_prefill_tokens",
-    "step_overhead_us", "kv_convert_per", "custom_allreduce",
+    "step_overhead_us", "kv_convert_per", "custom_allreduce", "version", "kernel_estimator",
+    "native_kv", "step_overhead_source",
 })
 CUSTOM_ALLREDUCE_KEYS: frozenset[str] = frozenset({"world_sizes", "fabrics", "rules"})
 CUSTOM_ALLREDUCE_RULE_KEYS: frozenset[str] = frozenset({"max_ranks", "below_bytes", "algorithm"})
@@ -102,7 +103,11 @@ class ServingSpec:
     ``kv_convert_per``: ``query-head`` when its attention kernel runs one thread block per
     query head and so converts a quantised KV element once per query head of its KV head
     (``predictor.llm.precision``), ``kv-head`` (default) when it groups them;
-    ``custom_allreduce``: its own tensor-parallel all-reduce kernels (None: NCCL only).
+    ``custom_allreduce``: its own tensor-parallel all-reduce kernels (None: NCCL only);
+    ``version``: the engine release the profile describes; ``kernel_estimator``: the estimator
+    its step kernels are timed with when the run names the serving default ('' : the run's);
+    ``native_kv``: KV dtypes its attention reads without conversion on devices with the
+    dtype's matrix units; ``step_overhead_source``: where ``step_overhead_us`` comes from.
     """
 
     weights: tuple[str, ...] = ("fp16", "bf16")
@@ -113,6 +118,10 @@ class ServingSpec:
     step_overhead_us: float = 0.0
     kv_convert_per: str = "kv-head"
     custom_allreduce: CustomAllReduce | None = None
+    version: str = ""
+    kernel_estimator: str = ""
+    native_kv: tuple[str, ...] = ()
+    step_overhead_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -355,7 +364,29 @@ def _serving(doc: Any, where: str) -> ServingSpec:
                                where),
         custom_allreduce=(_custom_allreduce(doc["custom_allreduce"], f"{where}.custom_allreduce")
                           if "custom_allreduce" in doc else None),
+        version=_text(doc, "version", where),
+        kernel_estimator=_text(doc, "kernel_estimator", where),
+        native_kv=_native_kv(doc, where),
+        step_overhead_source=_text(doc, "step_overhead_source", where),
     )
+
+
+def _text(doc: Mapping[str, Any], key: str, where: str) -> str:
+    """An optional one-line string of ``doc`` ('' when absent)."""
+    value = doc.get(key, "")
+    if not isinstance(value, str) or "\n" in value.strip():
+        raise PredictionError(f"{where}: {key} must be one line of text, got {value!r}")
+    return value.strip()
+
+
+def _native_kv(doc: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """``native_kv``: KV dtypes below 16 bits (``KV_DTYPES``) the attention reads natively."""
+    got = _strings(doc, "native_kv", where)
+    bad = [d for d in got if d not in KV_DTYPES or d in ("fp32", "fp16", "bf16")]
+    if bad:
+        raise PredictionError(f"{where}: native_kv must name quantised KV dtypes of "
+                              f"{', '.join(KV_DTYPES)}; got {bad}")
+    return got
 
 
 def _ints(doc: Mapping[str, Any], key: str, low: int, high: int, where: str) -> tuple[int, ...]:

@@ -143,7 +143,7 @@ def test_a_data_file_outside_the_folder_is_refused(tmp_path):
 def test_a_broken_engine_table_is_refused_when_loaded(tmp_path):
     folder = _copy("llm-engines", tmp_path)
     doc = json.loads((folder / "llm_engines.json").read_text())
-    doc["engines"]["vllm"]["decode"]["scale"] = -1
+    doc["engines"]["vllm-2024"]["decode"]["scale"] = -1
     (folder / "llm_engines.json").write_text(json.dumps(doc))
     with pytest.raises(PredictionError, match="non-positive scale"):
         load_correction(folder)

@@ -53,10 +53,10 @@ def test_every_row_is_kept_or_counted_with_its_reason(tmp_path):
     }
     r = t.rows.set_index("figure")
     a = t.rows[t.rows["figure"] == "all"].set_index("engine")
-    assert a.loc["vllm", "device"] == "a100-40gb-sxm"
-    assert a.loc["vllm", "model"] == "llama-2-7b"
-    assert a.loc["vllm", "requests"] == 16
-    assert a.loc["vllm", "throughput_tok_s"] == pytest.approx(16 * 256 / 2.0)
+    assert a.loc["vllm-2024", "device"] == "a100-40gb-sxm"
+    assert a.loc["vllm-2024", "model"] == "llama-2-7b"
+    assert a.loc["vllm-2024", "requests"] == 16
+    assert a.loc["vllm-2024", "throughput_tok_s"] == pytest.approx(16 * 256 / 2.0)
     # llama.cpp's batch column is its prompt batch: one request
     assert a.loc["llama.cpp", "requests"] == 1
     assert a.loc["llama.cpp", "throughput_tok_s"] == pytest.approx(512 / 2.5)
@@ -87,7 +87,7 @@ def test_the_bundled_files_read_as_documented():
     read = sum(len(pd.read_csv(folder / SUBDIR / f).dropna(how="all")) for f in FILES.values())
     assert len(t.rows) + sum(t.excluded.values()) == read
     assert (t.rows["n_devices"] == 1).all()
-    assert set(t.rows["engine"]) == {"vllm", "tensorrt-llm", "llama.cpp", "deepspeed-mii"}
+    assert set(t.rows["engine"]) == {"vllm-2024", "tensorrt-llm-2024", "llama.cpp", "deepspeed-mii"}
     cpp = t.rows[t.rows["engine"] == "llama.cpp"]
     assert (cpp["requests"] == 1).all()
     assert sum(n for why, n in t.excluded.items() if why.startswith("multi-device")) > 3000

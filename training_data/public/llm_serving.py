@@ -37,7 +37,7 @@ DEVICES: dict[str, str] = {
 }
 #: publisher's framework label -> runtime name (predictor/runtimes/profiles). Absent labels
 #: (``Deepspeed`` on Gaudi2: Habana's DeepSpeed fork; ``sambaflow``) have no engine profile.
-ENGINES: dict[str, str] = {"vLLM": "vllm", "TensorRT-LLM": "tensorrt-llm",
+ENGINES: dict[str, str] = {"vLLM": "vllm-2024", "TensorRT-LLM": "tensorrt-llm-2024",
                            "llama.cpp": "llama.cpp", "Deepspeed-MII": "deepspeed-mii"}
 FILES: dict[str, str] = {
     "all": "All_results.csv", "quant": "Fig_3_A100_H100_quant_all_results.csv",

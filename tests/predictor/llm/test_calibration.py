@@ -30,7 +30,7 @@ def shared_llm_data():
     return folder
 
 
-FITTED = ("vllm", "tensorrt-llm", "llama.cpp", "deepspeed-mii")
+FITTED = ("vllm-2024", "tensorrt-llm-2024", "llama.cpp", "deepspeed-mii")
 DEVICES = ("h100-sxm", "a100-40gb-sxm", "mi300x", "intel-max-1550", "tpu-v5e")
 
 
@@ -46,7 +46,7 @@ def test_the_file_has_a_fit_with_loo_figures_for_every_engine_with_data():
             assert e[ph]["ratio_lo"] <= 1.0 <= e[ph]["ratio_hi"]
         # LOO needs two devices: deepspeed-mii has A100 rows only
         assert ("loo" in e) == (len(e["rows_per_device"]) > 1)
-    assert doc["engines"]["vllm"]["loo"]["median_abs_pct"] > 0
+    assert doc["engines"]["vllm-2024"]["loo"]["median_abs_pct"] > 0
 
 
 def test_the_calibration_was_fitted_on_the_bundled_serving_rows(shared_llm_data):
@@ -93,24 +93,32 @@ def test_apply_is_monotone_and_brackets_its_value(engine, phase):
             cal.level(phase, get_device(d))[1] for d in DEVICES[:-1]))
 
 
-def test_a_vendor_outside_the_fit_gets_a_guess_and_a_note():
-    cal = engine_calibration("vllm")
+def test_a_vendor_outside_the_fit_keeps_the_kernel_model_with_a_wider_interval():
+    cal = engine_calibration("vllm-2024")
     gaudi = get_device("gaudi2")
     assert "calibrated on gpu devices only" in cal.notes(gaudi)[0]
     guess = dataclasses.replace(get_device("h100-sxm"), vendor="Moore Threads")
     notes = " ".join(cal.notes(guess))
     assert "no measurements on Moore Threads" in notes
-    assert "LLM-Inference-Bench" in notes
-    f, seen = cal.phases["decode"].vendor_factor("Moore Threads")
-    assert not seen
-    assert f == pytest.approx(cal.phases["decode"].unseen_vendor_factor)
+    assert "no other vendor's factor borrowed" in notes
+    for ph in ("prefill", "decode"):
+        p = cal.phases[ph]
+        f, seen = p.vendor_factor("Moore Threads")
+        assert (f, seen) == (1.0, False)  # the kernel model's own transfer
+        lo, hi = p.unseen_ratios()
+        assert lo <= p.ratio_lo
+        assert hi >= p.ratio_hi * max(p.vendor_factors.values()) * 0.999
+        t, tlo, thi = cal.apply(ph, 0.01, guess)
+        assert t == pytest.approx(p.scale * 0.01 + p.overhead_s + p.seq_overhead_s)
+        assert thi / t == pytest.approx(hi)
+        assert tlo <= t
     assert "measured runs" in cal.notes(get_device("h100-sxm"))[1]  # the device level
     with pytest.raises(PredictionError, match="phase must be one of"):
         cal.apply("train", 1.0, get_device("h100-sxm"))
 
 
 def test_a_fitted_vendor_factor_is_named_with_the_devices_and_data_it_came_from():
-    cal = engine_calibration("vllm")
+    cal = engine_calibration("vllm-2024")
     fp, seen = cal.phases["prefill"].vendor_factor("AMD")
     fd, _ = cal.phases["decode"].vendor_factor("AMD")
     assert seen
@@ -152,14 +160,14 @@ def test_an_engine_without_data_is_uncalibrated_and_says_so():
                                     {"vendor_factors": {"AMD": 0.0}}, {"scale": "fast"}])
 def test_a_malformed_calibration_file_is_refused(tmp_path, monkeypatch, change):
     doc = json.loads(calibration.DATA_FILE.read_text())
-    doc["engines"]["vllm"]["decode"].update(change)
+    doc["engines"]["vllm-2024"]["decode"].update(change)
     bad = tmp_path / "llm_engines.json"
     bad.write_text(json.dumps(doc))
     monkeypatch.setattr(calibration, "DATA_FILE", bad)
     calibration.calibration_document.cache_clear()
     try:
-        with pytest.raises(PredictionError, match=r"engines\.vllm\.decode"):
-            engine_calibration("vllm")
+        with pytest.raises(PredictionError, match=r"engines\.vllm-2024\.decode"):
+            engine_calibration("vllm-2024")
     finally:
         calibration.calibration_document.cache_clear()
 
@@ -217,7 +225,8 @@ def test_the_fit_recovers_a_known_per_sequence_host_term():
 
 
 @pytest.mark.parametrize(("engine", "device", "batch"), [
-    ("vllm", "h100-sxm", 16), ("tensorrt-llm", "a100-40gb-sxm", 64), ("vllm", "mi300x", 32)])
+    ("vllm-2024", "h100-sxm", 16), ("tensorrt-llm-2024", "a100-40gb-sxm", 64),
+    ("vllm-2024", "mi300x", 32)])
 def test_the_fit_models_a_request_as_the_product_predicts_it(engine, device, batch):
     """The fit's request formula (features x calibration) is what predict_serving computes for
     the same static batch, waves included (64 Llama-2-7B requests of 2 x 1024 tokens do not fit
@@ -238,7 +247,7 @@ def test_the_fit_models_a_request_as_the_product_predicts_it(engine, device, bat
     assert p.e2e_latency_s == pytest.approx(t[0], rel=1e-6)
     assert p.lower["e2e_latency_s"] == pytest.approx(lo[0], rel=1e-6)
     assert p.upper["e2e_latency_s"] == pytest.approx(hi[0], rel=1e-6)
-    if engine == "tensorrt-llm":
+    if engine == "tensorrt-llm-2024":
         assert f["waves"].iloc[0] > 1
 
 

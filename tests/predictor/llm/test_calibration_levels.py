@@ -31,7 +31,7 @@ def test_every_measured_device_has_its_factors_and_an_interval_around_them():
 
 @pytest.mark.parametrize("device", ["mi300x", "h100-sxm", "intel-max-1550"])
 def test_a_measured_device_uses_its_own_factor(device):
-    cal = engine_calibration("vllm")
+    cal = engine_calibration("vllm-2024")
     hw = get_device(device)
     m = np.array([0.01, 0.1])
     for ph in ("prefill", "decode"):
@@ -44,7 +44,7 @@ def test_a_measured_device_uses_its_own_factor(device):
         np.testing.assert_allclose(lo, np.minimum(t, q_lo * t))
         np.testing.assert_allclose(t, f * p.scale * m + p.overhead_s + p.seq_overhead_s)
         np.testing.assert_allclose(hi, q_hi * t)
-    runs = calibration_document()["engines"]["vllm"]["rows_per_device"][device]
+    runs = calibration_document()["engines"]["vllm-2024"]["rows_per_device"][device]
     assert f"fitted on this device's {runs} measured runs" in " ".join(cal.notes(hw))
 
 
@@ -54,7 +54,7 @@ def test_a_measured_device_uses_its_own_factor(device):
     dataclasses.replace(get_device("mi300x"), mem_capacity_bytes=96e9),  # an edited copy
 ])
 def test_a_what_if_variant_of_a_measured_device_is_not_that_device(variant):
-    cal = engine_calibration("vllm")
+    cal = engine_calibration("vllm-2024")
     assert not cal.measured(variant)
     base = get_device("mi300x")
     for ph in ("prefill", "decode"):
@@ -72,7 +72,7 @@ def test_a_what_if_variant_of_a_measured_device_is_not_that_device(variant):
 
 
 def test_an_unmeasured_device_of_a_measured_vendor_gets_the_vendor_level():
-    cal = engine_calibration("vllm")
+    cal = engine_calibration("vllm-2024")
     h200 = get_device("h200")
     assert "h200" not in cal.device_runs
     assert cal.level("decode", h200)[0] == "vendor"
@@ -84,7 +84,7 @@ def test_an_unmeasured_device_of_a_measured_vendor_gets_the_vendor_level():
 
 
 def test_the_benchmark_formula_uses_the_same_levels_as_apply():
-    cal = engine_calibration("vllm")
+    cal = engine_calibration("vllm-2024")
     what_if = get_device("h100-sxm:mem_bw_scale=1.0001")
     row = {"prefill_s": 0.2, "decode_s": 3.0, "prefill_steps": 1, "decode_steps": 127,
            "prefill_seqs": 16, "decode_seqs": 127 * 16}
@@ -148,7 +148,7 @@ def test_serving_passes_the_sequences_per_step_to_the_calibration(monkeypatch, c
     from roofcast.predictor.llm.types import ServingConfig
 
     seen: dict[str, float] = {}
-    real = engine_calibration("vllm")
+    real = engine_calibration("vllm-2024")
 
     class Recording:
         def __getattr__(self, name):
@@ -160,7 +160,7 @@ def test_serving_passes_the_sequences_per_step_to_the_calibration(monkeypatch, c
 
     monkeypatch.setattr(serving, "engine_calibration", lambda name: Recording())
     arch, hw = load_llm("llama-2-7b"), get_device("h100-sxm")
-    cfg = ServingConfig(input_tokens=512, output_tokens=256, runtime="vllm", **cfg_kw)
+    cfg = ServingConfig(input_tokens=512, output_tokens=256, runtime="vllm-2024", **cfg_kw)
     p = serving.predict_serving(arch, hw, cfg)
     assert seen["decode"] == want_decode
     assert seen["prefill"] == (24.0 if "batch" in cfg_kw else 1.0)

@@ -31,7 +31,7 @@ def _convert_rows(arch, profile, kv, seg):
 @pytest.mark.parametrize("per", ["query-head", "kv-head"])
 def test_one_decode_attention_kernel_converts_every_cached_element_in_closed_form(archs, per):
     arch = archs["llama-3.1-70b"]  # 64 query heads over 8 KV heads: G = 8
-    vllm = get_runtime("vllm")
+    vllm = get_runtime("vllm-2024")
     profile = replace(vllm, serving=replace(vllm.serving, kv_convert_per=per))
     b, ctx = 16, 3000
     rows, conv = _convert_rows(arch, profile, "fp8", Segment(b, 1, ctx))
@@ -49,7 +49,7 @@ def test_one_decode_attention_kernel_converts_every_cached_element_in_closed_for
 
 
 def test_no_conversion_for_a_16_bit_cache_or_a_whole_prompt(archs):
-    arch, vllm = archs["llama-3.1-70b"], get_runtime("vllm")
+    arch, vllm = archs["llama-3.1-70b"], get_runtime("vllm-2024")
     assert _convert_rows(arch, vllm, "fp16", Segment(8, 1, 2048))[1].empty
     # a prefill attends its own keys fresh from the QKV projection: nothing read from the cache
     assert _convert_rows(arch, vllm, "fp8", Segment(8, 512, 512))[1].empty
@@ -61,7 +61,7 @@ def test_no_conversion_for_a_16_bit_cache_or_a_whole_prompt(archs):
 
 
 def test_each_device_is_charged_its_own_path_inside_the_attention_kernel(archs):
-    arch, vllm = archs["llama-3.1-70b"], get_runtime("vllm")
+    arch, vllm = archs["llama-3.1-70b"], get_runtime("vllm-2024")
     hws = [get_device(A100), get_device(H100)]
     st = time_steps(arch, hws, [Step("d", (Segment(32, 1, 4096),))],
                     TensorDtypes("fp16", "fp8"), vllm)
@@ -85,7 +85,7 @@ def _decode_ratio(arch, profile, hw, batch, ctx):
 
 
 def test_fp8_kv_is_slower_on_a100_and_not_penalised_as_much_on_h100(archs):
-    arch, vllm = archs["llama-2-7b"], get_runtime("vllm")
+    arch, vllm = archs["llama-2-7b"], get_runtime("vllm-2024")
     a100 = _decode_ratio(arch, vllm, A100, 32, 4000)
     h100 = _decode_ratio(arch, vllm, H100, 32, 4000)
     assert a100 > 1.2  # measured on Argonne's A100: 2-5x at 1024-2048 tokens, batch 16-64
@@ -95,7 +95,7 @@ def test_fp8_kv_is_slower_on_a100_and_not_penalised_as_much_on_h100(archs):
 
 
 def test_int8_kv_converts_on_every_device_and_stays_cheap(archs):
-    arch, trt = archs["llama-2-7b"], get_runtime("tensorrt-llm")
+    arch, trt = archs["llama-2-7b"], get_runtime("tensorrt-llm-2024")
     _, conv = _convert_rows(arch, trt, "int8", Segment(8, 1, 2048))
     assert list(conv["applies"]) == [""]
     st = time_steps(arch, [get_device(A100)], [Step("d", (Segment(32, 1, 4000),))],

@@ -14,10 +14,13 @@ from roofcast.predictor.runtimes import (
     resolve_runtime,
     runtime_names,
 )
+from roofcast.predictor.runtimes.profile import profile_from_document
 
 BUILTINS = ("onnxruntime-cpu", "pytorch-eager", "torch-compile", "tensorrt", "vllm",
-            "tensorrt-llm", "llama.cpp", "deepspeed-mii", "megatron-lm")
-ENGINES = ("vllm", "tensorrt-llm", "llama.cpp", "deepspeed-mii")
+            "vllm-2024", "tensorrt-llm", "tensorrt-llm-2024", "sglang", "llama.cpp",
+            "deepspeed-mii", "megatron-lm")
+ENGINES = ("vllm-2024", "tensorrt-llm-2024", "llama.cpp", "deepspeed-mii", "vllm",
+           "tensorrt-llm", "sglang")
 GOOD = """name = "{name}"
 description = "a test runtime"
 device_kinds = ["gpu"]
@@ -143,7 +146,7 @@ step_overhead_us = 30
 def test_the_serving_engines_say_what_they_run():
     engines = {n for n in runtime_names() if get_runtime(n).serving is not None}
     assert engines == set(ENGINES)
-    vllm, trt, cpp, mii = (get_runtime(n) for n in ENGINES)
+    vllm, trt, cpp, mii = (get_runtime(n) for n in ENGINES[:4])
     assert mii.vendors == ("NVIDIA",)
     assert vllm.serving.memory_utilization == pytest.approx(0.9)
     assert "fp8" in vllm.serving.kv_cache
@@ -254,9 +257,34 @@ def test_a_custom_allreduce_table_picks_the_first_rule_that_admits_the_group(use
     assert get_runtime("deepspeed-mii").serving.custom_allreduce is None
 
 
+def test_todays_engines_are_versioned_profiles_with_sourced_host_time():
+    for name, version, host_us in (("vllm", "0.24.0", 160), ("tensorrt-llm", "1.3.0rc20", 580),
+                                   ("sglang", "0.5.14", 0)):
+        spec = get_runtime(name).serving
+        assert (spec.version, spec.step_overhead_us) == (version, host_us)
+        assert spec.kernel_estimator == "learned"
+        assert spec.native_kv == ("fp8",)
+        assert spec.step_overhead_source  # every host figure names where it comes from
+        assert not get_runtime(f"{name}-2024").serving.native_kv if name != "sglang" else True
+    assert get_runtime("vllm-2024").serving.kernel_estimator == ""
+    assert "2024" in get_runtime("tensorrt-llm-2024").serving.version
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("native_kv", ["fp16"], "native_kv must name quantised KV dtypes"),
+    ("native_kv", ["fp9"], "native_kv must name quantised KV dtypes"),
+    ("version", 3, "version must be one line of text"),
+    ("kernel_estimator", "a\nb", "kernel_estimator must be one line of text"),
+])
+def test_bad_serving_engine_fields_are_refused(key, value, message):
+    doc = {"name": "x", "description": "d", "device_kinds": ["gpu"], "serving": {key: value}}
+    with pytest.raises(PredictionError, match=message):
+        profile_from_document(doc, "x.toml", known_patterns=frozenset())
+
+
 def test_the_shipped_engines_custom_allreduce_follows_their_sources():
-    trt = get_runtime("tensorrt-llm").serving.custom_allreduce
-    vllm = get_runtime("vllm").serving.custom_allreduce
+    trt = get_runtime("tensorrt-llm-2024").serving.custom_allreduce
+    vllm = get_runtime("vllm-2024").serving.custom_allreduce
     for car in (trt, vllm):
         assert car.world_sizes == (2, 4, 6, 8)
         assert "nvswitch" in car.fabrics

@@ -31,8 +31,11 @@ def thread_count(text: str) -> int:
     """CPU threads: an integer from 1 to ``ROOFCAST_MAX_THREADS`` (``graph_import.budgets``)."""
     from roofcast.graph_import.budgets import THREADS
 
-    return THREADS.check(positive_int(text), f"{text.strip()} threads",
-                         argparse.ArgumentTypeError)
+    value = positive_int(text)
+    try:
+        return THREADS.check(value, f"{text.strip()} threads", argparse.ArgumentTypeError)
+    except ValueError as exc:  # ROOFCAST_MAX_THREADS itself is bad: say so, not "invalid value"
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def comma_items(text: str, what: str, example: str) -> list[str]:

@@ -167,8 +167,6 @@ def _sweep_output() -> Iterator[Case]:
     for name, files in targets.items():
         yield Case("sweep-output", name, ("sweep", "{work}/s.toml", "--output", "{work}/d"),
                    spec + files)
-        yield Case("sweep-output", f"{name} (model, --hw)",
-                   ("sweep", "resnet50", "--hw", "t4", "--output", "{work}/d"), files)
     for out in (".", "..", "/", "~", "{home}", "{fence}", "{work}/mine", "", " ", "-",
                 "{work}/a/b/c", "\x1b[31mred", "{work}/" + "x" * 300, "/proc/self",
                 "/dev/null", "{work}/d\n"):
@@ -420,8 +418,8 @@ def _cli_numbers() -> Iterator[Case]:
                                                       "--batch", "--concurrency"),
         ("plan", "llama-3.1-8b", "--system", "hgx-h100", "--global-batch", "64"):
             ("--seq", "--output-tokens", "--top"),
-        ("sweep", "resnet50", "--hw", "t4", "--output", "{work}/o"): ("--batches",
-                                                                    "--cells-per-task"),
+        ("sweep", "resnet50", "--hw", "t4"): ("--batches",),
+        ("sweep", "{work}/s.toml", "--output", "{work}/o"): ("--cells-per-task",),
         ("measure", "--micro", "gemm", "--quick", "--repeats", "1", "--warmup", "0",
          "--no-save"): ("--threads", "--inter-op-threads"),
         ("data", "list"): ("--limit",),
@@ -430,7 +428,21 @@ def _cli_numbers() -> Iterator[Case]:
         for flag in names:
             for value in BAD_NUMBERS:
                 yield Case("cli-numbers", f"{argv[0]} {flag} {value[:25]!r}",
-                           (*argv, flag, value))
+                           (*argv, flag, value), (("file", "work/s.toml", SPEC.encode()),))
+    budgets = {"BATCH": ("predict", "resnet50", "--hw", "h100-sxm", "--batch", "8"),
+               "THREADS": ("predict", "resnet50", "--hw", "xeon-8380", "--threads", "4"),
+               "TOKENS": ("llm", "llama-3.1-8b", "--hw", "h100-sxm"),
+               "DEVICES": ("plan", "llama-3.1-8b", "--system", "hgx-h100", "--global-batch",
+                           "64"),
+               "GLOBAL_BATCH": ("plan", "llama-3.1-8b", "--system", "hgx-h100",
+                                "--global-batch", "64"),
+               "DIM": ("predict", "bert_base", "--hw", "h100-sxm", "--dim", "sequence=128"),
+               "TASK_CELLS": ("sweep", "{work}/s.toml", "--output", "{work}/o")}
+    for budget, argv in budgets.items():
+        for value in ("abc", "0", "-5", "1e3", str(10**30), " "):
+            yield Case("cli-numbers", f"ROOFCAST_MAX_{budget}={value[:12]!r}", argv,
+                       (("file", "work/s.toml", SPEC.encode()),),
+                       env=((f"ROOFCAST_MAX_{budget}", value),))
 
 
 SURFACES: dict[str, Callable[[], Iterator[Case]]] = {

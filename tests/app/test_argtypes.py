@@ -36,3 +36,7 @@ def test_thread_counts_are_bounded_by_an_environment_variable(monkeypatch):
     monkeypatch.setenv("ROOFCAST_MAX_THREADS", "8")
     with pytest.raises(argparse.ArgumentTypeError, match="over the limit of 8 CPU threads"):
         thread_count_list("4,9")
+    monkeypatch.setenv("ROOFCAST_MAX_THREADS", "many")
+    with pytest.raises(argparse.ArgumentTypeError,
+                       match=r"^ROOFCAST_MAX_THREADS='many' is not a positive integer"):
+        thread_count("4")

@@ -1,4 +1,4 @@
-"""Every ``--output FILE`` (plan, llm, measure, as data export) goes through
+"""Every ``--output FILE`` (plan, llm, measure, hw calibrate, as data export) goes through
 ``app.output_file``: a link (to a user file, or dangling), a FIFO or a folder is refused in one
 line with exit 2 before any work, and the thing named is left as it was; a plain path is
 written whole."""
@@ -17,6 +17,7 @@ COMMANDS = {
     "plan": ["plan", "llama-3.1-8b", "--system", "hgx-h100", "--global-batch", "64"],
     "llm": ["llm", "llama-3.1-8b", "--hw", "h100-sxm"],
     "measure": ["measure", "--micro", "gemm", "--quick", "--repeats", "1", "--warmup", "0"],
+    "hw calibrate": ["hw", "calibrate", "--quick"],
 }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_corpus.py"
-PER_SURFACE = 3
+PER_SURFACE = 2
 
 
 @pytest.fixture(scope="module")

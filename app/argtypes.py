@@ -27,6 +27,17 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1)
 
 
+def thread_count(text: str) -> int:
+    """CPU threads: an integer from 1 to ``ROOFCAST_MAX_THREADS`` (``graph_import.budgets``)."""
+    from roofcast.graph_import.budgets import THREADS
+
+    value = positive_int(text)
+    try:
+        return THREADS.check(value, f"{text.strip()} threads", argparse.ArgumentTypeError)
+    except ValueError as exc:  # ROOFCAST_MAX_THREADS itself is bad: say so, not "invalid value"
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def comma_items(text: str, what: str, example: str) -> list[str]:
     """The non-empty, stripped items of a comma-separated ``text``; ArgumentTypeError naming
     ``what`` and an ``example`` when there are none."""
@@ -44,6 +55,11 @@ def name_list(text: str) -> list[str]:
 def positive_int_list(text: str) -> list[int]:
     """Comma-separated integers >= 1 (``1,8,32``)."""
     return [positive_int(t) for t in comma_items(text, "integers", "1,8,32")]
+
+
+def thread_count_list(text: str) -> list[int]:
+    """Comma-separated thread counts (``1,4,8``), each checked by ``thread_count``."""
+    return [thread_count(t) for t in comma_items(text, "thread counts", "1,4,8")]
 
 
 @dataclass(frozen=True)

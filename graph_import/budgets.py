@@ -6,8 +6,9 @@ number is known; a refusal names the cap and its environment variable ``ROOFCAST
 TENSOR_ELEMS (elements of one tensor, 2**40), GRAPH_BYTES (sum of elements x itemsize over all
 tensors, 2**50), DIM (a user dim, 2**24), NESTING (function/subgraph depth, 16), NODES (nodes
 once inlined, 2**18); and what a user *asks* for (``roofcast.api_checks``, sweep specs): BATCH
-(2**20), TOKENS (2**24), DEVICES (2**20), SYSTEM_NODES (2**17), GLOBAL_BATCH (2**24). The
-defaults sit far above any real model and keep every import within seconds and 2 GB.
+(2**20; also the ``batch`` dim), TOKENS (2**24), DEVICES (2**20), SYSTEM_NODES (2**17),
+GLOBAL_BATCH (2**24), THREADS (CPU threads, 2**16). The defaults sit far above any real model
+and keep every import within seconds and 2 GB.
 ``DATA_PROP_MAX_ELEMS`` (not a setting): a constant generator with more elements goes to ONNX
 shape inference as a shape without values. The table and rationale: docs/design/module-notes.md.
 """
@@ -53,13 +54,14 @@ class Limit:
             )
         return value
 
-    def check(self, value: int, label: str, error: type[Exception] = ValueError) -> int:
-        """``value`` if it is at most the cap, else ``error`` naming ``label``, the cap and the
-        environment variable that raises it."""
+    def check(self, value: int, found: str, error: type[Exception] = ValueError) -> int:
+        """``value`` if it is at most the cap, else ``error``: ``found`` (the flag or key with
+        the value, e.g. ``"--batch 5000000"``), the allowed range and the variable that raises
+        it. The one check of a count a user asks for (CLI flags, API arguments, sweep specs)."""
         cap = self.value()
         if value > cap:
-            raise error(f"{label}: {value} is over the limit of {cap} {self.what}; if this is "
-                        f"intended, raise it with the environment variable {self.env}")
+            raise error(f"{found} is over the limit of {cap} {self.what} (allowed: 1 to {cap}); "
+                        f"if this is intended, raise it with the environment variable {self.env}")
         return value
 
     def refuse(self, found: str) -> ModelImportError:
@@ -82,6 +84,7 @@ TOKENS = Limit("ROOFCAST_MAX_TOKENS", 2**24, "tokens per request or sample")
 DEVICES = Limit("ROOFCAST_MAX_DEVICES", 2**20, "devices")
 SYSTEM_NODES = Limit("ROOFCAST_MAX_SYSTEM_NODES", 2**17, "nodes per system")
 GLOBAL_BATCH = Limit("ROOFCAST_MAX_GLOBAL_BATCH", 2**24, "samples per global batch")
+THREADS = Limit("ROOFCAST_MAX_THREADS", 2**16, "CPU threads")
 
 
 def check_tensor_elems(label: str, numel: int, dims: object = None) -> None:
@@ -128,10 +131,13 @@ def _itemsize(elem: int) -> int:
 
 
 def check_user_dims(dims: Mapping[str, int]) -> None:
-    """Refuse a user dim binding above ``ROOFCAST_MAX_DIM`` (before anything is bound)."""
+    """Refuse a user dim binding above ``ROOFCAST_MAX_DIM``, the ``batch`` dim (``--batch``)
+    above ``ROOFCAST_MAX_BATCH`` (before anything is bound)."""
     cap = USER_DIM.value()
     for key, value in dims.items():
-        if value > cap:
+        if key == "batch":  # = dims.BATCH_DIM (dims imports this module)
+            BATCH.check(value, f"--batch {value}", ModelImportError)
+        elif value > cap:
             raise USER_DIM.refuse(f"--dim {key}={value} is too large")
 
 

@@ -44,18 +44,9 @@ def count(value: Any, flag: str, limit: Limit | None) -> int:
                                 f"({_type_name(value)})")
     if value < 1:
         raise PredictionError(f"--{flag} must be {allowed}, got {int(value)}")
-    return int(value) if limit is None else within(int(value), f"--{flag} {int(value)}", limit)
-
-
-def within(value: int, found: str, limit: Limit) -> int:
-    """``value`` if it is at most ``limit``'s cap, else ``PredictionError``: ``found`` (the
-    flag or quantity with the value), the allowed range and the variable that raises it."""
-    cap = limit.value()
-    if value > cap:
-        raise PredictionError(f"{found} is over the limit of {cap} {limit.what} (allowed: 1 to "
-                              f"{cap}); if this is intended, raise the limit with the "
-                              f"environment variable {limit.env}")
-    return value
+    if limit is None:
+        return int(value)
+    return limit.check(int(value), f"--{flag} {int(value)}", PredictionError)
 
 
 def optional_count(value: Any, flag: str, limit: Limit | None) -> int | None:
@@ -134,8 +125,10 @@ def system_ref(value: Any) -> Any:
 def system_size(spec: Any) -> Any:
     """``spec`` (a resolved ``SystemSpec``) if its nodes and devices are within
     ``ROOFCAST_MAX_SYSTEM_NODES`` and ``ROOFCAST_MAX_DEVICES``."""
-    within(spec.nodes, f"system {spec.id!r} has {spec.nodes} nodes, which", SYSTEM_NODES)
-    within(spec.n_devices, f"system {spec.id!r} has {spec.n_devices} devices, which", DEVICES)
+    SYSTEM_NODES.check(spec.nodes, f"system {spec.id!r} has {spec.nodes} nodes, which",
+                       PredictionError)
+    DEVICES.check(spec.n_devices, f"system {spec.id!r} has {spec.n_devices} devices, which",
+                  PredictionError)
     return spec
 
 

@@ -45,6 +45,7 @@ LIMITS: Mapping[str, str] = MappingProxyType({
     "ROOFCAST_MAX_DEVICES": "roofcast.graph_import.budgets",
     "ROOFCAST_MAX_SYSTEM_NODES": "roofcast.graph_import.budgets",
     "ROOFCAST_MAX_GLOBAL_BATCH": "roofcast.graph_import.budgets",
+    "ROOFCAST_MAX_THREADS": "roofcast.graph_import.budgets",
     "ROOFCAST_MAX_TASK_CELLS": "roofcast.predictor.sweeps.spec",
     "ROOFCAST_MAX_IMPORT_BYTES": "roofcast.training_data.importers",
     "ROOFCAST_MAX_TRACE_ROWS": "roofcast.predictor.llm.sim.trace",

@@ -133,6 +133,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from roofcast.hw_catalog.calibrate import run_calibration, write_local
 
     out = args.output or (user_dir() / "local.toml")
+    if args.output is not None:
+        from roofcast.app.output_file import check_writable
+
+        check_writable(out)  # the --output policy (no link, FIFO or folder), before any work
 
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

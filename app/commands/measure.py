@@ -17,7 +17,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofcast.app.argtypes import nonnegative_int, positive_int, positive_int_list
+from roofcast.app.argtypes import (
+    nonnegative_int,
+    positive_int,
+    positive_int_list,
+    thread_count_list,
+)
 from roofcast.app.output import Table, add_format_arg, add_top_arg, emit, top_rows
 from roofcast.training_data.errors import MeasurementError
 
@@ -45,9 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", type=positive_int_list, default=None, metavar="B[,B...]",
                    help="batch sizes to measure, e.g. 1,8,32 (binds the dim named batch; "
                         "default 1)")
-    p.add_argument("--threads", type=positive_int_list, default=[1], metavar="T[,T...]",
+    p.add_argument("--threads", type=thread_count_list, default=[1], metavar="T[,T...]",
                    help="intra-op thread counts (default 1)")
-    p.add_argument("--inter-op-threads", type=positive_int_list, default=[1], metavar="T[,T...]",
+    p.add_argument("--inter-op-threads", type=thread_count_list, default=[1], metavar="T[,T...]",
                    help="inter-op thread counts; >1 runs independent nodes in parallel")
     p.add_argument("--opt-level", choices=OPT_LEVELS, default="all",
                    help="ONNX Runtime graph optimisation level (default all)")
@@ -75,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         raise MeasurementError(
             "give a MODEL (path or zoo name) or --micro FAMILY, not both/neither"
         )
+    if args.output is not None:
+        from roofcast.app.output_file import check_writable
+
+        check_writable(args.output)  # before any work
     provider = "CPUExecutionProvider"
     if args.device == "cuda":
         from roofcast.training_data.collectors.gpu import require_cuda
@@ -181,16 +190,17 @@ def _save(args: argparse.Namespace, rows: pd.DataFrame) -> str:
 
 
 def write_rows(rows: pd.DataFrame, path: Path) -> str:
-    """Write rows to .csv / .csv.gz / .parquet (by suffix); MeasurementError otherwise."""
+    """Write rows to .csv / .csv.gz / .parquet (by suffix; ``output_file.write_file``: atomic,
+    no link followed); MeasurementError for another suffix."""
+    from roofcast.app.output_file import write_file
+
     name = path.name.lower()
-    try:
-        if name.endswith(".parquet"):
-            rows.to_parquet(path, index=False)
-        elif name.endswith((".csv", ".csv.gz")):
-            rows.to_csv(path, index=False)
-        else:
-            raise MeasurementError(
-                f"--output {path}: unknown file type; use a .csv, .csv.gz or .parquet name")
-    except OSError as exc:
-        raise MeasurementError(f"cannot write {path}: {exc.strerror}") from None
+    if name.endswith(".parquet"):
+        write_file(path, lambda tmp: rows.to_parquet(tmp, index=False))
+    elif name.endswith((".csv", ".csv.gz")):
+        gzip = "gzip" if name.endswith(".gz") else None
+        write_file(path, lambda tmp: rows.to_csv(tmp, index=False, compression=gzip))
+    else:
+        raise MeasurementError(
+            f"--output {path}: unknown file type; use a .csv, .csv.gz or .parquet name")
     return f"{len(rows)} rows written to {path}"

@@ -21,7 +21,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from roofcast.app.argtypes import positive_int, runtime_help, runtime_name
+from roofcast.app.argtypes import positive_int, runtime_help, runtime_name, thread_count
 from roofcast.app.output import (
     Table,
     add_format_arg,
@@ -68,7 +68,7 @@ def add_execution_args(p: argparse.ArgumentParser) -> None:
     inter-op, runtime and fusion, estimator, allow-incomplete."""
     p.add_argument("--optimizer", default="adam", metavar="OPT",
                    help=f"optimizer of a training step: {'|'.join(OPTIMIZERS)} (default adam)")
-    p.add_argument("--threads", type=positive_int, metavar="N",
+    p.add_argument("--threads", type=thread_count, metavar="N",
                    help="CPU threads (CPU devices only; default all cores)")
     p.add_argument("--inter-op", action="store_true",
                    help="let independent ops run concurrently (critical-path time)")

@@ -8,12 +8,15 @@ imports this module on first use of either. The address is read and the client o
 (``client.map(..., pure=False, retries=RETRIES)``), started in list order (the baseline's
 tasks first); results are delivered and released as they complete, so the client holds one
 at a time. A task that still fails (``RETRIES + 1`` raises, or ``KilledWorker``) becomes one
-error row per cell of the task and the sweep goes on. Graphs are imported once per worker
-process (module-level LRU cache). Rationale: docs/design/module-notes.md.
+error row per cell of the task and the sweep goes on. A cluster left without a worker for
+``NO_WORKERS_TIMEOUT_S`` (all died, none restarted) ends the sweep with a ``DaskSchedulerError``
+instead of a wait for ever. Graphs are imported once per worker process (module-level LRU
+cache). Rationale: docs/design/module-notes.md.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -31,6 +34,9 @@ from roofcast.predictor.sweeps.types import SweepTask
 RETRIES = 2
 #: the module every ``dask://`` worker must import (checked once before any task is sent)
 WORKER_MODULE = "roofcast.predictor.sweeps.tasks"
+
+#: seconds a cluster may have no worker while tasks are pending before the sweep gives up
+NO_WORKERS_TIMEOUT_S = 120.0
 
 RunTask = Callable[[SweepTask], pd.DataFrame]
 
@@ -62,7 +68,7 @@ def run_on_client(client, tasks: Sequence[SweepTask], deliver: Deliver, *,
     futures = client.map(run, list(tasks), pure=False, retries=RETRIES)
     index = {future.key: i for i, future in enumerate(futures)}
     done = [False] * len(tasks)
-    for future in as_completed(futures, loop=client.loop):  # no default client needed
+    for future in _completed(client, futures):
         i = index[future.key]
         # result(), not a look at future.status: a finished task whose worker died since (a
         # bystander of a killed worker) is being recomputed — result() waits for it, where the
@@ -77,6 +83,29 @@ def run_on_client(client, tasks: Sequence[SweepTask], deliver: Deliver, *,
     missing = [t.task_id for t, d in zip(tasks, done, strict=True) if not d]
     if missing:  # as_completed yields every future once; a gap is a bug, never a short table
         raise RuntimeError(f"Dask returned no result for task(s) {missing}")
+
+
+def _completed(client, futures):
+    """``futures`` as they complete (``as_completed``, no default client needed); while none is
+    ready, the cluster's workers are counted each second: none for ``NO_WORKERS_TIMEOUT_S`` is
+    a ``DaskSchedulerError``."""
+    pending = as_completed(futures, loop=client.loop)
+    check_at, alone_since = 0.0, None
+    while not pending.is_empty():
+        if pending.has_ready():
+            yield next(pending)
+            alone_since = None
+            continue
+        now = time.monotonic()
+        if now >= check_at:
+            check_at = now + 1.0
+            alone_since = None if client.nthreads() else (alone_since or now)
+            if alone_since is not None and now - alone_since > NO_WORKERS_TIMEOUT_S:
+                raise dask_client.DaskSchedulerError(
+                    f"the Dask cluster has had no worker for {NO_WORKERS_TIMEOUT_S:g} s with "
+                    "tasks pending (its workers died and were not restarted); restart the "
+                    "workers or use fewer per machine (dask-local:N)")
+        time.sleep(0.05)
 
 
 @register_scheduler("dask-local")

@@ -224,7 +224,7 @@ def _positive_int(value: Any, key: str) -> int:
 
 def _bounded(limit: Limit) -> Callable[[Any, str], int]:
     def check(value: Any, key: str) -> int:
-        return limit.check(_positive_int(value, key), key)
+        return limit.check(_positive_int(value, key), f"{key}: {value}")
     return check
 
 

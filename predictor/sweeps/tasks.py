@@ -89,7 +89,7 @@ def slice_width(per_entry: int, cells_per_task: int | None = None, *,
     if cells_per_task is not None:
         if cells_per_task < 1:
             raise ValueError(f"cells_per_task must be >= 1, got {cells_per_task}")
-        return max(1, math.ceil(cells_per_task / per_entry))
+        return max(1, -(-cells_per_task // per_entry))  # integer ceil: any size, no float
     amortised = math.ceil(fixed_s / cell_s)
     long_enough = math.ceil((TASK_MIN_S / per_entry - fixed_s) / cell_s)
     return max(1, amortised, long_enough)

@@ -23,3 +23,20 @@ def test_lists_strip_and_drop_empty_items():
 def test_bad_values_say_what_is_wrong(fn, text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         fn(text)
+
+
+def test_thread_counts_are_bounded_by_an_environment_variable(monkeypatch):
+    from roofcast.app.argtypes import thread_count, thread_count_list
+
+    assert thread_count_list("1,64") == [1, 64]
+    with pytest.raises(argparse.ArgumentTypeError,
+                       match=r"^1000000000000000000000 threads is over the limit of 65536 CPU "
+                             r"threads .*ROOFCAST_MAX_THREADS$"):
+        thread_count(str(10**21))
+    monkeypatch.setenv("ROOFCAST_MAX_THREADS", "8")
+    with pytest.raises(argparse.ArgumentTypeError, match="over the limit of 8 CPU threads"):
+        thread_count_list("4,9")
+    monkeypatch.setenv("ROOFCAST_MAX_THREADS", "many")
+    with pytest.raises(argparse.ArgumentTypeError,
+                       match=r"^ROOFCAST_MAX_THREADS='many' is not a positive integer"):
+        thread_count("4")

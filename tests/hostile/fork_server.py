@@ -1,9 +1,10 @@
 """Fork server of ``tests/hostile/helpers.py``: imports the libraries and roofcast modules the
 CLI uses (imports only: no cache is filled, nothing of the environment read), then for each JSON
-request on stdin forks a child that runs
-``python -m roofcast.app.cli ARGV`` in a new session under ``RLIMIT_AS``, with the given folder,
-environment and stdout/stderr files, and kills its process group at the time limit. Replies one
-JSON line: exit code (negative: killed by that signal), peak RSS (KiB), hung, seconds."""
+request on stdin forks a child that runs ``python -m roofcast.app.cli ARGV`` (or
+``python PATH`` for ``--script PATH``) in a new session under ``RLIMIT_AS``, with the given
+folder, environment and stdout/stderr files, and kills its process group at the time limit.
+Replies one JSON line: exit code (negative: killed by that signal), peak RSS (KiB), hung,
+seconds."""
 
 from __future__ import annotations
 
@@ -57,14 +58,20 @@ def _child(request: dict) -> None:
 
 
 def _run(argv: list[str]) -> int:
-    """Run the CLI module as ``__main__``; the exit code as the interpreter would make it."""
+    """Run the CLI module as ``__main__`` (or, for ``["--script", PATH]``, the Python file PATH
+    as ``python PATH`` would); the exit code as the interpreter would make it."""
     import atexit
     import runpy
     import traceback
-    sys.argv = ["roofcast.app.cli", *argv]
     sys.modules.pop("roofcast.app.cli", None)  # run afresh as __main__, as -m does
     try:
-        runpy.run_module("roofcast.app.cli", run_name="__main__", alter_sys=True)
+        if argv[:1] == ["--script"]:
+            sys.argv = argv[1:]
+            sys.path[0] = os.path.dirname(os.path.abspath(argv[1]))
+            runpy.run_path(argv[1], run_name="__main__")
+        else:
+            sys.argv = ["roofcast.app.cli", *argv]
+            runpy.run_module("roofcast.app.cli", run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)

@@ -282,3 +282,25 @@ def test_a_slow_client_still_gets_the_frames_of_a_killed_workers_bystanders(fres
     hit = cells["task_id"] == victim
     assert cells.loc[hit, "error"].str.contains("worker process running this task died").all()
     pd.testing.assert_frame_equal(cells[~hit], local_cells[~hit])
+
+
+def _sleep_then_run(task):
+    import time
+
+    time.sleep(0.5)
+    return run_task(task)
+
+
+def test_a_cluster_without_workers_ends_the_sweep_instead_of_waiting(tasks, monkeypatch):
+    """Every worker gone and none restarted (as under load, when nannies fail to restart the
+    killed ones): a one-line DaskSchedulerError after ``NO_WORKERS_TIMEOUT_S``, not a hang."""
+    monkeypatch.setattr(ds, "NO_WORKERS_TIMEOUT_S", 2.0)
+    with local_cluster(n_workers=1, threads_per_worker=1, processes=False,
+                       dashboard_address=":0", silence_logs=logging.ERROR) as (cluster, client):
+        client.wait_for_workers(1, timeout=60)
+        cluster.scale(0)
+        delivered = []
+        with pytest.raises(dask_client.DaskSchedulerError, match="no worker for 2 s"):
+            ds.run_on_client(client, tasks, lambda t, f: delivered.append(t),
+                             run=_sleep_then_run)
+    assert len(delivered) < len(tasks)

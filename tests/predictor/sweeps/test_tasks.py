@@ -185,3 +185,12 @@ def test_precision_a_runtime_lacks_fails_only_those_cells(tmp_path):
     known = df[df["device"] != "no-such-device"].set_index(["device", "precision"])["error"]
     assert known.loc[[(GPU, "int8"), (GPU2, "int8")]].str.contains("does not run int8").all()
     assert known.loc[[(GPU, "fp32"), (GPU2, "fp32"), (CPU, "fp32"), (CPU, "int8")]].eq("").all()
+
+
+def test_any_cells_per_task_is_sized_in_integers():
+    """``--cells-per-task 10**25`` was an OverflowError (a float division): now one task as big
+    as the memory budget allows."""
+    assert slice_width(10, 25) == slice_width(10, 30) == 3
+    spec = SweepSpec(models=("mobilenet_v2",), devices=(GPU, GPU2, CPU), batches=(1, 2))
+    tasks = plan_tasks(spec, cells_per_task=10**25, max_task_cells=4)
+    assert [t.n_cells for t in tasks] == [4, 2]  # within the memory budget, every cell once

@@ -82,14 +82,14 @@ def _code_digest() -> str:
 
     import numpy as np
 
-    from roofcast import dtypes
+    import roofcast.dtypes
     from roofcast.graph_import.graph_codec import FORMAT
 
     h = hashlib.sha256(f"{FORMAT}|".encode())
     h.update(f"{version('roofcast')}|{version('onnx')}|{np.__version__}|{sys.version}".encode())
     files = sorted(p for p in PACKAGE_DIR.rglob("*.py") if "llm" not in p.relative_to(
         PACKAGE_DIR).parts)
-    for path in [*files, Path(dtypes.__file__)]:
+    for path in [*files, Path(roofcast.dtypes.__file__)]:
         if path.is_file():
             h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()

@@ -58,7 +58,10 @@ def folder() -> Path | None:
     given = os.environ.get(ENV)
     if given is not None:
         return None if given.strip().lower() in ("", "off", "0", "none") else Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    except RuntimeError:  # no home folder: no cache
+        return None
     return Path(base) / "roofcast" / "graphs"
 
 

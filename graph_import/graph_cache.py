@@ -1,16 +1,15 @@
 """An on-disk cache of imported graphs, so a model file imported before skips onnx and shape
 inference (most of an import's time, and the onnx import itself).
 
-Key: sha256 of the model's bytes, the bound dims, the name, the read cap, the ``ROOFCAST_MAX_*``
-budgets, the roofcast version, the content of every ``graph_import`` module and the versions
-of onnx, numpy and Python (anything that can change an import's result). Entry: one JSON file
-``<key>.json`` in ``$ROOFCAST_CACHE_DIR``, else ``$XDG_CACHE_HOME/roofcast/graphs`` (default
-``~/.cache/roofcast/graphs``), used inside ``used()`` only (the command line);
-``ROOFCAST_CACHE_DIR=off`` turns it off. An entry is written atomically (temporary file, then
-rename) and only when it decodes back to an equal graph; one that does not parse or decode, or
-names another key, is ignored and rewritten. No pickles: numpy values are stored as dtype,
-shape and bytes (``graph_codec``). At most ``MAX_ENTRIES`` entries are kept (least recently
-used removed).
+Key: sha256 of the model's bytes, the bound dims, the name, the read cap, the budgets
+(``defaults.LIMITS``), the roofcast version, the content of every ``graph_import`` module and
+the versions of onnx, numpy and Python (anything that can change an import's result). Entry:
+one JSON file ``<key>.json`` in ``$XDG_CACHE_HOME/roofcast/graphs`` (default
+``~/.cache/roofcast/graphs``), used inside ``used()`` only (the command line). An entry is
+written atomically (temporary file, then rename) and only when it decodes back to an equal
+graph; one that does not parse or decode, or names another key, is ignored and rewritten. No
+pickles: numpy values are stored as dtype, shape and bytes (``graph_codec``). At most
+``MAX_ENTRIES`` entries are kept (least recently used removed).
 """
 
 from __future__ import annotations
@@ -28,12 +27,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from roofcast.defaults import LIMITS
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from roofcast.graph_import.types import Graph
 
-ENV = "ROOFCAST_CACHE_DIR"
 #: entries kept; a write beyond it removes the least recently used
 MAX_ENTRIES = 32
 _ON: ContextVar[bool] = ContextVar("roofcast_graph_cache", default=False)
@@ -52,12 +52,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def folder() -> Path | None:
-    """The cache folder, or None when the cache is off (outside ``used``, or turned off)."""
+    """The cache folder, or None when the cache is off (outside ``used``, or no home folder)."""
     if not _ON.get():
         return None
-    given = os.environ.get(ENV)
-    if given is not None:
-        return None if given.strip().lower() in ("", "off", "0", "none") else Path(given)
     try:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     except RuntimeError:  # no home folder: no cache
@@ -71,7 +68,7 @@ def key(data: bytes | bytearray, dims: Mapping[str, int] | None, name: str | Non
     h = hashlib.sha256(data)
     h.update(json.dumps({
         "dims": sorted((dims or {}).items()), "name": name, "max_bytes": max_bytes,
-        "budgets": sorted((k, v) for k, v in os.environ.items() if k.startswith("ROOFCAST_MAX_")),
+        "budgets": [(k, os.environ.get(k)) for k in sorted(LIMITS)],
         "code": _code_digest(),
     }).encode())
     return h.hexdigest()

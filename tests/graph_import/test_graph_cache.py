@@ -36,9 +36,8 @@ def model_file(tmp_path):
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    monkeypatch.setenv(graph_cache.ENV, str(folder))
-    return folder
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "roofcast" / "graphs"
 
 
 def _entry(path, dims):
@@ -71,14 +70,12 @@ def test_other_dims_are_another_entry(model_file, cache_dir):
     assert len(list(cache_dir.glob("*.json"))) == 2
 
 
-def test_nothing_is_cached_outside_used_or_when_off(model_file, cache_dir, monkeypatch):
+def test_nothing_is_cached_outside_used(model_file, cache_dir):
     import_model(model_file, {"batch": 2})
+    assert graph_cache.folder() is None
     assert not cache_dir.exists()
-    monkeypatch.setenv(graph_cache.ENV, "off")
     with graph_cache.used():
-        assert graph_cache.folder() is None
-        import_model(model_file, {"batch": 2})
-    assert not cache_dir.exists()
+        assert graph_cache.folder() == cache_dir
 
 
 @pytest.mark.parametrize("damage", [

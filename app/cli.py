@@ -78,6 +78,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit code; model files it imports go through the imported-graph cache
+    (``graph_import.graph_cache``: a model file imported before skips onnx)."""
+    from roofcast.graph_import.graph_cache import used
+
+    with used():
+        return int(args.func(args) or 0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; every outcome is an exit code, never a traceback:
 
@@ -91,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(argv).parse_args(argv)
         command = f"roofcast {args.command}"
         _one_line_warnings(command)
-        code = int(args.func(args) or 0)
+        code = _run(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except KeyboardInterrupt:

@@ -264,12 +264,25 @@ def _predict_cached(ref: str, dims: tuple, name: str, device: str, changes: tupl
                     estimator: str, learned: str, devices: str, _data: bytes | None):
     from roofcast.predictor.simulate import predict_graph
 
-    del learned, devices  # part of the cache key only
+    del devices  # part of the cache key only
     graph = _import_cached(ref, dims, name, _data)
     config = _config_from_key(cfg)
     if ref.startswith("upload:"):
         return run_limited(worker.predict_upload, graph, device, changes, config, estimator)
-    return predict_graph(graph, device_spec(device, changes), config, estimator)
+    return predict_graph(graph, device_spec(device, changes), config,
+                         _estimator(estimator, learned))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _estimator(name: str, learned: str) -> Any:
+    """The estimator object of ``name`` (a learned one with its model loaded), kept across
+    predictions: each slider move predicts a new what-if device, and rebuilding a learned
+    estimator re-reads its boosters. ``learned``: the model version (``learned_version``), so
+    a retrained or adopted model builds a new one."""
+    from roofcast.predictor.estimator_registry import as_estimator
+
+    del learned  # part of the cache key only
+    return as_estimator(name)
 
 
 @st.cache_data(max_entries=64, show_spinner="Predicting…")

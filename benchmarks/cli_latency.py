@@ -1,16 +1,16 @@
 """CLI latency: wall time of whole ``roofcast`` command lines, each run in a fresh process.
 
-Run: ``python benchmarks/cli_latency.py [--repeats 5] [--roofcast PATH] [--match TEXT]
-[--format table|csv|json]``. Each command line of ``COMMANDS`` (``--match``: those containing
-TEXT) runs ``--repeats`` times as a subprocess of the console script beside this interpreter
-(or ``--roofcast PATH``) after one untimed warm-up run (file cache, ``.pyc`` files: the
-commands run with Python's bytecode cache on, as an installed package does). Printed: median and
-minimum wall seconds beside the issue's target (issue 13: ``--help`` < 0.3 s, ``inspect
-resnet50`` < 0.6 s; issue 26: ``predict resnet50 --hw h100-sxm`` < 1.0 s, default road and
-``auto``); ``ok`` compares the minimum, the figure least inflated by other load. ``cpu_s``, the
-least CPU time (user + system) of the command, is what to compare between runs taken at
-different loads (``load``: the 1-minute load average at the start). A command that exits
-non-zero stops the benchmark with its stderr.
+Run: ``python benchmarks/cli_latency.py [--repeats 5] [--roofcast PATH] [--baseline PATH]
+[--match TEXT] [--format table|csv|json]``. Each command line of ``COMMANDS`` (``--match``:
+those containing TEXT) runs ``--repeats`` times as a subprocess of the console script beside
+this interpreter (or ``--roofcast PATH``; with ``--baseline PATH`` that one too, the runs
+interleaved) after one untimed warm-up run (file cache, ``.pyc`` files). Printed: median and
+minimum wall seconds beside the target (issue 13: ``--help`` < 0.3 s, ``inspect resnet50`` <
+0.6 s; issue 26: ``predict resnet50 --hw h100-sxm`` < 1.0 s on an idle machine, the default
+road and each road that may become it: ``time-roofline``, ``roofline+eff``, ``auto``); ``ok``
+compares the minimum. ``cpu_s``/``median_cpu_s``, the least/median CPU time (user + system) of
+the command, is what to compare between runs at different loads (``load``: the 1-minute load
+average at the start). A command that exits non-zero stops the benchmark with its stderr.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ COMMANDS: tuple[Case, ...] = (
     Case(("predict", "resnet50", "--hw", "a100-40gb-pcie")),
     Case(("compare", "resnet50", "--hw", "a100-40gb-pcie,h100-sxm")),
     Case(("predict", "resnet50", "--hw", "h100-sxm"), 1.0),
-    Case(("predict", "resnet50", "--hw", "h100-sxm", "--estimator", "auto"), 1.0),
+    *(Case(("predict", "resnet50", "--hw", "h100-sxm", "--estimator", road), 1.0)
+      for road in ("time-roofline", "roofline+eff", "auto")),
 )
 
 
@@ -78,17 +79,29 @@ def time_once(cmd: list[str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def measure(script: str, case: Case, repeats: int) -> dict[str, object]:
-    cmd = [script, *case.args]
-    time_once(cmd)  # warm-up: file cache, .pyc files
-    runs = [time_once(cmd) for _ in range(repeats)]
+def measure(scripts: dict[str, str], case: Case, repeats: int) -> list[dict[str, object]]:
+    """One row per script (label -> executable) for ``case``; the scripts' runs interleave, so
+    a load that changes during the benchmark weighs on each alike."""
+    cmds = {label: [script, *case.args] for label, script in scripts.items()}
+    for cmd in cmds.values():
+        time_once(cmd)  # warm-up: file cache, .pyc files
+    runs: dict[str, list[tuple[float, float]]] = {label: [] for label in cmds}
+    for _ in range(repeats):
+        for label, cmd in cmds.items():
+            runs[label].append(time_once(cmd))
+    return [_row(label, case, got) for label, got in runs.items()]
+
+
+def _row(label: str, case: Case, runs: list[tuple[float, float]]) -> dict[str, object]:
     times = [wall for wall, _ in runs]
     best = min(times)
     return {
         "command": "roofcast " + " ".join(case.args),
+        "build": label,
         "median_s": round(statistics.median(times), 3),
         "min_s": round(best, 3),
         "cpu_s": round(min(cpu for _, cpu in runs), 3),
+        "median_cpu_s": round(statistics.median(cpu for _, cpu in runs), 3),
         "target_s": case.target_s,
         "ok": None if case.target_s is None else best < case.target_s,
     }
@@ -97,7 +110,7 @@ def measure(script: str, case: Case, repeats: int) -> dict[str, object]:
 def print_table(rows: list[dict[str, object]], repeats: int, load: float) -> None:
     print(f"roofcast CLI wall time, {repeats} runs each (seconds); load average {load:.2f} on "
           f"{os.cpu_count()} CPUs")
-    head = ("command", "median_s", "min_s", "cpu_s", "target_s", "ok")
+    head = ("command", "build", "median_s", "min_s", "cpu_s", "median_cpu_s", "target_s", "ok")
     cells = [[_cell(r[k]) for k in head] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
     print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in
@@ -121,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per command (default 5)")
     ap.add_argument("--roofcast", metavar="PATH", help="the roofcast executable to time")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="also time this roofcast executable (e.g. main's), runs interleaved")
     ap.add_argument("--match", metavar="TEXT", default="",
                     help="time only the command lines containing TEXT")
     ap.add_argument("--format", choices=("table", "csv", "json"), default="table")
@@ -132,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in COMMANDS if args.match in " ".join(c.args)]
     if not cases:
         ap.error(f"no command line contains {args.match!r}")
-    rows = [measure(script, case, args.repeats) for case in cases]
+    scripts = {"this": script, **({"baseline": args.baseline} if args.baseline else {})}
+    rows = [row for case in cases for row in measure(scripts, case, args.repeats)]
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     elif args.format == "csv":

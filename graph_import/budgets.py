@@ -20,11 +20,12 @@ import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-
-import onnx
-from onnx import GraphProto, ModelProto
+from typing import TYPE_CHECKING
 
 from roofcast.graph_import.errors import ModelImportError
+
+if TYPE_CHECKING:
+    from onnx import GraphProto, ModelProto
 
 DATA_PROP_MAX_ELEMS = 1 << 16  # = fold.MAX_FOLD_ELEMENTS: values above this are never folded
 
@@ -124,6 +125,8 @@ def _typed(graph: GraphProto) -> Iterator[tuple[str, int, list[int]]]:
 
 @functools.cache
 def _itemsize(elem: int) -> int:
+    import onnx
+
     try:
         return max(onnx.helper.tensor_dtype_to_np_dtype(elem).itemsize, 1)
     except (KeyError, ValueError, TypeError):

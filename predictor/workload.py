@@ -26,7 +26,6 @@ from roofcast.predictor.precision import compute_dtype, rescale_cost
 from roofcast.predictor.runtimes import ExecutionProfile, get_runtime, runtime_names
 from roofcast.predictor.runtimes.patterns import KernelPlan
 from roofcast.predictor.runtimes.rules import build_plan
-from roofcast.predictor.training import training_rows
 from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS, frame
 
 
@@ -124,6 +123,8 @@ def workload_table(graph: Graph, config: RunConfig, profile: ExecutionProfile | 
     if forward is None:
         forward = forward_kernels(graph, config, profile, allow_incomplete, plan)
     if config.mode == "train":
+        from roofcast.predictor.training import training_rows
+
         return pd.concat([forward, training_rows(graph, config)], ignore_index=True)
     return forward
 

@@ -38,14 +38,10 @@ from roofcast.parallel_api import (
 from roofcast.parallel_api import plan as parallel_plan
 from roofcast.predictor.advisor import OBJECTIVES, Advice
 from roofcast.predictor.advisor import advise as _advise
-from roofcast.predictor.compare import compare_devices
 from roofcast.predictor.config import run_config
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import as_estimator, make_estimator
-from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
 from roofcast.predictor.learned.estimator import AutoEstimator, LearnedEstimator
-from roofcast.predictor.learned.persistence import save
-from roofcast.predictor.learned.training import train as _train
 from roofcast.predictor.runtimes import (
     ExecutionProfile,
     get_runtime,
@@ -53,7 +49,6 @@ from roofcast.predictor.runtimes import (
     runtime_names,
 )
 from roofcast.predictor.simulate import Prediction, predict_graph
-from roofcast.predictor.sweep import sweep as _sweep
 
 if TYPE_CHECKING:
     from roofcast.graph_import.llm.arch import LLMArch
@@ -141,6 +136,8 @@ def compare(model: Any, hws: Sequence[str | HardwareSpec], *, batch: int | None 
     device) with ``speedup_at_lower``/``speedup_at_upper`` (both devices at their lower / upper
     bound), throughput (samples/s), cost and power per throughput, memory (bytes) and whether
     it fits, and the ``runtime`` modelled on the device. Keywords as for ``predict``."""
+    from roofcast.predictor.compare import compare_devices
+
     runtimes = _device_runtimes(hws, settings.get("runtime"))  # refused before any work
     m = _model(model, batch, dims)
     config = run_config(m.graph, **_settings(settings))
@@ -158,6 +155,8 @@ def sweep(model: Any, hws: Sequence[str | HardwareSpec], batches: Sequence[int] 
     memory in bytes, ``fits``, throughput per USD and per W, ..., and the ``runtime`` modelled on
     the device). ``dims``: the model's other dims; ``runtime``: as for ``predict``;
     ``options``: ``fusion``, ``inter_op``, ``optimizer``, ``threads``, ``allow_incomplete``."""
+    from roofcast.predictor.sweep import sweep as _sweep
+
     runtimes = _device_runtimes(hws, runtime)  # refused before any work
     batches = [checks.batch(b, "batches") for b in checks.sequence(batches, "batches")]
     precisions = checks.sequence(precisions, "precisions", "['fp32', 'fp16']")
@@ -212,6 +211,10 @@ def train(sources: Sequence[str] = ("bundled", "public"), *, output: str | Path 
     ``estimator=`` to ``predict``/``compare``/``sweep``/``advise``. ``output``: also save the
     model to this folder (XGBoost UBJ + metadata.json). The validation tables are in the
     returned estimator's ``training_``."""
+    from roofcast.predictor.learned.data import DEFAULT_CAP, load_sources
+    from roofcast.predictor.learned.persistence import save
+    from roofcast.predictor.learned.training import train as _train
+
     sources = checks.distinct_names(sources, "from", "['bundled', 'public']")
     if devices is not None:
         devices = checks.distinct_names(devices, "devices", "['h100-sxm']")

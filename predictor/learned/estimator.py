@@ -26,12 +26,10 @@ import pandas as pd
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators.base import Params
 from roofcast.predictor.estimators.roofline import TimeRoofline
-from roofcast.predictor.learned.data import TrainingSet
 from roofcast.predictor.learned.features import check_featurized
 from roofcast.predictor.learned.layered import fallback_notes, layer
 from roofcast.predictor.learned.persistence import load
 from roofcast.predictor.learned.predictor import LearnedModel
-from roofcast.predictor.learned.training import train
 
 #: environment variable naming the model folder used when no ``model_dir`` is given.
 MODEL_ENV = "ROOFCAST_LEARNED_MODEL"
@@ -107,6 +105,9 @@ class LearnedEstimator(Params):
         seconds ``y`` per row. ``groups``: cross-validation group per row (default: the
         device); ``train_options`` go to ``training.train`` (``quick=True``, ``alpha``, ...).
         The training result (validation tables, notes) is kept in ``training_``."""
+        from roofcast.predictor.learned.data import TrainingSet
+        from roofcast.predictor.learned.training import train
+
         check_featurized(X)
         y_s = np.asarray(y, dtype=float)
         if y_s.shape != (len(X),):

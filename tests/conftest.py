@@ -1,7 +1,8 @@
 """Every test sees an empty user data folder and no learned-model override, never the
 developer's: an installed active model (``roofcast models use``) or ``$ROOFCAST_LEARNED_MODEL``
 would change what ``--estimator learned|auto`` predicts, and the measurement store lives there.
-The user runtime folder is an empty one too (a developer's own execution profiles stay out).
+The user runtime folder is an empty one too (a developer's own execution profiles stay out),
+and so is the cache folder (``$XDG_CACHE_HOME``: the CLI's graph cache never reaches ~/.cache).
 Hypothesis keeps no example database and its other files in a temporary folder: no
 ``.hypothesis/`` appears in the current folder, which the hostile corpus watches.
 SIGINT is Python's Ctrl-C handler in every test, as in a terminal: a suite started in the
@@ -44,3 +45,4 @@ def _own_user_data(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("ROOFCAST_DATA_DIR", str(tmp_path_factory.mktemp("roofcast-data")))
     monkeypatch.delenv("ROOFCAST_LEARNED_MODEL", raising=False)
     monkeypatch.setenv("ROOFCAST_RUNTIME_DIR", str(tmp_path_factory.mktemp("roofcast-runtimes")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("roofcast-cache")))

@@ -31,6 +31,8 @@ FP8 = getattr(torch, "float8_e4m3fn", None)
 MODELS = {
     "llama-3.1-8b": {"layers": 32, "d": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128,
                      "ff": 14336, "vocab": 128256},
+    "llama-3.1-70b": {"layers": 80, "d": 8192, "heads": 64, "kv_heads": 8, "head_dim": 128,
+                      "ff": 28672, "vocab": 128256},
     # 70B's layer shape, fewer layers so weights and KV fit one 80 GB card
     "llama-3.1-70b-20l": {"layers": 20, "d": 8192, "heads": 64, "kv_heads": 8, "head_dim": 128,
                           "ff": 28672, "vocab": 128256},
@@ -210,13 +212,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--budget-s", type=float, default=150.0)
     ap.add_argument("--kv-gb", type=float, default=24.0)
+    ap.add_argument("--plan", default="llama-3.1-8b:bf16,llama-3.1-8b:fp8,llama-3.1-70b-20l:fp8",
+                    help="MODEL:WEIGHTS,... to time, in order")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("torch_llm_step: no CUDA device", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    plan = [("llama-3.1-8b", "bf16"), ("llama-3.1-8b", "fp8"), ("llama-3.1-70b-20l", "fp8")]
+    plan = [tuple(item.split(":")) for item in args.plan.split(",") if item]
     fields = ["model", "layers", "weights", "kv", "phase", "batch", "context",
               "new_tokens", "eager_ms", "graph_ms", "error"]
     with open(args.out / "steps.csv", "w", newline="") as fh:

@@ -7,7 +7,7 @@ Three ways in, one implementation (:func:`derive_from_doc`):
 - inline wherever a device id is accepted: ``"h100-sxm:mem_bw_GBps=6700,l2_MB=100"``.
 
 ``what_if_root(id)``: the (derived device, catalog device at the root of its ``base`` chain) of a
-device derived in this process (or an inline id), so a learned efficiency can be taken from the
+device derived in this process, so a learned efficiency can be taken from the
 real device while the what-if figures set the bound (docs/design/road.md).
 
 Rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.derive).
@@ -168,15 +168,7 @@ def _remember(spec: HardwareSpec, base: HardwareSpec) -> None:
 
 
 def what_if_root(device_id: str) -> tuple[HardwareSpec, HardwareSpec] | None:
-    """(derived spec, root catalog spec) of a what-if device id, None for a catalog device.
-    An id derived in another process is found when it is an inline spec (``BASE:key=value``)."""
-    if device_id not in _ROOTS and ":" in device_id:
-        from roofcast.hw_catalog.catalog import get_device
-
-        try:
-            get_device(device_id)
-        except HardwareSpecError:
-            return None
+    """(derived spec, root catalog spec) of a device derived in this process, else None."""
     return _ROOTS.get(device_id)
 
 

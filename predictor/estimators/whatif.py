@@ -6,7 +6,8 @@ training range and may predict a lower achieved fraction). So every road that le
 an efficiency takes it from the root catalog device (``hw_catalog.derive.what_if_root``), and the
 derived figures set the physical bound: ``t = max(t_bound', (t_bound' + floor') · e_base)``
 (learned) or ``F / (P' · e_c,base)`` (curves). More bandwidth or FLOP/s then never predicts a
-slower kernel. ``efficiency_view(X)``: the featurized table with every device figure of a
+slower kernel (a device derived in another process is found when its id is inline, ``BASE:k=v``).
+``efficiency_view(X)``: the featurized table with every device figure of a
 what-if row replaced by its root's (ratio root / derived of each figure, so CPU thread factors
 stay); ``efficiency_devices(X)``: the device id each row's efficiency is keyed by.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.derive import what_if_root
 from roofcast.hw_catalog.errors import HardwareSpecError
 from roofcast.hw_catalog.spec import HardwareSpec
@@ -30,9 +32,20 @@ SCALAR_FIGURES: dict[str, str] = {
 }
 
 
+def _root(device_id: str) -> tuple[HardwareSpec, HardwareSpec] | None:
+    """``what_if_root``; an inline id (``BASE:key=value``) derived in another process (a sweep
+    worker) is derived here first."""
+    if what_if_root(device_id) is None and ":" in device_id:
+        try:
+            get_device(device_id)
+        except HardwareSpecError:
+            return None
+    return what_if_root(device_id)
+
+
 def _roots(X: pd.DataFrame) -> dict[str, tuple[HardwareSpec, HardwareSpec]]:
     """Derived device id -> (derived spec, root spec) for the what-if devices of X."""
-    found = {d: what_if_root(d) for d in pd.unique(X["device"].astype(str))}
+    found = {d: _root(d) for d in pd.unique(X["device"].astype(str))}
     return {d: pair for d, pair in found.items() if pair is not None}
 
 

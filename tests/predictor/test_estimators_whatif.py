@@ -8,7 +8,7 @@ import pytest
 from roofcast.hw_catalog.catalog import get_device
 from roofcast.hw_catalog.derive import derive, what_if_root
 from roofcast.predictor.estimator_registry import make_estimator
-from roofcast.predictor.estimators.whatif import efficiency_devices, efficiency_view
+from roofcast.predictor.estimators.whatif import _root, efficiency_devices, efficiency_view
 from roofcast.predictor.learned.features import DEVICE_FEATURES, learned_features
 
 from .estimator_helpers import features, gemm_row, row
@@ -27,7 +27,7 @@ def test_a_derived_device_remembers_its_root_through_a_chain():
 
 
 def test_an_inline_what_if_id_is_found_without_deriving_it_first():
-    pair = what_if_root("a100-40gb-sxm:launch_overhead_us=7")
+    pair = _root("a100-40gb-sxm:launch_overhead_us=7")
     assert pair is not None
     assert pair[1].id == "a100-40gb-sxm"
     assert pair[0].launch_overhead_s == pytest.approx(7e-6)

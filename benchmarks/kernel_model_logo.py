@@ -13,7 +13,10 @@ learned model and the analytical roads ``time-roofline`` and ``roofline+eff`` on
 ``summary``: the same pooled over GPUs per (table, dtype) (the issue's target: median <= 10 %).
 ``--cap``: aiconfigurator rows per (device, table, dtypes, runtime), default 300 (``--quick``:
 100, with 300 public rows per (family, device) and 60 trees). ``--save-rows``: write the
-held-out feature rows (parquet) for comparing another model on them.
+held-out feature rows (parquet) for comparing another model on them. ``--attention-shapes``
+(experiment): the attention model also gets the rows' shapes (``ATTENTION_SHAPES``: batch,
+queries, keys, heads, GQA ratio, head_dim, window, KV bits), which the tables carry but graph
+and LLM workload rows do not yet (docs/design/road.md): what such features would buy.
 """
 
 from __future__ import annotations
@@ -37,12 +40,34 @@ from roofcast.predictor.learned.data import (
     combine,
     public_set,
 )
-from roofcast.predictor.learned.features import learned_features, roofline_terms
+from roofcast.predictor.learned.features import FEATURES, learned_features, roofline_terms
 from roofcast.predictor.learned.model import ROW_FLOOR, FamilyModel
 from roofcast.predictor.learned.roads import primary_runtimes, runtime_column
 from roofcast.predictor.learned.training import QUICK_XGB, borrowing_rows, time_weights
 
 FAMILIES = ("matmul", "attention")
+ATTENTION_SHAPES = ("lg_attn_batch", "lg_attn_queries", "lg_attn_keys", "lg_attn_heads",
+                    "lg_attn_gqa", "lg_attn_head_dim", "lg_attn_window", "attn_kv_bits")
+
+
+def attention_shapes(X: pd.DataFrame) -> pd.DataFrame:
+    """``ATTENTION_SHAPES`` of the aiconfigurator rows (NaN for rows without a shape)."""
+    from roofcast.dtypes import DTYPES
+    from roofcast.predictor.learned.features import lg
+
+    def col(c: str) -> np.ndarray:
+        return pd.to_numeric(X.get(c, pd.Series(np.nan, index=X.index)),
+                             errors="coerce").to_numpy(float)
+
+    heads, kv = col("num_heads"), col("num_key_value_heads")
+    kv_dtype = X.get("kv_dtype", pd.Series("", index=X.index)).astype(str)
+    return pd.DataFrame({
+        "lg_attn_batch": lg(col("batch_size")), "lg_attn_queries": lg(col("isl")),
+        "lg_attn_keys": lg(col("isl") + col("step")), "lg_attn_heads": lg(heads),
+        "lg_attn_gqa": lg(heads / kv), "lg_attn_head_dim": lg(col("head_dim")),
+        "lg_attn_window": lg(col("window_size") + 1.0),
+        "attn_kv_bits": kv_dtype.map(lambda d: DTYPES[d].bits if d in DTYPES else np.nan)
+        .to_numpy(float)}, index=X.index)
 
 
 def prepared(ts: TrainingSet) -> tuple[pd.DataFrame, np.ndarray]:
@@ -55,9 +80,13 @@ def prepared(ts: TrainingSet) -> tuple[pd.DataFrame, np.ndarray]:
     return F, roofline_terms(X)[2]
 
 
-def held_out_predictions(ts: TrainingSet, aic: np.ndarray, quick: bool) -> pd.DataFrame:
-    """Per aiconfigurator row: learned (fitted without its GPU) and analytical seconds."""
+def held_out_predictions(ts: TrainingSet, aic: np.ndarray, quick: bool,
+                         shapes: bool = False) -> pd.DataFrame:
+    """Per aiconfigurator row: learned (fitted without its GPU) and analytical seconds;
+    ``shapes``: the attention model also takes ``ATTENTION_SHAPES``."""
     F, bound = prepared(ts)
+    if shapes:
+        F = pd.concat([F, attention_shapes(ts.X)], axis=1)
     X, meas = ts.X, ts.y_s
     fam, dev = X["family"].astype(str).to_numpy(), X["device"].astype(str).to_numpy()
     ok = (bound > 0) & (meas > 0)
@@ -69,9 +98,10 @@ def held_out_predictions(ts: TrainingSet, aic: np.ndarray, quick: bool) -> pd.Da
             test = aic & (fam == f) & (dev == d)
             if not test.any():
                 continue
+            extra = ATTENTION_SHAPES if shapes and f == "attention" else ()
             fm = FamilyModel.fit(f"gpu/{f}", "xgboost", F[train], meas[train], bound[train],
                                  X["_group"].to_numpy()[train], QUICK_XGB if quick else None,
-                                 time_weights(meas[train], 0.5))
+                                 time_weights(meas[train], 0.5), (*FEATURES, *extra))
             out.loc[np.flatnonzero(test), "learned_s"] = fm.predict_time(F[test], bound[test])
         print(f"held out {d}", file=sys.stderr, flush=True)
     Xa = X[aic]
@@ -104,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sample, small ensembles")
     parser.add_argument("--cap", type=int, default=300, help="aiconfigurator rows per group")
     parser.add_argument("--save-rows", default=None, help="write the held-out rows (parquet)")
+    parser.add_argument("--attention-shapes", action="store_true",
+                        help="experiment: attention shape features (module docstring)")
     add_format_arg(parser)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
@@ -111,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     pub = public_set(cap=DEFAULT_CAP // 5 if args.quick else DEFAULT_CAP)
     ts = combine([pub, aic])
     is_aic = np.arange(len(ts)) >= len(pub)
-    pred = held_out_predictions(ts, is_aic, args.quick)
+    pred = held_out_predictions(ts, is_aic, args.quick, args.attention_shapes)
     if args.save_rows:
         ts.X[is_aic].assign(measured_s=ts.y_s[is_aic]).to_parquet(args.save_rows)
     out = {k: v.round(2) for k, v in tables(pred).items()}

@@ -6,6 +6,10 @@ Three ways in, one implementation (:func:`derive_from_doc`):
 - a device file with ``base = "h100-sxm"`` plus any keys of the schema and scale factors;
 - inline wherever a device id is accepted: ``"h100-sxm:mem_bw_GBps=6700,l2_MB=100"``.
 
+``what_if_root(id)``: the (derived device, catalog device at the root of its ``base`` chain) of a
+device derived in this process, so a learned efficiency can be taken from the
+real device while the what-if figures set the bound (docs/design/road.md).
+
 Rationale: ``docs/design/module-notes.md`` (roofcast.hw_catalog.derive).
 """
 
@@ -32,6 +36,9 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.hw_catalog.validate import scale_problem, validate_document
 
 _IDENTITY_KEYS = ("id", "base", "name", "aliases", "sources", "notes")
+#: derived device id -> (derived spec, root spec); oldest entries go past ``_MAX_ROOTS``.
+_ROOTS: dict[str, tuple[HardwareSpec, HardwareSpec]] = {}
+_MAX_ROOTS = 4096
 
 
 def _fmt(value: Any) -> str:
@@ -146,7 +153,23 @@ def derive_from_doc(
                       f"derived from '{base.id}' by {desc} (what-if values, not datasheet "
                       f"figures)"]
     validate_document(doc, label, range_paths=explicit, check_id=check_id)
-    return doc_to_spec(doc, origin=origin, path=path)
+    spec = doc_to_spec(doc, origin=origin, path=path)
+    _remember(spec, base)
+    return spec
+
+
+def _remember(spec: HardwareSpec, base: HardwareSpec) -> None:
+    """Record ``spec``'s root: ``base``, or ``base``'s root when ``base`` is derived too."""
+    root = _ROOTS[base.id][1] if base.is_derived and base.id in _ROOTS else base
+    _ROOTS.pop(spec.id, None)
+    _ROOTS[spec.id] = (spec, root)
+    while len(_ROOTS) > _MAX_ROOTS:
+        _ROOTS.pop(next(iter(_ROOTS)))
+
+
+def what_if_root(device_id: str) -> tuple[HardwareSpec, HardwareSpec] | None:
+    """(derived spec, root catalog spec) of a device derived in this process, else None."""
+    return _ROOTS.get(device_id)
 
 
 def derive_from_file_doc(base: HardwareSpec, doc: Mapping[str, Any], *, label: str,

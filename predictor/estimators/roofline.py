@@ -26,6 +26,7 @@ from roofcast.predictor.estimators.base import (
     frame,
     with_overhead,
 )
+from roofcast.predictor.estimators.whatif import efficiency_devices
 
 
 class Roofline(AnalyticalEstimator):
@@ -70,14 +71,14 @@ class TimeRoofline(AnalyticalEstimator):
 def efficiencies(X: pd.DataFrame, curves: EfficiencyCurves) -> tuple[np.ndarray, np.ndarray]:
     """(compute efficiency, memory efficiency) per row from the curves.
 
-    Compute curve key: (device, device_kind, row engine, peak_dtype) at the row's FLOPs (an fp32
-    GEMM on a device without an fp32 matrix unit uses the matrix/fp32 curve: an SGEMM on the FMA
-    pipes).
+    Compute curve key: (device, or a what-if device's base, device_kind, row engine, peak_dtype)
+    at the row's FLOPs (an fp32 GEMM on a device without an fp32 matrix unit uses the
+    matrix/fp32 curve: an SGEMM on the FMA pipes).
     Memory curve key: (device_kind, "memory", peak_dtype) at the row's bytes moved. Rows on
     data/free engines get compute efficiency 1 (they have no compute term).
     """
     kind = X["device_kind"].astype(str).to_numpy()
-    device = X["device"].astype(str).to_numpy()
+    device = efficiency_devices(X)
     engine = X["engine"].astype(str).to_numpy()
     dtype = X["peak_dtype"].astype(str).to_numpy()
     flops = X["flops"].to_numpy(float)

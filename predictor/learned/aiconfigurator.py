@@ -31,6 +31,9 @@ OUTPUT_DTYPE = "bf16"  # GEMM and attention outputs of these engines
 LEARNED_FROM = "pytorch-eager"
 _F = "float"  # tensors are built as 4-byte floats; bytes come from the dtype table
 _GEMM_KEY = ("m", "n", "k", "math_dtype")
+#: raw attention shape columns ``featurized`` keeps beside the features.
+SHAPE_COLUMNS = ("batch_size", "isl", "step", "num_heads", "num_key_value_heads", "head_dim",
+                 "window_size", "kv_dtype")
 _ATTN_KEY = ("table", "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim",
              "math_dtype", "kv_dtype", "step", "window_size")
 
@@ -118,4 +121,7 @@ def featurized(rows: pd.DataFrame) -> pd.DataFrame:
     X["runtime"] = rows["runtime"].to_numpy()
     X["learned_from"] = LEARNED_FROM
     X["table"] = rows["table"].to_numpy()
+    for col in SHAPE_COLUMNS:  # attention shapes, for experiments (not model inputs)
+        if col in rows.columns:
+            X[col] = rows[col].to_numpy()
     return X

@@ -89,10 +89,12 @@ class FamilyModel:
     @classmethod
     def fit(cls, key: str, candidate: str, F: pd.DataFrame, meas_s: np.ndarray,
             t_bound: np.ndarray, groups: np.ndarray, xgb_params: dict[str, Any] | None = None,
-            weight: np.ndarray | None = None) -> FamilyModel:
+            weight: np.ndarray | None = None,
+            features: tuple[str, ...] = FEATURES) -> FamilyModel:
         """Fit ``candidate`` on the rows of F with measured seconds ``meas_s`` and physical bounds
         ``t_bound`` (> 0): the floor from ``groups`` (``harness_floor``), then y of the module
-        docstring; ``weight``: optional per-row sample weights."""
+        docstring; ``weight``: optional per-row sample weights; ``features``: the input columns
+        (an experiment's extra ones; saved models use ``FEATURES``)."""
         if candidate not in CANDIDATES:
             raise PredictionError(f"unknown candidate {candidate!r}; choose one of {CANDIDATES}")
         own = F[ROW_FLOOR].to_numpy(float) if ROW_FLOOR in F.columns else np.full(len(F), np.nan)
@@ -101,21 +103,21 @@ class FamilyModel:
                               np.asarray(groups)[harness])
         y = np.log10(np.asarray(meas_s, float)
                      / reference_time(t_bound, np.where(harness, floor, own)))
-        F = F[list(FEATURES)]
+        F = F[list(features)]
         if candidate == "xgboost":
             import xgboost as xgb
 
             reg = xgb.XGBRegressor(**{**XGB_PARAMS, **(xgb_params or {})})
             reg.fit(F.to_numpy(float), y, sample_weight=weight)
             booster = reg.get_booster()
-            booster.feature_names = list(FEATURES)
-            fm = cls(key, candidate, booster=booster, floor_s=floor)
+            booster.feature_names = list(features)
+            fm = cls(key, candidate, features, booster=booster, floor_s=floor)
         elif candidate == "ridge":
-            fm = cls(key, candidate, linear=_fit_ridge(F.to_numpy(float), y, weight),
+            fm = cls(key, candidate, features, linear=_fit_ridge(F.to_numpy(float), y, weight),
                      floor_s=floor)
         else:
-            fm = cls(key, candidate, linear={"constant": weighted_median(y, weight)},
-                     floor_s=floor)
+            fm = cls(key, candidate, features,
+                     linear={"constant": weighted_median(y, weight)}, floor_s=floor)
         seen = fm.predict_log(F)
         fm.y_range = (float(seen.min()), float(seen.max()))
         return fm

@@ -1,7 +1,8 @@
 """``LearnedModel``: the fitted per-family regressors with their intervals and OOD data, and how
 they turn a featurized table into per-op times.
 
-Per row: the physical bound ``t_bound`` (``features.roofline_terms``; rows without work take 0 s);
+Per row: the physical bound ``t_bound`` (``features.roofline_terms``; rows without work take 0 s;
+a what-if device's features are its base device's, ``estimators.whatif``);
 the model key (``roads``: road/family of the row's runtime and device kind); with a model,
 ``time = max(t_bound, (t_bound + floor) · 10^ŷ)`` (``model.bounded_time``; ``floor`` the family's
 learned floor or, borrowed, the row's ``dispatch_floor_s``: docs/design/road.md) and the family's
@@ -24,6 +25,7 @@ import pandas as pd
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators.base import base_terms, bound_label
 from roofcast.predictor.estimators.roofline import TimeRoofline
+from roofcast.predictor.estimators.whatif import efficiency_view
 from roofcast.predictor.learned.features import learned_features, roofline_terms
 from roofcast.predictor.learned.intervals import BinnedIntervals, EndToEnd, comonotone_sum
 from roofcast.predictor.learned.model import FamilyModel, bounded_time
@@ -75,7 +77,7 @@ class LearnedModel:
         fallback_name = getattr(fallback, "name", type(fallback).__name__)
         if mode not in MODES:
             raise PredictionError(f"learned mode {mode!r} unknown; choose one of {MODES}")
-        F = learned_features(X)
+        F = learned_features(efficiency_view(X))
         keys, borrowed, road_notes = self.row_keys(X)
         c, m, bound = roofline_terms(X)
         _, _, overhead = base_terms(X)

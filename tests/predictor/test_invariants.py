@@ -5,7 +5,8 @@ for each, a what-if copy with 2x memory bandwidth and one with 2x every peak:
 time positive and finite; more bandwidth or more FLOP/s never slower; fusion never slower;
 a training step costs more than inference; memory grows with batch.
 ResNet-50 runs on every catalog device, the other models on a handful of device classes; the
-per-estimator check runs ResNet-50 on that handful.
+per-estimator check runs ResNet-50 on that handful, and every zoo model on each road that takes
+an efficiency from the device (learned, auto, roofline+eff: a what-if device keeps its base's).
 """
 
 from __future__ import annotations
@@ -75,7 +76,24 @@ def test_zoo_invariants(name):
     assert (mem.xs(2, level="batch") > mem.xs(1, level="batch")).all()
 
 
-@pytest.mark.parametrize("estimator", ["roofline", "no-overlap", "traffic"])
+#: roads whose time depends on an efficiency read from the device (docs/design/road.md).
+EFFICIENCY_ROADS = ["auto", "learned", "roofline+eff"]
+
+
+@pytest.mark.parametrize("estimator", EFFICIENCY_ROADS)
+@pytest.mark.parametrize("name", zoo.list_models())
+def test_what_if_devices_never_slower_on_efficiency_roads(name, estimator):
+    base, bw2, peak2 = devices_for(name, every=False)
+    df = sweep(source(name), [*base, *bw2.values(), *peak2.values()], [1],
+               estimator=estimator, modes=["infer", "train"])
+    for d in base:
+        own = _time(df, d.id)
+        assert (_time(df, bw2[d.id].id) <= own * (1 + 1e-9)).all(), d.id
+        assert (_time(df, peak2[d.id].id) <= own * (1 + 1e-9)).all(), d.id
+
+
+@pytest.mark.parametrize("estimator", ["roofline", "no-overlap", "traffic", "time-roofline",
+                                       *EFFICIENCY_ROADS])
 def test_resnet50_invariants_hold_for_every_analytical_estimator(estimator):
     base, bw2, peak2 = devices_for("resnet50", every=False)  # every device: test above
     graphs = source("resnet50")

@@ -92,3 +92,20 @@ def test_math_bits_are_the_units_a_block_scaled_fp4_gemm_runs_on(device, bits):
     F = learned_features(featurize(w, get_device(device), RunConfig(runtime="tensorrt-llm")))
     assert (F["math_bits"] == bits).all()
     assert (F["block_scaled"] == 1).all()
+
+
+def test_a_family_model_fits_on_extra_feature_columns_when_asked():
+    rng = np.random.default_rng(0)
+    n = 200
+    F = pd.DataFrame(rng.normal(size=(n, len(FEATURES))), columns=list(FEATURES))
+    F["extra"] = rng.uniform(0.0, 1.0, n)
+    bound = np.full(n, 1e-4)
+    meas = bound * 10.0 ** F["extra"].to_numpy()  # the inefficiency is the extra column alone
+    groups = np.repeat(["a", "b"], n // 2)
+    fm = FamilyModel.fit("gpu/attention", "ridge", F, meas, bound, groups,
+                         features=(*FEATURES, "extra"))
+    assert fm.features[-1] == "extra"
+    lo, hi = F.assign(extra=0.1), F.assign(extra=0.9)
+    assert np.median(fm.predict_log(hi) - fm.predict_log(lo)) > 0.5
+    plain = FamilyModel.fit("gpu/attention", "ridge", F, meas, bound, groups)
+    assert plain.features == FEATURES

@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-GRAPH_ESTIMATOR = "time-roofline"
+GRAPH_ESTIMATOR = "best-measured"
+#: device kind -> the road ``best-measured`` times it with (``*``: kinds not measured yet).
+GRAPH_ROAD_BY_KIND: Mapping[str, str] = MappingProxyType(
+    {"gpu": "roofline+eff", "cpu": "time-roofline", "*": "time-roofline"})
 SERVING_ESTIMATOR = "roofline+eff"
 PARALLEL_ESTIMATOR = "roofline+eff"
 

@@ -92,12 +92,19 @@ def road_source(labels: pd.Series) -> np.ndarray:
 
 def road_mix(explained: pd.DataFrame, name: str) -> str:
     """The road that timed a table's kernels: ``name`` (an analytical estimator), else each
-    ``road_source`` with its share of the time, largest first ("auto: learned 90% + ...")."""
-    if "predictor" not in explained.columns or explained.empty:
+    ``road_source`` (a composite road: each part's estimator) with its share of the time,
+    largest first ("auto: learned 90% + ...", "best-measured: roofline+eff 100%")."""
+    if explained.empty:
+        return name
+    if "predictor" in explained.columns:
+        source = road_source(explained["predictor"])
+    elif "estimator" in explained.columns and set(explained["estimator"]) != {name}:
+        source = explained["estimator"].astype(str).to_numpy()  # a composite road's parts
+    else:
         return name
     time = explained["time_s"].to_numpy(float)
     total = float(time.sum())
-    shares = pd.Series(time).groupby(road_source(explained["predictor"])).sum()
+    shares = pd.Series(time).groupby(source).sum()
     shares = shares.sort_values(ascending=False)
     return f"{name}: " + " + ".join(f"{src} {100 * t / total:.0f}%" if total > 0 else src
                                     for src, t in shares.items())

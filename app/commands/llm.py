@@ -149,6 +149,10 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
         options["estimator"] = args.estimator
     if simulated(args):
         return simulated_output(args, arch, cfg, options, degrees)
+    if args.disagg is not None:
+        from roofcast.predictor.errors import PredictionError
+
+        raise PredictionError("--disagg P:D is simulated: give --rate R or --trace FILE")
     if args.system is not None or args.devices is not None:
         where = parallel_placement(args)
         result = api.llm(arch, **where, **options, **degrees)

@@ -68,3 +68,29 @@ def test_capacity_plan_weights_default_to_the_stored_dtype(capsys, monkeypatch):
     assert main(["plan", "gpt-oss-20b", "--mode", "serve", "--hw", "h100-sxm", "--rate", "2",
                  "--slo-tpot", "50"]) == 0
     assert seen["weights"] == "mxfp4"
+
+
+def test_disagg_needs_an_open_loop(capsys):
+    assert "--rate R or --trace" in user_error(capsys, "llm", "llama-3.1-8b", "--hw",
+                                               "h100-sxm", "--disagg", "1:1")
+    assert "open loops" in user_error(capsys, "llm", "llama-3.1-8b", "--hw", "h100-sxm",
+                                      "--concurrency", "4", "--disagg", "1:1")
+    assert "P:D" in user_error(capsys, "llm", "llama-3.1-8b", "--hw", "h100-sxm", "--rate",
+                               "2", "--disagg", "1")
+
+
+def _sim(capsys, *extra) -> dict:
+    assert main(["llm", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "4", "--requests",
+                 "200", "--output-tokens", "64", "--format", "json", *extra]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    return {**doc["devices"][0], "notes": doc["notes"]}
+
+
+def test_simulated_spec_decode_and_disagg(capsys):
+    plain = _sim(capsys)
+    spec = _sim(capsys, "--spec-decode", "mtp:2", "--spec-accept", "0.9")
+    assert spec["tpot_p50_ms"] < plain["tpot_p50_ms"]
+    split = _sim(capsys, "--disagg", "1:1")
+    assert any("disaggregated" in n for n in split["notes"])
+    assert abs(split["in_flight"] / (split["requests_per_s"] * split["e2e_mean_ms"] / 1e3)
+               - 1) < 0.03

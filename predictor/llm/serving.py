@@ -9,7 +9,8 @@ each step decodes C requests at context ``N + M/2`` plus a prefill chunk of ``C 
 tokens; output tokens/s = C / TPOT. Times pass the engine calibration (``calibration``),
 then a ``tp x pp`` replica (``sharding``) adds its step communication (``comm``):
 ``TTFT = cal(kernels) + steps x comm``, ``TPOT = cal(kernels) + comm``. Cost: list price over
-3 years per token; energy: tokens/s / TDP. Seconds; design notes: docs/design/decoder.md.
+3 years per token; energy: tokens/s / TDP. Speculative decoding (``spec_decode``): a step
+verifies K + 1 tokens per sequence, TPOT = step / E. Seconds; design: docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -366,15 +367,7 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
                             tpot_band_s=(r.decode_mean_lower_s, r.decode_mean_upper_s))
         else:
             first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
-            groups = cells[i].wave_batch / math.ceil(cells[i].wave_batch / sh.pp)
-            rounds = pipeline_round_factor(arch, sh, groups)
-            ft = [float(a[d]) * extra.ttft_steps for a in timed.of(first[0])]
-            dt = [float(a[d]) * rounds for a in timed.of(second[0])]
-            out[i] = _Times(ft[0], dt[0], extra.decoding * groups, None,
-                            decode_seqs=extra.decoding,
-                            ttft_work=(extra.ttft_steps, *_step_work(extra.ttft, cfg)),
-                            tpot_work=(1.0, *_step_work(extra.mixed, cfg)),
-                            ttft_band_s=(ft[1], ft[2]), tpot_band_s=(dt[1], dt[2]))
+            out[i] = _continuous_times(arch, cells[i], cfg, extra, timed, d)
         if with_kernels:
             kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
                                  for lb, ph in (first, second)], ignore_index=True)
@@ -384,6 +377,22 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
                      for x in timed.table["peak_note"].iloc[timed.rows_of[(lb, dev)]] if x]
             out[i] = replace(out[i], peak_notes=tuple(sorted(set(notes))))
     return out
+
+
+def _continuous_times(arch: LLMArch, cell: _Cell, cfg: ServingConfig, extra: _Continuous,
+                      timed: Any, d: int) -> _Times:
+    """``_Times`` of a continuous cell from its timed ``ttft`` and ``mixed`` steps (device
+    index ``d``): TTFT = ttft steps x the ttft step, TPOT = the mixed step x the pipeline's
+    round factor, each with its interval."""
+    sh = Sharding.of(cfg)
+    groups = cell.wave_batch / math.ceil(cell.wave_batch / sh.pp)
+    rounds = pipeline_round_factor(arch, sh, groups)
+    ft = [float(a[d]) * extra.ttft_steps for a in timed.of(extra.ttft.label)]
+    dt = [float(a[d]) * rounds for a in timed.of(extra.mixed.label)]
+    return _Times(ft[0], dt[0], extra.decoding * groups, None, decode_seqs=extra.decoding,
+                  ttft_work=(extra.ttft_steps, *_step_work(extra.ttft, cfg)),
+                  tpot_work=(1.0, *_step_work(extra.mixed, cfg)),
+                  ttft_band_s=(ft[1], ft[2]), tpot_band_s=(dt[1], dt[2]))
 
 
 def _per_step(cfg: ServingConfig) -> float:
@@ -484,7 +493,7 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
         profile = group[0].profile
         times = _model_times(arch, group, cfg, estimator, with_kernels)
         cal = engine_calibration(profile.name)
-        used = _estimator_name(step_estimator(estimator, profile))
+        used = estimator_name(step_estimator(estimator, profile))
         for j, cell in enumerate(group):
             notes = [*arch.notes, *_fit_notes(arch, cell, cfg), *_kv_notes(cell, cfg)]
             if profile.serving is None:
@@ -526,7 +535,7 @@ def _spec_notes(cfg: ServingConfig) -> list[str]:
             "weights and KV not in the memory fit)"]
 
 
-def _estimator_name(estimator: Any) -> str:
+def estimator_name(estimator: Any) -> str:
     """The name of the estimator the steps were timed with (an object: its ``name``)."""
     return estimator if isinstance(estimator, str) else str(getattr(estimator, "name", estimator))
 

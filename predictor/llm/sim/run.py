@@ -19,8 +19,8 @@ from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.llm.phases import engine_profile
-from roofcast.predictor.llm.serving import check_request
+from roofcast.predictor.llm.phases import engine_profile, step_estimator
+from roofcast.predictor.llm.serving import check_request, estimator_name
 from roofcast.predictor.llm.sim.checks import SIM_REQUESTS, check_spec
 from roofcast.predictor.llm.sim.disagg import disagg_system, kv_link, run_disagg
 from roofcast.predictor.llm.sim.engine import LOOP_RUNNERS
@@ -141,7 +141,8 @@ def _grid(req: Requests, policy: Policy) -> Grid:
                          int(req.input_tokens.min()))
 
 
-def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec) -> str:
+def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec,
+          estimator: str = "") -> str:
     if spec.trace is not None:
         how = f"trace {spec.trace}"
     elif req.clients:
@@ -149,7 +150,8 @@ def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec) -> str:
     else:
         how = f"{spec.arrival} arrivals at {spec.rate:g} requests/s"
     return (f"simulated: {policy.name} policy, {how}, {len(req)} requests; step times from "
-            f"the {runtime} kernel model + engine calibration")
+            f"the {runtime} kernel model{f' ({estimator})' if estimator else ''} + engine "
+            "calibration")
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ class Prepared:
     #: the system one replica runs on (None: one device).
     system: object = None
     replica_devices: int = 1
+    #: the estimator the steps were timed with.
+    estimator: str = ""
 
 
 def prepare(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,
@@ -196,7 +200,9 @@ def prepare(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec
                                 estimator=estimator)
             for i, table in zip(idx, timed, strict=True):
                 tables[i] = table
-    return [Prepared(hw, p.name, pol, pool, t, sysm, sh.devices) for hw, p, pol, pool, t, sysm
+    return [Prepared(hw, p.name, pol, pool, t, sysm, sh.devices,
+                     estimator_name(step_estimator(estimator, p)))
+            for hw, p, pol, pool, t, sysm
             in zip(hws, profiles, policies, pools, tables, systems, strict=True)], req
 
 
@@ -210,7 +216,7 @@ def simulate(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spe
 def run_prepared(arch: LLMArch, prep: Prepared, spec: SimSpec, req: Requests) -> SimResult:
     """Simulate ``req`` on one prepared device."""
     hw, policy, runtime, pool = prep.hw, prep.policy, prep.runtime, prep.pool
-    road = _road(policy, runtime, req, spec)
+    road = _road(policy, runtime, req, spec, prep.estimator)
     notes = [road]
     if policy.engine not in (runtime, "any"):
         notes.append(f"policy {policy.name} models {policy.engine}'s scheduler; step times "

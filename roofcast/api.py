@@ -245,13 +245,13 @@ LLM_MEMORY: dict[str, str] = {"total": "memory_GiB", "weights": "weights_GiB",
 
 def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None = None, *,
         input_tokens: int = 512, output_tokens: int = 128, batch: int | None = None,
-        concurrency: int | str | None = None, weights: str = "fp16",
+        concurrency: int | str | None = None, weights: str | None = None,
         kv_cache: str | None = None, activations: str = "fp16", runtime: str | None = None,
         estimator: str | None = None, system: Any = None, devices: int | None = None,
         tp: int = 1, pp: int = 1, ep: int = 1, rate: float | None = None,
         trace: str | Path | None = None, simulate: bool | None = None,
         slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
-        **sim: Any) -> ServingPrediction | pd.DataFrame:
+        spec_decode: Any = None, **sim: Any) -> ServingPrediction | pd.DataFrame:
     """LLM serving of ``model`` on ``hw``: time to first token, time per output token,
     end-to-end latency, tokens/s, memory fit.
 
@@ -263,10 +263,13 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     request. ``batch``: static batching, ``batch`` requests together; ``concurrency``:
     continuous batching with that many requests in flight (``"max"``: as many as fit in memory);
     at most one of the two (neither: batch 1). ``weights`` (``fp16``, ``bf16``, ``fp8``,
-    ``int8``, ``int4``: weight-only quantisation below 16 bits), ``kv_cache`` (None: the
+    ``int8``, ``int4``, ...: weight-only quantisation below 16 bits; None: the dtype the model's
+    config or quantized repack stores them in, else ``fp16``), ``kv_cache`` (None: the
     activations' dtype), ``activations``: dtypes per tensor class. ``runtime``: the serving
     engine (``vllm``, ``tensorrt-llm``, ``llama.cpp``; None: the device kind's default
     engine). ``estimator``: the kernel-time estimator (None: the serving model's default).
+    ``spec_decode``: speculative decoding, a ``predictor.llm.spec_decode.SpecDecode``
+    (``parse_spec("mtp:3", 0.7)``, ``parse_spec("draft:llama-3.2-1b:4", 0.6)``) or None.
 
     The prediction holds seconds (``ttft_s``, ``tpot_s``, ``e2e_latency_s``), tokens/s
     (``output_tokens_per_s``, ``total_tokens_per_s``) with intervals (``lower``/``upper``),
@@ -304,9 +307,13 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     """
     _check_llm(hw, system, input_tokens=input_tokens, output_tokens=output_tokens,
                batch=batch, concurrency=concurrency, devices=devices, tp=tp, pp=pp, ep=ep)
+    if weights is None:  # the model's stored dtype (reads the model once, passed on as is)
+        model = llm_arch(model)
+        weights = model.weight_dtype or "fp16"
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                           concurrency=concurrency, weights=weights, kv_cache=kv_cache,
-                          activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep)
+                          activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep,
+                          spec_decode=spec_decode)
     sim.update(rate=rate, trace=trace, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms)
     if simulate or any(v is not None for v in sim.values()):
         return _llm_simulated(model, hw, cfg, simulate, system, devices, estimator, sim)

@@ -20,7 +20,7 @@ from roofcast.predictor.llm.sim.checks import number
 
 SIM_KEYWORDS: tuple[str, ...] = (
     "arrival", "arrival_cv", "requests", "lengths", "length_spread", "policy",
-    "engine_max_seqs", "engine_max_tokens", "prefix_tokens", "seed")
+    "engine_max_seqs", "engine_max_tokens", "prefix_tokens", "seed", "disagg")
 
 
 def sim_spec(*, rate: Any, trace: Any, concurrency: Any, slo_ttft_ms: Any, slo_tpot_ms: Any,
@@ -43,11 +43,18 @@ def sim_spec(*, rate: Any, trace: Any, concurrency: Any, slo_ttft_ms: Any, slo_t
                    max_seqs=sim.get("engine_max_seqs"), max_tokens=sim.get("engine_max_tokens"),
                    prefix_tokens=sim.get("prefix_tokens", 0),
                    slo_ttft_s=slo["slo_ttft_ms"], slo_tpot_s=slo["slo_tpot_ms"],
-                   seed=sim.get("seed", 0))
+                   seed=sim.get("seed", 0), disagg=_disagg(sim.get("disagg")))
     check_spec(spec)
     if spec.rate is None and spec.concurrency is None and spec.trace is None:
         raise PredictionError("the simulation needs rate=, concurrency= or trace=")
     return spec
+
+
+def _disagg(value: Any):
+    """``disagg=``: None, a ``Disagg`` or ``"P:D"``."""
+    from roofcast.predictor.llm.sim.disagg import Disagg, parse_disagg
+
+    return value if value is None or isinstance(value, Disagg) else parse_disagg(value)
 
 
 def _targets(hw: Any, system: Any, devices: Any) -> list[tuple[HardwareSpec, Any]]:

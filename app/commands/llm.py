@@ -3,7 +3,7 @@
 MODEL: a bundled config (``roofcast llm --list``), a Hugging Face id
 (``meta-llama/Llama-3.1-70B``), a ``config.json`` (or its folder) or an ONNX decoder export. A
 request is a prefill of ``--input-tokens`` then ``--output-tokens`` decode steps, served by an
-engine (``--runtime vllm|tensorrt-llm|llama.cpp``; default: the device kind's) at a static
+engine (``--runtime vllm|tensorrt-llm|sglang|...``; default: the device kind's) at a static
 ``--batch``, or simulated request by request (``llm_sim``): ``--rate``, ``--trace``, or a closed
 loop of ``--concurrency C`` (``max``: the scheduler's running cap), with percentiles and goodput.
 One device: TTFT, TPOT, end-to-end latency, output and total tokens/s (with intervals), the
@@ -84,10 +84,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--activations", choices=ACTIVATION_DTYPES, default="fp16",
                    help="activation dtype (default fp16)")
     p.add_argument("--runtime", type=runtime_name, metavar="ENGINE",
-                   help="serving engine: vllm, tensorrt-llm, llama.cpp (default: the device "
-                        "kind's engine)")
+                   help="serving engine: vllm (v1), tensorrt-llm (1.x), sglang, their 2024 "
+                        "releases vllm-2024 and tensorrt-llm-2024, llama.cpp, ... (roofcast "
+                        "runtimes; default: the device kind's engine)")
     p.add_argument("--estimator", default=None, metavar="NAME",
                    help=f"kernel-time estimator (default {SERVING_ESTIMATOR})")
+    spec = p.add_argument_group("speculative decoding")
+    spec.add_argument("--spec-decode", metavar="draft:MODEL:K|mtp:K",
+                      help="a draft model (or the model's MTP layer) proposes K tokens per "
+                           "step, the model verifies them (needs --spec-accept)")
+    spec.add_argument("--spec-accept", type=float, metavar="A",
+                      help="acceptance rate per drafted token, 0..1")
     add_sim_args(p)
     group = p.add_argument_group("one replica on several devices")
     add_placement_args(group)
@@ -136,11 +143,16 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
                "weights": args.weights or arch.weight_dtype or "fp16",
                "kv_cache": args.kv, "activations": args.activations, "runtime": args.runtime}
     degrees = serving_degrees(args)
-    cfg = ServingConfig(**options, **degrees)
+    cfg = ServingConfig(**options, **degrees, spec_decode=spec_decode(args))
+    options["spec_decode"] = cfg.spec_decode
     if args.estimator is not None:
         options["estimator"] = args.estimator
     if simulated(args):
         return simulated_output(args, arch, cfg, options, degrees)
+    if args.disagg is not None:
+        from roofcast.predictor.errors import PredictionError
+
+        raise PredictionError("--disagg P:D is simulated: give --rate R or --trace FILE")
     if args.system is not None or args.devices is not None:
         where = parallel_placement(args)
         result = api.llm(arch, **where, **options, **degrees)
@@ -183,6 +195,18 @@ def simulated_output(args: argparse.Namespace, arch, cfg, options: dict[str, Any
     return sim_output(df, head, args.format)
 
 
+def spec_decode(args: argparse.Namespace):
+    """``--spec-decode`` with ``--spec-accept`` as a ``SpecDecode`` (None: neither given)."""
+    from roofcast.predictor.errors import PredictionError
+    from roofcast.predictor.llm.spec_decode import parse_spec
+
+    if args.spec_decode is None:
+        if args.spec_accept is not None:
+            raise PredictionError("--spec-accept needs --spec-decode draft:MODEL:K or mtp:K")
+        return None
+    return parse_spec(args.spec_decode, args.spec_accept)
+
+
 def serving_degrees(args: argparse.Namespace) -> dict[str, int]:
     """``ServingConfig`` tp / pp / ep the user gave (none: the one-device config, as before)."""
     return {name: getattr(args, name) for name in SERVING_FLAGS if getattr(args, name) is not None}
@@ -217,7 +241,8 @@ def header(arch, cfg, fmt: str) -> dict[str, Any]:
     replica = {k: getattr(cfg, k) for k in SERVING_FLAGS if getattr(cfg, k, 1) != 1}
     return {**head, "input_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens,
             **batching, "weights": cfg.weights, "kv_cache": cfg.kv_cache or cfg.activations,
-            "activations": cfg.activations, **replica}
+            "activations": cfg.activations, **replica,
+            **({"spec_decode": cfg.spec_decode.label()} if cfg.spec_decode else {})}
 
 
 def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -74,6 +74,10 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
                    help="a prompt prefix shared by every request (cached by policies that "
                         "cache prefixes)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument("--disagg", metavar="P:D",
+                   help="prefill/decode disaggregation: P prefill and D decode replicas of the "
+                        "plan, each request's KV moved over the system's fabric (with --rate "
+                        "or --trace)")
 
 
 def simulated(args: argparse.Namespace) -> bool:
@@ -98,7 +102,8 @@ def sim_options(args: argparse.Namespace) -> dict[str, Any]:
             "slo_ttft_ms": args.slo_ttft, "slo_tpot_ms": args.slo_tpot, "policy": args.policy,
             "engine_max_seqs": args.engine_max_seqs,
             "engine_max_tokens": args.engine_max_tokens,
-            "prefix_tokens": args.prefix_tokens or 0, "seed": args.seed}
+            "prefix_tokens": args.prefix_tokens or 0, "seed": args.seed,
+            "disagg": args.disagg}
 
 
 #: the columns a table shows (all go to csv/json).

@@ -72,8 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "--system) by the cost of the replicas meeting the SLOs")
     cap.add_argument("--slo-ttft", type=positive_float, metavar="MS", help="TTFT SLO (ms)")
     cap.add_argument("--slo-tpot", type=positive_float, metavar="MS", help="TPOT SLO (ms)")
-    cap.add_argument("--weights", choices=WEIGHT_DTYPES, default="fp16",
-                     help="serve --rate: weight dtype (default fp16)")
+    cap.add_argument("--weights", choices=WEIGHT_DTYPES, default=None,
+                     help="serve --rate: weight dtype (default: the dtype the model's config "
+                          "or repack id stores them in, else fp16)")
     cap.add_argument("--kv", choices=KV_DTYPES, default=None,
                      help="serve --rate: KV-cache dtype (default: the activations')")
     add_top_arg(p, "plans", default=10)
@@ -169,9 +170,11 @@ def capacity_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str,
     where = ({"system": args.system} if args.system is not None
              else {"hw": split_devices(args.hw)})
     kw = {} if args.estimator is None else {"estimator": args.estimator}
-    df = api.plan(args.model, **where, rate=args.rate, slo_ttft_ms=args.slo_ttft,
+    arch = api.llm_arch(args.model)
+    df = api.plan(arch, **where, rate=args.rate, slo_ttft_ms=args.slo_ttft,
                   slo_tpot_ms=args.slo_tpot, input_tokens=args.seq or 512,
-                  output_tokens=args.output_tokens, weights=args.weights, kv_cache=args.kv,
+                  output_tokens=args.output_tokens,
+                  weights=args.weights or arch.weight_dtype or "fp16", kv_cache=args.kv,
                   runtime=args.runtime, **kw)
     best = df.iloc[0] if len(df) and bool(df["meets"].iloc[0]) else None
     if best is None:

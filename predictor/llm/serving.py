@@ -9,7 +9,8 @@ each step decodes C requests at context ``N + M/2`` plus a prefill chunk of ``C 
 tokens; output tokens/s = C / TPOT. Times pass the engine calibration (``calibration``),
 then a ``tp x pp`` replica (``sharding``) adds its step communication (``comm``):
 ``TTFT = cal(kernels) + steps x comm``, ``TPOT = cal(kernels) + comm``. Cost: list price over
-3 years per token; energy: tokens/s / TDP. Seconds; design notes: docs/design/decoder.md.
+3 years per token; energy: tokens/s / TDP. Speculative decoding (``spec_decode``): a step
+verifies K + 1 tokens per sequence, TPOT = step / E. Seconds; design: docs/design/decoder.md.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from roofcast.predictor.llm.phases import (
     engine_profile,
     has_fp8_units,
     request_steps,
-    time_steps,
+    step_estimator,
 )
 from roofcast.predictor.llm.precision import KV_CONVERT_OPS, TensorDtypes, dtype_bytes
+from roofcast.predictor.llm.spec_decode import time_spec_steps, verify_step
 from roofcast.predictor.llm.types import ServingConfig, ServingPrediction
 from roofcast.predictor.memory.serving import devices_needed, max_batch, serving_memory
 from roofcast.predictor.memory.types import DeviceMemory
@@ -155,15 +157,18 @@ class _Continuous:
     decoding: float
 
 
-def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec) -> _Continuous:
+def _continuous_steps(c: int, n: int, m: int, spec: ServingSpec,
+                      per_step: float = 1.0) -> _Continuous:
     """The steady state of concurrency ``c`` (module docstring). With a prefill budget
     ``cap`` below the ``c x N / M`` prompt tokens a step needs, prefill limits the rate: only
-    ``cap / N`` requests enter per step, so ``cap x M / N`` of the ``c`` are decoding."""
+    ``cap / N`` requests enter per step, so ``cap x M / N`` of the ``c`` are decoding.
+    ``per_step``: output tokens per sequence per step (speculative decoding's ``E``; a
+    request then lasts ``M / E`` steps)."""
     ctx = n + max(m // 2, 1)
     cap = int(spec.max_prefill_tokens)
-    need = max(1, round(c * n / m))
+    need = max(1, round(c * n * per_step / m))
     chunk = min(need, cap) if cap else need
-    decoding = float(c) if chunk == need else min(float(c), cap * m / n)
+    decoding = float(c) if chunk == need else min(float(c), cap * m / (n * per_step))
     if chunk >= n:
         prefill = Segment(max(1, round(chunk / n)), n, n)
     else:
@@ -248,8 +253,13 @@ def _kv_notes(cell: _Cell, cfg: ServingConfig) -> list[str]:
     if dtypes.kv_bytes >= dtype_bytes(dtypes.model_dtype) or not paths:
         return []
     fp8_units = bool(has_fp8_units([cell.hw])[0])
+    spec = serving_spec(cell.profile)
     cond = next(c for c in paths if APPLIES[c](np.array([fp8_units]))[0])
-    per = serving_spec(cell.profile).kv_convert_per
+    if dtypes.kv in spec.native_kv and cond == f"{dtypes.kv}-units":
+        return [f"{dtypes.kv} KV cache: attention reads {dtypes.kv_bytes:g} byte per element "
+                f"natively on {cell.hw.id}'s {dtypes.kv} units ({cell.profile.name}): no "
+                "conversion cost"]
+    per = spec.kv_convert_per
     how = "emulated in software (no fp8 units)" if cond == "no-fp8-units" else "converted"
     return [f"{dtypes.kv} KV cache: attention reads {dtypes.kv_bytes:g} byte per element and "
             f"each element is {how} to {dtypes.model_dtype} inside the kernel at "
@@ -302,6 +312,9 @@ class _Times:
     #: (steps, tokens, sampled tokens) of the TTFT and of one TPOT step, for ``comm``.
     ttft_work: tuple[float, float, float] = (1.0, 1.0, 1.0)
     tpot_work: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    #: the kernel model's (lower, upper) of ``ttft_s`` and ``tpot_s``.
+    ttft_band_s: tuple[float, float] | None = None
+    tpot_band_s: tuple[float, float] | None = None
 
     @property
     def notes(self) -> list[str]:
@@ -325,7 +338,7 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
             continue
         if cell.continuous:
             micro = math.ceil(cell.wave_batch / sh.pp)
-            cont = _continuous_steps(micro, n, m, spec)
+            cont = _continuous_steps(micro, n, m, spec, _per_step(cfg))
             plan[i] = ("c", cont)
             steps.update({cont.mixed.label: cont.mixed, cont.ttft.label: cont.ttft})
         else:
@@ -336,8 +349,9 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
         return {}
     hws = {cells[i].hw.id: cells[i].hw for i in plan}
     devices = list(hws)
-    timed = time_steps(local_arch(arch, sh), list(hws.values()), list(steps.values()),
-                       TensorDtypes.of(cfg), cells[0].profile, estimator, ep=sh.ep)
+    timed = time_spec_steps(local_arch(arch, sh), list(hws.values()), list(steps.values()),
+                            TensorDtypes.of(cfg), cells[0].profile, estimator,
+                            cfg.spec_decode, ep=sh.ep)
     out = {}
     for i, (kind, extra) in plan.items():
         dev = cells[i].hw.id
@@ -348,16 +362,12 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
             first, second = (f"b{b}:prefill", "prefill"), (f"b{b}:decode@{extra[0]}", "decode")
             out[i] = _Times(r.prefill_s, r.decode_mean_s, cells[i].batch, None,
                             prefill_seqs=b, decode_seqs=b, ttft_work=(1.0, b * n, b),
-                            tpot_work=(1.0, b, b))
+                            tpot_work=(1.0, b * _verified(cfg), b),
+                            ttft_band_s=(r.prefill_lower_s, r.prefill_upper_s),
+                            tpot_band_s=(r.decode_mean_lower_s, r.decode_mean_upper_s))
         else:
             first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
-            groups = cells[i].wave_batch / math.ceil(cells[i].wave_batch / sh.pp)
-            out[i] = _Times(timed.of(first[0])[0][d] * extra.ttft_steps,
-                            timed.of(second[0])[0][d] * pipeline_round_factor(arch, sh, groups),
-                            extra.decoding * groups, None,
-                            decode_seqs=extra.decoding,
-                            ttft_work=(extra.ttft_steps, *_step_work(extra.ttft)),
-                            tpot_work=(1.0, *_step_work(extra.mixed)))
+            out[i] = _continuous_times(arch, cells[i], cfg, extra, timed, d)
         if with_kernels:
             kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
                                  for lb, ph in (first, second)], ignore_index=True)
@@ -369,8 +379,36 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
     return out
 
 
-def _step_work(step: Step) -> tuple[float, float]:
-    """(tokens, sampled tokens) of one engine step."""
+def _continuous_times(arch: LLMArch, cell: _Cell, cfg: ServingConfig, extra: _Continuous,
+                      timed: Any, d: int) -> _Times:
+    """``_Times`` of a continuous cell from its timed ``ttft`` and ``mixed`` steps (device
+    index ``d``): TTFT = ttft steps x the ttft step, TPOT = the mixed step x the pipeline's
+    round factor, each with its interval."""
+    sh = Sharding.of(cfg)
+    groups = cell.wave_batch / math.ceil(cell.wave_batch / sh.pp)
+    rounds = pipeline_round_factor(arch, sh, groups)
+    ft = [float(a[d]) * extra.ttft_steps for a in timed.of(extra.ttft.label)]
+    dt = [float(a[d]) * rounds for a in timed.of(extra.mixed.label)]
+    return _Times(ft[0], dt[0], extra.decoding * groups, None, decode_seqs=extra.decoding,
+                  ttft_work=(extra.ttft_steps, *_step_work(extra.ttft, cfg)),
+                  tpot_work=(1.0, *_step_work(extra.mixed, cfg)),
+                  ttft_band_s=(ft[1], ft[2]), tpot_band_s=(dt[1], dt[2]))
+
+
+def _per_step(cfg: ServingConfig) -> float:
+    """Output tokens per sequence per decode step: 1, or speculative decoding's ``E``."""
+    return 1.0 if cfg.spec_decode is None else cfg.spec_decode.tokens_per_step
+
+
+def _verified(cfg: ServingConfig) -> int:
+    """Tokens the target runs per decoding sequence per step: 1, or ``K + 1``."""
+    return 1 if cfg.spec_decode is None else cfg.spec_decode.k + 1
+
+
+def _step_work(step: Step, cfg: ServingConfig) -> tuple[float, float]:
+    """(tokens, sampled tokens) of one engine step (the verify step under speculation)."""
+    if cfg.spec_decode is not None:
+        step = verify_step(step, cfg.spec_decode)[0]
     return (float(sum(s.tokens for s in step.segments)),
             float(sum(s.batch for s in step.segments if s.emits)))
 
@@ -455,21 +493,22 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
         profile = group[0].profile
         times = _model_times(arch, group, cfg, estimator, with_kernels)
         cal = engine_calibration(profile.name)
+        used = estimator_name(step_estimator(estimator, profile))
         for j, cell in enumerate(group):
             notes = [*arch.notes, *_fit_notes(arch, cell, cfg), *_kv_notes(cell, cfg)]
             if profile.serving is None:
                 notes.append(f"runtime {profile.name!r} has no [serving] table: default engine "
                              "settings (0.9 memory utilisation, no step overhead)")
             if j not in times:
-                results[idx[j]] = _prediction(arch, cell, cfg, estimator, None, None, notes)
+                results[idx[j]] = _prediction(arch, cell, cfg, used, None, None, notes)
                 continue
             t = times[j]
             kernels = t.kernels
             comm = _cell_comm(arch, cell, cfg, t)
-            ttft = np.array(cal.apply("prefill", np.array([t.ttft_s]), cell.hw,
-                                      seqs=t.prefill_seqs)).reshape(3) + comm.ttft_s
-            tpot = np.array(cal.apply("decode", np.array([t.tpot_s]), cell.hw,
-                                      seqs=t.decode_seqs)).reshape(3) + comm.tpot.total_s
+            ttft = _calibrated(cal, "prefill", t.ttft_s, t.ttft_band_s, cell.hw,
+                               t.prefill_seqs) + comm.ttft_s
+            tpot = (_calibrated(cal, "decode", t.tpot_s, t.tpot_band_s, cell.hw,
+                                t.decode_seqs) + comm.tpot.total_s) / _per_step(cfg)
             vals = _metrics(ttft, tpot, t.requests, n, m, cell.continuous, cell.waves)
             if cell.continuous and t.requests < cell.batch:
                 notes.append(f"prefill-bound: a {serving_spec(profile).max_prefill_tokens}-"
@@ -477,12 +516,37 @@ def _predict(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                              f"{n} / {m} prompt tokens too slowly; only about {t.requests:.3g} of "
                              f"the {cell.batch} requests decode in each step")
             notes.extend(t.notes)
+            notes.extend(_spec_notes(cfg))
             notes.extend(cal.notes(cell.hw))
             notes.extend(_parallel_notes(cell, cfg, comm))
             results[idx[j]] = replace(
-                _prediction(arch, cell, cfg, estimator, vals, kernels, notes),
+                _prediction(arch, cell, cfg, used, vals, kernels, notes),
                 comm_ttft_s=comm.ttft_s, comm_tpot_s=comm.tpot.total_s)
     return [results[i] for i in range(len(cells))]
+
+
+def _spec_notes(cfg: ServingConfig) -> list[str]:
+    sd = cfg.spec_decode
+    if sd is None:
+        return []
+    return [f"speculative decoding ({sd.label()}): {sd.tokens_per_step:.3g} tokens per "
+            f"sequence per verify step; a step = the target verifying {sd.k + 1} tokens per "
+            f"sequence + {sd.k} draft steps; TPOT = step / {sd.tokens_per_step:.3g} (draft "
+            "weights and KV not in the memory fit)"]
+
+
+def estimator_name(estimator: Any) -> str:
+    """The name of the estimator the steps were timed with (an object: its ``name``)."""
+    return estimator if isinstance(estimator, str) else str(getattr(estimator, "name", estimator))
+
+
+def _calibrated(cal: Any, phase: str, model_s: float, band_s: tuple[float, float] | None,
+                hw: HardwareSpec, seqs: float) -> np.ndarray:
+    """(value, lower, upper) of the engine time of ``model_s`` (``band_s``: its interval)."""
+    lo, hi = band_s if band_s is not None else (None, None)
+    return np.array(cal.apply(phase, np.array([model_s]), hw, seqs=seqs,
+                              lower_s=None if lo is None else np.array([lo]),
+                              upper_s=None if hi is None else np.array([hi]))).reshape(3)
 
 
 def _batches(cfg: ServingConfig) -> list[int | str]:

@@ -9,7 +9,7 @@ one replica) and ``parallel_comm`` (``ttft_ms``/``tpot_ms``: the communication i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 # the weight (weight-only quantisation below 16 bits), KV-cache and activation dtypes a run may
@@ -32,6 +32,7 @@ class ServingConfig:
     kind's default engine).
     ``tp``/``pp``/``ep``: tensor-parallel, pipeline-parallel and expert-parallel degrees of one
     model replica over ``tp x pp`` devices (``predictor.sharding``; all 1: one device).
+    ``spec_decode``: a ``spec_decode.SpecDecode`` (speculative decoding) or None.
     """
 
     input_tokens: int = 512
@@ -45,6 +46,7 @@ class ServingConfig:
     tp: int = 1
     pp: int = 1
     ep: int = 1
+    spec_decode: Any = None
 
 
 @dataclass(frozen=True)
@@ -113,13 +115,18 @@ class ServingPrediction:
             "usd_per_million_tokens": _num(self.usd_per_million_tokens, 1.0),
             "tokens_per_joule": _num(self.tokens_per_joule, 1.0),
             "notes": list(self.notes),
-            "config": {**{f.name: getattr(self.config, f.name) for f in fields(self.config)},
-                       "runtime": self.runtime},
+            "config": {**{f.name: _plain(getattr(self.config, f.name))
+                          for f in fields(self.config)}, "runtime": self.runtime},
         })
         return rec
 
 
 GIB = float(2**30)
+
+
+def _plain(value: Any) -> Any:
+    """A config value for JSON: a dataclass (``spec_decode``) as its fields' dict."""
+    return asdict(value) if is_dataclass(value) else value
 #: (attribute, JSON key, scale) of each metric.
 _METRIC_KEYS: tuple[tuple[str, str, float], ...] = (
     ("ttft_s", "ttft_ms", 1e3), ("tpot_s", "tpot_ms", 1e3),

@@ -45,13 +45,18 @@ class SimTrace:
     clients: int = 0
 
 
+#: prompt tokens a ``loaded`` step may take in (KV copied, not computed: no budget).
+LOADED_BUDGET = 1 << 40
+
+
 class _State:
     """Mutable state of one continuous-loop run (module docstring)."""
 
     def __init__(self, req: Requests, policy: Policy, blocks: int, table: StepTable,
-                 prefix: int) -> None:
+                 prefix: int, loaded: bool = False) -> None:
         n = len(req)
         self.p, self.table, self.bt = policy, table, policy.block_tokens
+        self.loaded = loaded
         self.arr = [float(x) for x in req.arrival_s]
         self.nin = [int(x) for x in req.input_tokens]
         self.nout = [int(x) for x in req.output_tokens]
@@ -184,8 +189,9 @@ class _State:
         return budget
 
     def _schedule(self) -> list[tuple[int, int]]:
-        """(request, prompt tokens) of this step's prefill work."""
-        budget = self.p.max_tokens - self.count
+        """(request, prompt tokens) of this step's prefill work (``loaded``: KV copied in,
+        bounded by the free blocks only)."""
+        budget = LOADED_BUDGET if self.loaded else self.p.max_tokens - self.count
         sched: list[tuple[int, int]] = []
         for i in self.prefilling:
             if budget <= 0:
@@ -228,8 +234,8 @@ class _State:
             self.step += 1
             self._decode_blocks()
             sched = self._schedule()
-            ptok = sum(c for _, c in sched)
-            if not ptok and not self.count:  # prompts blocked on KV: free the newest
+            ptok = 0 if self.loaded else sum(c for _, c in sched)
+            if not sched and not self.count:  # prompts blocked on KV: free the newest
                 self.step -= 1
                 if len(self.running) < 2:
                     raise PredictionError(f"the {self.p.name} scheduler stalled: nothing can "
@@ -258,9 +264,12 @@ class _State:
 
 
 def run_continuous(req: Requests, policy: Policy, blocks: int, table: StepTable,
-                   prefix_tokens: int = 0) -> SimTrace:
-    """Simulate ``req`` on a continuous-batching engine (module docstring)."""
-    return _State(req, policy, blocks, table, prefix_tokens).run()
+                   prefix_tokens: int = 0, loaded: bool = False) -> SimTrace:
+    """Simulate ``req`` on a continuous-batching engine (module docstring); ``loaded``: a
+    disaggregated decode pool, whose prompts' KV arrives computed (no prompt compute and no
+    token budget: a request's blocks are filled in one step, which re-emits its first token,
+    then it decodes)."""
+    return _State(req, policy, blocks, table, prefix_tokens, loaded).run()
 
 
 def _static_batch(st: _State, batch: list[int]) -> None:

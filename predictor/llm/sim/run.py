@@ -19,9 +19,10 @@ from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.llm.phases import engine_profile
-from roofcast.predictor.llm.serving import check_request
+from roofcast.predictor.llm.phases import engine_profile, step_estimator
+from roofcast.predictor.llm.serving import check_request, estimator_name
 from roofcast.predictor.llm.sim.checks import SIM_REQUESTS, check_spec
+from roofcast.predictor.llm.sim.disagg import disagg_system, kv_link, run_disagg
 from roofcast.predictor.llm.sim.engine import LOOP_RUNNERS
 from roofcast.predictor.llm.sim.kvcache import KvPool, kv_pool
 from roofcast.predictor.llm.sim.metrics import SimMetrics, summarise
@@ -30,6 +31,7 @@ from roofcast.predictor.llm.sim.steptable import Grid, step_tables
 from roofcast.predictor.llm.sim.trace import read_trace
 from roofcast.predictor.llm.sim.workload import Lengths, Requests, closed_loop, open_loop
 from roofcast.predictor.llm.types import ServingConfig
+from roofcast.predictor.runtimes import runtime_names
 from roofcast.predictor.sharding import Sharding, replica_system
 
 #: requests a closed loop runs per client at least (a steady window between burst and drain).
@@ -44,7 +46,8 @@ class SimSpec:
     ``fixed``/``uniform``/``lognormal`` around ``cfg``'s tokens with ``length_spread``;
     ``policy`` (None: the engine's); ``max_seqs``/``max_tokens`` override its limits;
     ``prefix_tokens``: a prompt prefix shared by every request (cached where the policy
-    caches prefixes); SLOs in seconds."""
+    caches prefixes); SLOs in seconds; ``disagg``: separate prefill and decode replicas
+    (``disagg``)."""
 
     rate: float | None = None
     concurrency: int | str | None = None
@@ -61,6 +64,8 @@ class SimSpec:
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
     seed: int = 0
+    #: prefill/decode disaggregation (``disagg.Disagg``) or None.
+    disagg: object = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,16 @@ def _policy(spec: SimSpec, runtime: str, cfg: ServingConfig) -> Policy:
         runtime, static=cfg.batch is not None)
     seqs = spec.max_seqs if cfg.batch is None else (spec.max_seqs or int(cfg.batch))
     return base.with_limits(seqs, spec.max_tokens)
+
+
+def _runtime(spec: SimSpec, cfg: ServingConfig) -> str | None:
+    """The engine whose profile times the steps: ``cfg.runtime``, else the engine of the
+    named ``spec.policy`` where it is a runtime (``--policy sglang``: SGLang's profile), else
+    None (the device kind's engine)."""
+    if cfg.runtime is not None or spec.policy is None:
+        return cfg.runtime
+    engine = get_policy(spec.policy).engine
+    return engine if engine in runtime_names() else None
 
 
 def workload(spec: SimSpec, cfg: ServingConfig, policy: Policy) -> Requests:
@@ -126,7 +141,8 @@ def _grid(req: Requests, policy: Policy) -> Grid:
                          int(req.input_tokens.min()))
 
 
-def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec) -> str:
+def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec,
+          estimator: str = "") -> str:
     if spec.trace is not None:
         how = f"trace {spec.trace}"
     elif req.clients:
@@ -134,7 +150,8 @@ def _road(policy: Policy, runtime: str, req: Requests, spec: SimSpec) -> str:
     else:
         how = f"{spec.arrival} arrivals at {spec.rate:g} requests/s"
     return (f"simulated: {policy.name} policy, {how}, {len(req)} requests; step times from "
-            f"the {runtime} kernel model + engine calibration")
+            f"the {runtime} kernel model{f' ({estimator})' if estimator else ''} + engine "
+            "calibration")
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,11 @@ class Prepared:
     policy: Policy
     pool: KvPool
     table: object
+    #: the system one replica runs on (None: one device).
+    system: object = None
+    replica_devices: int = 1
+    #: the estimator the steps were timed with.
+    estimator: str = ""
 
 
 def prepare(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,
@@ -158,7 +180,8 @@ def prepare(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec
     if not hws:
         raise PredictionError("no devices to simulate; give at least one device")
     cfg_req = replace(cfg, batch=None, concurrency=None)
-    profiles = [engine_profile(cfg.runtime, hw) for hw in hws]
+    runtime = _runtime(spec, cfg)
+    profiles = [engine_profile(runtime, hw) for hw in hws]
     for p in profiles:
         check_request(arch, cfg_req, p)
     sh = Sharding.of(cfg)
@@ -177,8 +200,10 @@ def prepare(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec
                                 estimator=estimator)
             for i, table in zip(idx, timed, strict=True):
                 tables[i] = table
-    return [Prepared(hw, p.name, pol, pool, t) for hw, p, pol, pool, t in
-            zip(hws, profiles, policies, pools, tables, strict=True)], req
+    return [Prepared(hw, p.name, pol, pool, t, sysm, sh.devices,
+                     estimator_name(step_estimator(estimator, p)))
+            for hw, p, pol, pool, t, sysm
+            in zip(hws, profiles, policies, pools, tables, systems, strict=True)], req
 
 
 def simulate(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,
@@ -191,7 +216,7 @@ def simulate(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spe
 def run_prepared(arch: LLMArch, prep: Prepared, spec: SimSpec, req: Requests) -> SimResult:
     """Simulate ``req`` on one prepared device."""
     hw, policy, runtime, pool = prep.hw, prep.policy, prep.runtime, prep.pool
-    road = _road(policy, runtime, req, spec)
+    road = _road(policy, runtime, req, spec, prep.estimator)
     notes = [road]
     if policy.engine not in (runtime, "any"):
         notes.append(f"policy {policy.name} models {policy.engine}'s scheduler; step times "
@@ -205,8 +230,12 @@ def run_prepared(arch: LLMArch, prep: Prepared, spec: SimSpec, req: Requests) ->
                      f"{hw.mem_capacity_bytes / 2**30:.0f} GiB of memory): raise tp or use "
                      "smaller weights; metrics not predicted")
         return SimResult(hw.id, runtime, policy, road, pool, None, tuple(notes), req.clients)
-    trace = LOOP_RUNNERS[policy.loop](req, policy, pool.blocks, prep.table,
-                                      spec.prefix_tokens)
+    if spec.disagg is not None:
+        trace, note = _disagg_trace(prep, spec, req)
+        notes.append(note)
+    else:
+        trace = LOOP_RUNNERS[policy.loop](req, policy, pool.blocks, prep.table,
+                                          spec.prefix_tokens)
     m = summarise(trace, spec.slo_ttft_s, spec.slo_tpot_s)
     if m.preemptions:
         notes.append(f"{m.preemptions} preemption(s): the KV pool of {pool.tokens:,} tokens "
@@ -215,6 +244,19 @@ def run_prepared(arch: LLMArch, prep: Prepared, spec: SimSpec, req: Requests) ->
         notes.append(f"Little's law off by {m.little_error:+.1%} over the window (few "
                      "requests or an unsteady run: raise --requests)")
     return SimResult(hw.id, runtime, policy, road, pool, m, tuple(notes), req.clients)
+
+
+def _disagg_trace(prep: Prepared, spec: SimSpec, req: Requests) -> tuple[object, str]:
+    """The trace of ``spec.disagg``'s two pools and what the KV transfer costs."""
+    d = spec.disagg
+    system = disagg_system(prep.hw, prep.system, prep.replica_devices, d)
+    link = kv_link(system, prep.replica_devices, d)
+    trace, transfer = run_disagg(req, prep.policy, prep.pool.blocks, prep.table, d, link,
+                                 prep.pool.bytes_per_token, spec.prefix_tokens)
+    return trace, (f"disaggregated: {d.prefill} prefill + {d.decode} decode replica(s) of "
+                   f"{prep.replica_devices} device(s) each; KV moved over {link.what} on "
+                   f"{system.id}, {float(np.mean(transfer)) * 1e3:.3g} ms per request (mean); "
+                   "throughput is the whole pool's")
 
 
 def rate_sweep(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig, spec: SimSpec,

@@ -5,7 +5,9 @@ sequences of the workload's mean prompt length). Every grid point (``Grid``: ``d
 2 up to the running cap, ``c`` and ``p`` in powers of 4 up to their maxima) is timed in ONE
 ``phases.time_steps`` call for all devices, then passes the engine calibration (``decode``
 with ``seqs = d``; ``prefill`` when ``d = 0``) and adds the step's tensor / pipeline
-communication (``comm.step_comm``), as ``predictor.llm.serving`` does. ``StepTable(d, c, p)``
+communication (``comm.step_comm``), as ``predictor.llm.serving`` does. Speculative decoding
+(``spec_decode``, ``E`` tokens per verify step): a grid step is ``1 / E`` of an engine step
+that prefills ``E x p`` tokens, so its time is the engine step's / ``E``. ``StepTable(d, c, p)``
 interpolates multilinearly (exact for a time affine in each of d, c, p and in d x c); its
 measured error is in docs/design/serving_sim.md. Seconds.
 """
@@ -25,8 +27,9 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.comm import step_comm
 from roofcast.predictor.llm.kernels import Segment
-from roofcast.predictor.llm.phases import Step, time_steps
+from roofcast.predictor.llm.phases import Step
 from roofcast.predictor.llm.precision import TensorDtypes
+from roofcast.predictor.llm.spec_decode import time_spec_steps
 from roofcast.predictor.llm.types import ServingConfig
 from roofcast.predictor.runtimes import ExecutionProfile
 from roofcast.predictor.sharding import Sharding, local_arch
@@ -64,14 +67,17 @@ class Grid:
         new = max(1, p // k)
         return Segment(k, new, new, emits=False)
 
-    def steps(self) -> list[Step]:
-        """One ``Step`` per (d, c, p) with work (d = 0 is timed once per p)."""
+    def steps(self, per_step: float = 1.0) -> list[Step]:
+        """One ``Step`` per (d, c, p) with work (d = 0 is timed once per p); ``per_step``:
+        output tokens per sequence per engine step (a grid step is 1 / ``per_step`` of an
+        engine step, so the engine step prefills ``per_step x p`` tokens)."""
         out = []
         for d in self.decode:
             for c in (self.context if d else self.context[:1]):
                 for p in self.prefill:
+                    real = max(1, round(p * per_step)) if p else 0
                     segs = ((Segment(d, 1, c),) if d else ()) + (
-                        (self.prefill_segment(p),) if p else ())
+                        (self.prefill_segment(real),) if p else ())
                     if segs:
                         out.append(Step(f"{d}|{c}|{p}", segs))
         return out
@@ -109,9 +115,14 @@ class StepTable:
 
 def _comm_s(arch: LLMArch, cfg: ServingConfig, system, grid: Grid, d: int, p: int,
             profile: ExecutionProfile) -> float:
+    """One engine step's communication (speculation: ``K + 1`` tokens per decode and
+    ``E x p`` prompt tokens)."""
     sh = Sharding.of(cfg)
     if sh.trivial or d + p == 0:
         return 0.0
+    sd = cfg.spec_decode
+    if sd is not None:
+        d, p = d * (sd.k + 1), round(p * sd.tokens_per_step)
     emit = d + (grid.prefill_segment(p).batch if p else 0)
     custom = profile.serving.custom_allreduce if profile.serving else None
     return step_comm(arch, sh, system, tokens=d + p, emit=emit,
@@ -124,9 +135,11 @@ def step_tables(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
     """One ``StepTable`` per device of ``hws`` (module docstring); ``systems``: the replica
     system of each device (None entries, or empty, on one device)."""
     sh = Sharding.of(cfg)
-    steps = grid.steps()
-    timed = time_steps(local_arch(arch, sh), list(hws), steps, TensorDtypes.of(cfg), profile,
-                       estimator, ep=sh.ep)
+    sd = cfg.spec_decode
+    per_step = 1.0 if sd is None else sd.tokens_per_step
+    steps = grid.steps(per_step)
+    timed = time_spec_steps(local_arch(arch, sh), list(hws), steps, TensorDtypes.of(cfg),
+                            profile, estimator, sd, ep=sh.ep)
     cal = engine_calibration(profile.name)
     index = {s.label: i for i, s in enumerate(steps)}
     tables = []
@@ -145,6 +158,6 @@ def step_tables(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                     if d + p == 0:
                         continue
                     i = index[f"{d}|{c if d else grid.context[0]}|{p}"]
-                    t[a][b][k] = float(dec[i] if d else pre[i]) + comm[(d, p)]
+                    t[a][b][k] = (float(dec[i] if d else pre[i]) + comm[(d, p)]) / per_step
         tables.append(StepTable(grid, t))
     return tables

@@ -154,9 +154,9 @@ def test_serving_passes_the_sequences_per_step_to_the_calibration(monkeypatch, c
         def __getattr__(self, name):
             return getattr(real, name)
 
-        def apply(self, phase, model_s, hw, *, seqs=1):
+        def apply(self, phase, model_s, hw, *, seqs=1, **interval):
             seen[phase] = float(seqs)
-            return real.apply(phase, model_s, hw, seqs=seqs)
+            return real.apply(phase, model_s, hw, seqs=seqs, **interval)
 
     monkeypatch.setattr(serving, "engine_calibration", lambda name: Recording())
     arch, hw = load_llm("llama-2-7b"), get_device("h100-sxm")

@@ -6,7 +6,7 @@ Rows: ``llm/argonne/Fig_5_a_TP_PP_Results.csv`` (LLM-Inference-Bench, Chitty-Ven
 BSD-3-Clause): TensorRT-LLM on ALCF Polaris A100-SXM4-40GB (``a100-40gb-sxm``), static batches of
 ``B`` requests with ``L`` input and ``L`` output tokens; ``Latency`` = the whole batch's request
 time (s), ``Throughput`` = ``B x 2L / Latency``. Each row is predicted with
-``predict_serving(arch, hw, ServingConfig(L, L, batch=B, runtime="tensorrt-llm", tp=, pp=,
+``predict_serving(arch, hw, ServingConfig(L, L, batch=B, runtime="tensorrt-llm-2024", tp=, pp=,
 ep=), system=system_from_device("a100-40gb-sxm", tp x pp))``; the parallelism label maps to
 (tp, pp, ep) through ``LAYOUTS`` (TensorRT-LLM's ``moe_tp x moe_ep = tp``: "EP" on 4 GPUs is
 tp=4, ep=4; "Hybrid TP = 2 and EP = 2" is tp=4, ep=2). Error = predicted / measured latency - 1.
@@ -38,7 +38,7 @@ from roofcast.training_data.public_kernels import shared_data_dir
 FILE = "Fig_5_a_TP_PP_Results.csv"
 #: the publisher's hardware label -> catalog device (as ``training_data.public.llm_serving``).
 DEVICE = {"Nvidia A100 GPU": "a100-40gb-sxm"}
-ENGINE = {"TensorRT-LLM": "tensorrt-llm"}
+ENGINE = {"TensorRT-LLM": "tensorrt-llm-2024"}  # the 2024 release the rows ran
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def _fitted_keys() -> set[tuple[str, int, int]]:
     from roofcast.training_data.public.llm_serving import load_serving
 
     rows = load_serving().rows
-    rows = rows[(rows.device == "a100-40gb-sxm") & (rows.engine == "tensorrt-llm")
+    rows = rows[(rows.device == "a100-40gb-sxm") & (rows.engine == "tensorrt-llm-2024")
                 & (rows.figure == "all")]
     return set(zip(rows.model_ref, rows.input_tokens.astype(int), rows.batch.astype(int),
                    strict=True))

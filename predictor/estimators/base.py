@@ -98,8 +98,8 @@ def road_mix(explained: pd.DataFrame, name: str) -> str:
         return name
     if "predictor" in explained.columns:
         source = road_source(explained["predictor"])
-    elif "estimator" in explained.columns and set(explained["estimator"]) != {name}:
-        source = explained["estimator"].astype(str).to_numpy()  # a composite road's parts
+    elif "road_part" in explained.columns:
+        source = explained["road_part"].astype(str).to_numpy()  # a composite road's parts
     else:
         return name
     time = explained["time_s"].to_numpy(float)

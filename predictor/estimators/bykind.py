@@ -2,7 +2,7 @@
 
 ``roofcast.defaults.GRAPH_ROAD_BY_KIND`` names it (``*``: kinds with no measurement). Rows are
 split by ``device_kind``, each part explained by its road and put back in their order; the
-``estimator`` column names the road that timed each row. A what-if device keeps its base's kind,
+``road_part`` column names the road that timed each row. A what-if device keeps its base's kind,
 so every part stays monotone (each road passes the invariants). Table and rule:
 ``benchmarks/road_choice.py``, docs/design/road.md.
 """
@@ -17,6 +17,8 @@ import pandas as pd
 from roofcast.defaults import GRAPH_ROAD_BY_KIND
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators.base import AnalyticalEstimator, check_features
+from roofcast.predictor.estimators.roofline import NoOverlap, Roofline, RooflineEff, TimeRoofline
+from roofcast.predictor.estimators.traffic import Traffic
 
 
 class ByKind(AnalyticalEstimator):
@@ -34,8 +36,6 @@ class ByKind(AnalyticalEstimator):
         return roads.get(kind, roads.get("*", "time-roofline"))
 
     def explain(self, X: pd.DataFrame) -> pd.DataFrame:
-        from roofcast.predictor.estimators import ESTIMATORS
-
         check_features(X, ("device_kind",))
         kinds = X["device_kind"].astype(str).to_numpy()
         parts, order = [], []
@@ -48,6 +48,12 @@ class ByKind(AnalyticalEstimator):
             parts.append(ESTIMATORS[road]().explain(X.iloc[rows]))
             order.append(rows)
         if not parts:
-            return ESTIMATORS[self.road_of("*")]().explain(X)
+            parts, order = [ESTIMATORS[self.road_of("*")]().explain(X)], [np.arange(len(X))]
         out = pd.concat(parts)
-        return out.iloc[np.argsort(np.concatenate(order), kind="stable")]
+        out = out.iloc[np.argsort(np.concatenate(order), kind="stable")]
+        return out.assign(road_part=out["estimator"], estimator=self.name)
+
+
+#: the roads a kind may name (the analytical estimators but this one).
+ESTIMATORS: dict[str, type[AnalyticalEstimator]] = {
+    cls.name: cls for cls in (Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic)}

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from roofcast.app.cli import main
+from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.predictor.runtimes import default_runtime_name, get_runtime, runtime_names
 
 GPU, CPU = "t4", "xeon-8480plus"
@@ -79,16 +80,16 @@ def test_predict_states_the_runtime_and_estimator_in_every_format(capsys):
     assert (doc["runtime"], doc["estimator"]) == (default_runtime_name("gpu"), "roofline")
     assert doc["fusion"] is get_runtime(doc["runtime"]).fusion_default
     doc = run_json(capsys, "predict", "resnet50", "--hw", CPU, "--runtime", "torch-compile")
-    assert (doc["runtime"], doc["estimator"]) == ("torch-compile", "time-roofline")
+    assert (doc["runtime"], doc["estimator"]) == ("torch-compile", GRAPH_ESTIMATOR)
     assert main(["predict", "resnet50", "--hw", GPU, "--runtime", "tensorrt"]) == 0
     head = capsys.readouterr().out.split("== ops ==")[0]
     assert "runtime: tensorrt\n" in head
-    assert "estimator: time-roofline\n" in head
+    assert f"estimator: {GRAPH_ESTIMATOR}\n" in head
     assert main(["predict", "resnet50", "--hw", CPU, "--format", "csv", "--top", "3"]) == 0
     ops = pd.read_csv(io.StringIO(capsys.readouterr().out.split("\n\n")[0]), comment="#")
     assert len(ops) == 3
     assert set(ops["runtime"]) == {"onnxruntime-cpu"}
-    assert set(ops["estimator"]) == {"time-roofline"}
+    assert set(ops["estimator"]) == {GRAPH_ESTIMATOR}
 
 
 FUSION_ARGV = ("predict", "resnet50", "--hw", CPU, "--runtime", "onnxruntime-cpu")
@@ -117,7 +118,7 @@ def test_compare_gives_each_device_its_runtime(capsys):
     by_device = {r["device"]: r["runtime"] for r in doc["devices"]}
     assert by_device == {GPU: default_runtime_name("gpu"), CPU: default_runtime_name("cpu")}
     assert doc["runtime"] == f"{default_runtime_name('gpu')}, {default_runtime_name('cpu')}"
-    assert doc["estimator"] == "time-roofline"
+    assert doc["estimator"] == GRAPH_ESTIMATOR
     doc = run_json(capsys, "compare", "resnet50", "--hw", f"{GPU},{CPU}",
                    "--runtime", "torch-compile", "--estimator", "roofline")
     assert {r["runtime"] for r in doc["devices"]} == {"torch-compile"}
@@ -125,7 +126,7 @@ def test_compare_gives_each_device_its_runtime(capsys):
     assert main(["compare", "resnet50", "--hw", f"{GPU},{CPU}", "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(table["runtime"]) == [default_runtime_name("gpu"), default_runtime_name("cpu")]
-    assert set(table["estimator"]) == {"time-roofline"}
+    assert set(table["estimator"]) == {GRAPH_ESTIMATOR}
 
 
 def test_sweep_command_cells_runtime_and_estimator(capsys):
@@ -134,7 +135,7 @@ def test_sweep_command_cells_runtime_and_estimator(capsys):
     cells = pd.DataFrame(doc["cells"])
     assert len(cells) == 2 * 2 * 2
     assert set(cells["runtime"]) == {"tensorrt"}
-    assert (doc["runtime"], doc["estimator"]) == ("tensorrt", "time-roofline")
+    assert (doc["runtime"], doc["estimator"]) == ("tensorrt", GRAPH_ESTIMATOR)
     base = cells[cells["device"] == GPU]
     assert (base["speedup"] == 1.0).all()
     b1 = base[(base["batch"] == 1) & (base["precision"] == "fp32")]["time_ms"].item()
@@ -143,7 +144,7 @@ def test_sweep_command_cells_runtime_and_estimator(capsys):
     assert main(["sweep", "resnet50", "--hw", CPU, "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(table["runtime"]) == [default_runtime_name("cpu")]
-    assert list(table["estimator"]) == ["time-roofline"]
+    assert list(table["estimator"]) == [GRAPH_ESTIMATOR]
 
 
 def test_advise_states_runtime_and_estimator(capsys):

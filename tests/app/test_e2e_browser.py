@@ -86,8 +86,7 @@ def test_issue13_app_fixes_as_drawn(tmp_path, monkeypatch):
     from selenium.webdriver.common.by import By
 
     env = {"ROOFCAST_HW_DIR": str(tmp_path / "devices"),
-           "ROOFCAST_DATA_DIR": str(tmp_path / "data"),
-           "ROOFCAST_LEARNED_MODEL": str(tmp_path / "no-model")}
+           "ROOFCAST_DATA_DIR": str(tmp_path / "data")}  # learned model: the shipped one
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     measured = tmp_path / "measured.onnx"
@@ -199,8 +198,7 @@ def test_issue25_newcomer_frictions_as_drawn(tmp_path):
     shots = Path(os.environ.get("ROOFCAST_E2E_SHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     env = {"ROOFCAST_HW_DIR": str(tmp_path / "devices"),
-           "ROOFCAST_DATA_DIR": str(tmp_path / "data"),
-           "ROOFCAST_LEARNED_MODEL": str(tmp_path / "no-model")}
+           "ROOFCAST_DATA_DIR": str(tmp_path / "data")}  # learned model: the shipped one
     unbound = tmp_path / "unbound.onnx"
     unbound.write_bytes(tiny_onnx("N"))
     graph = import_model(zoo.model_path("resnet50"), dims={"batch": 1})

@@ -84,7 +84,7 @@ def test_engine_recipe_gives_a_serving_engine():
     p = roofcast.llm("llama-3.1-8b", "h100-sxm", runtime="my-engine", input_tokens=256,
                      output_tokens=16)
     assert p.tpot_s > 0
-    assert any("uncalibrated" in note for note in p.notes)  # what the recipe promises
+    assert any("not fitted to serving runs" in note for note in p.notes)  # what it promises
 
 
 def test_estimator_recipe_predicts_through_the_api():

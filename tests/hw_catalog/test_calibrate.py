@@ -110,12 +110,17 @@ def test_quick_calibration_writes_a_valid_local_device(user_folder: Path, capsys
 
 def test_calibrate_output_option(tmp_path: Path, user_folder: Path, capsys,
                                  monkeypatch: pytest.MonkeyPatch):
-    """--output writes elsewhere; the doc is validated before the atomic replace."""
+    """--output writes elsewhere, into a folder that exists (as every --output FILE); the doc
+    is validated before the atomic replace."""
     import roofcast.hw_catalog.calibrate as cal
 
     fake = {"id": "local"}  # what a broken measurement would produce: invalid, never written
     monkeypatch.setattr(cal, "run_calibration", lambda quick, progress: fake)
     target = tmp_path / "out" / "local.toml"
+    assert main(["hw", "calibrate", "--quick", "--output", str(target)]) == 2
+    assert "folder" in capsys.readouterr().err
+    assert not target.parent.exists()
+    target.parent.mkdir()
     rc = main(["hw", "calibrate", "--quick", "--output", str(target)])
     assert rc == 2
     assert "missing required key 'name'" in capsys.readouterr().err

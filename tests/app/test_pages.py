@@ -446,7 +446,8 @@ def test_measurements_page_lists_the_rows_roofcast_measure_wrote(isolated, capsy
                for w in at.warning)
 
 
-def test_learned_estimator_without_a_model_is_a_message():
+def test_learned_estimator_without_a_model_is_a_message(isolated, monkeypatch):
+    monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(isolated / "no-model"))
     at = start("predict")
     at.selectbox(key="_w_predict_estimator").set_value("auto").run()
     assert not at.exception

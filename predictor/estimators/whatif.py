@@ -32,14 +32,26 @@ SCALAR_FIGURES: dict[str, str] = {
 }
 
 
+def _catalog_device(device_id: str) -> bool:
+    """Whether the catalog holds ``device_id`` as the id (not an alias) of a real device."""
+    try:
+        spec = get_device(device_id)
+    except HardwareSpecError:
+        return False
+    return spec.id == device_id and not spec.is_derived
+
+
 def _root(device_id: str) -> tuple[HardwareSpec, HardwareSpec] | None:
     """``what_if_root``; an inline id (``BASE:key=value``) derived in another process (a sweep
-    worker) is derived here first."""
+    worker) is derived here first. A catalog id is the catalog device even when this process
+    derived a variant under that id (``derive(..., id="mi300x")`` must not shadow its rows)."""
     if what_if_root(device_id) is None and ":" in device_id:
         try:
             get_device(device_id)
         except HardwareSpecError:
             return None
+    elif ":" not in device_id and what_if_root(device_id) and _catalog_device(device_id):
+        return None
     return what_if_root(device_id)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -50,6 +52,19 @@ def test_efficiency_view_gives_a_what_if_device_its_base_figures(changes):
 
 def test_a_catalog_device_is_left_alone():
     X = features(ROWS, device="h100-sxm")
+    assert efficiency_view(X) is X
+    assert list(efficiency_devices(X)) == ["h100-sxm"] * len(ROWS)
+
+
+@pytest.mark.parametrize("base", ["h100-sxm", "a100-40gb-sxm"])
+def test_a_derived_device_reusing_a_catalog_id_does_not_shadow_the_catalog_device(
+        base, monkeypatch):
+    """A variant derived earlier under the catalog id (as a test parameter, at collection time)
+    once made every later row of the real device read the variant's figures."""
+    monkeypatch.setattr(sys.modules[what_if_root.__module__], "_ROOTS", {})  # variant stays here
+    derive(get_device(base), id="h100-sxm", peak_scale=1.5)
+    X = features(ROWS, device="h100-sxm")
+    assert _root("h100-sxm") is None
     assert efficiency_view(X) is X
     assert list(efficiency_devices(X)) == ["h100-sxm"] * len(ROWS)
 

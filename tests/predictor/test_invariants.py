@@ -5,8 +5,9 @@ for each, a what-if copy with 2x memory bandwidth and one with 2x every peak:
 time positive and finite; more bandwidth or more FLOP/s never slower; fusion never slower;
 a training step costs more than inference; memory grows with batch.
 ResNet-50 runs on every catalog device, the other models on a handful of device classes; the
-per-estimator check runs ResNet-50 on that handful, and every zoo model on each road that takes
-an efficiency from the device (learned, auto, roofline+eff: a what-if device keeps its base's).
+per-estimator check runs ResNet-50 on that handful, and one model per graph kind on each road
+that takes an efficiency from the device (learned, auto, roofline+eff: a what-if device keeps
+its base's; every zoo model: the invariants column of benchmarks/road_choice.py).
 """
 
 from __future__ import annotations

@@ -241,16 +241,22 @@ def _system_bodies() -> dict[str, bytes | str]:
     return bodies
 
 
+def _user_file_cases(surface: str, rel: str, bodies: dict[str, bytes | str],
+                     commands: tuple[tuple[str, ...], ...]) -> Iterator[Case]:
+    """Each body written to ``rel`` under every command, then ``rel`` as each special file
+    under the first command."""
+    for name, body in bodies.items():
+        data = body.encode() if isinstance(body, str) else body
+        for argv in commands:
+            yield Case(surface, f"{name} | {' '.join(argv[:2])}", argv, (("file", rel, data),))
+    for name, files in _special_files(rel).items():
+        yield Case(surface, f"file is {name}", commands[0], files)
+
+
 def _user_systems() -> Iterator[Case]:
     commands = (("systems", "list"), ("systems", "show", "mine"),
                 ("plan", "llama-3.1-8b", "--system", "mine", "--global-batch", "64"))
-    for name, body in _system_bodies().items():
-        data = body.encode() if isinstance(body, str) else body
-        for argv in commands:
-            yield Case("user-systems", f"{name} | {' '.join(argv[:2])}", argv,
-                       (("file", "systems/mine.toml", data),))
-    for name, files in _special_files("systems/mine.toml").items():
-        yield Case("user-systems", f"file is {name}", ("systems", "list"), files)
+    yield from _user_file_cases("user-systems", "systems/mine.toml", _system_bodies(), commands)
     yield Case("user-systems", "folder is a file", ("systems", "list"),
                env=(("ROOFCAST_SYSTEMS_DIR", "{fence}/secret.toml"),))
     yield Case("user-systems", "folder links to /etc", ("systems", "list"),
@@ -285,13 +291,8 @@ def _runtime_bodies() -> dict[str, bytes | str]:
 def _runtime_profiles() -> Iterator[Case]:
     commands = (("runtimes", "list"), ("runtimes", "show", "mine"),
                 ("llm", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "mine"))
-    for name, body in _runtime_bodies().items():
-        data = body.encode() if isinstance(body, str) else body
-        for argv in commands:
-            yield Case("runtime-profiles", f"{name} | {' '.join(argv[:2])}", argv,
-                       (("file", "runtimes/mine.toml", data),))
-    for name, files in _special_files("runtimes/mine.toml").items():
-        yield Case("runtime-profiles", f"file is {name}", ("runtimes", "list"), files)
+    yield from _user_file_cases("runtime-profiles", "runtimes/mine.toml", _runtime_bodies(),
+                                commands)
 
 
 # ------------------------------------------------------------------------- models and data

@@ -310,8 +310,8 @@ def checked_chunks(path: str | Path, *, source: str | None = None, max_rows: int
         problems += checked.problems + _repeats(checked.frame["row_key"], raw.index, seen)
         last_line = int(raw.index[-1])
         if len(problems) >= MAX_LISTED:
-            raise MeasurementError(format_problems(sorted(problems), path.name) +
-                                   f"\n  (stopped reading at line {last_line})")
+            raise MeasurementError(f"{format_problems(sorted(problems), path.name)} "
+                                   f"(stopped reading at line {last_line})")
         if not problems:
             yield checked.frame
     if problems:

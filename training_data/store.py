@@ -72,15 +72,19 @@ def default_path() -> Path:
 
 
 def format_problems(problems: list[Problem], what: str, limit: int = MAX_LISTED) -> str:
-    """``what`` + how many rows are bad + the first ``limit`` problems, one per line."""
+    """One line: ``what`` + how many rows are bad + the first ``limit`` problems.
+
+    One line because every CLI refusal is one line (the CLI's error contract); problems are
+    " | "-separated (reasons hold ";"), each with its file line number.
+    """
     lines = sorted({ln for ln, _ in problems})
     file_wide = all(ln == 1 for ln in lines)
     head = (f"{what}: {len(problems)} problem(s) with the columns" if file_wide else
             f"{what}: {len([ln for ln in lines if ln > 1])} bad row(s)")
-    body = [f"  line {ln}: {reason}" for ln, reason in problems[:limit]]
+    body = [f"line {ln}: {reason}" for ln, reason in problems[:limit]]
     if len(problems) > limit:
-        body.append(f"  ... and {len(problems) - limit} more problem(s)")
-    return "\n".join([head + "; nothing was written. Fix them and import again:", *body])
+        body.append(f"... and {len(problems) - limit} more problem(s)")
+    return f"{head}; nothing was written: {' | '.join(body)} -- fix them and import again"
 
 
 def _use_wal(con: sqlite3.Connection) -> None:

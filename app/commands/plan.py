@@ -30,6 +30,8 @@ from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
 
 MODES = ("train", "infer", "serve")
 RECOMPUTE = {"both": (False, True), "on": (True,), "off": (False,)}
+#: generated tokens per request of a serving plan when --output-tokens is not given
+SERVE_OUTPUT_TOKENS = 128
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,8 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seq", type=positive_int, metavar="N",
                    help="tokens per sample (LLM default 4096, capped at its context; a graph's "
                         "'sequence' dim); serve: prompt tokens (default 512)")
-    p.add_argument("--output-tokens", type=positive_int, default=128, metavar="M",
-                   help="serve: generated tokens per request (default 128)")
+    p.add_argument("--output-tokens", type=positive_int, metavar="M",
+                   help=f"serve: generated tokens per request (default {SERVE_OUTPUT_TOKENS})")
     p.add_argument("--zero", type=zero_stages, default=(0, 1), metavar="STAGES",
                    help="ZeRO stages to try, comma-separated (default 0,1)")
     p.add_argument("--recompute", choices=tuple(RECOMPUTE), default="both",
@@ -98,6 +100,9 @@ def check_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.mode == "serve" and args.tp_comm_overlap is not None:
         raise PredictionError("--tp-comm-overlap applies to train/infer plans; serving plans "
                               "do not model it (drop the flag)")
+    if args.mode != "serve" and args.output_tokens is not None:
+        raise PredictionError(f"--output-tokens applies to --mode serve; a {args.mode} plan "
+                              f"takes --seq tokens per sample (drop the flag)")
     if args.mode == "serve" and args.dim:
         raise PredictionError("--dim applies to ONNX graphs; serving plans take an LLM config")
     return where
@@ -134,10 +139,10 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
     kw: dict[str, Any] = {} if args.estimator is None else {"estimator": args.estimator}
     if args.mode == "serve":
         options = {"runtime": args.runtime} if args.runtime else {}
+        out_tokens = args.output_tokens or SERVE_OUTPUT_TOKENS
         df = parallel_api.plan(args.model, target, mode="serve", global_batch=args.global_batch,
-                               seq_tokens=args.seq, output_tokens=args.output_tokens,
-                               **options, **kw)
-        header.update({"input_tokens": args.seq or 512, "output_tokens": args.output_tokens})
+                               seq_tokens=args.seq, output_tokens=out_tokens, **options, **kw)
+        header.update({"input_tokens": args.seq or 512, "output_tokens": out_tokens})
         return serving_output(df, args.format, top, header)
     dims = bind_dims(args.dim)
     source = parallel_api.parallel_source(
@@ -173,7 +178,7 @@ def capacity_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str,
     arch = api.llm_arch(args.model)
     df = api.plan(arch, **where, rate=args.rate, slo_ttft_ms=args.slo_ttft,
                   slo_tpot_ms=args.slo_tpot, input_tokens=args.seq or 512,
-                  output_tokens=args.output_tokens,
+                  output_tokens=args.output_tokens or SERVE_OUTPUT_TOKENS,
                   weights=args.weights or arch.weight_dtype or "fp16", kv_cache=args.kv,
                   runtime=args.runtime, **kw)
     best = df.iloc[0] if len(df) and bool(df["meets"].iloc[0]) else None

@@ -23,6 +23,8 @@ from tests.predictor.parallel.engine_helpers import FakeSource
     (("llama-3.1-8b", "--system", "nope-box", "--global-batch", "8"), "nope-box"),
     (("llama-3.1-8b", "--hw", "h100-sxm", "--global-batch", "8"), "--devices"),
     (("llama-3.1-8b", "--system", "hgx-h100", "--mode", "serve", "--dim", "x=1"), "--dim"),
+    (("llama-3.1-8b", "--system", "hgx-h100", "--global-batch", "8", "--output-tokens", "9"),
+     "--output-tokens applies to --mode serve"),
 ])
 def test_bad_requests_are_one_line_errors(capsys, argv, match):
     assert match in user_error(capsys, "plan", *argv)

@@ -126,7 +126,7 @@ BAD_CSVS = {
     "ragged CSV": (
         f"{HEADER}\n{GOOD},extra,cells\n\nMatMul,t4\n",
         r"m.csv: not a well-formed CSV: 2 bad row\(s\)[\s\S]*line 2: 7 cells but the header has 5 "
-        r"\(quote values that contain commas\)\n  line 4: 2 cells"),
+        r"\(quote values that contain commas\) \| line 4: 2 cells"),
     "unclosed quote": (
         f'{HEADER},attrs\n{GOOD},"{{\n',
         r"line 2: attrs: bad JSON '\{\\n' \(Expecting property name"),

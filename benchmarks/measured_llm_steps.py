@@ -22,12 +22,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measured_gpus import add_gpu_option, chosen_gpus, gpu_folders
+
 import roofcast
 
-MEASURED = Path(__file__).resolve().parents[1] / "training_data/measured"
 #: --gpu name -> (data folder, catalog device id)
-GPUS = {"h100": (MEASURED / "h100_llm_steps_2026-11-27", "h100-sxm"),
-        "h200": (MEASURED / "h200_llm_steps_2026-11-27", "h200")}
+GPUS = gpu_folders("llm_steps_2026-11-27")
 
 
 def predict(df: pd.DataFrame, runtimes: list[str]) -> pd.DataFrame:
@@ -64,15 +65,12 @@ def summary(df: pd.DataFrame, runtimes: list[str]) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpu", default="h100,h200", help="measured GPUs: " + ", ".join(GPUS))
+    add_gpu_option(ap)
     ap.add_argument("--runtimes", default="vllm,tensorrt-llm,sglang")
     ap.add_argument("--format", choices=("table", "csv"), default="table")
     args = ap.parse_args(argv)
     runtimes = [r for r in args.runtimes.split(",") if r]
-    gpus = [g for g in args.gpu.split(",") if g]
-    unknown = sorted(set(gpus) - set(GPUS))
-    if unknown:
-        ap.error(f"unknown --gpu {', '.join(unknown)}; choose from {', '.join(GPUS)}")
+    gpus = chosen_gpus(ap, args.gpu)
     meas = pd.concat([pd.read_csv(GPUS[g][0] / "steps.csv").assign(gpu=g) for g in gpus],
                      ignore_index=True)
     meas = meas[meas["error"].isna() & meas["graph_ms"].notna()]

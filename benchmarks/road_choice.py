@@ -6,8 +6,9 @@ invariants] [--cpu-measured FILE]``.
 Columns (each the median |predicted / measured - 1| over its rows; nothing here is fitted):
 * ``gpu_fp32``: NeuSight's whole-model PyTorch-eager latencies (GPT-3 XL / 2.7B, Switch-XL, fp32;
   ``runtime_validation.whole_model``); ``--quick``: batch <= 2.
-* ``h200_fp32`` / ``h200_tc``: this project's H200 eager whole models at fp32 and at tensor-core
-  precisions (tf32 / bf16 / fp16) (``h200_measured``).
+* ``h200_fp32`` / ``h200_tc``: this project's H200 eager whole models at fp32 (TF32 off, as the
+  collector ran them: runtime ``pytorch-eager-fp32-strict``) and at tensor-core precisions
+  (tf32 / bf16 / fp16) (``h200_measured``).
 * ``vidur_fp16``: Vidur's per-op LLM layer timings on A100 / H100 / A40 against the serving
   road's kernels (``llm_accuracy.vidur_rows``).
 * ``cpu`` / ``cpu_worst``: this CPU's held-out ONNX exports (``cpu_runtime_check``, plan ``ort``,

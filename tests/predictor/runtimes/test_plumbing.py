@@ -79,6 +79,10 @@ def test_tf32_on_ampere_for_the_families_the_runtime_runs_as_tf32():
     assert peak(mm, A100, "tensorrt")[0] == "tf32"
     # V100 has no TF32 unit: fp32 stays fp32
     assert peak(conv, V100, "pytorch-eager")[0] == "fp32"
+    # PyTorch with cudnn.allow_tf32 = False: convolutions stay fp32 too
+    assert peak(conv, A100, "pytorch-eager-fp32-strict") == (
+        "fp32", a100.peak("matrix", "fp32").flops_per_s)
+    assert peak(mm, A100, "pytorch-eager-fp32-strict")[0] == "fp32"
     # fp16 runs are untouched
     w16 = workload_table(conv, RunConfig(precision="fp16"), "pytorch-eager")
     f16 = featurize(w16, a100, RunConfig(precision="fp16"), get_runtime("pytorch-eager"))

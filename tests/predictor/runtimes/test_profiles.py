@@ -16,7 +16,8 @@ from roofcast.predictor.runtimes import (
 )
 from roofcast.predictor.runtimes.profile import profile_from_document
 
-BUILTINS = ("onnxruntime-cpu", "pytorch-eager", "torch-compile", "tensorrt", "vllm",
+BUILTINS = ("onnxruntime-cpu", "pytorch-eager", "pytorch-eager-fp32-strict", "torch-compile",
+            "tensorrt", "vllm",
             "vllm-2024", "tensorrt-llm", "tensorrt-llm-2024", "sglang", "llama.cpp",
             "deepspeed-mii", "megatron-lm")
 ENGINES = ("vllm-2024", "tensorrt-llm-2024", "llama.cpp", "deepspeed-mii", "vllm",
@@ -60,6 +61,19 @@ def test_a_whatif_launch_overhead_acts_or_says_why_not():
     assert whatif_launch_notes(eager, get_device("h100-sxm:launch_overhead_us=50")) == ()
     (note,) = whatif_launch_notes(eager, get_device("h100-sxm:launch_overhead_us=0.5"))
     assert "changes nothing under this runtime" in note
+
+
+def test_the_strict_fp32_eager_profile_is_pytorch_eager_without_tf32():
+    """Every execution key equal to pytorch-eager's but ``tf32_families`` (and 'tf32', which a
+    run with TF32 switched off cannot ask for)."""
+    eager, strict = get_runtime("pytorch-eager"), get_runtime("pytorch-eager-fp32-strict")
+    assert strict.tf32_families == ()
+    assert eager.tf32_families == ("conv",)
+    assert strict.precisions == tuple(p for p in eager.precisions if p != "tf32")
+    same = ("device_kinds", "patterns", "fusion_patterns", "fusion_default", "graph_capture",
+            "attention", "attention_score_passes", "learned_from", "vendors", "serving")
+    assert {k: getattr(strict, k) for k in same} == {k: getattr(eager, k) for k in same}
+    assert dict(strict.dispatch_floor_us) == dict(eager.dispatch_floor_us)
 
 
 def test_builtins_load_with_the_documented_defaults():

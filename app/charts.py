@@ -11,7 +11,7 @@ Roofline trajectories (Javed et al. 2019): the same op's point as a setting chan
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -347,16 +347,29 @@ def speedup_bars(df: pd.DataFrame, baseline: str) -> go.Figure:
     return _layout(fig, f"Speedup over {baseline}", height=max(280, 52 * len(df) + 110))
 
 
+def _stacked_bars(parts: Iterable[tuple[pd.Series, str, str]], rows: pd.Series, unit: str
+                  ) -> go.Figure:
+    """Horizontal bars stacked along ``rows``: one trace per (values, name, color) part, its
+    values hovered in ``unit``."""
+    fig = go.Figure()
+    for values, name, color in parts:
+        fig.add_trace(go.Bar(x=values, y=rows, orientation="h", name=name, marker_color=color,
+                             hovertemplate=f"%{{y}}: %{{x:.4g}} {unit} {name}<extra></extra>"))
+    return fig.update_layout(barmode="stack")
+
+
+def _capacity_ticks(fig: go.Figure, capacity_gib: pd.Series, rows: pd.Series, size: int) -> None:
+    """A black tick at each row's device capacity (GiB) over its stacked memory bar."""
+    fig.add_trace(go.Scatter(x=capacity_gib, y=rows, mode="markers", name="device capacity",
+                             marker={"symbol": "line-ns-open", "size": size, "color": "#000",
+                                     "line": {"width": 3}},
+                             hovertemplate="%{y}: capacity %{x:.4g} GiB<extra></extra>"))
+
+
 def bound_mix(df: pd.DataFrame) -> go.Figure:
     """Stacked horizontal bars: each device's predicted time split by bound (ms)."""
-    fig = go.Figure()
-    for bound, color in BOUND_COLORS.items():
-        col = f"{bound}_ms"
-        if col in df:
-            fig.add_trace(go.Bar(x=df[col], y=df["device"], orientation="h", name=bound,
-                                 marker_color=color,
-                                 hovertemplate="%{y}: %{x:.4g} ms " + bound + "<extra></extra>"))
-    fig.update_layout(barmode="stack")
+    fig = _stacked_bars(((df[f"{bound}_ms"], bound, color) for bound, color in BOUND_COLORS.items()
+                         if f"{bound}_ms" in df), df["device"], "ms")
     total = sum(df[f"{b}_ms"] for b in BOUND_COLORS if f"{b}_ms" in df)
     _device_rows(fig, df["device"], [f"<b>{t:.4g} ms</b>" for t in total])
     return _layout(fig, "Bottleneck mix (predicted ms by bound)",
@@ -488,17 +501,9 @@ def llm_memory_bars(df: pd.DataFrame) -> go.Figure:
     """Per device (rows of ``roofcast.api.llm_frame``): weights, KV cache, activations and the
     engine reserve stacked (GiB) against the device capacity (a black tick); the total over the
     capacity written beside the plot."""
-    fig = go.Figure()
-    for col, (name, color) in LLM_MEMORY_PARTS.items():
-        fig.add_trace(go.Bar(x=df[col], y=df["device"], orientation="h", name=name,
-                             marker_color=color,
-                             hovertemplate="%{y}: %{x:.4g} GiB " + name + "<extra></extra>"))
-    fig.add_trace(go.Scatter(x=df["capacity_GiB"], y=df["device"], mode="markers",
-                             name="device capacity",
-                             marker={"symbol": "line-ns-open", "size": 26, "color": "#000",
-                                     "line": {"width": 3}},
-                             hovertemplate="%{y}: capacity %{x:.4g} GiB<extra></extra>"))
-    fig.update_layout(barmode="stack")
+    fig = _stacked_bars(((df[col], name, color) for col, (name, color) in
+                         LLM_MEMORY_PARTS.items()), df["device"], "GiB")
+    _capacity_ticks(fig, df["capacity_GiB"], df["device"], 26)
     fig.update_xaxes(title="GiB")
     _device_rows(fig, df["device"], [
         f"<b>{t:.4g} / {c:.4g} GiB</b><br>{'fits' if f else 'does not fit'}" for t, c, f in
@@ -524,12 +529,8 @@ def plan_step_bars(table: pd.DataFrame) -> go.Figure:
     """One horizontal bar per plan (rows of ``PlanSearch.table``, best first, labelled by
     ``plan``): compute, exposed communication, pipeline bubble and optimizer stacked (seconds);
     the step time and fit written beside each bar."""
-    fig = go.Figure()
-    for col, (name, color) in PLAN_STEP_PARTS.items():
-        fig.add_trace(go.Bar(x=table[col], y=table["plan"], orientation="h", name=name,
-                             marker_color=color,
-                             hovertemplate="%{y}: %{x:.4g} s " + name + "<extra></extra>"))
-    fig.update_layout(barmode="stack")
+    fig = _stacked_bars(((table[col], name, color) for col, (name, color) in
+                         PLAN_STEP_PARTS.items()), table["plan"], "s")
     fig.update_xaxes(title="seconds per step")
     _device_rows(fig, table["plan"], [
         f"<b>{s:.4g} s</b><br>{'fits' if f else 'does not fit'}"
@@ -541,17 +542,9 @@ def plan_memory_bars(table: pd.DataFrame) -> go.Figure:
     """Per plan: the most loaded device's weights, gradients, optimizer states, activations and
     working set stacked (GiB) against the device capacity (a black tick)."""
     gib = 2.0**30
-    fig = go.Figure()
-    for col, (name, color) in PLAN_MEMORY_PARTS.items():
-        fig.add_trace(go.Bar(x=table[col] / gib, y=table["plan"], orientation="h", name=name,
-                             marker_color=color,
-                             hovertemplate="%{y}: %{x:.4g} GiB " + name + "<extra></extra>"))
-    fig.add_trace(go.Scatter(x=table["capacity_bytes"] / gib, y=table["plan"], mode="markers",
-                             name="device capacity",
-                             marker={"symbol": "line-ns-open", "size": 22, "color": "#000",
-                                     "line": {"width": 3}},
-                             hovertemplate="%{y}: capacity %{x:.4g} GiB<extra></extra>"))
-    fig.update_layout(barmode="stack")
+    fig = _stacked_bars(((table[col] / gib, name, color) for col, (name, color) in
+                         PLAN_MEMORY_PARTS.items()), table["plan"], "GiB")
+    _capacity_ticks(fig, table["capacity_bytes"] / gib, table["plan"], 22)
     fig.update_xaxes(title="GiB per device")
     _device_rows(fig, table["plan"], [
         f"<b>{t / gib:.4g} / {c / gib:.4g} GiB</b>" for t, c in

@@ -31,7 +31,8 @@ from typing import Any
 from roofcast.hw_catalog.derive import derive, derive_from_file_doc, parse_inline
 from roofcast.hw_catalog.device_files import (
     SkippedFiles,
-    device_files,
+    catalog_files,
+    check_file_name,
     fingerprint,
     read_device_file,
 )
@@ -184,24 +185,18 @@ def _load_cached(builtin: Path, user: Path, fingerprint: tuple[Any, ...]) -> Cat
     del fingerprint  # only part of the cache key: a changed file reloads
     skipped = SkippedFiles()
     raw: Raw = {}
-    for folder, origin in ((builtin, "builtin"), (user, "user")):
-        if builtin == user and origin == "user":
-            continue
-        for path in device_files(folder):
-            with skipped.guard(path, origin):
-                doc = read_device_file(path, folder)
-                validate_document(doc, str(path), derived="base" in doc)
-                dev_id = doc["id"]
-                if path.stem != dev_id:
-                    raise HardwareSpecError(
-                        f"{path}: file name must be '{dev_id}.toml' to match its id {dev_id!r}; "
-                        f"rename the file or fix the id")
-                if dev_id in raw:
-                    raise HardwareSpecError(
-                        f"device id {dev_id!r} is defined twice: {raw[dev_id][1]} and {path}; "
-                        f"ids must be unique across built-in and user device files")
-                file_origin = "local" if (origin == "user" and dev_id == LOCAL_ID) else origin
-                raw[dev_id] = (doc, path, file_origin)
+    for folder, path, origin in catalog_files(builtin, user):
+        with skipped.guard(path, origin):
+            doc = read_device_file(path, folder)
+            validate_document(doc, str(path), derived="base" in doc)
+            dev_id = doc["id"]
+            check_file_name(path, dev_id)
+            if dev_id in raw:
+                raise HardwareSpecError(
+                    f"device id {dev_id!r} is defined twice: {raw[dev_id][1]} and {path}; "
+                    f"ids must be unique across built-in and user device files")
+            file_origin = "local" if (origin == "user" and dev_id == LOCAL_ID) else origin
+            raw[dev_id] = (doc, path, file_origin)
     names = _name_index(raw, skipped)
     raw = {i: v for i, v in raw.items() if i not in skipped.ids}
     devices: dict[str, HardwareSpec] = {}

@@ -27,8 +27,9 @@ from roofcast.hw_catalog.safe_load import MAX_KEY_PARTS, load_toml
 
 MAX_FILE_BYTES = 256 * 1024
 """Largest device file read (bytes)."""
-__all__ = ["MAX_FILE_BYTES", "MAX_KEY_PARTS", "SkippedFiles", "device_files", "fingerprint",
-           "parse_toml", "read_bytes", "read_device_file"]
+__all__ = ["MAX_FILE_BYTES", "MAX_KEY_PARTS", "SkippedFiles", "catalog_files",
+           "check_file_name", "device_files", "fingerprint", "parse_toml", "read_bytes",
+           "read_device_file"]
 
 
 def device_files(folder: Path) -> list[Path]:
@@ -37,6 +38,23 @@ def device_files(folder: Path) -> list[Path]:
         return sorted(folder.glob("*.toml")) if folder.is_dir() else []
     except OSError:
         return []
+
+
+def catalog_files(builtin: Path, user: Path) -> Iterator[tuple[Path, Path, str]]:
+    """(folder, file, origin) of each file of the built-in folder ("builtin") then the user's
+    ("user"); a user folder that is the built-in one is read once."""
+    for folder, origin in ((builtin, "builtin"), (user, "user")):
+        if builtin == user and origin == "user":
+            continue
+        for path in device_files(folder):
+            yield folder, path, origin
+
+
+def check_file_name(path: Path, doc_id: str) -> None:
+    """A file's ``id`` must be its name."""
+    if path.stem != doc_id:
+        raise HardwareSpecError(f"{path}: file name must be '{doc_id}.toml' to match its id "
+                                f"{doc_id!r}; rename the file or fix the id")
 
 
 def fingerprint(folders: tuple[Path, ...]) -> tuple[tuple[str, int, int, int], ...]:

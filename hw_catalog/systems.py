@@ -24,7 +24,8 @@ from roofcast.hw_catalog.catalog import config_folder, get_device, normalize_nam
 from roofcast.hw_catalog.derive import parse_inline
 from roofcast.hw_catalog.device_files import (
     SkippedFiles,
-    device_files,
+    catalog_files,
+    check_file_name,
     fingerprint,
     read_device_file,
 )
@@ -213,26 +214,21 @@ def _load_cached(builtin: Path, user: Path, fingerprint: tuple[Any, ...]) -> Sys
     systems: dict[str, SystemSpec] = {}
     files: dict[str, str] = {}
     names: dict[str, str] = {}
-    for folder, origin in ((builtin, "builtin"), (user, "user")):
-        if builtin == user and origin == "user":
-            continue
-        for path in device_files(folder):
-            with skipped.guard(path, origin):
-                doc = read_device_file(path, folder)
-                validate_system_document(doc, str(path))
-                sys_id = doc["id"]
-                if path.stem != sys_id:
-                    raise HardwareSpecError(f"{path}: file name must be '{sys_id}.toml' to "
-                                            f"match its id {sys_id!r}")
-                own = {normalize_name(n) for n in (sys_id, doc["name"], *doc.get("aliases", []))}
-                for key in own:
-                    if key in names:
-                        raise HardwareSpecError(
-                            f"{path}: id, name or alias of {sys_id!r} collides with system "
-                            f"{names[key]!r} ({files[names[key]]}); make it unique")
-                systems[sys_id] = doc_to_system(doc)
-                files[sys_id] = str(path)
-                names.update(dict.fromkeys(own, sys_id))
+    for folder, path, origin in catalog_files(builtin, user):
+        with skipped.guard(path, origin):
+            doc = read_device_file(path, folder)
+            validate_system_document(doc, str(path))
+            sys_id = doc["id"]
+            check_file_name(path, sys_id)
+            own = {normalize_name(n) for n in (sys_id, doc["name"], *doc.get("aliases", []))}
+            for key in own:
+                if key in names:
+                    raise HardwareSpecError(
+                        f"{path}: id, name or alias of {sys_id!r} collides with system "
+                        f"{names[key]!r} ({files[names[key]]}); make it unique")
+            systems[sys_id] = doc_to_system(doc)
+            files[sys_id] = str(path)
+            names.update(dict.fromkeys(own, sys_id))
     skipped.warn()
     return SystemCatalog(systems=systems, files=files, names=names,
                          skipped=dict(skipped.problems))

@@ -1,7 +1,8 @@
 """PyTorch-eager GPU collector: kernel and whole-model timings on a CUDA device.
 
-Standalone on purpose (imports only torch, and torchvision/transformers for whole models), so it
-runs on a GPU machine where roofcast itself is not installed:
+Standalone on purpose (imports only torch, its sibling ``cuda_timing.py``, and
+torchvision/transformers for whole models), so it runs on a GPU machine where roofcast itself is
+not installed:
 ``python tools/torch_eager.py --out DIR [--only gemm,attention,...]``.
 Writes CSVs (``gemm.csv``, ``attention.csv``, ``vector.csv``, ``models.csv``, ``llm.csv``,
 ``kernels.csv``, ``env.json``). Times are CUDA-event milliseconds: ``graph_ms`` is one replay of a
@@ -23,48 +24,26 @@ import traceback
 from pathlib import Path
 
 import torch
+from cuda_timing import device_env, events_ms, graph_ms, now, warm
 
 DEV = "cuda"
-
-
-def _events_ms(fn, iters: int) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
 
 
 def time_op(fn, *, warmup: int = 2, iters: int = 20, graph_reps: int = 10,
             target_s: float = 0.05) -> dict:
     """Eager mean and CUDA-graph per-op time (ms) of ``fn``; repeats shrink for slow ops so
     each op costs about ``target_s`` of timing."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    one_ms = _events_ms(fn, 1)
+    warm(fn, warmup)
+    one_ms = events_ms(fn, 1)
     iters = max(2, min(iters, int(target_s * 1e3 / max(one_ms, 1e-3))))
     graph_reps = max(1, min(graph_reps, int(0.4 * target_s * 1e3 / max(one_ms, 1e-3))))
-    eager = _events_ms(fn, iters)
-    graph_ms = float("nan")
+    eager = events_ms(fn, iters)
+    graph = float("nan")
     try:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fn()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(graph_reps):
-                fn()
-        g.replay()
-        torch.cuda.synchronize()
-        graph_ms = _events_ms(g.replay, 3) / graph_reps
+        graph = graph_ms(fn, 3, calls=graph_reps)
     except Exception:  # not capturable: eager only
         torch.cuda.synchronize()
-    return {"eager_ms": eager, "graph_ms": graph_ms}
+    return {"eager_ms": eager, "graph_ms": graph}
 
 
 class Writer:
@@ -246,9 +225,8 @@ MODEL_ORDER = ("resnet50", "bert_base", "gpt2", "vit_b_16", "bert_large", "gpt2_
                "t5_encoder", "resnet18", "vgg16", "regnet_y_400mf", "densenet121", "swin_t")
 
 
-@section("models", 140)
-def models(out: Path, deadline: float) -> None:
-    w = Writer(out / "models.csv")
+def _model_rows(w: Writer, column: str, timer, deadline: float) -> None:
+    """Rows of ``column`` (ms, from ``timer(fn)``) for each model, precision and batch."""
     vision = _model_zoo()
     for name in MODEL_ORDER:
         kind = "vision" if name in vision else "hf"
@@ -256,7 +234,7 @@ def models(out: Path, deadline: float) -> None:
             with torch.device(DEV):
                 model = (vision[name]() if kind == "vision" else _hf(name)).eval()
         except Exception as exc:
-            w.row({"model": name, "precision": "", "batch": "", "seq": "", "eager_ms": "",
+            w.row({"model": name, "precision": "", "batch": "", "seq": "", column: "",
                    "error": str(exc)[:200]})
             continue
         for precision in ("fp32", "tf32", "bf16", "fp16"):
@@ -271,75 +249,41 @@ def models(out: Path, deadline: float) -> None:
                 fn = _call(model, kind, batch, seq, tdt)
                 try:
                     with torch.inference_mode():
-                        for _ in range(3):
-                            fn()
-                        torch.cuda.synchronize()
-                        eager = _events_ms(fn, 10)
+                        ms = timer(fn)
                     err = ""
                 except Exception as exc:
-                    eager, err = "", str(exc)[:200]
+                    ms, err = "", str(exc)[:200]
                 w.row({"model": name, "precision": precision, "batch": batch, "seq": seq,
-                       "eager_ms": eager, "error": err})
+                       column: ms, "error": err})
         del model
         torch.cuda.empty_cache()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
 
-def _graphed(fn):
-    """``fn`` captured once in a CUDA graph; returns the replay (GPU time, no host dispatch)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
+def _eager_ms(fn) -> float:
+    warm(fn, 3)
+    return events_ms(fn, 10)
+
+
+def _graph_ms(fn) -> float:
+    try:
+        return graph_ms(fn, 10, side_warmup=2)
+    except Exception:
+        torch.cuda.synchronize()  # the failed capture's work done before the next case
+        raise
+
+
+@section("models", 140)
+def models(out: Path, deadline: float) -> None:
+    """Whole-model forwards launched op by op (PyTorch's dispatch included)."""
+    _model_rows(Writer(out / "models.csv"), "eager_ms", _eager_ms, deadline)
 
 
 @section("models_graph", 150)
 def models_graph(out: Path, deadline: float) -> None:
     """The same forwards replayed from a CUDA graph: the kernels' GPU time without dispatch."""
-    w = Writer(out / "models_graph.csv")
-    vision = _model_zoo()
-    for name in MODEL_ORDER:
-        kind = "vision" if name in vision else "hf"
-        try:
-            with torch.device(DEV):
-                model = (vision[name]() if kind == "vision" else _hf(name)).eval()
-        except Exception as exc:
-            w.row({"model": name, "precision": "", "batch": "", "seq": "", "graph_ms": "",
-                   "error": str(exc)[:200]})
-            continue
-        for precision in ("fp32", "tf32", "bf16", "fp16"):
-            torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-            torch.backends.cudnn.allow_tf32 = precision == "tf32"
-            tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
-            model = model.to(DEV, tdt)
-            for batch in (1, 8, 32):
-                if time.time() > deadline:
-                    return
-                seq = "" if kind == "vision" else 128
-                fn = _call(model, kind, batch, seq, tdt)
-                try:
-                    with torch.inference_mode():
-                        replay = _graphed(fn)
-                        replay()
-                        torch.cuda.synchronize()
-                        graph = _events_ms(replay, 10)
-                    err = ""
-                except Exception as exc:
-                    graph, err = "", str(exc)[:200]
-                    torch.cuda.synchronize()
-                w.row({"model": name, "precision": precision, "batch": batch, "seq": seq,
-                       "graph_ms": graph, "error": err})
-        del model
-        torch.cuda.empty_cache()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    _model_rows(Writer(out / "models_graph.csv"), "graph_ms", _graph_ms, deadline)
 
 
 @section("train", 80)
@@ -368,10 +312,8 @@ def train(out: Path, deadline: float) -> None:
                     opt.step()
                     opt.zero_grad(set_to_none=True)
                 try:
-                    for _ in range(3):
-                        step()
-                    torch.cuda.synchronize()
-                    t, err = _events_ms(step, 5), ""
+                    warm(step, 3)
+                    t, err = events_ms(step, 5), ""
                 except Exception as exc:
                     t, err = "", str(exc)[:200]
                 w.row({"model": name, "precision": precision, "batch": batch, "seq": seq,
@@ -395,9 +337,7 @@ def kernels(out: Path, deadline: float) -> None:
         kind = "vision" if name == "resnet50" else "hf"
         call = _call(net, kind, 8, 128, torch.float16)
         with torch.inference_mode():
-            for _ in range(3):
-                call()
-            torch.cuda.synchronize()
+            warm(call, 3)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 call()
                 torch.cuda.synchronize()
@@ -429,36 +369,31 @@ def llm(out: Path, deadline: float) -> None:
             if time.time() > deadline:
                 return
             ids = torch.randint(0, 32000, (batch, seq), device=DEV)
-            for _ in range(2):
-                res = model(input_ids=ids, use_cache=True)
-            torch.cuda.synchronize()
-            prefill = _events_ms(lambda ids=ids: model(input_ids=ids, use_cache=True), 3)
-            past = res.past_key_values
+
+            def prefill(ids=ids):
+                return model(input_ids=ids, use_cache=True)
+            cache = {"past": prefill().past_key_values}
+            warm(prefill, 1)
+            prefill_ms = events_ms(prefill, 3)
             nxt = torch.randint(0, 32000, (batch, 1), device=DEV)
+
+            def decode(cache=cache, nxt=nxt):
+                cache["past"] = model(input_ids=nxt, past_key_values=cache["past"],
+                                      use_cache=True).past_key_values
             t0 = time.time()
-            steps = 0
             torch.cuda.synchronize()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(16):
-                r = model(input_ids=nxt, past_key_values=past, use_cache=True)
-                past = r.past_key_values
-                steps += 1
-            end.record()
-            torch.cuda.synchronize()
+            decode_ms = events_ms(decode, 16)
             w.row({"model": "llama-3.1-8b", "dtype": "bf16", "batch": batch, "input_tokens": seq,
-                   "prefill_ms": prefill, "decode_step_ms": start.elapsed_time(end) / steps,
+                   "prefill_ms": prefill_ms, "decode_step_ms": decode_ms,
                    "wall_decode_s": time.time() - t0, "engine": "hf-transformers-eager",
                    "transformers": tf.__version__})
 
 
-def env(out: Path) -> dict:
+def env() -> dict:
     p = torch.cuda.get_device_properties(0)
-    info = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": p.name,
-            "sm_count": p.multi_processor_count, "total_memory_bytes": p.total_memory,
-            "l2_bytes": getattr(p, "L2_cache_size", None), "python": platform.python_version(),
-            "cudnn": torch.backends.cudnn.version(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    info = {**device_env(), "l2_bytes": getattr(p, "L2_cache_size", None),
+            "python": platform.python_version(), "cudnn": torch.backends.cudnn.version(),
+            "date": now()}
     for mod in ("torchvision", "transformers"):
         try:
             info[mod] = __import__(mod).__version__
@@ -476,7 +411,7 @@ def main(argv=None) -> int:
         print("torch_eager: no CUDA device", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    info = env(args.out)
+    info = env()
     errors: dict = {}
     chosen = set(filter(None, args.only.split(",")))
     for sec in (gemm, attention, vector, kernels, models, llm, models_graph, train):

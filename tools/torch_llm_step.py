@@ -1,6 +1,7 @@
 """Engine-like LLM step timings on a CUDA device: a Llama-shaped decoder in plain PyTorch.
 
-Standalone (imports only torch): ``python tools/torch_llm_step.py --out DIR [--budget-s 150]``.
+Standalone (imports only torch and its sibling ``cuda_timing.py``):
+``python tools/torch_llm_step.py --out DIR [--budget-s 150]``.
 What a serving engine's GPU does per step, without its scheduler: random weights (bf16, or fp8
 e4m3 with per-tensor scales through ``torch._scaled_mm`` and the activation quantised in the
 step), a static contiguous KV cache (bf16), rotary embedding, RMSNorm, SwiGLU, GQA attention
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F  # noqa: N812
+from cuda_timing import device_env, events_ms, graph_ms, now, warm
 
 DEV = "cuda"
 FP8 = getattr(torch, "float8_e4m3fn", None)
@@ -117,34 +119,8 @@ class Decoder:
 
 def _time(fn, reps: int = 5) -> tuple[float, float]:
     """(eager mean ms, CUDA-graph replay ms)."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(reps):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    eager = s.elapsed_time(e) / reps
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        fn()
-    torch.cuda.current_stream().wait_stream(st)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    g.replay()
-    torch.cuda.synchronize()
-    s.record()
-    for _ in range(reps):
-        g.replay()
-    e.record()
-    torch.cuda.synchronize()
-    graph = s.elapsed_time(e) / reps
-    del g
-    return eager, graph
+    warm(fn, 2)
+    return events_ms(fn, reps), graph_ms(fn, reps)
 
 
 def cases(m: dict, kv_budget_tokens: int) -> list[tuple[str, int, int]]:
@@ -234,12 +210,9 @@ def main(argv=None) -> int:
                 print(f"[{name} {dtype}] failed: {exc}", flush=True)
             fh.flush()
             (args.out / f"{name}.config.json").write_text(json.dumps(hf_config(name), indent=1))
-    p = torch.cuda.get_device_properties(0)
     (args.out / "llm_env.json").write_text(json.dumps(
-        {"torch": torch.__version__, "cuda": torch.version.cuda, "device": p.name,
-         "sm_count": p.multi_processor_count, "total_memory_bytes": p.total_memory,
-         "sdp_flash": torch.backends.cuda.flash_sdp_enabled(),
-         "date": time.strftime("%Y-%m-%d %H:%M:%S"), "wall_s": time.time() - t0}, indent=1))
+        {**device_env(), "sdp_flash": torch.backends.cuda.flash_sdp_enabled(), "date": now(),
+         "wall_s": time.time() - t0}, indent=1))
     print(f"done in {time.time() - t0:.1f} s", flush=True)
     return 0
 

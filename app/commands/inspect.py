@@ -11,7 +11,7 @@ import argparse
 import math
 import sys
 
-from roofcast.app.argtypes import positive_int
+from roofcast.app.commands.predict import add_model_args
 from roofcast.app.output import Table, add_format_arg, add_top_arg, emit, top_rows
 
 SORT_KEYS = {"order": None, "flops": "gflop", "bytes": "mb_moved", "intensity":
@@ -21,12 +21,7 @@ SORT_KEYS = {"order": None, "flops": "gflop", "bytes": "mb_moved", "intensity":
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inspect", help="per-op FLOPs, bytes and intensity of an ONNX model",
                        description=__doc__)
-    p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="bind a symbolic dim of the model: sequence=128, or INPUT:AXIS=N "
-                        "(repeatable; a name the model lacks is an error listing its dims)")
-    p.add_argument("--batch", type=positive_int, metavar="N",
-                   help="batch size (shorthand for --dim batch=N; default 1)")
+    add_model_args(p)
     add_top_arg(p, "ops (in --sort order)")
     p.add_argument("--sort", choices=tuple(SORT_KEYS), default="flops",
                    help="order of the per-op table (default: flops)")

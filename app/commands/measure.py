@@ -24,12 +24,12 @@ from roofcast.app.argtypes import (
     thread_count_list,
 )
 from roofcast.app.output import Table, add_format_arg, add_top_arg, emit, top_rows
+from roofcast.training_data.collectors.ort_levels import OPT_LEVELS
 from roofcast.training_data.errors import MeasurementError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-OPT_LEVELS = ("disable", "basic", "extended", "all")
 DEVICES = ("cpu", "cuda")
 SUMMARY_COLUMNS = ("model", "dims", "threads_intra", "threads_inter", "opt_level", "repeats",
                    "e2e_ms", "e2e_p10_ms", "e2e_p90_ms", "sum_ops_ms", "ops_over_e2e",

@@ -46,15 +46,20 @@ GIB = 2.0**30
 SEQUENCE_DIM = "sequence"
 
 
-def add_run_args(p: argparse.ArgumentParser) -> None:
-    """Options shared by predict and compare: the model, dims, precision, mode, then
-    ``add_execution_args``."""
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The model and its dims (``--dim``, ``--batch``): predict, compare and inspect."""
     p.add_argument("model", help="path to an .onnx file or a zoo model name (e.g. resnet50)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="bind a symbolic dim of the model: sequence=128, or INPUT:AXIS=N "
                         "(repeatable; a name the model lacks is an error listing its dims)")
     p.add_argument("--batch", type=positive_int, metavar="N",
                    help="batch size (shorthand for --dim batch=N; default 1)")
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """Options shared by predict and compare: the model, dims, precision, mode, then
+    ``add_execution_args``."""
+    add_model_args(p)
     p.add_argument("--precision", metavar="P",
                    help=f"compute precision: {'|'.join(PRECISIONS)} (default fp32; an LLM "
                         f"config on several devices: bf16)")

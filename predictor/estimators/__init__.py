@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from roofcast.predictor.estimators.base import EXPLAIN_COLUMNS, AnalyticalEstimator
 from roofcast.predictor.estimators.bykind import ByKind
+from roofcast.predictor.estimators.registry import ESTIMATORS, register
 from roofcast.predictor.estimators.roofline import NoOverlap, Roofline, RooflineEff, TimeRoofline
 from roofcast.predictor.estimators.traffic import Traffic
 
-#: the analytical estimators by name.
-ESTIMATORS: dict[str, type[AnalyticalEstimator]] = {
-    cls.name: cls for cls in (Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic, ByKind)
-}
+register(Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic, ByKind)
 
 __all__ = ["ESTIMATORS", "EXPLAIN_COLUMNS", "AnalyticalEstimator"]

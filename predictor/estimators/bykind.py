@@ -17,8 +17,7 @@ import pandas as pd
 from roofcast.defaults import GRAPH_ROAD_BY_KIND
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators.base import AnalyticalEstimator, check_features
-from roofcast.predictor.estimators.roofline import NoOverlap, Roofline, RooflineEff, TimeRoofline
-from roofcast.predictor.estimators.traffic import Traffic
+from roofcast.predictor.estimators.registry import ESTIMATORS
 
 
 class ByKind(AnalyticalEstimator):
@@ -35,25 +34,27 @@ class ByKind(AnalyticalEstimator):
         roads = dict(GRAPH_ROAD_BY_KIND if self.roads is None else self.roads)
         return roads.get(kind, roads.get("*", "time-roofline"))
 
+    def road_estimator(self, kind: str) -> AnalyticalEstimator:
+        """A new estimator of the road timing devices of ``kind`` (any registered analytical
+        estimator but this one)."""
+        road = self.road_of(kind)
+        roads = [name for name in ESTIMATORS if name != self.name]
+        if road not in roads:
+            raise PredictionError(f"best-measured road for {kind!r} devices is {road!r}, "
+                                  f"not an analytical estimator ({', '.join(roads)})")
+        return ESTIMATORS[road]()
+
     def explain(self, X: pd.DataFrame) -> pd.DataFrame:
         check_features(X, ("device_kind",))
         kinds = X["device_kind"].astype(str).to_numpy()
         parts, order = [], []
         for kind in pd.unique(kinds):
-            road = self.road_of(kind)
-            if road not in ESTIMATORS or road == self.name:
-                raise PredictionError(f"best-measured road for {kind!r} devices is {road!r}, "
-                                      f"not an analytical estimator ({', '.join(ESTIMATORS)})")
             rows = np.flatnonzero(kinds == kind)
-            parts.append(ESTIMATORS[road]().explain(X.iloc[rows]))
+            parts.append(self.road_estimator(kind).explain(X.iloc[rows]))
             order.append(rows)
         if not parts:
-            parts, order = [ESTIMATORS[self.road_of("*")]().explain(X)], [np.arange(len(X))]
+            parts, order = [self.road_estimator("*").explain(X)], [np.arange(len(X))]
         out = pd.concat(parts)
         out = out.iloc[np.argsort(np.concatenate(order), kind="stable")]
         return out.assign(road_part=out["estimator"], estimator=self.name)
 
-
-#: the roads a kind may name (the analytical estimators but this one).
-ESTIMATORS: dict[str, type[AnalyticalEstimator]] = {
-    cls.name: cls for cls in (Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic)}

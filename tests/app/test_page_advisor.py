@@ -22,13 +22,19 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFCAST_LEARNED_MODEL", str(tmp_path / "no-model"))
 
 
-def test_advisor_page_matches_the_library():
+def advisor_page(**state) -> AppTest:
+    """The Advisor page opened with ``state`` in the session."""
     at = AppTest.from_file(str(APP), default_timeout=180)
-    at.session_state["device"] = "xeon-8480plus"
-    at.session_state["model_ref"] = "zoo:mobilenet_v2"
+    for key, value in state.items():
+        at.session_state[key] = value
     at.run()
     at.switch_page("views/advisor.py")
     at.run()
+    return at
+
+
+def test_advisor_page_matches_the_library():
+    at = advisor_page(device="xeon-8480plus", model_ref="zoo:mobilenet_v2")
     at.radio(key="adv_objective").set_value("throughput").run()
     at.selectbox(key="adv_max_b").set_value(8).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -52,11 +58,7 @@ def test_advisor_page_matches_the_library():
 
 def test_advisor_on_a_gpu_says_nothing_of_threads():
     """On a GPU the framework picks its threads: no intra-op thread setting, count or column."""
-    at = AppTest.from_file(str(APP), default_timeout=180)
-    at.session_state["device"] = "h100-sxm"
-    at.run()
-    at.switch_page("views/advisor.py")
-    at.run()
+    at = advisor_page(device="h100-sxm")
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     expected = advise(lambda b: load_graph("resnet50", [], b), "h100-sxm", "latency", batch=1,
@@ -83,11 +85,7 @@ def test_advisor_on_a_gpu_says_nothing_of_threads():
 def test_advisor_names_the_runtime_that_runs_on_the_device():
     """An H100 runs pytorch-eager by default: the page compares with its defaults, never with
     ONNX Runtime's (a CPU runtime)."""
-    at = AppTest.from_file(str(APP), default_timeout=180)
-    at.session_state["device"] = "h100-sxm"
-    at.run()
-    at.switch_page("views/advisor.py")
-    at.run()
+    at = advisor_page(device="h100-sxm")
     assert not at.exception, [e.value for e in at.exception]
     labels = [m.label for m in at.metric]
     assert "pytorch-eager default: step time" in labels

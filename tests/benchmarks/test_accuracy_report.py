@@ -3,25 +3,20 @@ every table, keeps its history, and a failing section is reported in the file, n
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "benchmarks" / "accuracy_report.py"
 
 
 @pytest.fixture(scope="module")
 def report():
-    spec = importlib.util.spec_from_file_location("accuracy_report", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["accuracy_report"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("accuracy_report")
 
 
 def test_every_section_runs_an_existing_benchmark(report):

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "multidevice_accuracy.py"
+from tests.scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("multidevice_accuracy", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("multidevice_accuracy")
 
 
 def test_serving_rows_say_not_available_without_the_module(bench, monkeypatch, capsys):

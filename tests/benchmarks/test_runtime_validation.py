@@ -3,25 +3,16 @@ speedup bounds on hand-written rows (no measurement data needed)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
 from roofcast.hw_catalog.catalog import get_device
-
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "runtime_validation.py"
+from tests.scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def rv():
-    spec = importlib.util.spec_from_file_location("runtime_validation", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("runtime_validation")
 
 
 def node(fx_op="call_function", target="add", module_class=None, inputs="[[2, 8, 16]]",

@@ -3,27 +3,17 @@ order) against an in-memory one (``sweep_memory.py`` imports, its run is the mea
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def memory_bench():
-    _load("sweep_scale")
-    return _load("sweep_memory")
+    load_benchmark("sweep_scale")
+    return load_benchmark("sweep_memory")
 
 
 def test_compare_accepts_a_streamed_folder_in_any_part_order(memory_bench, tmp_path, capsys,

@@ -3,23 +3,19 @@ run (128 cells, local and a 1-worker LocalCluster) whose tables are identical.""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from tests.scripts import load_benchmark
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "sweep_scale.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("sweep_scale", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sweep_scale")
 
 
 @pytest.mark.parametrize(("target", "cells", "models", "devices", "runtimes", "modes"), [
@@ -126,11 +122,7 @@ def test_family_rates_count_every_cell_once_per_family(bench):
 
 
 def test_family_costs_fit_and_a_tiny_measurement(capsys):
-    spec = importlib.util.spec_from_file_location("family_costs",
-                                                  BENCHMARK.parent / "family_costs.py")
-    costs = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = costs
-    spec.loader.exec_module(costs)
+    costs = load_benchmark("family_costs")
     f_s, c_s = costs.fit(t_1=0.050, t_w=0.130, n_combos=4, w=11)  # 4 x (F + c) = 50 ms
     assert c_s == pytest.approx(0.080 / 40)
     assert f_s == pytest.approx(0.0125 - 0.002)

@@ -3,22 +3,14 @@ table (the table needs the public data; skipped without it)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "tp_pp_serving.py"
+from tests.scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("tp_pp_serving", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("tp_pp_serving")
 
 
 @pytest.mark.parametrize(("label", "n", "kind", "degrees"), [

@@ -8,27 +8,20 @@ case); a sample of cases also runs as a real ``python -m`` subprocess and must e
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from tests.hostile.helpers import fork_pool
+from tests.scripts import load_benchmark
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_inputs.py"
 MEM_GIB, TIMEOUT_S = 2.0, 30.0
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("hostile_inputs", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("hostile_inputs")
 
 
 def _forked(bench, corpus, jobs: int = 2):

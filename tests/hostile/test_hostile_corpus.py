@@ -5,23 +5,16 @@ outside the given paths unchanged). The whole corpus (> 600 inputs) is the bench
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_corpus.py"
+from tests.scripts import load_benchmark
+
 PER_SURFACE = 2
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    spec = importlib.util.spec_from_file_location("hostile_corpus", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("hostile_corpus")
 
 
 def _slice(corpus) -> list:

@@ -1,10 +1,13 @@
-"""Shared fixtures: the fixture device folder and an isolated, empty user folder."""
+"""Shared fixtures: the fixture device folder, its catalog and GPU, and an isolated, empty user
+folder."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from roofcast.hw_catalog import load_catalog
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -13,6 +16,18 @@ DATA_DIR = Path(__file__).parent / "data"
 def fixture_dir() -> Path:
     """Folder with fixture-gpu, fixture-oldgpu (P4-like, no matrix unit) and a derived file."""
     return DATA_DIR
+
+
+@pytest.fixture
+def catalog(fixture_dir: Path, tmp_path: Path):
+    """The fixture folder's catalog (no user folder)."""
+    return load_catalog(fixture_dir, tmp_path / "none")
+
+
+@pytest.fixture
+def gpu(catalog):
+    """The catalog's ``fixture-gpu``."""
+    return catalog.devices["fixture-gpu"]
 
 
 @pytest.fixture

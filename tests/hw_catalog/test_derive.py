@@ -13,16 +13,6 @@ from roofcast.hw_catalog.catalog import MAX_BASE_DEPTH
 from roofcast.hw_catalog.errors import DeviceFileWarning
 
 
-@pytest.fixture
-def catalog(fixture_dir: Path, tmp_path: Path):
-    return load_catalog(fixture_dir, tmp_path / "none")
-
-
-@pytest.fixture
-def gpu(catalog):
-    return catalog.devices["fixture-gpu"]
-
-
 def test_derive_overrides_in_toml_units(gpu):
     d = derive(gpu, mem_bw_GBps=6700, l2_MB=100)
     assert d.mem_bw_Bps == 6700e9

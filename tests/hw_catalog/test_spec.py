@@ -5,24 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import pickle
-from pathlib import Path
 
 import pytest
 
 from roofcast.graph_import.types import Engine
-from roofcast.hw_catalog import HardwareSpecError, load_catalog
+from roofcast.hw_catalog import HardwareSpecError
 from roofcast.hw_catalog.schema import spec_to_doc
 from roofcast.hw_catalog.spec import FALLBACKS, canonical_dtype
-
-
-@pytest.fixture
-def catalog(fixture_dir: Path, tmp_path: Path):
-    return load_catalog(fixture_dir, tmp_path / "none")
-
-
-@pytest.fixture
-def gpu(catalog):
-    return catalog.devices["fixture-gpu"]
 
 
 @pytest.fixture

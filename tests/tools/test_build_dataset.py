@@ -6,7 +6,7 @@ import argparse
 import pandas as pd
 import pytest
 
-from tests.tools.scripts import load_script
+from tests.scripts import load_script
 
 build = load_script("bundled/build_dataset.py")
 SEQ_CONFIGS, drop_micro, main = build.SEQ_CONFIGS, build.drop_micro, build.main

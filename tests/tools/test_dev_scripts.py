@@ -13,7 +13,7 @@ import setuptools
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_SCRIPTS = ("export_zoo.py", "export_llm.py", "build_dataset.py", "torch_eager.py",
-               "torch_llm_step.py")
+               "torch_llm_step.py", "cuda_timing.py")
 #: needed by the zoo exporters only (torch itself is an optional probe of the GPU collector)
 EXPORT_ONLY = {"torchvision", "transformers", "onnxscript"}
 

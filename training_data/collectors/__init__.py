@@ -7,5 +7,6 @@
 * ``profile``: the profiler's JSON -> per-run kernel times;
 * ``microbench``: one-node models over shape grids, through the same path;
 * ``gpu``: the CUDA provider when present (isolated per-node timing), a clear reason otherwise;
-* ``rows``: tidy-row helpers shared by the collectors.
+* ``rows``: tidy-row helpers shared by the collectors;
+* ``ort_levels``: ORT's graph-optimisation levels by name.
 """

@@ -23,6 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from roofcast.graph_import.types import Engine, OpNode
 from roofcast.training_data.collectors import rows as tidy
+from roofcast.training_data.collectors.ort_levels import graph_optimization_level
 from roofcast.training_data.errors import MeasurementError
 
 CUDA_PROVIDER = "CUDAExecutionProvider"
@@ -66,12 +67,7 @@ def _session(model_bytes: bytes, config: Any, weights: dict[str, np.ndarray] | N
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in (weights or {}).values()]
     if weights:
         so.add_external_initializers(list(weights), values)
-    so.graph_optimization_level = {
-        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[config.opt_level]
+    so.graph_optimization_level = graph_optimization_level(config.opt_level)
     so.log_severity_level = 3
     sess = ort.InferenceSession(model_bytes, so, providers=[CUDA_PROVIDER, "CPUExecutionProvider"])
     sess.roofcast_weights = values  # the session reads these buffers: keep them alive with it

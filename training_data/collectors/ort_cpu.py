@@ -31,6 +31,7 @@ from roofcast.graph_import.types import Graph
 from roofcast.training_data.collectors import rows as tidy
 from roofcast.training_data.collectors.node_mapping import Mapping as NodeMap
 from roofcast.training_data.collectors.node_mapping import map_optimized
+from roofcast.training_data.collectors.ort_levels import OPT_LEVELS, graph_optimization_level
 from roofcast.training_data.collectors.profile import ProfiledRun, parse_profile
 from roofcast.training_data.collectors.random_inputs import (
     IntInputPlan,
@@ -40,7 +41,6 @@ from roofcast.training_data.collectors.random_inputs import (
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.schema import COLUMNS
 
-OPT_LEVELS = ("disable", "basic", "extended", "all")
 CPU_PROVIDER = "CPUExecutionProvider"
 SCHEMA_COLUMNS = tuple(c.name for c in COLUMNS)
 
@@ -112,12 +112,7 @@ def session_options(config: MeasureConfig, workdir: Path, save_optimized: bool =
     so.inter_op_num_threads = config.threads_inter
     so.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if config.threads_inter > 1
                          else ort.ExecutionMode.ORT_SEQUENTIAL)
-    so.graph_optimization_level = {
-        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[config.opt_level]
+    so.graph_optimization_level = graph_optimization_level(config.opt_level)
     so.enable_profiling = True
     so.profile_file_prefix = str(workdir / "profile")
     so.log_severity_level = 3  # the NCHWc "hardware specific" warning is expected here

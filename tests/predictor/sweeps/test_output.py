@@ -25,11 +25,6 @@ from roofcast.predictor.sweeps.types import CELL_COLUMNS, SweepResult
 from .helpers import SMALL, write_spec
 
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    return run_sweep(read_spec(write_spec(tmp_path_factory.mktemp("spec"), SMALL)))
-
-
 def test_dataset_round_trip_and_overwrite_rules(result, tmp_path, monkeypatch):
     folder = write_dataset(result, tmp_path / "out", name="small")
     assert (folder / MARKER).is_file()

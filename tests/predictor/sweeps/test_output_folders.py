@@ -19,15 +19,6 @@ from roofcast.predictor.sweeps.output import (
     read_dataset,
     write_dataset,
 )
-from roofcast.predictor.sweeps.schedulers import run_sweep
-from roofcast.predictor.sweeps.spec import read_spec
-
-from .helpers import SMALL, write_spec
-
-
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    return run_sweep(read_spec(write_spec(tmp_path_factory.mktemp("spec"), SMALL)))
 
 
 def _entries(folder):

@@ -34,6 +34,8 @@ XGB_PARAMS: dict[str, Any] = {
     "tree_method": "hist", "max_bin": 128, "n_jobs": 2, "random_state": 0,
 }
 RIDGE_ALPHA = 1.0
+#: a ridge feature whose training spread is below this fraction of its size is a constant.
+MIN_RELATIVE_SCALE = 1e-6
 #: low quantile of ``measured - t_bound`` per group that estimates the group's harness floor.
 FLOOR_QUANTILE = 0.01
 #: optional column of the feature table: a row's own per-kernel floor (s), NaN for the harness's.
@@ -206,14 +208,22 @@ def _ridge_design(A: np.ndarray, params: dict[str, Any] | None) -> tuple[np.ndar
         filled = np.where(nan, med, A)
         Z = np.hstack([filled, nan[:, indicators].astype(float)])
         mean, scale = Z.mean(axis=0), Z.std(axis=0)
-        scale = np.where(scale > 1e-12, scale, 1.0)
         params = {"impute": [float(v) for v in med], "indicators": indicators,
                   "mean": [float(v) for v in mean], "scale": [float(v) for v in scale]}
     med = np.asarray(params["impute"], float)
     filled = np.where(nan, med, A)
     Z = np.hstack([filled, nan[:, params["indicators"]].astype(float)])
-    Z = (Z - np.asarray(params["mean"])) / np.asarray(params["scale"])
+    mean = np.asarray(params["mean"], float)
+    Z = (Z - mean) / _usable_scale(np.asarray(params["scale"], float), mean)
     return Z, params
+
+
+def _usable_scale(scale: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """A column's standard deviation, or 1 where the column is constant up to float noise
+    (``scale <= MIN_RELATIVE_SCALE · max(1, |mean|)``): standardising float noise (a ratio that
+    is 1 ± 1e-9 in training) turns any real deviation at prediction time into a huge z and the
+    ridge prediction into ~10^900000. Applied when predicting too, so saved models are safe."""
+    return np.where(scale > MIN_RELATIVE_SCALE * np.maximum(1.0, np.abs(mean)), scale, 1.0)
 
 
 def _predict_ridge(params: dict[str, Any], A: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from roofcast.app.cli import main
+from roofcast.predictor.learned import training
 from roofcast.predictor.learned.persistence import DEFAULT_DIR
 from roofcast.training_data import public_kernels
 from roofcast.training_data.packed_kernels import PACKED_DIR, TABLE_FILE
@@ -27,7 +28,10 @@ def _learned_ms(capsys, mlp: str) -> float:
 def test_train_without_flags_uses_the_packaged_kernels_and_installs(capsys, monkeypatch):
     monkeypatch.delenv(public_kernels.ENV_VAR, raising=False)
     monkeypatch.setattr(public_kernels, "full_files_dir", lambda data_dir=None: None)
-    # --quick keeps the test short; the sources and saving are those of a bare `roofcast train`
+    # --quick with tiny ensembles keeps the test short (it checks sources, install and listing,
+    # not fit quality: 20k bundled rows x 13 families x 8 CV folds took ~2 min of xgboost);
+    # the sources and saving are those of a bare `roofcast train`
+    monkeypatch.setattr(training, "QUICK_XGB", {"n_estimators": 4, "max_depth": 2})
     doc = _json(capsys, ["train", "--quick", "--cap", "50"])
     assert doc["sources"] == "bundled,public"
     assert doc["rows public"].endswith(f"from {PACKED_DIR / TABLE_FILE}")

@@ -112,8 +112,10 @@ def test_issue13_app_fixes_as_drawn(tmp_path, monkeypatch):
 
         # Compare: devices as rows; every figure clear of bars, whiskers and markers
         go_to_page(driver, "Compare hardware")
-        charts = plotly_charts(driver)
-        assert len(charts) == 6
+        # the page draws its figures one by one after its heading (idle is not the end of it
+        # under load): wait for all six before reading them
+        charts = wait_for(driver, lambda d: (lambda c: c if len(c) == 6 else False)(
+            plotly_charts(d)), 180)
         for chart in charts[:2]:
             labels = rects(driver, chart, ".annotation-text")
             marks = rects(driver, chart, ".bars path, .errorbar path, .scatterlayer .point")

@@ -1,4 +1,4 @@
-"""The whole hostile corpus (``tests/hostile/corpus.py``, about 400 inputs) through the CLI, each
+"""Half the hostile corpus (``tests/hostile/corpus.py``, about 400 inputs) through the CLI, each
 in its own process under a 2 GiB address-space limit and 30 s, classified exactly as
 ``benchmarks/hostile_inputs.py`` does: every input must end clean (a correct result, or exit 2
 with one line and no traceback), with no user file lost and nothing written outside the sandbox.
@@ -35,9 +35,23 @@ def _forked(bench, corpus, jobs: int = 2):
             bench._run_cli = launch_in_subprocess
 
 
+def _half_per_surface(corpus: list) -> list:
+    """Every other case of each surface, in corpus order: the suite's share of the corpus (the
+    whole of it is ``benchmarks/hostile_inputs.py``, ~4 min on 2 cores; the suite's budget is
+    12 min). Deterministic, so a failure repeats."""
+    seen: dict[str, int] = {}
+    half = []
+    for case in corpus:
+        seen[case.surface] = seen.get(case.surface, -1) + 1
+        if seen[case.surface] % 2 == 0:
+            half.append(case)
+    return half
+
+
 def test_every_hostile_input_ends_clean(bench):
-    corpus = bench.cases()
-    assert len(corpus) >= 300
+    corpus = _half_per_surface(bench.cases())
+    assert len(corpus) >= 200
+    assert len({c.surface for c in corpus}) == len({c.surface for c in bench.cases()})
     results = _forked(bench, corpus)
     assert len(results) == len(corpus)
     bad = [f"{r.outcome} rc={r.rc} {r.surface}: {r.name[:80]} -- {r.detail[:200]}"

@@ -5,7 +5,8 @@ sequences of the workload's mean prompt length). Every grid point (``Grid``: ``d
 2 up to the running cap, ``c`` and ``p`` in powers of 4 up to their maxima) is timed in ONE
 ``phases.time_steps`` call for all devices, then passes the engine calibration (``decode``
 with ``seqs = d``; ``prefill`` when ``d = 0``) and adds the step's tensor / pipeline
-communication (``comm.step_comm``), as ``predictor.llm.serving`` does. Speculative decoding
+communication (``comm.step_comm``), as ``predictor.llm.serving`` does, then a running maximum
+along d, p and c (a step with more work never takes less). Speculative decoding
 (``spec_decode``, ``E`` tokens per verify step): a grid step is ``1 / E`` of an engine step
 that prefills ``E x p`` tokens, so its time is the engine step's / ``E``. ``StepTable(d, c, p)``
 interpolates multilinearly (exact for a time affine in each of d, c, p and in d x c); its
@@ -159,5 +160,13 @@ def step_tables(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                         continue
                     i = index[f"{d}|{c if d else grid.context[0]}|{p}"]
                     t[a][b][k] = (float(dec[i] if d else pre[i]) + comm[(d, p)]) / per_step
-        tables.append(StepTable(grid, t))
+        tables.append(StepTable(grid, monotone(np.asarray(t)).tolist()))
     return tables
+
+
+def monotone(t: np.ndarray) -> np.ndarray:
+    """``t`` (d, c, p) made non-decreasing along each axis by a running maximum (d, then p,
+    then c: each pass keeps the earlier axes non-decreasing)."""
+    for axis in (0, 2, 1):
+        t = np.maximum.accumulate(t, axis=axis)
+    return t

@@ -7,7 +7,7 @@ context ``c`` costs the target verifying ``K + 1`` new tokens per sequence (a pr
 segment ``Segment(d, K + 1, c)``) plus ``K`` draft steps ``Segment(d, 1, c)`` of the draft
 (``draft:MODEL``: that model, unsharded; ``mtp``: one layer of the target with its LM head).
 Seconds per token = step seconds / ``E``; prompt tokens per step scale by ``E`` where a
-steady state counts steps per output token. Draft weights and KV are not in the memory fit.
+steady state counts steps per output token. Draft weights and KV: ``spec_memory``.
 """
 
 from __future__ import annotations

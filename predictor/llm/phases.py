@@ -5,7 +5,8 @@ devices in one ``predictor.simulate.evaluate`` call. Step time (s) = sum of ``ti
 + the engine's ``serving.step_overhead_us``, kernels timed by the engine's ``kernel_estimator``
 when the run names the serving default (``step_estimator``); a ``Dequantize`` / ``KvConvert``
 row overlapping a kernel makes it ``max(kernel, its compute)`` on the devices its ``applies``
-names.
+names; a decode step off the powers of two is timed at its corners and interpolated
+(``ladder``: the kernel model is monotone there, not between).
 ``request_model_times``: a static batch's prefill and its ``M - 1`` decode steps, timed at
 ``DECODE_POINTS`` contexts and interpolated linearly (decode is near-affine in the context).
 Design notes: docs/design/decoder.md.

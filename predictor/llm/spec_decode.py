@@ -103,14 +103,15 @@ def verify_step(step: Step, spec: SpecDecode) -> tuple[Step, Step | None]:
 
 def time_spec_steps(arch, hws: Sequence, steps: Sequence[Step], dtypes, profile,
                     estimator, spec: SpecDecode | None, *, ep: int = 1,
-                    draft=None) -> StepTimes:
+                    draft=None, moe=None) -> StepTimes:
     """``time_steps`` of ``steps`` (``spec`` None), else of their verify steps plus ``K`` x
     their draft steps (``draft``: the draft arch, default ``draft_arch``); the kernel table
-    is the target's."""
+    is the target's; ``moe``: the target's expert routing (``kernels.MoeRouting``)."""
     if spec is None:
-        return time_steps(arch, hws, steps, dtypes, profile, estimator, ep=ep)
+        return time_steps(arch, hws, steps, dtypes, profile, estimator, ep=ep, moe=moe)
     pairs = [verify_step(s, spec) for s in steps]
-    timed = time_steps(arch, hws, [t for t, _ in pairs], dtypes, profile, estimator, ep=ep)
+    timed = time_steps(arch, hws, [t for t, _ in pairs], dtypes, profile, estimator, ep=ep,
+                       moe=moe)
     drafts = [d for _, d in pairs if d is not None]
     if not drafts:
         return timed

@@ -27,7 +27,7 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.comm import step_comm
-from roofcast.predictor.llm.kernels import Segment
+from roofcast.predictor.llm.kernels import MoeRouting, Segment
 from roofcast.predictor.llm.ladder import pow2_bracket
 from roofcast.predictor.llm.phases import Step
 from roofcast.predictor.llm.precision import TensorDtypes
@@ -144,7 +144,8 @@ def step_tables(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
     per_step = 1.0 if sd is None else sd.tokens_per_step
     steps = grid.steps(per_step)
     timed = time_spec_steps(local_arch(arch, sh), list(hws), steps, TensorDtypes.of(cfg),
-                            profile, estimator, sd, ep=sh.ep)
+                            profile, estimator, sd, ep=sh.ep,
+                            moe=MoeRouting(cfg.moe_imbalance))
     cal = engine_calibration(profile.name)
     index = {s.label: i for i, s in enumerate(steps)}
     tables = []

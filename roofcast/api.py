@@ -332,7 +332,8 @@ def plan(model: Any, system: Any = None, *, rate: float | None = None,
     with ``rate`` (requests/s) and ``slo_ttft_ms``/``slo_tpot_ms``: the capacity planner
     (``llm_sim_api.plan_serve``), the cheapest device of ``hw`` (one or a list) or of
     ``system`` with its tensor-parallel degree and replica count meeting the SLOs at that
-    rate -> a DataFrame ranked by cost."""
+    rate -> a DataFrame ranked by cost; ``search_disagg=True`` also tries prefill/decode
+    disaggregation, ``spec_decode=`` (a ``SpecDecode``) also speculative decoding."""
     if rate is not None:
         return _plan_serve(model, system, rate, slo_ttft_ms, slo_tpot_ms, options)
     if slo_ttft_ms is not None or slo_tpot_ms is not None:
@@ -364,6 +365,7 @@ def _plan_serve(model: Any, system: Any, rate: Any, slo_ttft_ms: Any, slo_tpot_m
 
     options.pop("mode", None)
     hw, estimator = options.pop("hw", None), options.pop("estimator", None)
+    search = {k: options.pop(k) for k in ("search_disagg", "spec_decode") if k in options}
     lengths = {k: options.pop(k) for k in ("input_tokens", "output_tokens") if k in options}
     dtypes = {k: options.pop(k) for k in ("weights", "kv_cache", "runtime") if k in options}
     _check_llm(hw, system, input_tokens=lengths.get("input_tokens", 512),
@@ -373,7 +375,8 @@ def _plan_serve(model: Any, system: Any, rate: Any, slo_ttft_ms: Any, slo_tpot_m
     spec = sim_spec(rate=rate, trace=None, concurrency=None, slo_ttft_ms=slo_ttft_ms,
                     slo_tpot_ms=slo_tpot_ms, sim={"requests": 400, **options})
     cfg = _serving_config(**lengths, **dtypes, tp=1, pp=1, ep=1)
-    return plan_serve(llm_arch(model), cfg, spec, hw=hw, system=system, estimator=estimator)
+    return plan_serve(llm_arch(model), cfg, spec, hw=hw, system=system, estimator=estimator,
+                      **search)
 
 
 def _check_llm(hw: Any, system: Any, *, input_tokens: Any, output_tokens: Any, batch: Any,

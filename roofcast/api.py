@@ -251,7 +251,8 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
         tp: int = 1, pp: int = 1, ep: int = 1, rate: float | None = None,
         trace: str | Path | None = None, simulate: bool | None = None,
         slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
-        spec_decode: Any = None, **sim: Any) -> ServingPrediction | pd.DataFrame:
+        spec_decode: Any = None, moe_imbalance: float = 1.0,
+        **sim: Any) -> ServingPrediction | pd.DataFrame:
     """LLM serving of ``model`` on ``hw``: time to first token, time per output token,
     end-to-end latency, tokens/s, memory fit.
 
@@ -270,6 +271,8 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     engine). ``estimator``: the kernel-time estimator (None: the serving model's default).
     ``spec_decode``: speculative decoding, a ``predictor.llm.spec_decode.SpecDecode``
     (``parse_spec("mtp:3", 0.7)``, ``parse_spec("draft:llama-3.2-1b:4", 0.6)``) or None.
+    ``moe_imbalance``: max / mean load of the expert-parallel groups (>= 1; 1: uniform
+    routing; a MoE model with ``ep > 1`` only).
 
     The prediction holds seconds (``ttft_s``, ``tpot_s``, ``e2e_latency_s``), tokens/s
     (``output_tokens_per_s``, ``total_tokens_per_s``) with intervals (``lower``/``upper``),
@@ -313,7 +316,7 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                           concurrency=concurrency, weights=weights, kv_cache=kv_cache,
                           activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep,
-                          spec_decode=spec_decode)
+                          spec_decode=spec_decode, moe_imbalance=moe_imbalance)
     sim.update(rate=rate, trace=trace, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms)
     if simulate or any(v is not None for v in sim.values()):
         return _llm_simulated(model, hw, cfg, simulate, system, devices, estimator, sim)
@@ -329,7 +332,8 @@ def plan(model: Any, system: Any = None, *, rate: float | None = None,
     with ``rate`` (requests/s) and ``slo_ttft_ms``/``slo_tpot_ms``: the capacity planner
     (``llm_sim_api.plan_serve``), the cheapest device of ``hw`` (one or a list) or of
     ``system`` with its tensor-parallel degree and replica count meeting the SLOs at that
-    rate -> a DataFrame ranked by cost."""
+    rate -> a DataFrame ranked by cost; ``search_disagg=True`` also tries prefill/decode
+    disaggregation, ``spec_decode=`` (a ``SpecDecode``) also speculative decoding."""
     if rate is not None:
         return _plan_serve(model, system, rate, slo_ttft_ms, slo_tpot_ms, options)
     if slo_ttft_ms is not None or slo_tpot_ms is not None:
@@ -361,6 +365,7 @@ def _plan_serve(model: Any, system: Any, rate: Any, slo_ttft_ms: Any, slo_tpot_m
 
     options.pop("mode", None)
     hw, estimator = options.pop("hw", None), options.pop("estimator", None)
+    search = {k: options.pop(k) for k in ("search_disagg", "spec_decode") if k in options}
     lengths = {k: options.pop(k) for k in ("input_tokens", "output_tokens") if k in options}
     dtypes = {k: options.pop(k) for k in ("weights", "kv_cache", "runtime") if k in options}
     _check_llm(hw, system, input_tokens=lengths.get("input_tokens", 512),
@@ -370,7 +375,8 @@ def _plan_serve(model: Any, system: Any, rate: Any, slo_ttft_ms: Any, slo_tpot_m
     spec = sim_spec(rate=rate, trace=None, concurrency=None, slo_ttft_ms=slo_ttft_ms,
                     slo_tpot_ms=slo_tpot_ms, sim={"requests": 400, **options})
     cfg = _serving_config(**lengths, **dtypes, tp=1, pp=1, ep=1)
-    return plan_serve(llm_arch(model), cfg, spec, hw=hw, system=system, estimator=estimator)
+    return plan_serve(llm_arch(model), cfg, spec, hw=hw, system=system, estimator=estimator,
+                      **search)
 
 
 def _check_llm(hw: Any, system: Any, *, input_tokens: Any, output_tokens: Any, batch: Any,

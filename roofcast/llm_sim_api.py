@@ -90,10 +90,15 @@ def llm_simulated(arch: Any, hw: Any, cfg: Any, spec: Any, *, system: Any, devic
 
 
 def plan_serve(arch: Any, cfg: Any, spec: Any, *, hw: Any, system: Any,
-               estimator: Any) -> pd.DataFrame:
+               estimator: Any, search_disagg: bool = False,
+               spec_decode: Any = None) -> pd.DataFrame:
     """The capacity plan of ``spec``'s rate and SLOs over ``hw`` (a device or a list) or
-    ``system``, ranked by cost (``sim.planner``)."""
-    from roofcast.predictor.llm.sim.planner import plan_capacity
+    ``system``, ranked by cost (``sim.planner``); ``search_disagg``: also the prefill:decode
+    ratios of ``planner.DISAGG_RATIOS``; ``spec_decode`` (a ``SpecDecode``): also with it."""
+    from roofcast.predictor.llm.sim.planner import Choices, plan_capacity
 
+    if not isinstance(search_disagg, bool):
+        raise PredictionError(f"search_disagg= must be True or False, got {search_disagg!r}")
     kw = {} if estimator is None else {"estimator": estimator}
-    return plan_capacity(arch, _targets(hw, system, None), cfg, spec, **kw)
+    return plan_capacity(arch, _targets(hw, system, None), cfg, spec,
+                         choices=Choices.searching(search_disagg, spec_decode), **kw)

@@ -17,6 +17,7 @@ devices: ``--tp``, ``--pp``, ``--ep`` on ``--system ID`` or ``--devices N`` of `
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="acceptance rate per drafted token, 0..1")
     add_sim_args(p)
     group = p.add_argument_group("one replica on several devices")
+    group.add_argument("--moe-imbalance", metavar="X",
+                       help="MoE models with --ep > 1: max / mean token-expert pairs of the "
+                            "expert groups, as load balancers report it (default 1: uniform)")
     add_placement_args(group)
     add_degree_args(group, SERVING_FLAGS)
     add_format_arg(p)
@@ -141,7 +145,8 @@ def serving_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
     options = {"input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
                "batch": args.batch, "concurrency": args.concurrency,
                "weights": args.weights or arch.weight_dtype or "fp16",
-               "kv_cache": args.kv, "activations": args.activations, "runtime": args.runtime}
+               "kv_cache": args.kv, "activations": args.activations, "runtime": args.runtime,
+               "moe_imbalance": moe_imbalance(args.moe_imbalance)}
     degrees = serving_degrees(args)
     cfg = ServingConfig(**options, **degrees, spec_decode=spec_decode(args))
     options["spec_decode"] = cfg.spec_decode
@@ -195,6 +200,22 @@ def simulated_output(args: argparse.Namespace, arch, cfg, options: dict[str, Any
     return sim_output(df, head, args.format)
 
 
+def moe_imbalance(text: str | None) -> float:
+    """``--moe-imbalance``: a finite number >= 1 (not given: 1, uniform routing)."""
+    from roofcast.predictor.errors import PredictionError
+
+    if text is None:
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 1.0):
+        raise PredictionError(f"--moe-imbalance must be a number >= 1 (max / mean load of the "
+                              f"expert groups; 1: uniform routing), got {text!r}")
+    return value
+
+
 def spec_decode(args: argparse.Namespace):
     """``--spec-decode`` with ``--spec-accept`` as a ``SpecDecode`` (None: neither given)."""
     from roofcast.predictor.errors import PredictionError
@@ -242,7 +263,8 @@ def header(arch, cfg, fmt: str) -> dict[str, Any]:
     return {**head, "input_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens,
             **batching, "weights": cfg.weights, "kv_cache": cfg.kv_cache or cfg.activations,
             "activations": cfg.activations, **replica,
-            **({"spec_decode": cfg.spec_decode.label()} if cfg.spec_decode else {})}
+            **({"spec_decode": cfg.spec_decode.label()} if cfg.spec_decode else {}),
+            **({"moe_imbalance": cfg.moe_imbalance} if cfg.moe_imbalance != 1.0 else {})}
 
 
 def one_device(pred, arch, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:

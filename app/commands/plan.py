@@ -79,6 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "or repack id stores them in, else fp16)")
     cap.add_argument("--kv", choices=KV_DTYPES, default=None,
                      help="serve --rate: KV-cache dtype (default: the activations')")
+    cap.add_argument("--search-disagg", action="store_true",
+                     help="serve --rate: also try prefill/decode disaggregation (P:D = 1:1, "
+                          "1:2, 1:3, 2:1 replicas of one plan)")
+    cap.add_argument("--spec-decode", metavar="draft:MODEL:K|mtp:K",
+                     help="serve --rate: also try this speculative decoding (needs "
+                          "--spec-accept)")
+    cap.add_argument("--spec-accept", type=float, metavar="A",
+                     help="acceptance rate per drafted token, 0..1")
     add_top_arg(p, "plans", default=10)
     add_format_arg(p)
     p.add_argument("--output", type=Path, metavar="FILE",
@@ -130,6 +138,11 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
 
     if args.rate is not None or args.slo_ttft is not None or args.slo_tpot is not None:
         return capacity_output(args)
+    if args.search_disagg or args.spec_decode is not None or args.spec_accept is not None:
+        from roofcast.predictor.errors import PredictionError
+
+        raise PredictionError("--search-disagg / --spec-decode are capacity-planner options: "
+                              "give --mode serve --rate R and an SLO")
     where = check_args(args)
     target = parallel_api.target_system(**where)  # an unknown system fails before any work
     top = top_rows(args)
@@ -158,11 +171,28 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
     return search_output(search, args.format, top, header)
 
 
+def capacity_verdict(df) -> str:
+    """The sentence naming the cheapest candidate meeting the SLOs, with its choices."""
+    best = df.iloc[0] if len(df) and bool(df["meets"].iloc[0]) else None
+    if best is None:
+        return "no candidate meets the SLOs at this rate"
+    price = (f"${best['cost_usd']:,.0f} list price" if best["cost_usd"] == best["cost_usd"]
+             else "no catalog price")
+    how = (f"prefill:decode {best['disagg']} disaggregated, " if best["disagg"]
+           else "colocated, ")
+    how += f"speculative decoding {best['spec_decode']}" if best["spec_decode"] else \
+        "no speculative decoding"
+    return (f"cheapest meeting the SLOs: {int(best['replicas'])} replica(s) of tp="
+            f"{int(best['tp'])} on {best['device']} = {int(best['devices'])} devices "
+            f"({price}; {how})")
+
+
 def capacity_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """``--mode serve --rate R --slo-ttft MS --slo-tpot MS``: the candidates ranked by cost and
     the verdict naming the cheapest (``predictor.llm.sim.planner``)."""
     from roofcast import api
     from roofcast.app.commands.compare import split_devices
+    from roofcast.app.commands.llm import spec_decode
     from roofcast.app.output import top_rows
     from roofcast.predictor.errors import PredictionError
 
@@ -175,21 +205,16 @@ def capacity_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str,
     where = ({"system": args.system} if args.system is not None
              else {"hw": split_devices(args.hw)})
     kw = {} if args.estimator is None else {"estimator": args.estimator}
+    spec = spec_decode(args)
+    if spec is not None:
+        kw["spec_decode"] = spec
     arch = api.llm_arch(args.model)
     df = api.plan(arch, **where, rate=args.rate, slo_ttft_ms=args.slo_ttft,
                   slo_tpot_ms=args.slo_tpot, input_tokens=args.seq or 512,
                   output_tokens=args.output_tokens or SERVE_OUTPUT_TOKENS,
                   weights=args.weights or arch.weight_dtype or "fp16", kv_cache=args.kv,
-                  runtime=args.runtime, **kw)
-    best = df.iloc[0] if len(df) and bool(df["meets"].iloc[0]) else None
-    if best is None:
-        verdict = "no candidate meets the SLOs at this rate"
-    else:
-        price = (f"${best['cost_usd']:,.0f} list price" if best["cost_usd"] == best["cost_usd"]
-                 else "no catalog price")
-        verdict = (f"cheapest meeting the SLOs: {int(best['replicas'])} replica(s) of tp="
-                   f"{int(best['tp'])} on {best['device']} = {int(best['devices'])} devices "
-                   f"({price})")
+                  runtime=args.runtime, search_disagg=args.search_disagg, **kw)
+    verdict = capacity_verdict(df)
     head = {"model": str(args.model), "mode": "serve", "rate": args.rate,
             "slo_ttft_ms": args.slo_ttft, "slo_tpot_ms": args.slo_tpot,
             "road": "simulated capacity plan (each engine's default scheduler policy; replicas "

@@ -5,7 +5,8 @@ devices in one ``predictor.simulate.evaluate`` call. Step time (s) = sum of ``ti
 + the engine's ``serving.step_overhead_us``, kernels timed by the engine's ``kernel_estimator``
 when the run names the serving default (``step_estimator``); a ``Dequantize`` / ``KvConvert``
 row overlapping a kernel makes it ``max(kernel, its compute)`` on the devices its ``applies``
-names.
+names; a decode step off the powers of two is timed at its corners and interpolated
+(``ladder``: the kernel model is monotone there, not between).
 ``request_model_times``: a static batch's prefill and its ``M - 1`` decode steps, timed at
 ``DECODE_POINTS`` contexts and interpolated linearly (decode is near-affine in the context).
 Design notes: docs/design/decoder.md.
@@ -26,6 +27,7 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import as_estimator
+from roofcast.predictor.llm import ladder
 from roofcast.predictor.llm.kernels import MoeRouting, Segment, steps_workload
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.types import ServingConfig
@@ -142,7 +144,8 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
     labels = tuple(s.label for s in steps)
     if len(set(labels)) != len(labels):
         raise PredictionError(f"step labels must be unique, got {labels}")
-    work = steps_workload(arch, [(s.label, s.segments) for s in steps], dtypes, profile, ep=ep,
+    timed, rungs = ladder.expand(steps)
+    work = steps_workload(arch, [(s.label, s.segments) for s in timed], dtypes, profile, ep=ep,
                           moe=moe)
     specs = list(hws)
     est = as_estimator(step_estimator(estimator, profile))  # learned:NAME too
@@ -150,20 +153,18 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
     n_rows, n_dev = len(work), len(specs)
     folded = fold_dequant(table, n_rows, n_dev, has_fp8_units(specs))
     count = work["count"].to_numpy(float)
-    step_idx = pd.Index(labels).get_indexer(work["step"])
+    step_idx = pd.Index([s.label for s in timed]).get_indexer(work["step"])
     overhead = profile.serving.step_overhead_us * 1e-6 if profile.serving else 0.0
     sums = {}
     for c, arr in folded.items():
-        per = np.zeros((len(labels), n_dev))
+        per = np.zeros((len(timed), n_dev))
         for d in range(n_dev):
-            per[:, d] = np.bincount(step_idx, weights=arr[d] * count, minlength=len(labels))
-        sums[c] = per + overhead
+            per[:, d] = np.bincount(step_idx, weights=arr[d] * count, minlength=len(timed))
+        sums[c] = ladder.combine(per, rungs) + overhead
     table = table.assign(kernel_s=folded["time_s"].reshape(-1) * np.tile(count, n_dev))
     notes = tuple(sorted({str(n) for n in table["peak_note"] if n}))
     devices = tuple(hw.id for hw in specs)
-    positions = np.arange(n_rows)
-    rows_of = {(lb, dev): d * n_rows + positions[step_idx == i]
-               for d, dev in enumerate(devices) for i, lb in enumerate(labels)}
+    table, rows_of = ladder.step_rows(table, step_idx, n_rows, devices, labels, rungs)
     return StepTimes(labels, devices, sums["time_s"], sums["lower_s"], sums["upper_s"], table,
                      notes, rows_of)
 

@@ -29,7 +29,7 @@ from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.comm import StepComm, step_comm
-from roofcast.predictor.llm.kernels import Segment
+from roofcast.predictor.llm.kernels import MoeRouting, Segment
 from roofcast.predictor.llm.phases import (
     APPLIES,
     Step,
@@ -108,12 +108,32 @@ def check_request(arch: LLMArch, cfg: ServingConfig, profile: ExecutionProfile) 
                               "batching), not both")
     if cfg.batch is not None:
         _positive_int(cfg.batch, "batch")
+    check_moe_imbalance(arch, cfg)
     if cfg.concurrency is not None:
         if cfg.concurrency != "max":
             _positive_int(cfg.concurrency, "concurrency")
         if spec.batching != "continuous":
             raise PredictionError(f"engine {profile.name!r} batches statically; give a batch "
                                   "instead of a concurrency")
+
+
+def check_moe_imbalance(arch: LLMArch, cfg: ServingConfig) -> MoeRouting:
+    """``cfg``'s expert routing; ``PredictionError`` for an imbalance that is not a number
+    >= 1, or above 1 on a dense model or on one expert group (where it changes nothing)."""
+    x = cfg.moe_imbalance
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        raise PredictionError(f"MoE imbalance must be a number >= 1 (max / mean expert-group "
+                              f"load), got {x!r}")
+    routing = MoeRouting(float(x))
+    if routing.imbalance == 1.0:
+        return routing
+    if arch.n_experts <= 1 and not any(k.moe is not None for k in arch.layers):
+        raise PredictionError(f"MoE imbalance applies to mixture-of-experts models; "
+                              f"{arch.name} has no experts: drop it")
+    if cfg.ep <= 1:
+        raise PredictionError("MoE imbalance needs expert parallelism (ep > 1): one expert "
+                              "group runs every token-expert pair; give --ep / ep=")
+    return routing
 
 
 @dataclass(frozen=True)
@@ -351,7 +371,7 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
     devices = list(hws)
     timed = time_spec_steps(local_arch(arch, sh), list(hws.values()), list(steps.values()),
                             TensorDtypes.of(cfg), cells[0].profile, estimator,
-                            cfg.spec_decode, ep=sh.ep)
+                            cfg.spec_decode, ep=sh.ep, moe=MoeRouting(cfg.moe_imbalance))
     out = {}
     for i, (kind, extra) in plan.items():
         dev = cells[i].hw.id

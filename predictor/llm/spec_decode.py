@@ -7,7 +7,7 @@ context ``c`` costs the target verifying ``K + 1`` new tokens per sequence (a pr
 segment ``Segment(d, K + 1, c)``) plus ``K`` draft steps ``Segment(d, 1, c)`` of the draft
 (``draft:MODEL``: that model, unsharded; ``mtp``: one layer of the target with its LM head).
 Seconds per token = step seconds / ``E``; prompt tokens per step scale by ``E`` where a
-steady state counts steps per output token. Draft weights and KV are not in the memory fit.
+steady state counts steps per output token. Draft weights and KV: ``spec_memory``.
 """
 
 from __future__ import annotations
@@ -103,14 +103,15 @@ def verify_step(step: Step, spec: SpecDecode) -> tuple[Step, Step | None]:
 
 def time_spec_steps(arch, hws: Sequence, steps: Sequence[Step], dtypes, profile,
                     estimator, spec: SpecDecode | None, *, ep: int = 1,
-                    draft=None) -> StepTimes:
+                    draft=None, moe=None) -> StepTimes:
     """``time_steps`` of ``steps`` (``spec`` None), else of their verify steps plus ``K`` x
     their draft steps (``draft``: the draft arch, default ``draft_arch``); the kernel table
-    is the target's."""
+    is the target's; ``moe``: the target's expert routing (``kernels.MoeRouting``)."""
     if spec is None:
-        return time_steps(arch, hws, steps, dtypes, profile, estimator, ep=ep)
+        return time_steps(arch, hws, steps, dtypes, profile, estimator, ep=ep, moe=moe)
     pairs = [verify_step(s, spec) for s in steps]
-    timed = time_steps(arch, hws, [t for t, _ in pairs], dtypes, profile, estimator, ep=ep)
+    timed = time_steps(arch, hws, [t for t, _ in pairs], dtypes, profile, estimator, ep=ep,
+                       moe=moe)
     drafts = [d for _, d in pairs if d is not None]
     if not drafts:
         return timed

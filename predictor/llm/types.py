@@ -33,6 +33,8 @@ class ServingConfig:
     ``tp``/``pp``/``ep``: tensor-parallel, pipeline-parallel and expert-parallel degrees of one
     model replica over ``tp x pp`` devices (``predictor.sharding``; all 1: one device).
     ``spec_decode``: a ``spec_decode.SpecDecode`` (speculative decoding) or None.
+    ``moe_imbalance``: max / mean token-expert pairs of the expert-parallel groups
+    (``kernels.MoeRouting``; 1: uniform routing; needs a MoE model and ``ep > 1``).
     """
 
     input_tokens: int = 512
@@ -47,6 +49,7 @@ class ServingConfig:
     pp: int = 1
     ep: int = 1
     spec_decode: Any = None
+    moe_imbalance: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ weights (``decoder``) + KV cache (``batch x request_kv_bytes`` of the device's l
 heads, windows capping their layers; a continuous batch reserves every request's full
 length) + the prefill peak (``decoder_activations``) + the engine's reserve
 ``(1 - memory_utilization) x capacity`` (``profile.serving``; 0.9 without a ``[serving]``
-table, vLLM's default).
+table, vLLM's default); a speculative-decoding draft adds its weights and KV
+(``predictor.llm.spec_memory``).
 ``max_batch``: the largest batch that fits (0: not even one request). ``devices_needed``:
 ``ceil((weights + one request) / (capacity x memory_utilization))``, a tensor-parallel lower
 bound. ``device_share`` is the one reader of the serving sharding.
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.precision import TensorDtypes, dtype_bytes
+from roofcast.predictor.llm.spec_memory import draft_kv_bytes, draft_weights_bytes
 from roofcast.predictor.llm.types import ServingConfig
 from roofcast.predictor.memory.batch import MAX_BATCH_SEARCH, largest_batch
 from roofcast.predictor.memory.decoder import (
@@ -75,13 +77,16 @@ def memory_utilization(profile: ExecutionProfile | None) -> float:
 def device_kv_bytes_per_token(arch: LLMArch, cfg: ServingConfig) -> float:
     """KV bytes one token takes on the fullest device (its layers and KV heads), before
     sliding windows cap their layers (``device_kv_bytes`` holds a request's)."""
-    return kv_bytes_per_token(device_share(arch, cfg).local, TensorDtypes.of(cfg))
+    local = device_share(arch, cfg).local
+    return kv_bytes_per_token(local, TensorDtypes.of(cfg)) + draft_kv_bytes(local, cfg, 1)
 
 
 def device_kv_bytes(arch: LLMArch, cfg: ServingConfig, tokens: int) -> float:
     """KV bytes one request of ``tokens`` tokens keeps on the fullest device (windowed
     layers capped: ``decoder.request_kv_bytes``)."""
-    return request_kv_bytes(device_share(arch, cfg).local, TensorDtypes.of(cfg), tokens)
+    local = device_share(arch, cfg).local
+    return request_kv_bytes(local, TensorDtypes.of(cfg), tokens) + draft_kv_bytes(local, cfg,
+                                                                                    tokens)
 
 
 def serving_memory(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, batch: int,
@@ -95,8 +100,10 @@ def serving_memory(arch: LLMArch, hw: HardwareSpec, cfg: ServingConfig, batch: i
     return DeviceMemory(
         capacity_bytes=cap,
         weights_bytes=device_weights_bytes(share.local, dtypes, layers=share.layers,
-                                           experts=share.experts, pp=share.pp),
-        kv_cache_bytes=request_kv_bytes(share.local, dtypes, tokens, batch),
+                                           experts=share.experts, pp=share.pp)
+        + draft_weights_bytes(share.local, cfg, share.experts),
+        kv_cache_bytes=request_kv_bytes(share.local, dtypes, tokens, batch)
+        + draft_kv_bytes(share.local, cfg, tokens, batch),
         activations_bytes=prefill_activation_bytes(
             share.local, batch=batch, prompt_tokens=int(cfg.input_tokens),
             elem_bytes=dtype_bytes(cfg.activations),

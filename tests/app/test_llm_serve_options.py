@@ -94,3 +94,28 @@ def test_simulated_spec_decode_and_disagg(capsys):
     assert any("disaggregated" in n for n in split["notes"])
     assert abs(split["in_flight"] / (split["requests_per_s"] * split["e2e_mean_ms"] / 1e3)
                - 1) < 0.03
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (("mixtral-8x7b", "--hw", "h200", "--moe-imbalance", "abc"), "number >= 1"),
+    (("mixtral-8x7b", "--hw", "h200", "--moe-imbalance", "0.5"), "number >= 1"),
+    (("mixtral-8x7b", "--hw", "h200", "--moe-imbalance", "inf"), "number >= 1"),
+    (("mixtral-8x7b", "--hw", "h200", "--moe-imbalance", "2"), "expert parallelism"),
+    (("llama-3.1-8b", "--hw", "h200", "--moe-imbalance", "2"), "has no experts"),
+])
+def test_bad_moe_imbalance_refused_in_one_line(capsys, argv, says):
+    assert says in user_error(capsys, "llm", *argv)
+
+
+def test_moe_imbalance_slows_an_expert_parallel_prefill_and_is_in_the_header(capsys):
+    args = ("llm", "mixtral-8x7b", "--hw", "h100-sxm", "--devices", "2", "--tp", "2", "--ep",
+            "2", "--batch", "8", "--input-tokens", "2048", "--format", "json")
+    runs = []
+    for x in ("1", "2"):
+        assert main([*args, "--moe-imbalance", x]) == 0
+        runs.append(json.loads(capsys.readouterr().out))
+    assert runs[1]["ttft_ms"] > 1.5 * runs[0]["ttft_ms"]
+    assert runs[1]["config"]["moe_imbalance"] == 2.0
+    api = roofcast.llm("mixtral-8x7b", "h100-sxm", devices=2, tp=2, ep=2, batch=8,
+                       input_tokens=2048, moe_imbalance=2.0)
+    assert api.ttft_s * 1e3 == pytest.approx(runs[1]["ttft_ms"], rel=1e-6)

@@ -20,7 +20,8 @@ def test_the_verdict_names_the_cheapest_device_split_and_count(capsys):
     assert first["meets"] is True
     assert doc["verdict"] == (
         f"cheapest meeting the SLOs: {first['replicas']} replica(s) of tp={first['tp']} on "
-        f"{first['device']} = {first['devices']} devices (${first['cost_usd']:,.0f} list price)")
+        f"{first['device']} = {first['devices']} devices (${first['cost_usd']:,.0f} list price; "
+        "colocated, no speculative decoding)")
     assert doc["road"].startswith("simulated capacity plan")
 
 
@@ -30,6 +31,13 @@ def test_the_verdict_names_the_cheapest_device_split_and_count(capsys):
     (("--hw", "h100-sxm", "--devices", "8", "--rate", "2", "--slo-ttft", "100"),
      "no --devices"),
     (("--rate", "2", "--slo-ttft", "100"), "--hw A,B,C (candidate devices) or --system ID"),
+    (("--hw", "h100-sxm", "--search-disagg"), "capacity-planner options"),
+    (("--hw", "h100-sxm", "--spec-decode", "mtp:2", "--spec-accept", "0.5"),
+     "capacity-planner options"),
+    (("--hw", "h100-sxm", "--rate", "2", "--slo-ttft", "100", "--spec-decode", "mtp:2"),
+     "acceptance rate"),
+    (("--hw", "h100-sxm", "--rate", "2", "--slo-ttft", "100", "--spec-decode", "eagle:2",
+      "--spec-accept", "0.5"), "draft:MODEL:K or mtp:K"),
 ])
 def test_bad_capacity_requests_are_one_line(capsys, argv, needle):
     assert main([*BASE, *argv]) == 2

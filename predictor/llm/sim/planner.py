@@ -2,18 +2,19 @@
 
 For each candidate device (or system) and tensor-parallel degree ``tp`` (the splits of
 ``serving_plan.splits`` with one pipeline stage, at most the devices of a node) where the model
-fits: the fewest replicas ``k`` such that one replica at ``rate / k`` requests/s (replicas share
-the load evenly) serves at least ``ATTAINMENT`` of its requests within both SLOs (TTFT and
-TPOT); ``k`` doubles until it does, then bisects (every try a simulation on the same step
-table). Cost = k x tp x the catalog list price; rows ranked by cost (no price: after the
-priced ones, with a note). Seconds inside; the table in ms and $.
+fits, and each ``Choices`` option asked for (speculative decoding or not; colocated or a
+prefill:decode ratio ``P:D``): the fewest units ``k`` (a unit = one replica, or ``P + D``
+replicas disaggregated) such that one unit at ``rate / k`` requests/s (units share the load
+evenly) serves at least ``ATTAINMENT`` of its requests within both SLOs; ``k`` doubles until it
+does, then bisects (every try a simulation on the same step table). Cost = devices x the
+catalog list price, devices = k x replicas per unit x tp; rows ranked by cost (no price: after
+the priced ones, with a note). Seconds inside; the table in ms and $.
 """
-
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -23,7 +24,9 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.serving_plan import splits
+from roofcast.predictor.llm.sim.disagg import Disagg
 from roofcast.predictor.llm.sim.run import Prepared, SimSpec, prepare, run_prepared, workload
+from roofcast.predictor.llm.spec_decode import SpecDecode
 from roofcast.predictor.llm.types import ServingConfig
 from roofcast.predictor.parallel.types import ParallelPlanError
 from roofcast.predictor.sharding import Sharding, check_sharding
@@ -31,8 +34,24 @@ from roofcast.predictor.sharding import Sharding, check_sharding
 ATTAINMENT = 0.9
 MAX_REPLICAS = 4096
 COLUMNS: tuple[str, ...] = (
-    "rank", "device", "system", "tp", "replicas", "devices", "cost_usd", "meets",
-    "attainment", "ttft_p90_ms", "tpot_p90_ms", "replica_rate", "notes")
+    "rank", "device", "system", "tp", "disagg", "spec_decode", "replicas", "devices",
+    "cost_usd", "meets", "attainment", "ttft_p90_ms", "tpot_p90_ms", "replica_rate", "notes")
+#: prefill:decode ratios ``Choices.searching`` tries (bounded: four per candidate).
+DISAGG_RATIOS: tuple[Disagg, ...] = (Disagg(1, 1), Disagg(1, 2), Disagg(1, 3), Disagg(2, 1))
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the planner tries besides devices and tp: ``disagg`` ratios (besides colocated
+    replicas) and ``spec`` speculative-decoding settings (besides none)."""
+
+    disagg: tuple[Disagg, ...] = ()
+    spec: tuple[SpecDecode, ...] = ()
+
+    @classmethod
+    def searching(cls, disagg: bool = False, spec: SpecDecode | None = None) -> Choices:
+        """``DISAGG_RATIOS`` when ``disagg``; ``spec`` when given."""
+        return cls(DISAGG_RATIOS if disagg else (), (spec,) if spec is not None else ())
 
 
 def _smallest(ok: Callable[[int], bool]) -> int | None:
@@ -85,11 +104,44 @@ def _tps(arch: LLMArch, node: int) -> list[int]:
     return out
 
 
+def _options(arch: LLMArch, hw: HardwareSpec, system: Any, tp: int, cfg: ServingConfig,
+             spec: SimSpec, choices: Choices, estimator: str) -> list[dict[str, Any]]:
+    """The rows of one device and tp: every speculative-decoding and disaggregation choice."""
+    rows = []
+    for sd in (None, *choices.spec):
+        run_cfg = replace(cfg, tp=tp, spec_decode=sd)
+        base: dict[str, Any] = {"device": hw.id, "system": getattr(system, "id", ""), "tp": tp,
+                                "spec_decode": sd.label() if sd else "", "notes": ""}
+        (prep,), _ = prepare(arch, [hw], run_cfg, spec, estimator=estimator, system=system)
+        for d in (None, *choices.disagg):
+            rec = {**base, "disagg": f"{d.prefill}:{d.decode}" if d else ""}
+            if prep.pool.blocks == 0:
+                rows.append({**rec, "meets": False, "notes": "does not fit"})
+                continue
+            rec.update(_candidate(arch, prep, replace(spec, disagg=d), run_cfg,
+                                  float(spec.rate)))
+            rows.append(_costed(rec, hw, tp, 1 if d is None else d.prefill + d.decode))
+    return rows
+
+
+def _costed(rec: dict[str, Any], hw: HardwareSpec, tp: int, per_unit: int) -> dict[str, Any]:
+    """``rec`` with its replicas (``per_unit`` a unit), devices, cost and notes."""
+    if not rec["meets"]:
+        return {**rec, "notes": f"misses the SLOs even at {MAX_REPLICAS} units"}
+    rec["replicas"] = rec["replicas"] * per_unit
+    rec["devices"] = rec["replicas"] * tp
+    rec["cost_usd"] = rec["devices"] * hw.price_usd if hw.price_usd else None
+    if not hw.price_usd:
+        rec["notes"] = f"{hw.id} has no catalog price: ranked after priced ones"
+    return rec
+
+
 def plan_capacity(arch: LLMArch, targets: Sequence[tuple[HardwareSpec, Any]],
                   cfg: ServingConfig, spec: SimSpec, *,
-                  estimator: str = SERVING_ESTIMATOR) -> pd.DataFrame:
+                  estimator: str = SERVING_ESTIMATOR,
+                  choices: Choices = Choices()) -> pd.DataFrame:
     """The ranked candidates (module docstring); ``targets``: (device, system or None);
-    ``spec``: the rate and SLOs (and lengths, policy)."""
+    ``spec``: the rate and SLOs (and lengths, policy); ``choices``: what else to try."""
     if spec.rate is None or (spec.slo_ttft_s is None and spec.slo_tpot_s is None):
         raise PredictionError("capacity planning needs a rate and at least one SLO "
                               "(--rate R --slo-ttft MS --slo-tpot MS)")
@@ -97,23 +149,7 @@ def plan_capacity(arch: LLMArch, targets: Sequence[tuple[HardwareSpec, Any]],
     for hw, system in targets:
         node = system.devices_per_node if system is not None else 8
         for tp in _tps(arch, node):
-            run_cfg = replace(cfg, tp=tp)
-            rec: dict[str, Any] = {"device": hw.id, "system": getattr(system, "id", ""),
-                                   "tp": tp, "notes": ""}
-            (prep,), _ = prepare(arch, [hw], run_cfg, spec, estimator=estimator,
-                                 system=system)
-            if prep.pool.blocks == 0:
-                rows.append({**rec, "meets": False, "notes": "does not fit"})
-                continue
-            rec.update(_candidate(arch, prep, spec, run_cfg, float(spec.rate)))
-            if rec["meets"]:
-                rec["devices"] = rec["replicas"] * tp
-                rec["cost_usd"] = rec["devices"] * hw.price_usd if hw.price_usd else None
-                if not hw.price_usd:
-                    rec["notes"] = f"{hw.id} has no catalog price: ranked after priced ones"
-            else:
-                rec["notes"] = f"misses the SLOs even at {MAX_REPLICAS} replicas"
-            rows.append(rec)
+            rows += _options(arch, hw, system, tp, cfg, spec, choices, estimator)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     table["meets"] = table["meets"].fillna(False).astype(bool)
     table = table.sort_values(["meets", "cost_usd", "devices"], ascending=[False, True, True],

@@ -1,11 +1,12 @@
 """Engine step times on a grid, interpolated: the simulator's clock.
 
 A step decodes ``d`` sequences at mean context ``c`` and prefills ``p`` prompt tokens (as
-sequences of the workload's mean prompt length). Every grid point (``Grid``: ``d`` in powers of
-2 up to the running cap, ``c`` and ``p`` in powers of 4 up to their maxima) is timed in ONE
+sequences of the workload's mean prompt length). Every grid point (``Grid``: ``d`` and ``c`` in
+powers of 2 up to the running cap and the longest request, ``p`` in powers of 4) is timed in ONE
 ``phases.time_steps`` call for all devices, then passes the engine calibration (``decode``
 with ``seqs = d``; ``prefill`` when ``d = 0``) and adds the step's tensor / pipeline
-communication (``comm.step_comm``), as ``predictor.llm.serving`` does. Speculative decoding
+communication (``comm.step_comm``), as ``predictor.llm.serving`` does, then a running maximum
+along d, p and c (a step with more work never takes less). Speculative decoding
 (``spec_decode``, ``E`` tokens per verify step): a grid step is ``1 / E`` of an engine step
 that prefills ``E x p`` tokens, so its time is the engine step's / ``E``. ``StepTable(d, c, p)``
 interpolates multilinearly (exact for a time affine in each of d, c, p and in d x c); its
@@ -26,7 +27,8 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.comm import step_comm
-from roofcast.predictor.llm.kernels import Segment
+from roofcast.predictor.llm.kernels import MoeRouting, Segment
+from roofcast.predictor.llm.ladder import pow2_bracket
 from roofcast.predictor.llm.phases import Step
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.spec_decode import time_spec_steps
@@ -56,8 +58,11 @@ class Grid:
     @classmethod
     def covering(cls, max_seqs: int, max_context: int, max_prefill: int, prompt: int,
                  min_context: int = 1) -> Grid:
-        """Axes from 0 (decode, prefill) and ``min_context`` up to the maxima."""
-        ctx = _powers(max(max_context, min_context + 1), 4, max(min_context, 1))
+        """Axes from 0 (decode, prefill) up to the maxima; the context in powers of 2 from the
+        one at or below ``min_context`` to the one at or above ``max_context`` (the kernel
+        model's decode rows are timed at powers of 2: ``predictor.llm.ladder``)."""
+        lo, top = pow2_bracket(max(min_context, 1))[0], max(max_context, min_context + 1)
+        ctx = _powers(pow2_bracket(top)[1], 2, lo)
         return cls((0, *_powers(max(max_seqs, 1), 2)), tuple(ctx),
                    (0, *_powers(max(max_prefill, 16), 4, 16)), max(1, int(prompt)))
 
@@ -139,7 +144,8 @@ def step_tables(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
     per_step = 1.0 if sd is None else sd.tokens_per_step
     steps = grid.steps(per_step)
     timed = time_spec_steps(local_arch(arch, sh), list(hws), steps, TensorDtypes.of(cfg),
-                            profile, estimator, sd, ep=sh.ep)
+                            profile, estimator, sd, ep=sh.ep,
+                            moe=MoeRouting(cfg.moe_imbalance))
     cal = engine_calibration(profile.name)
     index = {s.label: i for i, s in enumerate(steps)}
     tables = []
@@ -159,5 +165,13 @@ def step_tables(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                         continue
                     i = index[f"{d}|{c if d else grid.context[0]}|{p}"]
                     t[a][b][k] = (float(dec[i] if d else pre[i]) + comm[(d, p)]) / per_step
-        tables.append(StepTable(grid, t))
+        tables.append(StepTable(grid, monotone(np.asarray(t)).tolist()))
     return tables
+
+
+def monotone(t: np.ndarray) -> np.ndarray:
+    """``t`` (d, c, p) made non-decreasing along each axis by a running maximum (d, then p,
+    then c: each pass keeps the earlier axes non-decreasing)."""
+    for axis in (0, 2, 1):
+        t = np.maximum.accumulate(t, axis=axis)
+    return t

@@ -119,7 +119,8 @@ def check_request(arch: LLMArch, cfg: ServingConfig, profile: ExecutionProfile) 
 
 def check_moe_imbalance(arch: LLMArch, cfg: ServingConfig) -> MoeRouting:
     """``cfg``'s expert routing; ``PredictionError`` for an imbalance that is not a number
-    >= 1, or above 1 on a dense model or on one expert group (where it changes nothing)."""
+    >= 1, above 1 on a dense model or on one expert group (where it changes nothing), or above
+    ``ep`` (max / mean of ep groups cannot exceed ep)."""
     x = cfg.moe_imbalance
     if isinstance(x, bool) or not isinstance(x, int | float):
         raise PredictionError(f"MoE imbalance must be a number >= 1 (max / mean expert-group "
@@ -133,6 +134,10 @@ def check_moe_imbalance(arch: LLMArch, cfg: ServingConfig) -> MoeRouting:
     if cfg.ep <= 1:
         raise PredictionError("MoE imbalance needs expert parallelism (ep > 1): one expert "
                               "group runs every token-expert pair; give --ep / ep=")
+    if routing.imbalance > cfg.ep:
+        raise PredictionError(f"MoE imbalance {routing.imbalance:g} is above ep = {cfg.ep}: the "
+                              f"busiest of {cfg.ep} expert groups takes at most all the load "
+                              f"(max / mean <= {cfg.ep})")
     return routing
 
 

@@ -102,6 +102,8 @@ def test_simulated_spec_decode_and_disagg(capsys):
     (("mixtral-8x7b", "--hw", "h200", "--moe-imbalance", "inf"), "number >= 1"),
     (("mixtral-8x7b", "--hw", "h200", "--moe-imbalance", "2"), "expert parallelism"),
     (("llama-3.1-8b", "--hw", "h200", "--moe-imbalance", "2"), "has no experts"),
+    (("mixtral-8x7b", "--hw", "h200", "--devices", "2", "--tp", "2", "--ep", "2",
+      "--moe-imbalance", "1e300"), "is above ep = 2"),
 ])
 def test_bad_moe_imbalance_refused_in_one_line(capsys, argv, says):
     assert says in user_error(capsys, "llm", *argv)

@@ -316,7 +316,8 @@ def llm(model: Any, hw: str | HardwareSpec | Sequence[str | HardwareSpec] | None
     cfg = _serving_config(input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
                           concurrency=concurrency, weights=weights, kv_cache=kv_cache,
                           activations=activations, runtime=runtime, tp=tp, pp=pp, ep=ep,
-                          spec_decode=spec_decode, moe_imbalance=moe_imbalance)
+                          spec_decode=checks.spec_decode(spec_decode),
+                          moe_imbalance=moe_imbalance)
     sim.update(rate=rate, trace=trace, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms)
     if simulate or any(v is not None for v in sim.values()):
         return _llm_simulated(model, hw, cfg, simulate, system, devices, estimator, sim)
@@ -366,6 +367,8 @@ def _plan_serve(model: Any, system: Any, rate: Any, slo_ttft_ms: Any, slo_tpot_m
     options.pop("mode", None)
     hw, estimator = options.pop("hw", None), options.pop("estimator", None)
     search = {k: options.pop(k) for k in ("search_disagg", "spec_decode") if k in options}
+    if "spec_decode" in search:
+        search["spec_decode"] = checks.spec_decode(search["spec_decode"])
     lengths = {k: options.pop(k) for k in ("input_tokens", "output_tokens") if k in options}
     dtypes = {k: options.pop(k) for k in ("weights", "kv_cache", "runtime") if k in options}
     _check_llm(hw, system, input_tokens=lengths.get("input_tokens", 512),

@@ -176,3 +176,15 @@ def distinct_names(values: Any, flag: str, example: str) -> list[str]:
         raise PredictionError(f"--{flag} names {', '.join(map(repr, twice))} more than once; "
                               "give each once")
     return names
+
+
+def spec_decode(value: Any) -> Any:
+    """``spec_decode=``: None or a ``SpecDecode`` (its own constructor checks K and the
+    acceptance); anything else is an ``ArgumentTypeError``."""
+    from roofcast.predictor.llm.spec_decode import SpecDecode
+
+    if value is None or isinstance(value, SpecDecode):
+        return value
+    raise ArgumentTypeError(f"spec_decode= must be None or a SpecDecode (e.g. SpecDecode('mtp', "
+                            f"2, 0.7) from roofcast.predictor.llm.spec_decode), got "
+                            f"{_type_name(value)} {_shown(value)}")

@@ -68,8 +68,17 @@ def test_plan_with_a_rate_names_the_cheapest_meeting_the_slos():
     ({"rate": 2}, ValueError, "give slo_ttft_ms= and/or slo_tpot_ms="),
     ({"rate": -2, "slo_ttft_ms": 100}, ValueError, "rate (requests/s) must be a finite"),
     ({"slo_ttft_ms": 100}, TypeError, "need rate="),
+    ({"rate": 1, "slo_tpot_ms": 50, "spec_decode": "mtp:2"}, TypeError,
+     "spec_decode= must be None or a SpecDecode"),
 ])
 def test_bad_plan_arguments_are_one_line(kwargs, error, needle):
     with pytest.raises(error, match=None) as exc:
         roofcast.plan("llama-3.1-8b", hw="h100-sxm", **kwargs)
     assert needle in str(exc.value)
+
+
+def test_llm_spec_decode_of_the_wrong_type_is_one_line():
+    with pytest.raises(TypeError) as exc:
+        roofcast.llm("llama-3.1-8b", hw="h100-sxm", spec_decode=42)
+    assert "spec_decode= must be None or a SpecDecode" in str(exc.value)
+    assert "\n" not in str(exc.value)

@@ -207,7 +207,8 @@ def _ridge_design(A: np.ndarray, params: dict[str, Any] | None) -> tuple[np.ndar
         indicators = [int(j) for j in np.flatnonzero(nan.any(axis=0))]
         filled = np.where(nan, med, A)
         Z = np.hstack([filled, nan[:, indicators].astype(float)])
-        mean, scale = Z.mean(axis=0), Z.std(axis=0)
+        mean = Z.mean(axis=0)
+        scale = _usable_scale(Z.std(axis=0), mean)  # saved as used (the schema refuses ~0)
         params = {"impute": [float(v) for v in med], "indicators": indicators,
                   "mean": [float(v) for v in mean], "scale": [float(v) for v in scale]}
     med = np.asarray(params["impute"], float)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from roofcast.predictor.learned.metadata_schema import MIN_RIDGE_SCALE
 from roofcast.predictor.learned.model import FamilyModel
 
 
@@ -33,3 +34,18 @@ def test_the_noisy_constant_carries_no_weight_in_sample():
     fm, F = _fit_ridge_with_noisy_constant()
     shifted = F.assign(ratio=2.0)
     np.testing.assert_allclose(fm.predict_log(shifted), fm.predict_log(F), atol=0.05)
+
+
+
+def test_a_constant_column_is_saved_with_a_scale_the_schema_accepts(tmp_path):
+    """The saved scale is the one used (1 for a constant), so the model reloads."""
+    fm, F = _fit_ridge_with_noisy_constant()
+    constant = FamilyModel.fit("cpu/softmax", "ridge", F.assign(ratio=1.0), 10.0 ** F["lg_size"],
+                               10.0 ** F["lg_size"] / 2, np.zeros(len(F)),
+                               features=("lg_size", "ratio"))
+    for model in (fm, constant):
+        desc = model.save(tmp_path)
+        assert min(desc["linear"]["scale"]) >= MIN_RIDGE_SCALE
+        back = FamilyModel.load(tmp_path, desc, ("lg_size", "ratio"))
+        np.testing.assert_allclose(back.predict_log(F), model.predict_log(F))
+

@@ -4,10 +4,10 @@ Run: ``.venv/bin/python benchmarks/kernel_model_logo.py [--quick] [--format tabl
 [--save-rows FILE]``
 
 For each catalog GPU of ``../shared/data/aiconfigurator`` (A100-SXM, H100-SXM, H200, B200,
-GB200, L40S): fits the learned per-family model (gpu/matmul, gpu/attention; XGBoost, the
-features and target of ``predictor.learned.training``) on the public NeuSight/DeepBench GPU
+GB200, L40S): fits the learned per-family model (gpu/matmul, gpu/attention, gpu/moe; XGBoost,
+the features and target of ``predictor.learned.training``) on the public NeuSight/DeepBench GPU
 kernels and the aiconfigurator rows of the *other* GPUs (every row of the held-out GPU left
-out), predicts the held-out GPU's GEMM, context and generation attention rows, and prints per
+out), predicts the held-out GPU's GEMM, attention and MoE-module rows, and prints per
 (table, dtype, held-out GPU): rows, median and p90 APE and median predicted/measured for the
 learned model and the analytical roads ``time-roofline`` and ``roofline+eff`` on the same rows;
 ``summary``: the same pooled over GPUs per (table, dtype) (the issue's target: median <= 10 %).
@@ -45,7 +45,7 @@ from roofcast.predictor.learned.model import ROW_FLOOR, FamilyModel
 from roofcast.predictor.learned.roads import primary_runtimes, runtime_column
 from roofcast.predictor.learned.training import QUICK_XGB, borrowing_rows, time_weights
 
-FAMILIES = ("matmul", "attention")
+FAMILIES = ("matmul", "attention", "moe")
 ATTENTION_SHAPES = ("lg_attn_batch", "lg_attn_queries", "lg_attn_keys", "lg_attn_heads",
                     "lg_attn_gqa", "lg_attn_head_dim", "lg_attn_window", "attn_kv_bits")
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pandas only where a table is checked or made: the cost regi
 
 FAMILIES: tuple[str, ...] = (
     "matmul", "conv", "elementwise", "normalization", "softmax", "reduction", "pooling",
-    "data_movement", "recurrent", "attention", "quantization", "other",
+    "data_movement", "recurrent", "attention", "quantization", "moe", "other",
 )
 PHASES: tuple[str, ...] = ("forward", "backward", "update")
 ENGINES: tuple[str, ...] = ("matrix", "vector", "data", "free")

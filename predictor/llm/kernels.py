@@ -7,9 +7,10 @@ layers' rows come from ``layer.layer_kernels`` (one group of rows per layer kind
 norm and the LM head + sampling Softmax of the sequences that emit. Bytes follow the tensor
 class (``precision``: quantised weights, KV dtype); quantised projections get an overlapping
 ``Dequantize`` row, attention reading a quantised KV cache ``KvConvert`` rows. MoE experts:
-a step of ``T`` tokens touches ``E (1 - (1 - k/E)^T)`` experts (uniform routing); under
-expert parallelism the busiest of ``ep`` groups (``busiest_share``), at least ``imbalance x T k
-/ ep`` pairs with a ``MoeRouting``. Design notes: docs/design/decoder.md, engines.md.
+one ``MoeExperts`` module row per layer (``layer.expert_module_terms``; timed by the kernel
+model's ``moe`` family); ``T`` tokens touch ``E (1 - (1 - k/E)^T)`` experts (uniform routing);
+under expert parallelism the busiest of ``ep`` groups (``busiest_share``), at least ``imbalance
+x T k / ep`` pairs with a ``MoeRouting``. Design notes: docs/design/decoder.md, engines.md.
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ from roofcast.graph_import.llm.decoder import Attention, LayerKind, decoder_of
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.layer import (
+    MOE_FAMILY,
+    MOE_OP,
     AttentionCall,
     ExpertWork,
     LayerPass,
     attended_keys,  # noqa: F401  (re-exported: callers import it from here)
     cached_kv_elements,
+    expert_module_terms,
     layer_kernels,
     norm,
     tensor,
@@ -197,21 +201,41 @@ class _Rows:
             w_bytes = weight_elems * self._bpe(w_in[0], k)
         act_read = max(cost.bytes_read - cost.weight_bytes, 0.0) * self._scale(a_in, k)
         dims = gemm_dims(node)
-        key = f"{self.step}:{name}"
-        values = {
-            "node": name, "op_type": op_type, "family": op_family(node), "phase": "forward",
+        return self._append(name, {
+            "op_type": op_type, "family": op_family(node),
             "engine": cost.engine.value, "dtype": dtype or self.dtypes.vector_dtype,
             "flops": cost.flops * flops_scale, "bytes_read": act_read + w_bytes,
             "bytes_written": cost.bytes_written * self._scale(outputs, k),
             "weight_bytes": w_bytes,
             **dict(zip(GEMM_COLUMNS, (np.nan,) * 4 if dims is None else dims, strict=True)),
-            "fused_nodes": name, "inner_elems": inner_elems_or_nan(node), "key": key,
-            "kernel": "forward", "domain": "", "grad_of": "", "count": float(self.count),
-            "step": self.step, "overlaps": "", "fallback_only": False,
-            "scope": self.scope, "applies": "",
-        }
-        for c, v in values.items():
+            "inner_elems": inner_elems_or_nan(node)})
+
+    def _append(self, name: str, values: dict) -> str:
+        """Append the row of kernel ``name`` (prefixed) with this group's common columns."""
+        key = f"{self.step}:{name}"
+        row = {"node": name, "phase": "forward", "fused_nodes": name, "key": key,
+               "kernel": "forward", "domain": "", "grad_of": "", "count": float(self.count),
+               "step": self.step, "overlaps": "", "fallback_only": False,
+               "scope": self.scope, "applies": "", **values}
+        for c, v in row.items():
             self.cols[c].append(v)
+        return key
+
+    def experts(self, name: str, kind: LayerKind, work: ExpertWork) -> str:
+        """The routed experts as one ``MoeExperts`` module row (``layer.expert_module_terms``)
+        at the plan's compute dtype, with the ``Dequantize`` row of quantised weights."""
+        m, d, plan = kind.mlp, kind.d_model, self.dtypes.gemm_plan()
+        act = self.dtypes.act_bytes
+        terms = expert_module_terms(work.pairs, work.touched, d, m.d_ff, m.up_width,
+                                    weight_bytes_per_element(self.dtypes.weights, d), act, act)
+        key = self._append(self.prefix + name, {
+            "op_type": MOE_OP, "family": MOE_FAMILY, "engine": Engine.MATRIX.value,
+            "dtype": plan.compute, **terms, "inner_elems": np.nan})
+        if plan.dequant_flops_per_weight > 0:
+            elems = work.touched * d * (m.up_width + m.d_ff)
+            self.overlapping(f"{name}.dequant", "Dequantize", key,
+                             plan.dequant_flops(elems, work.pairs), self.dtypes.vector_dtype,
+                             fallback_only=plan.dequant_on_fallback_only)
         return key
 
     def gemm(self, name: str, tokens: float, k: int, n: int, *, bias: bool = False,
@@ -288,8 +312,8 @@ def _experts(kind: LayerKind, tokens: int, ep: int,
     if ep > 1:
         touched, share = busiest_share(moe.n_experts, moe.top_k, tokens, ep)
         share = (routing or MoeRouting()).busiest_pairs(share, tokens, moe.top_k, ep)
-        return ExpertWork("gemm", max(1, round(share)), touched)
-    return ExpertWork("gemm", tokens * moe.top_k,
+        return ExpertWork("module", max(1, round(share)), touched)
+    return ExpertWork("module", tokens * moe.top_k,
                       expected_experts(moe.n_experts, moe.top_k, tokens))
 
 

@@ -8,7 +8,8 @@ K; (serving) the KV-cache write; attention per call (``fused``: one kernel, FLOP
 fraction ``mean keys / span``; ``eager``: QK^T, score passes, Softmax, (dropout), PV); O Gemm;
 residual Add; second norm unless ``parallel_block``; the MLP (up Gemm, activation, down Gemm)
 or MoE (router Gemm, TopK, Softmax over the ``k`` picks, the experts in the road's
-``ExpertWork`` form, the shared experts as a dense MLP, the weighted combine); residual Add.
+``ExpertWork`` form: serving one ``MoeExperts`` module row, ``expert_module_terms``; the shared
+experts as a dense MLP, the weighted combine); residual Add.
 qk-norm: an RMSNorm over the Q and K heads; sinks: one extra score per query row and head.
 MLA (``mla``): prefill decompresses, decode attends over the latent. Shapes are elements.
 """
@@ -25,6 +26,8 @@ from roofcast.graph_import.llm.decoder import Attention, LayerKind, MoE
 from roofcast.graph_import.types import TensorInfo
 from roofcast.predictor.errors import PredictionError
 
+#: op type and family of a routed-expert module row (serving; timed by the ``moe`` family).
+MOE_OP, MOE_FAMILY = "MoeExperts", "moe"
 #: tensor-name prefixes: projection weights, constants (no gradient), integer indices, KV.
 WEIGHT, CONST, INDEX, KV = "w.", "c.", "i.", "kv."
 _ACT_OP = {"silu": ("Swish", {}), "gelu": ("Gelu", {}),
@@ -83,6 +86,8 @@ class Sink(Protocol):
     def cached_keys_read(self, call: AttentionCall, key: str, attention: Attention
                          ) -> None: ...
 
+    def experts(self, name: str, kind: LayerKind, work: ExpertWork) -> str: ...
+
 
 @dataclass(frozen=True)
 class AttentionCall:
@@ -98,9 +103,10 @@ class AttentionCall:
 
 @dataclass(frozen=True)
 class ExpertWork:
-    """How the experts run: ``gemm`` (serving: one Gemm over the ``pairs`` token-expert pairs
-    reading the ``touched`` experts' weights) or ``grouped`` (training, Megatron-Core's
-    grouped GEMM: ``experts`` local experts of ``pairs / experts`` pairs each)."""
+    """How the experts run: ``module`` (serving: one fused MoE module over the ``pairs``
+    token-expert pairs reading the ``touched`` experts' weights, ``expert_module_terms``) or
+    ``grouped`` (training, Megatron-Core's grouped GEMM: ``experts`` local experts of
+    ``pairs / experts`` pairs each)."""
 
     form: str
     pairs: float
@@ -245,12 +251,25 @@ def _activation(sink: Sink, kind: LayerKind, name: str, *shape: float) -> None:
         elementwise(sink, f"{name}_mul", "Mul", *shape)
 
 
-def _experts_gemm(sink: Sink, kind: LayerKind, w: ExpertWork) -> None:
-    """Serving: one Gemm over the step's token-expert pairs, weights of the touched experts."""
-    m, d = kind.mlp, kind.d_model
-    sink.gemm("up", w.pairs, d, m.up_width, bias=m.bias, weight_elems=w.touched * d * m.up_width)
-    _activation(sink, kind, "act", w.pairs, m.d_ff)
-    sink.gemm("down", w.pairs, m.d_ff, d, bias=m.bias, weight_elems=w.touched * m.d_ff * d)
+def expert_module_terms(pairs: float, touched: float, d: int, d_ff: int, up_width: int,
+                        weight_bpe: float, act_bpe: float, out_bpe: float) -> dict[str, float]:
+    """Work of one routed-expert module (up Gemm, activation, down Gemm of ``pairs``
+    token-expert pairs over ``touched`` experts): FLOPs ``2 P d (u + f)``; bytes read: the
+    touched experts' weights ``E_t d (u + f)`` x ``weight_bpe`` (scales included) + the
+    ``P (d + f)`` activations; written ``P (u + d)`` x ``out_bpe``; GEMM dims ``(E_t, P / E_t,
+    f, d)``. The one costing both the LLM rows and aiconfigurator's MoE rows use."""
+    width = up_width + d_ff
+    weights = touched * d * width * weight_bpe
+    return {"flops": 2.0 * pairs * d * width,
+            "bytes_read": weights + pairs * (d + d_ff) * act_bpe,
+            "bytes_written": pairs * (up_width + d) * out_bpe, "weight_bytes": weights,
+            "gemm_batch": touched, "gemm_m": pairs / max(touched, 1.0), "gemm_n": float(d_ff),
+            "gemm_k": float(d)}
+
+
+def _experts_module(sink: Sink, kind: LayerKind, w: ExpertWork) -> None:
+    """Serving: one MoE module row over the step's token-expert pairs (``ExpertWork``)."""
+    sink.experts("experts", kind, w)
 
 
 def _experts_grouped(sink: Sink, kind: LayerKind, w: ExpertWork) -> None:
@@ -268,7 +287,7 @@ def _experts_grouped(sink: Sink, kind: LayerKind, w: ExpertWork) -> None:
 
 #: expert forms (``ExpertWork.form``) -> their kernels.
 EXPERT_FORMS: dict[str, Callable[[Sink, LayerKind, ExpertWork], None]] = {
-    "gemm": _experts_gemm, "grouped": _experts_grouped}
+    "module": _experts_module, "grouped": _experts_grouped}
 
 
 def _ffn(sink: Sink, kind: LayerKind, p: LayerPass) -> None:

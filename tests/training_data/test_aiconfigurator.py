@@ -28,6 +28,18 @@ def _gen_attention(device: str) -> pd.DataFrame:
                          "step": [1023, 4095], "latency": [0.02, 0.05]})
 
 
+def _moe(device: str) -> pd.DataFrame:
+    return pd.DataFrame({"framework": "TRTLLM", "version": "1", "device": device,
+                         "op_name": "moe",
+                         "kernel_source": ["cutlass", "cutlass", "cutlass", "x_nongated"],
+                         "moe_dtype": "fp8_block", "num_tokens": [64, 64, 64, 128],
+                         "hidden_size": 7168, "inter_size": 2048, "topk": 8,
+                         "num_experts": 256, "moe_tp_size": 8, "moe_ep_size": 1,
+                         "distribution": ["balanced", "power_law_1.01", "power_law_1.2",
+                                          "balanced"],
+                         "latency": [0.2, 0.3, 0.35, 0.4]})
+
+
 @pytest.fixture
 def folder(tmp_path):
     root = tmp_path / "aiconfigurator"
@@ -39,6 +51,7 @@ def folder(tmp_path):
         # a folder named after one GPU holding another's rows: the device column wins
         "data/h200_sxm/attention/vllm/1/generation_attention_perf.parquet":
             _gen_attention("NVIDIA L40S"),
+        "data/h200_sxm/moe/trtllm/1/moe_perf.parquet": _moe("NVIDIA H200"),
     }
     index = []
     for rel, df in files.items():
@@ -51,7 +64,7 @@ def folder(tmp_path):
 
 def test_rows_mapped_to_catalog_devices_runtimes_and_dtypes(folder):
     t = load_kernels(folder, cap=None)
-    assert set(t.rows["device"]) == {"h100-sxm", "l40s"}
+    assert set(t.rows["device"]) == {"h100-sxm", "l40s", "h200"}
     assert set(t.rows["runtime"]) == {"tensorrt-llm", "vllm"}
     gemm = t.rows[t.rows["table"] == "gemm"]
     assert sorted(set(gemm["math_dtype"])) == ["bf16", "fp8"]
@@ -78,3 +91,18 @@ def test_cap_per_group_is_seeded(folder):
 def test_missing_folder_says_where_to_point(tmp_path):
     with pytest.raises(PublicDataError, match="ROOFCAST_SHARED_DATA"):
         load_kernels(tmp_path)
+
+
+def test_moe_rows_keep_uniform_routing_and_say_whether_the_kernel_is_gated(folder):
+    t = load_kernels(folder, cap=None)
+    moe = t.rows[t.rows["table"] == "moe"]
+    assert list(moe["num_tokens"]) == [64, 128]  # balanced routing only (the LLM road's)
+    assert list(moe["gated"]) == [1.0, 0.0]
+    assert set(moe["math_dtype"]) == {"fp8_block"}
+    assert set(moe["device"]) == {"h200"}
+    assert moe["latency_s"].tolist() == pytest.approx([2e-4, 4e-4])
+    assert t.skipped["MoE routing not uniform: power_law_1.01"] == 1
+    assert t.skipped["MoE routing not uniform: power_law_1.2"] == 1
+    gemm = t.rows[t.rows["table"] == "gemm"]
+    assert gemm["gated"].isna().all()
+    assert gemm["num_experts"].isna().all()

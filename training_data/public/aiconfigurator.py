@@ -1,9 +1,10 @@
 """NVIDIA aiconfigurator's per-op tables (``$ROOFCAST_SHARED_DATA/aiconfigurator``), one tidy table.
 
-Source: ai-dynamo/aiconfigurator (Apache-2.0): GEMM, context and generation attention timed with
-CUDA graphs inside TensorRT-LLM, vLLM and SGLang containers (``latency`` in ms). ``load_kernels``
--> :class:`OpTable`: ``rows``, one per kept measurement: ``table`` (gemm, context_attention,
-generation_attention), ``device`` (catalog id, from the ``device`` column, not the folder),
+Source: ai-dynamo/aiconfigurator (Apache-2.0): GEMM, context / generation attention and MoE
+modules timed with CUDA graphs inside TensorRT-LLM, vLLM and SGLang containers (``latency`` in
+ms). ``load_kernels`` -> :class:`OpTable`: ``rows``, one per kept measurement: ``table`` (gemm,
+context_attention, generation_attention, moe: balanced routing only, ``gated`` unless the kernel
+is a ``nongated`` one), ``device`` (catalog id, from the ``device`` column, not the folder),
 ``runtime`` (profile name), ``math_dtype`` / ``kv_dtype`` (``roofcast.dtypes`` names),
 ``latency_s`` and the shape (``SHAPE_COLUMNS``); ``skipped``: reason -> rows left out (devices
 not in the catalog, dtypes ``roofcast.dtypes`` lacks, weight-only GEMMs), never dropped
@@ -25,7 +26,8 @@ from roofcast.training_data.public_kernels import PublicDataError, shared_data_d
 
 SUBDIR = Path("aiconfigurator")
 TABLES: dict[str, str] = {"gemm_perf": "gemm", "context_attention_perf": "context_attention",
-                          "generation_attention_perf": "generation_attention"}
+                          "generation_attention_perf": "generation_attention",
+                          "moe_perf": "moe"}
 #: ``device`` column -> catalog id (the Intel Arc Pro B60 is not in the catalog: skipped).
 DEVICES: dict[str, str] = {
     "NVIDIA A100-SXM4-80GB": "a100-80gb-sxm", "NVIDIA H100 80GB HBM3": "h100-sxm",
@@ -34,9 +36,14 @@ DEVICES: dict[str, str] = {
 #: ``framework`` column -> runtime name (predictor/runtimes/profiles; SGLang has no profile).
 RUNTIMES: dict[str, str] = {"TRTLLM": "tensorrt-llm", "VLLM": "vllm", "SGLANG": "sglang"}
 DEFAULT_CAP = 400
-#: shape columns kept (GEMM: m, n, k; attention: the rest; NaN where a table has none).
+#: shape columns kept (GEMM: m, n, k; attention; MoE; NaN where a table has none).
 SHAPE_COLUMNS: tuple[str, ...] = ("m", "n", "k", "batch_size", "isl", "num_heads",
-                                  "num_key_value_heads", "head_dim", "step", "window_size")
+                                  "num_key_value_heads", "head_dim", "step", "window_size",
+                                  "num_tokens", "hidden_size", "inter_size", "topk",
+                                  "num_experts", "moe_tp_size", "moe_ep_size", "gated")
+#: the MoE routing the LLM road models (uniform: ``predictor.llm.kernels.busiest_share``).
+MOE_DISTRIBUTION = "balanced"
+_DTYPE_COLUMNS = ("gemm_dtype", "moe_dtype", "attn_dtype")
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ def _read(folder: Path, path: str, skipped: Counter, cap: int | None, seed: int
     df["table"] = TABLES[Path(path).stem]
     df["device_id"] = df["device"].map(DEVICES)
     df["runtime"] = df["framework"].str.upper().map(RUNTIMES)
-    dcol = "gemm_dtype" if "gemm_dtype" in df else "attn_dtype"
+    dcol = next(c for c in _DTYPE_COLUMNS if c in df)
     df["math_dtype"] = df[dcol].map(DTYPE_NAMES)
     df["kv_dtype"] = df["kv_cache_dtype"].map(DTYPE_NAMES) if "kv_cache_dtype" in df else "bf16"
     known = df["math_dtype"].isin(list(DTYPES)) & df["kv_dtype"].isin(list(DTYPES))
@@ -72,12 +79,23 @@ def _read(folder: Path, path: str, skipped: Counter, cap: int | None, seed: int
     for reason, bad, col in (("device not in the catalog", df["device_id"].isna(), "device"),
                              ("engine without a runtime name", df["runtime"].isna(), "framework"),
                              ("dtype not modelled", ~known, dcol),
-                             ("no positive latency", ~(df["latency"] > 0), "table")):
+                             ("no positive latency", ~(df["latency"] > 0), "table"),
+                             ("MoE routing not uniform", _skewed(df), "distribution")):
         for value, n in df.loc[bad & ~dropped, col].value_counts().items():
             skipped[f"{reason}: {value}"] += int(n)
         dropped |= bad
     df = df[~dropped]
     return _capped(df, cap, seed)
+
+
+def _skewed(df: pd.DataFrame) -> pd.Series:
+    """Rows timed under a routing other than ``MOE_DISTRIBUTION`` (tables without routing:
+    none); adds ``gated`` to MoE rows."""
+    if "distribution" not in df:
+        df["distribution"] = MOE_DISTRIBUTION
+        return pd.Series(False, index=df.index)
+    df["gated"] = (~df["kernel_source"].str.endswith("nongated")).astype(float)
+    return df["distribution"] != MOE_DISTRIBUTION
 
 
 def _capped(df: pd.DataFrame, cap: int | None, seed: int) -> pd.DataFrame:
@@ -92,12 +110,12 @@ def _capped(df: pd.DataFrame, cap: int | None, seed: int) -> pd.DataFrame:
 
 def load_kernels(data_dir: str | Path | None = None, cap: int | None = DEFAULT_CAP,
                  seed: int = 0) -> OpTable:
-    """GEMM and attention rows of every catalog device (module docstring)."""
+    """GEMM, attention and MoE rows of every catalog device (module docstring)."""
     folder = shared_data_dir(data_dir) / SUBDIR
     skipped: Counter = Counter()
     parts = [_read(folder, p, skipped, cap, seed) for p in sorted(_files(folder)["path"])]
     if not parts:
-        raise PublicDataError(f"{folder}: no GEMM or attention tables listed in INDEX.csv")
+        raise PublicDataError(f"{folder}: no GEMM, attention or MoE tables listed in INDEX.csv")
     df = pd.concat(parts, ignore_index=True)
     df["latency_s"] = df["latency"].astype(float) * 1e-3
     for c in SHAPE_COLUMNS:

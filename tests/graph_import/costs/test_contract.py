@@ -50,6 +50,7 @@ KINDS_BY_FAMILY: dict[str, set[str]] = {
     "pooling": {"pooling", "pooling_saved"},
     "data_movement": {"data_movement", "data_movement_accumulates"},
     "quantization": {"straight_through"},
+    "moe": set(),  # no ONNX op: the LLM road's routed-expert module rows (predictor.llm.layer)
 }
 #: families whose ops may have a GEMM view / an inner size.
 GEMM_FAMILIES = {"matmul", "conv", "recurrent"}

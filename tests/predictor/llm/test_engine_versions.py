@@ -88,7 +88,8 @@ def test_the_2024_engines_keep_their_measured_fp8_kv_conversion(archs):
 def _moe_pairs(arch, ep, routing):
     rows = steps_workload(arch, [("s", (Segment(32, 1, 1024),))], TensorDtypes("fp16"),
                           get_runtime("vllm"), ep=ep, moe=routing)
-    return rows.loc[rows["node"] == "up", "gemm_m"].item()  # the experts' pairs
+    experts = rows.loc[rows["node"] == "experts"]  # the module's pairs: experts x per expert
+    return (experts["gemm_batch"] * experts["gemm_m"]).item()
 
 
 def test_moe_imbalance_loads_the_busiest_expert_group(archs):

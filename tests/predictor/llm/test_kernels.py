@@ -97,10 +97,13 @@ def test_moe_decode_reads_only_touched_experts(archs, engine):
     for b in (1, 4, 64):
         w = phase_workload(a, batch=b, new_tokens=1, context=512, dtypes=FP16, profile=engine)
         touched = expected_experts(e, k, b)
-        up = rows(w, "up")
-        assert up["weight_bytes"].iloc[0] == pytest.approx(touched * a.d_model * 2 * a.d_ff * 2)
-        assert up["flops"].iloc[0] == pytest.approx(2 * b * k * a.d_model * 2 * a.d_ff)
+        ex = rows(w, "experts")  # one module row: gated up (2 f) + down (f) per touched expert
+        assert ex["weight_bytes"].iloc[0] == pytest.approx(touched * a.d_model * 3 * a.d_ff * 2)
+        assert ex["flops"].iloc[0] == pytest.approx(2 * b * k * a.d_model * 3 * a.d_ff)
+        assert (ex["op_type"].item(), ex["family"].item()) == ("MoeExperts", "moe")
+        assert ex["gemm_batch"].item() * ex["gemm_m"].item() == pytest.approx(b * k)
     assert {"router", "topk", "route_softmax", "combine"} <= set(w["node"])
+    assert not {"up", "act", "down"} & set(w["node"])  # the experts are not dense Gemm rows
 
 
 def test_int4_weight_bytes_half_of_int8(archs, engine):

@@ -26,11 +26,15 @@ def test_serving_and_training_layers_are_one_builders(archs, engine, name):
     rows = src.build(tp=1, ep=1, micro_batch=2, sequence_parallel=False, mode="infer").rows
     block = rows[rows["layer"] == 1]
     served = [n for n in layer["node"] if n != "kv_write"]  # the KV cache is serving's own
-    # the same kernels in the same order; the experts take each road's form
+    # the same kernels in the same order; the experts take each road's form (serving: one
+    # module row where training runs grouped up, activation, down)
     rename = {"attn0": "attn", "qk0": "qk", "softmax0": "softmax", "pv0": "pv"}
+    grouped = [n for n in block["node"] if n.startswith("experts_")]
     if arch.n_experts > 1:
-        rename |= {"up": "experts_up", "act": "experts_act", "down": "experts_down"}
-    assert [rename.get(n, n) for n in served] == list(block["node"])
+        assert grouped[0] == "experts_up"
+        assert grouped[-1] == "experts_down"
+    expanded = [m for n in served for m in (grouped if n == "experts" else [rename.get(n, n)])]
+    assert expanded == list(block["node"])
 
 
 def test_non_uniform_layers_cost_each_kind_for_its_layers(archs, engine, monkeypatch):

@@ -27,6 +27,7 @@ from roofcast.app.commands.llm_sim import add_sim_args, sim_options, sim_output,
 from roofcast.app.output import Table, add_format_arg
 from roofcast.app.output_file import check_writable, deliver, render
 from roofcast.app.parallel_args import SERVING_FLAGS, add_degree_args, add_placement_args
+from roofcast.app.spec_args import add_spec_args, spec_decode
 from roofcast.defaults import SERVING_ESTIMATOR
 from roofcast.predictor.llm.types import ACTIVATION_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
@@ -91,11 +92,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--estimator", default=None, metavar="NAME",
                    help=f"kernel-time estimator (default {SERVING_ESTIMATOR})")
     spec = p.add_argument_group("speculative decoding")
-    spec.add_argument("--spec-decode", metavar="draft:MODEL:K|mtp:K",
-                      help="a draft model (or the model's MTP layer) proposes K tokens per "
-                           "step, the model verifies them (needs --spec-accept)")
-    spec.add_argument("--spec-accept", type=float, metavar="A",
-                      help="acceptance rate per drafted token, 0..1")
+    add_spec_args(spec, "draft-and-verify")
     add_sim_args(p)
     group = p.add_argument_group("one replica on several devices")
     group.add_argument("--moe-imbalance", metavar="X",
@@ -214,18 +211,6 @@ def moe_imbalance(text: str | None) -> float:
         raise PredictionError(f"--moe-imbalance must be a number >= 1 (max / mean load of the "
                               f"expert groups; 1: uniform routing), got {text!r}")
     return value
-
-
-def spec_decode(args: argparse.Namespace):
-    """``--spec-decode`` with ``--spec-accept`` as a ``SpecDecode`` (None: neither given)."""
-    from roofcast.predictor.errors import PredictionError
-    from roofcast.predictor.llm.spec_decode import parse_spec
-
-    if args.spec_decode is None:
-        if args.spec_accept is not None:
-            raise PredictionError("--spec-accept needs --spec-decode draft:MODEL:K or mtp:K")
-        return None
-    return parse_spec(args.spec_decode, args.spec_accept)
 
 
 def serving_degrees(args: argparse.Namespace) -> dict[str, int]:

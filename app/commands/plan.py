@@ -25,6 +25,7 @@ from roofcast.app.argtypes import positive_int, runtime_name, zero_stages
 from roofcast.app.commands.llm_sim import positive_float
 from roofcast.app.output import add_format_arg, add_top_arg, top_rows
 from roofcast.app.parallel_args import ON_OFF, add_placement_args, add_tp_overlap_arg
+from roofcast.app.spec_args import add_spec_args, spec_decode
 from roofcast.defaults import PARALLEL_ESTIMATOR, SERVING_ESTIMATOR
 from roofcast.predictor.llm.types import KV_DTYPES, WEIGHT_DTYPES
 
@@ -82,11 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cap.add_argument("--search-disagg", action="store_true",
                      help="serve --rate: also try prefill/decode disaggregation (P:D = 1:1, "
                           "1:2, 1:3, 2:1 replicas of one plan)")
-    cap.add_argument("--spec-decode", metavar="draft:MODEL:K|mtp:K",
-                     help="serve --rate: also try this speculative decoding (needs "
-                          "--spec-accept)")
-    cap.add_argument("--spec-accept", type=float, metavar="A",
-                     help="acceptance rate per drafted token, 0..1")
+    add_spec_args(cap, "serve --rate: also try speculative decoding")
     add_top_arg(p, "plans", default=10)
     add_format_arg(p)
     p.add_argument("--output", type=Path, metavar="FILE",
@@ -108,12 +105,22 @@ def check_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.mode == "serve" and args.tp_comm_overlap is not None:
         raise PredictionError("--tp-comm-overlap applies to train/infer plans; serving plans "
                               "do not model it (drop the flag)")
-    if args.mode != "serve" and args.output_tokens is not None:
-        raise PredictionError(f"--output-tokens applies to --mode serve; a {args.mode} plan "
-                              f"takes --seq tokens per sample (drop the flag)")
     if args.mode == "serve" and args.dim:
         raise PredictionError("--dim applies to ONNX graphs; serving plans take an LLM config")
     return where
+
+
+def serve_output_tokens(args: argparse.Namespace) -> int | None:
+    """Generated tokens per request: ``--output-tokens`` or ``SERVE_OUTPUT_TOKENS`` in serve
+    mode; None otherwise, where the flag is refused (a train/infer plan takes ``--seq``)."""
+    from roofcast.predictor.errors import PredictionError
+
+    if args.mode != "serve":
+        if args.output_tokens is not None:
+            raise PredictionError(f"--output-tokens applies to --mode serve; a {args.mode} "
+                                  f"plan takes --seq tokens per sample (drop the flag)")
+        return None
+    return args.output_tokens or SERVE_OUTPUT_TOKENS
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,6 +143,7 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
     from roofcast.app.model_ref import bind_dims
     from roofcast.app.parallel_report import search_output, serving_output
 
+    args.output_tokens = serve_output_tokens(args)
     if args.rate is not None or args.slo_ttft is not None or args.slo_tpot is not None:
         return capacity_output(args)
     if args.search_disagg or args.spec_decode is not None or args.spec_accept is not None:
@@ -152,10 +160,10 @@ def plan_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
     kw: dict[str, Any] = {} if args.estimator is None else {"estimator": args.estimator}
     if args.mode == "serve":
         options = {"runtime": args.runtime} if args.runtime else {}
-        out_tokens = args.output_tokens or SERVE_OUTPUT_TOKENS
         df = parallel_api.plan(args.model, target, mode="serve", global_batch=args.global_batch,
-                               seq_tokens=args.seq, output_tokens=out_tokens, **options, **kw)
-        header.update({"input_tokens": args.seq or 512, "output_tokens": out_tokens})
+                               seq_tokens=args.seq, output_tokens=args.output_tokens,
+                               **options, **kw)
+        header.update({"input_tokens": args.seq or 512, "output_tokens": args.output_tokens})
         return serving_output(df, args.format, top, header)
     dims = bind_dims(args.dim)
     source = parallel_api.parallel_source(
@@ -192,7 +200,6 @@ def capacity_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str,
     the verdict naming the cheapest (``predictor.llm.sim.planner``)."""
     from roofcast import api
     from roofcast.app.commands.compare import split_devices
-    from roofcast.app.commands.llm import spec_decode
     from roofcast.app.output import top_rows
     from roofcast.predictor.errors import PredictionError
 
@@ -211,7 +218,7 @@ def capacity_output(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str,
     arch = api.llm_arch(args.model)
     df = api.plan(arch, **where, rate=args.rate, slo_ttft_ms=args.slo_ttft,
                   slo_tpot_ms=args.slo_tpot, input_tokens=args.seq or 512,
-                  output_tokens=args.output_tokens or SERVE_OUTPUT_TOKENS,
+                  output_tokens=args.output_tokens,
                   weights=args.weights or arch.weight_dtype or "fp16", kv_cache=args.kv,
                   runtime=args.runtime, search_disagg=args.search_disagg, **kw)
     verdict = capacity_verdict(df)

@@ -7,7 +7,9 @@ Hypothesis keeps no example database and its other files in a temporary folder: 
 ``.hypothesis/`` appears in the current folder, which the hostile corpus watches.
 SIGINT is Python's Ctrl-C handler in every test, as in a terminal: a suite started in the
 background by a shell without job control inherits SIGINT ignored (POSIX), which every child
-of a test would inherit too; and a test that changes the handler without restoring it fails."""
+of a test would inherit too; and a test that changes the handler without restoring it fails.
+The modules of ``LONG_FIRST`` are collected first: with ``--dist worksteal`` the two workers then
+end on short tests, not one of them on a minute-long browser test while the other waits."""
 
 from __future__ import annotations
 
@@ -25,8 +27,22 @@ settings.load_profile("roofcast")
 _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="roofcast-hypothesis-")
 set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
+#: modules holding the suite's longest tests (10-55 s each on 2 cores, `pytest --durations`)
+LONG_FIRST = ("tests/app/test_e2e_browser.py", "tests/training_data/test_recount_work.py",
+              "tests/hostile/test_corpus.py", "tests/acceptance/test_zoo_counts.py",
+              "tests/benchmarks/test_tp_pp_serving.py", "tests/predictor/test_invariants.py",
+              "tests/hostile/test_fuzz.py", "tests/test_import_structure.py")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # `pytest &` from a script
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``LONG_FIRST`` modules first (stable: the order inside a module is kept)."""
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0]
+        return LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)

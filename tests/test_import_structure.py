@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import networkx as nx
@@ -73,7 +74,9 @@ def imports_of(module: str, path: Path, modules: set[str]) -> set[str]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
 def import_graph() -> nx.DiGraph:
+    """The project's import graph, built once per worker and frozen (tests only read it)."""
     files = module_files()
     g = nx.DiGraph()
     g.add_nodes_from(files)
@@ -85,7 +88,7 @@ def import_graph() -> nx.DiGraph:
             for parent in _parents(target):
                 if parent in files and not (module == parent or module.startswith(parent + ".")):
                     g.add_edge(module, parent)
-    return g
+    return nx.freeze(g)
 
 
 def _parents(module: str) -> list[str]:

@@ -9,8 +9,9 @@ Conventions that differ, and how the test reconciles them:
   nonlinearities, which the independent counter does not: well under the 3% tolerance.
   Softmax, normalisation, activations and attention masking are separate ops in roofcast and
   are not compared.
-- Sequence lengths: 128 and 2048, capped at the model's maximum positions (BERT: 512) where
-  the architecture has learned position embeddings (``max_sequence`` in the export metadata).
+- Sequence lengths: 128 at batch 1 and 2048 at batch 32 (each value of each dim once), 2048
+  capped at the model's maximum positions (BERT: 512) where the architecture has learned
+  position embeddings (``max_sequence`` in the export metadata).
 - Parameters: the exporter may fold BatchNormalization into the preceding Conv (each BN's 2C
   affine params vanish and the bias-free Conv gains a C bias: ONNX count = params - C), and may
   store a tied or transposed weight under a new name. The export metadata reconciles each model
@@ -39,7 +40,7 @@ def _seq_dims(name: str) -> list[dict[str, int]]:
     if "sequence" not in symbolic:
         return batches
     max_seq = zoo.model_meta(name).get("max_sequence") or 2048  # null: no position table
-    return [{**b, "sequence": s} for b in batches for s in (128, min(2048, max_seq))]
+    return [{**b, "sequence": s} for b, s in zip(batches, (128, min(2048, max_seq)), strict=True)]
 
 
 @pytest.mark.parametrize("name", MODELS)

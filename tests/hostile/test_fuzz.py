@@ -14,7 +14,7 @@ Settings: ``FUZZ`` (a fixed example count, no deadline, derandomized so CI is re
 the module around a minute on a 2-core machine; ``ROOFCAST_FUZZ_EXAMPLES`` raises the count for a
 longer local run. ``test_targeted_import_run`` is the coverage-guided part: Hypothesis's targeted
 search (``target()``) steers graphs toward many nodes and large declared element counts, within
-a fixed time budget (``ROOFCAST_FUZZ_SECONDS``, default 15 s).
+a fixed time budget (``ROOFCAST_FUZZ_SECONDS``, default 8 s).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def test_targeted_import_run():
     """Coverage-guided in Hypothesis's way: ``target()`` pushes toward bigger graphs and larger
     imported graphs (where the budgets bite), in batches of 20 examples with a new seed each,
     until a fixed time budget is spent (Hypothesis itself has no time budget)."""
-    budget_s = float(os.environ.get("ROOFCAST_FUZZ_SECONDS", "15"))
+    budget_s = float(os.environ.get("ROOFCAST_FUZZ_SECONDS", "8"))
 
     @settings(max_examples=20, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))

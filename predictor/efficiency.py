@@ -173,14 +173,17 @@ class EfficiencyCurves:
                  dtype: np.ndarray, size: np.ndarray) -> np.ndarray:
         """Vectorised: fraction of peak per row (one curve evaluation per distinct key)."""
         size = np.asarray(size, dtype=float)
-        cols = [np.broadcast_to(np.asarray(a).astype(str), size.shape).ravel()
-                for a in (device, kind, engine, dtype)]
-        codes = (pd.MultiIndex.from_arrays(cols).factorize() if size.size
-                 else (np.array([], int), []))
-        inv, uniq = codes
         flat = size.ravel()
+        cols = [np.broadcast_to(np.asarray(a), size.shape).ravel() for a in (device, kind, engine,
+                                                                            dtype)]
+        key = np.zeros(flat.shape, dtype=np.int64)  # one integer per (device, kind, engine, dtype)
+        for col in cols:
+            codes, uniques = pd.factorize(col, use_na_sentinel=False)
+            key = key * len(uniques) + codes
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
         out = np.empty(flat.shape, dtype=float)
-        for j, (dev, k, e, d) in enumerate(uniq):
+        for j, i in enumerate(first):
+            dev, k, e, d = (str(c[i]) for c in cols)
             mask = inv == j
             out[mask] = self.curve(k, e, d, dev)(flat[mask])
         return out.reshape(size.shape)

@@ -35,8 +35,10 @@ BUNDLED_DIR = Path(__file__).resolve().parents[2] / "training_data" / "bundled"
 BUNDLED_ROWS = "cpu_measurements.csv.gz"
 BUNDLED_META = "cpu_metadata.json"
 DEFAULT_CAP = 1500
-#: rows per (device, table, dtypes, runtime) of the aiconfigurator source.
+#: rows per (device, table, dtypes, runtime) of the aiconfigurator source ...
 AICONF_CAP = 150
+#: ... but for the MoE modules, the ``gpu/moe`` family's only data (28,000 rows at 1000).
+AICONF_TABLE_CAPS = {"moe": 1000}
 #: the runtime the public GPU kernels were timed under (NeuSight's PyTorch harness, DeepBench's
 #: cuDNN/cuBLAS calls through it) and the one the bundled CPU rows were measured with.
 PUBLIC_RUNTIME = "pytorch-eager"
@@ -305,14 +307,16 @@ def store_set(path: str | Path | None = None, devices: list[str] | None = None) 
 
 def aiconfigurator_set(devices: list[str] | None = None, cap: int | None = None,
                        seed: int = 0, data_dir: str | Path | None = None) -> TrainingSet:
-    """aiconfigurator's GEMM and attention rows (``predictor.learned.aiconfigurator``), at most
-    ``cap`` (default ``AICONF_CAP``) per (device, table, dtypes, runtime)."""
+    """aiconfigurator's GEMM, attention and MoE rows (``predictor.learned.aiconfigurator``), at
+    most ``cap`` per (device, table, dtypes, runtime); no ``cap``: ``AICONF_CAP``, and
+    ``AICONF_TABLE_CAPS`` for the tables it names."""
     from roofcast.predictor.learned.aiconfigurator import SOURCE, featurized
     from roofcast.training_data.public.aiconfigurator import load_kernels
     from roofcast.training_data.public_kernels import PublicDataError
 
     try:
-        table = load_kernels(data_dir, cap=cap or AICONF_CAP, seed=seed)
+        table = load_kernels(data_dir, cap=cap or AICONF_CAP, seed=seed,
+                             table_caps=None if cap else AICONF_TABLE_CAPS)
     except PublicDataError as exc:
         raise PredictionError(str(exc)) from exc
     rows = table.rows

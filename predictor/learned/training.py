@@ -147,11 +147,9 @@ def borrowing_rows(X: pd.DataFrame, kinds: np.ndarray, measured_rt: np.ndarray,
 def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: bool = False,
           alpha: float = ALPHA, progress: Callable[[str], None] | None = None,
           meta: dict[str, Any] | None = None, weight_power: float = WEIGHT_POWER,
-          fit: Fitter = FamilyModel.fit, primary: dict[str, str] | None = None) -> TrainResult:
+          fit: Fitter = FamilyModel.fit) -> TrainResult:
     """Fit, cross-validate and calibrate (module docstring); ``fit`` fits one candidate
-    (``Fitter``; ``distributed.train_on_cluster`` passes the Dask one); ``primary``: each
-    kind's primary runtime (default ``roads.primary_runtimes`` of the rows; ``extend`` passes
-    the base model's so a family trained alone takes the base's roads)."""
+    (``Fitter``; ``distributed.train_on_cluster`` passes the Dask one)."""
     settings = _FitSettings(candidates, QUICK_XGB if quick else None, alpha, weight_power, fit,
                             progress or (lambda _msg: None))
     X = ts.X
@@ -159,7 +157,7 @@ def train(ts: TrainingSet, *, candidates: tuple[str, ...] = CANDIDATES, quick: b
     F = learned_features(X)
     kinds = X["device_kind"].astype(str).to_numpy()
     measured_rt = runtime_column(X, "runtime")
-    primary = primary or primary_runtimes(kinds, measured_rt)
+    primary = primary_runtimes(kinds, measured_rt)
     road_rt, F[ROW_FLOOR] = borrowing_rows(X, kinds, measured_rt, primary)
     roads, runtimes = training_roads(kinds, road_rt, primary)
     keys = np.array([f"{r}/{f}" for r, f in zip(roads, X["family"].astype(str), strict=True)],

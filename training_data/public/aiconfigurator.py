@@ -8,13 +8,15 @@ is a ``nongated`` one), ``device`` (catalog id, from the ``device`` column, not 
 ``runtime`` (profile name), ``math_dtype`` / ``kv_dtype`` (``roofcast.dtypes`` names),
 ``latency_s`` and the shape (``SHAPE_COLUMNS``); ``skipped``: reason -> rows left out (devices
 not in the catalog, dtypes ``roofcast.dtypes`` lacks, weight-only GEMMs), never dropped
-silently. At most ``cap`` rows per (device, table, dtypes, runtime), drawn with ``seed``.
+silently. At most ``cap`` rows per (device, table, dtypes, runtime), drawn with ``seed``
+(``table_caps``: another cap for some tables).
 Costing and featurizing: ``predictor.learned.aiconfigurator``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,11 +111,13 @@ def _capped(df: pd.DataFrame, cap: int | None, seed: int) -> pd.DataFrame:
 
 
 def load_kernels(data_dir: str | Path | None = None, cap: int | None = DEFAULT_CAP,
-                 seed: int = 0) -> OpTable:
+                 seed: int = 0, table_caps: Mapping[str, int] | None = None) -> OpTable:
     """GEMM, attention and MoE rows of every catalog device (module docstring)."""
     folder = shared_data_dir(data_dir) / SUBDIR
     skipped: Counter = Counter()
-    parts = [_read(folder, p, skipped, cap, seed) for p in sorted(_files(folder)["path"])]
+    caps = table_caps or {}
+    parts = [_read(folder, p, skipped, caps.get(TABLES[Path(p).stem], cap), seed)
+             for p in sorted(_files(folder)["path"])]
     if not parts:
         raise PublicDataError(f"{folder}: no GEMM, attention or MoE tables listed in INDEX.csv")
     df = pd.concat(parts, ignore_index=True)

@@ -121,6 +121,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def entry() -> None:
+    """The console script: ``main()``, then, when only the main thread is left, the atexit
+    handlers and ``os._exit`` without the interpreter's teardown (freeing every module's
+    objects: ~0.2 s of a 1 s prediction, pandas and networkx loaded). Output is flushed first;
+    any doubt (another thread, a failed flush) takes the normal ``sys.exit``."""
+    import atexit
+    import os
+    import threading
+
+    code = main()
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    if threading.active_count() == 1 and run_exitfuncs is not None:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # a closed pipe, a failing handler: let the interpreter report it
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
 def _one_line_warnings(command: str) -> None:
     """Warnings meant for the user (a skipped device file, ...) as ``roofcast X: warning: ...``,
     one line each, instead of Python's file:line report with a source line."""

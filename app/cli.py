@@ -79,9 +79,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """The command's exit code; model files it imports go through the imported-graph cache
-    (``graph_import.graph_cache``: a model file imported before skips onnx)."""
-    from roofcast.graph_import.graph_cache import used
+    """The command's exit code; the on-disk caches are on (``roofcast.disk_cache``): a model
+    file imported before skips onnx (``graph_import.graph_cache``), device files parsed before
+    skip tomllib (``hw_catalog.parsed_cache``)."""
+    from roofcast.disk_cache import used
 
     with used():
         return int(args.func(args) or 0)

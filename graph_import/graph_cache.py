@@ -19,47 +19,27 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import roofcast.disk_cache as disk_cache
 from roofcast.defaults import LIMITS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
 
     from roofcast.graph_import.types import Graph
 
 #: entries kept; a write beyond it removes the least recently used
 MAX_ENTRIES = 32
-_ON: ContextVar[bool] = ContextVar("roofcast_graph_cache", default=False)
-
-
-@contextmanager
-def used() -> Iterator[None]:
-    """Imports inside the block read and write the cache (the command line turns it on for
-    one command; library calls, sweeps and tests import afresh unless they ask for it)."""
-    token = _ON.set(True)
-    try:
-        yield
-    finally:
-        _ON.reset(token)
 PACKAGE_DIR = Path(__file__).resolve().parent
+used = disk_cache.used  # the command line's switch, shared with the device-file cache
 
 
 def folder() -> Path | None:
     """The cache folder, or None when the cache is off (outside ``used``, or no home folder)."""
-    if not _ON.get():
-        return None
-    try:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    except RuntimeError:  # no home folder: no cache
-        return None
-    return Path(base) / "roofcast" / "graphs"
+    return disk_cache.folder("graphs")
 
 
 def key(data: bytes | bytearray, dims: Mapping[str, int] | None, name: str | None,
@@ -112,7 +92,7 @@ def read(entry_key: str) -> Graph | None:
     except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError):
         return None
     with contextlib.suppress(OSError):
-        os.utime(path)  # recently used: kept by _prune
+        os.utime(path)  # recently used: kept by disk_cache.prune
     return graph
 
 
@@ -130,36 +110,8 @@ def write(entry_key: str, graph: Graph) -> bool:
         return False
     if not same_graph(decode(json.loads(text)), graph, text):
         return False
-    written = _write_atomic(where / f"{entry_key}.json", f'{{"key": "{entry_key}", {text[1:]}')
+    written = disk_cache.write_atomic(where / f"{entry_key}.json",
+                                      f'{{"key": "{entry_key}", {text[1:]}')
     if written:
-        _prune(where)
+        disk_cache.prune(where, MAX_ENTRIES)
     return written
-
-
-def _prune(where: Path) -> None:
-    """Remove the least recently used entries beyond ``MAX_ENTRIES``."""
-    entries = []
-    for path in where.glob("*.json"):
-        with contextlib.suppress(OSError):
-            entries.append((path.stat().st_mtime_ns, path))
-    for _, path in sorted(entries, reverse=True)[MAX_ENTRIES:]:
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
-def _write_atomic(path: Path, text: str) -> bool:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-        return True
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        return False
-

@@ -34,9 +34,11 @@ from roofcast.hw_catalog.device_files import (
     catalog_files,
     check_file_name,
     fingerprint,
+    read_bytes,
     read_device_file,
 )
 from roofcast.hw_catalog.errors import HardwareSpecError
+from roofcast.hw_catalog.parsed_cache import ParsedFiles
 from roofcast.hw_catalog.schema import KINDS, doc_to_spec
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.hw_catalog.validate import validate_document
@@ -185,9 +187,10 @@ def _load_cached(builtin: Path, user: Path, fingerprint: tuple[Any, ...]) -> Cat
     del fingerprint  # only part of the cache key: a changed file reloads
     skipped = SkippedFiles()
     raw: Raw = {}
+    parsed = ParsedFiles()
     for folder, path, origin in catalog_files(builtin, user):
         with skipped.guard(path, origin):
-            doc = read_device_file(path, folder)
+            doc = parsed.parse(read_bytes(path, folder), str(path))
             validate_document(doc, str(path), derived="base" in doc)
             dev_id = doc["id"]
             check_file_name(path, dev_id)
@@ -197,6 +200,7 @@ def _load_cached(builtin: Path, user: Path, fingerprint: tuple[Any, ...]) -> Cat
                     f"ids must be unique across built-in and user device files")
             file_origin = "local" if (origin == "user" and dev_id == LOCAL_ID) else origin
             raw[dev_id] = (doc, path, file_origin)
+    parsed.save()
     names = _name_index(raw, skipped)
     raw = {i: v for i, v in raw.items() if i not in skipped.ids}
     devices: dict[str, HardwareSpec] = {}

@@ -169,7 +169,7 @@ def test_every_module_imports_first():
 
 
 # --- the bottom modules (issue 25): roofcast.defaults and roofcast.dtypes sit below every package
-BOTTOM = ("roofcast.defaults", "roofcast.dtypes")
+BOTTOM = ("roofcast.defaults", "roofcast.dtypes", "roofcast.disk_cache")
 
 
 def test_bottom_modules_import_nothing_of_the_project():

@@ -28,11 +28,11 @@ def _gen_attention(device: str) -> pd.DataFrame:
                          "step": [1023, 4095], "latency": [0.02, 0.05]})
 
 
-def _moe(device: str) -> pd.DataFrame:
-    return pd.DataFrame({"framework": "TRTLLM", "version": "1", "device": device,
+def _moe(device: str, framework: str = "TRTLLM", dtype: str = "fp8_block") -> pd.DataFrame:
+    return pd.DataFrame({"framework": framework, "version": "1", "device": device,
                          "op_name": "moe",
                          "kernel_source": ["cutlass", "cutlass", "cutlass", "x_nongated"],
-                         "moe_dtype": "fp8_block", "num_tokens": [64, 64, 64, 128],
+                         "moe_dtype": dtype, "num_tokens": [64, 64, 64, 128],
                          "hidden_size": 7168, "inter_size": 2048, "topk": 8,
                          "num_experts": 256, "moe_tp_size": 8, "moe_ep_size": 1,
                          "distribution": ["balanced", "power_law_1.01", "power_law_1.2",
@@ -40,10 +40,21 @@ def _moe(device: str) -> pd.DataFrame:
                          "latency": [0.2, 0.3, 0.35, 0.4]})
 
 
+def _write(tmp_path, files: dict[str, pd.DataFrame]):
+    """A shared-data folder holding ``files`` (relative path -> table) and their INDEX.csv."""
+    root = tmp_path / "aiconfigurator"
+    index = []
+    for rel, df in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        df.to_parquet(root / rel)
+        index.append({"path": rel, "table": rel.rsplit("/", 1)[1].removesuffix(".parquet")})
+    pd.DataFrame(index).to_csv(root / "INDEX.csv", index=False)
+    return tmp_path
+
+
 @pytest.fixture
 def folder(tmp_path):
-    root = tmp_path / "aiconfigurator"
-    files = {
+    return _write(tmp_path, {
         "data/h100_sxm/gemm/trtllm/1/gemm_perf.parquet":
             _gemm("NVIDIA H100 80GB HBM3", "TRTLLM", ["bfloat16", "fp8", "int4_wo"], 50),
         "data/b60/gemm/vllm/1/gemm_perf.parquet":
@@ -52,14 +63,7 @@ def folder(tmp_path):
         "data/h200_sxm/attention/vllm/1/generation_attention_perf.parquet":
             _gen_attention("NVIDIA L40S"),
         "data/h200_sxm/moe/trtllm/1/moe_perf.parquet": _moe("NVIDIA H200"),
-    }
-    index = []
-    for rel, df in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        df.to_parquet(root / rel)
-        index.append({"path": rel, "table": rel.rsplit("/", 1)[1].removesuffix(".parquet")})
-    pd.DataFrame(index).to_csv(root / "INDEX.csv", index=False)
-    return tmp_path
+    })
 
 
 def test_rows_mapped_to_catalog_devices_runtimes_and_dtypes(folder):
@@ -106,3 +110,22 @@ def test_moe_rows_keep_uniform_routing_and_say_whether_the_kernel_is_gated(folde
     gemm = t.rows[t.rows["table"] == "gemm"]
     assert gemm["gated"].isna().all()
     assert gemm["num_experts"].isna().all()
+
+
+def test_left_out_rules_drop_their_rows_and_count_them(tmp_path):
+    """LEFT_OUT: vLLM's fp8_block GEMMs everywhere, its fp8 MoE modules on Hopper only; the
+    same dtypes of another engine, and other dtypes of vLLM, stay."""
+    t = load_kernels(_write(tmp_path, {
+        "data/h100_sxm/gemm/vllm/1/gemm_perf.parquet":
+            _gemm("NVIDIA H100 80GB HBM3", "VLLM", ["fp8_block", "fp8"], 3),
+        "data/h100_sxm/gemm/sglang/1/gemm_perf.parquet":
+            _gemm("NVIDIA H100 80GB HBM3", "SGLANG", ["fp8_block"], 3),
+        "data/h200_sxm/moe/vllm/1/moe_perf.parquet": _moe("NVIDIA H200", "VLLM", "fp8"),
+        "data/b200_sxm/moe/vllm/1/moe_perf.parquet": _moe("NVIDIA B200", "VLLM", "fp8"),
+    }), cap=None)
+    kept = t.rows.groupby(["table", "runtime", "math_dtype", "device"]).size().to_dict()
+    assert kept == {("gemm", "sglang", "fp8_block", "h100-sxm"): 3,
+                    ("gemm", "vllm", "fp8", "h100-sxm"): 3,
+                    ("moe", "vllm", "fp8", "b200"): 2}
+    assert t.skipped["timed with a host floor (LEFT_OUT): VLLM"] == 3
+    assert t.skipped["slower than its bf16 module (Hopper fp8 MoE path) (LEFT_OUT): VLLM"] == 4

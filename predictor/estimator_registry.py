@@ -1,9 +1,10 @@
 """Every estimator by name, and the one way pipelines turn a name or object into an estimator.
 
-``ALL_ESTIMATORS``: the analytical estimators (``predictor.estimators``) then the learned ones
-(``predictor.learned.estimator``); ``make_estimator(name, **params)`` builds one (unknown names
-raise ``PredictionError`` listing the known ones; ``learned``/``auto`` get a ``TimeRoofline()``
-fallback object unless given another). ``as_estimator(name_or_object)`` is what every pipeline
+``ALL_ESTIMATORS``: the analytical estimators (``predictor.estimators``), ``best-measured``
+(``predictor.best_measured``), then the learned ones (``predictor.learned.estimator``);
+``make_estimator(name, **params)`` builds one (unknown names raise ``PredictionError`` listing
+the known ones; ``learned``/``auto`` get a ``TimeRoofline()`` fallback object unless given
+another). ``as_estimator(name_or_object)`` is what every pipeline
 (``predict_graph``, ``sweep``, ``compare_devices``, ``advise``) calls, so an estimator built with
 parameters (``overhead=``, ``curves_path=``, ``model_dir=``) reaches them.
 
@@ -16,14 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 from roofcast.defaults import GRAPH_ESTIMATOR
+from roofcast.predictor.best_measured import ByKind
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators import ESTIMATORS, EXPLAIN_COLUMNS, AnalyticalEstimator
 from roofcast.predictor.estimators.roofline import TimeRoofline
 from roofcast.predictor.learned.correction import installed_estimator
 from roofcast.predictor.learned.estimator import LEARNED_ESTIMATORS, LearnedEstimator
 
-#: every estimator by name: analytical, then learned.
-ALL_ESTIMATORS: dict[str, type] = {**ESTIMATORS, **LEARNED_ESTIMATORS}
+#: every estimator by name: analytical, the per-kind default, then learned.
+ALL_ESTIMATORS: dict[str, type] = {**ESTIMATORS, ByKind.name: ByKind, **LEARNED_ESTIMATORS}
 #: the learned estimators' names (they need a trained model).
 LEARNED_NAMES: tuple[str, ...] = tuple(LEARNED_ESTIMATORS)
 

@@ -20,7 +20,7 @@ from types import MappingProxyType
 GRAPH_ESTIMATOR = "best-measured"
 #: device kind -> the road ``best-measured`` times it with (``*``: kinds not measured yet).
 GRAPH_ROAD_BY_KIND: Mapping[str, str] = MappingProxyType(
-    {"gpu": "roofline+eff", "cpu": "time-roofline", "*": "time-roofline"})
+    {"gpu": "roofline+eff", "cpu": "auto", "*": "time-roofline"})
 SERVING_ESTIMATOR = "roofline+eff"
 PARALLEL_ESTIMATOR = "roofline+eff"
 

@@ -27,7 +27,7 @@ import streamlit as st
 from roofcast.app import charts, controls, state, wording
 from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.predictor.errors import PredictionError
-from roofcast.predictor.estimator_registry import ESTIMATORS, make_estimator
+from roofcast.predictor.estimator_registry import estimator_names, make_estimator
 from roofcast.training_data.errors import MeasurementError
 from roofcast.training_data.importers import read_checked
 from roofcast.training_data.store import Store
@@ -254,7 +254,7 @@ def _from_file():
 
 def _compare(ts) -> None:
     """Measured vs predicted for an estimator, errors by family, and retraining."""
-    names = list(ESTIMATORS)
+    names = list(estimator_names())
     chosen = st.selectbox("Estimator", names, index=names.index(GRAPH_ESTIMATOR),
                           key="meas_estimator")
     compare = [chosen] + (["roofline"] if chosen != "roofline" else [])

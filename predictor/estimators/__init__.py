@@ -12,11 +12,10 @@ each module's docstring.
 from __future__ import annotations
 
 from roofcast.predictor.estimators.base import EXPLAIN_COLUMNS, AnalyticalEstimator
-from roofcast.predictor.estimators.bykind import ByKind
 from roofcast.predictor.estimators.registry import ESTIMATORS, register
 from roofcast.predictor.estimators.roofline import NoOverlap, Roofline, RooflineEff, TimeRoofline
 from roofcast.predictor.estimators.traffic import Traffic
 
-register(Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic, ByKind)
+register(Roofline, NoOverlap, TimeRoofline, RooflineEff, Traffic)
 
 __all__ = ["ESTIMATORS", "EXPLAIN_COLUMNS", "AnalyticalEstimator"]

@@ -1,10 +1,8 @@
 """The analytical estimators by name: one table, filled once, read by every lookup.
 
 ``register(*classes)`` enters each class under its ``name`` (the package ``predictor.estimators``
-registers them all, in the order names are listed). ``best-measured`` (``bykind``) reads its
-per-kind roads from this table when it explains, so it imports none of the estimators it
-delegates to and the package has no import circle; ``predictor.estimator_registry`` adds the
-learned estimators on top.
+registers them all, in the order names are listed); ``predictor.estimator_registry`` adds
+``best-measured`` (``predictor.best_measured``) and the learned estimators on top.
 """
 
 from __future__ import annotations

@@ -105,7 +105,6 @@ def test_upload_over_a_small_time_limit_shows_an_error(monkeypatch):
 def test_advisor_on_an_upload_searches_in_the_worker(monkeypatch):
     """The Advisor's search of an uploaded model runs in the worker: its figures equal the
     library's, and under a time limit too small for it the page shows the limit instead."""
-    from roofcast.defaults import GRAPH_ESTIMATOR  # the page's road
     from roofcast.graph_import import import_model
     from roofcast.predictor.advisor import advise
 
@@ -125,7 +124,8 @@ def test_advisor_on_an_upload_searches_in_the_worker(monkeypatch):
     assert not at.error, [e.value for e in at.error]
     expected = advise(lambda b: import_model(data, dims={"batch": b}, name="tiny"),
                       "xeon-8480plus", "throughput", batch=1, max_batch=8,
-                      precisions=["fp32", "fp16", "bf16"], estimator=GRAPH_ESTIMATOR)
+                      precisions=["fp32", "fp16", "bf16"],
+                      estimator=at.session_state["estimator"])  # the page's road
     shown = {m.label: m.value for m in at.metric}
     assert shown["Predicted throughput gain"] == f"{expected.predicted_gain:.3g}×"
     # a new search whose graphs are all imported already (latency: batch 1 only), under a time

@@ -299,7 +299,7 @@ def _summary(pred: Prediction, graph, hw, batch: int, estimator: str, resolved: 
     }
     if config.mode == "train":
         extra["optimizer"] = config.optimizer
-    if estimator in LEARNED_NAMES:
+    if estimator in LEARNED_NAMES or "e2e_s" in pred.summary:  # best-measured's learned part
         extra.update(_learned_summary(pred))
     return extra
 

@@ -47,6 +47,19 @@ def test_predict_json_infer_and_train(mlp_path, capsys):
     assert mem["optimizer state"] == pytest.approx(4 * (64 * 32 + 32) / 2**30)
 
 
+def test_the_default_road_on_a_cpu_is_learned_and_prints_its_summary(mlp_path, capsys):
+    """best-measured times CPUs with ``auto`` (roofcast/defaults.py): the road says so and the
+    learned end-to-end estimate is printed beside the total; a GPU's analytical part prints
+    none."""
+    doc = run_json(capsys, "predict", mlp_path, "--hw", "epyc-9755", "--batch", "4")
+    assert doc["estimator"] == "best-measured"
+    assert doc["road"].startswith("best-measured: learned")
+    assert doc["e2e_lower_ms"] <= doc["e2e_estimate_ms"] <= doc["e2e_upper_ms"]
+    gpu = run_json(capsys, "predict", mlp_path, "--hw", "h100-sxm", "--batch", "4")
+    assert gpu["road"] == "best-measured: roofline+eff 100%"
+    assert "e2e_estimate_ms" not in gpu
+
+
 def test_predict_fusion_top_and_csv(mlp_path, capsys):
     # epilogue fusion is ONNX Runtime's (a CPU's default runtime); eager PyTorch has none
     doc = run_json(capsys, "predict", mlp_path, "--hw", "epyc-9654", "--batch", "2", "--fusion")

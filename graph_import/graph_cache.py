@@ -28,7 +28,6 @@ import roofcast.disk_cache as disk_cache
 from roofcast.defaults import LIMITS
 
 if TYPE_CHECKING:
-
     from roofcast.graph_import.types import Graph
 
 #: entries kept; a write beyond it removes the least recently used

@@ -47,8 +47,10 @@ class ParsedFiles:
         """The document of a device file's ``data`` (``label`` names it in errors)."""
         digest = hashlib.sha256(data).hexdigest()
         doc = self.known.get(digest)
-        if doc is None:
-            doc = parse_toml(data, label)
+        if doc is not None:  # read from JSON: it reads back as it is
+            self.texts[digest] = json.dumps(doc)
+            return doc
+        doc = parse_toml(data, label)
         try:  # a date or NaN is not stored
             text = json.dumps(doc, allow_nan=False, default=_refuse)
         except (TypeError, ValueError):

@@ -281,8 +281,6 @@ def _tables(pred: Prediction, hw, args: argparse.Namespace, runtime: str,
 
 def _summary(pred: Prediction, graph, hw, batch: int, estimator: str, resolved: dict) -> dict:
     """predict's key/value summary: the run's settings, totals, memory and completeness."""
-    from roofcast.predictor.estimator_registry import LEARNED_NAMES
-
     config = pred.config
     extra: dict = {
         "model": graph.name, "device": hw.id, "dims": dict(graph.dims), "batch": batch,
@@ -299,7 +297,7 @@ def _summary(pred: Prediction, graph, hw, batch: int, estimator: str, resolved: 
     }
     if config.mode == "train":
         extra["optimizer"] = config.optimizer
-    if estimator in LEARNED_NAMES or "e2e_s" in pred.summary:  # best-measured's learned part
+    if "e2e_s" in pred.summary:  # a learned road answered (learned, auto, best-measured's part)
         extra.update(_learned_summary(pred))
     return extra
 

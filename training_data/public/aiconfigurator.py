@@ -7,9 +7,9 @@ context_attention, generation_attention, moe: balanced routing only, ``gated`` u
 is a ``nongated`` one), ``device`` (catalog id, from the ``device`` column, not the folder),
 ``runtime`` (profile name), ``math_dtype`` / ``kv_dtype`` (``roofcast.dtypes`` names),
 ``latency_s`` and the shape (``SHAPE_COLUMNS``); ``skipped``: reason -> rows left out (devices
-not in the catalog, dtypes ``roofcast.dtypes`` lacks, weight-only GEMMs), never dropped
-silently. At most ``cap`` rows per (device, table, dtypes, runtime), drawn with ``seed``
-(``table_caps``: another cap for some tables).
+not in the catalog, dtypes ``roofcast.dtypes`` lacks, weight-only GEMMs, the ``LEFT_OUT``
+rules), never dropped silently. At most ``cap`` rows per (device, table, dtypes, runtime),
+drawn with ``seed`` (``table_caps``: another cap for some tables).
 Costing and featurizing: ``predictor.learned.aiconfigurator``.
 """
 
@@ -46,7 +46,6 @@ SHAPE_COLUMNS: tuple[str, ...] = ("m", "n", "k", "batch_size", "isl", "num_heads
 #: the MoE routing the LLM road models (uniform: ``predictor.llm.kernels.busiest_share``).
 MOE_DISTRIBUTION = "balanced"
 _DTYPE_COLUMNS = ("gemm_dtype", "moe_dtype", "attn_dtype")
-
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ CONTEXTS = (1024, 4096)
 DTYPES = {("bf16", "bf16"): ("bfloat16", "bfloat16"), ("fp8", "fp8"): ("fp8", "fp8"),
           ("nvfp4", "fp8"): ("nvfp4", "fp8")}
 KERNELS = ("qkv", "o_proj", "up", "down", "attn0")
-ESTIMATORS = ("learned", "roofline+eff")
+ESTIMATORS = ("engine-tables", "learned", "roofline+eff")
 
 
 def _table(root: Path, folder: str, family: str, engine: str, name: str) -> pd.DataFrame:

@@ -18,6 +18,7 @@ from typing import Any
 
 from roofcast.defaults import GRAPH_ESTIMATOR
 from roofcast.predictor.best_measured import ByKind
+from roofcast.predictor.engine_tables.estimator import EngineTablesEstimator
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimators import ESTIMATORS, EXPLAIN_COLUMNS, AnalyticalEstimator
 from roofcast.predictor.estimators.roofline import TimeRoofline
@@ -25,9 +26,10 @@ from roofcast.predictor.learned.correction import installed_estimator
 from roofcast.predictor.learned.estimator import LEARNED_ESTIMATORS, LearnedEstimator
 
 #: every estimator by name: analytical, the per-kind default, then learned.
-ALL_ESTIMATORS: dict[str, type] = {**ESTIMATORS, ByKind.name: ByKind, **LEARNED_ESTIMATORS}
+ALL_ESTIMATORS: dict[str, type] = {**ESTIMATORS, ByKind.name: ByKind, **LEARNED_ESTIMATORS,
+                                   EngineTablesEstimator.name: EngineTablesEstimator}
 #: the learned estimators' names (they need a trained model).
-LEARNED_NAMES: tuple[str, ...] = tuple(LEARNED_ESTIMATORS)
+LEARNED_NAMES: tuple[str, ...] = (*LEARNED_ESTIMATORS, EngineTablesEstimator.name)
 
 
 def estimator_names() -> tuple[str, ...]:

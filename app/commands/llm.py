@@ -90,7 +90,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "releases vllm-2024 and tensorrt-llm-2024, llama.cpp, ... (roofcast "
                         "runtimes; default: the device kind's engine)")
     p.add_argument("--estimator", default=None, metavar="NAME",
-                   help=f"kernel-time estimator (default {SERVING_ESTIMATOR})")
+                   help="kernel-time estimator (default: the engine's own kernel model, "
+                        "engine-tables for vllm, tensorrt-llm and sglang; "
+                        f"{SERVING_ESTIMATOR} for engines without one)")
     spec = p.add_argument_group("speculative decoding")
     add_spec_args(spec, "draft-and-verify")
     add_sim_args(p)

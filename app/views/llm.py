@@ -180,8 +180,9 @@ def run_controls(arch: LLMArch) -> tuple[list[str], dict]:
         if s.get("llm_estimator") not in choices:
             s["llm_estimator"] = SERVING_ESTIMATOR if SERVING_ESTIMATOR in choices else choices[0]
         estimator = st.selectbox("Estimator", choices, key="llm_estimator",
-                                 help=f"kernel-time estimator ({SERVING_ESTIMATOR}: the "
-                                      "serving model's default)")
+                                 help=f"kernel-time estimator ({SERVING_ESTIMATOR}: each "
+                                      "engine's own kernel model, engine-tables for vllm, "
+                                      "tensorrt-llm and sglang)")
     options = {"input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
                "weights": weights, "kv_cache": kv, "activations": activations,
                "runtime": None if engine == DEFAULT_ENGINE else engine, "estimator": estimator}

@@ -265,8 +265,8 @@ def uncalibrated_note(runtime: str) -> str:
                 "uncalibrated kernel model (expect larger errors)")
     version = f" {spec.version}" if spec.version else ""
     return (f"{runtime}{version}: not fitted to serving runs; each step is the "
-            f"{spec.kernel_estimator} kernel model (trained on per-op tables timed with CUDA "
-            f"graphs inside the engine's container) + {spec.step_overhead_us:g} us exposed host "
+            f"{spec.kernel_estimator} kernel model (per-op tables timed with CUDA graphs "
+            f"inside the engine's container) + {spec.step_overhead_us:g} us exposed host "
             f"time per step ({spec.step_overhead_source or 'no source given'}); interval: the "
             "kernel model's")
 

@@ -29,7 +29,9 @@ from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.decoder import Attention, LayerKind, decoder_of
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
+from roofcast.predictor.engine_tables.store import ATTENTION_COLUMNS
 from roofcast.predictor.errors import PredictionError
+from roofcast.predictor.llm.fusions import fuse
 from roofcast.predictor.llm.layer import (
     MOE_FAMILY,
     MOE_OP,
@@ -54,13 +56,15 @@ from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS
 
 #: columns the LLM workload adds to ``predictor.workload_rows.COLUMNS``.
 LLM_COLUMNS: tuple[str, ...] = ("count", "step", "overlaps", "fallback_only", "scope",
-                                 "applies")
+                                 "applies", *ATTENTION_COLUMNS)
 #: bytes per element of the graph_import tensors the nodes are built with ("float").
 _BUILD_BYTES = 4.0
 #: tensor-name prefixes -> tensor class: projection weights, small weights kept at the
 #: model dtype (norms, biases, router, embedding, LM head), KV cache, integer indices; other
 #: tensors are activations.
 _WEIGHT, _SMALL, _KV, _INDEX = "w.", "n.", "kv.", "i."
+#: the attention-shape columns of a row that is not a fused attention kernel.
+_NO_SHAPE: dict = {**dict.fromkeys(ATTENTION_COLUMNS[:-1], np.nan), ATTENTION_COLUMNS[-1]: ""}
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,7 @@ class _Rows:
         row = {"node": name, "phase": "forward", "fused_nodes": name, "key": key,
                "kernel": "forward", "domain": "", "grad_of": "", "count": float(self.count),
                "step": self.step, "overlaps": "", "fallback_only": False,
-               "scope": self.scope, "applies": "", **values}
+               "scope": self.scope, "applies": "", **_NO_SHAPE, **values}
         for c, v in row.items():
             self.cols[c].append(v)
         return key
@@ -261,6 +265,7 @@ class _Rows:
         """The ``KvConvert`` rows of attention kernel ``key`` (module docstring)."""
         serving = self.profile.serving
         per_query = serving is not None and serving.kv_convert_per == "query-head"
+        self._attention_shape(call, attention)
         seg = call.segment
         elems = cached_kv_elements(attention, seg.batch, seg.new_tokens, seg.context, per_query)
         native = serving is not None and self.dtypes.kv in serving.native_kv
@@ -269,13 +274,25 @@ class _Rows:
                 self.overlapping(f"kv_convert{call.label}", "KvConvert", key, flops,
                                  KV_CONVERT_DTYPE, applies=cond)
 
+    def _attention_shape(self, call: AttentionCall, a: Attention) -> None:
+        """Fill the ``ATTENTION_COLUMNS`` of the fused attention row just added (plain
+        multi-head / grouped attention: no latent, sinks or chunks), the shape an engine's own
+        attention tables are keyed by (``predictor.engine_tables``)."""
+        if self.cols["op_type"][-1] != "Attention" or a.latent is not None or a.sinks \
+                or a.chunk:
+            return
+        for c, v in zip(ATTENTION_COLUMNS, (call.batch, call.queries, call.context, a.n_heads,
+                                            a.n_kv_heads, a.head_dim, a.window, self.dtypes.kv),
+                        strict=True):
+            self.cols[c][-1] = v
+
     def overlapping(self, name: str, op_type: str, key: str, flops: float, dtype: str, *,
                     fallback_only: bool = False, applies: str = "") -> None:
         """A vector row of ``flops`` (no traffic of its own) that runs inside the kernel of
         row ``key`` (``overlaps``): a weight dequantisation or a KV conversion."""
         name = self.prefix + name
         row = {c: v[-1] for c, v in self.cols.items()}
-        row.update({"node": name, "op_type": op_type, "family": "quantization",
+        row.update({**_NO_SHAPE, "node": name, "op_type": op_type, "family": "quantization",
                     "engine": Engine.VECTOR.value, "dtype": dtype,
                     "flops": flops, "bytes_read": 0.0, "bytes_written": 0.0,
                     "weight_bytes": 0.0, "gemm_batch": np.nan, "gemm_m": np.nan,
@@ -289,7 +306,7 @@ class _Rows:
     def frame(self) -> pd.DataFrame:
         df = pd.DataFrame(self.cols)
         for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", *GEMM_COLUMNS,
-                  "inner_elems", "count"):
+                  "inner_elems", "count", *ATTENTION_COLUMNS[:-1]):
             df[c] = df[c].astype(float)
         return df
 
@@ -328,7 +345,7 @@ def steps_workload(arch: LLMArch, steps: Sequence[tuple[str, Sequence[Segment]]]
     for label, segments in steps:
         rows.step = label
         _step_rows(rows, segments)
-    return rows.frame()
+    return fuse(rows.frame(), profile.serving.fused_kernels if profile.serving else ())
 
 
 def step_workload(arch: LLMArch, segments: Sequence[Segment], dtypes: TensorDtypes,

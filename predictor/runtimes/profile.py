@@ -39,7 +39,7 @@ KNOWN_KEYS: frozenset[str] = frozenset({
 SERVING_KEYS: frozenset[str] = frozenset({
     "weights", "kv_cache", "batching", "memory_utilization", "max_prefill_tokens",
     "step_overhead_us", "kv_convert_per", "custom_allreduce", "version", "kernel_estimator",
-    "native_kv", "step_overhead_source",
+    "native_kv", "step_overhead_source", "fused_kernels",
 })
 CUSTOM_ALLREDUCE_KEYS: frozenset[str] = frozenset({"world_sizes", "fabrics", "rules"})
 CUSTOM_ALLREDUCE_RULE_KEYS: frozenset[str] = frozenset({"max_ranks", "below_bytes", "algorithm"})
@@ -51,6 +51,8 @@ MAX_CUSTOM_ALLREDUCE_BYTES = float(1 << 40)
 #: how often a decode attention kernel converts a quantised KV element (``ServingSpec``).
 KV_CONVERT_PER: tuple[str, ...] = ("kv-head", "query-head")
 BATCHING: tuple[str, ...] = ("continuous", "static")
+#: decoder-layer fusions a serving profile may name (``predictor.llm.fusions.FUSIONS``).
+SERVING_FUSIONS: tuple[str, ...] = ("add-norm", "rope-kv-in-attention")
 MAX_PREFILL_TOKENS = 1 << 24
 MAX_STEP_OVERHEAD_US = 1e5
 MAX_FLOOR_US = 1e5
@@ -107,7 +109,9 @@ class ServingSpec:
     ``version``: the engine release the profile describes; ``kernel_estimator``: the estimator
     its step kernels are timed with when the run names the serving default ('' : the run's);
     ``native_kv``: KV dtypes its attention reads without conversion on devices with the
-    dtype's matrix units; ``step_overhead_source``: where ``step_overhead_us`` comes from.
+    dtype's matrix units; ``step_overhead_source``: where ``step_overhead_us`` comes from;
+    ``fused_kernels``: the decoder-layer fusions it runs (``SERVING_FUSIONS``,
+    ``predictor.llm.fusions``).
     """
 
     weights: tuple[str, ...] = ("fp16", "bf16")
@@ -122,6 +126,7 @@ class ServingSpec:
     kernel_estimator: str = ""
     native_kv: tuple[str, ...] = ()
     step_overhead_source: str = ""
+    fused_kernels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -368,6 +373,7 @@ def _serving(doc: Any, where: str) -> ServingSpec:
         kernel_estimator=_text(doc, "kernel_estimator", where),
         native_kv=_native_kv(doc, where),
         step_overhead_source=_text(doc, "step_overhead_source", where),
+        fused_kernels=_fusions(doc, where),
     )
 
 
@@ -386,6 +392,16 @@ def _native_kv(doc: Mapping[str, Any], where: str) -> tuple[str, ...]:
     if bad:
         raise PredictionError(f"{where}: native_kv must name quantised KV dtypes of "
                               f"{', '.join(KV_DTYPES)}; got {bad}")
+    return got
+
+
+def _fusions(doc: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """``fused_kernels``: names of ``SERVING_FUSIONS``."""
+    got = _strings(doc, "fused_kernels", where)
+    bad = [f for f in got if f not in SERVING_FUSIONS]
+    if bad:
+        raise PredictionError(f"{where}: fused_kernels must name some of "
+                              f"{', '.join(SERVING_FUSIONS)}; got {bad}")
     return got
 
 

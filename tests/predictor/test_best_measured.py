@@ -20,7 +20,8 @@ def test_each_estimator_is_registered_once_under_its_name():
     assert [cls.name for cls in ESTIMATORS.values()] == list(ESTIMATORS)
     assert list(ESTIMATORS) == ["roofline", "no-overlap", "time-roofline", "roofline+eff",
                                 "traffic"]
-    assert estimator_names() == (*ESTIMATORS, "best-measured", "learned", "auto")
+    assert estimator_names() == (*ESTIMATORS, "best-measured", "learned", "auto",
+                                 "engine-tables")
     register(Roofline)  # the same class again: no change
     assert ESTIMATORS["roofline"] is Roofline
 

@@ -24,8 +24,8 @@ TODAY = ("vllm", "tensorrt-llm", "sglang")
 @pytest.mark.parametrize("name", TODAY)
 def test_todays_engines_time_their_steps_with_their_kernel_model(name):
     prof = get_runtime(name)
-    assert step_estimator(SERVING_ESTIMATOR, prof) == "learned"
-    assert step_estimator(None, prof) == "learned"
+    assert step_estimator(SERVING_ESTIMATOR, prof) == "engine-tables"
+    assert step_estimator(None, prof) == "engine-tables"
     assert step_estimator("roofline", prof) == "roofline"  # a name the run chose is kept
     forced = as_estimator(SERVING_ESTIMATOR)
     assert step_estimator(forced, prof) is forced
@@ -57,7 +57,7 @@ def test_the_2024_per_sequence_host_term_is_not_todays_vllm():
     note = new.notes(h100)[0]
     assert "160 us" in note
     assert "vLLM PR #11133" in note
-    assert "learned kernel model" in note
+    assert "engine-tables kernel model" in note
 
 
 def _decode(arch, name, kv, device):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from roofcast.hw_catalog import get_device
+from roofcast.predictor.engine_tables.store import load as load_tables
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.runtimes import (
     default_serving_engine,
@@ -276,7 +277,10 @@ def test_todays_engines_are_versioned_profiles_with_sourced_host_time():
                                    ("sglang", "0.5.14", 0)):
         spec = get_runtime(name).serving
         assert (spec.version, spec.step_overhead_us) == (version, host_us)
-        assert spec.kernel_estimator == "learned"
+        assert spec.kernel_estimator == "engine-tables"
+        # the shipped tables were measured in this very release on the devices they hold
+        assert load_tables().version("h100-sxm", name) == version
+        assert "add-norm" in spec.fused_kernels
         assert spec.native_kv == ("fp8",)
         assert spec.step_overhead_source  # every host figure names where it comes from
         assert not get_runtime(f"{name}-2024").serving.native_kv if name != "sglang" else True
@@ -286,6 +290,7 @@ def test_todays_engines_are_versioned_profiles_with_sourced_host_time():
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("native_kv", ["fp16"], "native_kv must name quantised KV dtypes"),
+    ("fused_kernels", ["add-everything"], "fused_kernels must name some of"),
     ("native_kv", ["fp9"], "native_kv must name quantised KV dtypes"),
     ("version", 3, "version must be one line of text"),
     ("kernel_estimator", "a\nb", "kernel_estimator must be one line of text"),

@@ -53,7 +53,9 @@ def _run(setup, policy_name, load, lengths, capacity=None):
     if kind == "closed":
         req = closed_loop(max(200, 5 * int(value)), int(value), ins, outs, seed=7)
     else:
-        req = open_loop(1200, float(value) * capacity, ins, outs, seed=7)
+        # 2,400 arrivals: with 1,200 the window edges of heavy-tailed lengths (lognormal, CV
+        # 0.8) at 70 % load move the estimate by up to 2.2 %; with 2,400 the worst is 0.65 %
+        req = open_loop(2400, float(value) * capacity, ins, outs, seed=7)
     return summarise(LOOP_RUNNERS[policy.loop](req, policy, blocks, table))
 
 

@@ -1,0 +1,115 @@
+"""engine_tables: built from aiconfigurator-style files, looked up per row, the road's labels,
+intervals and what-if ratio."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from roofcast.hw_catalog import derive, get_device
+from roofcast.predictor.config import RunConfig
+from roofcast.predictor.engine_tables.build import build
+from roofcast.predictor.engine_tables.estimator import (
+    LABEL,
+    RATIO_LABEL,
+    TABLE_BAND,
+    EngineTablesEstimator,
+)
+from roofcast.predictor.engine_tables.store import load
+from roofcast.predictor.estimator_registry import make_estimator
+from roofcast.predictor.features import featurize
+from roofcast.predictor.runtimes import get_runtime
+from tests.predictor.estimator_helpers import gemm_row
+
+TRT = get_runtime("tensorrt-llm")
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _gemm_file(version: str) -> pd.DataFrame:
+    """A 2 x 2 x 2 fp8 grid, each shape timed twice (the faster counts)."""
+    rows = []
+    for m in (64, 512):
+        for n in (1024, 4096):
+            for k in (1024, 4096):
+                ms = 1e-3 * (5 + m * n * k / 1e8)
+                rows += [["TRTLLM", version, H100, "gemm", "x", "fp8", m, n, k, t]
+                         for t in (ms, 1.5 * ms)]
+    return pd.DataFrame(rows, columns=["framework", "version", "device", "op_name",
+                                       "kernel_source", "gemm_dtype", "m", "n", "k", "latency"])
+
+
+@pytest.fixture(scope="module")
+def tables_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shared")
+    folder = root / "aiconfigurator"
+    rel = f"data/h100_sxm/gemm/trtllm/{TRT.serving.version}/gemm_perf.parquet"
+    (folder / rel).parent.mkdir(parents=True)
+    _gemm_file(TRT.serving.version).to_parquet(folder / rel)
+    pd.DataFrame([{"path": rel, "table": "gemm_perf", "device": H100, "backend": "trtllm",
+                   "version": TRT.serving.version}]).to_csv(folder / "INDEX.csv", index=False)
+    out = root / "tables"
+    build(root, out)
+    return out
+
+
+def _gemm_rows(hw, m: int, n: int = 2048, k: int = 2048):
+    w = pd.DataFrame([{**gemm_row(m, n, k, dtype="fp8", elem=1), "op_type": "Gemm"}])
+    return featurize(w, [hw], RunConfig(runtime=TRT), TRT)
+
+
+def test_build_keeps_the_fastest_time_per_shape_and_names_the_version(tables_dir):
+    t = load(tables_dir)
+    assert t.version("h100-sxm", "tensorrt-llm") == TRT.serving.version
+    X = _gemm_rows(get_device("h100-sxm"), 512, 4096, 4096)
+    assert t.times(X, {"tensorrt-llm": TRT.serving.version})[0] == pytest.approx(
+        1e-6 * (5 + 512 * 4096 * 4096 / 1e8), rel=5e-3)  # float16 log storage: < 0.4 %
+    # another engine version of the same runtime, or another device, has no table
+    assert np.isnan(t.times(X, {"tensorrt-llm": "0.9"})).all()
+    assert np.isnan(t.times(_gemm_rows(get_device("h200"), 512), {"tensorrt-llm": "x"})).all()
+
+
+def test_road_takes_the_table_with_its_band_and_the_model_elsewhere(tables_dir):
+    est = EngineTablesEstimator(tables_dir=tables_dir, fallback=make_estimator("time-roofline"))
+    auto = make_estimator("auto")
+    hw = get_device("h100-sxm")
+    on, off = _gemm_rows(hw, 200), _gemm_rows(hw, 4096)  # m=4096 is off the 64..512 axis
+    got = est.explain(on).iloc[0]
+    assert got["predictor"] == LABEL
+    assert not got["ood"]
+    assert (got["lower_s"], got["upper_s"]) == pytest.approx(
+        (got["time_s"] * (1 - TABLE_BAND), got["time_s"] * (1 + TABLE_BAND)))
+    pd.testing.assert_frame_equal(est.explain(off), auto.explain(off))
+
+
+def test_a_what_if_device_keeps_the_table_times_the_models_ratio(tables_dir):
+    est = EngineTablesEstimator(tables_dir=tables_dir)
+    hw = get_device("h100-sxm")
+    fast = derive(hw, mem_bw_GBps=2 * hw.mem_bw_Bps / 1e9, launch_overhead_us=0.5)
+    base, what_if = est.explain(_gemm_rows(hw, 64)), est.explain(_gemm_rows(fast, 64))
+    model = EngineTablesEstimator(tables_dir=tables_dir / "none")  # no tables: the model alone
+    ratio = (model.explain(_gemm_rows(fast, 64))["time_s"].iloc[0]
+             / model.explain(_gemm_rows(hw, 64))["time_s"].iloc[0])
+    assert what_if["predictor"].iloc[0] == RATIO_LABEL
+    assert ratio < 1  # the model sees the faster memory, so the what-if acts
+    assert what_if["time_s"].iloc[0] == pytest.approx(base["time_s"].iloc[0] * ratio)
+
+
+def test_serving_steps_on_a_measured_device_read_the_shipped_tables():
+    """A TensorRT-LLM decode step on an H100 (the profile's own road): its projection GEMMs
+    and attention come from the engine's tables, the other kernels from the model; on a device
+    the tables do not hold, nothing does."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm.kernels import Segment
+    from roofcast.predictor.llm.phases import Step, engine_profile, time_steps
+    from roofcast.predictor.llm.precision import TensorDtypes
+
+    arch = load_llm("llama-3.1-8b")
+    hws = [get_device("h100-sxm"), get_device("b300")]
+    st = time_steps(arch, hws, [Step("d", (Segment(64, 1, 2048),))],
+                    TensorDtypes("fp8", "fp8", "bf16"), engine_profile("tensorrt-llm", hws[0]),
+                    None)
+    k = st.kernels("d", "h100-sxm").set_index("node")
+    assert set(k.index[k["predictor"] == LABEL]) == {"qkv", "o_proj", "up", "down", "attn0"}
+    assert k.loc["attn0", "attn_kv_dtype"] == "fp8"
+    assert LABEL not in set(st.kernels("d", "b300")["predictor"])

@@ -34,7 +34,7 @@ def _held_out(grid: Grid, axis: int, reader: str) -> list[float]:
         axes = list(grid.axes)
         axes[axis] = axes[axis][keep]
         reduced = Grid(tuple(axes), np.compress(keep, grid.values, axis=axis))
-        line = np.take(grid.values, i, axis=axis)
+        line = np.atleast_1d(np.take(grid.values, i, axis=axis))
         idx = np.argwhere(np.isfinite(line))
         if not len(idx):
             continue
@@ -44,7 +44,7 @@ def _held_out(grid: Grid, axis: int, reader: str) -> list[float]:
             pts[:, d] = grid.axes[d][idx[:, col]]
         pts[:, axis] = grid.axes[axis][i]
         got = getattr(reduced, reader)(pts)
-        meas = line[tuple(idx.T)]
+        meas = line[tuple(idx.T)] if len(grid.axes) > 1 else line
         ok = np.isfinite(got)
         errs += list(np.abs(got[ok] / meas[ok] - 1))
     return errs
@@ -65,10 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     for table, axes, reader, held in (("gemm", ("m", "n", "k"), "at", (1, 2)),
                                       ("context", ("batch", "tokens"), "at_sequences", (0, 1)),
                                       ("generation", ("batch", "tokens"), "at_sequences",
-                                       (0, 1))):
+                                       (0, 1)),
+                                      ("moe", ("tokens",), "at", (0,))):
         keys = tables.arrays[f"{table}_keys"]
         pick = np.arange(len(keys))
-        if table != "gemm" and args.max_grids and len(pick) > args.max_grids:
+        if table in ("context", "generation") and args.max_grids and len(pick) > args.max_grids:
             pick = np.sort(rng.choice(pick, args.max_grids, replace=False))
         for g in pick:
             grid = _measured_grid([tables.arrays[f"{table}_{a}"].astype(float) for a in axes],

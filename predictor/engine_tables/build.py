@@ -3,13 +3,15 @@
     ROOFCAST_SHARED_DATA=../shared/data python -m roofcast.predictor.engine_tables.build
 
 Reads ``training_data.public.aiconfigurator.load_kernels`` (every row, no cap; its ``LEFT_OUT``
-rules apply here too) and the engine version of each (device, engine) from ``INDEX.csv``. A
+rules apply here too) and the engine version of each (device, engine) from its rows. A
 shape timed more than once (several kernels or repeats) keeps its fastest time, the kernel an
 engine's autotuner keeps. GEMM: one grid per (device, engine, dtype) over (m, n, k); attention:
-one grid per (device, engine, attention dtype, KV dtype, heads, KV heads, head dim, window)
-over (sequences, tokens): a context row's prompt length (``isl``), a generation row's keys
-(``isl + step``). Stored as ``log(microseconds)`` in float16 (at most 0.4 % off) in one
-``tables.npz`` (no pickles) with ``metadata.json`` naming the codes, versions and sources.
+one grid per (device, engine, attention dtype, KV dtype, heads, KV heads, head dim, window) over
+(sequences, tokens): a context row's prompt length (``isl``), a generation row's keys (``isl +
+step``); MoE modules without expert parallelism (``_moe_rows``) one grid per (device, engine,
+dtype, hidden, expert width per device, top-k, experts, gated) over tokens. Stored as
+``log(microseconds)`` in float16 (at most 0.4 % off) in one ``tables.npz`` (no pickles) with
+``metadata.json`` naming the codes, versions and sources.
 """
 
 from __future__ import annotations
@@ -28,12 +30,11 @@ from roofcast.predictor.engine_tables.store import (
     DATA_DIR,
     FILE,
     METADATA,
+    MOE_KEY,
 )
-from roofcast.training_data.public.aiconfigurator import DEVICES, RUNTIMES, SUBDIR, load_kernels
-from roofcast.training_data.public_kernels import PublicDataError, shared_data_dir
+from roofcast.training_data.public.aiconfigurator import SUBDIR, load_kernels
+from roofcast.training_data.public_kernels import PublicDataError
 
-#: aiconfigurator tables the grids come from.
-USED_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf")
 SOURCE = ("NVIDIA aiconfigurator per-op tables (ai-dynamo/aiconfigurator, Apache-2.0): GEMM and "
           "context/generation attention timed with CUDA graphs inside each engine's container")
 
@@ -59,18 +60,24 @@ def _grids(rows: pd.DataFrame, key: list[str], axes: list[str]
     return keys, ax, values
 
 
-def _versions(folder: Path) -> dict[str, str]:
-    """``device|runtime`` -> engine version of its GEMM and attention tables (INDEX.csv);
-    two versions of one device's engine would make the tables ambiguous: refused."""
-    index = pd.read_csv(folder / "INDEX.csv")
-    out: dict[str, str] = {}
-    for rec in index[index["table"].isin(list(USED_TABLES))].to_dict("records"):
-        dev, rt = DEVICES.get(rec["device"]), RUNTIMES.get(str(rec["backend"]).upper())
-        key = f"{dev}|{rt}"
-        if dev and rt and out.setdefault(key, str(rec["version"])) != str(rec["version"]):
-            raise PublicDataError(f"{folder}: {key} has tables of versions {out[key]} and "
-                                  f"{rec['version']}; keep one")
-    return out
+def _moe_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """MoE modules without expert parallelism, keyed by each device's expert width
+    ``inter_size / moe_tp_size`` (the kernel a tensor-parallel rank runs: every token on every
+    expert's slice), integer shape columns."""
+    moe = rows[(rows["table"] == "moe") & (rows["moe_ep_size"] == 1)
+               & (rows["inter_size"] % rows["moe_tp_size"] == 0)]
+    moe = moe.assign(inter_local=moe["inter_size"] // moe["moe_tp_size"])
+    return moe.astype(dict.fromkeys(["num_tokens", *MOE_KEY[3:]], int))
+
+
+def _versions(rows: pd.DataFrame) -> dict[str, str]:
+    """``device|runtime`` -> the engine version of its kept rows; two versions of one device's
+    engine would make the tables ambiguous: refused."""
+    found = rows.groupby(["device", "runtime"])["version"].unique()
+    mixed = {k: list(v) for k, v in found.items() if len(v) > 1}
+    if mixed:
+        raise PublicDataError(f"tables of several engine versions {mixed}; keep one each")
+    return {f"{d}|{r}": str(v[0]) for (d, r), v in found.items()}
 
 
 def build(data_dir: str | Path | None = None, out_dir: Path = DATA_DIR) -> dict:
@@ -88,6 +95,10 @@ def build(data_dir: str | Path | None = None, out_dir: Path = DATA_DIR) -> dict:
     keys, ax, vals = _grids(gemm, ["dev", "rt", "dt"], ["m", "n", "k"])
     arrays.update(gemm_keys=keys, gemm_m=ax[0], gemm_n=ax[1], gemm_k=ax[2], gemm_log_us=vals)
     counts["gemm"] = len(gemm)
+    moe = _moe_rows(rows)
+    keys, ax, vals = _grids(moe, ["dev", "rt", "dt", *MOE_KEY[3:]], ["num_tokens"])
+    arrays.update(moe_keys=keys, moe_tokens=ax[0], moe_log_us=vals)
+    counts["moe"] = len(moe)
     for name, table in ATTENTION_TABLES.items():
         part = rows[rows["table"] == table]
         if name == "context":
@@ -102,7 +113,7 @@ def build(data_dir: str | Path | None = None, out_dir: Path = DATA_DIR) -> dict:
     np.savez_compressed(out_dir / FILE, **arrays)
     meta = {"kind": "engine-tables", "built_on": dt.date.today().isoformat(),
             "source": SOURCE, "origin": str(SUBDIR), **names, "rows": counts,
-            "versions": _versions(shared_data_dir(data_dir) / SUBDIR),
+            "versions": _versions(rows),
             "skipped": ops.skipped}
     (out_dir / METADATA).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return meta

@@ -1,17 +1,17 @@
 """The shipped engine tables and the lookup of featurized kernel rows in them.
 
 ``load()``: ``tables.npz`` + ``metadata.json`` of ``DATA_DIR`` (``build`` writes them; None when
-absent). ``EngineTables.times(X, versions)``: seconds per row of a featurized table, NaN where no
-table applies. A row is looked up when its device (catalog id) has tables of its runtime at
-the version the runtime's profile names (``versions``: runtime -> version) and its kernel is
-one the tables time: a ``Gemm`` [m, k] x [k, n] at its dtype (grid over m, n, k), or a fused
-``Attention`` row carrying the ``ATTENTION_COLUMNS`` the LLM step builder adds, looked up in
-the generation table (one query per sequence, keys = context) or the context table (a prompt
+absent). ``EngineTables.times(X, versions)``: seconds per row of a featurized table, NaN where
+no table applies. A row is looked up when its device (catalog id) has tables of its runtime at
+the version the runtime's profile names (``versions``: runtime -> version) and its kernel is one
+the tables time: a ``Gemm`` [m, k] x [k, n] at its dtype (grid over m, n, k); a fused
+``Attention`` row carrying the ``ATTENTION_COLUMNS`` the LLM step builder adds, looked up in the
+generation table (one query per sequence, keys = context) or the context table (a prompt
 attending only itself), keyed by heads, KV heads, head dim, window and the attention / KV
-dtypes, over (sequences, tokens). Times: ``Grid.at`` for GEMMs (interpolated, never
-extrapolated), ``Grid.at_sequences`` for attention (sequences beyond a measured line split).
-fp16 rows read the bf16 tables (``SAME_RATE``: same bytes, same tensor-core rate on every
-device the tables hold).
+dtypes, over (sequences, tokens); an MoE module row carrying ``MOE_COLUMNS`` (over tokens).
+Times: ``Grid.at`` for GEMMs (interpolated, never extrapolated), ``Grid.at_sequences`` for
+attention (sequences beyond a measured line split). fp16 rows read the bf16 tables
+(``SAME_RATE``: same bytes, same tensor-core rate on every device the tables hold).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from roofcast.predictor.engine_tables.grid import Grid
+from roofcast.predictor.llm.layer import MOE_OP
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "engine_tables"
 FILE, METADATA = "tables.npz", "metadata.json"
@@ -35,6 +36,16 @@ ATTENTION_TABLES: dict[str, str] = {"context": "context_attention",
 #: key fields of an attention grid (codes first, then shape integers).
 ATTENTION_KEY: tuple[str, ...] = ("device", "runtime", "attn_dtype", "kv_dtype", "num_heads",
                                   "num_key_value_heads", "head_dim", "window_size")
+#: key fields of an MoE grid (``build._moe_rows``: the expert width one device runs).
+MOE_KEY: tuple[str, ...] = ("device", "runtime", "math_dtype", "hidden_size", "inter_local",
+                            "topk", "num_experts", "gated")
+#: workload columns of an MoE module row (``predictor.llm.kernels``, no expert parallelism):
+#: tokens, hidden size, expert width on the device, experts per token, experts, gated (1/0).
+MOE_COLUMNS: tuple[str, ...] = ("moe_tokens", "moe_hidden", "moe_inter", "moe_topk",
+                                "moe_experts", "moe_gated")
+#: grid axes of each store table.
+AXES: dict[str, tuple[str, ...]] = {"gemm": ("m", "n", "k"), "context": ("batch", "tokens"),
+                                    "generation": ("batch", "tokens"), "moe": ("tokens",)}
 #: workload columns of a fused attention row (``predictor.llm.kernels``): sequences, queries
 #: and keys per sequence, heads, KV heads, head dim, sliding window (0: none), KV dtype.
 ATTENTION_COLUMNS: tuple[str, ...] = ("attn_batch", "attn_queries", "attn_keys", "attn_heads",
@@ -69,7 +80,7 @@ class EngineTables:
         if cache_key not in self._grids:
             keys = self.arrays[f"{table}_keys"]
             hit = np.flatnonzero((keys == np.asarray(key, keys.dtype)).all(axis=1))
-            axes = (("m", "n", "k") if table == "gemm" else ("batch", "tokens"))
+            axes = AXES[table]
             self._grids[cache_key] = None if not len(hit) else _measured_grid(
                 [self.arrays[f"{table}_{a}"].astype(float) for a in axes],
                 np.exp(self.arrays[f"{table}_log_us"][hit[0]].astype(float)) * 1e-6)
@@ -97,6 +108,9 @@ class EngineTables:
                        fields)
             self._fill(out, X, attn & (q > 1) & (q == keys), "context",
                        ("attn_batch", "attn_queries"), fields)
+        if "moe_tokens" in X:
+            moe = ok & (op == MOE_OP) & X["moe_tokens"].notna().to_numpy()
+            self._fill(out, X, moe, "moe", ("moe_tokens",), MOE_COLUMNS[1:])
         return out
 
     def _fill(self, out: np.ndarray, X: pd.DataFrame, rows: np.ndarray, table: str,
@@ -113,12 +127,13 @@ class EngineTables:
             **{c: ([self.code("dtypes", v) for v in sub[c].astype(str)] if c == "attn_kv_dtype"
                    else sub[c].fillna(0).astype(int).to_numpy()) for c in key_cols}})
         points = sub[list(point_cols)].to_numpy(float)
+        n_codes = 4 if "attn_kv_dtype" in key_cols else 3  # device, runtime, dtype(s)
         for key, pos in codes.groupby(list(codes.columns), sort=False).indices.items():
-            if min(key[:4] if key_cols else key) < 0:
+            if min(key[:n_codes]) < 0:
                 continue
             grid = self.grid(table, tuple(int(k) for k in key))
             if grid is not None:
-                at = grid.at if table == "gemm" else grid.at_sequences
+                at = grid.at_sequences if table in ATTENTION_TABLES else grid.at
                 out[idx[pos]] = at(points[pos])
 
 

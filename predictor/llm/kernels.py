@@ -29,7 +29,7 @@ from roofcast.graph_import.costs.registry import op_family
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.graph_import.llm.decoder import Attention, LayerKind, decoder_of
 from roofcast.graph_import.types import Engine, OpNode, TensorInfo
-from roofcast.predictor.engine_tables.store import ATTENTION_COLUMNS
+from roofcast.predictor.engine_tables.store import ATTENTION_COLUMNS, MOE_COLUMNS
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.llm.fusions import fuse
 from roofcast.predictor.llm.layer import (
@@ -56,7 +56,7 @@ from roofcast.predictor.workload_rows import COLUMNS, GEMM_COLUMNS
 
 #: columns the LLM workload adds to ``predictor.workload_rows.COLUMNS``.
 LLM_COLUMNS: tuple[str, ...] = ("count", "step", "overlaps", "fallback_only", "scope",
-                                 "applies", *ATTENTION_COLUMNS)
+                                 "applies", *ATTENTION_COLUMNS, *MOE_COLUMNS)
 #: bytes per element of the graph_import tensors the nodes are built with ("float").
 _BUILD_BYTES = 4.0
 #: tensor-name prefixes -> tensor class: projection weights, small weights kept at the
@@ -64,7 +64,8 @@ _BUILD_BYTES = 4.0
 #: tensors are activations.
 _WEIGHT, _SMALL, _KV, _INDEX = "w.", "n.", "kv.", "i."
 #: the attention-shape columns of a row that is not a fused attention kernel.
-_NO_SHAPE: dict = {**dict.fromkeys(ATTENTION_COLUMNS[:-1], np.nan), ATTENTION_COLUMNS[-1]: ""}
+_NO_SHAPE: dict = {**dict.fromkeys(ATTENTION_COLUMNS[:-1], np.nan), ATTENTION_COLUMNS[-1]: "",
+                   **dict.fromkeys(MOE_COLUMNS, np.nan)}
 
 
 @dataclass(frozen=True)
@@ -227,14 +228,18 @@ class _Rows:
 
     def experts(self, name: str, kind: LayerKind, work: ExpertWork) -> str:
         """The routed experts as one ``MoeExperts`` module row (``layer.expert_module_terms``)
-        at the plan's compute dtype, with the ``Dequantize`` row of quantised weights."""
+        at the plan's compute dtype, with the ``Dequantize`` row of quantised weights; without
+        expert parallelism it carries ``MOE_COLUMNS`` (the engine tables' key)."""
         m, d, plan = kind.mlp, kind.d_model, self.dtypes.gemm_plan()
         act = self.dtypes.act_bytes
         terms = expert_module_terms(work.pairs, work.touched, d, m.d_ff, m.up_width,
                                     weight_bytes_per_element(self.dtypes.weights, d), act, act)
+        shape = {} if self.ep > 1 else dict(zip(MOE_COLUMNS, (
+            work.pairs / kind.moe.top_k, d, m.d_ff, kind.moe.top_k, kind.moe.n_experts,
+            float(m.gated)), strict=True))
         key = self._append(self.prefix + name, {
             "op_type": MOE_OP, "family": MOE_FAMILY, "engine": Engine.MATRIX.value,
-            "dtype": plan.compute, **terms, "inner_elems": np.nan})
+            "dtype": plan.compute, **terms, "inner_elems": np.nan, **shape})
         if plan.dequant_flops_per_weight > 0:
             elems = work.touched * d * (m.up_width + m.d_ff)
             self.overlapping(f"{name}.dequant", "Dequantize", key,
@@ -306,7 +311,7 @@ class _Rows:
     def frame(self) -> pd.DataFrame:
         df = pd.DataFrame(self.cols)
         for c in ("flops", "bytes_read", "bytes_written", "weight_bytes", *GEMM_COLUMNS,
-                  "inner_elems", "count", *ATTENTION_COLUMNS[:-1]):
+                  "inner_elems", "count", *ATTENTION_COLUMNS[:-1], *MOE_COLUMNS):
             df[c] = df[c].astype(float)
         return df
 

@@ -5,12 +5,12 @@ modules timed with CUDA graphs inside TensorRT-LLM, vLLM and SGLang containers (
 ms). ``load_kernels`` -> :class:`OpTable`: ``rows``, one per kept measurement: ``table`` (gemm,
 context_attention, generation_attention, moe: balanced routing only, ``gated`` unless the kernel
 is a ``nongated`` one), ``device`` (catalog id, from the ``device`` column, not the folder),
-``runtime`` (profile name), ``math_dtype`` / ``kv_dtype`` (``roofcast.dtypes`` names),
-``latency_s`` and the shape (``SHAPE_COLUMNS``); ``skipped``: reason -> rows left out (devices
-not in the catalog, dtypes ``roofcast.dtypes`` lacks, weight-only GEMMs, the ``LEFT_OUT``
-rules), never dropped silently. At most ``cap`` rows per (device, table, dtypes, runtime),
-drawn with ``seed`` (``table_caps``: another cap for some tables).
-Costing and featurizing: ``predictor.learned.aiconfigurator``.
+``runtime`` (profile name), ``version`` (the engine release), ``math_dtype`` / ``kv_dtype``
+(``roofcast.dtypes`` names), ``latency_s`` and the shape (``SHAPE_COLUMNS``); ``skipped``:
+reason -> rows left out (devices not in the catalog, dtypes ``roofcast.dtypes`` lacks,
+weight-only GEMMs, the ``LEFT_OUT`` rules), never dropped silently. At most ``cap`` rows per
+(device, table, dtypes, runtime), drawn with ``seed`` (``table_caps``: another cap for some
+tables). Costing and featurizing: ``predictor.learned.aiconfigurator``.
 """
 
 from __future__ import annotations
@@ -159,5 +159,7 @@ def load_kernels(data_dir: str | Path | None = None, cap: int | None = DEFAULT_C
     for c in SHAPE_COLUMNS:
         df[c] = pd.to_numeric(df[c], errors="coerce") if c in df else np.nan
     df["window_size"] = df["window_size"].fillna(0.0)
-    keep = ["table", "device_id", "runtime", "math_dtype", "kv_dtype", "latency_s", *SHAPE_COLUMNS]
+    df["version"] = df["version"].astype(str)
+    keep = ["table", "device_id", "runtime", "version", "math_dtype", "kv_dtype", "latency_s",
+            *SHAPE_COLUMNS]
     return OpTable(df[keep].rename(columns={"device_id": "device"}), dict(skipped), str(folder))

@@ -113,3 +113,24 @@ def test_serving_steps_on_a_measured_device_read_the_shipped_tables():
     assert set(k.index[k["predictor"] == LABEL]) == {"qkv", "o_proj", "up", "down", "attn0"}
     assert k.loc["attn0", "attn_kv_dtype"] == "fp8"
     assert LABEL not in set(st.kernels("d", "b300")["predictor"])
+
+
+def test_moe_modules_read_the_tables_without_expert_parallelism_only():
+    """Mixtral's expert module on an H100 under TensorRT-LLM, fp8: the table's row of its own
+    expert shape; split over two expert groups (ep 2) the module is the busiest group's share,
+    which the tables (timed without expert parallelism here) do not hold: the model."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm.kernels import Segment
+    from roofcast.predictor.llm.phases import Step, engine_profile, time_steps
+    from roofcast.predictor.llm.precision import TensorDtypes
+
+    hw = get_device("h100-sxm")
+    timed = {ep: time_steps(load_llm("mixtral-8x7b"), [hw], [Step("d", (Segment(64, 1, 2048),))],
+                            TensorDtypes("fp8", "fp8", "bf16"),
+                            engine_profile("tensorrt-llm", hw), None, ep=ep)
+             for ep in (1, 2)}
+    one, two = (timed[ep].kernels("d", "h100-sxm").set_index("node") for ep in (1, 2))
+    assert one.loc["experts", "predictor"] == LABEL
+    assert one.loc["experts", "moe_tokens"] == 64
+    assert two.loc["experts", "predictor"] != LABEL
+    assert np.isnan(two.loc["experts", "moe_tokens"])

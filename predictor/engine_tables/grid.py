@@ -5,7 +5,9 @@ and weight ``t = (x - a_i) / (a_{i+1} - a_i)``; the value is ``sum_corners prod_
 linear seconds. Exact for a time ``c0 + c1 m n k`` (multilinear in each axis), the shape of a
 GEMM or attention kernel away from tile and wave steps; the tables hold both sides of each tile
 step (m = 128 and 129). Outside an axis's range, or with a weighted corner not measured (NaN),
-the point has no value (NaN): the caller's model times it, nothing is extrapolated.
+the point has no value (NaN): the caller's model times it. Only along an axis of independent
+work (``split``: a GEMM's rows or columns) a point past the last line ``a`` is ``x / a`` kernels
+of ``a``; a reduction axis (k) is never extended.
 
 ``Grid.at_sequences`` reads a 2-D grid whose first axis counts independent sequences (an
 attention kernel over ``B`` sequences of ``L`` tokens): along each measured line ``L_j`` the
@@ -29,9 +31,19 @@ class Grid:
     axes: tuple[np.ndarray, ...]
     values: np.ndarray
 
-    def at(self, points: np.ndarray) -> np.ndarray:
-        """Interpolated seconds at each row of ``points`` (module docstring)."""
-        pts = np.atleast_2d(np.asarray(points, float))
+    def at(self, points: np.ndarray, split: tuple[int, ...] = ()) -> np.ndarray:
+        """Interpolated seconds at each row of ``points`` (module docstring). ``split``: axes
+        of independent work (a GEMM's rows and columns): past such an axis's last value ``a``
+        a point at ``x`` is ``x / a`` kernels of ``a``, ``t(.., a, ..) x x / a``."""
+        pts = np.atleast_2d(np.asarray(points, float)).copy()
+        scale = np.ones(len(pts))
+        for d in split:
+            top = self.axes[d][-1]
+            scale *= np.maximum(pts[:, d] / top, 1.0)
+            pts[:, d] = np.minimum(pts[:, d], top)
+        return scale * self._at(pts)
+
+    def _at(self, pts: np.ndarray) -> np.ndarray:
         n = len(pts)
         lo_idx, hi_idx, weight = [], [], []
         inside = np.ones(n, bool)

@@ -9,9 +9,10 @@ the tables time: a ``Gemm`` [m, k] x [k, n] at its dtype (grid over m, n, k); a 
 generation table (one query per sequence, keys = context) or the context table (a prompt
 attending only itself), keyed by heads, KV heads, head dim, window and the attention / KV
 dtypes, over (sequences, tokens); an MoE module row carrying ``MOE_COLUMNS`` (over tokens).
-Times: ``Grid.at`` for GEMMs (interpolated, never extrapolated), ``Grid.at_sequences`` for
-attention (sequences beyond a measured line split). fp16 rows read the bf16 tables
-(``SAME_RATE``: same bytes, same tensor-core rate on every device the tables hold).
+Times: ``Grid.at`` for GEMMs and MoE (interpolated; rows, columns or tokens past the last
+measured line split into kernels of that size, a reduction is never extrapolated),
+``Grid.at_sequences`` for attention (sequences past a measured line split). fp16 rows read the
+bf16 tables (``SAME_RATE``: same bytes, same tensor-core rate on every device they hold).
 """
 
 from __future__ import annotations
@@ -132,9 +133,12 @@ class EngineTables:
             if min(key[:n_codes]) < 0:
                 continue
             grid = self.grid(table, tuple(int(k) for k in key))
-            if grid is not None:
-                at = grid.at_sequences if table in ATTENTION_TABLES else grid.at
-                out[idx[pos]] = at(points[pos])
+            if grid is None:
+                continue
+            if table in ATTENTION_TABLES:
+                out[idx[pos]] = grid.at_sequences(points[pos])
+            else:  # a GEMM's rows and columns (an MoE module's tokens) are independent work
+                out[idx[pos]] = grid.at(points[pos], split=(0, 1) if table == "gemm" else (0,))
 
 
 def _measured_grid(axes: list[np.ndarray], values: np.ndarray) -> Grid:

@@ -48,3 +48,12 @@ def test_sequences_past_a_lines_last_measured_count_split_into_kernels_of_that_s
     assert g.at_sequences(np.array([[32.0, 1024.0]]))[0] == pytest.approx(4 * 20e-6)
     assert g.at_sequences(np.array([[128.0, 128.0]]))[0] == pytest.approx(2 * 30e-6)
     assert np.isnan(g.at_sequences(np.array([[8.0, 2048.0], [0.5, 128.0]]))).all()
+
+
+def test_independent_rows_and_columns_split_past_the_grid_but_a_reduction_does_not():
+    g = _gemm_like()
+    edge = g.at(np.array([[128.0, 1024.0, 1000.0]]))[0]
+    assert g.at(np.array([[384.0, 1024.0, 1000.0]]), split=(0, 1))[0] == pytest.approx(3 * edge)
+    assert g.at(np.array([[128.0, 2048.0, 1000.0]]), split=(0, 1))[0] == pytest.approx(2 * edge)
+    assert np.isnan(g.at(np.array([[128.0, 1024.0, 8192.0]]), split=(0, 1)))[0]
+    assert np.isnan(g.at(np.array([[384.0, 1024.0, 1000.0]])))[0]  # no split asked: no value

@@ -73,7 +73,7 @@ def test_road_takes_the_table_with_its_band_and_the_model_elsewhere(tables_dir):
     est = EngineTablesEstimator(tables_dir=tables_dir, fallback=make_estimator("time-roofline"))
     auto = make_estimator("auto")
     hw = get_device("h100-sxm")
-    on, off = _gemm_rows(hw, 200), _gemm_rows(hw, 4096)  # m=4096 is off the 64..512 axis
+    on, off = _gemm_rows(hw, 200), _gemm_rows(hw, 200, k=8192)  # k past the 1024..4096 axis
     got = est.explain(on).iloc[0]
     assert got["predictor"] == LABEL
     assert not got["ood"]
@@ -96,9 +96,9 @@ def test_a_what_if_device_keeps_the_table_times_the_models_ratio(tables_dir):
 
 
 def test_serving_steps_on_a_measured_device_read_the_shipped_tables():
-    """A TensorRT-LLM decode step on an H100 (the profile's own road): its projection GEMMs
-    and attention come from the engine's tables, the other kernels from the model; on a device
-    the tables do not hold, nothing does."""
+    """A TensorRT-LLM decode step on an H100 (the profile's own road): its projection GEMMs,
+    attention and LM head come from the engine's tables, the other kernels from the model; on
+    a device the tables do not hold, nothing does."""
     from roofcast.graph_import.llm.load import load_llm
     from roofcast.predictor.llm.kernels import Segment
     from roofcast.predictor.llm.phases import Step, engine_profile, time_steps
@@ -110,7 +110,8 @@ def test_serving_steps_on_a_measured_device_read_the_shipped_tables():
                     TensorDtypes("fp8", "fp8", "bf16"), engine_profile("tensorrt-llm", hws[0]),
                     None)
     k = st.kernels("d", "h100-sxm").set_index("node")
-    assert set(k.index[k["predictor"] == LABEL]) == {"qkv", "o_proj", "up", "down", "attn0"}
+    assert set(k.index[k["predictor"] == LABEL]) == {"qkv", "o_proj", "up", "down", "attn0",
+                                                     "lm_head"}  # 128,256 columns: split
     assert k.loc["attn0", "attn_kv_dtype"] == "fp8"
     assert LABEL not in set(st.kernels("d", "b300")["predictor"])
 

@@ -2,12 +2,10 @@
 
 ``Grid.at(points)`` for points ``(n, d)``: per axis the bracketing cells ``a_i <= x <= a_{i+1}``
 and weight ``t = (x - a_i) / (a_{i+1} - a_i)``; the value is ``sum_corners prod_axes w x v`` in
-linear seconds. Exact for a time ``c0 + c1 m n k`` (multilinear in each axis), the shape of a
-GEMM or attention kernel away from tile and wave steps; the tables hold both sides of each tile
-step (m = 128 and 129). Outside an axis's range, or with a weighted corner not measured (NaN),
-the point has no value (NaN): the caller's model times it. Only along an axis of independent
-work (``split``: a GEMM's rows or columns) a point past the last line ``a`` is ``x / a`` kernels
-of ``a``; a reduction axis (k) is never extended.
+linear seconds: exact for ``c0 + c1 m n k`` (a kernel away from tile steps; the tables hold both
+sides of each, m = 128 and 129). Outside an axis's range, or with a weighted corner not measured,
+no value (NaN): the caller's model times it. Only along an axis of independent work (``split``:
+a GEMM's rows or columns) a point past the last line ``a`` is ``x / a`` kernels of ``a``.
 
 ``Grid.at_sequences`` reads a 2-D grid whose first axis counts independent sequences (an
 attention kernel over ``B`` sequences of ``L`` tokens): along each measured line ``L_j`` the

@@ -25,6 +25,7 @@ from roofcast.dtypes import peak_key
 from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
+from roofcast.predictor.engine_tables.estimator import LABEL as ENGINE_TABLE_LABEL
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import as_estimator
 from roofcast.predictor.llm import ladder
@@ -68,6 +69,12 @@ class StepTimes:
     def kernels(self, label: str, device: str) -> pd.DataFrame:
         """The rows of step ``label`` on ``device``."""
         return self.table.iloc[self.rows_of[(label, device)]].reset_index(drop=True)
+
+    def device_rows(self, device: str, labels: Sequence[str] | None = None) -> pd.DataFrame:
+        """The rows of ``labels`` (None: every step) on ``device``."""
+        pos = [p for lb in (self.labels if labels is None else labels)
+               for p in self.rows_of[(lb, device)]]
+        return self.table.iloc[pos]
 
 
 def engine_profile(runtime: str | ExecutionProfile | None, hw: HardwareSpec) -> ExecutionProfile:
@@ -167,6 +174,20 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
     table, rows_of = ladder.step_rows(table, step_idx, n_rows, devices, labels, rungs)
     return StepTimes(labels, devices, sums["time_s"], sums["lower_s"], sums["upper_s"], table,
                      notes, rows_of)
+
+
+def measured_share_notes(rows: pd.DataFrame, runtime: str) -> tuple[str, ...]:
+    """The share of one device's ``rows``' kernel time (``kernel_s``) that the engine tables
+    timed (``engine-tables``), as a note; none when no row came from them."""
+    if "predictor" not in rows or not len(rows):
+        return ()
+    k = rows["kernel_s"].to_numpy(float)
+    hit = rows["predictor"].astype(str).str.startswith(ENGINE_TABLE_LABEL).to_numpy()
+    if not hit.any() or k.sum() <= 0:
+        return ()
+    return (f"{k[hit].sum() / k.sum():.0%} of the step kernels' time read from "
+            f"{runtime}'s own measured tables (aiconfigurator; engine-tables), the rest from the "
+            "kernel model",)
 
 
 def decode_contexts(input_tokens: int, output_tokens: int) -> np.ndarray:

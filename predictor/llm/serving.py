@@ -36,6 +36,7 @@ from roofcast.predictor.llm.phases import (
     collect_request_times,
     engine_profile,
     has_fp8_units,
+    measured_share_notes,
     request_steps,
     step_estimator,
 )
@@ -343,10 +344,9 @@ class _Times:
 
     @property
     def notes(self) -> list[str]:
-        """The devices' fallback notes of the timed kernels."""
-        if self.kernels is None:
-            return list(self.peak_notes)
-        return sorted({str(x) for x in self.kernels["peak_note"] if x})
+        """The device's fallback notes of the timed kernels and the share the engine's own
+        tables timed."""
+        return list(self.peak_notes)
 
 
 def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
@@ -393,14 +393,13 @@ def _model_times(arch: LLMArch, cells: Sequence[_Cell], cfg: ServingConfig,
         else:
             first, second = (extra.ttft.label, "ttft"), (extra.mixed.label, "decode")
             out[i] = _continuous_times(arch, cells[i], cfg, extra, timed, d)
-        if with_kernels:
-            kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
-                                 for lb, ph in (first, second)], ignore_index=True)
-            out[i] = replace(out[i], kernels=kernels)
-        else:
-            notes = [str(x) for lb, _ in (first, second)
-                     for x in timed.table["peak_note"].iloc[timed.rows_of[(lb, dev)]] if x]
-            out[i] = replace(out[i], peak_notes=tuple(sorted(set(notes))))
+        rows = timed.device_rows(dev, [first[0], second[0]])
+        notes = (*sorted({str(x) for x in rows["peak_note"] if x}),
+                 *measured_share_notes(rows, cells[i].profile.name))
+        kernels = pd.concat([timed.kernels(lb, dev).assign(phase_step=ph)
+                             for lb, ph in (first, second)], ignore_index=True) \
+            if with_kernels else None
+        out[i] = replace(out[i], kernels=kernels, peak_notes=notes)
     return out
 
 

@@ -230,6 +230,7 @@ def run_prepared(arch: LLMArch, prep: Prepared, spec: SimSpec, req: Requests) ->
                      f"{hw.mem_capacity_bytes / 2**30:.0f} GiB of memory): raise tp or use "
                      "smaller weights; metrics not predicted")
         return SimResult(hw.id, runtime, policy, road, pool, None, tuple(notes), req.clients)
+    notes.extend(prep.table.notes)
     if spec.disagg is not None:
         trace, note = _disagg_trace(prep, spec, req)
         notes.append(note)

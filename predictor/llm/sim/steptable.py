@@ -29,7 +29,7 @@ from roofcast.predictor.llm.calibration import engine_calibration
 from roofcast.predictor.llm.comm import step_comm
 from roofcast.predictor.llm.kernels import MoeRouting, Segment
 from roofcast.predictor.llm.ladder import pow2_bracket
-from roofcast.predictor.llm.phases import Step
+from roofcast.predictor.llm.phases import Step, measured_share_notes
 from roofcast.predictor.llm.precision import TensorDtypes
 from roofcast.predictor.llm.spec_decode import time_spec_steps
 from roofcast.predictor.llm.types import ServingConfig
@@ -100,6 +100,8 @@ class StepTable:
 
     grid: Grid
     time_s: list = field(repr=False)
+    #: what the prediction should say about how the steps were timed (measured share).
+    notes: tuple[str, ...] = ()
 
     def __call__(self, d: float, c: float, p: float) -> float:
         g, t = self.grid, self.time_s
@@ -165,7 +167,8 @@ def step_tables(arch: LLMArch, hws: Sequence[HardwareSpec], cfg: ServingConfig,
                         continue
                     i = index[f"{d}|{c if d else grid.context[0]}|{p}"]
                     t[a][b][k] = (float(dec[i] if d else pre[i]) + comm[(d, p)]) / per_step
-        tables.append(StepTable(grid, monotone(np.asarray(t)).tolist()))
+        tables.append(StepTable(grid, monotone(np.asarray(t)).tolist(), measured_share_notes(
+            timed.device_rows(hw.id), profile.name)))
     return tables
 
 

@@ -3,6 +3,8 @@ intervals and what-if ratio."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -135,3 +137,17 @@ def test_moe_modules_read_the_tables_without_expert_parallelism_only():
     assert one.loc["experts", "moe_tokens"] == 64
     assert two.loc["experts", "predictor"] != LABEL
     assert np.isnan(two.loc["experts", "moe_tokens"])
+
+
+@pytest.mark.parametrize("rate", [None, 2.0])
+def test_a_serving_answer_says_how_much_of_its_step_time_was_measured(rate):
+    import roofcast
+
+    sim = {} if rate is None else {"rate": rate, "requests": 200}
+    got = roofcast.llm("llama-3.1-8b", ["h100-sxm", "b300"], runtime="tensorrt-llm",
+                       weights="fp8", **sim).set_index("device")["notes"]
+    share = re.findall(r"(\d+)% of the step kernels' time read from tensorrt-llm's own measured",
+                       str(got["h100-sxm"]))
+    assert len(share) == 1
+    assert 50 <= int(share[0]) <= 100  # GEMMs, attention and LM head: most of it
+    assert "own measured tables" not in str(got["b300"])  # no tables for it

@@ -3,11 +3,11 @@
 ``explain(X)`` is the ``auto`` kernel model's (``AutoEstimator``) with every row the engine
 tables time (``store.EngineTables.times``: same device, engine and engine version as the row's
 runtime profile) replaced by the table's seconds, interval ``t x (1 -+ TABLE_BAND)``, labelled
-``engine table``. A what-if device derived from a table device (``hw_catalog.derive``) keeps the
-tables as its anchor and the model's ratio for the change: ``t_table(root) x t_model(derived)
-/ t_model(root)``, the model's interval relative to its time, labelled ``engine table x model
-ratio``, so every what-if key still acts. Rows no table times (other kernels, devices, engines
-or versions, shapes off the grid) keep the ``auto`` time; the tables never extrapolate.
+``engine table``. A device without tables anchored on one that has them (``anchor``: a what-if
+device's root, or a sibling of the same architecture) takes ``t_table(anchor) x t_model(device)
+/ t_model(anchor)``, the model's interval relative to its time, labelled ``engine table x model
+ratio (anchor)``: every what-if key still acts through the ratio. Rows no table times (other
+kernels, engines or versions, shapes off the grid) keep the ``auto`` time.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofcast.hw_catalog.derive import what_if_root
 from roofcast.predictor.config import RunConfig
+from roofcast.predictor.engine_tables.anchor import anchor_of
 from roofcast.predictor.engine_tables.store import DATA_DIR, EngineTables, load
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.features import FEATURE_COLUMNS, featurize
@@ -69,31 +69,33 @@ class EngineTablesEstimator(AutoEstimator):
         t = tables.times(X, versions)
         hit = np.isfinite(t)
         _set(out, hit, t, t * (1 - TABLE_BAND), t * (1 + TABLE_BAND), LABEL)
-        self._derived(X, out, tables, versions, hit)
+        self._anchored(X, out, tables, versions, hit)
         return out
 
-    def _derived(self, X: pd.DataFrame, out: pd.DataFrame, tables: EngineTables,
-                 versions: dict[str, str], hit: np.ndarray) -> None:
-        """What-if devices derived from a table device: the table x the model's ratio."""
+    def _anchored(self, X: pd.DataFrame, out: pd.DataFrame, tables: EngineTables,
+                  versions: dict[str, str], hit: np.ndarray) -> None:
+        """Devices without tables, anchored on a table device (``anchor.anchor_of``: a what-if
+        device's root, else a sibling): the anchor's table x the model's device ratio."""
         devices = X["device"].astype(str).to_numpy(object)
         runtimes = X["runtime"].astype(str).to_numpy(object)
-        known = set(tables.meta["devices"])
+        known = tables.meta["devices"]
         workload = [c for c in X.columns if c not in FEATURE_COLUMNS]
         for dev, runtime in sorted(set(zip(devices, runtimes, strict=True))):
-            found = what_if_root(dev) if dev not in known and runtime in versions else None
-            if found is None or found[1].id not in known:
+            anchor = anchor_of(dev, known) if runtime in versions else None
+            if anchor is None:
                 continue
             pos = np.flatnonzero((devices == dev) & (runtimes == runtime) & ~hit)
-            root_X = featurize(X.iloc[pos][workload], [found[1]], RunConfig(runtime=runtime))
-            anchor = tables.times(root_X, versions)
+            root_X = featurize(X.iloc[pos][workload], [anchor], RunConfig(runtime=runtime))
+            measured = tables.times(root_X, versions)
             model = LearnedEstimator.explain(self, root_X)["time_s"].to_numpy(float)
-            ok = np.isfinite(anchor) & (model > 0)
+            ok = np.isfinite(measured) & (model > 0)
             rows = np.zeros(len(out), bool)
             rows[pos[ok]] = True
             scale = np.ones(len(out))
-            scale[pos[ok]] = anchor[ok] / model[ok]
+            scale[pos[ok]] = measured[ok] / model[ok]
             _set(out, rows, *(out[c].to_numpy(float) * scale
-                              for c in ("time_s", "lower_s", "upper_s")), RATIO_LABEL)
+                              for c in ("time_s", "lower_s", "upper_s")),
+                 f"{RATIO_LABEL} ({anchor.id})")
 
 
 def _set(out: pd.DataFrame, rows: np.ndarray, time: np.ndarray, lower: np.ndarray,

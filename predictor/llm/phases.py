@@ -26,6 +26,7 @@ from roofcast.graph_import.llm.arch import LLMArch
 from roofcast.hw_catalog.spec import HardwareSpec
 from roofcast.predictor.config import RunConfig
 from roofcast.predictor.engine_tables.estimator import LABEL as ENGINE_TABLE_LABEL
+from roofcast.predictor.engine_tables.estimator import RATIO_LABEL as ENGINE_RATIO_LABEL
 from roofcast.predictor.errors import PredictionError
 from roofcast.predictor.estimator_registry import as_estimator
 from roofcast.predictor.llm import ladder
@@ -177,17 +178,26 @@ def time_steps(arch: LLMArch, hws: Sequence[HardwareSpec], steps: Sequence[Step]
 
 
 def measured_share_notes(rows: pd.DataFrame, runtime: str) -> tuple[str, ...]:
-    """The share of one device's ``rows``' kernel time (``kernel_s``) that the engine tables
-    timed (``engine-tables``), as a note; none when no row came from them."""
-    if "predictor" not in rows or not len(rows):
+    """The share of one device's ``rows``' kernel time (``kernel_s``) that engine tables timed
+    (``engine-tables``: the device's own, or an anchor's scaled by the model's ratio), as
+    notes; none when no row came from them."""
+    if "predictor" not in rows or not len(rows) or rows["kernel_s"].sum() <= 0:
         return ()
-    k = rows["kernel_s"].to_numpy(float)
-    hit = rows["predictor"].astype(str).str.startswith(ENGINE_TABLE_LABEL).to_numpy()
-    if not hit.any() or k.sum() <= 0:
-        return ()
-    return (f"{k[hit].sum() / k.sum():.0%} of the step kernels' time read from "
-            f"{runtime}'s own measured tables (aiconfigurator; engine-tables), the rest from the "
-            "kernel model",)
+    labels = rows["predictor"].astype(str)
+    k = rows["kernel_s"].to_numpy(float) / rows["kernel_s"].sum()
+    notes = []
+    own = (labels == ENGINE_TABLE_LABEL).to_numpy()
+    if own.any():
+        notes.append(f"{k[own].sum():.0%} of the step kernels' time read from {runtime}'s own "
+                     "measured tables (aiconfigurator; engine-tables), the rest from the kernel "
+                     "model")
+    for label in sorted(set(labels[labels.str.startswith(ENGINE_RATIO_LABEL)])):
+        hit = (labels == label).to_numpy()
+        anchor = label[len(ENGINE_RATIO_LABEL):].strip(" ()")
+        notes.append(f"{k[hit].sum():.0%} of the step kernels' time from {runtime}'s measured "
+                     f"tables on {anchor}, scaled to this device by the kernel model's ratio "
+                     "(engine-tables), the rest from the kernel model")
+    return tuple(notes)
 
 
 def decode_contexts(input_tokens: int, output_tokens: int) -> np.ndarray:

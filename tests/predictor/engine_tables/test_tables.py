@@ -92,15 +92,15 @@ def test_a_what_if_device_keeps_the_table_times_the_models_ratio(tables_dir):
     model = EngineTablesEstimator(tables_dir=tables_dir / "none")  # no tables: the model alone
     ratio = (model.explain(_gemm_rows(fast, 64))["time_s"].iloc[0]
              / model.explain(_gemm_rows(hw, 64))["time_s"].iloc[0])
-    assert what_if["predictor"].iloc[0] == RATIO_LABEL
+    assert what_if["predictor"].iloc[0] == f"{RATIO_LABEL} (h100-sxm)"
     assert ratio < 1  # the model sees the faster memory, so the what-if acts
     assert what_if["time_s"].iloc[0] == pytest.approx(base["time_s"].iloc[0] * ratio)
 
 
 def test_serving_steps_on_a_measured_device_read_the_shipped_tables():
     """A TensorRT-LLM decode step on an H100 (the profile's own road): its projection GEMMs,
-    attention and LM head come from the engine's tables, the other kernels from the model; on
-    a device the tables do not hold, nothing does."""
+    attention and LM head come from the engine's tables, the other kernels from the model; a
+    device the tables do not hold reads its sibling's (B300: the B200's) through the ratio."""
     from roofcast.graph_import.llm.load import load_llm
     from roofcast.predictor.llm.kernels import Segment
     from roofcast.predictor.llm.phases import Step, engine_profile, time_steps
@@ -115,7 +115,9 @@ def test_serving_steps_on_a_measured_device_read_the_shipped_tables():
     assert set(k.index[k["predictor"] == LABEL]) == {"qkv", "o_proj", "up", "down", "attn0",
                                                      "lm_head"}  # 128,256 columns: split
     assert k.loc["attn0", "attn_kv_dtype"] == "fp8"
-    assert LABEL not in set(st.kernels("d", "b300")["predictor"])
+    b300 = st.kernels("d", "b300").set_index("node")["predictor"]
+    assert LABEL not in set(b300)
+    assert b300["attn0"] == b300["qkv"] == f"{RATIO_LABEL} (b200)"
 
 
 def test_moe_modules_read_the_tables_without_expert_parallelism_only():
@@ -150,4 +152,6 @@ def test_a_serving_answer_says_how_much_of_its_step_time_was_measured(rate):
                        str(got["h100-sxm"]))
     assert len(share) == 1
     assert 50 <= int(share[0]) <= 100  # GEMMs, attention and LM head: most of it
-    assert "own measured tables" not in str(got["b300"])  # no tables for it
+    # no tables of its own: Blackwell Ultra borrows the B200's, scaled by the model's ratio
+    assert "own measured tables" not in str(got["b300"])
+    assert "measured tables on b200, scaled to this device" in str(got["b300"])

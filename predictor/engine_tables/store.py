@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofcast.dtypes import DTYPES
 from roofcast.predictor.engine_tables.grid import Grid
 from roofcast.predictor.llm.layer import MOE_OP
 
@@ -96,6 +97,7 @@ class EngineTables:
                        for d, r in zip(dev, rt, strict=True)], bool)
         if not ok.any():
             return out
+        ok &= _weights_at_dtype(X)
         op = X["op_type"].astype(str).to_numpy(object)
         gemm = ok & (op == "Gemm") & (X["gemm_batch"].fillna(1).to_numpy(float) == 1)
         self._fill(out, X, gemm, "gemm", ("gemm_m", "gemm_n", "gemm_k"), ())
@@ -139,6 +141,25 @@ class EngineTables:
                 out[idx[pos]] = grid.at_sequences(points[pos])
             else:  # a GEMM's rows and columns (an MoE module's tokens) are independent work
                 out[idx[pos]] = grid.at(points[pos], split=(0, 1) if table == "gemm" else (0,))
+
+
+def _weights_at_dtype(X: pd.DataFrame) -> np.ndarray:
+    """Per row: whether its weights are stored at its math dtype's width (within 25 %), as in
+    the tables' kernels. A W4A16 or W8A16 projection (int4/int8 weights dequantised to fp16)
+    reads 1/4 or 1/2 of the bf16 kernel's weight bytes: another kernel, not the table's.
+    Weights per row: ``n k`` (a GEMM, per batch), ``(2 or 3) x hidden x width`` per touched
+    expert (an MoE module: up (x2 gated) and down); rows without weights pass."""
+    w = X["weight_bytes"].to_numpy(float)
+    elems = (X["gemm_batch"].fillna(1) * X["gemm_n"] * X["gemm_k"]).to_numpy(float)
+    if "moe_tokens" in X:
+        moe = X["moe_tokens"].notna().to_numpy()
+        per = (2.0 + X["moe_gated"].fillna(0)) * X["moe_hidden"] * X["moe_inter"]
+        elems = np.where(moe, X["gemm_batch"].to_numpy(float) * per.to_numpy(float), elems)
+    width = X["dtype"].astype(str).map(
+        lambda d: DTYPES[d].bytes_per_element if d in DTYPES else np.nan).to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = w / (elems * width)
+    return (w <= 0) | ~np.isfinite(elems) | ((ratio > 0.8) & (ratio < 1.25))
 
 
 def _measured_grid(axes: list[np.ndarray], values: np.ndarray) -> Grid:

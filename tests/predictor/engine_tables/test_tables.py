@@ -155,3 +155,20 @@ def test_a_serving_answer_says_how_much_of_its_step_time_was_measured(rate):
     # no tables of its own: Blackwell Ultra borrows the B200's, scaled by the model's ratio
     assert "own measured tables" not in str(got["b300"])
     assert "measured tables on b200, scaled to this device" in str(got["b300"])
+
+
+def test_weights_stored_narrower_than_the_math_are_another_kernel():
+    """int4 (W4A16) projections read a quarter of the bf16 kernel's weight bytes: the table's
+    bf16 GEMM is not their kernel, so they keep the model; the KV-reading attention does not
+    care how the weights are stored."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm.kernels import Segment
+    from roofcast.predictor.llm.phases import Step, engine_profile, time_steps
+    from roofcast.predictor.llm.precision import TensorDtypes
+
+    hw = get_device("h100-sxm")
+    st = time_steps(load_llm("llama-3.1-8b"), [hw], [Step("d", (Segment(4, 1, 1024),))],
+                    TensorDtypes("int4", "bf16", "bf16"), engine_profile("vllm", hw), None)
+    k = st.kernels("d", "h100-sxm").set_index("node")["predictor"]
+    assert LABEL not in {k["qkv"], k["o_proj"], k["up"], k["down"]}
+    assert k["attn0"] == LABEL

@@ -15,8 +15,8 @@ learned model and the analytical roads ``time-roofline`` and ``roofline+eff`` on
 100, with 300 public rows per (family, device) and 60 trees). ``--save-rows``: write the
 held-out feature rows (parquet) for comparing another model on them. ``--attention-shapes``
 (experiment): the attention model also gets the rows' shapes (``ATTENTION_SHAPES``: batch,
-queries, keys, heads, GQA ratio, head_dim, window, KV bits), which the tables carry but graph
-and LLM workload rows do not yet (docs/design/road.md): what such features would buy.
+queries, keys, heads, GQA ratio, head_dim, window, KV bits), which the tables and the LLM
+road's attention rows carry but graph rows do not yet (docs/design/road.md): what they buy.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ class (``precision``: quantised weights, KV dtype); quantised projections get an
 one ``MoeExperts`` module row per layer (``layer.expert_module_terms``; timed by the kernel
 model's ``moe`` family); ``T`` tokens touch ``E (1 - (1 - k/E)^T)`` experts (uniform routing);
 under expert parallelism the busiest of ``ep`` groups (``busiest_share``), at least ``imbalance
-x T k / ep`` pairs with a ``MoeRouting``. Design notes: docs/design/decoder.md, engines.md.
+x T k / ep`` pairs with a ``MoeRouting``. Fused attention and MoE rows carry the shape the
+engine tables key by (``ATTENTION_COLUMNS``, ``MOE_COLUMNS``); the profile's decoder fusions
+apply last (``fusions``). Design notes: docs/design/decoder.md, engines.md, engine-tables.md.
 """
 
 from __future__ import annotations

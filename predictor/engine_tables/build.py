@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roofcast.dtypes import DTYPE_NAMES
 from roofcast.predictor.engine_tables.store import (
     ATTENTION_KEY,
     ATTENTION_TABLES,
@@ -32,9 +33,11 @@ from roofcast.predictor.engine_tables.store import (
     METADATA,
     MOE_KEY,
 )
-from roofcast.training_data.public.aiconfigurator import SUBDIR, load_kernels
-from roofcast.training_data.public_kernels import PublicDataError
+from roofcast.training_data.public.aiconfigurator import DEVICES, RUNTIMES, SUBDIR, load_kernels
+from roofcast.training_data.public_kernels import PublicDataError, shared_data_dir
 
+#: latent cache channels of the MLA the tables time (DeepSeek-V3's kv_lora_rank 512 + rope 64).
+MLA_CACHE_WIDTH = 576
 SOURCE = ("NVIDIA aiconfigurator per-op tables (ai-dynamo/aiconfigurator, Apache-2.0): GEMM and "
           "context/generation attention timed with CUDA graphs inside each engine's container")
 
@@ -70,6 +73,34 @@ def _moe_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return moe.astype(dict.fromkeys(["num_tokens", *MOE_KEY[3:]], int))
 
 
+def _mla_rows(folder: Path, versions: dict[str, str], names: dict[str, list[str]]
+              ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The engines' MLA decode kernels (``generation_mla_perf``: the attention op over the
+    latent cache, RoPE and cache append inside, the absorb BMMs timed apart) as generation
+    attention grids: ``num_heads`` query heads (per device) over one KV head of
+    ``MLA_CACHE_WIDTH`` channels. Rows of an engine version other than the device's other
+    tables are left out and counted."""
+    index = pd.read_csv(folder / "INDEX.csv")
+    parts, skipped = [], {}
+    for rel in index.loc[index["table"] == "generation_mla_perf", "path"]:
+        df = pd.read_parquet(folder / rel)
+        dev = df["device"].map(DEVICES)
+        rt = df["framework"].str.upper().map(RUNTIMES)
+        key = dev.astype(str) + "|" + rt.astype(str)
+        keep = key.map(versions).eq(df["version"].astype(str))
+        if (~keep).any():
+            skipped[f"MLA rows of another engine version: {rel}"] = int((~keep).sum())
+        df, dev, rt = df[keep], dev[keep], rt[keep]
+        parts.append(pd.DataFrame({
+            "dev": _codes(dev, names["devices"]), "rt": _codes(rt, names["runtimes"]),
+            "dt": _codes(df["mla_dtype"].map(DTYPE_NAMES), names["dtypes"]),
+            "kv": _codes(df["kv_cache_dtype"].map(DTYPE_NAMES), names["dtypes"]),
+            "num_heads": df["num_heads"].astype(int), "num_key_value_heads": 1,
+            "head_dim": MLA_CACHE_WIDTH, "window_size": 0, "batch_size": df["batch_size"],
+            "tokens": df["isl"] + df["step"], "latency_s": df["latency"] * 1e-3}))
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), skipped
+
+
 def _versions(rows: pd.DataFrame) -> dict[str, str]:
     """``device|runtime`` -> the engine version of its kept rows; two versions of one device's
     engine would make the tables ambiguous: refused."""
@@ -99,10 +130,14 @@ def build(data_dir: str | Path | None = None, out_dir: Path = DATA_DIR) -> dict:
     keys, ax, vals = _grids(moe, ["dev", "rt", "dt", *MOE_KEY[3:]], ["num_tokens"])
     arrays.update(moe_keys=keys, moe_tokens=ax[0], moe_log_us=vals)
     counts["moe"] = len(moe)
+    versions = _versions(rows)
+    mla, skipped = _mla_rows(shared_data_dir(data_dir) / SUBDIR, versions, names)
     for name, table in ATTENTION_TABLES.items():
         part = rows[rows["table"] == table]
         if name == "context":
             part = part[part["step"].fillna(0) == 0]
+        else:
+            part = pd.concat([part, mla], ignore_index=True)
         keys, ax, vals = _grids(part.astype(dict.fromkeys(ATTENTION_KEY[4:], int)),
                                 ["dev", "rt", "dt", "kv", *ATTENTION_KEY[4:]],
                                 ["batch_size", "tokens"])
@@ -113,8 +148,7 @@ def build(data_dir: str | Path | None = None, out_dir: Path = DATA_DIR) -> dict:
     np.savez_compressed(out_dir / FILE, **arrays)
     meta = {"kind": "engine-tables", "built_on": dt.date.today().isoformat(),
             "source": SOURCE, "origin": str(SUBDIR), **names, "rows": counts,
-            "versions": _versions(rows),
-            "skipped": ops.skipped}
+            "versions": versions, "skipped": {**ops.skipped, **skipped}}
     (out_dir / METADATA).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return meta
 

@@ -282,14 +282,19 @@ class _Rows:
                                  KV_CONVERT_DTYPE, applies=cond)
 
     def _attention_shape(self, call: AttentionCall, a: Attention) -> None:
-        """Fill the ``ATTENTION_COLUMNS`` of the fused attention row just added (plain
-        multi-head / grouped attention: no latent, sinks or chunks), the shape an engine's own
-        attention tables are keyed by (``predictor.engine_tables``)."""
-        if self.cols["op_type"][-1] != "Attention" or a.latent is not None or a.sinks \
-                or a.chunk:
+        """Fill the ``ATTENTION_COLUMNS`` of the fused attention row just added, the shape an
+        engine's own attention tables are keyed by (``predictor.engine_tables``): plain
+        multi-head / grouped attention (no sinks or chunks), and MLA decode as its heads over
+        one KV head of the latent cache's width (prefill decompresses: not keyed)."""
+        if self.cols["op_type"][-1] != "Attention" or a.sinks or a.chunk:
             return
+        kv_heads, width = a.n_kv_heads, a.head_dim
+        if a.latent is not None:
+            if call.queries != 1:
+                return
+            kv_heads, width = 1, a.latent.cache_width
         for c, v in zip(ATTENTION_COLUMNS, (call.batch, call.queries, call.context, a.n_heads,
-                                            a.n_kv_heads, a.head_dim, a.window, self.dtypes.kv),
+                                            kv_heads, width, a.window, self.dtypes.kv),
                         strict=True):
             self.cols[c][-1] = v
 

@@ -172,3 +172,25 @@ def test_weights_stored_narrower_than_the_math_are_another_kernel():
     k = st.kernels("d", "h100-sxm").set_index("node")["predictor"]
     assert LABEL not in {k["qkv"], k["o_proj"], k["up"], k["down"]}
     assert k["attn0"] == LABEL
+
+
+def test_mla_decode_reads_the_engines_latent_attention_rows_prefill_does_not():
+    """DeepSeek-V3 on 8 x H200 (tp 8: 16 heads a device) under TensorRT-LLM: the decode step's
+    MLA attention is the engine's generation-MLA kernel (heads over one latent KV head of 576
+    channels); the prefill's decompressed attention has no table of that form."""
+    from roofcast.graph_import.llm.load import load_llm
+    from roofcast.predictor.llm.kernels import Segment
+    from roofcast.predictor.llm.phases import Step, engine_profile, time_steps
+    from roofcast.predictor.llm.precision import TensorDtypes
+    from roofcast.predictor.sharding import Sharding, local_arch
+
+    hw = get_device("h200")
+    st = time_steps(local_arch(load_llm("deepseek-v3"), Sharding(tp=8)), [hw],
+                    [Step("d", (Segment(64, 1, 2048),)), Step("p", (Segment(1, 512, 512),))],
+                    TensorDtypes("fp8_block", "fp8", "bf16"),
+                    engine_profile("tensorrt-llm", hw), None)
+    decode = st.kernels("d", "h200").set_index("node")
+    assert decode.loc["k1.attn0", "predictor"] == LABEL
+    assert (decode.loc["k1.attn0", "attn_heads"], decode.loc["k1.attn0", "attn_head_dim"]) \
+        == (16, 576)
+    assert st.kernels("p", "h200").set_index("node").loc["k1.attn0", "predictor"] != LABEL

@@ -7,10 +7,10 @@ road and put back in their order; the ``road_part`` column names the road that t
 A part is built once per ``ByKind`` object (a learned model loads once); a learned part whose
 model cannot load (``ROOFCAST_LEARNED_MODEL`` naming no model) is its ``TimeRoofline`` fallback,
 and the summary's ``fallbacks`` say so. ``summarize`` is the learned part's (its end-to-end
-estimate and fallbacks), else only such a note. A
-what-if device keeps its base's kind, so every part stays monotone (each road passes the
-invariants). It sits above both estimator packages, beside ``estimator_registry``. Table and
-rule: ``benchmarks/road_choice.py``, docs/design/road.md.
+estimate and fallbacks), else only such a note. A what-if device keeps its base's kind, so
+every part stays monotone (each road passes the invariants). It sits above both estimator
+packages, beside ``estimator_registry``. Table and rule: ``benchmarks/road_choice.py``,
+docs/design/road.md.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofcast.dtypes import DTYPES
 from roofcast.predictor.engine_tables.grid import Grid
 from roofcast.predictor.llm.layer import MOE_OP
 
@@ -91,10 +90,10 @@ class EngineTables:
     def times(self, X: pd.DataFrame, versions: Mapping[str, str]) -> np.ndarray:
         """Seconds per row of featurized ``X`` where a table applies, else NaN (module doc)."""
         out = np.full(len(X), np.nan)
-        dev = X["device"].astype(str).to_numpy(object)
-        rt = X["runtime"].astype(str).to_numpy(object)
-        ok = np.array([versions.get(r) is not None and self.version(d, r) == versions.get(r)
-                       for d, r in zip(dev, rt, strict=True)], bool)
+        pairs = X["device"].astype(str) + "|" + X["runtime"].astype(str)
+        ok = _per_value(pairs, lambda p: versions.get(p.split("|")[1]) is not None
+                        and self.meta["versions"].get(p) == versions.get(p.split("|")[1]))
+        ok = ok.astype(bool)
         if not ok.any():
             return out
         ok &= _weights_at_dtype(X)
@@ -123,11 +122,13 @@ class EngineTables:
         if not len(idx):
             return
         sub = X.iloc[idx]
+        def coded(col: str, names: str) -> np.ndarray:
+            return _per_value(sub[col].astype(str), lambda v: self.code(names, v))
+
         codes = pd.DataFrame({
-            "d": [self.code("devices", v) for v in sub["device"].astype(str)],
-            "r": [self.code("runtimes", v) for v in sub["runtime"].astype(str)],
-            "t": [self.code("dtypes", v) for v in sub["dtype"].astype(str)],
-            **{c: ([self.code("dtypes", v) for v in sub[c].astype(str)] if c == "attn_kv_dtype"
+            "d": coded("device", "devices"), "r": coded("runtime", "runtimes"),
+            "t": coded("dtype", "dtypes"),
+            **{c: (coded(c, "dtypes") if c == "attn_kv_dtype"
                    else sub[c].fillna(0).astype(int).to_numpy()) for c in key_cols}})
         points = sub[list(point_cols)].to_numpy(float)
         n_codes = 4 if "attn_kv_dtype" in key_cols else 3  # device, runtime, dtype(s)
@@ -143,6 +144,11 @@ class EngineTables:
                 out[idx[pos]] = grid.at(points[pos], split=(0, 1) if table == "gemm" else (0,))
 
 
+def _per_value(values: pd.Series, fn) -> np.ndarray:
+    """``fn`` of each row's value, evaluated once per distinct value."""
+    return values.map({v: fn(v) for v in values.unique()}).to_numpy()
+
+
 def _weights_at_dtype(X: pd.DataFrame) -> np.ndarray:
     """Per row: whether its weights are stored at its math dtype's width (within 25 %), as in
     the tables' kernels. A W4A16 or W8A16 projection (int4/int8 weights dequantised to fp16)
@@ -155,8 +161,7 @@ def _weights_at_dtype(X: pd.DataFrame) -> np.ndarray:
         moe = X["moe_tokens"].notna().to_numpy()
         per = (2.0 + X["moe_gated"].fillna(0)) * X["moe_hidden"] * X["moe_inter"]
         elems = np.where(moe, X["gemm_batch"].to_numpy(float) * per.to_numpy(float), elems)
-    width = X["dtype"].astype(str).map(
-        lambda d: DTYPES[d].bytes_per_element if d in DTYPES else np.nan).to_numpy(float)
+    width = X["elem_bytes"].to_numpy(float)  # featurize's bytes per element of the dtype
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = w / (elems * width)
     return (w <= 0) | ~np.isfinite(elems) | ((ratio > 0.8) & (ratio < 1.25))
